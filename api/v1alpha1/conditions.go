@@ -1,0 +1,77 @@
+package v1alpha1
+
+import (
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Condition types shared by every kind, following kstatus so that `kubectl wait
+// --for=condition=Ready` and generic tooling understand the objects.
+const (
+	// ConditionReady is True when the object does its job right now.
+	ConditionReady = "Ready"
+	// ConditionReconciling is True while the operator is working towards Ready.
+	ConditionReconciling = "Reconciling"
+	// ConditionStalled is True when progress needs a human: the reason says what to fix.
+	ConditionStalled = "Stalled"
+)
+
+// Domain condition types.
+const (
+	// ConditionFolderReady says whether the GitTarget's folder can be owned and written.
+	ConditionFolderReady = "FolderReady"
+	// ConditionResourcesResolved says whether every resource of a watch rule was found.
+	ConditionResourcesResolved = "ResourcesResolved"
+)
+
+// Reasons used in conditions; stable strings so alerts and tests can match on them.
+const (
+	ReasonSucceeded            = "Succeeded"
+	ReasonProgressing          = "Progressing"
+	ReasonInvalidSecret        = "InvalidSecret"
+	ReasonSecretNotFound       = "SecretNotFound"
+	ReasonUnreachable          = "Unreachable"
+	ReasonProviderNotFound     = "ProviderNotFound"
+	ReasonProviderNotReady     = "ProviderNotReady"
+	ReasonBranchNotAllowed     = "BranchNotAllowed"
+	ReasonUnsupportedContent   = "UnsupportedContent"
+	ReasonTargetNotFound       = "TargetNotFound"
+	ReasonResourceNotFound     = "ResourceNotFound"
+	ReasonResourceNotWatchable = "ResourceNotWatchable"
+	ReasonInvalidRule          = "InvalidRule"
+	ReasonWriteFailed          = "WriteFailed"
+)
+
+// SetReady records success: Ready=True, and clears Reconciling and Stalled.
+func SetReady(conds *[]metav1.Condition, gen int64, reason, msg string) {
+	set(conds, gen, ConditionReady, metav1.ConditionTrue, reason, msg)
+	meta.RemoveStatusCondition(conds, ConditionReconciling)
+	meta.RemoveStatusCondition(conds, ConditionStalled)
+}
+
+// SetStalled records a problem only a human can fix: Stalled=True, Ready=False.
+func SetStalled(conds *[]metav1.Condition, gen int64, reason, msg string) {
+	set(conds, gen, ConditionReady, metav1.ConditionFalse, reason, msg)
+	set(conds, gen, ConditionStalled, metav1.ConditionTrue, reason, msg)
+	meta.RemoveStatusCondition(conds, ConditionReconciling)
+}
+
+// SetReconciling records progress or a transient failure: Reconciling=True, Ready=False.
+func SetReconciling(conds *[]metav1.Condition, gen int64, reason, msg string) {
+	set(conds, gen, ConditionReady, metav1.ConditionFalse, reason, msg)
+	set(conds, gen, ConditionReconciling, metav1.ConditionTrue, reason, msg)
+	meta.RemoveStatusCondition(conds, ConditionStalled)
+}
+
+// SetCondition sets a domain condition.
+func SetCondition(conds *[]metav1.Condition, gen int64, typ string, ok bool, reason, msg string) {
+	st := metav1.ConditionFalse
+	if ok {
+		st = metav1.ConditionTrue
+	}
+	set(conds, gen, typ, st, reason, msg)
+}
+
+func set(conds *[]metav1.Condition, gen int64, typ string, st metav1.ConditionStatus, reason, msg string) {
+	meta.SetStatusCondition(conds, metav1.Condition{Type: typ, Status: st, Reason: reason, Message: msg, ObservedGeneration: gen})
+}

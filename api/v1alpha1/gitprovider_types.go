@@ -1,0 +1,97 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// GitProviderSpec says which repository to write to and how to authenticate.
+type GitProviderSpec struct {
+	// URL of the Git repository: https://, http://, ssh://, git@host:path, or file:// for
+	// local use. Immutable: point a new GitProvider at a new repository instead.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:Pattern=`^(https?://|ssh://|file://|[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:).+`
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="url is immutable"
+	URL string `json:"url"`
+
+	// SecretRef names a Secret in the same namespace with credentials. For HTTP(S): keys
+	// `username` and `password` (basic auth; a token goes in `password`), or `bearerToken`.
+	// For SSH: `identity` (private key, PEM or OpenSSH format), optional `password` for an
+	// encrypted key, and `known_hosts` (required: the operator never trusts an unknown host).
+	// +optional
+	SecretRef *LocalObjectReference `json:"secretRef,omitempty"`
+
+	// AllowedBranches lists glob patterns (path.Match syntax, e.g. `main`, `env/*`) of branches
+	// GitTargets may write to. A GitTarget on any other branch is refused.
+	// +kubebuilder:default={"*"}
+	// +kubebuilder:validation:MinItems=1
+	// +listType=set
+	// +optional
+	AllowedBranches []string `json:"allowedBranches,omitempty"`
+
+	// Committer is the identity recorded as committer (and as author until attribution is
+	// known) on every commit the operator makes.
+	// +optional
+	Committer *Committer `json:"committer,omitempty"`
+}
+
+// Committer is a Git identity.
+type Committer struct {
+	// Name of the committer.
+	// +kubebuilder:default="GitOps Reverser"
+	// +kubebuilder:validation:MinLength=1
+	// +optional
+	Name string `json:"name,omitempty"`
+	// Email of the committer.
+	// +kubebuilder:default="gitops-reverser@localhost"
+	// +kubebuilder:validation:MinLength=1
+	// +optional
+	Email string `json:"email,omitempty"`
+}
+
+// LocalObjectReference names an object in the same namespace.
+type LocalObjectReference struct {
+	// Name of the referent.
+	// +kubebuilder:validation:MinLength=1
+	Name string `json:"name"`
+}
+
+// GitProviderStatus reports whether the repository is reachable with the given credentials.
+type GitProviderStatus struct {
+	// ObservedGeneration is the generation the status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// Conditions: Ready, Reconciling, Stalled (kstatus).
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// GitProvider is a Git repository the operator may write to, with its credentials and the
+// branches it may touch.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=gp,categories=gitops-reverser
+// +kubebuilder:printcolumn:name="URL",type=string,JSONPath=`.spec.url`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Status",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].message`,priority=1
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type GitProvider struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   GitProviderSpec   `json:"spec"`
+	Status GitProviderStatus `json:"status,omitempty"`
+}
+
+// GitProviderList is a list of GitProviders.
+// +kubebuilder:object:root=true
+type GitProviderList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []GitProvider `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&GitProvider{}, &GitProviderList{})
+}

@@ -1,0 +1,114 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// GitTargetSpec is a folder on a branch of a GitProvider's repository.
+type GitTargetSpec struct {
+	// ProviderRef names the GitProvider (same namespace) whose repository holds the folder.
+	ProviderRef LocalObjectReference `json:"providerRef"`
+
+	// Branch to write to; created from nothing when missing. Must match the provider's
+	// allowedBranches. Immutable.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=255
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9._/-]+$`
+	// +kubebuilder:validation:XValidation:rule="!self.contains('..') && !self.startsWith('/') && !self.endsWith('/') && !self.endsWith('.lock')",message="branch must be a valid Git branch name"
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="branch is immutable"
+	Branch string `json:"branch"`
+
+	// Path of the folder inside the repository, relative to its root, e.g. `clusters/prod`.
+	// Nothing is ever written outside it. Immutable.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=512
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$`
+	// +kubebuilder:validation:XValidation:rule="!self.split('/').exists(s, s == '..' || s == '.')",message="path must not contain '.' or '..' segments"
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="path is immutable"
+	Path string `json:"path"`
+
+	// CommitWindow says how changes are grouped into commits.
+	// +kubebuilder:default={}
+	// +optional
+	CommitWindow CommitWindow `json:"commitWindow,omitempty"`
+}
+
+// CommitWindow groups changes into one commit. A window closes when no change arrived for
+// Quiet, when its first change is MaxDelay old, or when it holds MaxChanges objects,
+// whichever comes first.
+type CommitWindow struct {
+	// Quiet is how long no new change must arrive before the window commits. `0s` commits
+	// each change at once.
+	// +kubebuilder:default="5s"
+	// +optional
+	Quiet *metav1.Duration `json:"quiet,omitempty"`
+	// MaxDelay bounds how long a change waits, so that a steady trickle still commits.
+	// +kubebuilder:default="30s"
+	// +optional
+	MaxDelay *metav1.Duration `json:"maxDelay,omitempty"`
+	// MaxChanges closes the window once it holds this many distinct objects.
+	// +kubebuilder:default=500
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	MaxChanges *int32 `json:"maxChanges,omitempty"`
+}
+
+// GitTargetStatus reports whether the folder can be written and what was last committed.
+type GitTargetStatus struct {
+	// ObservedGeneration is the generation the status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// Conditions: Ready, Reconciling, Stalled (kstatus) and FolderReady (the folder verdict).
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// Repository is the URL of the provider's repository, for display.
+	// +optional
+	Repository string `json:"repository,omitempty"`
+	// LastCommit is the newest commit the operator pushed for this target.
+	// +optional
+	LastCommit *CommitInfo `json:"lastCommit,omitempty"`
+	// ObjectCount is the number of Kubernetes objects in the folder.
+	// +optional
+	ObjectCount int32 `json:"objectCount"`
+}
+
+// CommitInfo identifies a pushed commit.
+type CommitInfo struct {
+	// SHA of the commit.
+	SHA string `json:"sha"`
+	// Time the commit was made.
+	Time metav1.Time `json:"time"`
+}
+
+// GitTarget is a folder on a branch where captured objects are written as YAML.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=gt,categories=gitops-reverser
+// +kubebuilder:printcolumn:name="Branch",type=string,JSONPath=`.spec.branch`
+// +kubebuilder:printcolumn:name="Path",type=string,JSONPath=`.spec.path`
+// +kubebuilder:printcolumn:name="Objects",type=integer,JSONPath=`.status.objectCount`
+// +kubebuilder:printcolumn:name="Commit",type=string,JSONPath=`.status.lastCommit.sha`,priority=1
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Status",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].message`,priority=1
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type GitTarget struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   GitTargetSpec   `json:"spec"`
+	Status GitTargetStatus `json:"status,omitempty"`
+}
+
+// GitTargetList is a list of GitTargets.
+// +kubebuilder:object:root=true
+type GitTargetList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []GitTarget `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&GitTarget{}, &GitTargetList{})
+}

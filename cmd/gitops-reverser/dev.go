@@ -1,0 +1,283 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/gitops-reverser/gitops-reverser/api/v1alpha1"
+	"github.com/gitops-reverser/gitops-reverser/config"
+)
+
+// devOptions are the flags of `gitops-reverser dev`.
+type devOptions struct {
+	keepRunning bool
+	dir         string
+	verbose     bool
+}
+
+// runDev is the sandbox behind `make demo`: a local control plane (envtest assets), a bare
+// Git repository, the operator in-process, a sample change, and the resulting commits.
+func runDev(args []string) error {
+	var o devOptions
+	fs := flag.NewFlagSet("dev", flag.ContinueOnError)
+	fs.BoolVar(&o.keepRunning, "keep-running", false, "Keep the sandbox running after the demo and print the KUBECONFIG to use.")
+	fs.StringVar(&o.dir, "dir", "", "Directory for the sandbox (default: a new temporary directory).")
+	fs.BoolVar(&o.verbose, "v", false, "Show the operator's logs.")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	logOut := io.Discard
+	if o.verbose {
+		logOut = os.Stderr
+	}
+	ctrl.SetLogger(zap.New(zap.WriteTo(logOut)))
+	if o.dir == "" {
+		d, err := os.MkdirTemp("", "gitops-reverser-dev-")
+		if err != nil {
+			return err
+		}
+		o.dir = d
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return devSandbox(ctx, o)
+}
+
+func devSandbox(ctx context.Context, o devOptions) (err error) {
+	step("starting a local control plane (kube-apiserver + etcd)")
+	crds, err := config.LoadCRDs()
+	if err != nil {
+		return err
+	}
+	env := &envtest.Environment{CRDInstallOptions: envtest.CRDInstallOptions{CRDs: crds}}
+	cfg, err := env.Start()
+	if err != nil {
+		return fmt.Errorf("starting the control plane (is KUBEBUILDER_ASSETS set? `make demo` does it): %w", err)
+	}
+	defer func() { err = errors.Join(err, env.Stop()) }()
+
+	remote := filepath.Join(o.dir, "remote.git")
+	step("creating a bare Git repository at " + remote)
+	if _, err := git.PlainInit(remote, true); err != nil {
+		return fmt.Errorf("creating %s: %w", remote, err)
+	}
+
+	step("running the operator")
+	mctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		done <- run(mctx, cfg, Options{MetricsAddr: "0", ProbeAddr: "0", WorkDir: filepath.Join(o.dir, "clones"),
+			GitPollInterval: 10 * time.Second, ProviderCheckInterval: time.Minute})
+	}()
+	defer func() {
+		cancel()
+		err = errors.Join(err, <-done)
+	}()
+
+	scheme, err := newScheme()
+	if err != nil {
+		return err
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return err
+	}
+	if err := devApply(ctx, c, remote); err != nil {
+		return err
+	}
+	if err := devChange(ctx, c, remote); err != nil {
+		return err
+	}
+	if o.keepRunning {
+		kc, err := writeKubeconfig(env, o.dir)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("\nThe sandbox keeps running. In another shell:\n\n  export KUBECONFIG=%s\n  kubectl -n demo edit configmap app-config\n  git --git-dir %s log --stat\n\nPress Ctrl-C to stop.\n", kc, remote)
+		<-ctx.Done()
+	}
+	return nil
+}
+
+func step(msg string) { fmt.Printf("==> %s\n", msg) }
+
+// devApply creates the demo namespace and the operator's objects, and waits until Ready.
+func devApply(ctx context.Context, c client.Client, remote string) error {
+	step("applying GitProvider, GitTarget and WatchRule for namespace demo")
+	quiet := metav1.Duration{Duration: time.Second}
+	objs := []client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "demo"}},
+		&v1alpha1.GitProvider{ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: "local"},
+			Spec: v1alpha1.GitProviderSpec{URL: "file://" + remote, AllowedBranches: []string{"main"}}},
+		&v1alpha1.GitTarget{ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: "live"},
+			Spec: v1alpha1.GitTargetSpec{ProviderRef: v1alpha1.LocalObjectReference{Name: "local"}, Branch: "main", Path: "live",
+				CommitWindow: v1alpha1.CommitWindow{Quiet: &quiet}}},
+		&v1alpha1.WatchRule{ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: "configmaps"},
+			Spec: v1alpha1.WatchRuleSpec{TargetRef: v1alpha1.LocalObjectReference{Name: "live"},
+				Rules: []v1alpha1.ResourceRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}}}}},
+	}
+	for _, o := range objs {
+		if err := c.Create(ctx, o); err != nil {
+			return fmt.Errorf("creating %T %s: %w", o, o.GetName(), err)
+		}
+	}
+	for _, o := range objs[1:] {
+		if err := waitReady(ctx, c, o); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func waitReady(ctx context.Context, c client.Client, o client.Object) error {
+	key := client.ObjectKeyFromObject(o)
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		if err := c.Get(ctx, key, o); err != nil {
+			return err
+		}
+		if conds := conditionsOf(o); conds != nil && apimeta.IsStatusConditionTrue(*conds, v1alpha1.ConditionReady) {
+			fmt.Printf("    %T %s is Ready\n", o, key)
+			return nil
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	conds := conditionsOf(o)
+	return fmt.Errorf("%T %s not Ready after 60s: %v", o, key, *conds)
+}
+
+func conditionsOf(o client.Object) *[]metav1.Condition {
+	switch t := o.(type) {
+	case *v1alpha1.GitProvider:
+		return &t.Status.Conditions
+	case *v1alpha1.GitTarget:
+		return &t.Status.Conditions
+	case *v1alpha1.WatchRule:
+		return &t.Status.Conditions
+	}
+	return nil
+}
+
+// devChange creates then edits a ConfigMap and prints what reached the remote.
+func devChange(ctx context.Context, c client.Client, remote string) error {
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: "app-config", Labels: map[string]string{"app": "demo"}},
+		Data: map[string]string{"greeting": "hello", "replicas": "1"}}
+	step("creating ConfigMap demo/app-config")
+	if err := c.Create(ctx, cm); err != nil {
+		return err
+	}
+	first, err := waitForCommit(ctx, remote, plumbing.ZeroHash)
+	if err != nil {
+		return err
+	}
+	step("editing ConfigMap demo/app-config (greeting: hello -> hello, Git)")
+	if err := c.Get(ctx, types.NamespacedName{Namespace: "demo", Name: "app-config"}, cm); err != nil {
+		return err
+	}
+	cm.Data["greeting"] = "hello, Git"
+	if err := c.Update(ctx, cm); err != nil {
+		return err
+	}
+	if _, err := waitForCommit(ctx, remote, first); err != nil {
+		return err
+	}
+	return printRemote(remote, "live/demo/configmaps/app-config.yaml")
+}
+
+// waitForCommit waits until the remote's main branch moves past `after`.
+func waitForCommit(ctx context.Context, remote string, after plumbing.Hash) (plumbing.Hash, error) {
+	r, err := git.PlainOpen(remote)
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		if ref, err := r.Reference(plumbing.NewBranchReferenceName("main"), true); err == nil && ref.Hash() != after {
+			return ref.Hash(), nil
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	return plumbing.ZeroHash, fmt.Errorf("no new commit on main in %s within 60s", remote)
+}
+
+// printRemote shows `git log --stat` of main and the file's content, read with go-git.
+func printRemote(remote, file string) error {
+	r, err := git.PlainOpen(remote)
+	if err != nil {
+		return err
+	}
+	ref, err := r.Reference(plumbing.NewBranchReferenceName("main"), true)
+	if err != nil {
+		return err
+	}
+	step("git log --stat (remote " + remote + ", branch main)")
+	iter, err := r.Log(&git.LogOptions{From: ref.Hash()})
+	if err != nil {
+		return err
+	}
+	err = iter.ForEach(func(cm *object.Commit) error {
+		fmt.Printf("\ncommit %s\nAuthor: %s <%s>\nDate:   %s\n\n    %s\n\n", cm.Hash, cm.Author.Name, cm.Author.Email,
+			cm.Author.When.Format(time.RFC1123Z), strings.ReplaceAll(strings.TrimSpace(cm.Message), "\n", "\n    "))
+		stats, err := cm.Stats()
+		if err != nil {
+			return err
+		}
+		for _, s := range stats {
+			fmt.Printf(" %s | +%d -%d\n", s.Name, s.Addition, s.Deletion)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	head, err := r.CommitObject(ref.Hash())
+	if err != nil {
+		return err
+	}
+	f, err := head.File(file)
+	if err != nil {
+		return fmt.Errorf("reading %s at %s: %w", file, ref.Hash(), err)
+	}
+	content, err := f.Contents()
+	if err != nil {
+		return err
+	}
+	step(file)
+	fmt.Print(content)
+	return nil
+}
+
+// writeKubeconfig writes an admin kubeconfig for the sandbox's control plane.
+func writeKubeconfig(env *envtest.Environment, dir string) (string, error) {
+	user, err := env.ControlPlane.AddUser(envtest.User{Name: "demo-admin", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		return "", err
+	}
+	kc, err := user.KubeConfig()
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, "kubeconfig")
+	return path, os.WriteFile(path, kc, 0o600)
+}

@@ -1,0 +1,44 @@
+package batch
+
+import (
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/gitops-reverser/gitops-reverser/gitops/manifest"
+)
+
+// ObjectKey names a watched object independently of its state: the worker keeps only these
+// (the cluster holds the state), so pending work stays bounded however long Git is away.
+type ObjectKey struct {
+	GVR       schema.GroupVersionResource
+	Kind      string
+	Namespace string
+	Name      string
+}
+
+// Identity is the key's version-independent identity, the one used to find the document in Git.
+func (k ObjectKey) Identity() manifest.Identity {
+	return manifest.Identity{Group: k.GVR.Group, Kind: k.Kind, Namespace: k.Namespace, Name: k.Name}
+}
+
+// Change marks an object dirty for one GitTarget; the worker reads its state at commit time.
+type Change struct {
+	Target types.NamespacedName
+	Key    ObjectKey
+	// AllowDelete says the rule mirrors deletions: when the object is gone (or no longer
+	// claimed) at commit time, its document is removed only if this is true.
+	AllowDelete bool
+}
+
+// Resolver gives the object's current state as the watch sees it, or nil when it no longer
+// exists or the target no longer claims it. The watcher implements it from informer caches.
+type Resolver interface {
+	Current(target types.NamespacedName, key ObjectKey) (*unstructured.Unstructured, error)
+}
+
+// IsSensitive reports whether the object must never reach Git in plaintext. Encryption is
+// not available yet, so such objects are refused by the writer.
+func IsSensitive(key ObjectKey) bool {
+	return key.GVR.Group == "" && key.GVR.Resource == "secrets"
+}

@@ -1,0 +1,52 @@
+package batch
+
+import (
+	"github.com/gitops-reverser/gitops-reverser/gitops/layout"
+	"github.com/gitops-reverser/gitops-reverser/gitops/manifest"
+)
+
+// folderIndex maps identities to the documents holding them, and files back to identities,
+// so one changed file can be re-indexed without a walk over the folder.
+type folderIndex struct {
+	byID   map[manifest.Identity]layout.Location
+	byFile map[string][]manifest.Identity
+}
+
+func newFolderIndex(ix layout.Index) *folderIndex {
+	f := &folderIndex{byID: map[manifest.Identity]layout.Location{}, byFile: map[string][]manifest.Identity{}}
+	for id, loc := range ix {
+		f.byID[id] = loc
+		f.byFile[loc.File] = append(f.byFile[loc.File], id)
+	}
+	return f
+}
+
+func (f *folderIndex) lookup(id manifest.Identity) (layout.Location, bool) {
+	loc, ok := f.byID[id]
+	return loc, ok
+}
+
+// setFile re-indexes one file from its new content; nil content means the file is gone.
+func (f *folderIndex) setFile(path string, content []byte) error {
+	for _, id := range f.byFile[path] {
+		delete(f.byID, id)
+	}
+	delete(f.byFile, path)
+	if content == nil {
+		return nil
+	}
+	docs, err := manifest.Parse(content)
+	if err != nil {
+		return err
+	}
+	for _, d := range docs {
+		if d.Empty {
+			continue
+		}
+		f.byID[d.Identity] = layout.Location{File: path, Doc: d.Index}
+		f.byFile[path] = append(f.byFile[path], d.Identity)
+	}
+	return nil
+}
+
+func (f *folderIndex) len() int { return len(f.byID) }

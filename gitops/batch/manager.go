@@ -1,0 +1,192 @@
+package batch
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/transport"
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/gitops-reverser/gitops-reverser/gitops/layout"
+	"github.com/gitops-reverser/gitops-reverser/gitops/repo"
+)
+
+// TargetSpec is what the writer needs to know about one GitTarget, resolved by its controller.
+type TargetSpec struct {
+	Key       types.NamespacedName
+	URL       string
+	Auth      transport.AuthMethod
+	Branch    string
+	Folder    string
+	Window    WindowConfig
+	Committer Identity
+}
+
+// Identity is a Git author or committer.
+type Identity struct {
+	Name  string
+	Email string
+}
+
+// TargetStatus is the writer's view of a target, copied into GitTarget status.
+type TargetStatus struct {
+	// Known is false until the folder was read once.
+	Known          bool
+	Verdict        layout.Verdict
+	LastCommit     plumbing.Hash
+	LastCommitTime time.Time
+	ObjectCount    int
+	// LastError is the latest failure to write or push, empty after a success.
+	LastError string
+	// Refused names objects the writer will not write and why (e.g. plaintext Secrets).
+	Refused []string
+}
+
+// Options configure the Manager.
+type Options struct {
+	// WorkDir holds one persistent bare clone per (repository, branch).
+	WorkDir  string
+	Resolver Resolver
+	Log      logr.Logger
+	// OnStatus is called (without locks held) when a target's status changed.
+	OnStatus func(types.NamespacedName)
+	// OnFolderReady is called when a target's folder became writable, so the watcher can
+	// send it a full snapshot.
+	OnFolderReady func(types.NamespacedName)
+}
+
+type workerKey struct {
+	url    string
+	branch string
+}
+
+// Manager owns one branch worker per (normalised repository URL, branch) and routes each
+// GitTarget's changes to its worker. It runs only on the leader.
+type Manager struct {
+	opts Options
+
+	mu      sync.Mutex
+	ctx     context.Context
+	workers map[workerKey]*worker
+	targets map[types.NamespacedName]workerKey
+	wg      sync.WaitGroup
+}
+
+// NewManager builds a Manager; Start runs its workers.
+func NewManager(opts Options) *Manager {
+	if opts.OnStatus == nil {
+		opts.OnStatus = func(types.NamespacedName) {}
+	}
+	if opts.OnFolderReady == nil {
+		opts.OnFolderReady = func(types.NamespacedName) {}
+	}
+	return &Manager{opts: opts, workers: map[workerKey]*worker{}, targets: map[types.NamespacedName]workerKey{}}
+}
+
+// Start runs until ctx ends; workers created before or after Start run under ctx.
+func (m *Manager) Start(ctx context.Context) error {
+	m.mu.Lock()
+	m.ctx = ctx
+	for _, w := range m.workers {
+		m.run(w)
+	}
+	m.mu.Unlock()
+	<-ctx.Done()
+	m.wg.Wait()
+	return nil
+}
+
+// NeedLeaderElection keeps writers on the leader only, so replicas never race on pushes.
+func (m *Manager) NeedLeaderElection() bool { return true }
+
+func (m *Manager) run(w *worker) {
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		w.loop(m.ctx)
+	}()
+}
+
+// EnsureTarget registers or updates a target, refreshes its folder from the remote and
+// returns its status. Errors are transient (remote unreachable, clone unusable).
+func (m *Manager) EnsureTarget(ctx context.Context, spec TargetSpec) (TargetStatus, error) {
+	w, err := m.workerFor(ctx, spec)
+	if err != nil {
+		return TargetStatus{}, err
+	}
+	return w.ensureTarget(ctx, spec)
+}
+
+// Status returns the last known status of a target.
+func (m *Manager) Status(key types.NamespacedName) (TargetStatus, bool) {
+	m.mu.Lock()
+	wk, ok := m.targets[key]
+	w := m.workers[wk]
+	m.mu.Unlock()
+	if !ok || w == nil {
+		return TargetStatus{}, false
+	}
+	return w.status(key)
+}
+
+// RemoveTarget forgets a deleted GitTarget; files in Git stay as they are.
+func (m *Manager) RemoveTarget(key types.NamespacedName) {
+	m.mu.Lock()
+	wk, ok := m.targets[key]
+	delete(m.targets, key)
+	w := m.workers[wk]
+	m.mu.Unlock()
+	if ok && w != nil {
+		w.removeTarget(key)
+	}
+}
+
+// Submit marks objects dirty on their targets; unknown targets are ignored because their
+// controller will request a snapshot once they are registered.
+func (m *Manager) Submit(changes ...Change) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, c := range changes {
+		wk, ok := m.targets[c.Target]
+		if !ok {
+			continue
+		}
+		if w := m.workers[wk]; w != nil {
+			w.submit(c)
+		}
+	}
+}
+
+func (m *Manager) workerFor(ctx context.Context, spec TargetSpec) (*worker, error) {
+	wk := workerKey{url: repo.NormalizeURL(spec.URL), branch: spec.Branch}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if old, ok := m.targets[spec.Key]; ok && old != wk {
+		if w := m.workers[old]; w != nil {
+			w.removeTarget(spec.Key)
+		}
+	}
+	w, ok := m.workers[wk]
+	if !ok {
+		sum := sha256.Sum256([]byte(wk.url + "\x00" + wk.branch))
+		dir := filepath.Join(m.opts.WorkDir, hex.EncodeToString(sum[:8]))
+		r, err := repo.Open(ctx, dir, spec.URL, spec.Auth)
+		if err != nil {
+			return nil, fmt.Errorf("opening the local clone of %s: %w", spec.URL, err)
+		}
+		w = newWorker(wk, r, m.opts)
+		m.workers[wk] = w
+		if m.ctx != nil {
+			m.run(w)
+		}
+	}
+	m.targets[spec.Key] = wk
+	return w, nil
+}

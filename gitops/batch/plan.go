@@ -1,0 +1,134 @@
+package batch
+
+import (
+	"fmt"
+	"sort"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/gitops-reverser/gitops-reverser/gitops/manifest"
+	"github.com/gitops-reverser/gitops-reverser/gitops/plan"
+	"github.com/gitops-reverser/gitops-reverser/gitops/sanitize"
+)
+
+// action is what a commit did to one object, for the commit message.
+type action struct {
+	verb string // Create, Update, Delete
+	id   manifest.Identity
+}
+
+// writePlan is the set of file contents one commit will hold (nil content deletes a file).
+type writePlan struct {
+	files   map[string][]byte
+	actions []action
+	refused []string
+	// located overrides the target's index for identities this plan added ("" = removed),
+	// so a failed push leaves the index describing the remote tip.
+	located map[manifest.Identity]string
+}
+
+func (p *writePlan) lookup(ix *folderIndex, id manifest.Identity) (string, bool) {
+	if f, ok := p.located[id]; ok {
+		return f, f != ""
+	}
+	loc, ok := ix.lookup(id)
+	return loc.File, ok
+}
+
+// message summarises the commit: the single change, or a count for a group.
+func (p *writePlan) message(target types.NamespacedName) string {
+	if len(p.actions) == 1 {
+		a := p.actions[0]
+		return fmt.Sprintf("%s %s", a.verb, a.id)
+	}
+	msg := fmt.Sprintf("%s: %d changes\n", target, len(p.actions))
+	for _, a := range p.actions {
+		msg += fmt.Sprintf("\n- %s %s", a.verb, a.id)
+	}
+	return msg + "\n"
+}
+
+// plan resolves every dirty key to its current state and edits the files holding them.
+// Callers hold w.mu.
+func (w *worker) plan(t *target, dirty map[ObjectKey]bool) (*writePlan, error) {
+	keys := make([]ObjectKey, 0, len(dirty))
+	for k := range dirty {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return keys[i].Identity().String() < keys[j].Identity().String() })
+
+	p := &writePlan{files: map[string][]byte{}, located: map[manifest.Identity]string{}}
+	read := func(path string) ([]byte, error) {
+		if c, ok := p.files[path]; ok {
+			return c, nil
+		}
+		c, _, err := w.repo.ReadFile(w.remoteTip, path)
+		return c, err
+	}
+	for _, k := range keys {
+		if err := w.planOne(t, p, read, k, dirty[k]); err != nil {
+			return nil, err
+		}
+	}
+	return p, nil
+}
+
+func (w *worker) planOne(t *target, p *writePlan, read func(string) ([]byte, error), k ObjectKey, allowDelete bool) error {
+	id := k.Identity()
+	obj, err := w.opts.Resolver.Current(t.spec.Key, k)
+	if err != nil {
+		return fmt.Errorf("reading %s: %w", id, err)
+	}
+	file, exists := p.lookup(t.index, id)
+	if obj == nil {
+		if !allowDelete || !exists {
+			return nil
+		}
+		content, err := read(file)
+		if err != nil {
+			return fmt.Errorf("reading %s: %w", file, err)
+		}
+		out, empty, err := manifest.Remove(content, id)
+		if err != nil {
+			return fmt.Errorf("removing %s from %s: %w", id, file, err)
+		}
+		if empty {
+			out = nil
+		}
+		p.files[file] = out
+		p.located[id] = ""
+		p.actions = append(p.actions, action{"Delete", id})
+		return nil
+	}
+	if IsSensitive(k) {
+		p.refused = append(p.refused, fmt.Sprintf("%s: not written, Secrets are never stored in plaintext and encryption is not configured", id))
+		return nil
+	}
+	path := file
+	if !exists {
+		if path, err = plan.CanonicalPath(t.spec.Folder, k.GVR, k.Namespace, k.Name, false); err != nil {
+			p.refused = append(p.refused, fmt.Sprintf("%s: %v", id, err))
+			return nil
+		}
+	}
+	content, err := read(path)
+	if err != nil {
+		return fmt.Errorf("reading %s: %w", path, err)
+	}
+	out, changed, err := manifest.Upsert(content, sanitize.Object(obj))
+	if err != nil {
+		p.refused = append(p.refused, fmt.Sprintf("%s: cannot be written to %s: %v", id, path, err))
+		return nil
+	}
+	if !changed {
+		return nil
+	}
+	p.files[path] = out
+	verb := "Update"
+	if !exists {
+		verb = "Create"
+	}
+	p.actions = append(p.actions, action{verb, id})
+	p.located[id] = path
+	return nil
+}

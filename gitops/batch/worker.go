@@ -1,0 +1,329 @@
+package batch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/gitops-reverser/gitops-reverser/gitops/layout"
+	"github.com/gitops-reverser/gitops-reverser/gitops/repo"
+)
+
+// maxPushAttempts bounds fetch-and-replay rounds within one flush; the flush is retried
+// later with backoff when they are exhausted.
+const maxPushAttempts = 5
+
+// minFetchInterval keeps status refreshes (one per commit) from fetching every time.
+const minFetchInterval = 5 * time.Second
+
+// target is the worker's state for one GitTarget.
+type target struct {
+	spec    TargetSpec
+	verdict layout.Verdict
+	index   *folderIndex
+	st      TargetStatus
+
+	// guarded by worker.qmu
+	dirty  map[ObjectKey]bool
+	window Window
+}
+
+// worker serialises every Git operation of one (repository, branch).
+type worker struct {
+	key  workerKey
+	repo *repo.Repo
+	opts Options
+	log  logr.Logger
+
+	// mu guards the clone, remoteTip and targets' Git-side state.
+	mu        sync.Mutex
+	remoteTip plumbing.Hash
+	fetched   bool
+	lastFetch time.Time
+	targets   map[types.NamespacedName]*target
+
+	// qmu guards the dirty sets and windows, so submitting never waits for a push.
+	qmu     sync.Mutex
+	wake    chan struct{}
+	backoff time.Duration
+	retryAt time.Time
+}
+
+func newWorker(key workerKey, r *repo.Repo, opts Options) *worker {
+	return &worker{
+		key: key, repo: r, opts: opts,
+		log:     opts.Log.WithValues("repository", key.url, "branch", key.branch),
+		targets: map[types.NamespacedName]*target{},
+		wake:    make(chan struct{}, 1),
+	}
+}
+
+func (w *worker) poke() {
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (w *worker) submit(c Change) {
+	w.mu.Lock()
+	t, ok := w.targets[c.Target]
+	w.mu.Unlock()
+	if !ok {
+		return
+	}
+	now := time.Now()
+	w.qmu.Lock()
+	if _, seen := t.dirty[c.Key]; !seen {
+		t.window.Count++
+	}
+	t.dirty[c.Key] = c.AllowDelete
+	if t.window.First.IsZero() {
+		t.window.First = now
+	}
+	t.window.Last = now
+	w.qmu.Unlock()
+	w.poke()
+}
+
+func (w *worker) status(key types.NamespacedName) (TargetStatus, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	t, ok := w.targets[key]
+	if !ok {
+		return TargetStatus{}, false
+	}
+	return t.st, true
+}
+
+func (w *worker) removeTarget(key types.NamespacedName) {
+	w.mu.Lock()
+	delete(w.targets, key)
+	w.mu.Unlock()
+}
+
+// ensureTarget registers the target, fetches the branch and re-reads folders when the
+// remote moved. It reports a folder that became writable through OnFolderReady.
+func (w *worker) ensureTarget(ctx context.Context, spec TargetSpec) (TargetStatus, error) {
+	w.mu.Lock()
+	t, ok := w.targets[spec.Key]
+	if !ok {
+		t = &target{spec: spec, dirty: map[ObjectKey]bool{}}
+		w.targets[spec.Key] = t
+	}
+	wasSupported := t.st.Known && t.verdict.Supported
+	folderChanged := ok && t.spec.Folder != spec.Folder
+	t.spec = spec
+	w.repo.SetAuth(spec.Auth)
+	var err error
+	if !t.st.Known || folderChanged || time.Since(w.lastFetch) > minFetchInterval {
+		err = w.refresh(ctx, folderChanged || !t.st.Known)
+	}
+	st := t.st
+	nowSupported := t.st.Known && t.verdict.Supported
+	w.mu.Unlock()
+	if err != nil {
+		return st, err
+	}
+	if nowSupported && !wasSupported {
+		w.opts.OnFolderReady(spec.Key)
+		w.poke()
+	}
+	return st, nil
+}
+
+// refresh fetches the branch; when the tip moved (or force is set) every target's folder is
+// re-read. Callers hold w.mu.
+func (w *worker) refresh(ctx context.Context, force bool) error {
+	tip, err := w.repo.Fetch(ctx, w.key.branch)
+	if err != nil {
+		return fmt.Errorf("fetching branch %s: %w", w.key.branch, err)
+	}
+	moved := !w.fetched || tip != w.remoteTip
+	w.remoteTip, w.fetched, w.lastFetch = tip, true, time.Now()
+	for _, t := range w.targets {
+		if moved || force || !t.st.Known {
+			if err := w.analyze(t); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// analyze reads the target's folder at the remote tip: verdict, index, object count.
+func (w *worker) analyze(t *target) error {
+	files, err := w.repo.ReadTree(w.remoteTip, t.spec.Folder)
+	if err != nil {
+		return fmt.Errorf("reading folder %s: %w", t.spec.Folder, err)
+	}
+	lf := make([]layout.File, 0, len(files))
+	for _, f := range files {
+		lf = append(lf, layout.File{Path: f.Path, Kind: layout.EntryKind(f.Kind), Content: f.Content})
+	}
+	verdict, ix := layout.Analyze(t.spec.Folder, lf)
+	t.verdict, t.index = verdict, newFolderIndex(ix)
+	t.st.Known, t.st.Verdict, t.st.ObjectCount = true, verdict, t.index.len()
+	if w.remoteTip != plumbing.ZeroHash && t.st.LastCommit == plumbing.ZeroHash {
+		if when, err := w.repo.CommitInfo(w.remoteTip); err == nil {
+			t.st.LastCommit, t.st.LastCommitTime = w.remoteTip, when
+		}
+	}
+	return nil
+}
+
+// loop commits windows as they close, until ctx ends.
+func (w *worker) loop(ctx context.Context) {
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		next := w.flushDue(ctx)
+		if !timer.Stop() {
+			select {
+			case <-timer.C:
+			default:
+			}
+		}
+		timer.Reset(next)
+		select {
+		case <-ctx.Done():
+			return
+		case <-w.wake:
+		case <-timer.C:
+		}
+	}
+}
+
+// flushDue commits every target whose window closed and returns how long to sleep.
+func (w *worker) flushDue(ctx context.Context) time.Duration {
+	next := time.Hour
+	now := time.Now()
+	if now.Before(w.retryAt) {
+		return w.retryAt.Sub(now)
+	}
+	w.mu.Lock()
+	keys := make([]types.NamespacedName, 0, len(w.targets))
+	for k := range w.targets {
+		keys = append(keys, k)
+	}
+	w.mu.Unlock()
+	sort.Slice(keys, func(i, j int) bool { return keys[i].String() < keys[j].String() })
+	for _, k := range keys {
+		wait, err := w.flushIfDue(ctx, k, now)
+		if err != nil {
+			w.backoff = min(max(2*w.backoff, time.Second), 2*time.Minute)
+			w.retryAt = time.Now().Add(w.backoff)
+			w.log.Error(err, "commit failed; retrying", "gitTarget", k.String(), "retryIn", w.backoff.String())
+			return w.backoff
+		}
+		if wait > 0 && wait < next {
+			next = wait
+		}
+	}
+	w.backoff = 0
+	return next
+}
+
+func (w *worker) flushIfDue(ctx context.Context, key types.NamespacedName, now time.Time) (time.Duration, error) {
+	w.mu.Lock()
+	t, ok := w.targets[key]
+	if !ok {
+		w.mu.Unlock()
+		return 0, nil
+	}
+	w.qmu.Lock()
+	due, wait := Due(t.window, t.spec.Window, now)
+	if !due || !t.st.Known || !t.verdict.Supported {
+		w.qmu.Unlock()
+		w.mu.Unlock()
+		return wait, nil
+	}
+	dirty := t.dirty
+	t.dirty, t.window = map[ObjectKey]bool{}, Window{}
+	w.qmu.Unlock()
+	changed, err := w.flush(ctx, t, dirty)
+	if err != nil {
+		w.requeue(t, dirty)
+		t.st.LastError = err.Error()
+		changed = true
+	}
+	w.mu.Unlock()
+	if changed {
+		w.opts.OnStatus(key)
+	}
+	return 0, err
+}
+
+// requeue puts keys back after a failed flush, unless a newer change already marked them.
+func (w *worker) requeue(t *target, dirty map[ObjectKey]bool) {
+	w.qmu.Lock()
+	defer w.qmu.Unlock()
+	now := time.Now()
+	for k, del := range dirty {
+		if _, ok := t.dirty[k]; !ok {
+			t.dirty[k] = del
+			t.window.Count++
+		}
+	}
+	if t.window.First.IsZero() {
+		t.window.First = now
+	}
+	t.window.Last = now
+}
+
+// flush writes the dirty objects of one target in one commit and pushes it, replaying the
+// writes on the new remote tip when someone else pushed first. Callers hold w.mu.
+func (w *worker) flush(ctx context.Context, t *target, dirty map[ObjectKey]bool) (bool, error) {
+	for attempt := 1; ; attempt++ {
+		if !t.verdict.Supported {
+			w.requeue(t, dirty) // kept until the folder is fixed; the cluster holds the state
+			return false, nil
+		}
+		p, err := w.plan(t, dirty)
+		if err != nil {
+			return false, err
+		}
+		t.st.Refused = p.refused
+		if len(p.files) == 0 {
+			return len(p.refused) > 0, nil
+		}
+		sig := object.Signature{Name: t.spec.Committer.Name, Email: t.spec.Committer.Email, When: time.Now()}
+		sha, err := w.repo.Commit(w.remoteTip, p.files, sig, sig, p.message(t.spec.Key))
+		if errors.Is(err, repo.ErrNoChange) {
+			return false, nil
+		}
+		if err != nil {
+			return false, fmt.Errorf("committing: %w", err)
+		}
+		err = w.repo.Push(ctx, w.key.branch, sha, w.remoteTip)
+		if errors.Is(err, repo.ErrRemoteMoved) && attempt < maxPushAttempts {
+			w.log.Info("remote moved; replaying writes on the new tip", "gitTarget", t.spec.Key.String(), "attempt", attempt)
+			if err := w.refresh(ctx, false); err != nil {
+				return false, err
+			}
+			continue
+		}
+		if err != nil {
+			return false, fmt.Errorf("pushing %s: %w", sha, err)
+		}
+		w.remoteTip = sha
+		for path, content := range p.files {
+			if err := t.index.setFile(path, content); err != nil {
+				return false, err
+			}
+		}
+		t.st.LastCommit, t.st.LastCommitTime = sha, sig.When
+		t.st.ObjectCount = t.index.len()
+		t.st.LastError = ""
+		w.log.Info("pushed", "gitTarget", t.spec.Key.String(), "sha", sha.String(), "files", len(p.files))
+		return true, nil
+	}
+}

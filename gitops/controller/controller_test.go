@@ -1,0 +1,199 @@
+package controller_test
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/pem"
+	"fmt"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"golang.org/x/crypto/ssh"
+	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gitops-reverser/gitops-reverser/api/v1alpha1"
+	"github.com/gitops-reverser/gitops-reverser/gitops/repo/repotest"
+)
+
+// nonName matches what a namespace name cannot hold.
+var nonName = regexp.MustCompile(`[^a-z0-9]+`)
+
+func namespace(t *testing.T) string {
+	t.Helper()
+	name := strings.Trim(nonName.ReplaceAllString(strings.ToLower(t.Name()), "-"), "-")
+	if len(name) > 60 {
+		name = strings.Trim(name[:60], "-")
+	}
+	require.NoError(t, k8s.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}))
+	return name
+}
+
+func provider(ns, url string, branches ...string) *v1alpha1.GitProvider {
+	return &v1alpha1.GitProvider{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "repo"},
+		Spec: v1alpha1.GitProviderSpec{URL: url, AllowedBranches: branches}}
+}
+
+func target(ns, branch, path string) *v1alpha1.GitTarget {
+	return &v1alpha1.GitTarget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "live"},
+		Spec: v1alpha1.GitTargetSpec{ProviderRef: v1alpha1.LocalObjectReference{Name: "repo"}, Branch: branch, Path: path}}
+}
+
+// waitCondition waits until the object's condition has the status and returns its message.
+func waitCondition(t *testing.T, obj client.Object, conds func() []metav1.Condition, typ string, status metav1.ConditionStatus) string {
+	t.Helper()
+	var last []metav1.Condition
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		require.NoError(t, k8s.Get(context.Background(), client.ObjectKeyFromObject(obj), obj))
+		last = conds()
+		if c := apimeta.FindStatusCondition(last, typ); c != nil && c.Status == status {
+			return c.Message
+		}
+	}
+	t.Fatalf("condition %s=%s not reached; conditions: %+v", typ, status, last)
+	return ""
+}
+
+func bareRemote(t *testing.T) string {
+	t.Helper()
+	return strings.TrimPrefix(repotest.NewFileRemote(t).URL, "file://")
+}
+
+// sshKey makes a throwaway ed25519 private key in OpenSSH PEM form.
+func sshKey(t *testing.T) []byte {
+	t.Helper()
+	_, priv, err := ed25519.GenerateKey(rand.Reader)
+	require.NoError(t, err)
+	block, err := ssh.MarshalPrivateKey(priv, "")
+	require.NoError(t, err)
+	return pem.EncodeToMemory(block)
+}
+
+func TestGitProvider(t *testing.T) {
+	ctx := context.Background()
+	t.Run("is Ready when an empty local repository is reachable", func(t *testing.T) {
+		ns := namespace(t)
+		p := provider(ns, "file://"+bareRemote(t))
+		require.NoError(t, k8s.Create(ctx, p))
+		msg := waitCondition(t, p, func() []metav1.Condition { return p.Status.Conditions }, v1alpha1.ConditionReady, metav1.ConditionTrue)
+		assert.Contains(t, msg, "reachable")
+		assert.Equal(t, []string{"*"}, p.Spec.AllowedBranches, "allowedBranches defaults to every branch")
+	})
+	t.Run("is Stalled naming the Secret when it is missing", func(t *testing.T) {
+		ns := namespace(t)
+		p := provider(ns, "https://127.0.0.1:1/none.git")
+		p.Spec.SecretRef = &v1alpha1.LocalObjectReference{Name: "creds"}
+		require.NoError(t, k8s.Create(ctx, p))
+		msg := waitCondition(t, p, func() []metav1.Condition { return p.Status.Conditions }, v1alpha1.ConditionStalled, metav1.ConditionTrue)
+		assert.Contains(t, msg, ns+"/creds not found")
+	})
+	t.Run("fails closed for SSH without known_hosts", func(t *testing.T) {
+		ns := namespace(t)
+		require.NoError(t, k8s.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "ssh"},
+			Data: map[string][]byte{"identity": sshKey(t)}}))
+		p := provider(ns, "ssh://git@127.0.0.1:1/repo.git")
+		p.Spec.SecretRef = &v1alpha1.LocalObjectReference{Name: "ssh"}
+		require.NoError(t, k8s.Create(ctx, p))
+		msg := waitCondition(t, p, func() []metav1.Condition { return p.Status.Conditions }, v1alpha1.ConditionStalled, metav1.ConditionTrue)
+		assert.Contains(t, msg, "known_hosts")
+		assert.NotContains(t, msg, "PRIVATE KEY")
+	})
+	t.Run("authenticates over HTTP with basic auth from the Secret", func(t *testing.T) {
+		ns := namespace(t)
+		srv := repotest.NewHTTPRemote(t, repotest.WithBasicAuth("alice", "s3cret"))
+		require.NoError(t, k8s.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "http"},
+			Data: map[string][]byte{"username": []byte("alice"), "password": []byte("s3cret")}}))
+		p := provider(ns, srv.URL)
+		p.Spec.SecretRef = &v1alpha1.LocalObjectReference{Name: "http"}
+		require.NoError(t, k8s.Create(ctx, p))
+		waitCondition(t, p, func() []metav1.Condition { return p.Status.Conditions }, v1alpha1.ConditionReady, metav1.ConditionTrue)
+	})
+}
+
+func TestGitTarget(t *testing.T) {
+	ctx := context.Background()
+	t.Run("is Stalled when its GitProvider does not exist", func(t *testing.T) {
+		ns := namespace(t)
+		gt := target(ns, "main", "live")
+		require.NoError(t, k8s.Create(ctx, gt))
+		msg := waitCondition(t, gt, func() []metav1.Condition { return gt.Status.Conditions }, v1alpha1.ConditionStalled, metav1.ConditionTrue)
+		assert.Contains(t, msg, "GitProvider "+ns+"/repo not found")
+	})
+	t.Run("is Stalled when the branch is not allowed", func(t *testing.T) {
+		ns := namespace(t)
+		require.NoError(t, k8s.Create(ctx, provider(ns, "file://"+bareRemote(t), "main", "env/*")))
+		gt := target(ns, "feature", "live")
+		require.NoError(t, k8s.Create(ctx, gt))
+		msg := waitCondition(t, gt, func() []metav1.Condition { return gt.Status.Conditions }, v1alpha1.ConditionStalled, metav1.ConditionTrue)
+		assert.Contains(t, msg, `branch "feature" is not in GitProvider`)
+	})
+	t.Run("is Ready on an empty repository and on an allowed glob branch", func(t *testing.T) {
+		ns := namespace(t)
+		require.NoError(t, k8s.Create(ctx, provider(ns, "file://"+bareRemote(t), "main", "env/*")))
+		gt := target(ns, "env/prod", "clusters/prod")
+		require.NoError(t, k8s.Create(ctx, gt))
+		waitCondition(t, gt, func() []metav1.Condition { return gt.Status.Conditions }, v1alpha1.ConditionReady, metav1.ConditionTrue)
+		assert.Equal(t, "5s", gt.Spec.CommitWindow.Quiet.Duration.String(), "quiet defaults to 5s")
+	})
+	t.Run("is Stalled naming the file when the folder holds a script, and recovers once it is removed", func(t *testing.T) {
+		ns := namespace(t)
+		remote := repotest.NewFileRemote(t)
+		remote.Seed("main", map[string]string{"live/tools/run.sh": "#!/bin/sh\n", "other/run.sh": "ok outside the folder\n"}, "add scripts")
+		require.NoError(t, k8s.Create(ctx, provider(ns, remote.URL)))
+		gt := target(ns, "main", "live")
+		require.NoError(t, k8s.Create(ctx, gt))
+		msg := waitCondition(t, gt, func() []metav1.Condition { return gt.Status.Conditions }, v1alpha1.ConditionStalled, metav1.ConditionTrue)
+		assert.Contains(t, msg, "live/tools/run.sh")
+		folder := apimeta.FindStatusCondition(gt.Status.Conditions, v1alpha1.ConditionFolderReady)
+		require.NotNil(t, folder)
+		assert.Equal(t, metav1.ConditionFalse, folder.Status)
+
+		c := remote.Clone("main")
+		c.Git("rm", "live/tools/run.sh")
+		c.CommitAndPush("main", "remove the script")
+		waitCondition(t, gt, func() []metav1.Condition { return gt.Status.Conditions }, v1alpha1.ConditionReady, metav1.ConditionTrue)
+	})
+}
+
+func TestGitTargetValidation(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t)
+	cases := []struct {
+		name, path, branch, want string
+	}{
+		{"rejects a path that climbs out with ..", "live/../etc", "main", "path"},
+		{"rejects an absolute path", "/live", "main", "path"},
+		{"rejects a branch with ..", "live", "a..b", "branch"},
+	}
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			gt := target(ns, tc.branch, tc.path)
+			gt.Name = fmt.Sprintf("bad-%d", i)
+			err := k8s.Create(ctx, gt)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tc.want)
+		})
+	}
+	t.Run("keeps path and branch immutable", func(t *testing.T) {
+		gt := target(ns, "main", "live")
+		gt.Name = "immutable"
+		require.NoError(t, k8s.Create(ctx, gt))
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			if err := k8s.Get(ctx, client.ObjectKeyFromObject(gt), gt); err != nil {
+				return err
+			}
+			gt.Spec.Path = "elsewhere"
+			return k8s.Update(ctx, gt)
+		})
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "path is immutable")
+	})
+}

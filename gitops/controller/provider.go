@@ -1,0 +1,146 @@
+// Package controller reconciles GitProviders and GitTargets: it resolves credentials,
+// checks that repositories are reachable and hands folders to the Git writer.
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing/transport"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/gitops-reverser/gitops-reverser/api/v1alpha1"
+	"github.com/gitops-reverser/gitops-reverser/gitops/repo"
+)
+
+// ErrCredentials marks a Secret that is missing or unusable: a configuration error.
+var ErrCredentials = errors.New("credentials unusable")
+
+const secretRefIndex = ".spec.secretRef.name"
+
+// GitProviderReconciler checks that a repository is reachable with its credentials.
+type GitProviderReconciler struct {
+	Client client.Client
+	// Interval between reachability checks of a healthy provider.
+	Interval time.Duration
+}
+
+// +kubebuilder:rbac:groups=reverser.gitops.dev,resources=gitproviders,verbs=get;list;watch
+// +kubebuilder:rbac:groups=reverser.gitops.dev,resources=gitproviders/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+
+// Reconcile fetches the provider, defers the status patch and checks reachability.
+func (r *GitProviderReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, err error) {
+	var p v1alpha1.GitProvider
+	if err := r.Client.Get(ctx, req.NamespacedName, &p); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	before := p.Status.DeepCopy()
+	defer func() { err = errors.Join(err, patchStatus(ctx, r.Client, &p, before, &p.Status)) }()
+	p.Status.ObservedGeneration = p.Generation
+
+	auth, err := ProviderAuth(ctx, r.Client, &p)
+	if err != nil {
+		if errors.Is(err, ErrCredentials) {
+			v1alpha1.SetStalled(&p.Status.Conditions, p.Generation, v1alpha1.ReasonInvalidSecret, err.Error())
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, err
+	}
+	if err := repo.LsRemote(ctx, p.Spec.URL, auth); err != nil {
+		v1alpha1.SetReconciling(&p.Status.Conditions, p.Generation, v1alpha1.ReasonUnreachable,
+			fmt.Sprintf("repository %s is not reachable: %v", p.Spec.URL, err))
+		return ctrl.Result{}, fmt.Errorf("checking %s: %w", p.Spec.URL, err)
+	}
+	v1alpha1.SetReady(&p.Status.Conditions, p.Generation, v1alpha1.ReasonSucceeded, fmt.Sprintf("repository %s is reachable", p.Spec.URL))
+	return ctrl.Result{RequeueAfter: r.Interval}, nil
+}
+
+// ProviderAuth reads the provider's Secret and builds go-git credentials. A missing or
+// malformed Secret wraps ErrCredentials; the message never contains secret values.
+func ProviderAuth(ctx context.Context, c client.Client, p *v1alpha1.GitProvider) (transport.AuthMethod, error) {
+	if p.Spec.SecretRef == nil {
+		return repo.AuthFromSecret(p.Spec.URL, nil)
+	}
+	var s corev1.Secret
+	key := types.NamespacedName{Namespace: p.Namespace, Name: p.Spec.SecretRef.Name}
+	if err := c.Get(ctx, key, &s); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("%w: Secret %s not found", ErrCredentials, key)
+		}
+		return nil, fmt.Errorf("reading Secret %s: %w", key, err)
+	}
+	auth, err := repo.AuthFromSecret(p.Spec.URL, s.Data)
+	if err != nil {
+		return nil, fmt.Errorf("%w: Secret %s: %v", ErrCredentials, key, err)
+	}
+	return auth, nil
+}
+
+// BranchAllowed reports whether branch matches one of the provider's allowedBranches globs.
+func BranchAllowed(p *v1alpha1.GitProvider, branch string) bool {
+	patterns := p.Spec.AllowedBranches
+	if len(patterns) == 0 {
+		patterns = []string{"*"}
+	}
+	for _, g := range patterns {
+		if ok, _ := path.Match(g, branch); ok || g == "*" || g == "**" {
+			return true
+		}
+	}
+	return false
+}
+
+// SetupWithManager watches providers and the Secrets they reference.
+func (r *GitProviderReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.GitProvider{}, secretRefIndex,
+		func(o client.Object) []string {
+			if ref := o.(*v1alpha1.GitProvider).Spec.SecretRef; ref != nil {
+				return []string{ref.Name}
+			}
+			return nil
+		}); err != nil {
+		return err
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&v1alpha1.GitProvider{}).
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.providersForSecret)).
+		Complete(r)
+}
+
+func (r *GitProviderReconciler) providersForSecret(ctx context.Context, o client.Object) []reconcile.Request {
+	var list v1alpha1.GitProviderList
+	if err := r.Client.List(ctx, &list, client.InNamespace(o.GetNamespace()), client.MatchingFields{secretRefIndex: o.GetName()}); err != nil {
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(list.Items))
+	for _, p := range list.Items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&p)})
+	}
+	return reqs
+}
+
+// patchStatus writes status only when it changed.
+func patchStatus(ctx context.Context, c client.Client, obj client.Object, before, after any) error {
+	if equality.Semantic.DeepEqual(before, after) {
+		return nil
+	}
+	if err := c.Status().Update(ctx, obj); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("updating status: %w", err)
+	}
+	return nil
+}

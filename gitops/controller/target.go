@@ -1,0 +1,184 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/gitops-reverser/gitops-reverser/api/v1alpha1"
+	"github.com/gitops-reverser/gitops-reverser/gitops/batch"
+)
+
+const providerRefIndex = ".spec.providerRef.name"
+
+// Writer is the part of batch.Manager the GitTarget controller drives.
+type Writer interface {
+	EnsureTarget(ctx context.Context, spec batch.TargetSpec) (batch.TargetStatus, error)
+	RemoveTarget(key types.NamespacedName)
+}
+
+// GitTargetReconciler resolves a target's provider and branch, hands the folder to the
+// writer and reports the folder verdict and the last commit.
+type GitTargetReconciler struct {
+	Client client.Client
+	Writer Writer
+	// PollInterval is how often the remote is fetched to notice changes made by others
+	// (a fixed folder, a moved branch).
+	PollInterval time.Duration
+	// StatusEvents carries the writer's "status changed" notices into this controller.
+	StatusEvents <-chan event.TypedGenericEvent[*v1alpha1.GitTarget]
+}
+
+// +kubebuilder:rbac:groups=reverser.gitops.dev,resources=gittargets,verbs=get;list;watch
+// +kubebuilder:rbac:groups=reverser.gitops.dev,resources=gittargets/status,verbs=get;update;patch
+
+// Reconcile fetches the target, defers the status patch and reconciles it with the writer.
+func (r *GitTargetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, err error) {
+	var t v1alpha1.GitTarget
+	if err := r.Client.Get(ctx, req.NamespacedName, &t); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.Writer.RemoveTarget(req.NamespacedName)
+		}
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	before := t.Status.DeepCopy()
+	defer func() { err = errors.Join(err, patchStatus(ctx, r.Client, &t, before, &t.Status)) }()
+	t.Status.ObservedGeneration = t.Generation
+	return r.reconcile(ctx, &t)
+}
+
+func (r *GitTargetReconciler) reconcile(ctx context.Context, t *v1alpha1.GitTarget) (ctrl.Result, error) {
+	conds := &t.Status.Conditions
+	var p v1alpha1.GitProvider
+	pkey := types.NamespacedName{Namespace: t.Namespace, Name: t.Spec.ProviderRef.Name}
+	if err := r.Client.Get(ctx, pkey, &p); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.Writer.RemoveTarget(client.ObjectKeyFromObject(t))
+			v1alpha1.SetStalled(conds, t.Generation, v1alpha1.ReasonProviderNotFound,
+				fmt.Sprintf("GitProvider %s not found: create it or fix spec.providerRef", pkey))
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, err
+	}
+	t.Status.Repository = p.Spec.URL
+	if !BranchAllowed(&p, t.Spec.Branch) {
+		r.Writer.RemoveTarget(client.ObjectKeyFromObject(t))
+		v1alpha1.SetStalled(conds, t.Generation, v1alpha1.ReasonBranchNotAllowed,
+			fmt.Sprintf("branch %q is not in GitProvider %s allowedBranches %v", t.Spec.Branch, pkey, p.Spec.AllowedBranches))
+		return ctrl.Result{}, nil
+	}
+	auth, err := ProviderAuth(ctx, r.Client, &p)
+	if err != nil {
+		if errors.Is(err, ErrCredentials) {
+			v1alpha1.SetStalled(conds, t.Generation, v1alpha1.ReasonProviderNotReady, fmt.Sprintf("GitProvider %s: %v", pkey, err))
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, err
+	}
+	st, err := r.Writer.EnsureTarget(ctx, batch.TargetSpec{
+		Key: client.ObjectKeyFromObject(t), URL: p.Spec.URL, Auth: auth,
+		Branch: t.Spec.Branch, Folder: t.Spec.Path, Window: WindowConfig(t.Spec.CommitWindow),
+		Committer: committer(&p),
+	})
+	applyWriterStatus(t, st)
+	if err != nil {
+		v1alpha1.SetReconciling(conds, t.Generation, v1alpha1.ReasonUnreachable,
+			fmt.Sprintf("branch %s of %s: %v", t.Spec.Branch, p.Spec.URL, err))
+		return ctrl.Result{}, err
+	}
+	switch {
+	case !st.Verdict.Supported:
+		msg := st.Verdict.Message() + "; fix the folder in Git, the operator retries on its own"
+		v1alpha1.SetCondition(conds, t.Generation, v1alpha1.ConditionFolderReady, false, v1alpha1.ReasonUnsupportedContent, msg)
+		v1alpha1.SetStalled(conds, t.Generation, v1alpha1.ReasonUnsupportedContent, msg)
+	case st.LastError != "":
+		v1alpha1.SetCondition(conds, t.Generation, v1alpha1.ConditionFolderReady, true, v1alpha1.ReasonSucceeded, "folder can be written")
+		v1alpha1.SetReconciling(conds, t.Generation, v1alpha1.ReasonWriteFailed, "last write failed, retrying: "+st.LastError)
+	default:
+		v1alpha1.SetCondition(conds, t.Generation, v1alpha1.ConditionFolderReady, true, v1alpha1.ReasonSucceeded, "folder can be written")
+		msg := fmt.Sprintf("writing to %s branch %s folder %s", p.Spec.URL, t.Spec.Branch, t.Spec.Path)
+		if len(st.Refused) > 0 {
+			msg = fmt.Sprintf("%s; %d object(s) refused, first: %s", msg, len(st.Refused), st.Refused[0])
+		}
+		v1alpha1.SetReady(conds, t.Generation, v1alpha1.ReasonSucceeded, msg)
+	}
+	return ctrl.Result{RequeueAfter: r.PollInterval}, nil
+}
+
+func applyWriterStatus(t *v1alpha1.GitTarget, st batch.TargetStatus) {
+	if !st.Known {
+		return
+	}
+	t.Status.ObjectCount = int32(st.ObjectCount)
+	if st.LastCommit != plumbing.ZeroHash {
+		t.Status.LastCommit = &v1alpha1.CommitInfo{SHA: st.LastCommit.String(), Time: metav1.NewTime(st.LastCommitTime.Truncate(time.Second))}
+	}
+}
+
+// WindowConfig turns the API's commit window (defaults already applied by the API server)
+// into the writer's.
+func WindowConfig(w v1alpha1.CommitWindow) batch.WindowConfig {
+	cfg := batch.WindowConfig{Quiet: 5 * time.Second, MaxDelay: 30 * time.Second, MaxChanges: 500}
+	if w.Quiet != nil {
+		cfg.Quiet = w.Quiet.Duration
+	}
+	if w.MaxDelay != nil {
+		cfg.MaxDelay = w.MaxDelay.Duration
+	}
+	if w.MaxChanges != nil {
+		cfg.MaxChanges = int(*w.MaxChanges)
+	}
+	return cfg
+}
+
+func committer(p *v1alpha1.GitProvider) batch.Identity {
+	id := batch.Identity{Name: "GitOps Reverser", Email: "gitops-reverser@localhost"}
+	if c := p.Spec.Committer; c != nil {
+		if c.Name != "" {
+			id.Name = c.Name
+		}
+		if c.Email != "" {
+			id.Email = c.Email
+		}
+	}
+	return id
+}
+
+// SetupWithManager watches targets, their providers, and the writer's status notices.
+func (r *GitTargetReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.GitTarget{}, providerRefIndex,
+		func(o client.Object) []string { return []string{o.(*v1alpha1.GitTarget).Spec.ProviderRef.Name} }); err != nil {
+		return err
+	}
+	b := ctrl.NewControllerManagedBy(mgr).
+		For(&v1alpha1.GitTarget{}).
+		Watches(&v1alpha1.GitProvider{}, handler.EnqueueRequestsFromMapFunc(r.targetsForProvider))
+	if r.StatusEvents != nil {
+		b = b.WatchesRawSource(source.Channel(r.StatusEvents, &handler.TypedEnqueueRequestForObject[*v1alpha1.GitTarget]{}))
+	}
+	return b.Complete(r)
+}
+
+func (r *GitTargetReconciler) targetsForProvider(ctx context.Context, o client.Object) []reconcile.Request {
+	var list v1alpha1.GitTargetList
+	if err := r.Client.List(ctx, &list, client.InNamespace(o.GetNamespace()), client.MatchingFields{providerRefIndex: o.GetName()}); err != nil {
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(list.Items))
+	for _, t := range list.Items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&t)})
+	}
+	return reqs
+}

@@ -1,0 +1,310 @@
+package manifest
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	yaml "go.yaml.in/yaml/v3"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	sigsyaml "sigs.k8s.io/yaml"
+)
+
+// ErrUnparseable is wrapped by every error about a file that is not a set of
+// Kubernetes objects in YAML. It is an expected outcome (people write such
+// files), so callers test for it with errors.Is and report the message,
+// which names the document and the reason.
+var ErrUnparseable = errors.New("unparseable manifest")
+
+// DocInfo describes one document of a YAML file.
+type DocInfo struct {
+	// Index is the 0-based position of the document among the file's
+	// documents, counting empty ones.
+	Index int
+	// Identity is the object the document defines; zero when Empty.
+	Identity Identity
+	// Empty is set for a document holding only comments or whitespace
+	// (e.g. after a trailing "---"); it defines no object.
+	Empty bool
+}
+
+// Parse splits a (possibly multi-document) YAML file and returns the
+// identity of every document, so a folder can be indexed without keeping
+// the parsed objects. It fails with an error wrapping ErrUnparseable,
+// naming the 1-based document and the reason, when the YAML does not parse,
+// or a non-empty document is not a mapping or lacks apiVersion, kind or
+// metadata.name.
+func Parse(content []byte) ([]DocInfo, error) {
+	f, err := parseFile(content)
+	if err != nil {
+		return nil, err
+	}
+	infos := make([]DocInfo, len(f.docs))
+	for i, d := range f.docs {
+		infos[i] = d.info
+	}
+	return infos, nil
+}
+
+// file is a parsed YAML file: its segments (tiling the content) and the
+// documents among them.
+type file struct {
+	content  []byte
+	segments []segment
+	docs     []document
+}
+
+// document is one document of a file with what edits need to know about it.
+type document struct {
+	info    DocInfo
+	segment int // index into file.segments
+	// value is the document as Kubernetes tooling reads it (YAML → JSON →
+	// map/slice/json.Number/string/bool/nil); nil when empty.
+	value any
+}
+
+// parseFile splits content into segments and parses every document.
+func parseFile(content []byte) (*file, error) {
+	f := &file{content: content, segments: splitSegments(content)}
+	for i, seg := range f.segments {
+		if !seg.hasBody {
+			// No content, but directives or markers can still be malformed.
+			if err := checkNoDocument(content[seg.start:seg.end]); err != nil {
+				return nil, fmt.Errorf("%w: line %d: %s", ErrUnparseable, seg.startLine, fileLines(err.Error(), seg.startLine-1))
+			}
+		}
+		if !seg.isDocument() {
+			continue
+		}
+		d := document{info: DocInfo{Index: len(f.docs), Empty: !seg.hasBody}, segment: i}
+		if seg.hasBody {
+			id, value, err := parseDocument(content[seg.start:seg.end])
+			if err != nil {
+				return nil, fmt.Errorf("%w: document %d (line %d): %s", ErrUnparseable,
+					d.info.Index+1, seg.firstLine, fileLines(err.Error(), seg.startLine-1))
+			}
+			d.info.Identity, d.value = id, value
+		}
+		f.docs = append(f.docs, d)
+	}
+	return f, nil
+}
+
+// parseDocument parses the text of one segment and returns the identity of
+// the object it defines and its JSON-like value. The text must parse with
+// both YAML libraries of the ecosystem: yaml.v3 (kyaml, Kustomize, Flux) and
+// sigs.k8s.io/yaml (kubectl, client-go, Argo CD), strictly, so duplicate
+// keys are refused instead of being silently resolved differently by each.
+func parseDocument(text []byte) (Identity, any, error) {
+	if err := checkSingleDocument(text); err != nil {
+		return Identity{}, nil, err
+	}
+	value, err := yamlValue(text)
+	if err != nil {
+		return Identity{}, nil, err
+	}
+	id, err := identityOfValue(value)
+	if err != nil {
+		return Identity{}, nil, err
+	}
+	return id, value, nil
+}
+
+// checkSingleDocument parses text with yaml.v3 and checks that it holds
+// exactly one document, i.e. that the splitter and the parser agree.
+func checkSingleDocument(text []byte) error {
+	dec := yaml.NewDecoder(bytes.NewReader(text))
+	count := 0
+	for {
+		var node yaml.Node
+		err := dec.Decode(&node)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("invalid YAML: %w", err)
+		}
+		count++
+	}
+	if count != 1 {
+		return fmt.Errorf("invalid YAML: expected one document between separators, found %d", count)
+	}
+	return nil
+}
+
+// checkNoDocument checks that text without content (comments, blank
+// lines, directives, markers) is valid YAML.
+func checkNoDocument(text []byte) error {
+	dec := yaml.NewDecoder(bytes.NewReader(text))
+	for {
+		var node yaml.Node
+		err := dec.Decode(&node)
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("invalid YAML: %w", err)
+		}
+	}
+}
+
+// yamlValue converts one YAML document to the JSON-like value Kubernetes
+// tooling sees, with numbers kept exact as json.Number.
+func yamlValue(text []byte) (any, error) {
+	jsonBytes, err := sigsyaml.YAMLToJSONStrict(text)
+	if err != nil {
+		return nil, fmt.Errorf("invalid YAML: %w", err)
+	}
+	return decodeJSON(jsonBytes)
+}
+
+// decodeJSON decodes JSON keeping numbers as json.Number, so large integers
+// survive comparison.
+func decodeJSON(jsonBytes []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(jsonBytes))
+	dec.UseNumber()
+	var value any
+	if err := dec.Decode(&value); err != nil {
+		return nil, fmt.Errorf("decoding JSON: %w", err)
+	}
+	return value, nil
+}
+
+// identityOfValue checks that a document's value is a Kubernetes object and
+// returns its identity.
+func identityOfValue(value any) (Identity, error) {
+	object, ok := value.(map[string]any)
+	if !ok {
+		return Identity{}, fmt.Errorf("not a mapping but %s", describeValue(value))
+	}
+	apiVersion, err := requiredString(object, "apiVersion", "apiVersion")
+	if err != nil {
+		return Identity{}, err
+	}
+	gv, err := schema.ParseGroupVersion(apiVersion)
+	if err != nil {
+		return Identity{}, fmt.Errorf("invalid apiVersion %q: %w", apiVersion, err)
+	}
+	kind, err := requiredString(object, "kind", "kind")
+	if err != nil {
+		return Identity{}, err
+	}
+	metadata, ok := object["metadata"].(map[string]any)
+	if !ok {
+		if _, present := object["metadata"]; !present || object["metadata"] == nil {
+			return Identity{}, errors.New("missing metadata.name")
+		}
+		return Identity{}, fmt.Errorf("metadata is %s, not a mapping", describeValue(object["metadata"]))
+	}
+	name, err := requiredString(metadata, "name", "metadata.name")
+	if err != nil {
+		return Identity{}, err
+	}
+	namespace, ok := metadata["namespace"].(string)
+	if !ok && metadata["namespace"] != nil {
+		return Identity{}, fmt.Errorf("metadata.namespace is %s, not a string", describeValue(metadata["namespace"]))
+	}
+	return Identity{Group: gv.Group, Kind: kind, Namespace: namespace, Name: name}, nil
+}
+
+// requiredString returns the non-empty string at key, or explains what is
+// wrong with it using the field's full path.
+func requiredString(object map[string]any, key, field string) (string, error) {
+	raw, present := object[key]
+	if !present || raw == nil {
+		return "", fmt.Errorf("missing %s", field)
+	}
+	s, ok := raw.(string)
+	if !ok {
+		return "", fmt.Errorf("%s is %s, not a string", field, describeValue(raw))
+	}
+	if s == "" {
+		return "", fmt.Errorf("missing %s (it is empty)", field)
+	}
+	return s, nil
+}
+
+// fileLines rewrites the "line N" references of a parser message about one
+// segment into line numbers of the whole file, so people can jump to them.
+func fileLines(message string, offset int) string {
+	if offset == 0 {
+		return message
+	}
+	var b strings.Builder
+	for {
+		i := strings.Index(message, "line ")
+		if i < 0 {
+			break
+		}
+		j := i + len("line ")
+		k := j
+		for k < len(message) && message[k] >= '0' && message[k] <= '9' {
+			k++
+		}
+		b.WriteString(message[:j])
+		if n, err := strconv.Atoi(message[j:k]); err == nil {
+			b.WriteString(strconv.Itoa(n + offset))
+		} else {
+			b.WriteString(message[j:k])
+		}
+		message = message[k:]
+	}
+	b.WriteString(message)
+	return b.String()
+}
+
+// describeValue names the JSON type of a value for error messages.
+func describeValue(value any) string {
+	switch value.(type) {
+	case nil:
+		return "null"
+	case map[string]any:
+		return "a mapping"
+	case []any:
+		return "a sequence"
+	case string:
+		return "a string"
+	case bool:
+		return "a boolean"
+	case json.Number:
+		return "a number"
+	default:
+		return fmt.Sprintf("a %T", value)
+	}
+}
+
+// find returns the index in f.docs of the document defining id, or -1. Two
+// documents with the same identity are refused with ErrDuplicateIdentity:
+// editing either would leave the file ambiguous.
+func (f *file) find(id Identity) (int, error) {
+	found := -1
+	for i, d := range f.docs {
+		if d.info.Empty || d.info.Identity != id {
+			continue
+		}
+		if found >= 0 {
+			return -1, fmt.Errorf("%w: %s is defined by documents %d and %d", ErrDuplicateIdentity, id, found+1, i+1)
+		}
+		found = i
+	}
+	return found, nil
+}
+
+// objects returns the identities and values of the non-empty documents, in
+// file order, skipping the one with identity skip.
+func (f *file) objects(skip Identity) ([]Identity, []any) {
+	var ids []Identity
+	var values []any
+	for _, d := range f.docs {
+		if d.info.Empty || d.info.Identity == skip {
+			continue
+		}
+		ids = append(ids, d.info.Identity)
+		values = append(values, d.value)
+	}
+	return ids, values
+}

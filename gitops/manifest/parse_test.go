@@ -1,0 +1,200 @@
+package manifest_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/gitops-reverser/gitops-reverser/gitops/manifest"
+)
+
+const configMapApp = `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: app
+  namespace: team-a
+data:
+  LOG_LEVEL: debug
+`
+
+const deploymentAPI = `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: api
+  namespace: team-a
+spec:
+  replicas: 1
+`
+
+const clusterRoleAdmin = `apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: admin
+rules: []
+`
+
+var (
+	appID   = manifest.Identity{Kind: "ConfigMap", Namespace: "team-a", Name: "app"}
+	apiID   = manifest.Identity{Group: "apps", Kind: "Deployment", Namespace: "team-a", Name: "api"}
+	adminID = manifest.Identity{Group: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "admin"}
+)
+
+func TestIdentityString(t *testing.T) {
+	tests := []struct {
+		name string
+		id   manifest.Identity
+		want string
+	}{
+		{name: "prefixes the group of a grouped kind", id: apiID, want: "apps/Deployment team-a/api"},
+		{name: "leaves out the core group", id: appID, want: "ConfigMap team-a/app"},
+		{name: "leaves out the namespace of a cluster-scoped object", id: manifest.Identity{Kind: "ClusterRole", Name: "admin"}, want: "ClusterRole admin"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, tt.id.String())
+		})
+	}
+}
+
+func TestIdentityOf(t *testing.T) {
+	tests := []struct {
+		name string
+		obj  *unstructured.Unstructured
+		want manifest.Identity
+	}{
+		{
+			name: "takes the group from apiVersion and ignores the version",
+			obj: &unstructured.Unstructured{Object: map[string]any{
+				"apiVersion": "apps/v1beta2", "kind": "Deployment",
+				"metadata": map[string]any{"name": "api", "namespace": "team-a"},
+			}},
+			want: apiID,
+		},
+		{
+			name: "gives the core group as empty",
+			obj: &unstructured.Unstructured{Object: map[string]any{
+				"apiVersion": "v1", "kind": "ConfigMap",
+				"metadata": map[string]any{"name": "app", "namespace": "team-a"},
+			}},
+			want: appID,
+		},
+		{name: "gives the zero identity for nil", obj: nil, want: manifest.Identity{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, manifest.IdentityOf(tt.obj))
+		})
+	}
+}
+
+func TestParse(t *testing.T) {
+	tests := []struct {
+		name    string
+		content string
+		want    []manifest.DocInfo
+	}{
+		{
+			name:    "reports one identity per document with the group parsed from apiVersion",
+			content: configMapApp + "---\n" + deploymentAPI + "---\n" + clusterRoleAdmin,
+			want:    []manifest.DocInfo{{Index: 0, Identity: appID}, {Index: 1, Identity: apiID}, {Index: 2, Identity: adminID}},
+		},
+		{
+			name:    "returns no documents for an empty file",
+			content: "",
+			want:    []manifest.DocInfo{},
+		},
+		{
+			name:    "returns no documents for a file holding only comments",
+			content: "# nothing here yet\n\n",
+			want:    []manifest.DocInfo{},
+		},
+		{
+			name:    "counts an empty document after a trailing separator",
+			content: configMapApp + "---\n",
+			want:    []manifest.DocInfo{{Index: 0, Identity: appID}, {Index: 1, Empty: true}},
+		},
+		{
+			name:    "treats a document holding only comments as empty",
+			content: "---\n# moved to apps.yaml\n---\n" + configMapApp,
+			want:    []manifest.DocInfo{{Index: 0, Empty: true}, {Index: 1, Identity: appID}},
+		},
+		{
+			name:    "does not count comments before the first separator as a document",
+			content: "# header\n---\n" + configMapApp,
+			want:    []manifest.DocInfo{{Index: 0, Identity: appID}},
+		},
+		{
+			name:    "splits on a separator followed by a comment",
+			content: configMapApp + "--- # the deployment\n" + deploymentAPI,
+			want:    []manifest.DocInfo{{Index: 0, Identity: appID}, {Index: 1, Identity: apiID}},
+		},
+		{
+			name:    "does not split on an indented --- inside a block scalar",
+			content: configMapApp + "  notes: |\n    ---\n    still notes\n---\n" + deploymentAPI,
+			want:    []manifest.DocInfo{{Index: 0, Identity: appID}, {Index: 1, Identity: apiID}},
+		},
+		{
+			name:    "starts a new document after an end marker without a separator",
+			content: configMapApp + "...\n" + deploymentAPI,
+			want:    []manifest.DocInfo{{Index: 0, Identity: appID}, {Index: 1, Identity: apiID}},
+		},
+		{
+			name:    "reads CRLF line endings",
+			content: "apiVersion: v1\r\nkind: ConfigMap\r\nmetadata:\r\n  name: app\r\n  namespace: team-a\r\n---\r\n" + "apiVersion: v1\r\nkind: Secret\r\nmetadata:\r\n  name: db\r\n",
+			want:    []manifest.DocInfo{{Index: 0, Identity: appID}, {Index: 1, Identity: manifest.Identity{Kind: "Secret", Name: "db"}}},
+		},
+		{
+			name:    "reads flow-style documents",
+			content: `{apiVersion: v1, kind: ConfigMap, metadata: {name: app, namespace: team-a}}`,
+			want:    []manifest.DocInfo{{Index: 0, Identity: appID}},
+		},
+		{
+			name:    "skips a byte order mark",
+			content: "\uFEFF# header\n---\n" + configMapApp,
+			want:    []manifest.DocInfo{{Index: 0, Identity: appID}},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := manifest.Parse([]byte(tt.content))
+			require.NoError(t, err)
+			if len(tt.want) == 0 {
+				assert.Empty(t, got)
+				return
+			}
+			assert.Equal(t, tt.want, got)
+		})
+	}
+}
+
+func TestParseRefuses(t *testing.T) {
+	tests := []struct {
+		name    string
+		content string
+		errSays string
+	}{
+		{name: "says which document lacks metadata.name", content: configMapApp + "---\napiVersion: v1\nkind: Secret\nmetadata:\n  namespace: x\n", errSays: "document 2 (line 8): missing metadata.name"},
+		{name: "says which document lacks apiVersion", content: "kind: Secret\nmetadata:\n  name: x\n", errSays: "document 1 (line 1): missing apiVersion"},
+		{name: "says which document lacks kind", content: "apiVersion: v1\nmetadata:\n  name: x\n", errSays: "missing kind"},
+		{name: "refuses a document without metadata", content: "apiVersion: v1\nkind: Secret\n", errSays: "missing metadata.name"},
+		{name: "refuses a document that is a list", content: "- a\n- b\n", errSays: "not a mapping but a sequence"},
+		{name: "refuses a document that is a scalar", content: "hello\n", errSays: "not a mapping but a string"},
+		{name: "refuses YAML that does not parse, giving the parser's reason", content: configMapApp + "---\napiVersion: v1\nkind: [unclosed\n", errSays: "document 2 (line 8): invalid YAML"},
+		{name: "gives parser line numbers of the whole file, not of the document", content: configMapApp + "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n   bad: indent\n", errSays: "document 2 (line 8): invalid YAML: yaml: line 13:"},
+		{name: "refuses duplicate keys that parsers resolve differently", content: "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  name: b\n", errSays: `key "name" already set`},
+		{name: "refuses a name that is not a string", content: "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: 12\n", errSays: "metadata.name is a number, not a string"},
+		{name: "refuses a name that YAML 1.1 reads as a boolean", content: "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: yes\n", errSays: "metadata.name is a boolean"},
+		{name: "refuses an apiVersion with too many slashes", content: "apiVersion: a/b/c\nkind: X\nmetadata:\n  name: x\n", errSays: `invalid apiVersion "a/b/c"`},
+		{name: "refuses a namespace that is not a string", content: "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  namespace: [x]\n", errSays: "metadata.namespace is a sequence"},
+		{name: "refuses metadata that is not a mapping", content: "apiVersion: v1\nkind: ConfigMap\nmetadata: app\n", errSays: "metadata is a string, not a mapping"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := manifest.Parse([]byte(tt.content))
+			require.ErrorIs(t, err, manifest.ErrUnparseable)
+			assert.Contains(t, err.Error(), tt.errSays)
+		})
+	}
+}

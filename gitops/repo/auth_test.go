@@ -1,0 +1,284 @@
+package repo_test
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/pem"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/go-git/go-git/v5/plumbing/transport"
+	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
+	gitssh "github.com/go-git/go-git/v5/plumbing/transport/ssh"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"golang.org/x/crypto/ssh"
+	"golang.org/x/crypto/ssh/knownhosts"
+
+	"github.com/gitops-reverser/gitops-reverser/gitops/repo"
+	"github.com/gitops-reverser/gitops-reverser/gitops/repo/repotest"
+)
+
+func TestLsRemoteChecksCredentialsAndAcceptsAnEmptyRepository(t *testing.T) {
+	remote := repotest.NewHTTPRemote(t, repotest.WithBasicAuth("alice", "s3cret"))
+	ctx := context.Background()
+
+	err := repo.LsRemote(ctx, remote.URL, nil)
+	require.ErrorIs(t, err, transport.ErrAuthenticationRequired, "missing credentials")
+
+	err = repo.LsRemote(ctx, remote.URL, &githttp.BasicAuth{Username: "alice", Password: "wrong"})
+	require.Error(t, err, "wrong credentials")
+	assert.NotContains(t, err.Error(), "wrong", "the password is not echoed")
+
+	require.NoError(t, repo.LsRemote(ctx, remote.URL, &githttp.BasicAuth{Username: "alice", Password: "s3cret"}))
+}
+
+func TestLsRemoteOfAMissingRepositoryFails(t *testing.T) {
+	remote := repotest.NewHTTPRemote(t)
+
+	require.Error(t, repo.LsRemote(context.Background(), remote.URL+"-missing", nil))
+}
+
+func TestFetchAndPushUseTheSecretsBasicAuth(t *testing.T) {
+	remote := repotest.NewHTTPRemote(t, repotest.WithBasicAuth("alice", "s3cret"))
+	base := remote.PushFiles("main", map[string]string{"a.yaml": "a\n"}, "base")
+	auth, err := repo.AuthFromSecret(remote.URL, map[string][]byte{"username": []byte("alice"), "password": []byte("s3cret")})
+	require.NoError(t, err)
+	r := openClone(t, remote.URL, auth)
+
+	tip := fetch(t, r, "main")
+	require.Equal(t, base, tip.String())
+	c := commit(t, r, tip, files("b.yaml", "b\n"), "with auth")
+	push(t, r, "main", c, tip)
+
+	assert.Equal(t, c.String(), remote.Head("main"))
+	remote.Fsck()
+}
+
+func TestFetchAndPushFailWithWrongCredentials(t *testing.T) {
+	remote := repotest.NewHTTPRemote(t, repotest.WithBasicAuth("alice", "s3cret"))
+	base := remote.PushFiles("main", map[string]string{"a.yaml": "a\n"}, "base")
+	good := openClone(t, remote.URL, &githttp.BasicAuth{Username: "alice", Password: "s3cret"})
+	tip := fetch(t, good, "main")
+	c := commit(t, good, tip, files("b.yaml", "b\n"), "mine")
+
+	anonymous, err := repo.Open(context.Background(), good.Dir(), remote.URL, nil)
+	require.NoError(t, err)
+	_, err = anonymous.Fetch(context.Background(), "main")
+	require.ErrorIs(t, err, transport.ErrAuthenticationRequired)
+
+	wrong, err := repo.Open(context.Background(), good.Dir(), remote.URL, &githttp.BasicAuth{Username: "alice", Password: "nope"})
+	require.NoError(t, err)
+	_, err = wrong.Fetch(context.Background(), "main")
+	require.Error(t, err)
+	err = wrong.Push(context.Background(), "main", c, tip)
+	require.Error(t, err)
+	assert.NotErrorIs(t, err, repo.ErrRemoteMoved, "an auth failure is not a lost race")
+	assert.NotContains(t, err.Error(), "nope")
+	assert.Equal(t, base, remote.Head("main"))
+}
+
+func TestBearerTokenIsSentAsAnAuthorizationHeader(t *testing.T) {
+	requireBearer := func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Header.Get("Authorization") != "Bearer t0ken" {
+				http.Error(w, "no", http.StatusUnauthorized)
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+	remote := repotest.NewHTTPRemote(t, repotest.WithMiddleware(requireBearer))
+	auth, err := repo.AuthFromSecret(remote.URL, map[string][]byte{"bearerToken": []byte("t0ken")})
+	require.NoError(t, err)
+
+	require.NoError(t, repo.LsRemote(context.Background(), remote.URL, auth))
+	require.Error(t, repo.LsRemote(context.Background(), remote.URL, nil))
+}
+
+func TestAuthFromSecretForHTTPFollowsFluxKeys(t *testing.T) {
+	const url = "https://git.example.com/org/repo.git"
+	cases := []struct {
+		name string
+		data map[string][]byte
+		want transport.AuthMethod
+		err  error
+	}{
+		{"username and password", secret("username", "alice", "password", "pw"), &githttp.BasicAuth{Username: "alice", Password: "pw"}, nil},
+		{"bearer token", secret("bearerToken", "tok"), &githttp.TokenAuth{Token: "tok"}, nil},
+		{"nothing means anonymous", secret(), nil, nil},
+		{"nil data means anonymous", nil, nil, nil},
+		{"username without password", secret("username", "alice"), nil, repo.ErrInvalidSecret},
+		{"password without username", secret("password", "pw"), nil, repo.ErrInvalidSecret},
+		{"token and basic auth together", secret("bearerToken", "tok", "username", "alice", "password", "pw"), nil, repo.ErrInvalidSecret},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := repo.AuthFromSecret(url, c.data)
+			if c.err != nil {
+				require.ErrorIs(t, err, c.err)
+				assertNoSecretIn(t, err, c.data)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, c.want, got)
+		})
+	}
+}
+
+func TestAuthFromSecretGivesNoAuthForLocalRepositories(t *testing.T) {
+	for _, url := range []string{"file:///srv/git/repo.git", "/srv/git/repo.git"} {
+		got, err := repo.AuthFromSecret(url, secret("username", "alice", "password", "pw"))
+		require.NoError(t, err)
+		assert.Nil(t, got, url)
+	}
+}
+
+func TestAuthFromSecretForSSHPinsTheHostKey(t *testing.T) {
+	hostSigner, _ := repotest.NewSSHKey(t)
+	_, identity := repotest.NewSSHKey(t)
+	hostLine := knownhosts.Line([]string{"git.example.com"}, hostSigner.PublicKey())
+
+	for _, url := range []string{"git@git.example.com:org/repo.git", "ssh://git@git.example.com/org/repo.git", "ssh://deploy@git.example.com:22/org/repo"} {
+		t.Run(url, func(t *testing.T) {
+			auth, err := repo.AuthFromSecret(url, map[string][]byte{"identity": identity, "known_hosts": []byte(hostLine + "\n")})
+			require.NoError(t, err)
+			keys, ok := auth.(*gitssh.PublicKeys)
+			require.True(t, ok, "public key auth, got %T", auth)
+			assert.Equal(t, strings.SplitN(strings.TrimPrefix(url, "ssh://"), "@", 2)[0], keys.User)
+			assert.Equal(t, []string{ssh.KeyAlgoED25519}, keys.HostKeyAlgorithms)
+
+			addr := &net.TCPAddr{IP: net.ParseIP("192.0.2.1"), Port: 22}
+			assert.NoError(t, keys.HostKeyCallback("git.example.com:22", addr, hostSigner.PublicKey()))
+			other, _ := repotest.NewSSHKey(t)
+			assert.Error(t, keys.HostKeyCallback("git.example.com:22", addr, other.PublicKey()), "a different host key is refused")
+			assert.Error(t, keys.HostKeyCallback("evil.example.com:22", addr, hostSigner.PublicKey()), "an unknown host is refused")
+		})
+	}
+}
+
+func TestAuthFromSecretForSSHFailsClosedWithoutKnownHosts(t *testing.T) {
+	_, identity := repotest.NewSSHKey(t)
+	for name, kh := range map[string][]byte{"missing": nil, "empty": {}, "blank": []byte(" \n\t\n")} {
+		t.Run(name, func(t *testing.T) {
+			data := map[string][]byte{"identity": identity}
+			if kh != nil {
+				data["known_hosts"] = kh
+			}
+			_, err := repo.AuthFromSecret("git@git.example.com:org/repo.git", data)
+			require.ErrorIs(t, err, repo.ErrNoKnownHosts)
+		})
+	}
+}
+
+func TestAuthFromSecretForSSHRejectsKnownHostsWithoutThisHost(t *testing.T) {
+	hostSigner, _ := repotest.NewSSHKey(t)
+	_, identity := repotest.NewSSHKey(t)
+	line := knownhosts.Line([]string{"other.example.com"}, hostSigner.PublicKey())
+
+	_, err := repo.AuthFromSecret("git@git.example.com:org/repo.git", map[string][]byte{"identity": identity, "known_hosts": []byte(line)})
+
+	require.ErrorIs(t, err, repo.ErrNoKnownHosts)
+	assert.Contains(t, err.Error(), "git.example.com:22")
+}
+
+func TestAuthFromSecretForSSHNeverEchoesTheKeyOrPassphrase(t *testing.T) {
+	hostSigner, _ := repotest.NewSSHKey(t)
+	kh := []byte(knownhosts.Line([]string{"git.example.com"}, hostSigner.PublicKey()))
+	_, priv, err := ed25519.GenerateKey(rand.Reader)
+	require.NoError(t, err)
+	block, err := ssh.MarshalPrivateKeyWithPassphrase(priv, "", []byte("correct horse"))
+	require.NoError(t, err)
+	encrypted := pem.EncodeToMemory(block)
+
+	cases := map[string]map[string][]byte{
+		"no identity":         {"known_hosts": kh},
+		"garbage identity":    {"known_hosts": kh, "identity": []byte("-----BEGIN SECRET-----\nc2VjcmV0LXZhbHVlLTEyMw==\n")},
+		"wrong passphrase":    {"known_hosts": kh, "identity": encrypted, "password": []byte("battery staple")},
+		"missing passphrase":  {"known_hosts": kh, "identity": encrypted},
+		"garbage known_hosts": {"known_hosts": []byte("@@@ not a known hosts line"), "identity": encrypted},
+	}
+	for name, data := range cases {
+		t.Run(name, func(t *testing.T) {
+			_, err := repo.AuthFromSecret("ssh://git@git.example.com/org/repo", data)
+			require.ErrorIs(t, err, repo.ErrInvalidSecret)
+			assertNoSecretIn(t, err, map[string][]byte{"identity": data["identity"], "password": data["password"]})
+		})
+	}
+
+	auth, err := repo.AuthFromSecret("ssh://git@git.example.com/org/repo", map[string][]byte{"known_hosts": kh, "identity": encrypted, "password": []byte("correct horse")})
+	require.NoError(t, err, "the right passphrase opens the key")
+	assert.NotNil(t, auth)
+}
+
+func TestSSHRemoteWorksEndToEndWithThePinnedHostKey(t *testing.T) {
+	remote := repotest.NewSSHRemote(t)
+	base := remote.Seed("main", map[string]string{"a.yaml": "a\n"}, "base")
+	auth, err := repo.AuthFromSecret(remote.URL, map[string][]byte{"identity": remote.IdentityPEM, "known_hosts": remote.KnownHosts})
+	require.NoError(t, err)
+	require.NoError(t, repo.LsRemote(context.Background(), remote.URL, auth))
+	r := openClone(t, remote.URL, auth)
+
+	tip := fetch(t, r, "main")
+	require.Equal(t, base, tip.String())
+	c := commit(t, r, tip, files("b.yaml", "b\n"), "over ssh")
+	push(t, r, "main", c, tip)
+
+	assert.Equal(t, c.String(), remote.Head("main"))
+	remote.Fsck()
+}
+
+func TestSSHRemoteRefusesAServerWithAnotherHostKey(t *testing.T) {
+	remote := repotest.NewSSHRemote(t)
+	impostor, _ := repotest.NewSSHKey(t)
+	addr := strings.TrimSuffix(strings.TrimPrefix(remote.URL, "ssh://git@"), "/repo.git")
+	wrong := knownhosts.Line([]string{knownhosts.Normalize(addr)}, impostor.PublicKey())
+	auth, err := repo.AuthFromSecret(remote.URL, map[string][]byte{"identity": remote.IdentityPEM, "known_hosts": []byte(wrong)})
+	require.NoError(t, err)
+
+	err = repo.LsRemote(context.Background(), remote.URL, auth)
+
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "key mismatch")
+}
+
+func TestSSHRemoteRefusesAnUnknownClientKey(t *testing.T) {
+	remote := repotest.NewSSHRemote(t)
+	_, stranger := repotest.NewSSHKey(t)
+	auth, err := repo.AuthFromSecret(remote.URL, map[string][]byte{"identity": stranger, "known_hosts": remote.KnownHosts})
+	require.NoError(t, err)
+
+	r := openClone(t, remote.URL, auth)
+	_, err = r.Fetch(context.Background(), "main")
+
+	require.Error(t, err)
+	assert.Equal(t, "", remote.Head("main"))
+}
+
+// secret builds Secret data from key, value pairs.
+func secret(kv ...string) map[string][]byte {
+	m := map[string][]byte{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		m[kv[i]] = []byte(kv[i+1])
+	}
+	return m
+}
+
+// assertNoSecretIn checks that no secret value leaks into an error message.
+func assertNoSecretIn(t *testing.T, err error, data map[string][]byte) {
+	t.Helper()
+	for k, v := range data {
+		if len(v) < 3 || k == "username" {
+			continue
+		}
+		assert.NotContains(t, err.Error(), string(v), "error leaks %s", k)
+		for _, line := range strings.Split(string(v), "\n") {
+			if len(line) > 8 && !strings.HasPrefix(line, "-----") {
+				assert.NotContains(t, err.Error(), line, "error leaks part of %s", k)
+			}
+		}
+	}
+}

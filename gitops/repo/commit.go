@@ -1,0 +1,348 @@
+package repo
+
+import (
+	"fmt"
+	"path"
+	"sort"
+	"strings"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/plumbing/storer"
+)
+
+// Commit creates a commit on parent (ZeroHash: a root commit) whose tree is
+// parent's tree with changes applied: each path gets its content as a regular
+// 0644 file, or is deleted when the value is nil (an empty non-nil slice is an
+// empty file); directories left empty disappear. Only the trees on changed
+// paths are re-encoded and every other tree and blob hash is reused, so the
+// cost follows the change, not the repository. Nothing is checked out and no
+// ref moves: the commit becomes visible through Push. ErrNoChange means the
+// tree would equal the parent's; ErrInvalidPath, ErrPathConflict and
+// ErrInvalidSignature reject bad input before anything is written.
+func (r *Repo) Commit(parent plumbing.Hash, changes map[string][]byte, author, committer object.Signature, message string) (plumbing.Hash, error) {
+	root, err := buildChangeTree(changes)
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	if err := validateSignature("author", author); err != nil {
+		return plumbing.ZeroHash, err
+	}
+	if err := validateSignature("committer", committer); err != nil {
+		return plumbing.ZeroHash, err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	base, err := r.parentTree(parent)
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	tree, err := r.newTree(base, root)
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	return r.writeCommit(parent, tree, author, committer, message)
+}
+
+// parentTree returns the tree hash of parent, or ZeroHash for no parent.
+func (r *Repo) parentTree(parent plumbing.Hash) (plumbing.Hash, error) {
+	if parent.IsZero() {
+		return plumbing.ZeroHash, nil
+	}
+	c, err := object.GetCommit(r.git.Storer, parent)
+	if err != nil {
+		return plumbing.ZeroHash, fmt.Errorf("read parent commit %s: %w", parent, err)
+	}
+	return c.TreeHash, nil
+}
+
+// newTree applies the changes to base and returns the new root tree, failing
+// with ErrNoChange when it equals base. An emptied repository gets Git's
+// empty tree, which is a legal commit tree.
+func (r *Repo) newTree(base plumbing.Hash, root *changeNode) (plumbing.Hash, error) {
+	b := treeBuilder{s: r.git.Storer}
+	tree, err := b.apply(base, root, "")
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	if tree == base {
+		return plumbing.ZeroHash, ErrNoChange
+	}
+	if tree.IsZero() {
+		if tree, err = b.writeTree(nil); err != nil {
+			return plumbing.ZeroHash, err
+		}
+	}
+	return tree, nil
+}
+
+// writeCommit encodes and stores the commit object.
+func (r *Repo) writeCommit(parent, tree plumbing.Hash, author, committer object.Signature, message string) (plumbing.Hash, error) {
+	c := &object.Commit{
+		Author:    author,
+		Committer: committer,
+		Message:   normalizeMessage(message),
+		TreeHash:  tree,
+	}
+	if !parent.IsZero() {
+		c.ParentHashes = []plumbing.Hash{parent}
+	}
+	obj := r.git.Storer.NewEncodedObject()
+	if err := c.Encode(obj); err != nil {
+		return plumbing.ZeroHash, fmt.Errorf("encode commit: %w", err)
+	}
+	h, err := r.git.Storer.SetEncodedObject(obj)
+	if err != nil {
+		return plumbing.ZeroHash, fmt.Errorf("store commit: %w", err)
+	}
+	return h, nil
+}
+
+// normalizeMessage ends a non-empty message with a newline, as git does.
+func normalizeMessage(m string) string {
+	if m == "" || strings.HasSuffix(m, "\n") {
+		return m
+	}
+	return m + "\n"
+}
+
+// validateSignature rejects identities that would produce a malformed commit
+// header (and fail `git fsck`).
+func validateSignature(role string, s object.Signature) error {
+	switch {
+	case strings.TrimSpace(s.Name) == "":
+		return fmt.Errorf("%s: empty name: %w", role, ErrInvalidSignature)
+	case strings.ContainsAny(s.Name, "<>\n") || strings.ContainsAny(s.Email, "<>\n"):
+		return fmt.Errorf("%s: name or email contains '<', '>' or a newline: %w", role, ErrInvalidSignature)
+	case s.When.IsZero():
+		return fmt.Errorf("%s: zero time: %w", role, ErrInvalidSignature)
+	}
+	return nil
+}
+
+// changeNode is the set of changes below one directory: files to write
+// (nil content: delete) and subdirectories with changes.
+type changeNode struct {
+	files map[string][]byte
+	dirs  map[string]*changeNode
+}
+
+func newChangeNode() *changeNode {
+	return &changeNode{files: map[string][]byte{}, dirs: map[string]*changeNode{}}
+}
+
+// buildChangeTree validates the paths and arranges them by directory, so the
+// tree walk visits only directories on changed paths.
+func buildChangeTree(changes map[string][]byte) (*changeNode, error) {
+	root := newChangeNode()
+	for p, content := range changes {
+		if err := validatePath(p); err != nil {
+			return nil, err
+		}
+		if err := root.add(p, content); err != nil {
+			return nil, err
+		}
+	}
+	return root, nil
+}
+
+// add records one change, rejecting a path that is both a file and a
+// directory within the same change set.
+func (n *changeNode) add(p string, content []byte) error {
+	segs := strings.Split(p, "/")
+	for _, seg := range segs[:len(segs)-1] {
+		if _, isFile := n.files[seg]; isFile {
+			return fmt.Errorf("%s: both a file and a directory in one change: %w", p, ErrPathConflict)
+		}
+		child, ok := n.dirs[seg]
+		if !ok {
+			child = newChangeNode()
+			n.dirs[seg] = child
+		}
+		n = child
+	}
+	name := segs[len(segs)-1]
+	if _, isDir := n.dirs[name]; isDir {
+		return fmt.Errorf("%s: both a file and a directory in one change: %w", p, ErrPathConflict)
+	}
+	n.files[name] = content
+	return nil
+}
+
+// treeBuilder writes blobs and trees into the object store.
+type treeBuilder struct {
+	s storer.EncodedObjectStorer
+}
+
+// treeEdit is the entry list of one directory being rewritten.
+type treeEdit struct {
+	entries []object.TreeEntry
+	pos     map[string]int
+	deleted map[int]bool
+	changed bool
+	added   bool // new names were appended, so the order must be restored
+}
+
+// apply returns the hash of tree base (ZeroHash: none) with the changes in n
+// applied, or ZeroHash when the directory ends up empty. It returns base
+// itself when nothing changed, so untouched trees keep their hashes.
+func (b *treeBuilder) apply(base plumbing.Hash, n *changeNode, dir string) (plumbing.Hash, error) {
+	ed, err := b.load(base, dir)
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	if err := b.applyFiles(ed, n, dir); err != nil {
+		return plumbing.ZeroHash, err
+	}
+	if err := b.applyDirs(ed, n, dir); err != nil {
+		return plumbing.ZeroHash, err
+	}
+	if !ed.changed {
+		return base, nil
+	}
+	entries := ed.result()
+	if len(entries) == 0 {
+		return plumbing.ZeroHash, nil
+	}
+	return b.writeTree(entries)
+}
+
+// load reads the entries of base (none for ZeroHash).
+func (b *treeBuilder) load(base plumbing.Hash, dir string) (*treeEdit, error) {
+	ed := &treeEdit{pos: map[string]int{}, deleted: map[int]bool{}}
+	if base.IsZero() {
+		return ed, nil
+	}
+	t, err := object.GetTree(b.s, base)
+	if err != nil {
+		return nil, fmt.Errorf("read tree %q: %w", dir, err)
+	}
+	ed.entries = append(ed.entries, t.Entries...)
+	for i, e := range ed.entries {
+		ed.pos[e.Name] = i
+	}
+	return ed, nil
+}
+
+// applyFiles writes or deletes the files changed directly in this directory.
+func (b *treeBuilder) applyFiles(ed *treeEdit, n *changeNode, dir string) error {
+	for name, content := range n.files {
+		p := path.Join(dir, name)
+		i, exists := ed.pos[name]
+		if exists && ed.entries[i].Mode == filemode.Dir {
+			return fmt.Errorf("%s is a directory: %w", p, ErrPathConflict)
+		}
+		if content == nil {
+			if exists {
+				ed.remove(i)
+			}
+			continue
+		}
+		h, err := b.writeBlob(content)
+		if err != nil {
+			return fmt.Errorf("write %s: %w", p, err)
+		}
+		ed.set(object.TreeEntry{Name: name, Mode: filemode.Regular, Hash: h})
+	}
+	return nil
+}
+
+// applyDirs recurses into the subdirectories that have changes.
+func (b *treeBuilder) applyDirs(ed *treeEdit, n *changeNode, dir string) error {
+	for name, child := range n.dirs {
+		p := path.Join(dir, name)
+		sub := plumbing.ZeroHash
+		i, exists := ed.pos[name]
+		if exists {
+			if ed.entries[i].Mode != filemode.Dir {
+				return fmt.Errorf("%s is not a directory: %w", p, ErrPathConflict)
+			}
+			sub = ed.entries[i].Hash
+		}
+		h, err := b.apply(sub, child, p)
+		if err != nil {
+			return err
+		}
+		if h.IsZero() {
+			if exists {
+				ed.remove(i)
+			}
+			continue
+		}
+		ed.set(object.TreeEntry{Name: name, Mode: filemode.Dir, Hash: h})
+	}
+	return nil
+}
+
+// set adds or replaces an entry, noting whether anything changed.
+func (ed *treeEdit) set(e object.TreeEntry) {
+	if i, ok := ed.pos[e.Name]; ok {
+		if ed.entries[i] != e {
+			ed.entries[i], ed.changed = e, true
+		}
+		return
+	}
+	ed.pos[e.Name] = len(ed.entries)
+	ed.entries = append(ed.entries, e)
+	ed.changed, ed.added = true, true
+}
+
+// remove deletes the entry at i.
+func (ed *treeEdit) remove(i int) {
+	ed.deleted[i], ed.changed = true, true
+}
+
+// result returns the surviving entries in Git's tree order. Replacing an
+// entry keeps its kind (file or directory), hence its place, so only
+// appended names need a sort.
+func (ed *treeEdit) result() []object.TreeEntry {
+	out := make([]object.TreeEntry, 0, len(ed.entries)-len(ed.deleted))
+	for i, e := range ed.entries {
+		if !ed.deleted[i] {
+			out = append(out, e)
+		}
+	}
+	if ed.added {
+		sort.Sort(object.TreeEntrySorter(out))
+	}
+	return out
+}
+
+// writeTree stores a tree with entries (in Git order) and returns its hash;
+// no entries gives Git's empty tree.
+func (b *treeBuilder) writeTree(entries []object.TreeEntry) (plumbing.Hash, error) {
+	t := &object.Tree{Entries: entries}
+	obj := b.s.NewEncodedObject()
+	if err := t.Encode(obj); err != nil {
+		return plumbing.ZeroHash, fmt.Errorf("encode tree: %w", err)
+	}
+	h, err := b.s.SetEncodedObject(obj)
+	if err != nil {
+		return plumbing.ZeroHash, fmt.Errorf("store tree: %w", err)
+	}
+	return h, nil
+}
+
+// writeBlob stores content as a blob unless the store already has it.
+func (b *treeBuilder) writeBlob(content []byte) (plumbing.Hash, error) {
+	h := plumbing.ComputeHash(plumbing.BlobObject, content)
+	if b.s.HasEncodedObject(h) == nil {
+		return h, nil
+	}
+	obj := b.s.NewEncodedObject()
+	obj.SetType(plumbing.BlobObject)
+	obj.SetSize(int64(len(content)))
+	w, err := obj.Writer()
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	if _, err := w.Write(content); err != nil {
+		_ = w.Close()
+		return plumbing.ZeroHash, err
+	}
+	if err := w.Close(); err != nil {
+		return plumbing.ZeroHash, err
+	}
+	return b.s.SetEncodedObject(obj)
+}

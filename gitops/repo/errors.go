@@ -1,0 +1,50 @@
+package repo
+
+import "errors"
+
+// Sentinel errors for outcomes callers are expected to handle. They are
+// returned wrapped; test with errors.Is.
+var (
+	// ErrNoChange means the commit would have the same tree as its parent, so
+	// none was made: the folder already holds the desired content.
+	ErrNoChange = errors.New("no change: the tree equals the parent's tree")
+
+	// ErrRemoteMoved means the remote branch is no longer at the expected
+	// commit (someone else pushed). Fetch, replay the writes on the new tip,
+	// and push again.
+	ErrRemoteMoved = errors.New("remote branch moved")
+
+	// ErrNotFastForward means the commit to push does not descend from the
+	// expected remote commit; pushing it would discard commits, so it is
+	// refused.
+	ErrNotFastForward = errors.New("commit does not descend from the expected remote commit")
+
+	// ErrInvalidPath means a path is not a clean, relative, slash-separated
+	// path inside the repository (empty segments, ".", "..", ".git",
+	// backslashes or control characters).
+	ErrInvalidPath = errors.New("invalid repository path")
+
+	// ErrPathConflict means a path needs a directory where the tree has a
+	// file, or a file where the tree has a directory.
+	ErrPathConflict = errors.New("path conflicts with an existing entry")
+
+	// ErrInvalidSignature means an author or committer cannot be encoded as
+	// a valid Git identity (empty name, '<', '>' or newline, zero time).
+	ErrInvalidSignature = errors.New("invalid commit signature")
+
+	// ErrDamaged means the local clone failed verification; Open repairs it,
+	// and RepairedDamage reports what was found.
+	ErrDamaged = errors.New("local clone is damaged")
+
+	// ErrNotRepository means the clone directory holds something that does not
+	// look like a bare Git repository, so it is not deleted to repair it.
+	ErrNotRepository = errors.New("directory is not a bare git repository")
+
+	// ErrNoKnownHosts means SSH credentials lack known_hosts; host keys are
+	// always verified, so the connection is refused rather than trusted blindly.
+	ErrNoKnownHosts = errors.New("ssh credentials need a non-empty known_hosts")
+
+	// ErrInvalidSecret means the credentials Secret is incomplete or
+	// inconsistent for the repository URL.
+	ErrInvalidSecret = errors.New("invalid git credentials secret")
+)

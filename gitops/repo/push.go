@@ -1,0 +1,362 @@
+package repo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/format/packfile"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
+	"github.com/go-git/go-git/v5/plumbing/protocol/packp/capability"
+	"github.com/go-git/go-git/v5/plumbing/storer"
+	"github.com/go-git/go-git/v5/plumbing/transport"
+	"github.com/go-git/go-git/v5/plumbing/transport/client"
+)
+
+// Push moves refs/heads/<branch> on origin from expectedRemote to newTip as a
+// compare-and-swap, so a concurrent writer's commits are never overwritten.
+// expectedRemote is ZeroHash when the branch must not exist yet (this also
+// creates the first branch of an empty repository). When the remote branch is
+// elsewhere, the error wraps ErrRemoteMoved: fetch, replay, push again. The
+// check happens twice: against the ref advertisement, and on the server,
+// which applies the update only if the ref still holds the old value sent
+// with it. newTip must descend from expectedRemote (else ErrNotFastForward).
+// Only objects that differ from expectedRemote's tree along the changed paths
+// are sent. On success refs/remotes/origin/<branch> becomes newTip.
+func (r *Repo) Push(ctx context.Context, branch string, newTip, expectedRemote plumbing.Hash) error {
+	ref, err := branchRef(branch)
+	if err != nil {
+		return err
+	}
+	if newTip.IsZero() {
+		return errors.New("push: newTip is the zero hash (deleting branches is not supported)")
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	err = r.push(ctx, ref, newTip, expectedRemote)
+	if err != nil {
+		err = r.classifyFailure(ctx, ref, newTip, expectedRemote, err)
+	}
+	if err != nil {
+		return fmt.Errorf("push %s to %s: %w", branch, redactURL(r.url), err)
+	}
+	return r.setTracking(branch, newTip)
+}
+
+// push does one compare-and-swap attempt.
+func (r *Repo) push(ctx context.Context, ref plumbing.ReferenceName, newTip, expected plumbing.Hash) error {
+	sess, err := r.receivePackSession()
+	if err != nil {
+		return err
+	}
+	defer func() { _ = sess.Close() }()
+	ar, err := sess.AdvertisedReferencesContext(ctx)
+	if err != nil {
+		return fmt.Errorf("read remote refs: %w", err)
+	}
+	current := ar.References[ref.String()]
+	if current == newTip {
+		return nil // already there, e.g. a retry after a lost response
+	}
+	if current != expected {
+		return movedError(ref, expected, current)
+	}
+	hashes, err := r.objectsToPush(newTip, expected, advertisedHashes(ar))
+	if err != nil {
+		return err
+	}
+	req := packp.NewReferenceUpdateRequestFromCapabilities(ar.Capabilities)
+	req.Commands = []*packp.Command{{Name: ref, Old: expected, New: newTip}}
+	return r.send(ctx, sess, req, hashes, !ar.Capabilities.Supports(capability.OFSDelta))
+}
+
+// receivePackSession opens a push session to origin.
+func (r *Repo) receivePackSession() (transport.ReceivePackSession, error) {
+	ep, err := transport.NewEndpoint(r.url)
+	if err != nil {
+		return nil, fmt.Errorf("parse remote url: %w", err)
+	}
+	c, err := client.NewClient(ep)
+	if err != nil {
+		return nil, fmt.Errorf("transport for remote: %w", err)
+	}
+	sess, err := c.NewReceivePackSession(ep, r.auth)
+	if err != nil {
+		return nil, fmt.Errorf("open push session: %w", err)
+	}
+	return sess, nil
+}
+
+// send streams the packfile of hashes with the update request and checks the
+// server's per-ref report.
+func (r *Repo) send(ctx context.Context, sess transport.ReceivePackSession, req *packp.ReferenceUpdateRequest, hashes []plumbing.Hash, refDeltas bool) error {
+	window, err := r.packWindow()
+	if err != nil {
+		return err
+	}
+	rd, wr := io.Pipe()
+	req.Packfile = rd
+	done := make(chan error, 1)
+	go func() {
+		_, err := packfile.NewEncoder(wr, r.git.Storer, refDeltas).Encode(hashes, window)
+		_ = wr.CloseWithError(err)
+		done <- err
+	}()
+	status, err := sess.ReceivePack(ctx, req)
+	if err != nil {
+		_ = rd.CloseWithError(err) // unblock the encoder
+		<-done
+		return fmt.Errorf("send pack: %w", err)
+	}
+	if err := <-done; err != nil {
+		return fmt.Errorf("encode pack: %w", err)
+	}
+	if status != nil {
+		if err := status.Error(); err != nil {
+			return fmt.Errorf("remote rejected the update: %w", err)
+		}
+	}
+	return nil
+}
+
+// packWindow is the delta window from the clone's config (git's default 10).
+func (r *Repo) packWindow() (uint, error) {
+	cfg, err := r.git.Storer.Config()
+	if err != nil {
+		return 0, fmt.Errorf("read config: %w", err)
+	}
+	return cfg.Pack.Window, nil
+}
+
+// classifyFailure looks at the remote again after a failed attempt: if the
+// branch is at newTip the update landed (only the answer was lost); if it is
+// neither there nor at expected, another writer won the race.
+func (r *Repo) classifyFailure(ctx context.Context, ref plumbing.ReferenceName, newTip, expected plumbing.Hash, cause error) error {
+	if errors.Is(cause, ErrRemoteMoved) || errors.Is(cause, ErrNotFastForward) || ctx.Err() != nil {
+		return cause
+	}
+	current, err := r.remoteTip(ctx, ref)
+	switch {
+	case err != nil:
+		return cause
+	case current == newTip:
+		return nil
+	case current != expected:
+		return fmt.Errorf("%w (%v)", movedError(ref, expected, current), cause)
+	default:
+		return cause
+	}
+}
+
+// remoteTip lists the remote's refs and returns where ref points (ZeroHash
+// when absent or the repository is empty).
+func (r *Repo) remoteTip(ctx context.Context, ref plumbing.ReferenceName) (plumbing.Hash, error) {
+	remote, err := r.git.Remote(remoteName)
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	refs, err := remote.ListContext(ctx, &git.ListOptions{Auth: r.auth})
+	if errors.Is(err, transport.ErrEmptyRemoteRepository) {
+		return plumbing.ZeroHash, nil
+	}
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	for _, rf := range refs {
+		if rf.Name() == ref {
+			return rf.Hash(), nil
+		}
+	}
+	return plumbing.ZeroHash, nil
+}
+
+// movedError describes a lost compare-and-swap.
+func movedError(ref plumbing.ReferenceName, expected, current plumbing.Hash) error {
+	return fmt.Errorf("%w: %s is at %s, expected %s", ErrRemoteMoved, ref, describe(current), describe(expected))
+}
+
+// describe prints a hash, or "nothing" for an absent ref.
+func describe(h plumbing.Hash) string {
+	if h.IsZero() {
+		return "nothing (absent)"
+	}
+	return h.String()
+}
+
+// advertisedHashes is the set of commits the remote announced; it has them
+// and everything they reach.
+func advertisedHashes(ar *packp.AdvRefs) map[plumbing.Hash]bool {
+	known := make(map[plumbing.Hash]bool, len(ar.References))
+	for _, h := range ar.References {
+		known[h] = true
+	}
+	return known
+}
+
+// objectsToPush returns the commits from newTip back to expected (or to
+// commits the remote advertised) and, for each, the trees and blobs that
+// differ from its first parent's tree. Equal hashes are never descended into,
+// so the work follows the change, not the repository. It fails with
+// ErrNotFastForward when newTip does not descend from a non-zero expected.
+func (r *Repo) objectsToPush(newTip, expected plumbing.Hash, known map[plumbing.Hash]bool) ([]plumbing.Hash, error) {
+	w := &pushWalk{s: r.git.Storer, objs: map[plumbing.Hash]struct{}{}}
+	reached, err := w.commits(newTip, expected, known)
+	if err != nil {
+		return nil, err
+	}
+	if !expected.IsZero() && !reached {
+		if err := r.requireAncestor(expected, newTip); err != nil {
+			return nil, err
+		}
+	}
+	out := make([]plumbing.Hash, 0, len(w.objs))
+	for h := range w.objs {
+		out = append(out, h)
+	}
+	return out, nil
+}
+
+// requireAncestor fails with ErrNotFastForward unless anc is an ancestor of tip.
+func (r *Repo) requireAncestor(anc, tip plumbing.Hash) error {
+	ancC, err := object.GetCommit(r.git.Storer, anc)
+	if errors.Is(err, plumbing.ErrObjectNotFound) {
+		return fmt.Errorf("%w: %s is unknown locally", ErrNotFastForward, anc)
+	}
+	if err != nil {
+		return fmt.Errorf("read commit %s: %w", anc, err)
+	}
+	tipC, err := object.GetCommit(r.git.Storer, tip)
+	if err != nil {
+		return fmt.Errorf("read commit %s: %w", tip, err)
+	}
+	ok, err := ancC.IsAncestor(tipC)
+	if err != nil {
+		return fmt.Errorf("ancestry of %s: %w", tip, err)
+	}
+	if !ok {
+		return fmt.Errorf("%w: %s is not an ancestor of %s", ErrNotFastForward, anc, tip)
+	}
+	return nil
+}
+
+// pushWalk collects the objects to send.
+type pushWalk struct {
+	s    storer.EncodedObjectStorer
+	objs map[plumbing.Hash]struct{}
+}
+
+// commits walks back from tip, stopping at expected and at commits the remote
+// has, and reports whether expected was reached.
+func (w *pushWalk) commits(tip, expected plumbing.Hash, known map[plumbing.Hash]bool) (bool, error) {
+	reached := false
+	visited := map[plumbing.Hash]bool{}
+	queue := []plumbing.Hash{tip}
+	for len(queue) > 0 {
+		h := queue[0]
+		queue = queue[1:]
+		if visited[h] {
+			continue
+		}
+		visited[h] = true
+		if h == expected && !h.IsZero() {
+			reached = true
+			continue
+		}
+		if known[h] {
+			continue
+		}
+		parents, err := w.commit(h)
+		if err != nil {
+			return false, err
+		}
+		queue = append(queue, parents...)
+	}
+	return reached, nil
+}
+
+// commit adds commit h and the tree objects it introduces; it returns the
+// parents to visit next.
+func (w *pushWalk) commit(h plumbing.Hash) ([]plumbing.Hash, error) {
+	c, err := object.GetCommit(w.s, h)
+	if err != nil {
+		return nil, fmt.Errorf("read commit %s: %w", h, err)
+	}
+	w.objs[h] = struct{}{}
+	base := plumbing.ZeroHash
+	if len(c.ParentHashes) > 0 {
+		p, err := object.GetCommit(w.s, c.ParentHashes[0])
+		if err != nil {
+			return nil, fmt.Errorf("read parent of %s: %w", h, err)
+		}
+		base = p.TreeHash
+	}
+	if err := w.tree(c.TreeHash, base); err != nil {
+		return nil, err
+	}
+	return c.ParentHashes, nil
+}
+
+// tree adds tree h and every entry that differs from the same path in tree
+// old (ZeroHash: none), recursing only into subtrees whose hashes differ.
+// Gitlinks are skipped: their commits live in another repository.
+func (w *pushWalk) tree(h, old plumbing.Hash) error {
+	if h == old {
+		return nil
+	}
+	if _, seen := w.objs[h]; seen {
+		return nil
+	}
+	w.objs[h] = struct{}{}
+	t, err := object.GetTree(w.s, h)
+	if err != nil {
+		return fmt.Errorf("read tree %s: %w", h, err)
+	}
+	before, err := w.entriesOf(old)
+	if err != nil {
+		return err
+	}
+	for _, e := range t.Entries {
+		if err := w.entry(e, before[e.Name]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// entry adds one tree entry unless the old tree had the same object there.
+func (w *pushWalk) entry(e, old object.TreeEntry) error {
+	switch {
+	case e.Mode == filemode.Submodule:
+		return nil
+	case e.Mode == filemode.Dir:
+		base := plumbing.ZeroHash
+		if old.Mode == filemode.Dir {
+			base = old.Hash
+		}
+		return w.tree(e.Hash, base)
+	case e.Hash != old.Hash:
+		w.objs[e.Hash] = struct{}{}
+	}
+	return nil
+}
+
+// entriesOf indexes the entries of tree h by name (none for ZeroHash).
+func (w *pushWalk) entriesOf(h plumbing.Hash) (map[string]object.TreeEntry, error) {
+	if h.IsZero() {
+		return nil, nil
+	}
+	t, err := object.GetTree(w.s, h)
+	if err != nil {
+		return nil, fmt.Errorf("read tree %s: %w", h, err)
+	}
+	m := make(map[string]object.TreeEntry, len(t.Entries))
+	for _, e := range t.Entries {
+		m[e.Name] = e
+	}
+	return m, nil
+}

@@ -1,0 +1,205 @@
+package repo_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gitops-reverser/gitops-reverser/gitops/repo"
+	"github.com/gitops-reverser/gitops-reverser/gitops/repo/repotest"
+)
+
+func TestFirstPushToAnEmptyRepositoryCreatesTheBranch(t *testing.T) {
+	remote := repotest.NewHTTPRemote(t)
+	r := openClone(t, remote.URL, nil)
+
+	tip := fetch(t, r, "main")
+	require.Equal(t, plumbing.ZeroHash, tip, "an empty remote has no tip")
+
+	c := commit(t, r, tip, files("live/team-a/configmaps/app.yaml", "kind: ConfigMap\n"), "add app")
+	push(t, r, "main", c, plumbing.ZeroHash)
+
+	assert.Equal(t, c.String(), remote.Head("main"))
+	assert.Equal(t, "kind: ConfigMap", remote.Show("main", "live/team-a/configmaps/app.yaml"))
+	assert.Equal(t, c, fetch(t, r, "main"), "fetch sees the pushed tip")
+	remote.Fsck()
+}
+
+func TestPushWorksOverFileURLs(t *testing.T) {
+	remote := repotest.NewFileRemote(t)
+	r := openClone(t, remote.URL, nil)
+
+	c1 := commit(t, r, plumbing.ZeroHash, files("a.yaml", "a: 1\n"), "one")
+	push(t, r, "main", c1, plumbing.ZeroHash)
+	c2 := commit(t, r, c1, files("b/c.yaml", "c: 1\n"), "two")
+	push(t, r, "main", c2, c1)
+
+	assert.Equal(t, c2.String(), remote.Head("main"))
+	assert.Len(t, remote.Log("main"), 2)
+	remote.Fsck()
+}
+
+func TestPushReturnsErrRemoteMovedWhenAnotherClonePushedAndKeepsTheirCommit(t *testing.T) {
+	remote := repotest.NewHTTPRemote(t)
+	base := remote.PushFiles("main", map[string]string{"live/a.yaml": "a: 1\n"}, "base")
+	r := openClone(t, remote.URL, nil)
+	tip := fetch(t, r, "main")
+	require.Equal(t, base, tip.String())
+
+	mine := commit(t, r, tip, files("live/b.yaml", "b: 1\n"), "mine")
+	theirs := remote.PushFiles("main", map[string]string{"live/c.yaml": "c: 1\n"}, "theirs")
+
+	err := r.Push(context.Background(), "main", mine, tip)
+	require.ErrorIs(t, err, repo.ErrRemoteMoved)
+	assert.Equal(t, theirs, remote.Head("main"), "the other writer's commit survives")
+
+	newTip := fetch(t, r, "main")
+	require.Equal(t, theirs, newTip.String())
+	replayed := commit(t, r, newTip, files("live/b.yaml", "b: 1\n"), "mine, replayed")
+	push(t, r, "main", replayed, newTip)
+
+	log := remote.Log("main")
+	require.Len(t, log, 3)
+	assert.True(t, strings.HasPrefix(log[0], replayed.String()))
+	assert.True(t, strings.HasPrefix(log[1], theirs))
+	assert.Equal(t, "c: 1", remote.Show("main", "live/c.yaml"))
+	assert.Equal(t, "b: 1", remote.Show("main", "live/b.yaml"))
+	remote.Fsck()
+}
+
+func TestPushLosesTheRaceWhenTheRemoteMovesBetweenAdvertisementAndUpdate(t *testing.T) {
+	var theirs string
+	var remote *repotest.Remote
+	remote = repotest.NewHTTPRemote(t, repotest.BeforeFirstPush(func() {
+		theirs = remote.PushFiles("main", map[string]string{"x.yaml": "x: 1\n"}, "theirs, mid-push")
+	}))
+	base := remote.Seed("main", map[string]string{"a.yaml": "a: 1\n"}, "base")
+	r := openClone(t, remote.URL, nil)
+	tip := fetch(t, r, "main")
+	require.Equal(t, base, tip.String())
+
+	mine := commit(t, r, tip, files("b.yaml", "b: 1\n"), "mine")
+	err := r.Push(context.Background(), "main", mine, tip)
+
+	// The advertisement still showed tip; the server refused the update because
+	// the ref no longer held the old value sent with it.
+	require.ErrorIs(t, err, repo.ErrRemoteMoved, "the server's compare-and-swap rejects the stale update")
+	require.NotEmpty(t, theirs)
+	assert.Equal(t, theirs, remote.Head("main"))
+	remote.Fsck()
+}
+
+func TestPushExpectingNoBranchFailsWhenTheBranchExists(t *testing.T) {
+	remote := repotest.NewHTTPRemote(t)
+	theirs := remote.PushFiles("main", map[string]string{"a.yaml": "a: 1\n"}, "theirs")
+	r := openClone(t, remote.URL, nil)
+
+	mine := commit(t, r, plumbing.ZeroHash, files("b.yaml", "b: 1\n"), "mine")
+	err := r.Push(context.Background(), "main", mine, plumbing.ZeroHash)
+
+	require.ErrorIs(t, err, repo.ErrRemoteMoved)
+	assert.Equal(t, theirs, remote.Head("main"))
+}
+
+func TestPushCreatesANewBranchBesideExistingOnes(t *testing.T) {
+	remote := repotest.NewHTTPRemote(t)
+	mainTip := remote.PushFiles("main", map[string]string{"a.yaml": "a: 1\n"}, "main")
+	r := openClone(t, remote.URL, nil)
+	require.Equal(t, plumbing.ZeroHash, fetch(t, r, "mirror"))
+
+	c := commit(t, r, plumbing.ZeroHash, files("live/x.yaml", "x: 1\n"), "first mirror commit")
+	push(t, r, "mirror", c, plumbing.ZeroHash)
+
+	assert.Equal(t, c.String(), remote.Head("mirror"))
+	assert.Equal(t, mainTip, remote.Head("main"))
+	remote.Fsck()
+}
+
+func TestPushRefusesACommitThatDoesNotDescendFromTheExpectedTip(t *testing.T) {
+	remote := repotest.NewHTTPRemote(t)
+	r := openClone(t, remote.URL, nil)
+	c1 := commit(t, r, plumbing.ZeroHash, files("a.yaml", "a: 1\n"), "one")
+	push(t, r, "main", c1, plumbing.ZeroHash)
+
+	unrelated := commit(t, r, plumbing.ZeroHash, files("b.yaml", "b: 1\n"), "unrelated root")
+	err := r.Push(context.Background(), "main", unrelated, c1)
+
+	require.ErrorIs(t, err, repo.ErrNotFastForward)
+	assert.Equal(t, c1.String(), remote.Head("main"))
+}
+
+func TestPushOfTheTipTheRemoteAlreadyHasSucceeds(t *testing.T) {
+	remote := repotest.NewHTTPRemote(t)
+	r := openClone(t, remote.URL, nil)
+	c := commit(t, r, plumbing.ZeroHash, files("a.yaml", "a: 1\n"), "one")
+	push(t, r, "main", c, plumbing.ZeroHash)
+
+	push(t, r, "main", c, plumbing.ZeroHash) // a retry after a lost answer
+	assert.Equal(t, c.String(), remote.Head("main"))
+}
+
+func TestPushUpdatesTheRemoteTrackingRef(t *testing.T) {
+	remote := repotest.NewHTTPRemote(t)
+	r := openClone(t, remote.URL, nil)
+	c := commit(t, r, plumbing.ZeroHash, files("a.yaml", "a: 1\n"), "one")
+	push(t, r, "main", c, plumbing.ZeroHash)
+
+	got := repotest.Git(t, r.Dir(), "rev-parse", "refs/remotes/origin/main")
+	assert.Equal(t, c.String(), got)
+}
+
+func TestPushSendsOnlyTheObjectsOfTheChange(t *testing.T) {
+	remote := repotest.NewHTTPRemote(t)
+	repotest.Git(t, remote.Dir, "config", "receive.unpackLimit", "1000") // keep pushed objects loose, countable
+	r := openClone(t, remote.URL, nil)
+	many := map[string][]byte{}
+	for _, ns := range []string{"a", "b", "c"} {
+		for _, n := range []string{"1", "2", "3"} {
+			many["live/"+ns+"/cm-"+n+".yaml"] = []byte(ns + n + "\n")
+		}
+	}
+	c1 := commit(t, r, plumbing.ZeroHash, many, "many")
+	push(t, r, "main", c1, plumbing.ZeroHash)
+	c2 := commit(t, r, c1, files("live/b/cm-2.yaml", "changed\n"), "one file")
+	push(t, r, "main", c2, c1)
+
+	first := 1 + 1 + 1 + 3 + 9 // commit, root, live, three folders, nine blobs
+	second := 1 + 3 + 1        // commit, root/live/live/b trees, one blob
+	assert.Equal(t, first+second, countLooseObjects(t, remote.Dir), "the second push carries only the change")
+	remote.Fsck()
+}
+
+func countLooseObjects(t *testing.T, bare string) int {
+	t.Helper()
+	n := 0
+	err := filepath.WalkDir(filepath.Join(bare, "objects"), func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(filepath.Join(bare, "objects"), p)
+		if !d.IsDir() && len(filepath.Dir(rel)) == 2 {
+			n++
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	return n
+}
+
+func TestPushAfterContextCancellationFails(t *testing.T) {
+	remote := repotest.NewHTTPRemote(t)
+	r := openClone(t, remote.URL, nil)
+	c := commit(t, r, plumbing.ZeroHash, files("a.yaml", "a: 1\n"), "one")
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+
+	err := r.Push(ctx, "main", c, plumbing.ZeroHash)
+	require.Error(t, err)
+	assert.Empty(t, remote.Head("main"))
+}

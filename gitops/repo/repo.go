@@ -1,0 +1,274 @@
+package repo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/config"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/plumbing/transport"
+)
+
+// remoteName is the only remote a Repo has; the clone mirrors exactly one
+// repository.
+const remoteName = "origin"
+
+// Repo is a persistent local bare clone (no worktree at all) of one remote,
+// used as a cache: the remote is the truth. It is safe for concurrent use;
+// operations are serialised.
+type Repo struct {
+	mu       sync.Mutex
+	dir      string
+	url      string
+	auth     transport.AuthMethod
+	git      *git.Repository
+	repaired error
+}
+
+// Open opens the bare clone in dir for url, creating it when dir is missing or
+// empty. A clone that fails verification (unopenable, unreadable config, a ref
+// file that is empty or garbage, a ref to a missing object, a different
+// remote) is removed and re-initialised instead of failing, because a crash
+// must never stall the writer; RepairedDamage tells what was found. Only what
+// cannot be fixed is an error, for example a dir that holds something other
+// than a bare repository (ErrNotRepository).
+func Open(ctx context.Context, dir, url string, auth transport.AuthMethod) (*Repo, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("open clone: %w", err)
+	}
+	if dir == "" || url == "" {
+		return nil, errors.New("open clone: dir and url are required")
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("open clone %s: %w", dir, err)
+	}
+	r := &Repo{dir: abs, url: url, auth: auth}
+	if err := r.load(); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// load opens or creates the clone, repairing it when verification fails.
+func (r *Repo) load() error {
+	g, damage := openOrInit(r.dir)
+	if damage == nil {
+		damage = verify(g, r.url)
+	}
+	if damage != nil {
+		fresh, err := reinit(r.dir)
+		if err != nil {
+			return fmt.Errorf("repair clone %s (damage: %v): %w", r.dir, damage, err)
+		}
+		g, r.repaired = fresh, damage
+	}
+	if err := ensureRemote(g, r.url); err != nil {
+		return fmt.Errorf("configure remote in %s: %w", r.dir, err)
+	}
+	r.git = g
+	return nil
+}
+
+// Dir returns the absolute path of the clone.
+func (r *Repo) Dir() string { return r.dir }
+
+// URL returns the remote URL the clone mirrors.
+func (r *Repo) URL() string { return r.url }
+
+// RepairedDamage returns the damage Open found and repaired by re-initialising
+// the clone (wrapping ErrDamaged), or nil when the clone was healthy. Callers
+// surface it in status and metrics so a crash-damaged clone is visible.
+func (r *Repo) RepairedDamage() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.repaired
+}
+
+// Verify checks the clone the way Open does and returns an error wrapping
+// ErrDamaged when it is damaged. Call it after an unexpected read error to
+// decide whether to Reset.
+func (r *Repo) Verify() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return verify(r.git, r.url)
+}
+
+// Reset discards the local clone and starts again from an empty one; the next
+// Fetch downloads the branch afresh. It is the remedy for local corruption,
+// since the remote is the truth.
+func (r *Repo) Reset() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	g, err := reinit(r.dir)
+	if err != nil {
+		return fmt.Errorf("reset clone %s: %w", r.dir, err)
+	}
+	if err := ensureRemote(g, r.url); err != nil {
+		return fmt.Errorf("configure remote in %s: %w", r.dir, err)
+	}
+	r.git = g
+	return nil
+}
+
+// openOrInit opens the bare repository in dir, or initialises one when dir is
+// missing or empty. An error means the existing content is damaged.
+func openOrInit(dir string) (*git.Repository, error) {
+	empty, err := isEmptyDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrDamaged, err)
+	}
+	if empty {
+		g, err := git.PlainInit(dir, true)
+		if err != nil {
+			return nil, fmt.Errorf("%w: init: %v", ErrDamaged, err)
+		}
+		return g, nil
+	}
+	g, err := git.PlainOpen(dir)
+	if err != nil {
+		return nil, fmt.Errorf("%w: open: %v", ErrDamaged, err)
+	}
+	return g, nil
+}
+
+// isEmptyDir reports whether dir is missing or has no entries.
+func isEmptyDir(dir string) (bool, error) {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return true, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return len(entries) == 0, nil
+}
+
+// verify checks what a crash or an operator mistake can break: the config,
+// the remote, HEAD, and every ref (readable, pointing at a commit we have).
+func verify(g *git.Repository, url string) error {
+	cfg, err := g.Config()
+	if err != nil {
+		return fmt.Errorf("%w: config unreadable: %v", ErrDamaged, err)
+	}
+	if !cfg.Core.IsBare {
+		return fmt.Errorf("%w: not a bare repository", ErrDamaged)
+	}
+	if rc, ok := cfg.Remotes[remoteName]; ok && !sameRemote(rc, url) {
+		return fmt.Errorf("%w: clone belongs to another remote", ErrDamaged)
+	}
+	if _, err := g.Storer.Reference(plumbing.HEAD); err != nil {
+		return fmt.Errorf("%w: HEAD unreadable: %v", ErrDamaged, err)
+	}
+	return verifyRefs(g)
+}
+
+// sameRemote reports whether the configured remote is url (compared in
+// normalised form).
+func sameRemote(rc *config.RemoteConfig, url string) bool {
+	return len(rc.URLs) == 1 && NormalizeURL(rc.URLs[0]) == NormalizeURL(url)
+}
+
+// verifyRefs checks that every ref is readable and that each hash ref points
+// to a commit that is present and decodable. The clone has a handful of refs,
+// so this is cheap.
+func verifyRefs(g *git.Repository) error {
+	iter, err := g.Storer.IterReferences()
+	if err != nil {
+		return fmt.Errorf("%w: refs unreadable: %v", ErrDamaged, err)
+	}
+	defer iter.Close()
+	return iter.ForEach(func(ref *plumbing.Reference) error {
+		if ref.Type() != plumbing.HashReference {
+			return nil
+		}
+		if ref.Hash().IsZero() {
+			return fmt.Errorf("%w: ref %s is empty", ErrDamaged, ref.Name())
+		}
+		if _, err := object.GetCommit(g.Storer, ref.Hash()); err != nil {
+			return fmt.Errorf("%w: ref %s points to an unreadable commit: %v", ErrDamaged, ref.Name(), err)
+		}
+		return nil
+	})
+}
+
+// reinit deletes dir and creates an empty bare repository in its place. It
+// refuses to delete anything that does not look like a bare repository.
+func reinit(dir string) (*git.Repository, error) {
+	if err := checkRemovable(dir); err != nil {
+		return nil, err
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return nil, fmt.Errorf("remove clone: %w", err)
+	}
+	g, err := git.PlainInit(dir, true)
+	if err != nil {
+		return nil, fmt.Errorf("init clone: %w", err)
+	}
+	return g, nil
+}
+
+// checkRemovable guards against deleting a directory that is not a clone of
+// ours, such as a work tree or a wrong --work-dir: it must be a bare
+// repository layout (HEAD, objects, refs or config at the top, no .git).
+func checkRemovable(dir string) error {
+	if filepath.Dir(dir) == dir {
+		return fmt.Errorf("%w: refusing to remove %s", ErrNotRepository, dir)
+	}
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("inspect %s: %w", dir, err)
+	}
+	return classifyEntries(dir, entries)
+}
+
+// classifyEntries decides from a directory listing whether it is a bare
+// repository layout.
+func classifyEntries(dir string, entries []os.DirEntry) error {
+	gitLike := len(entries) == 0
+	for _, e := range entries {
+		switch e.Name() {
+		case ".git":
+			return fmt.Errorf("%w: %s has a .git directory (a work tree?)", ErrNotRepository, dir)
+		case "HEAD", "objects", "refs", "config", "packed-refs":
+			gitLike = true
+		}
+	}
+	if !gitLike {
+		return fmt.Errorf("%w: %s", ErrNotRepository, dir)
+	}
+	return nil
+}
+
+// ensureRemote makes "origin" point to url with the conventional fetch
+// refspec, writing the config only when it differs.
+func ensureRemote(g *git.Repository, url string) error {
+	cfg, err := g.Config()
+	if err != nil {
+		return err
+	}
+	want := &config.RemoteConfig{
+		Name:  remoteName,
+		URLs:  []string{url},
+		Fetch: []config.RefSpec{config.RefSpec("+refs/heads/*:refs/remotes/" + remoteName + "/*")},
+	}
+	if have, ok := cfg.Remotes[remoteName]; ok && len(have.URLs) == 1 && have.URLs[0] == url {
+		return nil
+	}
+	cfg.Remotes[remoteName] = want
+	return g.SetConfig(cfg)
+}
+
+// trackingRef is where the last known remote tip of branch is kept.
+func trackingRef(branch string) plumbing.ReferenceName {
+	return plumbing.NewRemoteReferenceName(remoteName, branch)
+}

@@ -1,0 +1,202 @@
+package repo_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gitops-reverser/gitops-reverser/gitops/repo"
+	"github.com/gitops-reverser/gitops-reverser/gitops/repo/repotest"
+)
+
+func TestOpenCreatesABareCloneWithoutAWorktree(t *testing.T) {
+	remote := repotest.NewFileRemote(t)
+	dir := filepath.Join(t.TempDir(), "work", "clone")
+
+	r, err := repo.Open(context.Background(), dir, remote.URL, nil)
+
+	require.NoError(t, err)
+	assert.Equal(t, "true", repotest.Git(t, dir, "rev-parse", "--is-bare-repository"))
+	assert.Equal(t, remote.URL, repotest.Git(t, dir, "config", "remote.origin.url"))
+	assert.NoFileExists(t, filepath.Join(dir, ".git"))
+	assert.NoError(t, r.Verify())
+}
+
+func TestOpenReusesAHealthyClone(t *testing.T) {
+	remote := repotest.NewFileRemote(t)
+	tipWanted := remote.Seed("main", map[string]string{"a.yaml": "a\n"}, "one")
+	dir := filepath.Join(t.TempDir(), "clone")
+	r, err := repo.Open(context.Background(), dir, remote.URL, nil)
+	require.NoError(t, err)
+	tip := fetch(t, r, "main")
+
+	again, err := repo.Open(context.Background(), dir, remote.URL, nil)
+
+	require.NoError(t, err)
+	require.NoError(t, again.RepairedDamage())
+	got, err := again.ReadTree(tip, "") // objects survive: no re-download needed
+	require.NoError(t, err)
+	assert.Len(t, got, 1)
+	assert.Equal(t, tipWanted, tip.String())
+}
+
+// damage is what a crash (or a person) can do to the clone's files.
+type damage struct {
+	name  string
+	apply func(t *testing.T, dir string)
+}
+
+func writeFile(rel, content string) func(t *testing.T, dir string) {
+	return func(t *testing.T, dir string) {
+		t.Helper()
+		p := filepath.Join(dir, filepath.FromSlash(rel))
+		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+		require.NoError(t, os.WriteFile(p, []byte(content), 0o644))
+	}
+}
+
+func TestOpenAndFetchHealADamagedClone(t *testing.T) {
+	damages := []damage{
+		{"an empty remote-tracking ref (kill -9 mid-write)", writeFile("refs/remotes/origin/main", "")},
+		{"an empty local branch ref", writeFile("refs/heads/main", "")},
+		{"garbage in a ref", writeFile("refs/remotes/origin/main", "not a hash\n")},
+		{"a ref to a missing commit", writeFile("refs/remotes/origin/main", "0123456789abcdef0123456789abcdef01234567\n")},
+		{"garbage in config", writeFile("config", "[core\n\tbare = maybe\n\x00\x01")},
+		{"an empty HEAD", writeFile("HEAD", "")},
+		{"garbage packed-refs", writeFile("packed-refs", "zzz refs/heads/x\n\x00")},
+		{"config of a different remote", writeFile("config", "[core]\n\tbare = true\n[remote \"origin\"]\n\turl = https://elsewhere.example/other.git\n")},
+		{"an empty ref file in a nested directory", writeFile("refs/remotes/origin/feature/x", "")},
+}
+	for _, d := range damages {
+		t.Run(d.name, func(t *testing.T) {
+			remote := repotest.NewHTTPRemote(t)
+			remote.Seed("main", map[string]string{"live/a.yaml": "a\n"}, "one")
+			dir := filepath.Join(t.TempDir(), "clone")
+			first, err := repo.Open(context.Background(), dir, remote.URL, nil)
+			require.NoError(t, err)
+			tip := fetch(t, first, "main")
+
+			d.apply(t, dir)
+			r, err := repo.Open(context.Background(), dir, remote.URL, nil)
+
+			require.NoError(t, err, "a damaged cache is repaired, not fatal")
+			require.ErrorIs(t, r.RepairedDamage(), repo.ErrDamaged, "the repair is reported for status and metrics")
+			require.NoError(t, r.Verify())
+			assert.Equal(t, tip, fetch(t, r, "main"))
+			c := commit(t, r, tip, files("live/b.yaml", "b\n"), "after repair")
+			push(t, r, "main", c, tip)
+			assert.Equal(t, c.String(), remote.Head("main"))
+			remote.Fsck()
+		})
+	}
+}
+
+func TestVerifyDetectsDamageAndResetRepairsIt(t *testing.T) {
+	remote := repotest.NewFileRemote(t)
+	remote.Seed("main", map[string]string{"a.yaml": "a\n"}, "one")
+	r := openClone(t, remote.URL, nil)
+	tip := fetch(t, r, "main")
+
+	writeFile("refs/remotes/origin/main", "")(t, r.Dir())
+	require.ErrorIs(t, r.Verify(), repo.ErrDamaged)
+
+	require.NoError(t, r.Reset())
+	require.NoError(t, r.Verify())
+	assert.Equal(t, tip, fetch(t, r, "main"))
+}
+
+func TestOpenRefusesToDeleteADirectoryThatIsNotABareRepository(t *testing.T) {
+	remote := repotest.NewFileRemote(t)
+	cases := map[string]func(dir string){
+		"unrelated files": func(dir string) { writeFile("notes.txt", "precious")(t, dir) },
+		"a work tree":     func(dir string) { repotest.Git(t, dir, "init", "--quiet") },
+	}
+	for name, prepare := range cases {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			prepare(dir)
+
+			_, err := repo.Open(context.Background(), dir, remote.URL, nil)
+
+			require.ErrorIs(t, err, repo.ErrNotRepository)
+			assert.DirExists(t, dir)
+		})
+	}
+}
+
+func TestOpenInAnEmptyExistingDirectoryInitialisesIt(t *testing.T) {
+	remote := repotest.NewFileRemote(t)
+	dir := t.TempDir()
+
+	r, err := repo.Open(context.Background(), dir, remote.URL, nil)
+
+	require.NoError(t, err)
+	require.NoError(t, r.RepairedDamage())
+	assert.Equal(t, "true", repotest.Git(t, dir, "rev-parse", "--is-bare-repository"))
+}
+
+func TestOpenWithACancelledContextFails(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+
+	_, err := repo.Open(ctx, t.TempDir(), "file:///nowhere", nil)
+
+	require.ErrorIs(t, err, context.Canceled)
+}
+
+func TestFetchOfAnEmptyRemoteOrAMissingBranchIsTheZeroHash(t *testing.T) {
+	remote := repotest.NewHTTPRemote(t)
+	r := openClone(t, remote.URL, nil)
+	assert.Equal(t, plumbing.ZeroHash, fetch(t, r, "main"), "empty repository")
+
+	remote.Seed("main", map[string]string{"a.yaml": "a\n"}, "one")
+	assert.Equal(t, plumbing.ZeroHash, fetch(t, r, "other"), "missing branch")
+}
+
+func TestFetchTwiceIsNotAnError(t *testing.T) {
+	remote := repotest.NewHTTPRemote(t)
+	want := remote.Seed("main", map[string]string{"a.yaml": "a\n"}, "one")
+	r := openClone(t, remote.URL, nil)
+
+	assert.Equal(t, want, fetch(t, r, "main").String())
+	assert.Equal(t, want, fetch(t, r, "main").String(), "already up to date")
+}
+
+func TestFetchFollowsARemoteThatWasRewrittenAndForgetsADeletedBranch(t *testing.T) {
+	remote := repotest.NewHTTPRemote(t)
+	remote.Seed("main", map[string]string{"a.yaml": "a\n"}, "one")
+	r := openClone(t, remote.URL, nil)
+	fetch(t, r, "main")
+
+	c := remote.Clone("main")
+	c.Git("commit", "--quiet", "--amend", "-m", "rewritten")
+	c.Git("push", "--quiet", "--force", "origin", "HEAD:refs/heads/main")
+	assert.Equal(t, remote.Head("main"), fetch(t, r, "main").String(), "the remote is the truth")
+
+	repotest.Git(t, remote.Dir, "update-ref", "-d", "refs/heads/main")
+	assert.Equal(t, plumbing.ZeroHash, fetch(t, r, "main"))
+	_, err := repotest.RunGit(t, r.Dir(), "rev-parse", "--verify", "--quiet", "refs/remotes/origin/main")
+	assert.Error(t, err, "the stale tracking ref is gone")
+}
+
+func TestFetchOfAMissingRepositoryFails(t *testing.T) {
+	remote := repotest.NewHTTPRemote(t)
+	r := openClone(t, remote.URL+"-missing", nil)
+
+	_, err := r.Fetch(context.Background(), "main")
+
+	require.Error(t, err)
+}
+
+func TestBranchNamesAreValidated(t *testing.T) {
+	r := openClone(t, repotest.NewFileRemote(t).URL, nil)
+	for _, b := range []string{"", "a..b", "with space", "x.lock", "-dash"} {
+		_, err := r.Fetch(context.Background(), b)
+		require.ErrorIs(t, err, plumbing.ErrInvalidReferenceName, "branch %q", b)
+	}
+}

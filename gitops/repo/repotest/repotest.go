@@ -1,0 +1,417 @@
+// Package repotest provides real Git fixtures for tests: bare repositories made
+// with the git CLI, a smart-HTTP server backed by `git http-backend` on
+// 127.0.0.1, and scratch clones that push commits "from someone else".
+//
+// The git CLI is used here only as an independent observer and fixture maker;
+// the product itself writes with go-git. Every helper takes a testing.TB and
+// fails the test on error, so callers stay short. Nothing here keeps
+// package-level state; every fixture lives under t.TempDir() and is cleaned up
+// by the testing package.
+package repotest
+
+import (
+	"bytes"
+	"net/http"
+	"net/http/cgi"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// Fixture identity used by every commit the git CLI makes here, so that tests
+// can tell fixture commits from product commits.
+const (
+	FixtureName  = "Fixture Person"
+	FixtureEmail = "fixture@example.com"
+)
+
+// Remote is a bare repository on disk plus the URL clients use to reach it.
+type Remote struct {
+	t testing.TB
+	// Dir is the bare repository on disk; inspect it with Git(t, Dir, ...).
+	Dir string
+	// URL is what the code under test uses (credentials, if any, go in an
+	// AuthMethod, never in the URL).
+	URL string
+	// CLIURL is URL with any basic-auth credentials embedded, for the git CLI.
+	CLIURL string
+}
+
+// Option configures how NewHTTPRemote serves the repository.
+type Option func(*serveConfig)
+
+type serveConfig struct {
+	user, password string
+	middleware     []func(http.Handler) http.Handler
+}
+
+// WithBasicAuth makes the server demand these basic-auth credentials on every
+// request, so tests can prove that wrong or missing credentials fail.
+func WithBasicAuth(user, password string) Option {
+	return func(c *serveConfig) { c.user, c.password = user, password }
+}
+
+// WithMiddleware wraps the git handler (inside the auth check), for example to
+// push a conflicting commit just before a receive-pack request is served.
+func WithMiddleware(mw func(http.Handler) http.Handler) Option {
+	return func(c *serveConfig) { c.middleware = append(c.middleware, mw) }
+}
+
+// GitPath returns the git executable, failing the test when git is missing:
+// these tests need a real git and must not pass by skipping.
+func GitPath(t testing.TB) string {
+	t.Helper()
+	p, err := exec.LookPath("git")
+	if err != nil {
+		t.Fatalf("the git CLI is required by these tests: %v", err)
+	}
+	return p
+}
+
+// Git runs the git CLI in dir with an isolated configuration and a fixed
+// identity, and returns its trimmed standard output.
+func Git(t testing.TB, dir string, args ...string) string {
+	t.Helper()
+	out, err := RunGit(t, dir, args...)
+	if err != nil {
+		t.Fatalf("git %s (in %s): %v", strings.Join(args, " "), dir, err)
+	}
+	return out
+}
+
+// RunGit is Git without failing the test, for commands that are expected to
+// fail; the error carries stderr.
+func RunGit(t testing.TB, dir string, args ...string) (string, error) {
+	t.Helper()
+	full := append([]string{
+		"-c", "init.defaultBranch=main",
+		"-c", "protocol.file.allow=always",
+		"-c", "core.autocrlf=false",
+		"-c", "advice.detachedHead=false",
+	}, args...)
+	cmd := exec.Command(GitPath(t), full...)
+	cmd.Dir = dir
+	cmd.Env = gitEnv()
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return strings.TrimSpace(stdout.String()), &gitError{err: err, stderr: stderr.String()}
+	}
+	return strings.TrimSpace(stdout.String()), nil
+}
+
+type gitError struct {
+	err    error
+	stderr string
+}
+
+func (e *gitError) Error() string { return e.err.Error() + ": " + strings.TrimSpace(e.stderr) }
+func (e *gitError) Unwrap() error { return e.err }
+
+// gitEnv isolates the fixture from the user's and the system's git config.
+func gitEnv() []string {
+	return append(os.Environ(),
+		"GIT_CONFIG_NOSYSTEM=1",
+		"GIT_CONFIG_GLOBAL="+os.DevNull,
+		"GIT_TERMINAL_PROMPT=0",
+		"GIT_ASKPASS=",
+		"SSH_ASKPASS=",
+		"LC_ALL=C",
+		"GIT_AUTHOR_NAME="+FixtureName,
+		"GIT_AUTHOR_EMAIL="+FixtureEmail,
+		"GIT_COMMITTER_NAME="+FixtureName,
+		"GIT_COMMITTER_EMAIL="+FixtureEmail,
+	)
+}
+
+// NewBareRepo creates an empty bare repository named name.git under root
+// (`git init --bare`) that accepts anonymous smart-HTTP pushes.
+func NewBareRepo(t testing.TB, root, name string) string {
+	t.Helper()
+	dir := filepath.Join(root, name+".git")
+	Git(t, root, "init", "--quiet", "--bare", dir)
+	Git(t, dir, "config", "http.receivepack", "true")
+	return dir
+}
+
+// NewFileRemote creates an empty bare repository reached through a file:// URL.
+func NewFileRemote(t testing.TB) *Remote {
+	t.Helper()
+	dir := NewBareRepo(t, t.TempDir(), "repo")
+	u := (&url.URL{Scheme: "file", Path: filepath.ToSlash(dir)}).String()
+	return &Remote{t: t, Dir: dir, URL: u, CLIURL: u}
+}
+
+// NewHTTPRemote creates an empty bare repository served over smart HTTP by
+// `git http-backend` on 127.0.0.1; the server stops when the test ends.
+func NewHTTPRemote(t testing.TB, opts ...Option) *Remote {
+	t.Helper()
+	var cfg serveConfig
+	for _, o := range opts {
+		o(&cfg)
+	}
+	root := t.TempDir()
+	dir := NewBareRepo(t, root, "repo")
+	base := Serve(t, root, cfg.handlerWrappers()...)
+	remote := &Remote{t: t, Dir: dir, URL: base + "/repo.git", CLIURL: base + "/repo.git"}
+	if cfg.user != "" {
+		u, err := url.Parse(remote.URL)
+		if err != nil {
+			t.Fatalf("parse %s: %v", remote.URL, err)
+		}
+		u.User = url.UserPassword(cfg.user, cfg.password)
+		remote.CLIURL = u.String()
+	}
+	return remote
+}
+
+// handlerWrappers orders the wrappers so that auth is checked first.
+func (c *serveConfig) handlerWrappers() []func(http.Handler) http.Handler {
+	wrappers := append([]func(http.Handler) http.Handler(nil), c.middleware...)
+	if c.user != "" {
+		wrappers = append(wrappers, BasicAuth(c.user, c.password))
+	}
+	return wrappers
+}
+
+// Serve serves every repository under projectRoot over smart HTTP with
+// `git http-backend` (through net/http/cgi) on 127.0.0.1 and returns the base
+// URL. Wrappers are applied in order, so the last one sees a request first.
+func Serve(t testing.TB, projectRoot string, wrappers ...func(http.Handler) http.Handler) string {
+	t.Helper()
+	execPath := Git(t, projectRoot, "--exec-path")
+	var h http.Handler = &cgi.Handler{
+		Path: filepath.Join(execPath, "git-http-backend"),
+		Root: "/",
+		Env: []string{
+			"GIT_PROJECT_ROOT=" + projectRoot,
+			"GIT_HTTP_EXPORT_ALL=1",
+			"GIT_CONFIG_NOSYSTEM=1",
+			"GIT_CONFIG_GLOBAL=" + os.DevNull,
+		},
+	}
+	for _, w := range wrappers {
+		h = w(h)
+	}
+	srv := httptest.NewServer(h) // listens on 127.0.0.1
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// BasicAuth is middleware that answers 401 unless the request carries exactly
+// these basic-auth credentials, like a Git hosting service would.
+func BasicAuth(user, password string) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			u, p, ok := r.BasicAuth()
+			if !ok || u != user || p != password {
+				w.Header().Set("WWW-Authenticate", `Basic realm="git"`)
+				http.Error(w, "authentication required", http.StatusUnauthorized)
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+}
+
+// BeforeFirstPush runs fn once, just before the server handles the first
+// receive-pack request (after the pusher has read the ref advertisement), to
+// simulate another writer winning a race. Requests made by fn itself, and
+// all later ones, pass straight through, so fn may push through this server.
+func BeforeFirstPush(fn func()) Option {
+	var (
+		mu    sync.Mutex
+		state int // 0: armed, 1: running fn, 2: done
+	)
+	return WithMiddleware(func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if IsReceivePack(r) {
+				mu.Lock()
+				run := state == 0
+				if run {
+					state = 1
+				}
+				mu.Unlock()
+				if run {
+					fn()
+					mu.Lock()
+					state = 2
+					mu.Unlock()
+				}
+			}
+			next.ServeHTTP(w, r)
+		})
+	})
+}
+
+// IsReceivePack reports whether r is the POST that carries a push, so
+// middleware can interfere exactly between ref advertisement and update.
+func IsReceivePack(r *http.Request) bool {
+	return r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/git-receive-pack")
+}
+
+// Head returns the commit refs/heads/<branch> points to, or "" when the
+// branch does not exist.
+func (r *Remote) Head(branch string) string {
+	r.t.Helper()
+	out, err := RunGit(r.t, r.Dir, "rev-parse", "--verify", "--quiet", "refs/heads/"+branch)
+	if err != nil {
+		return ""
+	}
+	return out
+}
+
+// Log returns "hash subject" lines of branch, newest first.
+func (r *Remote) Log(branch string) []string {
+	r.t.Helper()
+	out := Git(r.t, r.Dir, "log", "--format=%H %s", "refs/heads/"+branch)
+	if out == "" {
+		return nil
+	}
+	return strings.Split(out, "\n")
+}
+
+// Show returns the content of path at rev, as `git show rev:path` prints it.
+func (r *Remote) Show(rev, path string) string {
+	r.t.Helper()
+	return Git(r.t, r.Dir, "show", rev+":"+path)
+}
+
+// LsTree returns `git ls-tree -r -t` of rev: mode, type, hash and path of
+// every entry, trees included.
+func (r *Remote) LsTree(rev string) string {
+	r.t.Helper()
+	return Git(r.t, r.Dir, "ls-tree", "-r", "-t", rev)
+}
+
+// Fsck fails the test unless `git fsck --full --strict` finds the repository
+// clean; dangling objects are not errors.
+func (r *Remote) Fsck() {
+	r.t.Helper()
+	out, err := RunGit(r.t, r.Dir, "fsck", "--full", "--strict", "--no-dangling", "--no-progress")
+	if err != nil {
+		r.t.Fatalf("git fsck found problems in %s: %v\n%s", r.Dir, err, out)
+	}
+}
+
+// PushFiles makes a commit on branch with the git CLI from a fresh clone,
+// writing files (path → content), and pushes it; it returns the new commit.
+// It plays "another writer" racing with the code under test.
+func (r *Remote) PushFiles(branch string, files map[string]string, message string) string {
+	r.t.Helper()
+	return pushFiles(r.Clone(branch), branch, files, message)
+}
+
+// Seed is PushFiles straight into Dir, bypassing the server (no middleware,
+// no auth): for setting up state before the scenario under test.
+func (r *Remote) Seed(branch string, files map[string]string, message string) string {
+	r.t.Helper()
+	return pushFiles(r.cloneFrom(r.Dir, branch), branch, files, message)
+}
+
+func pushFiles(c *Checkout, branch string, files map[string]string, message string) string {
+	c.t.Helper()
+	for p, content := range files {
+		c.WriteFile(p, content)
+	}
+	return c.CommitAndPush(branch, message)
+}
+
+// Checkout is a scratch non-bare clone made with the git CLI.
+type Checkout struct {
+	t testing.TB
+	// Dir is the work tree of the clone.
+	Dir      string
+	gitlinks map[string]string
+}
+
+// Clone clones the remote with the git CLI and checks out branch, starting an
+// orphan branch when it does not exist yet (also in an empty repository).
+func (r *Remote) Clone(branch string) *Checkout {
+	r.t.Helper()
+	return r.cloneFrom(r.CLIURL, branch)
+}
+
+func (r *Remote) cloneFrom(source, branch string) *Checkout {
+	r.t.Helper()
+	dir := r.t.TempDir()
+	Git(r.t, dir, "clone", "--quiet", source, ".")
+	c := &Checkout{t: r.t, Dir: dir, gitlinks: map[string]string{}}
+	if Git(r.t, dir, "ls-remote", "--heads", "origin", branch) != "" {
+		c.Git("checkout", "--quiet", "-B", branch, "origin/"+branch)
+	} else {
+		c.Git("checkout", "--quiet", "--orphan", branch)
+	}
+	return c
+}
+
+// Git runs the git CLI inside the clone.
+func (c *Checkout) Git(args ...string) string {
+	c.t.Helper()
+	return Git(c.t, c.Dir, args...)
+}
+
+// WriteFile writes content to path (slash-separated, relative to the clone),
+// creating parent directories.
+func (c *Checkout) WriteFile(path, content string) {
+	c.t.Helper()
+	c.write(path, content, 0o644)
+}
+
+// WriteExecutable writes content to path with the executable bit set, so Git
+// records mode 100755.
+func (c *Checkout) WriteExecutable(path, content string) {
+	c.t.Helper()
+	c.write(path, content, 0o755)
+}
+
+func (c *Checkout) write(path, content string, mode os.FileMode) {
+	c.t.Helper()
+	full := filepath.Join(c.Dir, filepath.FromSlash(path))
+	if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+		c.t.Fatalf("mkdir for %s: %v", path, err)
+	}
+	if err := os.WriteFile(full, []byte(content), mode); err != nil {
+		c.t.Fatalf("write %s: %v", path, err)
+	}
+	if err := os.Chmod(full, mode); err != nil { // WriteFile keeps an existing file's mode
+		c.t.Fatalf("chmod %s: %v", path, err)
+	}
+}
+
+// Symlink creates a symbolic link at path pointing to target.
+func (c *Checkout) Symlink(target, path string) {
+	c.t.Helper()
+	full := filepath.Join(c.Dir, filepath.FromSlash(path))
+	if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+		c.t.Fatalf("mkdir for %s: %v", path, err)
+	}
+	if err := os.Symlink(target, full); err != nil {
+		c.t.Fatalf("symlink %s: %v", path, err)
+	}
+}
+
+// AddGitlink records a submodule entry (mode 160000) at path pointing to
+// commit in the next commit, without needing the submodule's repository.
+func (c *Checkout) AddGitlink(path, commit string) {
+	c.t.Helper()
+	c.gitlinks[path] = commit
+}
+
+// CommitAndPush commits everything in the work tree (plus any gitlinks) and
+// pushes it to branch on origin, returning the new commit.
+func (c *Checkout) CommitAndPush(branch, message string) string {
+	c.t.Helper()
+	c.Git("add", "--all")
+	for path, commit := range c.gitlinks {
+		c.Git("update-index", "--add", "--cacheinfo", "160000,"+commit+","+path)
+	}
+	c.Git("commit", "--quiet", "--allow-empty", "-m", message)
+	c.Git("push", "--quiet", "origin", "HEAD:refs/heads/"+branch)
+	return c.Git("rev-parse", "HEAD")
+}

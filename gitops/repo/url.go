@@ -1,0 +1,142 @@
+package repo
+
+import (
+	"net/url"
+	"strings"
+)
+
+// defaultPort is the port a scheme implies; it is dropped, so that
+// https://h:443/r and https://h/r compare equal.
+func defaultPort(scheme string) string {
+	switch scheme {
+	case "http":
+		return "80"
+	case "https":
+		return "443"
+	case "ssh":
+		return "22"
+	case "git":
+		return "9418"
+	default:
+		return ""
+	}
+}
+
+// NormalizeURL returns a canonical form of a Git remote URL for "is this the
+// same repository?" comparisons (one branch worker per repository and branch;
+// overlapping targets). It is not meant to be dialled. Rules:
+//
+//   - surrounding spaces are trimmed; an unparseable URL is returned trimmed;
+//   - scp-like "[user@]host:path" becomes "ssh://[user@]host/path", and an
+//     absolute local path "/p" becomes "file:///p";
+//   - "git+ssh" and "ssh+git" schemes become "ssh";
+//   - scheme and host are lower-cased; the scheme's default port is dropped;
+//   - user info is stripped, except that an ssh user name is kept (it selects
+//     the account, e.g. git@), never a password;
+//   - query and fragment are dropped;
+//   - repeated slashes in the path collapse, and trailing "/" and ".git" are
+//     stripped ("/org/repo.git/" → "/org/repo"); the path keeps its case.
+func NormalizeURL(raw string) string {
+	s := strings.TrimSpace(raw)
+	if s == "" {
+		return ""
+	}
+	s = toURLSyntax(s)
+	u, err := url.Parse(s)
+	if err != nil || u.Scheme == "" {
+		return s
+	}
+	scheme := canonicalScheme(u.Scheme)
+	var b strings.Builder
+	b.WriteString(scheme + "://")
+	if scheme == "ssh" && u.User != nil && u.User.Username() != "" {
+		b.WriteString(u.User.Username() + "@")
+	}
+	b.WriteString(canonicalHost(scheme, u))
+	b.WriteString(canonicalPath(u.Path))
+	return b.String()
+}
+
+// toURLSyntax rewrites scp-like addresses and local paths as URLs.
+func toURLSyntax(s string) string {
+	if strings.Contains(s, "://") {
+		return s
+	}
+	if strings.HasPrefix(s, "/") {
+		return "file://" + s
+	}
+	user, host, p, ok := scpParts(s)
+	if !ok {
+		return s
+	}
+	if user != "" {
+		host = user + "@" + host
+	}
+	return "ssh://" + host + "/" + strings.TrimLeft(p, "/")
+}
+
+// scpParts splits git's scp-like syntax [user@]host:path. Like git, it is
+// scp-like only when the first colon comes before any slash; a one-letter
+// host is a Windows drive letter, not a host.
+func scpParts(s string) (user, host, p string, ok bool) {
+	colon := strings.IndexByte(s, ':')
+	if colon < 0 {
+		return "", "", "", false
+	}
+	if slash := strings.IndexByte(s, '/'); slash >= 0 && slash < colon {
+		return "", "", "", false
+	}
+	userHost, p := s[:colon], s[colon+1:]
+	user, host, found := strings.Cut(userHost, "@")
+	if !found {
+		user, host = "", userHost
+	}
+	if len(host) < 2 || strings.ContainsAny(host, "@ ") || strings.Contains(user, " ") {
+		return "", "", "", false
+	}
+	return user, host, p, true
+}
+
+// canonicalScheme lower-cases the scheme and folds ssh aliases.
+func canonicalScheme(s string) string {
+	s = strings.ToLower(s)
+	if s == "git+ssh" || s == "ssh+git" {
+		return "ssh"
+	}
+	return s
+}
+
+// canonicalHost lower-cases the host and drops the scheme's default port.
+func canonicalHost(scheme string, u *url.URL) string {
+	host := strings.ToLower(u.Hostname())
+	if strings.Contains(host, ":") {
+		host = "[" + host + "]" // IPv6 literal
+	}
+	if port := u.Port(); port != "" && port != defaultPort(scheme) {
+		host += ":" + port
+	}
+	return host
+}
+
+// canonicalPath collapses repeated slashes and strips trailing "/" and ".git".
+func canonicalPath(p string) string {
+	for strings.Contains(p, "//") {
+		p = strings.ReplaceAll(p, "//", "/")
+	}
+	for {
+		trimmed := strings.TrimSuffix(strings.TrimSuffix(p, "/"), ".git")
+		if trimmed == p {
+			return p
+		}
+		p = trimmed
+	}
+}
+
+// redactURL hides a password embedded in a URL before it goes into an error.
+func redactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.User == nil {
+		return raw
+	}
+	return u.Redacted()
+}

@@ -1,0 +1,53 @@
+package repo_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+
+	"github.com/gitops-reverser/gitops-reverser/gitops/repo"
+)
+
+func TestNormalizeURLGivesOneFormPerRepository(t *testing.T) {
+	cases := []struct{ in, want string }{
+		{"https://github.com/org/repo", "https://github.com/org/repo"},
+		{"https://github.com/org/repo.git", "https://github.com/org/repo"},
+		{"https://github.com/org/repo/", "https://github.com/org/repo"},
+		{"https://github.com/org/repo.git/", "https://github.com/org/repo"},
+		{"HTTPS://GitHub.COM/org/Repo", "https://github.com/org/Repo"},
+		{"https://github.com:443/org/repo", "https://github.com/org/repo"},
+		{"https://git.example.com:8443/org/repo", "https://git.example.com:8443/org/repo"},
+		{"http://git.example.com:80/repo", "http://git.example.com/repo"},
+		{"https://user:token@github.com/org/repo.git", "https://github.com/org/repo"},
+		{"https://token@github.com/org/repo", "https://github.com/org/repo"},
+		{"https://github.com//org//repo", "https://github.com/org/repo"},
+		{"https://github.com/org/repo?ref=main#frag", "https://github.com/org/repo"},
+		{"  https://github.com/org/repo  ", "https://github.com/org/repo"},
+		{"git@github.com:org/repo.git", "ssh://git@github.com/org/repo"},
+		{"git@GitHub.com:/org/repo", "ssh://git@github.com/org/repo"},
+		{"github.com:org/repo", "ssh://github.com/org/repo"},
+		{"ssh://git@github.com/org/repo.git", "ssh://git@github.com/org/repo"},
+		{"ssh://git@github.com:22/org/repo", "ssh://git@github.com/org/repo"},
+		{"ssh://git:secret@github.com/org/repo", "ssh://git@github.com/org/repo"},
+		{"ssh://git@git.example.com:2222/org/repo", "ssh://git@git.example.com:2222/org/repo"},
+		{"git+ssh://git@github.com/org/repo", "ssh://git@github.com/org/repo"},
+		{"ssh://git@[::1]:2222/repo", "ssh://git@[::1]:2222/repo"},
+		{"file:///srv/git/repo.git", "file:///srv/git/repo"},
+		{"/srv/git/repo.git/", "file:///srv/git/repo"},
+		{"git://git.example.com:9418/repo.git", "git://git.example.com/repo"},
+		{"", ""},
+		{"not a url", "not a url"},
+	}
+	for _, c := range cases {
+		t.Run(c.in, func(t *testing.T) {
+			assert.Equal(t, c.want, repo.NormalizeURL(c.in))
+		})
+	}
+}
+
+func TestNormalizeURLIsIdempotent(t *testing.T) {
+	for _, in := range []string{"git@github.com:org/repo.git", "HTTPS://u:p@Host:443/a/b.git/", "/srv/x.git"} {
+		once := repo.NormalizeURL(in)
+		assert.Equal(t, once, repo.NormalizeURL(once), in)
+	}
+}

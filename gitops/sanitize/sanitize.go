@@ -1,0 +1,128 @@
+// Package sanitize strips server-owned state from cluster objects before they
+// are written to Git.
+//
+// It works by denylist, never by whitelist: a field survives unless it is
+// known to be set by the API server or a controller. Whitelisting top-level
+// fields silently loses data for kinds that keep their payload outside
+// spec/data (StorageClass provisioner, CRD top-level fields, ...).
+package sanitize
+
+import (
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// LastAppliedAnnotation is the annotation kubectl apply stores on objects; it
+// duplicates the whole object and changes on every apply, so it never belongs
+// in Git.
+const LastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
+
+// serverOwnedMetadata lists the metadata fields the API server sets and owns;
+// writing them to Git would make every stored revision a diff.
+func serverOwnedMetadata() []string {
+	return []string{
+		"uid",
+		"resourceVersion",
+		"generation",
+		"creationTimestamp",
+		"managedFields",
+		"selfLink",
+		"deletionTimestamp",
+		"deletionGracePeriodSeconds",
+	}
+}
+
+// Object returns a deep copy of obj without server-owned state: status, the
+// server-owned metadata fields, the kubectl last-applied annotation (the
+// annotations map is dropped when that leaves it empty) and controller-set
+// fields of known kinds (core/v1 Service spec.clusterIP and spec.clusterIPs).
+// Every other field survives. obj itself is never modified; a nil obj yields
+// nil.
+func Object(obj *unstructured.Unstructured) *unstructured.Unstructured {
+	if obj == nil {
+		return nil
+	}
+	out := &unstructured.Unstructured{Object: copyMap(obj.Object)}
+	if out.Object == nil {
+		out.Object = map[string]any{}
+	}
+	delete(out.Object, "status")
+	dropMetadata(out.Object)
+	dropControllerFields(out.Object)
+	return out
+}
+
+// dropMetadata removes server-owned metadata fields and the last-applied
+// annotation from the object's metadata map, in place.
+func dropMetadata(object map[string]any) {
+	metadata, ok := object["metadata"].(map[string]any)
+	if !ok {
+		return
+	}
+	for _, field := range serverOwnedMetadata() {
+		delete(metadata, field)
+	}
+	annotations, ok := metadata["annotations"].(map[string]any)
+	if !ok {
+		return
+	}
+	delete(annotations, LastAppliedAnnotation)
+	if len(annotations) == 0 {
+		delete(metadata, "annotations")
+	}
+}
+
+// dropControllerFields removes fields that controllers allocate for known
+// kinds, in place. Only core/v1 Service is covered today: its cluster IPs are
+// allocated by the API server and differ between clusters.
+func dropControllerFields(object map[string]any) {
+	if !isCoreService(object) {
+		return
+	}
+	spec, ok := object["spec"].(map[string]any)
+	if !ok {
+		return
+	}
+	delete(spec, "clusterIP")
+	delete(spec, "clusterIPs")
+}
+
+// isCoreService reports whether the object is a core/v1 Service; CRDs that
+// happen to be called Service keep all their fields.
+func isCoreService(object map[string]any) bool {
+	apiVersion, _ := object["apiVersion"].(string)
+	kind, _ := object["kind"].(string)
+	return apiVersion == "v1" && kind == "Service"
+}
+
+// copyMap deep-copies a JSON-like map. Unlike runtime.DeepCopyJSON it never
+// panics on unexpected value types: maps and slices are copied recursively,
+// every other value is copied by assignment.
+func copyMap(in map[string]any) map[string]any {
+	if in == nil {
+		return nil
+	}
+	out := make(map[string]any, len(in))
+	for k, v := range in {
+		out[k] = copyValue(v)
+	}
+	return out
+}
+
+// copyValue deep-copies one JSON-like value; see copyMap.
+func copyValue(v any) any {
+	switch typed := v.(type) {
+	case map[string]any:
+		return copyMap(typed)
+	case []any:
+		if typed == nil {
+			return typed
+		}
+		out := make([]any, len(typed))
+		for i, item := range typed {
+			out[i] = copyValue(item)
+		}
+		return out
+	default:
+		return v
+	}
+}

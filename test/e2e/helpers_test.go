@@ -1,0 +1,209 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// operator is one running instance of the real binary.
+type operator struct {
+	cmd  *exec.Cmd
+	logs *syncBuffer
+	done chan struct{}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// startOperator runs the binary with a work dir that survives restarts within one test.
+func startOperator(t *testing.T, workDir string) *operator {
+	t.Helper()
+	cmd := exec.Command(shared.binary,
+		"--kubeconfig", shared.kubeconfig,
+		"--work-dir", workDir,
+		"--metrics-bind-address", "0",
+		"--health-probe-bind-address", "0",
+		"--git-poll-interval", "2s",
+	)
+	op := &operator{cmd: cmd, logs: &syncBuffer{}, done: make(chan struct{})}
+	cmd.Stdout, cmd.Stderr = op.logs, op.logs
+	require.NoError(t, cmd.Start())
+	go func() { _ = cmd.Wait(); close(op.done) }()
+	t.Cleanup(func() {
+		op.stop()
+		if t.Failed() {
+			t.Logf("operator logs:\n%s", op.logs.String())
+		}
+	})
+	return op
+}
+
+// stop sends SIGTERM and waits for a clean exit.
+func (o *operator) stop() {
+	select {
+	case <-o.done:
+		return
+	default:
+	}
+	_ = o.cmd.Process.Signal(os.Interrupt)
+	select {
+	case <-o.done:
+	case <-time.After(20 * time.Second):
+		_ = o.cmd.Process.Kill()
+		<-o.done
+	}
+}
+
+// kubectl runs the machine's kubectl against the test control plane.
+func kubectl(t *testing.T, stdin string, args ...string) string {
+	t.Helper()
+	out, err := kubectlErr(stdin, args...)
+	require.NoError(t, err, "kubectl %s\n%s", strings.Join(args, " "), out)
+	return out
+}
+
+func kubectlErr(stdin string, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "kubectl", append([]string{"--kubeconfig", shared.kubeconfig}, args...)...)
+	cmd.Stdin = strings.NewReader(stdin)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	return out.String(), err
+}
+
+// git runs the git CLI as an observer of the remote.
+func git(t *testing.T, gitDir string, args ...string) string {
+	t.Helper()
+	out, err := gitErr(gitDir, args...)
+	require.NoError(t, err, "git %s\n%s", strings.Join(args, " "), out)
+	return out
+}
+
+func gitErr(gitDir string, args ...string) (string, error) {
+	cmd := exec.Command("git", append([]string{"--git-dir", gitDir}, args...)...)
+	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "HOME="+shared.dir)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// newRemote makes an empty bare repository and returns its path.
+func newRemote(t *testing.T) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "remote.git")
+	out, err := exec.Command("git", "init", "--bare", "--initial-branch=main", dir).CombinedOutput()
+	require.NoError(t, err, string(out))
+	return dir
+}
+
+// commits lists the subjects on main, newest first; none when the branch does not exist.
+func commits(t *testing.T, remote string) []string {
+	t.Helper()
+	out, err := gitErr(remote, "log", "--format=%s", "main")
+	if err != nil {
+		return nil
+	}
+	return strings.Split(strings.TrimSpace(out), "\n")
+}
+
+// fileAt returns the file's content on main, or "" with false when it does not exist.
+func fileAt(remote, path string) (string, bool) {
+	out, err := gitErr(remote, "show", "main:"+path)
+	return out, err == nil
+}
+
+// eventually retries cond until it holds or the timeout passes.
+func eventually(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	var last string
+	for time.Now().Before(deadline) {
+		ok, msg := cond()
+		if ok {
+			return
+		}
+		last = msg
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Fatalf("timed out after %s waiting for %s; last: %s", timeout, what, last)
+}
+
+// fsck checks the remote with git's own integrity checker.
+func fsck(t *testing.T, remote string) {
+	t.Helper()
+	git(t, remote, "fsck", "--full", "--strict")
+}
+
+// setupTarget applies a namespace, GitProvider and GitTarget pointing at remote, waits for
+// Ready and returns the namespace.
+func setupTarget(t *testing.T, ns, remote, path, quiet string) {
+	t.Helper()
+	kubectl(t, fmt.Sprintf(`apiVersion: v1
+kind: Namespace
+metadata:
+  name: %[1]s
+---
+apiVersion: reverser.gitops.dev/v1alpha1
+kind: GitProvider
+metadata:
+  name: repo
+  namespace: %[1]s
+spec:
+  url: file://%[2]s
+  allowedBranches: ["main"]
+---
+apiVersion: reverser.gitops.dev/v1alpha1
+kind: GitTarget
+metadata:
+  name: live
+  namespace: %[1]s
+spec:
+  providerRef:
+    name: repo
+  branch: main
+  path: %[3]s
+  commitWindow:
+    quiet: %[4]s
+`, ns, remote, path, quiet), "apply", "-f", "-")
+	kubectl(t, "", "-n", ns, "wait", "--for=condition=Ready", "--timeout=60s", "gitprovider/repo", "gittarget/live")
+}
+
+func execGit(dir string, args ...string) (string, error) {
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "HOME="+shared.dir)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+func writeFile(path, content string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(path, []byte(content), 0o644)
+}

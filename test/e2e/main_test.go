@@ -1,0 +1,81 @@
+// Package e2e drives the real gitops-reverser binary, out of cluster, against a real
+// kube-apiserver and etcd (envtest), with kubectl, and checks the real Git remote with the
+// git CLI as an independent observer.
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"testing"
+
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/gitops-reverser/gitops-reverser/config"
+)
+
+// suite is the one control plane and binary shared by the package's tests.
+type suite struct {
+	env        *envtest.Environment
+	kubeconfig string
+	binary     string
+	dir        string
+}
+
+var shared suite
+
+func TestMain(m *testing.M) {
+	code, err := runSuite(m)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		os.Exit(1)
+	}
+	os.Exit(code)
+}
+
+func runSuite(m *testing.M) (int, error) {
+	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
+		fmt.Fprintln(os.Stderr, "e2e: KUBEBUILDER_ASSETS is not set; run `make test`")
+		return 1, nil
+	}
+	dir, err := os.MkdirTemp("", "gitops-reverser-e2e-")
+	if err != nil {
+		return 0, err
+	}
+	defer os.RemoveAll(dir)
+	shared.dir = dir
+
+	shared.binary = filepath.Join(dir, "gitops-reverser")
+	_, here, _, _ := runtime.Caller(0)
+	build := exec.Command("go", "build", "-o", shared.binary, "./cmd/gitops-reverser")
+	build.Dir = filepath.Join(filepath.Dir(here), "..", "..")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		return 0, fmt.Errorf("building the binary: %w", err)
+	}
+
+	crds, err := config.LoadCRDs()
+	if err != nil {
+		return 0, err
+	}
+	shared.env = &envtest.Environment{CRDInstallOptions: envtest.CRDInstallOptions{CRDs: crds}}
+	if _, err := shared.env.Start(); err != nil {
+		return 0, fmt.Errorf("starting the control plane: %w", err)
+	}
+	defer func() { _ = shared.env.Stop() }()
+	user, err := shared.env.ControlPlane.AddUser(envtest.User{Name: "e2e-admin", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		return 0, err
+	}
+	kc, err := user.KubeConfig()
+	if err != nil {
+		return 0, err
+	}
+	shared.kubeconfig = filepath.Join(dir, "kubeconfig")
+	if err := os.WriteFile(shared.kubeconfig, kc, 0o600); err != nil {
+		return 0, err
+	}
+	return m.Run(), nil
+}

@@ -1,0 +1,93 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/discovery"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/gitops-reverser/gitops-reverser/api/v1alpha1"
+	"github.com/gitops-reverser/gitops-reverser/watcher"
+)
+
+// ClusterWatchRuleReconciler registers a ClusterWatchRule's claims with the watcher.
+type ClusterWatchRuleReconciler struct {
+	Client    client.Client
+	Discovery discovery.DiscoveryInterface
+	Registry  Registry
+}
+
+// +kubebuilder:rbac:groups=reverser.gitops.dev,resources=clusterwatchrules,verbs=get;list;watch
+// +kubebuilder:rbac:groups=reverser.gitops.dev,resources=clusterwatchrules/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
+
+// Reconcile fetches the rule, defers the status patch and registers its claims.
+func (r *ClusterWatchRuleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, err error) {
+	key := "ClusterWatchRule/" + req.Name
+	var cr v1alpha1.ClusterWatchRule
+	if err := r.Client.Get(ctx, req.NamespacedName, &cr); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.Registry.SetRule(key, nil)
+		}
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	before := cr.Status.DeepCopy()
+	defer func() { err = errors.Join(err, patchStatus(ctx, r.Client, &cr, before, &cr.Status)) }()
+	cr.Status.ObservedGeneration = cr.Generation
+
+	target := types.NamespacedName{Namespace: cr.Spec.TargetRef.Namespace, Name: cr.Spec.TargetRef.Name}
+	if err := r.Client.Get(ctx, target, &v1alpha1.GitTarget{}); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.Registry.SetRule(key, nil)
+			v1alpha1.SetStalled(&cr.Status.Conditions, cr.Generation, v1alpha1.ReasonTargetNotFound,
+				fmt.Sprintf("GitTarget %s not found: create it or fix spec.targetRef", target))
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, err
+	}
+	lists, err := discover(r.Discovery)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	var claims []watcher.Claim
+	var problems []string
+	for _, rule := range cr.Spec.Rules {
+		c, p, err := claimsFor(target, "", rule.ResourceRule, rule.NamespaceSelector, lists, true)
+		if err != nil {
+			r.Registry.SetRule(key, nil)
+			v1alpha1.SetStalled(&cr.Status.Conditions, cr.Generation, v1alpha1.ReasonInvalidRule, err.Error())
+			return ctrl.Result{}, nil
+		}
+		claims, problems = append(claims, c...), append(problems, p...)
+	}
+	r.Registry.SetRule(key, claims)
+	return applyResult(&cr.Status, cr.Generation, claims, problems), nil
+}
+
+// SetupWithManager watches rules, targets and CRDs.
+func (r *ClusterWatchRuleReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&v1alpha1.ClusterWatchRule{}).
+		Watches(&v1alpha1.GitTarget{}, crdEvents(r.all)).
+		Watches(&apiextensionsv1.CustomResourceDefinition{}, crdEvents(r.all)).
+		Complete(r)
+}
+
+func (r *ClusterWatchRuleReconciler) all(ctx context.Context) []reconcile.Request {
+	var list v1alpha1.ClusterWatchRuleList
+	if err := r.Client.List(ctx, &list); err != nil {
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(list.Items))
+	for _, c := range list.Items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&c)})
+	}
+	return reqs
+}

@@ -1,0 +1,145 @@
+package controller_test
+
+import (
+	"context"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gitops-reverser/gitops-reverser/api/v1alpha1"
+)
+
+// nonName matches what a namespace name cannot hold.
+var nonName = regexp.MustCompile(`[^a-z0-9]+`)
+
+func namespace(t *testing.T) string {
+	t.Helper()
+	name := strings.Trim(nonName.ReplaceAllString(strings.ToLower(t.Name()), "-"), "-")
+	if len(name) > 60 {
+		name = strings.Trim(name[:60], "-")
+	}
+	require.NoError(t, k8s.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}))
+	return name
+}
+
+func gitTarget(t *testing.T, ns string) {
+	t.Helper()
+	require.NoError(t, k8s.Create(context.Background(), &v1alpha1.GitTarget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "live"},
+		Spec: v1alpha1.GitTargetSpec{ProviderRef: v1alpha1.LocalObjectReference{Name: "repo"}, Branch: "main", Path: "live"}}))
+}
+
+func waitCondition(t *testing.T, obj client.Object, conds func() []metav1.Condition, typ string, status metav1.ConditionStatus) string {
+	t.Helper()
+	var last []metav1.Condition
+	for deadline := time.Now().Add(45 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		require.NoError(t, k8s.Get(context.Background(), client.ObjectKeyFromObject(obj), obj))
+		last = conds()
+		if c := apimeta.FindStatusCondition(last, typ); c != nil && c.Status == status {
+			return c.Message
+		}
+	}
+	t.Fatalf("condition %s=%s not reached; conditions: %+v", typ, status, last)
+	return ""
+}
+
+func rule(ns string, groups, resources []string) *v1alpha1.WatchRule {
+	return &v1alpha1.WatchRule{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "rule"},
+		Spec: v1alpha1.WatchRuleSpec{TargetRef: v1alpha1.LocalObjectReference{Name: "live"},
+			Rules: []v1alpha1.ResourceRule{{APIGroups: groups, Resources: resources}}}}
+}
+
+func TestWatchRule(t *testing.T) {
+	ctx := context.Background()
+	t.Run("resolves configmaps and registers a claim limited to its namespace", func(t *testing.T) {
+		ns := namespace(t)
+		gitTarget(t, ns)
+		wr := rule(ns, []string{""}, []string{"configmaps"})
+		require.NoError(t, k8s.Create(ctx, wr))
+		waitCondition(t, wr, func() []metav1.Condition { return wr.Status.Conditions }, v1alpha1.ConditionReady, metav1.ConditionTrue)
+		assert.Equal(t, []string{"/v1, Resource=configmaps"}, wr.Status.Resources)
+		claims := registry.claims("WatchRule/" + ns + "/rule")
+		require.Len(t, claims, 1)
+		assert.Equal(t, ns, claims[0].Namespace)
+		assert.True(t, claims[0].Create && claims[0].Update && claims[0].Delete, "operations default to all")
+	})
+	t.Run("is Stalled naming an unknown resource, then picks up its CRD once installed", func(t *testing.T) {
+		ns := namespace(t)
+		gitTarget(t, ns)
+		wr := rule(ns, []string{"example.com"}, []string{"widgets"})
+		require.NoError(t, k8s.Create(ctx, wr))
+		msg := waitCondition(t, wr, func() []metav1.Condition { return wr.Status.Conditions }, v1alpha1.ConditionStalled, metav1.ConditionTrue)
+		assert.Contains(t, msg, "widgets.example.com not found")
+
+		require.NoError(t, k8s.Create(ctx, widgetCRD()))
+		waitCondition(t, wr, func() []metav1.Condition { return wr.Status.Conditions }, v1alpha1.ConditionReady, metav1.ConditionTrue)
+		assert.Equal(t, []string{"example.com/v1, Resource=widgets"}, wr.Status.Resources)
+	})
+	t.Run("refuses a cluster-scoped resource, pointing at ClusterWatchRule", func(t *testing.T) {
+		ns := namespace(t)
+		gitTarget(t, ns)
+		wr := rule(ns, []string{"rbac.authorization.k8s.io"}, []string{"clusterroles"})
+		require.NoError(t, k8s.Create(ctx, wr))
+		msg := waitCondition(t, wr, func() []metav1.Condition { return wr.Status.Conditions }, v1alpha1.ConditionStalled, metav1.ConditionTrue)
+		assert.Contains(t, msg, "use a ClusterWatchRule")
+	})
+	t.Run("is Stalled while its GitTarget does not exist", func(t *testing.T) {
+		ns := namespace(t)
+		wr := rule(ns, []string{""}, []string{"configmaps"})
+		require.NoError(t, k8s.Create(ctx, wr))
+		msg := waitCondition(t, wr, func() []metav1.Condition { return wr.Status.Conditions }, v1alpha1.ConditionStalled, metav1.ConditionTrue)
+		assert.Contains(t, msg, "GitTarget "+ns+"/live not found")
+		gitTarget(t, ns)
+		waitCondition(t, wr, func() []metav1.Condition { return wr.Status.Conditions }, v1alpha1.ConditionReady, metav1.ConditionTrue)
+	})
+}
+
+func TestClusterWatchRule(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t)
+	gitTarget(t, ns)
+	t.Run("requires a namespaceSelector for namespaced resources", func(t *testing.T) {
+		cr := &v1alpha1.ClusterWatchRule{ObjectMeta: metav1.ObjectMeta{Name: "no-selector"},
+			Spec: v1alpha1.ClusterWatchRuleSpec{TargetRef: v1alpha1.NamespacedObjectReference{Namespace: ns, Name: "live"},
+				Rules: []v1alpha1.ClusterResourceRule{{ResourceRule: v1alpha1.ResourceRule{APIGroups: []string{""}, Resources: []string{"configmaps"}}}}}}
+		require.NoError(t, k8s.Create(ctx, cr))
+		msg := waitCondition(t, cr, func() []metav1.Condition { return cr.Status.Conditions }, v1alpha1.ConditionStalled, metav1.ConditionTrue)
+		assert.Contains(t, msg, "set namespaceSelector")
+	})
+	t.Run("registers cluster-scoped claims", func(t *testing.T) {
+		cr := &v1alpha1.ClusterWatchRule{ObjectMeta: metav1.ObjectMeta{Name: "roles"},
+			Spec: v1alpha1.ClusterWatchRuleSpec{TargetRef: v1alpha1.NamespacedObjectReference{Namespace: ns, Name: "live"},
+				Rules: []v1alpha1.ClusterResourceRule{{ResourceRule: v1alpha1.ResourceRule{APIGroups: []string{"rbac.authorization.k8s.io"}, Resources: []string{"clusterroles"}}}}}}
+		require.NoError(t, k8s.Create(ctx, cr))
+		waitCondition(t, cr, func() []metav1.Condition { return cr.Status.Conditions }, v1alpha1.ConditionReady, metav1.ConditionTrue)
+		claims := registry.claims("ClusterWatchRule/roles")
+		require.Len(t, claims, 1)
+		assert.False(t, claims[0].Resource.Namespaced)
+	})
+}
+
+func widgetCRD() *apiextensionsv1.CustomResourceDefinition {
+	preserve := true
+	return &apiextensionsv1.CustomResourceDefinition{
+		ObjectMeta: metav1.ObjectMeta{Name: "widgets.example.com"},
+		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
+			Group: "example.com",
+			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "widgets", Singular: "widget", Kind: "Widget", ListKind: "WidgetList"},
+			Scope: apiextensionsv1.NamespaceScoped,
+			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{
+				Name: "v1", Served: true, Storage: true,
+				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
+					Type: "object", XPreserveUnknownFields: &preserve,
+				}},
+			}},
+		},
+	}
+}

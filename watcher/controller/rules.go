@@ -1,0 +1,105 @@
+// Package controller reconciles WatchRules and ClusterWatchRules: it resolves their
+// resources through discovery and registers the resulting claims with the watcher.
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/discovery"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/gitops-reverser/gitops-reverser/api/v1alpha1"
+	"github.com/gitops-reverser/gitops-reverser/watcher"
+)
+
+// Registry is the part of the watcher the rule controllers drive.
+type Registry interface {
+	SetRule(ruleKey string, claims []watcher.Claim)
+}
+
+// errConfig marks a rule a human must fix.
+var errConfig = errors.New("invalid rule")
+
+// discover lists the server's preferred resources; partial discovery failures (an
+// aggregated API down) still return what was found.
+func discover(dc discovery.DiscoveryInterface) ([]*metav1.APIResourceList, error) {
+	lists, err := dc.ServerPreferredResources()
+	if err != nil && !discovery.IsGroupDiscoveryFailedError(err) {
+		return nil, fmt.Errorf("discovering API resources: %w", err)
+	}
+	return lists, nil
+}
+
+// claimsFor compiles one rule into claims for target; namespace "" means cluster-wide.
+func claimsFor(target types.NamespacedName, namespace string, rule v1alpha1.ResourceRule, nsSel *metav1.LabelSelector,
+	lists []*metav1.APIResourceList, clusterRule bool) ([]watcher.Claim, []string, error) {
+	resources, problems := watcher.Resolve(rule, lists, clusterRule)
+	objSel, err := watcher.Selector(rule.ObjectSelector)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: objectSelector: %v", errConfig, err)
+	}
+	create, update, del := watcher.Operations(rule.Operations)
+	var claims []watcher.Claim
+	for _, r := range resources {
+		c := watcher.Claim{Target: target, Resource: r, Namespace: namespace, ObjectSelector: objSel, Create: create, Update: update, Delete: del}
+		if r.Namespaced && clusterRule {
+			if nsSel == nil {
+				problems = append(problems, fmt.Sprintf("%s is namespaced: set namespaceSelector ({} for all namespaces)", r.GVR.GroupResource()))
+				continue
+			}
+			if c.NamespaceSelector, err = watcher.Selector(nsSel); err != nil {
+				return nil, nil, fmt.Errorf("%w: namespaceSelector: %v", errConfig, err)
+			}
+		}
+		claims = append(claims, c)
+	}
+	return claims, problems, nil
+}
+
+// unresolvedRetry re-checks rules naming resources the server does not have yet; CRD
+// events usually arrive first, this covers discovery lagging behind them.
+const unresolvedRetry = 30 * time.Second
+
+// applyResult records the outcome on a rule's status and says when to look again.
+func applyResult(st *v1alpha1.WatchRuleStatus, gen int64, claims []watcher.Claim, problems []string) ctrl.Result {
+	st.Resources = nil
+	for _, c := range claims {
+		st.Resources = append(st.Resources, c.Resource.GVR.String())
+	}
+	if len(problems) > 0 {
+		msg := strings.Join(problems, "; ")
+		v1alpha1.SetCondition(&st.Conditions, gen, v1alpha1.ConditionResourcesResolved, false, v1alpha1.ReasonResourceNotFound, msg)
+		v1alpha1.SetStalled(&st.Conditions, gen, v1alpha1.ReasonResourceNotFound, msg)
+		return ctrl.Result{RequeueAfter: unresolvedRetry}
+	}
+	v1alpha1.SetCondition(&st.Conditions, gen, v1alpha1.ConditionResourcesResolved, true, v1alpha1.ReasonSucceeded, fmt.Sprintf("%d resource(s) resolved", len(claims)))
+	v1alpha1.SetReady(&st.Conditions, gen, v1alpha1.ReasonSucceeded, fmt.Sprintf("watching %d resource(s)", len(claims)))
+	return ctrl.Result{}
+}
+
+func patchStatus(ctx context.Context, c client.Client, obj client.Object, before, after any) error {
+	if equality.Semantic.DeepEqual(before, after) {
+		return nil
+	}
+	if err := c.Status().Update(ctx, obj); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("updating status: %w", err)
+	}
+	return nil
+}
+
+// crdEvents re-reconciles every rule of a kind when CRDs change, so rules naming a
+// resource that did not exist yet are picked up once its CRD is installed.
+func crdEvents(list func(ctx context.Context) []reconcile.Request) handler.EventHandler {
+	return handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request { return list(ctx) })
+}

@@ -1,0 +1,101 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/discovery"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/gitops-reverser/gitops-reverser/api/v1alpha1"
+	"github.com/gitops-reverser/gitops-reverser/watcher"
+)
+
+// WatchRuleReconciler registers a WatchRule's claims on its namespace with the watcher.
+type WatchRuleReconciler struct {
+	Client    client.Client
+	Discovery discovery.DiscoveryInterface
+	Registry  Registry
+}
+
+// +kubebuilder:rbac:groups=reverser.gitops.dev,resources=watchrules,verbs=get;list;watch
+// +kubebuilder:rbac:groups=reverser.gitops.dev,resources=watchrules/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;list;watch
+// +kubebuilder:rbac:groups=*,resources=*,verbs=get;list;watch
+
+// Reconcile fetches the rule, defers the status patch and registers its claims.
+func (r *WatchRuleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, err error) {
+	key := "WatchRule/" + req.String()
+	var wr v1alpha1.WatchRule
+	if err := r.Client.Get(ctx, req.NamespacedName, &wr); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.Registry.SetRule(key, nil)
+		}
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	before := wr.Status.DeepCopy()
+	defer func() { err = errors.Join(err, patchStatus(ctx, r.Client, &wr, before, &wr.Status)) }()
+	wr.Status.ObservedGeneration = wr.Generation
+
+	target := types.NamespacedName{Namespace: wr.Namespace, Name: wr.Spec.TargetRef.Name}
+	if err := r.Client.Get(ctx, target, &v1alpha1.GitTarget{}); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.Registry.SetRule(key, nil)
+			v1alpha1.SetStalled(&wr.Status.Conditions, wr.Generation, v1alpha1.ReasonTargetNotFound,
+				fmt.Sprintf("GitTarget %s not found: create it or fix spec.targetRef", target))
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, err
+	}
+	lists, err := discover(r.Discovery)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	var claims []watcher.Claim
+	var problems []string
+	for _, rule := range wr.Spec.Rules {
+		c, p, err := claimsFor(target, wr.Namespace, rule, nil, lists, false)
+		if err != nil {
+			r.Registry.SetRule(key, nil)
+			v1alpha1.SetStalled(&wr.Status.Conditions, wr.Generation, v1alpha1.ReasonInvalidRule, err.Error())
+			return ctrl.Result{}, nil
+		}
+		claims, problems = append(claims, c...), append(problems, p...)
+	}
+	r.Registry.SetRule(key, claims)
+	return applyResult(&wr.Status, wr.Generation, claims, problems), nil
+}
+
+// SetupWithManager watches rules, their targets and CRDs.
+func (r *WatchRuleReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&v1alpha1.WatchRule{}).
+		Watches(&v1alpha1.GitTarget{}, handler.EnqueueRequestsFromMapFunc(r.rulesInNamespace)).
+		Watches(&apiextensionsv1.CustomResourceDefinition{}, crdEvents(r.all)).
+		Complete(r)
+}
+
+func (r *WatchRuleReconciler) rulesInNamespace(ctx context.Context, o client.Object) []reconcile.Request {
+	return r.list(ctx, client.InNamespace(o.GetNamespace()))
+}
+
+func (r *WatchRuleReconciler) all(ctx context.Context) []reconcile.Request { return r.list(ctx) }
+
+func (r *WatchRuleReconciler) list(ctx context.Context, opts ...client.ListOption) []reconcile.Request {
+	var list v1alpha1.WatchRuleList
+	if err := r.Client.List(ctx, &list, opts...); err != nil {
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(list.Items))
+	for _, w := range list.Items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&w)})
+	}
+	return reqs
+}

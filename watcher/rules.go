@@ -1,0 +1,157 @@
+// Package watcher turns WatchRules into shared informers and informer events into Changes
+// for the Git writer: one informer per resource, fanned out to every GitTarget claiming it.
+package watcher
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/gitops-reverser/gitops-reverser/api/v1alpha1"
+)
+
+// Resource is a resolved, watchable resource.
+type Resource struct {
+	GVR        schema.GroupVersionResource
+	Kind       string
+	Namespaced bool
+}
+
+// Claim says that one GitTarget wants the objects of one resource that match its selectors.
+type Claim struct {
+	Target   types.NamespacedName
+	Resource Resource
+	// Namespace limits a namespaced claim to one namespace (WatchRule); "" means any
+	// namespace chosen by NamespaceSelector (ClusterWatchRule), or a cluster-scoped resource.
+	Namespace         string
+	NamespaceSelector labels.Selector
+	ObjectSelector    labels.Selector
+	Create            bool
+	Update            bool
+	Delete            bool
+}
+
+// Resolve matches rules against the server's discovery data: every named resource must exist
+// and support list and watch. Problems name each resource that does not, so the rule can
+// report them; the resources that do resolve are returned either way. namespaced says
+// whether the rule may capture namespaced resources (true) or cluster-scoped ones too.
+func Resolve(rule v1alpha1.ResourceRule, lists []*metav1.APIResourceList, allowClusterScoped bool) ([]Resource, []string) {
+	var out []Resource
+	var problems []string
+	seen := map[schema.GroupVersionResource]bool{}
+	for _, group := range rule.APIGroups {
+		for _, name := range rule.Resources {
+			found := false
+			for _, list := range lists {
+				gv, err := schema.ParseGroupVersion(list.GroupVersion)
+				if err != nil || (group != "*" && gv.Group != group) {
+					continue
+				}
+				for _, r := range list.APIResources {
+					if strings.Contains(r.Name, "/") || (name != "*" && r.Name != name) {
+						continue
+					}
+					if name == "*" && !watchable(r) {
+						continue
+					}
+					found = true
+					if !watchable(r) {
+						problems = append(problems, fmt.Sprintf("%s is not watchable (needs list and watch)", groupResource(gv.Group, r.Name)))
+						continue
+					}
+					if !r.Namespaced && !allowClusterScoped {
+						problems = append(problems, fmt.Sprintf("%s is cluster-scoped: use a ClusterWatchRule", groupResource(gv.Group, r.Name)))
+						continue
+					}
+					gvr := gv.WithResource(r.Name)
+					if seen[gvr] || seenGroupResource(seen, gvr) {
+						continue
+					}
+					seen[gvr] = true
+					out = append(out, Resource{GVR: gvr, Kind: r.Kind, Namespaced: r.Namespaced})
+				}
+			}
+			if !found && name != "*" {
+				problems = append(problems, fmt.Sprintf("%s not found on the server", groupResource(group, name)))
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].GVR.String() < out[j].GVR.String() })
+	return out, problems
+}
+
+// seenGroupResource keeps one version per group/resource: discovery lists the preferred
+// version first, and watching two versions of one resource would write each object twice.
+func seenGroupResource(seen map[schema.GroupVersionResource]bool, gvr schema.GroupVersionResource) bool {
+	for s := range seen {
+		if s.GroupResource() == gvr.GroupResource() {
+			return true
+		}
+	}
+	return false
+}
+
+func watchable(r metav1.APIResource) bool {
+	var list, watch bool
+	for _, v := range r.Verbs {
+		list = list || v == "list"
+		watch = watch || v == "watch"
+	}
+	return list && watch
+}
+
+func groupResource(group, resource string) string {
+	if group == "" {
+		return resource
+	}
+	return resource + "." + group
+}
+
+// Operations decodes the operations of a rule; an empty list means all of them.
+func Operations(ops []v1alpha1.Operation) (create, update, del bool) {
+	if len(ops) == 0 {
+		return true, true, true
+	}
+	for _, op := range ops {
+		switch op {
+		case v1alpha1.OperationAll:
+			return true, true, true
+		case v1alpha1.OperationCreate:
+			create = true
+		case v1alpha1.OperationUpdate:
+			update = true
+		case v1alpha1.OperationDelete:
+			del = true
+		}
+	}
+	return create, update, del
+}
+
+// Selector turns an optional label selector into a labels.Selector; nil selects everything.
+func Selector(s *metav1.LabelSelector) (labels.Selector, error) {
+	if s == nil {
+		return labels.Everything(), nil
+	}
+	return metav1.LabelSelectorAsSelector(s)
+}
+
+// Matches reports whether an object with these labels, in a namespace with nsLabels, is
+// claimed. nsLabels is consulted only for claims with a NamespaceSelector.
+func (c Claim) Matches(namespace string, objLabels labels.Set, nsLabels func(string) labels.Set) bool {
+	if c.Resource.Namespaced {
+		if c.Namespace != "" && c.Namespace != namespace {
+			return false
+		}
+		if c.Namespace == "" {
+			if c.NamespaceSelector == nil || !c.NamespaceSelector.Matches(nsLabels(namespace)) {
+				return false
+			}
+		}
+	}
+	return c.ObjectSelector.Matches(objLabels)
+}

@@ -1,0 +1,102 @@
+package watcher
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/gitops-reverser/gitops-reverser/api/v1alpha1"
+)
+
+func discoveryFixture() []*metav1.APIResourceList {
+	rw := metav1.Verbs{"get", "list", "watch", "create", "update", "delete"}
+	return []*metav1.APIResourceList{
+		{GroupVersion: "v1", APIResources: []metav1.APIResource{
+			{Name: "configmaps", Kind: "ConfigMap", Namespaced: true, Verbs: rw},
+			{Name: "secrets", Kind: "Secret", Namespaced: true, Verbs: rw},
+			{Name: "pods/log", Kind: "Pod", Namespaced: true, Verbs: metav1.Verbs{"get"}},
+			{Name: "bindings", Kind: "Binding", Namespaced: true, Verbs: metav1.Verbs{"create"}},
+		}},
+		{GroupVersion: "apps/v1", APIResources: []metav1.APIResource{
+			{Name: "deployments", Kind: "Deployment", Namespaced: true, Verbs: rw},
+		}},
+		{GroupVersion: "rbac.authorization.k8s.io/v1", APIResources: []metav1.APIResource{
+			{Name: "clusterroles", Kind: "ClusterRole", Namespaced: false, Verbs: rw},
+		}},
+	}
+}
+
+func TestResolve(t *testing.T) {
+	cases := []struct {
+		name     string
+		rule     v1alpha1.ResourceRule
+		cluster  bool
+		want     []string
+		problems []string
+	}{
+		{"resolves a core resource by plural name", v1alpha1.ResourceRule{APIGroups: []string{""}, Resources: []string{"configmaps"}}, false,
+			[]string{"/v1, Resource=configmaps"}, nil},
+		{"expands * to the watchable resources of the group, skipping subresources and unwatchable ones",
+			v1alpha1.ResourceRule{APIGroups: []string{""}, Resources: []string{"*"}}, false,
+			[]string{"/v1, Resource=configmaps", "/v1, Resource=secrets"}, nil},
+		{"names a resource the server does not have", v1alpha1.ResourceRule{APIGroups: []string{"example.com"}, Resources: []string{"widgets"}}, false,
+			nil, []string{"widgets.example.com not found on the server"}},
+		{"names a resource that cannot be watched", v1alpha1.ResourceRule{APIGroups: []string{""}, Resources: []string{"bindings"}}, false,
+			nil, []string{"bindings is not watchable (needs list and watch)"}},
+		{"refuses a cluster-scoped resource in a namespaced rule", v1alpha1.ResourceRule{APIGroups: []string{"rbac.authorization.k8s.io"}, Resources: []string{"clusterroles"}}, false,
+			nil, []string{"clusterroles.rbac.authorization.k8s.io is cluster-scoped: use a ClusterWatchRule"}},
+		{"accepts a cluster-scoped resource in a cluster rule", v1alpha1.ResourceRule{APIGroups: []string{"rbac.authorization.k8s.io"}, Resources: []string{"clusterroles"}}, true,
+			[]string{"rbac.authorization.k8s.io/v1, Resource=clusterroles"}, nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, problems := Resolve(tc.rule, discoveryFixture(), tc.cluster)
+			var names []string
+			for _, r := range got {
+				names = append(names, r.GVR.String())
+			}
+			assert.Equal(t, tc.want, names)
+			assert.Equal(t, tc.problems, problems)
+		})
+	}
+}
+
+func TestClaimMatches(t *testing.T) {
+	team := labels.SelectorFromSet(labels.Set{"team": "a"})
+	nsLabels := func(ns string) labels.Set {
+		if ns == "prod" {
+			return labels.Set{"env": "prod"}
+		}
+		return nil
+	}
+	cm := Resource{Kind: "ConfigMap", Namespaced: true}
+	cases := []struct {
+		name   string
+		claim  Claim
+		ns     string
+		labels labels.Set
+		want   bool
+	}{
+		{"keeps a WatchRule claim to its own namespace", Claim{Resource: cm, Namespace: "a", ObjectSelector: labels.Everything()}, "b", nil, false},
+		{"matches in its own namespace", Claim{Resource: cm, Namespace: "a", ObjectSelector: labels.Everything()}, "a", nil, true},
+		{"honours the objectSelector", Claim{Resource: cm, Namespace: "a", ObjectSelector: team}, "a", labels.Set{"team": "b"}, false},
+		{"selects namespaces by label for a cluster rule", Claim{Resource: cm, NamespaceSelector: labels.SelectorFromSet(labels.Set{"env": "prod"}), ObjectSelector: labels.Everything()}, "prod", nil, true},
+		{"skips namespaces whose labels do not match", Claim{Resource: cm, NamespaceSelector: labels.SelectorFromSet(labels.Set{"env": "prod"}), ObjectSelector: labels.Everything()}, "dev", nil, false},
+		{"ignores namespaces for cluster-scoped resources", Claim{Resource: Resource{Kind: "ClusterRole"}, ObjectSelector: labels.Everything()}, "", nil, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, tc.claim.Matches(tc.ns, tc.labels, nsLabels))
+		})
+	}
+}
+
+func TestOperations(t *testing.T) {
+	c, u, d := Operations(nil)
+	assert.True(t, c && u && d, "no operations means all")
+	c, u, d = Operations([]v1alpha1.Operation{v1alpha1.OperationCreate, v1alpha1.OperationUpdate})
+	assert.True(t, c && u)
+	assert.False(t, d, "a rule without DELETE keeps files of deleted objects")
+}

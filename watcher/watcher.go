@@ -1,0 +1,295 @@
+package watcher
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/gitops-reverser/gitops-reverser/gitops/batch"
+)
+
+// Sink receives changes; the batch.Manager implements it.
+type Sink interface {
+	Submit(changes ...batch.Change)
+}
+
+// Options configure a Watcher.
+type Options struct {
+	Client dynamic.Interface
+	Sink   Sink
+	// NamespaceLabels returns a namespace's labels (from a cache) for namespace selectors.
+	NamespaceLabels func(name string) labels.Set
+	Log             logr.Logger
+	// Resync is the informers' resync period; 0 disables periodic resync.
+	Resync time.Duration
+}
+
+// informer is one shared informer for one resource, started while any claim needs it.
+type informer struct {
+	inf    cache.SharedIndexInformer
+	cancel context.CancelFunc
+}
+
+// Watcher keeps one informer per watched resource and fans each event out to every claim.
+// It runs only on the leader (the writer is there too).
+type Watcher struct {
+	opts Options
+
+	mu        sync.RWMutex
+	ctx       context.Context
+	rules     map[string][]Claim // by rule key ("ns/name" or "cluster/name")
+	byGVR     map[schema.GroupVersionResource][]Claim
+	informers map[schema.GroupVersionResource]*informer
+	started   chan struct{}
+}
+
+// New builds a Watcher; Start runs it.
+func New(opts Options) *Watcher {
+	if opts.NamespaceLabels == nil {
+		opts.NamespaceLabels = func(string) labels.Set { return nil }
+	}
+	return &Watcher{
+		opts:      opts,
+		rules:     map[string][]Claim{},
+		byGVR:     map[schema.GroupVersionResource][]Claim{},
+		informers: map[schema.GroupVersionResource]*informer{},
+		started:   make(chan struct{}),
+	}
+}
+
+// Start runs informers until ctx ends.
+func (w *Watcher) Start(ctx context.Context) error {
+	w.mu.Lock()
+	w.ctx = ctx
+	w.syncInformersLocked()
+	close(w.started)
+	w.mu.Unlock()
+	<-ctx.Done()
+	return nil
+}
+
+// NeedLeaderElection keeps watches on the leader, next to the writer.
+func (w *Watcher) NeedLeaderElection() bool { return true }
+
+// SetRule replaces the claims of one rule, starts and stops informers to match, and sends a
+// snapshot of every target whose claims changed.
+func (w *Watcher) SetRule(ruleKey string, claims []Claim) {
+	w.mu.Lock()
+	if len(claims) == 0 {
+		delete(w.rules, ruleKey)
+	} else {
+		w.rules[ruleKey] = claims
+	}
+	w.rebuildLocked()
+	w.syncInformersLocked()
+	w.mu.Unlock()
+	for t := range targetsOf(claims) {
+		w.Resync(t)
+	}
+}
+
+// Resync marks every object claimed by target dirty once the informers it needs have synced:
+// the initial snapshot when a target starts, and again whenever its folder becomes writable.
+func (w *Watcher) Resync(target types.NamespacedName) {
+	go func() {
+		select {
+		case <-w.started:
+		case <-time.After(time.Minute):
+			return
+		}
+		w.mu.RLock()
+		ctx := w.ctx
+		var claims []Claim
+		infs := map[schema.GroupVersionResource]cache.SharedIndexInformer{}
+		for gvr, cs := range w.byGVR {
+			for _, c := range cs {
+				if c.Target == target {
+					claims = append(claims, c)
+					if i := w.informers[gvr]; i != nil {
+						infs[gvr] = i.inf
+					}
+				}
+			}
+		}
+		w.mu.RUnlock()
+		for _, c := range claims {
+			inf := infs[c.Resource.GVR]
+			if inf == nil || !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+				continue
+			}
+			var changes []batch.Change
+			for _, o := range inf.GetStore().List() {
+				u, ok := o.(*unstructured.Unstructured)
+				if ok && c.Matches(u.GetNamespace(), u.GetLabels(), w.opts.NamespaceLabels) {
+					changes = append(changes, change(c, u))
+				}
+			}
+			w.opts.Log.V(1).Info("snapshot", "gitTarget", target.String(), "resource", c.Resource.GVR.String(), "objects", len(changes))
+			w.opts.Sink.Submit(changes...)
+		}
+	}()
+}
+
+// Current implements batch.Resolver from the informer caches: the object as last seen, or
+// nil when it is gone or no claim of target selects it any more.
+func (w *Watcher) Current(target types.NamespacedName, key batch.ObjectKey) (*unstructured.Unstructured, error) {
+	w.mu.RLock()
+	inf := w.informers[key.GVR]
+	claims := w.byGVR[key.GVR]
+	w.mu.RUnlock()
+	if inf == nil {
+		return nil, nil
+	}
+	storeKey := key.Name
+	if key.Namespace != "" {
+		storeKey = key.Namespace + "/" + key.Name
+	}
+	o, exists, err := inf.inf.GetStore().GetByKey(storeKey)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s from the cache: %w", storeKey, err)
+	}
+	if !exists {
+		return nil, nil
+	}
+	u, ok := o.(*unstructured.Unstructured)
+	if !ok {
+		return nil, nil
+	}
+	for _, c := range claims {
+		if c.Target == target && c.Matches(u.GetNamespace(), u.GetLabels(), w.opts.NamespaceLabels) {
+			return u.DeepCopy(), nil
+		}
+	}
+	return nil, nil
+}
+
+func (w *Watcher) rebuildLocked() {
+	w.byGVR = map[schema.GroupVersionResource][]Claim{}
+	keys := make([]string, 0, len(w.rules))
+	for k := range w.rules {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		for _, c := range w.rules[k] {
+			w.byGVR[c.Resource.GVR] = append(w.byGVR[c.Resource.GVR], c)
+		}
+	}
+}
+
+// syncInformersLocked starts informers for newly claimed resources and stops unclaimed ones.
+func (w *Watcher) syncInformersLocked() {
+	if w.ctx == nil {
+		return
+	}
+	for gvr, inf := range w.informers {
+		if _, ok := w.byGVR[gvr]; !ok {
+			inf.cancel()
+			delete(w.informers, gvr)
+		}
+	}
+	for gvr := range w.byGVR {
+		if _, ok := w.informers[gvr]; ok {
+			continue
+		}
+		w.informers[gvr] = w.startInformer(gvr)
+	}
+}
+
+func (w *Watcher) startInformer(gvr schema.GroupVersionResource) *informer {
+	ctx, cancel := context.WithCancel(w.ctx)
+	inf := dynamicinformer.NewFilteredDynamicInformer(w.opts.Client, gvr, "", w.opts.Resync, cache.Indexers{}, nil).Informer()
+	_ = inf.SetTransform(dropManagedFields)
+	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
+		AddFunc:    func(o interface{}, initial bool) { w.onEvent(gvr, nil, o, initial) },
+		UpdateFunc: func(old, o interface{}) { w.onEvent(gvr, old, o, false) },
+		DeleteFunc: func(o interface{}) { w.onDelete(gvr, o) },
+	})
+	go inf.RunWithContext(ctx)
+	w.opts.Log.Info("watching", "resource", gvr.String())
+	return &informer{inf: inf, cancel: cancel}
+}
+
+// dropManagedFields keeps informer memory down; managedFields never reach Git anyway.
+func dropManagedFields(o interface{}) (interface{}, error) {
+	if acc, err := meta.Accessor(o); err == nil {
+		acc.SetManagedFields(nil)
+	}
+	return o, nil
+}
+
+// onEvent fans one add or update out to every claim that selects the object now or did
+// before: an object that stops matching leaves Git like a deleted one.
+func (w *Watcher) onEvent(gvr schema.GroupVersionResource, oldObj, newObj interface{}, initial bool) {
+	u, ok := newObj.(*unstructured.Unstructured)
+	if !ok || initial {
+		return // the initial list reaches targets through Resync
+	}
+	old, _ := oldObj.(*unstructured.Unstructured)
+	w.mu.RLock()
+	claims := w.byGVR[gvr]
+	w.mu.RUnlock()
+	var changes []batch.Change
+	for _, c := range claims {
+		now := c.Matches(u.GetNamespace(), u.GetLabels(), w.opts.NamespaceLabels)
+		was := old != nil && c.Matches(old.GetNamespace(), old.GetLabels(), w.opts.NamespaceLabels)
+		switch {
+		case now && old == nil && c.Create, now && old != nil && (c.Update || (!was && c.Create)):
+			changes = append(changes, change(c, u))
+		case !now && was && c.Delete:
+			changes = append(changes, change(c, u))
+		}
+	}
+	w.opts.Sink.Submit(changes...)
+}
+
+func (w *Watcher) onDelete(gvr schema.GroupVersionResource, o interface{}) {
+	if d, ok := o.(cache.DeletedFinalStateUnknown); ok {
+		o = d.Obj
+	}
+	u, ok := o.(*unstructured.Unstructured)
+	if !ok {
+		return
+	}
+	w.mu.RLock()
+	claims := w.byGVR[gvr]
+	w.mu.RUnlock()
+	var changes []batch.Change
+	for _, c := range claims {
+		if c.Delete && c.Matches(u.GetNamespace(), u.GetLabels(), w.opts.NamespaceLabels) {
+			changes = append(changes, change(c, u))
+		}
+	}
+	w.opts.Sink.Submit(changes...)
+}
+
+func change(c Claim, u *unstructured.Unstructured) batch.Change {
+	return batch.Change{
+		Target:      c.Target,
+		AllowDelete: c.Delete,
+		Key: batch.ObjectKey{
+			GVR: c.Resource.GVR, Kind: c.Resource.Kind,
+			Namespace: u.GetNamespace(), Name: u.GetName(),
+		},
+	}
+}
+
+func targetsOf(claims []Claim) map[types.NamespacedName]bool {
+	out := map[types.NamespacedName]bool{}
+	for _, c := range claims {
+		out[c.Target] = true
+	}
+	return out
+}
