@@ -7,7 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"time"
 
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/discovery"
@@ -19,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -33,34 +33,6 @@ import (
 	"github.com/gitops-reverser/gitops-reverser/watcher"
 	watchctrl "github.com/gitops-reverser/gitops-reverser/watcher/controller"
 )
-
-// Options are the manager's flags.
-type Options struct {
-	MetricsAddr           string
-	ProbeAddr             string
-	LeaderElect           bool
-	LeaderElectionNS      string
-	WorkDir               string
-	GitPollInterval       time.Duration
-	ProviderCheckInterval time.Duration
-}
-
-func (o *Options) bind(fs *flag.FlagSet) {
-	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", ":8080", "Address of the Prometheus metrics endpoint; 0 disables it.")
-	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints; 0 disables them.")
-	fs.BoolVar(&o.LeaderElect, "leader-elect", false, "Elect a leader so that only one replica watches and writes to Git.")
-	fs.StringVar(&o.LeaderElectionNS, "leader-election-namespace", "", "Namespace of the leader election Lease (default: the pod's namespace).")
-	fs.StringVar(&o.WorkDir, "work-dir", defaultWorkDir(), "Directory for the persistent local clones (a cache; the remote is the truth).")
-	fs.DurationVar(&o.GitPollInterval, "git-poll-interval", time.Minute, "How often each branch is fetched to notice changes pushed by others.")
-	fs.DurationVar(&o.ProviderCheckInterval, "provider-check-interval", 5*time.Minute, "How often a healthy GitProvider's repository is checked for reachability.")
-}
-
-func defaultWorkDir() string {
-	if d, err := os.UserCacheDir(); err == nil {
-		return d + "/gitops-reverser/clones"
-	}
-	return os.TempDir() + "/gitops-reverser/clones"
-}
 
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == "dev" {
@@ -107,13 +79,20 @@ func run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	if err != nil {
 		return err
 	}
+	leaderNS := opts.LeaderElectionNS
+	if leaderNS == "" {
+		leaderNS = opts.Namespace
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  scheme,
 		Metrics:                 metricsserver.Options{BindAddress: opts.MetricsAddr},
 		HealthProbeBindAddress:  opts.ProbeAddr,
 		LeaderElection:          opts.LeaderElect,
 		LeaderElectionID:        "gitops-reverser.reverser.gitops.dev",
-		LeaderElectionNamespace: opts.LeaderElectionNS,
+		LeaderElectionNamespace: leaderNS,
+		WebhookServer: webhook.NewServer(webhook.Options{
+			Host: opts.WebhookHost, Port: opts.WebhookPort, CertDir: opts.WebhookCertDir,
+		}),
 	})
 	if err != nil {
 		return fmt.Errorf("creating manager: %w", err)
@@ -142,6 +121,7 @@ func run(ctx context.Context, cfg *rest.Config, opts Options) error {
 		},
 		OnFolderReady: func(k types.NamespacedName) { w.Resync(k) },
 		Resolver:      resolverFunc(func() batch.Resolver { return w }),
+		Sensitive:     opts.sensitive(),
 	})
 	nsCache := mgr.GetCache()
 	w = watcher.New(watcher.Options{
@@ -182,6 +162,11 @@ func run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	for _, s := range setups {
 		if err := s(); err != nil {
 			return err
+		}
+	}
+	if opts.WebhookPort != 0 {
+		if err := setupWebhooks(ctx, mgr, cfg, opts, writer); err != nil {
+			return fmt.Errorf("setting up the admission webhooks: %w", err)
 		}
 	}
 	log.Info("starting", "workDir", opts.WorkDir)

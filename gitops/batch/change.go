@@ -37,8 +37,7 @@ type Resolver interface {
 	Current(target types.NamespacedName, key ObjectKey) (*unstructured.Unstructured, error)
 }
 
-// IsSensitive reports whether the object must never reach Git in plaintext. Encryption is
-// not available yet, so such objects are refused by the writer.
-func IsSensitive(key ObjectKey) bool {
-	return key.GVR.Group == "" && key.GVR.Resource == "secrets"
+// CoreSecretsOnly is the default sensitivity: core Secrets must never reach Git in plaintext.
+func CoreSecretsOnly(gr schema.GroupResource) bool {
+	return gr.Group == "" && gr.Resource == "secrets"
 }

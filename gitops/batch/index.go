@@ -1,13 +1,17 @@
 package batch
 
 import (
+	"sync"
+
 	"github.com/gitops-reverser/gitops-reverser/gitops/layout"
 	"github.com/gitops-reverser/gitops-reverser/gitops/manifest"
 )
 
 // folderIndex maps identities to the documents holding them, and files back to identities,
 // so one changed file can be re-indexed without a walk over the folder.
+// It is read by admission (Locate) while the worker writes it, hence the lock.
 type folderIndex struct {
+	mu     sync.RWMutex
 	byID   map[manifest.Identity]layout.Location
 	byFile map[string][]manifest.Identity
 }
@@ -22,12 +26,23 @@ func newFolderIndex(ix layout.Index) *folderIndex {
 }
 
 func (f *folderIndex) lookup(id manifest.Identity) (layout.Location, bool) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
 	loc, ok := f.byID[id]
 	return loc, ok
 }
 
+// holders lists the identities whose documents live in file.
+func (f *folderIndex) holders(file string) []manifest.Identity {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return append([]manifest.Identity(nil), f.byFile[file]...)
+}
+
 // setFile re-indexes one file from its new content; nil content means the file is gone.
 func (f *folderIndex) setFile(path string, content []byte) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	for _, id := range f.byFile[path] {
 		delete(f.byID, id)
 	}
@@ -49,4 +64,8 @@ func (f *folderIndex) setFile(path string, content []byte) error {
 	return nil
 }
 
-func (f *folderIndex) len() int { return len(f.byID) }
+func (f *folderIndex) len() int {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return len(f.byID)
+}

@@ -12,9 +12,11 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/gitops-reverser/gitops-reverser/gitops/layout"
+	"github.com/gitops-reverser/gitops-reverser/gitops/plan"
 	"github.com/gitops-reverser/gitops-reverser/gitops/repo"
 )
 
@@ -57,6 +59,9 @@ type Options struct {
 	Log      logr.Logger
 	// OnStatus is called (without locks held) when a target's status changed.
 	OnStatus func(types.NamespacedName)
+	// Sensitive says which resources must never be written in plaintext; the writer refuses
+	// them until encryption exists. Default: CoreSecretsOnly.
+	Sensitive func(schema.GroupResource) bool
 	// OnFolderReady is called when a target's folder became writable, so the watcher can
 	// send it a full snapshot.
 	OnFolderReady func(types.NamespacedName)
@@ -76,7 +81,9 @@ type Manager struct {
 	ctx     context.Context
 	workers map[workerKey]*worker
 	targets map[types.NamespacedName]workerKey
-	wg      sync.WaitGroup
+	// known holds each registered target's writer state, for Locate.
+	known map[types.NamespacedName]*target
+	wg    sync.WaitGroup
 }
 
 // NewManager builds a Manager; Start runs its workers.
@@ -84,10 +91,14 @@ func NewManager(opts Options) *Manager {
 	if opts.OnStatus == nil {
 		opts.OnStatus = func(types.NamespacedName) {}
 	}
+	if opts.Sensitive == nil {
+		opts.Sensitive = CoreSecretsOnly
+	}
 	if opts.OnFolderReady == nil {
 		opts.OnFolderReady = func(types.NamespacedName) {}
 	}
-	return &Manager{opts: opts, workers: map[workerKey]*worker{}, targets: map[types.NamespacedName]workerKey{}}
+	return &Manager{opts: opts, workers: map[workerKey]*worker{}, targets: map[types.NamespacedName]workerKey{},
+		known: map[types.NamespacedName]*target{}}
 }
 
 // Start runs until ctx ends; workers created before or after Start run under ctx.
@@ -121,7 +132,11 @@ func (m *Manager) EnsureTarget(ctx context.Context, spec TargetSpec) (TargetStat
 	if err != nil {
 		return TargetStatus{}, err
 	}
-	return w.ensureTarget(ctx, spec)
+	t, st, err := w.ensureTarget(ctx, spec)
+	m.mu.Lock()
+	m.known[spec.Key] = t
+	m.mu.Unlock()
+	return st, err
 }
 
 // Status returns the last known status of a target.
@@ -141,6 +156,7 @@ func (m *Manager) RemoveTarget(key types.NamespacedName) {
 	m.mu.Lock()
 	wk, ok := m.targets[key]
 	delete(m.targets, key)
+	delete(m.known, key)
 	w := m.workers[wk]
 	m.mu.Unlock()
 	if ok && w != nil {
@@ -189,4 +205,34 @@ func (m *Manager) workerFor(ctx context.Context, spec TargetSpec) (*worker, erro
 	}
 	m.targets[spec.Key] = wk
 	return w, nil
+}
+
+// Locate tells admission where an object would land in a target's folder: the file already
+// holding it, or its canonical path; problem is set when that path holds other objects or
+// cannot be planned. It never waits for a push.
+func (m *Manager) Locate(target types.NamespacedName, gvr schema.GroupVersionResource, kind, namespace, name string) (string, string) {
+	m.mu.Lock()
+	t := m.known[target]
+	m.mu.Unlock()
+	if t == nil {
+		return "", ""
+	}
+	folder := t.folder()
+	idx := t.index.Load()
+	id := ObjectKey{GVR: gvr, Kind: kind, Namespace: namespace, Name: name}.Identity()
+	if idx != nil {
+		if loc, ok := idx.lookup(id); ok {
+			return loc.File, ""
+		}
+	}
+	p, err := plan.CanonicalPath(folder, gvr, namespace, name, false)
+	if err != nil {
+		return "", err.Error()
+	}
+	if idx != nil {
+		if others := idx.holders(p); len(others) > 0 {
+			return p, fmt.Sprintf("%s already holds %s; move or rename that document in Git", p, others[0])
+		}
+	}
+	return p, ""
 }

@@ -79,7 +79,7 @@ func (w *worker) planOne(t *target, p *writePlan, read func(string) ([]byte, err
 	if err != nil {
 		return fmt.Errorf("reading %s: %w", id, err)
 	}
-	file, exists := p.lookup(t.index, id)
+	file, exists := p.lookup(t.index.Load(), id)
 	if obj == nil {
 		if !allowDelete || !exists {
 			return nil
@@ -100,7 +100,7 @@ func (w *worker) planOne(t *target, p *writePlan, read func(string) ([]byte, err
 		p.actions = append(p.actions, action{"Delete", id})
 		return nil
 	}
-	if IsSensitive(k) {
+	if w.opts.Sensitive(k.GVR.GroupResource()) {
 		p.refused = append(p.refused, fmt.Sprintf("%s: not written, Secrets are never stored in plaintext and encryption is not configured", id))
 		return nil
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -28,8 +29,11 @@ const minFetchInterval = 5 * time.Second
 type target struct {
 	spec    TargetSpec
 	verdict layout.Verdict
-	index   *folderIndex
-	st      TargetStatus
+	// folderPath mirrors spec.Folder for readers outside the worker's lock.
+	folderPath atomic.Pointer[string]
+	// index is swapped whole on re-analysis; admission reads it without the worker's lock.
+	index atomic.Pointer[folderIndex]
+	st    TargetStatus
 
 	// guarded by worker.qmu
 	dirty  map[ObjectKey]bool
@@ -112,7 +116,7 @@ func (w *worker) removeTarget(key types.NamespacedName) {
 
 // ensureTarget registers the target, fetches the branch and re-reads folders when the
 // remote moved. It reports a folder that became writable through OnFolderReady.
-func (w *worker) ensureTarget(ctx context.Context, spec TargetSpec) (TargetStatus, error) {
+func (w *worker) ensureTarget(ctx context.Context, spec TargetSpec) (*target, TargetStatus, error) {
 	w.mu.Lock()
 	t, ok := w.targets[spec.Key]
 	if !ok {
@@ -122,6 +126,7 @@ func (w *worker) ensureTarget(ctx context.Context, spec TargetSpec) (TargetStatu
 	wasSupported := t.st.Known && t.verdict.Supported
 	folderChanged := ok && t.spec.Folder != spec.Folder
 	t.spec = spec
+	t.folderPath.Store(&spec.Folder)
 	w.repo.SetAuth(spec.Auth)
 	var err error
 	if !t.st.Known || folderChanged || time.Since(w.lastFetch) > minFetchInterval {
@@ -131,13 +136,13 @@ func (w *worker) ensureTarget(ctx context.Context, spec TargetSpec) (TargetStatu
 	nowSupported := t.st.Known && t.verdict.Supported
 	w.mu.Unlock()
 	if err != nil {
-		return st, err
+		return t, st, err
 	}
 	if nowSupported && !wasSupported {
 		w.opts.OnFolderReady(spec.Key)
 		w.poke()
 	}
-	return st, nil
+	return t, st, nil
 }
 
 // refresh fetches the branch; when the tip moved (or force is set) every target's folder is
@@ -170,8 +175,10 @@ func (w *worker) analyze(t *target) error {
 		lf = append(lf, layout.File{Path: f.Path, Kind: layout.EntryKind(f.Kind), Content: f.Content})
 	}
 	verdict, ix := layout.Analyze(t.spec.Folder, lf)
-	t.verdict, t.index = verdict, newFolderIndex(ix)
-	t.st.Known, t.st.Verdict, t.st.ObjectCount = true, verdict, t.index.len()
+	idx := newFolderIndex(ix)
+	t.verdict = verdict
+	t.index.Store(idx)
+	t.st.Known, t.st.Verdict, t.st.ObjectCount = true, verdict, idx.len()
 	if w.remoteTip != plumbing.ZeroHash && t.st.LastCommit == plumbing.ZeroHash {
 		if when, err := w.repo.CommitInfo(w.remoteTip); err == nil {
 			t.st.LastCommit, t.st.LastCommitTime = w.remoteTip, when
@@ -316,14 +323,21 @@ func (w *worker) flush(ctx context.Context, t *target, dirty map[ObjectKey]bool)
 		}
 		w.remoteTip = sha
 		for path, content := range p.files {
-			if err := t.index.setFile(path, content); err != nil {
+			if err := t.index.Load().setFile(path, content); err != nil {
 				return false, err
 			}
 		}
 		t.st.LastCommit, t.st.LastCommitTime = sha, sig.When
-		t.st.ObjectCount = t.index.len()
+		t.st.ObjectCount = t.index.Load().len()
 		t.st.LastError = ""
 		w.log.Info("pushed", "gitTarget", t.spec.Key.String(), "sha", sha.String(), "files", len(p.files))
 		return true, nil
 	}
+}
+
+func (t *target) folder() string {
+	if p := t.folderPath.Load(); p != nil {
+		return *p
+	}
+	return ""
 }

@@ -176,8 +176,8 @@ func sameRemote(rc *config.RemoteConfig, url string) bool {
 }
 
 // verifyRefs checks that every ref is readable and that each hash ref points
-// to a commit that is present and decodable. The clone has a handful of refs,
-// so this is cheap.
+// to a commit, and a root tree, that are present and decodable. The clone has
+// a handful of refs, so this is cheap; it does not scan every object.
 func verifyRefs(g *git.Repository) error {
 	iter, err := g.Storer.IterReferences()
 	if err != nil {
@@ -191,8 +191,12 @@ func verifyRefs(g *git.Repository) error {
 		if ref.Hash().IsZero() {
 			return fmt.Errorf("%w: ref %s is empty", ErrDamaged, ref.Name())
 		}
-		if _, err := object.GetCommit(g.Storer, ref.Hash()); err != nil {
+		c, err := object.GetCommit(g.Storer, ref.Hash())
+		if err != nil {
 			return fmt.Errorf("%w: ref %s points to an unreadable commit: %v", ErrDamaged, ref.Name(), err)
+		}
+		if _, err := object.GetTree(g.Storer, c.TreeHash); err != nil {
+			return fmt.Errorf("%w: ref %s has an unreadable tree: %v", ErrDamaged, ref.Name(), err)
 		}
 		return nil
 	})

@@ -71,7 +71,7 @@ func TestOpenAndFetchHealADamagedClone(t *testing.T) {
 		{"garbage packed-refs", writeFile("packed-refs", "zzz refs/heads/x\n\x00")},
 		{"config of a different remote", writeFile("config", "[core]\n\tbare = true\n[remote \"origin\"]\n\turl = https://elsewhere.example/other.git\n")},
 		{"an empty ref file in a nested directory", writeFile("refs/remotes/origin/feature/x", "")},
-}
+	}
 	for _, d := range damages {
 		t.Run(d.name, func(t *testing.T) {
 			remote := repotest.NewHTTPRemote(t)

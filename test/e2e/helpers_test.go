@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -40,15 +41,21 @@ func (s *syncBuffer) String() string {
 }
 
 // startOperator runs the binary with a work dir that survives restarts within one test.
-func startOperator(t *testing.T, workDir string) *operator {
+func startOperator(t *testing.T, workDir string, extraArgs ...string) *operator {
 	t.Helper()
-	cmd := exec.Command(shared.binary,
-		"--kubeconfig", shared.kubeconfig,
+	args := []string{
+		"--kubeconfig", shared.operatorKubeconfig,
 		"--work-dir", workDir,
 		"--metrics-bind-address", "0",
 		"--health-probe-bind-address", "0",
 		"--git-poll-interval", "2s",
-	)
+		"--namespace", "gitops-reverser-system",
+		"--webhook-host", "127.0.0.1",
+		"--webhook-port", strconv.Itoa(shared.webhookPort),
+		"--webhook-cert-dir", shared.certDir,
+		"--webhook-configuration-name", webhookConfigName,
+	}
+	cmd := exec.Command(shared.binary, append(args, extraArgs...)...)
 	op := &operator{cmd: cmd, logs: &syncBuffer{}, done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = op.logs, op.logs
 	require.NoError(t, cmd.Start())
@@ -59,6 +66,7 @@ func startOperator(t *testing.T, workDir string) *operator {
 			t.Logf("operator logs:\n%s", op.logs.String())
 		}
 	})
+	require.NoError(t, waitTLS(shared.webhookPort, shared.caBundle, 30*time.Second), op.logs.String())
 	return op
 }
 

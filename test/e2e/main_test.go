@@ -11,6 +11,8 @@ import (
 	"runtime"
 	"testing"
 
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/gitops-reverser/gitops-reverser/config"
@@ -20,8 +22,13 @@ import (
 type suite struct {
 	env        *envtest.Environment
 	kubeconfig string
-	binary     string
-	dir        string
+	// operatorKubeconfig authenticates the binary as its own user.
+	operatorKubeconfig string
+	binary             string
+	dir                string
+	certDir            string
+	caBundle           []byte
+	webhookPort        int
 }
 
 var shared suite
@@ -61,7 +68,8 @@ func runSuite(m *testing.M) (int, error) {
 		return 0, err
 	}
 	shared.env = &envtest.Environment{CRDInstallOptions: envtest.CRDInstallOptions{CRDs: crds}}
-	if _, err := shared.env.Start(); err != nil {
+	cfg, err := shared.env.Start()
+	if err != nil {
 		return 0, fmt.Errorf("starting the control plane: %w", err)
 	}
 	defer func() { _ = shared.env.Stop() }()
@@ -77,5 +85,39 @@ func runSuite(m *testing.M) (int, error) {
 	if err := os.WriteFile(shared.kubeconfig, kc, 0o600); err != nil {
 		return 0, err
 	}
+	// The operator runs as its own user, as in a cluster: its writes skip the webhook.
+	op, err := shared.env.ControlPlane.AddUser(envtest.User{Name: "gitops-reverser", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		return 0, err
+	}
+	if kc, err = op.KubeConfig(); err != nil {
+		return 0, err
+	}
+	shared.operatorKubeconfig = filepath.Join(dir, "operator.kubeconfig")
+	if err := os.WriteFile(shared.operatorKubeconfig, kc, 0o600); err != nil {
+		return 0, err
+	}
+	if err := setupWebhook(cfg); err != nil {
+		return 0, err
+	}
 	return m.Run(), nil
+}
+
+func setupWebhook(cfg *rest.Config) error {
+	shared.certDir = filepath.Join(shared.dir, "certs")
+	if err := os.MkdirAll(shared.certDir, 0o700); err != nil {
+		return err
+	}
+	var err error
+	if shared.caBundle, err = webhookCerts(shared.certDir); err != nil {
+		return err
+	}
+	if shared.webhookPort, err = freePort(); err != nil {
+		return err
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	return installWebhookConfiguration(cs, shared.webhookPort, shared.caBundle)
 }

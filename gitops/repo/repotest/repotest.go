@@ -194,6 +194,7 @@ func Serve(t testing.TB, projectRoot string, wrappers ...func(http.Handler) http
 			"GIT_CONFIG_NOSYSTEM=1",
 			"GIT_CONFIG_GLOBAL=" + os.DevNull,
 		},
+		Stderr: logWriter{t},
 	}
 	for _, w := range wrappers {
 		h = w(h)
@@ -201,6 +202,15 @@ func Serve(t testing.TB, projectRoot string, wrappers ...func(http.Handler) http
 	srv := httptest.NewServer(h) // listens on 127.0.0.1
 	t.Cleanup(srv.Close)
 	return srv.URL
+}
+
+// logWriter sends the server's stderr (expected rejections included) to the
+// test log, where it shows only with -v or on failure.
+type logWriter struct{ t testing.TB }
+
+func (w logWriter) Write(p []byte) (int, error) {
+	w.t.Logf("git http-backend: %s", strings.TrimRight(string(p), "\n"))
+	return len(p), nil
 }
 
 // BasicAuth is middleware that answers 401 unless the request carries exactly

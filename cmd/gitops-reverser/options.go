@@ -1,0 +1,104 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	admissionv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// Options are the manager's flags.
+type Options struct {
+	MetricsAddr           string
+	ProbeAddr             string
+	LeaderElect           bool
+	LeaderElectionNS      string
+	WorkDir               string
+	GitPollInterval       time.Duration
+	ProviderCheckInterval time.Duration
+
+	Namespace          string
+	WebhookHost        string
+	WebhookPort        int
+	WebhookCertDir     string
+	WebhookConfigName  string
+	WebhookFailure     string
+	WebhookTimeout     int
+	WebhookWarnAlways  bool
+	WebhookSkipUsers   stringList
+	SensitiveResources stringList
+}
+
+// defaultSkipUsers are GitOps controllers that apply from Git: judging (and mirroring
+// attribution for) their writes would loop Git back into Git.
+var defaultSkipUsers = []string{
+	"system:serviceaccount:flux-system:kustomize-controller",
+	"system:serviceaccount:flux-system:helm-controller",
+	"system:serviceaccount:argocd:argocd-application-controller",
+}
+
+func (o *Options) bind(fs *flag.FlagSet) {
+	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", ":8080", "Address of the Prometheus metrics endpoint; 0 disables it.")
+	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints; 0 disables them.")
+	fs.BoolVar(&o.LeaderElect, "leader-elect", false, "Elect a leader so that only one replica watches and writes to Git.")
+	fs.StringVar(&o.LeaderElectionNS, "leader-election-namespace", "", "Namespace of the leader election Lease (default: --namespace).")
+	fs.StringVar(&o.WorkDir, "work-dir", defaultWorkDir(), "Directory for the persistent local clones (a cache; the remote is the truth).")
+	fs.DurationVar(&o.GitPollInterval, "git-poll-interval", time.Minute, "How often each branch is fetched to notice changes pushed by others.")
+	fs.DurationVar(&o.ProviderCheckInterval, "provider-check-interval", 5*time.Minute, "How often a healthy GitProvider's repository is checked for reachability.")
+	fs.StringVar(&o.Namespace, "namespace", os.Getenv("POD_NAMESPACE"), "The operator's own namespace (default $POD_NAMESPACE); excluded from the watched-objects webhook.")
+	fs.StringVar(&o.WebhookHost, "webhook-host", "", "Address the webhook server binds to (default: all).")
+	fs.IntVar(&o.WebhookPort, "webhook-port", 9443, "Port of the admission webhook server; 0 disables the webhooks.")
+	fs.StringVar(&o.WebhookCertDir, "webhook-cert-dir", "", "Directory with tls.crt and tls.key for the webhook server (default: controller-runtime's).")
+	fs.StringVar(&o.WebhookConfigName, "webhook-configuration-name", "gitops-reverser", "ValidatingWebhookConfiguration whose watched-objects rules the operator keeps in step (never its clientConfig).")
+	fs.StringVar(&o.WebhookFailure, "webhook-failure-policy", "Ignore", "failurePolicy of the watched-objects webhook: Ignore (an operator outage never blocks the cluster; the writer still refuses what it cannot write) or Fail (strict: nothing unjudged is stored).")
+	fs.IntVar(&o.WebhookTimeout, "webhook-timeout-seconds", 3, "timeoutSeconds of the watched-objects webhook.")
+	fs.BoolVar(&o.WebhookWarnAlways, "webhook-warn-always", false, "Add the 'where it lands' warning to every allowed request, not only to dry-runs.")
+	o.WebhookSkipUsers = append(stringList(nil), defaultSkipUsers...)
+	fs.Var(&o.WebhookSkipUsers, "webhook-skip-users", "Comma-separated usernames whose writes never reach the watched-objects webhook (the operator's own identity is always added).")
+	fs.Var(&o.SensitiveResources, "sensitive-resources", "Comma-separated resource.group names (besides core secrets) that must never reach Git in plaintext, e.g. sealedsecrets.bitnami.com.")
+}
+
+func (o *Options) failurePolicy() (admissionv1.FailurePolicyType, error) {
+	switch p := admissionv1.FailurePolicyType(o.WebhookFailure); p {
+	case admissionv1.Ignore, admissionv1.Fail:
+		return p, nil
+	}
+	return "", fmt.Errorf("--webhook-failure-policy must be Ignore or Fail, not %q", o.WebhookFailure)
+}
+
+// sensitive says which resources must be encrypted: core Secrets always, plus the flag's.
+func (o *Options) sensitive() func(schema.GroupResource) bool {
+	extra := map[schema.GroupResource]bool{}
+	for _, r := range o.SensitiveResources {
+		extra[schema.ParseGroupResource(r)] = true
+	}
+	return func(gr schema.GroupResource) bool {
+		return (gr.Group == "" && gr.Resource == "secrets") || extra[gr]
+	}
+}
+
+func defaultWorkDir() string {
+	if d, err := os.UserCacheDir(); err == nil {
+		return d + "/gitops-reverser/clones"
+	}
+	return os.TempDir() + "/gitops-reverser/clones"
+}
+
+// stringList is a comma-separated flag value.
+type stringList []string
+
+func (s *stringList) String() string { return strings.Join(*s, ",") }
+
+func (s *stringList) Set(v string) error {
+	*s = nil
+	for _, x := range strings.Split(v, ",") {
+		if x = strings.TrimSpace(x); x != "" {
+			*s = append(*s, x)
+		}
+	}
+	return nil
+}

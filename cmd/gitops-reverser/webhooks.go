@@ -1,0 +1,73 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	authnv1 "k8s.io/api/authentication/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/gitops-reverser/gitops-reverser/gitops/batch"
+	"github.com/gitops-reverser/gitops-reverser/webhook"
+)
+
+// setupWebhooks registers both admission webhooks, the view they decide on, and the
+// leader's sync of the watched-objects rules.
+func setupWebhooks(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, opts Options, writer *batch.Manager) error {
+	policy, err := opts.failurePolicy()
+	if err != nil {
+		return err
+	}
+	self, err := whoAmI(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	log := ctrl.Log.WithName("webhook")
+	view := webhook.NewView(mgr.GetCache(), log)
+	view.Locator = writer
+	excluded := []string{"kube-system", "kube-node-lease"}
+	if opts.Namespace != "" {
+		excluded = append(excluded, opts.Namespace)
+	}
+	sync := webhook.NewRuleSync(mgr.GetClient(), view, opts.WebhookConfigName, webhook.WebhookPolicy{
+		ExcludedNamespaces: excluded,
+		SkipUsers:          append([]string{self}, opts.WebhookSkipUsers...),
+		FailurePolicy:      policy,
+		TimeoutSecond:      int32(opts.WebhookTimeout),
+	}, log)
+	view.OnChange = sync.Notify
+	metrics, err := webhook.NewMetrics(ctrlmetrics.Registry)
+	if err != nil {
+		return err
+	}
+	srv := mgr.GetWebhookServer()
+	srv.Register(webhook.WatchedPath, &admission.Webhook{Handler: &webhook.Watched{
+		View: view, Sensitive: opts.sensitive(), WarnAlways: opts.WebhookWarnAlways, Metrics: metrics,
+	}})
+	srv.Register(webhook.OwnPath, &admission.Webhook{Handler: &webhook.Own{
+		Client: mgr.GetCache(), Decoder: admission.NewDecoder(mgr.GetScheme()),
+	}})
+	if err := mgr.Add(view); err != nil {
+		return err
+	}
+	return mgr.Add(sync)
+}
+
+// whoAmI asks the API server which user the operator is, so its own writes (status, key
+// Secrets) skip the watched-objects webhook whatever the deployment calls its account.
+func whoAmI(ctx context.Context, cfg *rest.Config) (string, error) {
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return "", err
+	}
+	r, err := cs.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authnv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	if err != nil {
+		return "", fmt.Errorf("asking the API server who the operator is (SelfSubjectReview): %w", err)
+	}
+	return r.Status.UserInfo.Username, nil
+}

@@ -1,0 +1,239 @@
+package e2e
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func watchRule(t *testing.T, ns, name, resources string) {
+	t.Helper()
+	kubectl(t, fmt.Sprintf(`apiVersion: reverser.gitops.dev/v1alpha1
+kind: WatchRule
+metadata:
+  name: %s
+  namespace: %s
+spec:
+  targetRef:
+    name: live
+  rules:
+  - apiGroups: [""]
+    resources: [%s]
+`, name, ns, resources), "apply", "-f", "-")
+	kubectl(t, "", "-n", ns, "wait", "--for=condition=Ready", "--timeout=60s", "watchrule/"+name)
+}
+
+// webhookRules returns the resources of the watched-objects webhook's rules.
+func webhookRules(t *testing.T) string {
+	t.Helper()
+	return kubectl(t, "", "get", "validatingwebhookconfiguration", webhookConfigName, "-o",
+		`jsonpath={.webhooks[?(@.name=="watched.reverser.gitops.dev")].rules[*].resources}`)
+}
+
+// waitDenied retries an apply until the webhook (whose rules the operator syncs within
+// seconds) denies it, and returns the error output.
+func waitDenied(t *testing.T, manifest string, args ...string) string {
+	t.Helper()
+	var out string
+	eventually(t, 30*time.Second, "denial", func() (bool, string) {
+		o, err := kubectlErr(manifest, args...)
+		out = o
+		return err != nil && strings.Contains(o, "denied the request"), o
+	})
+	return out
+}
+
+const secretManifest = `apiVersion: v1
+kind: Secret
+metadata:
+  name: db
+  namespace: %s
+stringData:
+  password: hunter2
+`
+
+func TestSecretWithoutEncryptionIsDeniedAtApplyAndDryRun(t *testing.T) {
+	remote := newRemote(t)
+	startOperator(t, t.TempDir())
+	setupTarget(t, "sec-a", remote, "live", "0s")
+	watchRule(t, "sec-a", "all", `"configmaps", "secrets"`)
+
+	manifest := fmt.Sprintf(secretManifest, "sec-a")
+	out := waitDenied(t, manifest, "apply", "--dry-run=server", "-f", "-")
+	assert.Contains(t, out, "Secret sec-a/db would be stored in plaintext")
+	assert.Contains(t, out, "GitTarget sec-a/live")
+	assert.NotContains(t, out, "hunter2")
+
+	out, err := kubectlErr(manifest, "apply", "-f", "-")
+	require.Error(t, err)
+	assert.Contains(t, out, "would be stored in plaintext")
+	_, err = kubectlErr("", "-n", "sec-a", "get", "secret", "db")
+	assert.Error(t, err, "a denied Secret must not be stored")
+}
+
+func TestUnsupportedFolderDeniesUntilFixedInGit(t *testing.T) {
+	remote := newRemote(t)
+	startOperator(t, t.TempDir())
+	setupTarget(t, "fold-a", remote, "live", "0s")
+	watchRule(t, "fold-a", "cms", `"configmaps"`)
+
+	// A person pushes a script into the folder.
+	seed := t.TempDir()
+	for _, args := range [][]string{{"clone", remote, "."}} {
+		out, err := execGit(seed, args...)
+		require.NoError(t, err, out)
+	}
+	require.NoError(t, writeFile(seed+"/live/tools/run.sh", "#!/bin/sh\n"))
+	for _, args := range [][]string{{"add", "."}, {"-c", "user.name=H", "-c", "user.email=h@x", "commit", "-m", "script"}, {"push", "origin", "HEAD:main"}} {
+		out, err := execGit(seed, args...)
+		require.NoError(t, err, out)
+	}
+	kubectl(t, "", "-n", "fold-a", "wait", "--for=condition=Stalled", "--timeout=60s", "gittarget/live")
+
+	cm := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\n  namespace: fold-a\ndata:\n  k: v\n"
+	out := waitDenied(t, cm, "apply", "-f", "-")
+	assert.Contains(t, out, "live/tools/run.sh")
+	assert.Contains(t, out, "GitTarget fold-a/live")
+
+	// The person removes the script; the same apply succeeds without a restart.
+	for _, args := range [][]string{{"rm", "-q", "live/tools/run.sh"}, {"-c", "user.name=H", "-c", "user.email=h@x", "commit", "-m", "rm"}, {"push", "origin", "HEAD:main"}} {
+		out, err := execGit(seed, args...)
+		require.NoError(t, err, out)
+	}
+	eventually(t, 30*time.Second, "apply allowed", func() (bool, string) {
+		o, err := kubectlErr(cm, "apply", "-f", "-")
+		return err == nil, o
+	})
+	waitFile(t, remote, "live/fold-a/configmaps/app.yaml", func(c string) bool { return strings.Contains(c, "k: v") })
+}
+
+func TestAllowedDryRunWarnsWhereTheObjectLands(t *testing.T) {
+	remote := newRemote(t)
+	startOperator(t, t.TempDir())
+	setupTarget(t, "warn-a", remote, "live", "0s")
+	watchRule(t, "warn-a", "cms", `"configmaps"`)
+	cm := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\n  namespace: warn-a\ndata:\n  k: v\n"
+	want := fmt.Sprintf("file://%s main:live/warn-a/configmaps/app.yaml", remote)
+	eventually(t, 30*time.Second, "dry-run warning", func() (bool, string) {
+		o, err := kubectlErr(cm, "apply", "--dry-run=server", "-f", "-")
+		return err == nil && strings.Contains(o, want), o
+	})
+	_, err := kubectlErr("", "-n", "warn-a", "get", "configmap", "app")
+	assert.Error(t, err, "dry-run stores nothing")
+}
+
+func TestWebhookRulesFollowWatchRulesAndSkipUnwatched(t *testing.T) {
+	remote := newRemote(t)
+	metricsPort, err := freePort()
+	require.NoError(t, err)
+	startOperator(t, t.TempDir(), "--metrics-bind-address", "127.0.0.1:"+strconv.Itoa(metricsPort))
+	setupTarget(t, "rules-a", remote, "live", "0s")
+
+	watchRule(t, "rules-a", "svc", `"services"`)
+	eventually(t, 30*time.Second, "services in webhook rules", func() (bool, string) {
+		r := webhookRules(t)
+		return strings.Contains(r, "services"), r
+	})
+	before := verdicts(t, metricsPort)
+	// Unwatched type in a watched namespace, and a watched type in an excluded namespace.
+	kubectl(t, "", "-n", "rules-a", "create", "serviceaccount", "unwatched", "--dry-run=server")
+	kubectl(t, "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: gitops-reverser-system\n", "apply", "-f", "-")
+	kubectl(t, "", "-n", "gitops-reverser-system", "create", "service", "clusterip", "excluded", "--tcp=80:80", "--dry-run=server")
+	kubectl(t, "", "-n", "kube-system", "create", "service", "clusterip", "excluded", "--tcp=80:80", "--dry-run=server")
+	assert.Equal(t, before, verdicts(t, metricsPort), "unwatched objects and excluded namespaces never reach the webhook")
+	kubectl(t, "", "-n", "rules-a", "create", "service", "clusterip", "watched", "--tcp=80:80", "--dry-run=server")
+	assert.Equal(t, before+1, verdicts(t, metricsPort), "a watched object reaches the webhook")
+
+	kubectl(t, `apiVersion: reverser.gitops.dev/v1alpha1
+kind: WatchRule
+metadata:
+  name: svc
+  namespace: rules-a
+spec:
+  targetRef:
+    name: live
+  rules:
+  - apiGroups: ["apps"]
+    resources: ["statefulsets"]
+`, "apply", "-f", "-")
+	eventually(t, 30*time.Second, "rules edited", func() (bool, string) {
+		r := webhookRules(t)
+		return strings.Contains(r, "statefulsets") && !strings.Contains(r, "services"), r
+	})
+	kubectl(t, "", "-n", "rules-a", "delete", "watchrule", "svc")
+	eventually(t, 30*time.Second, "rules removed", func() (bool, string) {
+		r := webhookRules(t)
+		return !strings.Contains(r, "statefulsets"), r
+	})
+}
+
+// verdicts sums gitops_reverser_admission_verdicts_total over all labels.
+func verdicts(t *testing.T, port int) int {
+	t.Helper()
+	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/metrics", port))
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	total := 0
+	sc := bufio.NewScanner(strings.NewReader(string(body)))
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.HasPrefix(line, "gitops_reverser_admission_verdicts_total{") {
+			f := strings.Fields(line)
+			n, err := strconv.ParseFloat(f[len(f)-1], 64)
+			require.NoError(t, err)
+			total += int(n)
+		}
+	}
+	return total
+}
+
+func TestOverlappingGitTargetsAreRefused(t *testing.T) {
+	remote := newRemote(t)
+	startOperator(t, t.TempDir())
+	setupTarget(t, "over-a", remote, "clusters/prod", "0s")
+	out, err := kubectlErr(fmt.Sprintf(`apiVersion: reverser.gitops.dev/v1alpha1
+kind: GitProvider
+metadata:
+  name: same-repo
+  namespace: over-a
+spec:
+  url: file://%s/
+---
+apiVersion: reverser.gitops.dev/v1alpha1
+kind: GitTarget
+metadata:
+  name: nested
+  namespace: over-a
+spec:
+  providerRef:
+    name: same-repo
+  branch: main
+  path: clusters/prod/team
+`, remote), "apply", "-f", "-")
+	require.Error(t, err)
+	assert.Contains(t, out, `overlaps folder "clusters/prod" of GitTarget over-a/live`)
+
+	out, err = kubectlErr(`apiVersion: reverser.gitops.dev/v1alpha1
+kind: GitTarget
+metadata:
+  name: other-branch
+  namespace: over-a
+spec:
+  providerRef:
+    name: repo
+  branch: feature
+  path: clusters/prod
+`, "apply", "--dry-run=server", "-f", "-")
+	require.Error(t, err)
+	assert.Contains(t, out, `branch "feature" is not allowed by GitProvider over-a/repo`)
+}

@@ -1,0 +1,38 @@
+package webhook
+
+import (
+	"encoding/json"
+	"fmt"
+	"path"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/gitops-reverser/gitops-reverser/gitops/plan"
+)
+
+// partialMeta decodes only the metadata a decision needs, not the whole object.
+type partialMeta struct {
+	Metadata struct {
+		Name   string            `json:"name"`
+		Labels map[string]string `json:"labels"`
+	} `json:"metadata"`
+}
+
+func (m *partialMeta) unmarshal(raw []byte) error {
+	if err := json.Unmarshal(raw, m); err != nil {
+		return fmt.Errorf("decoding the object's metadata: %w", err)
+	}
+	return nil
+}
+
+// CanonicalLocation is where a new object lands in folder, or why it cannot.
+func CanonicalLocation(folder string, gvr schema.GroupVersionResource, namespace, name string) (string, string) {
+	p, err := plan.CanonicalPath(folder, gvr, namespace, name, false)
+	if err != nil {
+		return "", err.Error()
+	}
+	if !plan.Within(folder, p) {
+		return "", fmt.Sprintf("%s is outside spec.path %s", p, path.Clean(folder))
+	}
+	return p, ""
+}

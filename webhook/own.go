@@ -1,0 +1,117 @@
+package webhook
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/gitops-reverser/gitops-reverser/api/v1alpha1"
+	"github.com/gitops-reverser/gitops-reverser/gitops/controller"
+	"github.com/gitops-reverser/gitops-reverser/gitops/repo"
+)
+
+// OwnPath is where the webhook for the operator's own resources is served.
+const OwnPath = "/validate/reverser"
+
+// Place is where a GitTarget writes.
+type Place struct {
+	Key    types.NamespacedName
+	URL    string // normalised
+	Branch string
+	Folder string
+}
+
+// Overlaps reports whether two places would write the same files: same repository and
+// branch, and folders equal or one inside the other.
+func Overlaps(a, b Place) bool {
+	if a.URL != b.URL || a.Branch != b.Branch {
+		return false
+	}
+	fa, fb := strings.Trim(a.Folder, "/")+"/", strings.Trim(b.Folder, "/")+"/"
+	return strings.HasPrefix(fa, fb) || strings.HasPrefix(fb, fa)
+}
+
+// ValidateTarget is the cross-object verdict on a GitTarget: its branch must be allowed
+// by its provider (when the provider exists) and its folder must not overlap another
+// target's on the same repository and branch. The error message says what to change.
+func ValidateTarget(t *v1alpha1.GitTarget, provider *v1alpha1.GitProvider, others []Place) error {
+	if provider == nil {
+		return nil // the reconciler reports a missing provider; it may be created next
+	}
+	if !controller.BranchAllowed(provider, t.Spec.Branch) {
+		return fmt.Errorf("GitTarget %s/%s: branch %q is not allowed by GitProvider %s/%s (allowedBranches %v)",
+			t.Namespace, t.Name, t.Spec.Branch, provider.Namespace, provider.Name, provider.Spec.AllowedBranches)
+	}
+	me := Place{Key: types.NamespacedName{Namespace: t.Namespace, Name: t.Name}, URL: repo.NormalizeURL(provider.Spec.URL), Branch: t.Spec.Branch, Folder: t.Spec.Path}
+	for _, o := range others {
+		if o.Key != me.Key && Overlaps(me, o) {
+			return fmt.Errorf("GitTarget %s: folder %q overlaps folder %q of GitTarget %s on the same repository %s and branch %s; "+
+				"choose a folder that is neither equal to nor inside nor around it", me.Key, me.Folder, o.Folder, o.Key, provider.Spec.URL, me.Branch)
+		}
+	}
+	return nil
+}
+
+// Own validates the operator's own resources.
+type Own struct {
+	Client  client.Reader
+	Decoder admission.Decoder
+}
+
+// Handle implements admission.Handler.
+func (o *Own) Handle(ctx context.Context, req admission.Request) admission.Response {
+	if req.Operation == admissionv1.Delete || req.Kind.Kind != "GitTarget" {
+		return admission.Allowed("")
+	}
+	var t v1alpha1.GitTarget
+	if err := o.Decoder.Decode(req, &t); err != nil {
+		return admission.Errored(http.StatusBadRequest, err)
+	}
+	if t.Namespace == "" {
+		t.Namespace = req.Namespace
+	}
+	provider, others, err := o.context(ctx, &t)
+	if err != nil {
+		return admission.Errored(http.StatusInternalServerError, err)
+	}
+	if err := ValidateTarget(&t, provider, others); err != nil {
+		return admission.Denied(err.Error())
+	}
+	return admission.Allowed("")
+}
+
+// context reads the target's provider and the places of every other target from the cache.
+func (o *Own) context(ctx context.Context, t *v1alpha1.GitTarget) (*v1alpha1.GitProvider, []Place, error) {
+	var providers v1alpha1.GitProviderList
+	if err := o.Client.List(ctx, &providers); err != nil {
+		return nil, nil, err
+	}
+	urls := map[types.NamespacedName]string{}
+	var mine *v1alpha1.GitProvider
+	for i := range providers.Items {
+		p := &providers.Items[i]
+		urls[types.NamespacedName{Namespace: p.Namespace, Name: p.Name}] = repo.NormalizeURL(p.Spec.URL)
+		if p.Namespace == t.Namespace && p.Name == t.Spec.ProviderRef.Name {
+			mine = p
+		}
+	}
+	var targets v1alpha1.GitTargetList
+	if err := o.Client.List(ctx, &targets); err != nil {
+		return nil, nil, err
+	}
+	var places []Place
+	for _, other := range targets.Items {
+		url, ok := urls[types.NamespacedName{Namespace: other.Namespace, Name: other.Spec.ProviderRef.Name}]
+		if !ok {
+			continue
+		}
+		places = append(places, Place{Key: types.NamespacedName{Namespace: other.Namespace, Name: other.Name}, URL: url, Branch: other.Spec.Branch, Folder: other.Spec.Path})
+	}
+	return mine, places, nil
+}

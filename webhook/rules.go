@@ -1,0 +1,202 @@
+package webhook
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/go-logr/logr"
+	admissionv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// RuleSpec is one rule of the ValidatingWebhookConfiguration.
+type RuleSpec = admissionv1.RuleWithOperations
+
+// WatchedWebhookName is the webhook entry (inside the named configuration) whose rules the
+// operator keeps equal to the watched resources.
+const WatchedWebhookName = "watched.reverser.gitops.dev"
+
+// desiredRules merges routes into the fewest rules: one per (group, operations).
+func desiredRules(routes []route) []RuleSpec {
+	ops := map[string]map[string]map[admissionv1.OperationType]bool{} // group → resource → ops
+	for _, rt := range routes {
+		for g := range rt.groups {
+			for r := range rt.resources {
+				if ops[g] == nil {
+					ops[g] = map[string]map[admissionv1.OperationType]bool{}
+				}
+				if ops[g][r] == nil {
+					ops[g][r] = map[admissionv1.OperationType]bool{}
+				}
+				if rt.create {
+					ops[g][r][admissionv1.Create] = true
+				}
+				if rt.update || rt.del {
+					ops[g][r][admissionv1.Update] = true
+				}
+				if rt.del {
+					ops[g][r][admissionv1.Delete] = true
+				}
+			}
+		}
+	}
+	byKey := map[string]*RuleSpec{}
+	for g, resources := range ops {
+		for r, set := range resources {
+			list := sortedOps(set)
+			key := g + "|" + fmt.Sprint(list)
+			rule, ok := byKey[key]
+			if !ok {
+				rule = &RuleSpec{Operations: list, Rule: admissionv1.Rule{APIGroups: []string{g}, APIVersions: []string{"*"}, Scope: ptr.To(admissionv1.AllScopes)}}
+				byKey[key] = rule
+			}
+			rule.Resources = append(rule.Resources, r)
+		}
+	}
+	out := make([]RuleSpec, 0, len(byKey))
+	for _, r := range byKey {
+		sort.Strings(r.Resources)
+		out = append(out, *r)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		return a.APIGroups[0]+"|"+strings.Join(a.Resources, ",") < b.APIGroups[0]+"|"+strings.Join(b.Resources, ",")
+	})
+	return out
+}
+
+func sortedOps(set map[admissionv1.OperationType]bool) []admissionv1.OperationType {
+	var out []admissionv1.OperationType
+	for _, op := range []admissionv1.OperationType{admissionv1.Create, admissionv1.Update, admissionv1.Delete} {
+		if set[op] {
+			out = append(out, op)
+		}
+	}
+	return out
+}
+
+// WebhookPolicy is what the operator owns in its webhook entry besides the rules.
+type WebhookPolicy struct {
+	// ExcludedNamespaces never reach the webhook (kube-system, kube-node-lease, the operator's).
+	ExcludedNamespaces []string
+	// SkipUsers are never judged: the operator itself and GitOps controllers applying from Git
+	// (a loop guard for bi-directional GitOps).
+	SkipUsers     []string
+	FailurePolicy admissionv1.FailurePolicyType
+	TimeoutSecond int32
+}
+
+// ApplyPolicy sets rules and policy on the watched webhook entry and leaves everything else
+// (clientConfig above all) as it was. It reports whether anything changed.
+func ApplyPolicy(w *admissionv1.ValidatingWebhook, rules []RuleSpec, p WebhookPolicy) bool {
+	before := w.DeepCopy()
+	if rules == nil {
+		rules = []RuleSpec{}
+	}
+	w.Rules = rules
+	w.SideEffects = ptr.To(admissionv1.SideEffectClassNone)
+	w.AdmissionReviewVersions = []string{"v1"}
+	w.FailurePolicy = ptr.To(p.FailurePolicy)
+	w.TimeoutSeconds = ptr.To(p.TimeoutSecond)
+	w.MatchPolicy = ptr.To(admissionv1.Equivalent)
+	w.NamespaceSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
+		Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpNotIn, Values: p.ExcludedNamespaces,
+	}}}
+	w.MatchConditions = nil
+	if len(p.SkipUsers) > 0 {
+		quoted := make([]string, 0, len(p.SkipUsers))
+		for _, u := range p.SkipUsers {
+			quoted = append(quoted, fmt.Sprintf("%q", u))
+		}
+		w.MatchConditions = []admissionv1.MatchCondition{{
+			Name:       "skip-gitops-controllers",
+			Expression: fmt.Sprintf("!(request.userInfo.username in [%s])", strings.Join(quoted, ", ")),
+		}}
+	}
+	return !equality.Semantic.DeepEqual(before, w)
+}
+
+// RuleSync keeps the named ValidatingWebhookConfiguration's watched entry in step with the
+// view. It runs on the leader only and never touches clientConfig.
+type RuleSync struct {
+	Client client.Client
+	View   *View
+	Name   string
+	Policy WebhookPolicy
+	Log    logr.Logger
+
+	changed chan struct{}
+}
+
+// NewRuleSync builds a RuleSync; wire Notify into View.OnChange.
+func NewRuleSync(c client.Client, v *View, name string, p WebhookPolicy, log logr.Logger) *RuleSync {
+	return &RuleSync{Client: c, View: v, Name: name, Policy: p, Log: log, changed: make(chan struct{}, 1)}
+}
+
+// Notify asks for a sync soon.
+func (s *RuleSync) Notify() {
+	select {
+	case s.changed <- struct{}{}:
+	default:
+	}
+}
+
+// NeedLeaderElection keeps one writer of the configuration.
+func (s *RuleSync) NeedLeaderElection() bool { return true }
+
+// Start syncs on every view change, and every minute to undo drift.
+func (s *RuleSync) Start(ctx context.Context) error {
+	tick := time.NewTicker(time.Minute)
+	defer tick.Stop()
+	s.Notify()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-s.changed:
+		case <-tick.C:
+		}
+		if err := s.sync(ctx); err != nil {
+			s.Log.Error(err, "syncing webhook rules", "validatingWebhookConfiguration", s.Name)
+			time.AfterFunc(2*time.Second, s.Notify)
+		}
+	}
+}
+
+func (s *RuleSync) sync(ctx context.Context) error {
+	rules := s.View.WatchedRules()
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		var vwc admissionv1.ValidatingWebhookConfiguration
+		if err := s.Client.Get(ctx, types.NamespacedName{Name: s.Name}, &vwc); err != nil {
+			if apierrors.IsNotFound(err) {
+				return fmt.Errorf("ValidatingWebhookConfiguration %s not found (install it with the chart or config/webhook)", s.Name)
+			}
+			return err
+		}
+		changed := false
+		found := false
+		for i := range vwc.Webhooks {
+			if vwc.Webhooks[i].Name == WatchedWebhookName {
+				found = true
+				changed = ApplyPolicy(&vwc.Webhooks[i], rules, s.Policy) || changed
+			}
+		}
+		if !found {
+			return fmt.Errorf("ValidatingWebhookConfiguration %s has no webhook named %s", s.Name, WatchedWebhookName)
+		}
+		if !changed {
+			return nil
+		}
+		s.Log.Info("updating webhook rules", "validatingWebhookConfiguration", s.Name, "rules", len(rules))
+		return s.Client.Update(ctx, &vwc)
+	})
+}

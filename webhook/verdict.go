@@ -1,0 +1,118 @@
+// Package webhook is the admission front door: it denies, before a change is stored, what
+// the Git writer could not write (an unwritable folder, a plaintext Secret, a path clash),
+// keeps the ValidatingWebhookConfiguration's rules equal to what is watched, and validates
+// the operator's own resources.
+package webhook
+
+import (
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// Operation is an admission operation.
+type Operation string
+
+// Admission operations that reach the watched-objects webhook.
+const (
+	Create Operation = "CREATE"
+	Update Operation = "UPDATE"
+	Delete Operation = "DELETE"
+)
+
+// Request is what a decision needs to know about one admission request.
+type Request struct {
+	Operation Operation
+	Resource  schema.GroupResource
+	Kind      string
+	Namespace string
+	Name      string
+	DryRun    bool
+}
+
+// TargetState is the webhook's in-memory picture of one GitTarget a request routes to.
+type TargetState struct {
+	Key    types.NamespacedName
+	URL    string
+	Branch string
+	Folder string
+	// Stalled is true when the target cannot write (folder content, branch, credentials);
+	// StalledMessage is the reason from its status.
+	Stalled        bool
+	StalledMessage string
+	// EncryptionReady says the target can encrypt sensitive objects.
+	EncryptionReady bool
+	// Path is where the object would land ("" when it cannot be planned) and PathProblem
+	// says why it cannot land there (outside the folder, held by another object).
+	Path        string
+	PathProblem string
+}
+
+// Reason codes, used as the metric label and in the denial's status reason.
+const (
+	ReasonAllowed         = "Allowed"
+	ReasonTargetStalled   = "TargetStalled"
+	ReasonPlaintextSecret = "PlaintextSensitive"
+	ReasonPathConflict    = "PathConflict"
+	ReasonNotRouted       = "NotRouted"
+)
+
+// Verdict is the outcome of a decision.
+type Verdict struct {
+	Allowed  bool
+	Reason   string
+	Message  string
+	Warnings []string
+}
+
+// Decide is the admission verdict for a watched object: deny when any target it routes to
+// could not write it, otherwise allow, with a warning naming where it lands when warn is
+// set (dry-run, or every request by flag). It does no I/O.
+func Decide(req Request, targets []TargetState, sensitive bool, warn bool) Verdict {
+	if len(targets) == 0 {
+		return Verdict{Allowed: true, Reason: ReasonNotRouted}
+	}
+	obj := describe(req)
+	for _, t := range targets {
+		if t.Stalled {
+			return deny(ReasonTargetStalled, fmt.Sprintf("%s cannot be mirrored: GitTarget %s (%s branch %s, folder %s) cannot be written: %s",
+				obj, t.Key, t.URL, t.Branch, t.Folder, t.StalledMessage))
+		}
+		if req.Operation == Delete {
+			continue
+		}
+		if sensitive && !t.EncryptionReady {
+			return deny(ReasonPlaintextSecret, fmt.Sprintf("%s would be stored in plaintext: GitTarget %s has no working encryption; "+
+				"configure encryption on GitTarget %s or stop routing %s to it", obj, t.Key, t.Key, req.Resource))
+		}
+		if t.PathProblem != "" {
+			return deny(ReasonPathConflict, fmt.Sprintf("%s cannot be written to GitTarget %s: %s", obj, t.Key, t.PathProblem))
+		}
+	}
+	v := Verdict{Allowed: true, Reason: ReasonAllowed}
+	if warn {
+		for _, t := range targets {
+			if t.Path != "" {
+				v.Warnings = append(v.Warnings, fmt.Sprintf("%s %s:%s", t.URL, t.Branch, t.Path))
+			}
+		}
+	}
+	return v
+}
+
+func deny(reason, msg string) Verdict {
+	return Verdict{Reason: reason, Message: msg}
+}
+
+func describe(r Request) string {
+	kind := r.Kind
+	if r.Resource.Group != "" {
+		kind = r.Resource.Group + "/" + kind
+	}
+	if r.Namespace == "" {
+		return strings.TrimSpace(kind + " " + r.Name)
+	}
+	return fmt.Sprintf("%s %s/%s", kind, r.Namespace, r.Name)
+}

@@ -1,0 +1,258 @@
+package webhook
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gitops-reverser/gitops-reverser/api/v1alpha1"
+	"github.com/gitops-reverser/gitops-reverser/watcher"
+)
+
+// route is one compiled rule: which requests go to which GitTarget.
+type route struct {
+	target     types.NamespacedName
+	groups     map[string]bool
+	resources  map[string]bool
+	namespace  string // WatchRule: its namespace; "" for a ClusterWatchRule
+	cluster    bool
+	nsSelector labels.Selector // ClusterWatchRule, namespaced resources; nil = none
+	objects    labels.Selector
+	create     bool
+	update     bool
+	del        bool
+}
+
+// snapshot is an immutable picture of targets and routes, swapped atomically so a decision
+// never waits for a rebuild.
+type snapshot struct {
+	targets map[types.NamespacedName]TargetState
+	routes  []route
+}
+
+// Locator tells where an object would land and whether something else holds that path. The
+// Git writer implements it on the leader; elsewhere it is nil and the canonical path is used.
+type Locator interface {
+	Locate(target types.NamespacedName, gvr schema.GroupVersionResource, kind, namespace, name string) (path, problem string)
+}
+
+// View keeps the webhook's in-memory picture of GitTargets and rules current from the
+// manager's cache, on every replica.
+type View struct {
+	Cache   cache.Cache
+	Log     logr.Logger
+	Locator Locator
+	// OnChange is called after each rebuild (the rule syncer listens).
+	OnChange func()
+
+	snap atomic.Pointer[snapshot]
+	kick chan struct{}
+}
+
+// NewView builds a View; Start fills it.
+func NewView(c cache.Cache, log logr.Logger) *View {
+	v := &View{Cache: c, Log: log, kick: make(chan struct{}, 1)}
+	v.snap.Store(&snapshot{targets: map[types.NamespacedName]TargetState{}})
+	return v
+}
+
+// NeedLeaderElection is false: every replica serves the webhook.
+func (v *View) NeedLeaderElection() bool { return false }
+
+// Start registers informers and rebuilds the snapshot whenever an input changes.
+func (v *View) Start(ctx context.Context) error {
+	for _, obj := range []client.Object{&v1alpha1.GitTarget{}, &v1alpha1.GitProvider{}, &v1alpha1.WatchRule{}, &v1alpha1.ClusterWatchRule{}, &corev1.Namespace{}} {
+		inf, err := v.Cache.GetInformer(ctx, obj)
+		if err != nil {
+			return fmt.Errorf("watching %T: %w", obj, err)
+		}
+		if _, ok := obj.(*corev1.Namespace); ok {
+			continue // read at decision time, no rebuild needed
+		}
+		if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+			AddFunc:    func(any) { v.poke() },
+			UpdateFunc: func(any, any) { v.poke() },
+			DeleteFunc: func(any) { v.poke() },
+		}); err != nil {
+			return err
+		}
+	}
+	if !v.Cache.WaitForCacheSync(ctx) {
+		return ctx.Err()
+	}
+	v.poke()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-v.kick:
+			if err := v.rebuild(ctx); err != nil {
+				v.Log.Error(err, "rebuilding the admission view")
+				time.Sleep(time.Second)
+				v.poke()
+				continue
+			}
+			if v.OnChange != nil {
+				v.OnChange()
+			}
+		}
+	}
+}
+
+func (v *View) poke() {
+	select {
+	case v.kick <- struct{}{}:
+	default:
+	}
+}
+
+func (v *View) rebuild(ctx context.Context) error {
+	var targets v1alpha1.GitTargetList
+	var providers v1alpha1.GitProviderList
+	var rules v1alpha1.WatchRuleList
+	var crules v1alpha1.ClusterWatchRuleList
+	for _, l := range []client.ObjectList{&targets, &providers, &rules, &crules} {
+		if err := v.Cache.List(ctx, l); err != nil {
+			return err
+		}
+	}
+	s := &snapshot{targets: map[types.NamespacedName]TargetState{}}
+	urls := map[types.NamespacedName]string{}
+	for _, p := range providers.Items {
+		urls[client.ObjectKeyFromObject(&p)] = p.Spec.URL
+	}
+	for _, t := range targets.Items {
+		s.targets[client.ObjectKeyFromObject(&t)] = targetState(&t, urls[types.NamespacedName{Namespace: t.Namespace, Name: t.Spec.ProviderRef.Name}])
+	}
+	for _, r := range rules.Items {
+		target := types.NamespacedName{Namespace: r.Namespace, Name: r.Spec.TargetRef.Name}
+		for _, rr := range r.Spec.Rules {
+			if rt, err := compile(target, r.Namespace, false, rr, nil); err == nil {
+				s.routes = append(s.routes, rt)
+			}
+		}
+	}
+	for _, r := range crules.Items {
+		target := types.NamespacedName{Namespace: r.Spec.TargetRef.Namespace, Name: r.Spec.TargetRef.Name}
+		for _, rr := range r.Spec.Rules {
+			if rt, err := compile(target, "", true, rr.ResourceRule, rr.NamespaceSelector); err == nil {
+				s.routes = append(s.routes, rt)
+			}
+		}
+	}
+	sort.SliceStable(s.routes, func(i, j int) bool { return s.routes[i].target.String() < s.routes[j].target.String() })
+	v.snap.Store(s)
+	return nil
+}
+
+// targetState reads what admission needs from a GitTarget's spec and status.
+func targetState(t *v1alpha1.GitTarget, url string) TargetState {
+	st := TargetState{Key: client.ObjectKeyFromObject(t), URL: url, Branch: t.Spec.Branch, Folder: t.Spec.Path}
+	if c := apimeta.FindStatusCondition(t.Status.Conditions, v1alpha1.ConditionStalled); c != nil && c.Status == metav1.ConditionTrue {
+		st.Stalled, st.StalledMessage = true, c.Message
+	}
+	return st
+}
+
+func compile(target types.NamespacedName, ns string, cluster bool, r v1alpha1.ResourceRule, nsSel *metav1.LabelSelector) (route, error) {
+	objSel, err := watcher.Selector(r.ObjectSelector)
+	if err != nil {
+		return route{}, err
+	}
+	rt := route{target: target, namespace: ns, cluster: cluster, objects: objSel, groups: set(r.APIGroups), resources: set(r.Resources)}
+	if nsSel != nil {
+		if rt.nsSelector, err = metav1.LabelSelectorAsSelector(nsSel); err != nil {
+			return route{}, err
+		}
+	}
+	rt.create, rt.update, rt.del = watcher.Operations(r.Operations)
+	return rt, nil
+}
+
+func set(xs []string) map[string]bool {
+	m := make(map[string]bool, len(xs))
+	for _, x := range xs {
+		m[x] = true
+	}
+	return m
+}
+
+// Targets returns the states of the GitTargets the request routes to. objLabels are the
+// labels of the object being written (and oldLabels of the stored one, for updates and
+// deletes): an object leaving a selector is a deletion for Git, so either matching routes it.
+func (v *View) Targets(ctx context.Context, req Request, objLabels, oldLabels labels.Set) []TargetState {
+	s := v.snap.Load()
+	seen := map[types.NamespacedName]bool{}
+	var out []TargetState
+	for _, rt := range s.routes {
+		if seen[rt.target] || !rt.matches(req, objLabels, oldLabels, v.nsLabels(ctx)) {
+			continue
+		}
+		t, ok := s.targets[rt.target]
+		if !ok {
+			continue
+		}
+		seen[rt.target] = true
+		out = append(out, t)
+	}
+	return out
+}
+
+func (v *View) nsLabels(ctx context.Context) func(string) labels.Set {
+	return func(name string) labels.Set {
+		var ns corev1.Namespace
+		if err := v.Cache.Get(ctx, types.NamespacedName{Name: name}, &ns); err != nil {
+			return nil
+		}
+		return ns.Labels
+	}
+}
+
+func (rt route) matches(req Request, objLabels, oldLabels labels.Set, nsLabels func(string) labels.Set) bool {
+	if !(rt.groups["*"] || rt.groups[req.Resource.Group]) || !(rt.resources["*"] || rt.resources[req.Resource.Resource]) {
+		return false
+	}
+	switch req.Operation {
+	case Create:
+		if !rt.create {
+			return false
+		}
+	case Update:
+		if !rt.update && !rt.del {
+			return false
+		}
+	case Delete:
+		if !rt.del {
+			return false
+		}
+	}
+	switch {
+	case req.Namespace == "" && !rt.cluster:
+		return false
+	case req.Namespace != "" && !rt.cluster && req.Namespace != rt.namespace:
+		return false
+	case req.Namespace != "" && rt.cluster && (rt.nsSelector == nil || !rt.nsSelector.Matches(nsLabels(req.Namespace))):
+		return false
+	}
+	return (objLabels != nil && rt.objects.Matches(objLabels)) || (oldLabels != nil && rt.objects.Matches(oldLabels)) ||
+		(objLabels == nil && oldLabels == nil && rt.objects.Empty())
+}
+
+// WatchedRules lists, per group, the resources and operations any rule routes, for the
+// ValidatingWebhookConfiguration.
+func (v *View) WatchedRules() []RuleSpec {
+	return desiredRules(v.snap.Load().routes)
+}

@@ -1,0 +1,114 @@
+package webhook
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+)
+
+// WatchedPath is where the watched-objects webhook is served.
+const WatchedPath = "/validate/watched"
+
+// Sensitivity says whether objects of a resource must be encrypted before reaching Git.
+type Sensitivity func(schema.GroupResource) bool
+
+// Watched judges writes to watched objects against the view.
+type Watched struct {
+	View      *View
+	Sensitive Sensitivity
+	// WarnAlways adds the "where it lands" warning to every allowed request, not only dry-runs.
+	WarnAlways bool
+	Metrics    *Metrics
+}
+
+// Handle implements admission.Handler.
+func (w *Watched) Handle(ctx context.Context, req admission.Request) admission.Response {
+	start := time.Now()
+	dry := req.DryRun != nil && *req.DryRun
+	r := Request{
+		Operation: Operation(req.Operation),
+		Resource:  schema.GroupResource{Group: req.Resource.Group, Resource: req.Resource.Resource},
+		Kind:      req.Kind.Kind,
+		Namespace: req.Namespace,
+		Name:      req.Name,
+		DryRun:    dry,
+	}
+	if req.SubResource != "" {
+		return admission.Allowed("")
+	}
+	objLabels, err := labelsOf(req.Object.Raw)
+	if err != nil {
+		return admission.Errored(http.StatusBadRequest, err)
+	}
+	oldLabels, err := labelsOf(req.OldObject.Raw)
+	if err != nil {
+		return admission.Errored(http.StatusBadRequest, err)
+	}
+	if r.Name == "" {
+		r.Name = nameOf(req.Object.Raw)
+	}
+	targets := w.View.Targets(ctx, r, objLabels, oldLabels)
+	w.locate(targets, r, req)
+	v := Decide(r, targets, w.Sensitive(r.Resource), dry || w.WarnAlways)
+	w.observe(v, dry, start)
+	if !v.Allowed {
+		resp := admission.Denied(v.Message)
+		resp.Result.Reason = metav1.StatusReason(v.Reason)
+		return resp
+	}
+	return admission.Allowed("").WithWarnings(v.Warnings...)
+}
+
+// locate fills in where the object would land in each target.
+func (w *Watched) locate(targets []TargetState, r Request, req admission.Request) {
+	gvr := schema.GroupVersionResource{Group: req.Resource.Group, Version: req.Resource.Version, Resource: req.Resource.Resource}
+	for i := range targets {
+		t := &targets[i]
+		if w.View.Locator != nil {
+			t.Path, t.PathProblem = w.View.Locator.Locate(t.Key, gvr, r.Kind, r.Namespace, r.Name)
+			continue
+		}
+		t.Path, t.PathProblem = CanonicalLocation(t.Folder, gvr, r.Namespace, r.Name)
+	}
+}
+
+func (w *Watched) observe(v Verdict, dry bool, start time.Time) {
+	if w.Metrics == nil {
+		return
+	}
+	verdict := "allowed"
+	if !v.Allowed {
+		verdict = "denied"
+	}
+	w.Metrics.Verdicts.WithLabelValues(verdict, v.Reason, strconv.FormatBool(dry)).Inc()
+	w.Metrics.Latency.Observe(time.Since(start).Seconds())
+}
+
+// labelsOf reads only metadata.labels from a raw object; nil for an absent object.
+func labelsOf(raw []byte) (labels.Set, error) {
+	if len(raw) == 0 {
+		return nil, nil
+	}
+	var m partialMeta
+	if err := m.unmarshal(raw); err != nil {
+		return nil, err
+	}
+	if m.Metadata.Labels == nil {
+		return labels.Set{}, nil
+	}
+	return m.Metadata.Labels, nil
+}
+
+func nameOf(raw []byte) string {
+	var m partialMeta
+	if len(raw) == 0 || m.unmarshal(raw) != nil {
+		return ""
+	}
+	return m.Metadata.Name
+}
