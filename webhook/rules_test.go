@@ -1,0 +1,109 @@
+package webhook
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	admissionv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+)
+
+func rt(groups, resources []string, create, update, del bool) route {
+	return route{target: types.NamespacedName{Namespace: "a", Name: "t"}, groups: set(groups), resources: set(resources),
+		namespace: "a", objects: labels.Everything(), create: create, update: update, del: del}
+}
+
+func TestDesiredRules(t *testing.T) {
+	cases := []struct {
+		name   string
+		routes []route
+		want   []RuleSpec
+	}{
+		{"has no rules when nothing is watched", nil, []RuleSpec{}},
+		{"merges resources of one group with the same operations", []route{
+			rt([]string{""}, []string{"configmaps"}, true, true, true),
+			rt([]string{""}, []string{"services"}, true, true, true),
+		}, []RuleSpec{rule("", []string{"configmaps", "services"}, admissionv1.Create, admissionv1.Update, admissionv1.Delete)}},
+		{"judges updates of a rule without UPDATE that mirrors deletes, since leaving a selector is a delete", []route{
+			rt([]string{"apps"}, []string{"deployments"}, true, false, true),
+		}, []RuleSpec{rule("apps", []string{"deployments"}, admissionv1.Create, admissionv1.Update, admissionv1.Delete)}},
+		{"unions the operations of two rules on one resource", []route{
+			rt([]string{""}, []string{"configmaps"}, true, false, false),
+			rt([]string{""}, []string{"configmaps"}, false, true, false),
+		}, []RuleSpec{rule("", []string{"configmaps"}, admissionv1.Create, admissionv1.Update)}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := desiredRules(tc.routes)
+			if len(tc.want) == 0 {
+				assert.Empty(t, got)
+				return
+			}
+			assert.Equal(t, tc.want, got)
+		})
+	}
+}
+
+func rule(group string, resources []string, ops ...admissionv1.OperationType) RuleSpec {
+	return RuleSpec{Operations: ops, Rule: admissionv1.Rule{APIGroups: []string{group}, APIVersions: []string{"*"}, Resources: resources, Scope: ptr.To(admissionv1.AllScopes)}}
+}
+
+func TestApplyPolicyLeavesClientConfigAlone(t *testing.T) {
+	w := admissionv1.ValidatingWebhook{Name: WatchedWebhookName, ClientConfig: admissionv1.WebhookClientConfig{
+		Service: &admissionv1.ServiceReference{Namespace: "ops", Name: "gitops-reverser"}, CABundle: []byte("ca")}}
+	orig := w.ClientConfig.DeepCopy()
+	p := WebhookPolicy{ExcludedNamespaces: []string{"kube-system", "kube-node-lease", "ops"}, SkipUsers: []string{"system:serviceaccount:ops:gitops-reverser"},
+		FailurePolicy: admissionv1.Ignore, TimeoutSecond: 3}
+	rules := []RuleSpec{rule("", []string{"configmaps"}, admissionv1.Create)}
+	require.True(t, ApplyPolicy(&w, rules, p), "the first apply changes the entry")
+	assert.Equal(t, *orig, w.ClientConfig)
+	assert.Equal(t, rules, w.Rules)
+	assert.Equal(t, admissionv1.SideEffectClassNone, *w.SideEffects)
+	assert.Equal(t, int32(3), *w.TimeoutSeconds)
+	assert.Equal(t, []string{"kube-system", "kube-node-lease", "ops"}, w.NamespaceSelector.MatchExpressions[0].Values)
+	assert.Equal(t, `!(request.userInfo.username in ["system:serviceaccount:ops:gitops-reverser"])`, w.MatchConditions[0].Expression)
+	assert.False(t, ApplyPolicy(&w, rules, p), "applying the same policy again changes nothing")
+}
+
+func TestRouteMatches(t *testing.T) {
+	nsLabels := func(ns string) labels.Set {
+		if ns == "prod" {
+			return labels.Set{"env": "prod"}
+		}
+		return labels.Set{}
+	}
+	cmReq := func(op Operation, ns string) Request {
+		return Request{Operation: op, Resource: schema.GroupResource{Resource: "configmaps"}, Namespace: ns}
+	}
+	ns := rt([]string{""}, []string{"configmaps"}, true, true, true)
+	sel := ns
+	sel.objects = labels.SelectorFromSet(labels.Set{"gitops": "on"})
+	cluster := route{groups: set([]string{""}), resources: set([]string{"configmaps"}), cluster: true, objects: labels.Everything(),
+		nsSelector: labels.SelectorFromSet(labels.Set{"env": "prod"}), create: true, update: true, del: true}
+	noDelete := rt([]string{""}, []string{"configmaps"}, true, true, false)
+	cases := []struct {
+		name     string
+		route    route
+		req      Request
+		obj, old labels.Set
+		want     bool
+	}{
+		{"routes a create in the rule's namespace", ns, cmReq(Create, "a"), labels.Set{}, nil, true},
+		{"ignores other namespaces", ns, cmReq(Create, "b"), labels.Set{}, nil, false},
+		{"ignores other resources", ns, Request{Operation: Create, Resource: schema.GroupResource{Resource: "secrets"}, Namespace: "a"}, labels.Set{}, nil, false},
+		{"honours the objectSelector", sel, cmReq(Create, "a"), labels.Set{}, nil, false},
+		{"routes an update that leaves the selector, as Git sees a delete", sel, cmReq(Update, "a"), labels.Set{}, labels.Set{"gitops": "on"}, true},
+		{"routes a cluster rule by namespace labels", cluster, cmReq(Create, "prod"), labels.Set{}, nil, true},
+		{"skips namespaces the cluster rule does not select", cluster, cmReq(Create, "dev"), labels.Set{}, nil, false},
+		{"does not judge deletes a rule does not mirror", noDelete, cmReq(Delete, "a"), nil, labels.Set{}, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, tc.route.matches(tc.req, tc.obj, tc.old, nsLabels))
+		})
+	}
+}
