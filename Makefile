@@ -45,8 +45,10 @@ fuzz: ## Run each fuzz target for FUZZTIME (default 30s).
 	go test ./gitops/manifest -run '^$$' -fuzz FuzzUpsert -fuzztime $(FUZZTIME)
 
 .PHONY: bench
-bench: ## Run the benchmarks.
-	go test -run '^$$' -bench . -benchmem ./gitops/...
+bench: ## Run the benchmarks; each prints its side-by-side ratio against its goal.
+	@assets=$$(test/tools/envtest-assets.sh); \
+	go test -run '^$$' -bench . -benchmem ./gitops/... && \
+	KUBEBUILDER_ASSETS=$$assets go test -run '^$$' -bench . -benchtime=1x ./test/bench/
 
 .PHONY: demo
 demo: ## Local control plane + local Git repo + the operator + a sample change; prints the commit. DEMO_KEEP=1 keeps it running.

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/gitops-reverser/gitops-reverser/config"
+	"github.com/gitops-reverser/gitops-reverser/test/testcerts"
 )
 
 // suite is the one control plane and binary shared by the package's tests.
@@ -109,7 +110,7 @@ func setupWebhook(cfg *rest.Config) error {
 		return err
 	}
 	var err error
-	if shared.caBundle, err = webhookCerts(shared.certDir); err != nil {
+	if shared.caBundle, err = testcerts.WriteServing(shared.certDir); err != nil {
 		return err
 	}
 	if shared.webhookPort, err = freePort(); err != nil {
