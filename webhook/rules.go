@@ -125,6 +125,10 @@ func ApplyPolicy(w *admissionv1.ValidatingWebhook, rules []RuleSpec, p WebhookPo
 	return !equality.Semantic.DeepEqual(before, w)
 }
 
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingwebhookconfigurations,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=authentication.k8s.io,resources=selfsubjectreviews,verbs=create
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
+
 // RuleSync keeps the named ValidatingWebhookConfiguration's watched entry in step with the
 // view. It runs on the leader only and never touches clientConfig.
 type RuleSync struct {
