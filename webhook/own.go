@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/gitops-reverser/gitops-reverser/api/v1alpha1"
+	"github.com/gitops-reverser/gitops-reverser/gitops/batch"
 	"github.com/gitops-reverser/gitops-reverser/gitops/controller"
 	"github.com/gitops-reverser/gitops-reverser/gitops/repo"
 )
@@ -41,6 +42,9 @@ func Overlaps(a, b Place) bool {
 // by its provider (when the provider exists) and its folder must not overlap another
 // target's on the same repository and branch. The error message says what to change.
 func ValidateTarget(t *v1alpha1.GitTarget, provider *v1alpha1.GitProvider, others []Place) error {
+	if _, err := batch.ParseMessages(t.Spec.CommitMessage.Single, t.Spec.CommitMessage.Group); err != nil {
+		return fmt.Errorf("GitTarget %s/%s: spec.commitMessage: %w", t.Namespace, t.Name, err)
+	}
 	if provider == nil {
 		return nil // the reconciler reports a missing provider; it may be created next
 	}

@@ -46,6 +46,9 @@ func TestValidateTarget(t *testing.T) {
 	assert.ErrorContains(t, err, `branch "feature" is not allowed by GitProvider a/repo`)
 	err = ValidateTarget(target("t", "main", "clusters/prod/team"), provider, existing)
 	assert.ErrorContains(t, err, `overlaps folder "clusters/prod" of GitTarget b/live`, "URLs are compared normalised")
+	bad := target("t", "main", "clusters/dev")
+	bad.Spec.CommitMessage.Group = "{{.Nope}}"
+	assert.ErrorContains(t, ValidateTarget(bad, provider, existing), "spec.commitMessage")
 	same := []Place{{Key: types.NamespacedName{Namespace: "a", Name: "t"}, URL: "https://git.example.com/r", Branch: "main", Folder: "clusters/prod"}}
 	assert.NoError(t, ValidateTarget(target("t", "main", "clusters/prod"), provider, same), "an update never overlaps itself")
 }

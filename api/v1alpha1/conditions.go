@@ -40,6 +40,7 @@ const (
 	ReasonResourceNotWatchable = "ResourceNotWatchable"
 	ReasonInvalidRule          = "InvalidRule"
 	ReasonWriteFailed          = "WriteFailed"
+	ReasonInvalidTemplate      = "InvalidTemplate"
 )
 
 // SetReady records success: Ready=True, and clears Reconciling and Stalled.

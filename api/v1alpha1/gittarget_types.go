@@ -31,6 +31,26 @@ type GitTargetSpec struct {
 	// +kubebuilder:default={}
 	// +optional
 	CommitWindow CommitWindow `json:"commitWindow,omitempty"`
+
+	// CommitMessage holds Go text/template templates for commit messages; empty fields use
+	// the defaults. Variables are listed in docs/configuration.md. Templates that do not
+	// parse or render are refused.
+	// +optional
+	CommitMessage CommitMessage `json:"commitMessage,omitempty"`
+}
+
+// CommitMessage templates: one for a commit holding a single change, one for a group.
+type CommitMessage struct {
+	// Single renders a commit with one change. Default: `{{.Verb}} {{.Object}}`, e.g.
+	// "Update ConfigMap team-a/app".
+	// +kubebuilder:validation:MaxLength=4096
+	// +optional
+	Single string `json:"single,omitempty"`
+	// Group renders a commit with several changes. Default: a first line like
+	// "team-a/live: 3 changes by alice" followed by one line per change.
+	// +kubebuilder:validation:MaxLength=4096
+	// +optional
+	Group string `json:"group,omitempty"`
 }
 
 // CommitWindow groups changes into one commit. A window closes when no change arrived for

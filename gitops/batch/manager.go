@@ -29,6 +29,8 @@ type TargetSpec struct {
 	Folder    string
 	Window    WindowConfig
 	Committer Identity
+	// Messages are the parsed commit message templates.
+	Messages Messages
 }
 
 // Identity is a Git author or committer.

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"sort"
 
-	"k8s.io/apimachinery/pkg/types"
-
 	"github.com/gitops-reverser/gitops-reverser/gitops/manifest"
 	"github.com/gitops-reverser/gitops-reverser/gitops/plan"
 	"github.com/gitops-reverser/gitops-reverser/gitops/sanitize"
@@ -15,6 +13,7 @@ import (
 type action struct {
 	verb string // Create, Update, Delete
 	id   manifest.Identity
+	path string
 }
 
 // writePlan is the set of file contents one commit will hold (nil content deletes a file).
@@ -35,17 +34,14 @@ func (p *writePlan) lookup(ix *folderIndex, id manifest.Identity) (string, bool)
 	return loc.File, ok
 }
 
-// message summarises the commit: the single change, or a count for a group.
-func (p *writePlan) message(target types.NamespacedName) string {
-	if len(p.actions) == 1 {
-		a := p.actions[0]
-		return fmt.Sprintf("%s %s", a.verb, a.id)
-	}
-	msg := fmt.Sprintf("%s: %d changes\n", target, len(p.actions))
+// message renders the commit message with the target's templates.
+func (p *writePlan) message(t *target) string {
+	changes := make([]MessageChange, 0, len(p.actions))
 	for _, a := range p.actions {
-		msg += fmt.Sprintf("\n- %s %s", a.verb, a.id)
+		changes = append(changes, MessageChange{Verb: a.verb, Group: a.id.Group, Kind: a.id.Kind, Namespace: a.id.Namespace,
+			Name: a.id.Name, Object: a.id.String(), Path: a.path})
 	}
-	return msg + "\n"
+	return t.spec.Messages.Render(t.spec.Key.String(), t.spec.Committer.Name, changes)
 }
 
 // plan resolves every dirty key to its current state and edits the files holding them.
@@ -97,7 +93,7 @@ func (w *worker) planOne(t *target, p *writePlan, read func(string) ([]byte, err
 		}
 		p.files[file] = out
 		p.located[id] = ""
-		p.actions = append(p.actions, action{"Delete", id})
+		p.actions = append(p.actions, action{"Delete", id, file})
 		return nil
 	}
 	if w.opts.Sensitive(k.GVR.GroupResource()) {
@@ -128,7 +124,7 @@ func (w *worker) planOne(t *target, p *writePlan, read func(string) ([]byte, err
 	if !exists {
 		verb = "Create"
 	}
-	p.actions = append(p.actions, action{verb, id})
+	p.actions = append(p.actions, action{verb, id, path})
 	p.located[id] = path
 	return nil
 }

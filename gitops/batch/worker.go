@@ -303,7 +303,7 @@ func (w *worker) flush(ctx context.Context, t *target, dirty map[ObjectKey]bool)
 			return len(p.refused) > 0, nil
 		}
 		sig := object.Signature{Name: t.spec.Committer.Name, Email: t.spec.Committer.Email, When: time.Now()}
-		sha, err := w.repo.Commit(w.remoteTip, p.files, sig, sig, p.message(t.spec.Key))
+		sha, err := w.repo.Commit(w.remoteTip, p.files, sig, sig, p.message(t))
 		if errors.Is(err, repo.ErrNoChange) {
 			return false, nil
 		}

@@ -87,10 +87,15 @@ func (r *GitTargetReconciler) reconcile(ctx context.Context, t *v1alpha1.GitTarg
 		}
 		return ctrl.Result{}, err
 	}
+	messages, err := batch.ParseMessages(t.Spec.CommitMessage.Single, t.Spec.CommitMessage.Group)
+	if err != nil {
+		v1alpha1.SetStalled(conds, t.Generation, v1alpha1.ReasonInvalidTemplate, fmt.Sprintf("spec.commitMessage: %v", err))
+		return ctrl.Result{}, nil
+	}
 	st, err := r.Writer.EnsureTarget(ctx, batch.TargetSpec{
 		Key: client.ObjectKeyFromObject(t), URL: p.Spec.URL, Auth: auth,
 		Branch: t.Spec.Branch, Folder: t.Spec.Path, Window: WindowConfig(t.Spec.CommitWindow),
-		Committer: committer(&p),
+		Committer: committer(&p), Messages: messages,
 	})
 	applyWriterStatus(t, st)
 	if err != nil {

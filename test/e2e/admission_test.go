@@ -236,4 +236,20 @@ spec:
 `, "apply", "--dry-run=server", "-f", "-")
 	require.Error(t, err)
 	assert.Contains(t, out, `branch "feature" is not allowed by GitProvider over-a/repo`)
+
+	out, err = kubectlErr(`apiVersion: reverser.gitops.dev/v1alpha1
+kind: GitTarget
+metadata:
+  name: bad-template
+  namespace: over-a
+spec:
+  providerRef:
+    name: repo
+  branch: main
+  path: clusters/dev
+  commitMessage:
+    single: "{{.Verb"
+`, "apply", "--dry-run=server", "-f", "-")
+	require.Error(t, err)
+	assert.Contains(t, out, "spec.commitMessage")
 }

@@ -1,0 +1,42 @@
+package batch
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestMessages(t *testing.T) {
+	app := MessageChange{Verb: "Update", Kind: "ConfigMap", Namespace: "team-a", Name: "app", Object: "ConfigMap team-a/app", Path: "live/team-a/configmaps/app.yaml"}
+	api := MessageChange{Verb: "Create", Group: "apps", Kind: "Deployment", Namespace: "team-a", Name: "api", Object: "apps/Deployment team-a/api"}
+	cases := []struct {
+		name          string
+		single, group string
+		changes       []MessageChange
+		want          string
+	}{
+		{"says what happened to a single object by default", "", "", []MessageChange{app}, "Update ConfigMap team-a/app"},
+		{"counts a group and lists it by default", "", "", []MessageChange{app, api},
+			"team-a/live: 2 changes by alice\n\n- Update ConfigMap team-a/app\n- Create apps/Deployment team-a/api\n"},
+		{"renders a custom single template", "chore({{.Namespace}}): {{.Verb}} {{.Kind}} {{.Name}} in {{.Path}}", "", []MessageChange{app},
+			"chore(team-a): Update ConfigMap app in live/team-a/configmaps/app.yaml"},
+		{"renders a custom group template", "", "sync {{.Target}} ({{len .Changes}})", []MessageChange{app, api}, "sync team-a/live (2)"},
+		{"falls back to the default when a template renders nothing", "{{if false}}x{{end}}", "", []MessageChange{app}, "Update ConfigMap team-a/app"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			m, err := ParseMessages(tc.single, tc.group)
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, m.Render("team-a/live", "alice", tc.changes))
+		})
+	}
+}
+
+func TestParseMessagesRefusesBadTemplates(t *testing.T) {
+	_, err := ParseMessages("{{.Verb", "")
+	assert.ErrorIs(t, err, ErrInvalidTemplate)
+	assert.ErrorContains(t, err, "single")
+	_, err = ParseMessages("", "{{.NoSuchField}}")
+	assert.ErrorIs(t, err, ErrInvalidTemplate, "a template naming an unknown variable is refused before any commit")
+}
