@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
@@ -108,7 +109,12 @@ func run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	log := ctrl.Log.WithName("gitops-reverser")
 	statusEvents := make(chan event.TypedGenericEvent[*v1alpha1.GitTarget], 1024)
 	var w *watcher.Watcher
+	writerMetrics, err := batch.NewMetrics(ctrlmetrics.Registry)
+	if err != nil {
+		return err
+	}
 	writer := batch.NewManager(batch.Options{
+		Metrics: writerMetrics,
 		WorkDir: opts.WorkDir,
 		Log:     log.WithName("writer"),
 		OnStatus: func(k types.NamespacedName) {

@@ -64,6 +64,8 @@ type Options struct {
 	// Sensitive says which resources must never be written in plaintext; the writer refuses
 	// them until encryption exists. Default: CoreSecretsOnly.
 	Sensitive func(schema.GroupResource) bool
+	// Metrics records the writer's metrics; nil records nothing.
+	Metrics *Metrics
 	// OnFolderReady is called when a target's folder became writable, so the watcher can
 	// send it a full snapshot.
 	OnFolderReady func(types.NamespacedName)
@@ -198,6 +200,10 @@ func (m *Manager) workerFor(ctx context.Context, spec TargetSpec) (*worker, erro
 		r, err := repo.Open(ctx, dir, spec.URL, spec.Auth)
 		if err != nil {
 			return nil, fmt.Errorf("opening the local clone of %s: %w", spec.URL, err)
+		}
+		if damage := r.RepairedDamage(); damage != nil {
+			m.opts.Metrics.repaired()
+			m.opts.Log.Info("local clone was damaged and has been rebuilt", "repository", wk.url, "branch", wk.branch, "damage", damage.Error())
 		}
 		w = newWorker(wk, r, m.opts)
 		m.workers[wk] = w

@@ -35,7 +35,14 @@ type target struct {
 	index atomic.Pointer[folderIndex]
 	st    TargetStatus
 
-	// guarded by worker.qmu
+	// q is this target's queue; its fields are guarded by worker.qmu.
+	q *queue
+}
+
+// queue holds a target's dirty object keys and its open window. It lives apart from the
+// Git-side state so that recording a change never waits for a commit or push in progress:
+// a window measures the silence of incoming changes, not of the worker.
+type queue struct {
 	dirty  map[ObjectKey]bool
 	window Window
 }
@@ -54,8 +61,9 @@ type worker struct {
 	lastFetch time.Time
 	targets   map[types.NamespacedName]*target
 
-	// qmu guards the dirty sets and windows, so submitting never waits for a push.
+	// qmu guards queues (and every queue's fields), so submitting never waits for a push.
 	qmu     sync.Mutex
+	queues  map[types.NamespacedName]*queue
 	wake    chan struct{}
 	backoff time.Duration
 	retryAt time.Time
@@ -66,6 +74,7 @@ func newWorker(key workerKey, r *repo.Repo, opts Options) *worker {
 		key: key, repo: r, opts: opts,
 		log:     opts.Log.WithValues("repository", key.url, "branch", key.branch),
 		targets: map[types.NamespacedName]*target{},
+		queues:  map[types.NamespacedName]*queue{},
 		wake:    make(chan struct{}, 1),
 	}
 }
@@ -78,24 +87,38 @@ func (w *worker) poke() {
 }
 
 func (w *worker) submit(c Change) {
-	w.mu.Lock()
-	t, ok := w.targets[c.Target]
-	w.mu.Unlock()
-	if !ok {
-		return
-	}
 	now := time.Now()
 	w.qmu.Lock()
-	if _, seen := t.dirty[c.Key]; !seen {
-		t.window.Count++
+	q, ok := w.queues[c.Target]
+	if !ok {
+		w.qmu.Unlock()
+		return
 	}
-	t.dirty[c.Key] = c.AllowDelete
-	if t.window.First.IsZero() {
-		t.window.First = now
+	if _, seen := q.dirty[c.Key]; !seen {
+		q.window.Count++
 	}
-	t.window.Last = now
+	q.dirty[c.Key] = c.AllowDelete
+	if q.window.First.IsZero() {
+		q.window.First = now
+	}
+	q.window.Last = now
 	w.qmu.Unlock()
+	w.reportPending()
 	w.poke()
+}
+
+// reportPending publishes the number of dirty objects on this worker.
+func (w *worker) reportPending() {
+	if w.opts.Metrics == nil {
+		return
+	}
+	n := 0
+	w.qmu.Lock()
+	for _, q := range w.queues {
+		n += len(q.dirty)
+	}
+	w.qmu.Unlock()
+	w.opts.Metrics.pending(w.key, n)
 }
 
 func (w *worker) status(key types.NamespacedName) (TargetStatus, bool) {
@@ -112,6 +135,9 @@ func (w *worker) removeTarget(key types.NamespacedName) {
 	w.mu.Lock()
 	delete(w.targets, key)
 	w.mu.Unlock()
+	w.qmu.Lock()
+	delete(w.queues, key)
+	w.qmu.Unlock()
 }
 
 // ensureTarget registers the target, fetches the branch and re-reads folders when the
@@ -120,8 +146,11 @@ func (w *worker) ensureTarget(ctx context.Context, spec TargetSpec) (*target, Ta
 	w.mu.Lock()
 	t, ok := w.targets[spec.Key]
 	if !ok {
-		t = &target{spec: spec, dirty: map[ObjectKey]bool{}}
+		t = &target{spec: spec, q: &queue{dirty: map[ObjectKey]bool{}}}
 		w.targets[spec.Key] = t
+		w.qmu.Lock()
+		w.queues[spec.Key] = t.q
+		w.qmu.Unlock()
 	}
 	wasSupported := t.st.Known && t.verdict.Supported
 	folderChanged := ok && t.spec.Folder != spec.Folder
@@ -247,22 +276,23 @@ func (w *worker) flushIfDue(ctx context.Context, key types.NamespacedName, now t
 		return 0, nil
 	}
 	w.qmu.Lock()
-	due, wait := Due(t.window, t.spec.Window, now)
+	due, wait := Due(t.q.window, t.spec.Window, now)
 	if !due || !t.st.Known || !t.verdict.Supported {
 		w.qmu.Unlock()
 		w.mu.Unlock()
 		return wait, nil
 	}
-	dirty := t.dirty
-	t.dirty, t.window = map[ObjectKey]bool{}, Window{}
+	dirty, opened := t.q.dirty, t.q.window.First
+	t.q.dirty, t.q.window = map[ObjectKey]bool{}, Window{}
 	w.qmu.Unlock()
-	changed, err := w.flush(ctx, t, dirty)
+	changed, err := w.flush(ctx, t, dirty, opened)
 	if err != nil {
 		w.requeue(t, dirty)
 		t.st.LastError = err.Error()
 		changed = true
 	}
 	w.mu.Unlock()
+	w.reportPending()
 	if changed {
 		w.opts.OnStatus(key)
 	}
@@ -275,20 +305,20 @@ func (w *worker) requeue(t *target, dirty map[ObjectKey]bool) {
 	defer w.qmu.Unlock()
 	now := time.Now()
 	for k, del := range dirty {
-		if _, ok := t.dirty[k]; !ok {
-			t.dirty[k] = del
-			t.window.Count++
+		if _, ok := t.q.dirty[k]; !ok {
+			t.q.dirty[k] = del
+			t.q.window.Count++
 		}
 	}
-	if t.window.First.IsZero() {
-		t.window.First = now
+	if t.q.window.First.IsZero() {
+		t.q.window.First = now
 	}
-	t.window.Last = now
+	t.q.window.Last = now
 }
 
 // flush writes the dirty objects of one target in one commit and pushes it, replaying the
 // writes on the new remote tip when someone else pushed first. Callers hold w.mu.
-func (w *worker) flush(ctx context.Context, t *target, dirty map[ObjectKey]bool) (bool, error) {
+func (w *worker) flush(ctx context.Context, t *target, dirty map[ObjectKey]bool, opened time.Time) (bool, error) {
 	for attempt := 1; ; attempt++ {
 		if !t.verdict.Supported {
 			w.requeue(t, dirty) // kept until the folder is fixed; the cluster holds the state
@@ -310,7 +340,11 @@ func (w *worker) flush(ctx context.Context, t *target, dirty map[ObjectKey]bool)
 		if err != nil {
 			return false, fmt.Errorf("committing: %w", err)
 		}
+		built := time.Now()
 		err = w.repo.Push(ctx, w.key.branch, sha, w.remoteTip)
+		if errors.Is(err, repo.ErrRemoteMoved) {
+			w.opts.Metrics.push("conflict")
+		}
 		if errors.Is(err, repo.ErrRemoteMoved) && attempt < maxPushAttempts {
 			w.log.Info("remote moved; replaying writes on the new tip", "gitTarget", t.spec.Key.String(), "attempt", attempt)
 			if err := w.refresh(ctx, false); err != nil {
@@ -319,8 +353,11 @@ func (w *worker) flush(ctx context.Context, t *target, dirty map[ObjectKey]bool)
 			continue
 		}
 		if err != nil {
+			w.opts.Metrics.push("failed")
 			return false, fmt.Errorf("pushing %s: %w", sha, err)
 		}
+		w.opts.Metrics.push("pushed")
+		w.opts.Metrics.delivered(time.Since(opened).Seconds(), time.Since(built).Seconds())
 		w.remoteTip = sha
 		for path, content := range p.files {
 			if err := t.index.Load().setFile(path, content); err != nil {

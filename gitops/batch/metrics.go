@@ -1,0 +1,68 @@
+package batch
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Metrics of the Git writer. A nil *Metrics records nothing.
+type Metrics struct {
+	// ChangeToPush is the time from an object being marked dirty (its window opening) to the
+	// push that delivered it.
+	ChangeToPush prometheus.Histogram
+	// CommitToPush is the time from a commit being built to its push succeeding.
+	CommitToPush prometheus.Histogram
+	// Pushes counts pushes by outcome: pushed, conflict (remote moved, replayed), failed.
+	Pushes *prometheus.CounterVec
+	// Pending is the number of dirty objects waiting per worker (repository and branch).
+	Pending *prometheus.GaugeVec
+	// Repairs counts local clones found damaged and rebuilt.
+	Repairs prometheus.Counter
+}
+
+// NewMetrics creates the writer's collectors and registers them with reg.
+func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
+	buckets := []float64{0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120}
+	m := &Metrics{
+		ChangeToPush: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "gitops_reverser_change_to_push_seconds",
+			Help: "Time from a change being recorded to the push that delivered it.", Buckets: buckets}),
+		CommitToPush: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "gitops_reverser_commit_to_push_seconds",
+			Help: "Time from a commit being built to its push succeeding.", Buckets: buckets}),
+		Pushes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "gitops_reverser_git_pushes_total",
+			Help: "Pushes by outcome: pushed, conflict (remote moved; writes replayed), failed."}, []string{"outcome"}),
+		Pending: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "gitops_reverser_pending_changes",
+			Help: "Objects waiting to be committed, per repository and branch."}, []string{"repository", "branch"}),
+		Repairs: prometheus.NewCounter(prometheus.CounterOpts{Name: "gitops_reverser_clone_repairs_total",
+			Help: "Local clones found damaged (e.g. after a crash) and rebuilt from the remote."}),
+	}
+	for _, c := range []prometheus.Collector{m.ChangeToPush, m.CommitToPush, m.Pushes, m.Pending, m.Repairs} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+func (m *Metrics) push(outcome string) {
+	if m != nil {
+		m.Pushes.WithLabelValues(outcome).Inc()
+	}
+}
+
+func (m *Metrics) pending(k workerKey, n int) {
+	if m != nil {
+		m.Pending.WithLabelValues(k.url, k.branch).Set(float64(n))
+	}
+}
+
+func (m *Metrics) delivered(changeAge, commitAge float64) {
+	if m != nil {
+		m.ChangeToPush.Observe(changeAge)
+		m.CommitToPush.Observe(commitAge)
+	}
+}
+
+func (m *Metrics) repaired() {
+	if m != nil {
+		m.Repairs.Inc()
+	}
+}

@@ -1,0 +1,289 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"math/rand"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/util/retry"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// burst writes n ConfigMaps named prefix-0..n-1 holding value.
+func burst(t *testing.T, ns, prefix string, n int, value string) {
+	t.Helper()
+	out, err := burstErr(ns, prefix, n, value)
+	require.NoError(t, err, out)
+}
+
+// burstAsync runs burst in the background; wait on the channel for its outcome.
+func burstAsync(ns, prefix string, n int, value string) <-chan error {
+	done := make(chan error, 1)
+	go func() {
+		out, err := burstErr(ns, prefix, n, value)
+		if err != nil {
+			err = fmt.Errorf("%w: %s", err, out)
+		}
+		done <- err
+	}()
+	return done
+}
+
+// burstErr writes the ConfigMaps with 8 concurrent clients (kubectl applies a List one
+// object at a time, too slowly for a burst), creating or updating each.
+func burstErr(ns, prefix string, n int, value string) (string, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", shared.kubeconfig)
+	if err != nil {
+		return "", err
+	}
+	cfg.QPS, cfg.Burst = 500, 500
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return "", err
+	}
+	names := make(chan int)
+	errs := make(chan error, 8)
+	var wg sync.WaitGroup
+	for w := 0; w < 8; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range names {
+				if err := upsertConfigMap(cs, ns, fmt.Sprintf("%s-%d", prefix, i), value); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	for i := 0; i < n; i++ {
+		names <- i
+	}
+	close(names)
+	wg.Wait()
+	close(errs)
+	return "", <-errs
+}
+
+func upsertConfigMap(cs kubernetes.Interface, ns, name, value string) error {
+	ctx := context.Background()
+	cms := cs.CoreV1().ConfigMaps(ns)
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cm, err := cms.Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			_, err = cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Data: map[string]string{"v": value}}, metav1.CreateOptions{})
+			return err
+		}
+		if err != nil {
+			return err
+		}
+		cm.Data = map[string]string{"v": value}
+		_, err = cms.Update(ctx, cm, metav1.UpdateOptions{})
+		return err
+	})
+}
+
+// folderFiles lists the files under path on main.
+func folderFiles(remote, path string) []string {
+	out, err := gitErr(remote, "ls-tree", "-r", "--name-only", "main", path+"/")
+	if err != nil || strings.TrimSpace(out) == "" {
+		return nil
+	}
+	return strings.Split(strings.TrimSpace(out), "\n")
+}
+
+// waitObjects waits until every ConfigMap prefix-0..n-1 is on main holding value.
+func waitObjects(t *testing.T, remote, folder, ns, prefix string, n int, value string, timeout time.Duration) {
+	t.Helper()
+	eventually(t, timeout, fmt.Sprintf("%d objects in %s", n, folder), func() (bool, string) {
+		missing := 0
+		var first string
+		for i := 0; i < n; i++ {
+			c, ok := fileAt(remote, fmt.Sprintf("%s/%s/configmaps/%s-%d.yaml", folder, ns, prefix, i))
+			if !ok || !strings.Contains(c, fmt.Sprintf("v: %s", value)) {
+				missing++
+				if first == "" {
+					first = fmt.Sprintf("%s-%d", prefix, i)
+				}
+			}
+		}
+		return missing == 0, fmt.Sprintf("%d missing, first %s", missing, first)
+	})
+}
+
+func assertLinear(t *testing.T, remote string) {
+	t.Helper()
+	merges := strings.TrimSpace(git(t, remote, "rev-list", "--merges", "main"))
+	assert.Empty(t, merges, "history must be linear")
+}
+
+// assertNoDuplicateDocuments checks every file of folder holds exactly one document.
+func assertNoDuplicateDocuments(t *testing.T, remote, folder string) {
+	t.Helper()
+	for _, f := range folderFiles(remote, folder) {
+		c, _ := fileAt(remote, f)
+		assert.Equal(t, 1, strings.Count(c, "kind: ConfigMap"), "one document in %s", f)
+	}
+}
+
+func TestBurstOfAThousandConfigMapsMakesAHandfulOfCommits(t *testing.T) {
+	remote := newRemote(t)
+	startOperator(t, t.TempDir())
+	setupTarget(t, "burst-a", remote, "live", "1s")
+	watchConfigMaps(t, "burst-a", "")
+	before := len(commits(t, remote))
+	burst(t, "burst-a", "cm", 1000, "one")
+	waitObjects(t, remote, "live", "burst-a", "cm", 1000, "one", 3*time.Minute)
+	made := len(commits(t, remote)) - before
+	t.Logf("1000 ConfigMaps became %d commits", made)
+	assert.LessOrEqual(t, made, 25, "a burst is batched into a handful of commits")
+	fsck(t, remote)
+}
+
+func TestHumanCommitsDuringABurstAreKeptAndHistoryIsLinear(t *testing.T) {
+	remote := newRemote(t)
+	startOperator(t, t.TempDir())
+	setupTarget(t, "human-a", remote, "live", "1s")
+	watchConfigMaps(t, "human-a", "")
+
+	clone := t.TempDir()
+	out, err := execGit(clone, "clone", remote, ".")
+	require.NoError(t, err, out)
+	done := make(chan error, 1)
+	go func() {
+		for i := 0; i < 20; i++ {
+			if err := humanCommit(clone, i); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	burst(t, "human-a", "cm", 200, "x")
+	require.NoError(t, <-done)
+	waitObjects(t, remote, "live", "human-a", "cm", 200, "x", 3*time.Minute)
+	log := git(t, remote, "log", "--format=%s", "main")
+	for i := 0; i < 20; i++ {
+		assert.Contains(t, log, fmt.Sprintf("human change %d", i))
+	}
+	assertLinear(t, remote)
+	assertNoDuplicateDocuments(t, remote, "live")
+	fsck(t, remote)
+}
+
+// humanCommit commits a note outside the target folder, rebasing on the operator's pushes.
+func humanCommit(dir string, i int) error {
+	if err := writeFile(filepath.Join(dir, "notes", fmt.Sprintf("%d.md", i)), "note\n"); err != nil {
+		return err
+	}
+	steps := [][]string{{"add", "notes"}, {"-c", "user.name=Human", "-c", "user.email=h@example.com", "commit", "-q", "-m", fmt.Sprintf("human change %d", i)}}
+	for _, s := range steps {
+		if out, err := execGit(dir, s...); err != nil {
+			return fmt.Errorf("%v: %s", err, out)
+		}
+	}
+	for attempt := 0; attempt < 200; attempt++ {
+		if _, err := execGit(dir, "push", "-q", "origin", "HEAD:main"); err == nil {
+			return nil
+		}
+		if out, err := execGit(dir, "-c", "user.name=Human", "-c", "user.email=h@example.com", "pull", "-q", "--rebase", "origin", "main"); err != nil {
+			return fmt.Errorf("pull --rebase: %v: %s", err, out)
+		}
+	}
+	return fmt.Errorf("human push %d never went through", i)
+}
+
+func TestKillNineDuringABurstConverges(t *testing.T) {
+	remote := newRemote(t)
+	work := t.TempDir()
+	op := startOperator(t, work)
+	setupTarget(t, "kill-a", remote, "live", "0s")
+	watchConfigMaps(t, "kill-a", "")
+	rng := rand.New(rand.NewSource(time.Now().UnixNano()))
+	for round := 0; round < 5; round++ {
+		applied := burstAsync("kill-a", "cm", 100, fmt.Sprintf("r%d", round))
+		time.Sleep(time.Duration(200+rng.Intn(1500)) * time.Millisecond)
+		require.NoError(t, op.cmd.Process.Signal(syscall.SIGKILL))
+		<-op.done
+		require.NoError(t, <-applied)
+		op = startOperator(t, work)
+	}
+	burst(t, "kill-a", "cm", 100, "final")
+	waitObjects(t, remote, "live", "kill-a", "cm", 100, "final", 3*time.Minute)
+	assertNoDuplicateDocuments(t, remote, "live")
+	assertLinear(t, remote)
+	fsck(t, remote)
+}
+
+func TestRemoteOutageDuringABurstLandsAfterwards(t *testing.T) {
+	remote := newRemote(t)
+	startOperator(t, t.TempDir())
+	setupTarget(t, "down-a", remote, "live", "0s")
+	watchConfigMaps(t, "down-a", "")
+	// The remote disappears (a file:// remote moved away stands in for an outage).
+	away := remote + ".away"
+	require.NoError(t, os.Rename(remote, away))
+	burst(t, "down-a", "cm", 100, "during")
+	time.Sleep(30 * time.Second)
+	require.NoError(t, os.Rename(away, remote))
+	waitObjects(t, remote, "live", "down-a", "cm", 100, "during", 4*time.Minute)
+	fsck(t, remote)
+}
+
+func TestTwoProvidersOnOneRepositoryShareOneWorker(t *testing.T) {
+	remote := newRemote(t)
+	op := startOperator(t, t.TempDir())
+	setupTarget(t, "two-a", remote, "team-a", "0s")
+	// The same repository spelled differently: one worker after URL normalisation.
+	kubectl(t, fmt.Sprintf(`apiVersion: v1
+kind: Namespace
+metadata:
+  name: two-b
+---
+apiVersion: reverser.gitops.dev/v1alpha1
+kind: GitProvider
+metadata:
+  name: repo
+  namespace: two-b
+spec:
+  url: file://%s/
+---
+apiVersion: reverser.gitops.dev/v1alpha1
+kind: GitTarget
+metadata:
+  name: live
+  namespace: two-b
+spec:
+  providerRef:
+    name: repo
+  branch: main
+  path: team-b
+  commitWindow:
+    quiet: 0s
+`, remote), "apply", "-f", "-")
+	kubectl(t, "", "-n", "two-b", "wait", "--for=condition=Ready", "--timeout=60s", "gittarget/live")
+	watchConfigMaps(t, "two-a", "")
+	watchConfigMaps(t, "two-b", "")
+	applied := burstAsync("two-a", "cm", 100, "a")
+	burst(t, "two-b", "cm", 100, "b")
+	require.NoError(t, <-applied)
+	waitObjects(t, remote, "team-a", "two-a", "cm", 100, "a", 3*time.Minute)
+	waitObjects(t, remote, "team-b", "two-b", "cm", 100, "b", 3*time.Minute)
+	assert.NotContains(t, op.logs.String(), "remote moved", "one worker per repository and branch never races itself")
+	assertLinear(t, remote)
+	fsck(t, remote)
+}
