@@ -21,7 +21,7 @@ manifests: ## Regenerate CRDs, RBAC and deepcopy code with controller-gen.
 	@echo "controller-gen $(CONTROLLER_GEN_VERSION): generating (first run builds it, about a minute)"
 	$(CONTROLLER_GEN) object paths=./api/...
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases
-	$(CONTROLLER_GEN) rbac:roleName=gitops-reverser paths="./gitops/...;./watcher/...;./webhook/...;./cmd/..." output:rbac:artifacts:config=config/rbac
+	$(CONTROLLER_GEN) rbac:roleName=gitops-reverser paths="./gitops/...;./watcher/...;./webhook/...;./certs/...;./cmd/..." output:rbac:artifacts:config=config/rbac
 
 .PHONY: lint
 lint: ## gofmt, go vet, and a check that generated files are up to date.

@@ -29,6 +29,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 
 	"github.com/gitops-reverser/gitops-reverser/api/v1alpha1"
+	"github.com/gitops-reverser/gitops-reverser/certs"
 	"github.com/gitops-reverser/gitops-reverser/gitops/batch"
 	gitopsctrl "github.com/gitops-reverser/gitops-reverser/gitops/controller"
 	"github.com/gitops-reverser/gitops-reverser/watcher"
@@ -84,6 +85,20 @@ func run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	if leaderNS == "" {
 		leaderNS = opts.Namespace
 	}
+	var serving *certs.Certs
+	var webhookServer webhook.Server
+	if opts.WebhookPort != 0 {
+		co := opts.Certs
+		co.Namespace, co.CertDir = opts.Namespace, opts.WebhookCertDir
+		co.WebhookConfigurations = []string{opts.WebhookConfigName}
+		co.Log = ctrl.Log.WithName("certs")
+		if serving, err = certs.New(co); err != nil {
+			return fmt.Errorf("webhook certificates: %w", err)
+		}
+		webhookServer = serving.GatedServer(webhook.NewServer(webhook.Options{
+			Host: opts.WebhookHost, Port: opts.WebhookPort, CertDir: opts.WebhookCertDir,
+		}))
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  scheme,
 		Metrics:                 metricsserver.Options{BindAddress: opts.MetricsAddr},
@@ -91,9 +106,7 @@ func run(ctx context.Context, cfg *rest.Config, opts Options) error {
 		LeaderElection:          opts.LeaderElect,
 		LeaderElectionID:        "gitops-reverser.reverser.gitops.dev",
 		LeaderElectionNamespace: leaderNS,
-		WebhookServer: webhook.NewServer(webhook.Options{
-			Host: opts.WebhookHost, Port: opts.WebhookPort, CertDir: opts.WebhookCertDir,
-		}),
+		WebhookServer:           webhookServer,
 	})
 	if err != nil {
 		return fmt.Errorf("creating manager: %w", err)
@@ -170,7 +183,10 @@ func run(ctx context.Context, cfg *rest.Config, opts Options) error {
 			return err
 		}
 	}
-	if opts.WebhookPort != 0 {
+	if serving != nil {
+		if err := serving.SetupWithManager(mgr); err != nil {
+			return fmt.Errorf("webhook certificates: %w", err)
+		}
 		if err := setupWebhooks(ctx, mgr, cfg, opts, writer); err != nil {
 			return fmt.Errorf("setting up the admission webhooks: %w", err)
 		}

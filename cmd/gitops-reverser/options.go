@@ -9,6 +9,8 @@ import (
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/gitops-reverser/gitops-reverser/certs"
 )
 
 // Options are the manager's flags.
@@ -31,6 +33,8 @@ type Options struct {
 	WebhookWarnAlways  bool
 	WebhookSkipUsers   stringList
 	SensitiveResources stringList
+	// Certs configures the webhook serving certificate (self-managed or cert-manager).
+	Certs certs.Options
 }
 
 // defaultSkipUsers are GitOps controllers that apply from Git: judging (and mirroring
@@ -59,6 +63,7 @@ func (o *Options) bind(fs *flag.FlagSet) {
 	fs.BoolVar(&o.WebhookWarnAlways, "webhook-warn-always", false, "Add the 'where it lands' warning to every allowed request, not only to dry-runs.")
 	o.WebhookSkipUsers = append(stringList(nil), defaultSkipUsers...)
 	fs.Var(&o.WebhookSkipUsers, "webhook-skip-users", "Comma-separated usernames whose writes never reach the watched-objects webhook (the operator's own identity is always added).")
+	o.Certs.BindFlags(fs)
 	fs.Var(&o.SensitiveResources, "sensitive-resources", "Comma-separated resource.group names (besides core secrets) that must never reach Git in plaintext, e.g. sealedsecrets.bitnami.com.")
 }
 

@@ -49,7 +49,8 @@ func startOperator(t *testing.T, workDir string, extraArgs ...string) *operator 
 		"--metrics-bind-address", "0",
 		"--health-probe-bind-address", "0",
 		"--git-poll-interval", "2s",
-		"--namespace", "gitops-reverser-system",
+		"--namespace", operatorNamespace,
+		"--webhook-cert-extra-ips", "127.0.0.1",
 		"--webhook-host", "127.0.0.1",
 		"--webhook-port", strconv.Itoa(shared.webhookPort),
 		"--webhook-cert-dir", shared.certDir,
@@ -66,7 +67,9 @@ func startOperator(t *testing.T, workDir string, extraArgs ...string) *operator 
 			t.Logf("operator logs:\n%s", op.logs.String())
 		}
 	})
-	require.NoError(t, waitTLS(shared.webhookPort, shared.caBundle, 30*time.Second), op.logs.String())
+	ca, err := injectedCABundle(30 * time.Second)
+	require.NoError(t, err, op.logs.String())
+	require.NoError(t, waitTLS(shared.webhookPort, ca, 30*time.Second), op.logs.String())
 	return op
 }
 

@@ -4,6 +4,7 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -11,12 +12,13 @@ import (
 	"runtime"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/gitops-reverser/gitops-reverser/config"
-	"github.com/gitops-reverser/gitops-reverser/test/testcerts"
 )
 
 // suite is the one control plane and binary shared by the package's tests.
@@ -28,7 +30,6 @@ type suite struct {
 	binary             string
 	dir                string
 	certDir            string
-	caBundle           []byte
 	webhookPort        int
 }
 
@@ -110,9 +111,6 @@ func setupWebhook(cfg *rest.Config) error {
 		return err
 	}
 	var err error
-	if shared.caBundle, err = testcerts.WriteServing(shared.certDir); err != nil {
-		return err
-	}
 	if shared.webhookPort, err = freePort(); err != nil {
 		return err
 	}
@@ -120,5 +118,10 @@ func setupWebhook(cfg *rest.Config) error {
 	if err != nil {
 		return err
 	}
-	return installWebhookConfiguration(cs, shared.webhookPort, shared.caBundle)
+	// The operator's namespace holds its self-managed certificate Secret.
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: operatorNamespace}}
+	if _, err := cs.CoreV1().Namespaces().Create(context.Background(), ns, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	return installWebhookConfiguration(cs, shared.webhookPort)
 }

@@ -4,9 +4,11 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/base64"
 	"fmt"
 	"net"
 	"strconv"
+	"strings"
 	"time"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
@@ -15,9 +17,26 @@ import (
 	"k8s.io/utils/ptr"
 )
 
-// The e2e runs the binary out of cluster, so its webhook is reached at 127.0.0.1 with a CA
-// made here (TESTING.md); in a cluster the certs package or cert-manager provides it.
-const webhookConfigName = "gitops-reverser"
+// The e2e runs the binary out of cluster: its webhook is reached at 127.0.0.1, and the
+// operator's self-managed certificate (with an IP SAN for it) and caBundle are used as in a
+// cluster.
+const (
+	webhookConfigName = "gitops-reverser"
+	operatorNamespace = "gitops-reverser-system"
+)
+
+// injectedCABundle returns the caBundle the operator wrote into both webhooks, once it has.
+func injectedCABundle(timeout time.Duration) ([]byte, error) {
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		out, err := kubectlErr("", "get", "validatingwebhookconfiguration", webhookConfigName, "-o", "jsonpath={.webhooks[*].clientConfig.caBundle}")
+		if f := strings.Fields(out); err == nil && len(f) == 2 && f[0] == f[1] {
+			return base64.StdEncoding.DecodeString(f[0])
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return nil, fmt.Errorf("the operator did not inject a caBundle into %s within %s", webhookConfigName, timeout)
+}
 
 // freePort asks the kernel for a free loopback port.
 func freePort() (int, error) {
@@ -32,21 +51,21 @@ func freePort() (int, error) {
 // installWebhookConfiguration registers both webhooks the way the chart does, but with a
 // URL client config: the watched-objects entry starts with no rules (the operator fills
 // them), the own-resources entry validates GitTargets and fails closed.
-func installWebhookConfiguration(cs kubernetes.Interface, port int, caBundle []byte) error {
+func installWebhookConfiguration(cs kubernetes.Interface, port int) error {
 	base := "https://127.0.0.1:" + strconv.Itoa(port)
 	vwc := &admissionv1.ValidatingWebhookConfiguration{
 		ObjectMeta: metav1.ObjectMeta{Name: webhookConfigName},
 		Webhooks: []admissionv1.ValidatingWebhook{
 			{
 				Name:                    "watched.reverser.gitops.dev",
-				ClientConfig:            admissionv1.WebhookClientConfig{URL: ptr.To(base + "/validate/watched"), CABundle: caBundle},
+				ClientConfig:            admissionv1.WebhookClientConfig{URL: ptr.To(base + "/validate/watched")},
 				SideEffects:             ptr.To(admissionv1.SideEffectClassNone),
 				AdmissionReviewVersions: []string{"v1"},
 				FailurePolicy:           ptr.To(admissionv1.Ignore),
 			},
 			{
 				Name:                    "reverser.gitops.dev",
-				ClientConfig:            admissionv1.WebhookClientConfig{URL: ptr.To(base + "/validate/reverser"), CABundle: caBundle},
+				ClientConfig:            admissionv1.WebhookClientConfig{URL: ptr.To(base + "/validate/reverser")},
 				SideEffects:             ptr.To(admissionv1.SideEffectClassNone),
 				AdmissionReviewVersions: []string{"v1"},
 				FailurePolicy:           ptr.To(admissionv1.Fail),

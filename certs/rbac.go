@@ -1,0 +1,7 @@
+package certs
+
+// The certificate machinery reads (and in self-managed mode writes) its one Secret, and in
+// self-managed mode patches the caBundle of the webhook configurations.
+//
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update;patch
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingwebhookconfigurations,verbs=get;list;watch;patch;update
