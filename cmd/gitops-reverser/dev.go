@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -20,6 +21,7 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -83,24 +85,30 @@ func devSandbox(ctx context.Context, o devOptions) (err error) {
 		return fmt.Errorf("creating %s: %w", remote, err)
 	}
 
-	step("running the operator")
-	mctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() {
-		done <- run(mctx, cfg, Options{MetricsAddr: "0", ProbeAddr: "0", WorkDir: filepath.Join(o.dir, "clones"),
-			GitPollInterval: 10 * time.Second, ProviderCheckInterval: time.Minute})
-	}()
-	defer func() {
-		cancel()
-		err = errors.Join(err, <-done)
-	}()
-
 	scheme, err := newScheme()
 	if err != nil {
 		return err
 	}
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	warnings := &warningRecorder{}
+	userCfg := rest.CopyConfig(cfg)
+	userCfg.WarningHandler = warnings
+	c, err := client.New(userCfg, client.Options{Scheme: scheme})
 	if err != nil {
+		return err
+	}
+	opCfg, opts, err := devOperator(ctx, env, c, o.dir)
+	if err != nil {
+		return err
+	}
+	step("running the operator (its admission webhook on " + opts.WebhookHost + ":" + strconv.Itoa(opts.WebhookPort) + ", self-managed certificate)")
+	mctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- run(mctx, opCfg, opts) }()
+	defer func() {
+		cancel()
+		err = errors.Join(err, <-done)
+	}()
+	if err := waitCABundle(ctx, c); err != nil {
 		return err
 	}
 	if err := devApply(ctx, c, remote); err != nil {
@@ -109,12 +117,15 @@ func devSandbox(ctx context.Context, o devOptions) (err error) {
 	if err := devChange(ctx, c, remote); err != nil {
 		return err
 	}
+	if err := devAdmission(ctx, c, warnings); err != nil {
+		return err
+	}
 	if o.keepRunning {
 		kc, err := writeKubeconfig(env, o.dir)
 		if err != nil {
 			return err
 		}
-		fmt.Printf("\nThe sandbox keeps running. In another shell:\n\n  export KUBECONFIG=%s\n  kubectl -n demo edit configmap app-config\n  git --git-dir %s log --stat\n\nPress Ctrl-C to stop.\n", kc, remote)
+		fmt.Printf("\nThe sandbox keeps running. In another shell:\n\n  export KUBECONFIG=%s\n  kubectl -n demo edit configmap app-config\n  kubectl -n demo create secret generic db --from-literal=password=x --dry-run=server\n  git --git-dir %s log --stat\n\nPress Ctrl-C to stop.\n", kc, remote)
 		<-ctx.Done()
 	}
 	return nil
@@ -133,9 +144,9 @@ func devApply(ctx context.Context, c client.Client, remote string) error {
 		&v1alpha1.GitTarget{ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: "live"},
 			Spec: v1alpha1.GitTargetSpec{ProviderRef: v1alpha1.LocalObjectReference{Name: "local"}, Branch: "main", Path: "live",
 				CommitWindow: v1alpha1.CommitWindow{Quiet: &quiet}}},
-		&v1alpha1.WatchRule{ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: "configmaps"},
+		&v1alpha1.WatchRule{ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: "config"},
 			Spec: v1alpha1.WatchRuleSpec{TargetRef: v1alpha1.LocalObjectReference{Name: "live"},
-				Rules: []v1alpha1.ResourceRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}}}}},
+				Rules: []v1alpha1.ResourceRule{{APIGroups: []string{""}, Resources: []string{"configmaps", "secrets"}}}}},
 	}
 	for _, o := range objs {
 		if err := c.Create(ctx, o); err != nil {
