@@ -143,15 +143,17 @@ func Selector(s *metav1.LabelSelector) (labels.Selector, error) {
 // Matches reports whether an object with these labels, in a namespace with nsLabels, is
 // claimed. nsLabels is consulted only for claims with a NamespaceSelector.
 func (c Claim) Matches(namespace string, objLabels labels.Set, nsLabels func(string) labels.Set) bool {
-	if c.Resource.Namespaced {
-		if c.Namespace != "" && c.Namespace != namespace {
-			return false
-		}
-		if c.Namespace == "" {
-			if c.NamespaceSelector == nil || !c.NamespaceSelector.Matches(nsLabels(namespace)) {
-				return false
-			}
-		}
+	return c.CoversNamespace(namespace, nsLabels) && c.ObjectSelector.Matches(objLabels)
+}
+
+// CoversNamespace reports whether objects in namespace ("" for cluster-scoped objects) are
+// within the claim's scope, whatever their labels.
+func (c Claim) CoversNamespace(namespace string, nsLabels func(string) labels.Set) bool {
+	if !c.Resource.Namespaced {
+		return namespace == ""
 	}
-	return c.ObjectSelector.Matches(objLabels)
+	if c.Namespace != "" {
+		return c.Namespace == namespace
+	}
+	return namespace != "" && c.NamespaceSelector != nil && c.NamespaceSelector.Matches(nsLabels(namespace))
 }

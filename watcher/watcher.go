@@ -23,6 +23,7 @@ import (
 // Sink receives changes; the batch.Manager implements it.
 type Sink interface {
 	Submit(changes ...batch.Change)
+	Snapshot(s batch.Snapshot)
 }
 
 // Options configure a Watcher.
@@ -100,8 +101,10 @@ func (w *Watcher) SetRule(ruleKey string, claims []Claim) {
 	}
 }
 
-// Resync marks every object claimed by target dirty once the informers it needs have synced:
-// the initial snapshot when a target starts, and again whenever its folder becomes writable.
+// Resync marks every object claimed by target dirty once the informers it needs have synced
+// — the initial snapshot when a target starts, and again whenever its folder becomes
+// writable — and hands the writer each resource's complete list, so it can find what Git
+// holds that the cluster no longer does (spec.prune).
 func (w *Watcher) Resync(target types.NamespacedName) {
 	go func() {
 		select {
@@ -111,12 +114,12 @@ func (w *Watcher) Resync(target types.NamespacedName) {
 		}
 		w.mu.RLock()
 		ctx := w.ctx
-		var claims []Claim
+		claims := map[schema.GroupVersionResource][]Claim{}
 		infs := map[schema.GroupVersionResource]cache.SharedIndexInformer{}
 		for gvr, cs := range w.byGVR {
 			for _, c := range cs {
 				if c.Target == target {
-					claims = append(claims, c)
+					claims[gvr] = append(claims[gvr], c)
 					if i := w.informers[gvr]; i != nil {
 						infs[gvr] = i.inf
 					}
@@ -124,22 +127,52 @@ func (w *Watcher) Resync(target types.NamespacedName) {
 			}
 		}
 		w.mu.RUnlock()
-		for _, c := range claims {
-			inf := infs[c.Resource.GVR]
+		for gvr, cs := range claims {
+			inf := infs[gvr]
 			if inf == nil || !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
 				continue
 			}
-			var changes []batch.Change
-			for _, o := range inf.GetStore().List() {
-				u, ok := o.(*unstructured.Unstructured)
-				if ok && c.Matches(u.GetNamespace(), u.GetLabels(), w.opts.NamespaceLabels) {
-					changes = append(changes, change(c, u))
-				}
-			}
-			w.opts.Log.V(1).Info("snapshot", "gitTarget", target.String(), "resource", c.Resource.GVR.String(), "objects", len(changes))
-			w.opts.Sink.Submit(changes...)
+			w.snapshot(target, cs, inf.GetStore().List())
 		}
 	}()
+}
+
+// snapshot submits every listed object some claim selects, then the complete list.
+func (w *Watcher) snapshot(target types.NamespacedName, cs []Claim, objs []interface{}) {
+	var changes []batch.Change
+	del := false
+	for _, c := range cs {
+		del = del || c.Delete
+	}
+	for _, o := range objs {
+		u, ok := o.(*unstructured.Unstructured)
+		if !ok {
+			continue
+		}
+		for _, c := range cs {
+			if c.Matches(u.GetNamespace(), u.GetLabels(), w.opts.NamespaceLabels) {
+				changes = append(changes, change(c, u))
+				break
+			}
+		}
+	}
+	w.opts.Log.V(1).Info("snapshot", "gitTarget", target.String(), "resource", cs[0].Resource.GVR.String(), "objects", len(changes))
+	w.opts.Sink.Submit(changes...)
+	present := make([]batch.ObjectKey, 0, len(changes))
+	for _, ch := range changes {
+		present = append(present, ch.Key)
+	}
+	w.opts.Sink.Snapshot(batch.Snapshot{
+		Target: target, GVR: cs[0].Resource.GVR, Kind: cs[0].Resource.Kind, Present: present, AllowDelete: del,
+		InScope: func(ns string) bool {
+			for _, c := range cs {
+				if c.CoversNamespace(ns, w.opts.NamespaceLabels) {
+					return true
+				}
+			}
+			return false
+		},
+	})
 }
 
 // Current implements batch.Resolver from the informer caches: the object as last seen, or

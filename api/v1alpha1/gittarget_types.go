@@ -37,6 +37,23 @@ type GitTargetSpec struct {
 	// parse or render are refused.
 	// +optional
 	CommitMessage CommitMessage `json:"commitMessage,omitempty"`
+
+	// Prune says what happens to documents whose objects are gone.
+	// +kubebuilder:default={}
+	// +optional
+	Prune Prune `json:"prune,omitempty"`
+}
+
+// Prune controls deletions in Git.
+type Prune struct {
+	// Mode: `OnEvent` mirrors deletions seen while running and keeps documents of objects
+	// deleted while the operator was down, counting them in status.orphans; `Always` also
+	// removes those, but only after a complete list of the same resources and namespaces;
+	// `Never` never removes a document, not even on a delete event.
+	// +kubebuilder:validation:Enum=OnEvent;Always;Never
+	// +kubebuilder:default=OnEvent
+	// +optional
+	Mode string `json:"mode,omitempty"`
 }
 
 // CommitMessage templates: one for a commit holding a single change, one for a group.
@@ -92,6 +109,10 @@ type GitTargetStatus struct {
 	// ObjectCount is the number of Kubernetes objects in the folder.
 	// +optional
 	ObjectCount int32 `json:"objectCount"`
+	// Orphans is the number of documents in the folder whose objects the last complete list
+	// of the cluster did not find (kept under prune.mode OnEvent or Never).
+	// +optional
+	Orphans int32 `json:"orphans,omitempty"`
 }
 
 // CommitInfo identifies a pushed commit.

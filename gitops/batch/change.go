@@ -1,6 +1,8 @@
 package batch
 
 import (
+	"sort"
+
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -40,4 +42,35 @@ type Resolver interface {
 // CoreSecretsOnly is the default sensitivity: core Secrets must never reach Git in plaintext.
 func CoreSecretsOnly(gr schema.GroupResource) bool {
 	return gr.Group == "" && gr.Resource == "secrets"
+}
+
+// Snapshot is the complete list, from a synced informer, of the objects of one resource a
+// target claims. Folder documents of that resource in scope but absent from it are
+// orphans: deleted (or deselected) while nobody watched.
+type Snapshot struct {
+	Target types.NamespacedName
+	GVR    schema.GroupVersionResource
+	Kind   string
+	// InScope says whether a namespace ("" for cluster-scoped objects) was listed.
+	InScope func(namespace string) bool
+	Present []ObjectKey
+	// AllowDelete says the rules mirror deletions.
+	AllowDelete bool
+}
+
+// Orphans lists the identities held in Git that a snapshot's scope covers but its list
+// lacks, sorted. Pure: the caller decides what to do with them (spec.prune.mode).
+func Orphans(inGit []manifest.Identity, s Snapshot) []manifest.Identity {
+	present := make(map[manifest.Identity]bool, len(s.Present))
+	for _, k := range s.Present {
+		present[k.Identity()] = true
+	}
+	var out []manifest.Identity
+	for _, id := range inGit {
+		if id.Group == s.GVR.Group && id.Kind == s.Kind && s.InScope(id.Namespace) && !present[id] {
+			out = append(out, id)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
+	return out
 }

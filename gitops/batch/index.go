@@ -69,3 +69,14 @@ func (f *folderIndex) len() int {
 	defer f.mu.RUnlock()
 	return len(f.byID)
 }
+
+// identities lists every identity in the folder.
+func (f *folderIndex) identities() []manifest.Identity {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	out := make([]manifest.Identity, 0, len(f.byID))
+	for id := range f.byID {
+		out = append(out, id)
+	}
+	return out
+}

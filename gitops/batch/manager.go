@@ -31,6 +31,8 @@ type TargetSpec struct {
 	Committer Identity
 	// Messages are the parsed commit message templates.
 	Messages Messages
+	// Prune is the prune mode: PruneOnEvent (default), PruneAlways or PruneNever.
+	Prune string
 }
 
 // Identity is a Git author or committer.
@@ -51,6 +53,8 @@ type TargetStatus struct {
 	LastError string
 	// Refused names objects the writer will not write and why (e.g. plaintext Secrets).
 	Refused []string
+	// Orphans counts documents whose objects the last complete list did not find.
+	Orphans int
 }
 
 // Options configure the Manager.

@@ -77,7 +77,7 @@ func (w *worker) planOne(t *target, p *writePlan, read func(string) ([]byte, err
 	}
 	file, exists := p.lookup(t.index.Load(), id)
 	if obj == nil {
-		if !allowDelete || !exists {
+		if !allowDelete || !exists || t.spec.Prune == PruneNever {
 			return nil
 		}
 		content, err := read(file)

@@ -12,6 +12,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/gitops-reverser/gitops-reverser/gitops/layout"
@@ -37,6 +38,8 @@ type target struct {
 
 	// q is this target's queue; its fields are guarded by worker.qmu.
 	q *queue
+	// orphans counts, per resource, documents whose objects a full list did not find.
+	orphans map[schema.GroupVersionResource]int
 }
 
 // queue holds a target's dirty object keys and its open window. It lives apart from the

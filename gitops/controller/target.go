@@ -95,7 +95,7 @@ func (r *GitTargetReconciler) reconcile(ctx context.Context, t *v1alpha1.GitTarg
 	st, err := r.Writer.EnsureTarget(ctx, batch.TargetSpec{
 		Key: client.ObjectKeyFromObject(t), URL: p.Spec.URL, Auth: auth,
 		Branch: t.Spec.Branch, Folder: t.Spec.Path, Window: WindowConfig(t.Spec.CommitWindow),
-		Committer: committer(&p), Messages: messages,
+		Committer: committer(&p), Messages: messages, Prune: t.Spec.Prune.Mode,
 	})
 	applyWriterStatus(t, st)
 	if err != nil {
@@ -127,6 +127,7 @@ func applyWriterStatus(t *v1alpha1.GitTarget, st batch.TargetStatus) {
 		return
 	}
 	t.Status.ObjectCount = int32(st.ObjectCount)
+	t.Status.Orphans = int32(st.Orphans)
 	if st.LastCommit != plumbing.ZeroHash {
 		t.Status.LastCommit = &v1alpha1.CommitInfo{SHA: st.LastCommit.String(), Time: metav1.NewTime(st.LastCommitTime.Truncate(time.Second))}
 	}

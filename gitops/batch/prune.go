@@ -1,0 +1,61 @@
+package batch
+
+import (
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// Prune modes (GitTarget spec.prune.mode).
+const (
+	// PruneOnEvent mirrors deletions seen as events; orphans found by a full list are kept
+	// and counted in status.
+	PruneOnEvent = "OnEvent"
+	// PruneAlways also removes orphans found by a complete list of the same scope.
+	PruneAlways = "Always"
+	// PruneNever never removes a document, not even on a delete event.
+	PruneNever = "Never"
+)
+
+// Snapshot hands the writer a complete list for one resource of a target; see Orphans.
+func (m *Manager) Snapshot(s Snapshot) {
+	m.mu.Lock()
+	wk, ok := m.targets[s.Target]
+	w := m.workers[wk]
+	m.mu.Unlock()
+	if ok && w != nil {
+		w.snapshot(s)
+	}
+}
+
+// snapshot counts the orphans of one resource and, under prune mode Always, marks them
+// dirty: at commit time the cache says they are gone and their documents are removed
+// (an object that reappeared meanwhile is written instead — deletion is always re-checked).
+func (w *worker) snapshot(s Snapshot) {
+	w.mu.Lock()
+	t, ok := w.targets[s.Target]
+	if !ok || t.index.Load() == nil {
+		w.mu.Unlock()
+		return
+	}
+	orphans := Orphans(t.index.Load().identities(), s)
+	if t.orphans == nil {
+		t.orphans = map[schema.GroupVersionResource]int{}
+	}
+	t.orphans[s.GVR] = len(orphans)
+	total := 0
+	for _, n := range t.orphans {
+		total += n
+	}
+	changed := t.st.Orphans != total
+	t.st.Orphans = total
+	mode := t.spec.Prune
+	w.mu.Unlock()
+	if mode == PruneAlways && s.AllowDelete {
+		for _, id := range orphans {
+			w.submit(Change{Target: s.Target, AllowDelete: true,
+				Key: ObjectKey{GVR: s.GVR, Kind: id.Kind, Namespace: id.Namespace, Name: id.Name}})
+		}
+	}
+	if changed {
+		w.opts.OnStatus(s.Target)
+	}
+}

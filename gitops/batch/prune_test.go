@@ -1,0 +1,35 @@
+package batch
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/gitops-reverser/gitops-reverser/gitops/manifest"
+)
+
+func TestOrphans(t *testing.T) {
+	cms := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	id := func(kind, ns, name string) manifest.Identity { return manifest.Identity{Kind: kind, Namespace: ns, Name: name} }
+	key := func(ns, name string) ObjectKey { return ObjectKey{GVR: cms, Kind: "ConfigMap", Namespace: ns, Name: name} }
+	only := func(ns string) func(string) bool { return func(n string) bool { return n == ns } }
+	inGit := []manifest.Identity{id("ConfigMap", "a", "kept"), id("ConfigMap", "a", "gone"), id("ConfigMap", "b", "other-ns"),
+		id("Secret", "a", "other-kind"), {Group: "apps", Kind: "ConfigMap", Namespace: "a", Name: "other-group"}}
+	cases := []struct {
+		name string
+		s    Snapshot
+		want []manifest.Identity
+	}{
+		{"finds a document whose object the complete list lacks", Snapshot{GVR: cms, Kind: "ConfigMap", InScope: only("a"), Present: []ObjectKey{key("a", "kept")}},
+			[]manifest.Identity{id("ConfigMap", "a", "gone")}},
+		{"leaves namespaces outside the listed scope alone", Snapshot{GVR: cms, Kind: "ConfigMap", InScope: only("b"), Present: nil},
+			[]manifest.Identity{id("ConfigMap", "b", "other-ns")}},
+		{"finds nothing when every document is listed", Snapshot{GVR: cms, Kind: "ConfigMap", InScope: only("a"), Present: []ObjectKey{key("a", "kept"), key("a", "gone")}}, nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, Orphans(inGit, tc.s))
+		})
+	}
+}
