@@ -11,8 +11,12 @@ import (
 
 func TestOrphans(t *testing.T) {
 	cms := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
-	id := func(kind, ns, name string) manifest.Identity { return manifest.Identity{Kind: kind, Namespace: ns, Name: name} }
-	key := func(ns, name string) ObjectKey { return ObjectKey{GVR: cms, Kind: "ConfigMap", Namespace: ns, Name: name} }
+	id := func(kind, ns, name string) manifest.Identity {
+		return manifest.Identity{Kind: kind, Namespace: ns, Name: name}
+	}
+	key := func(ns, name string) ObjectKey {
+		return ObjectKey{GVR: cms, Kind: "ConfigMap", Namespace: ns, Name: name}
+	}
 	only := func(ns string) func(string) bool { return func(n string) bool { return n == ns } }
 	inGit := []manifest.Identity{id("ConfigMap", "a", "kept"), id("ConfigMap", "a", "gone"), id("ConfigMap", "b", "other-ns"),
 		id("Secret", "a", "other-kind"), {Group: "apps", Kind: "ConfigMap", Namespace: "a", Name: "other-group"}}
