@@ -35,6 +35,8 @@ type Options struct {
 	Log             logr.Logger
 	// Resync is the informers' resync period; 0 disables periodic resync.
 	Resync time.Duration
+	// Noise says which cluster-made objects are skipped.
+	Noise Noise
 }
 
 // informer is one shared informer for one resource, started while any claim needs it.
@@ -146,7 +148,7 @@ func (w *Watcher) snapshot(target types.NamespacedName, cs []Claim, objs []inter
 	}
 	for _, o := range objs {
 		u, ok := o.(*unstructured.Unstructured)
-		if !ok {
+		if !ok || w.opts.Noise.SkipObject(cs[0].Resource.GVR.GroupResource(), u) {
 			continue
 		}
 		for _, c := range cs {
@@ -197,7 +199,7 @@ func (w *Watcher) Current(target types.NamespacedName, key batch.ObjectKey) (*un
 		return nil, nil
 	}
 	u, ok := o.(*unstructured.Unstructured)
-	if !ok {
+	if !ok || w.opts.Noise.SkipObject(key.GVR.GroupResource(), u) {
 		return nil, nil
 	}
 	for _, c := range claims {
@@ -275,9 +277,12 @@ func (w *Watcher) onEvent(gvr schema.GroupVersionResource, oldObj, newObj interf
 	claims := w.byGVR[gvr]
 	w.mu.RUnlock()
 	var changes []batch.Change
+	gr := gvr.GroupResource()
+	noiseNow := w.opts.Noise.SkipObject(gr, u)
+	noiseBefore := old != nil && w.opts.Noise.SkipObject(gr, old)
 	for _, c := range claims {
-		now := c.Matches(u.GetNamespace(), u.GetLabels(), w.opts.NamespaceLabels)
-		was := old != nil && c.Matches(old.GetNamespace(), old.GetLabels(), w.opts.NamespaceLabels)
+		now := !noiseNow && c.Matches(u.GetNamespace(), u.GetLabels(), w.opts.NamespaceLabels)
+		was := old != nil && !noiseBefore && c.Matches(old.GetNamespace(), old.GetLabels(), w.opts.NamespaceLabels)
 		switch {
 		case now && old == nil && c.Create, now && old != nil && (c.Update || (!was && c.Create)):
 			changes = append(changes, change(c, u))
@@ -299,6 +304,9 @@ func (w *Watcher) onDelete(gvr schema.GroupVersionResource, o interface{}) {
 	w.mu.RLock()
 	claims := w.byGVR[gvr]
 	w.mu.RUnlock()
+	if w.opts.Noise.SkipObject(gvr.GroupResource(), u) {
+		return
+	}
 	var changes []batch.Change
 	for _, c := range claims {
 		if c.Delete && c.Matches(u.GetNamespace(), u.GetLabels(), w.opts.NamespaceLabels) {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/gitops-reverser/gitops-reverser/gitops/plan"
@@ -13,9 +14,12 @@ import (
 // partialMeta decodes only the metadata a decision needs, not the whole object.
 type partialMeta struct {
 	Metadata struct {
-		Name   string            `json:"name"`
-		Labels map[string]string `json:"labels"`
+		Name            string                  `json:"name"`
+		Labels          map[string]string       `json:"labels"`
+		OwnerReferences []metav1.OwnerReference `json:"ownerReferences"`
 	} `json:"metadata"`
+	// Type is a Secret's type.
+	Type string `json:"type"`
 }
 
 func (m *partialMeta) unmarshal(raw []byte) error {

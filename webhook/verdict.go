@@ -57,6 +57,7 @@ const (
 	ReasonPlaintextSecret = "PlaintextSensitive"
 	ReasonPathConflict    = "PathConflict"
 	ReasonNotRouted       = "NotRouted"
+	ReasonSkipped         = "SkippedClusterManaged"
 )
 
 // Verdict is the outcome of a decision.

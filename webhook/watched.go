@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/gitops-reverser/gitops-reverser/watcher"
 )
 
 // WatchedPath is where the watched-objects webhook is served.
@@ -25,6 +27,9 @@ type Watched struct {
 	// WarnAlways adds the "where it lands" warning to every allowed request, not only dry-runs.
 	WarnAlways bool
 	Metrics    *Metrics
+	// Noise skips cluster-made objects the watcher does not capture either, so the webhook
+	// never blocks the cluster's own controllers.
+	Noise watcher.Noise
 }
 
 // Handle implements admission.Handler.
@@ -42,17 +47,23 @@ func (w *Watched) Handle(ctx context.Context, req admission.Request) admission.R
 	if req.SubResource != "" {
 		return admission.Allowed("")
 	}
-	objLabels, err := labelsOf(req.Object.Raw)
+	obj, err := decodeMeta(req.Object.Raw)
 	if err != nil {
 		return admission.Errored(http.StatusBadRequest, err)
 	}
-	oldLabels, err := labelsOf(req.OldObject.Raw)
+	old, err := decodeMeta(req.OldObject.Raw)
 	if err != nil {
 		return admission.Errored(http.StatusBadRequest, err)
 	}
-	if r.Name == "" {
-		r.Name = nameOf(req.Object.Raw)
+	if r.Name == "" && obj != nil {
+		r.Name = obj.Metadata.Name
 	}
+	if w.isNoise(r, obj, old) {
+		v := Verdict{Allowed: true, Reason: ReasonSkipped}
+		w.observe(v, dry, start)
+		return admission.Allowed("")
+	}
+	objLabels, oldLabels := obj.labels(), old.labels()
 	targets := w.View.Targets(ctx, r, objLabels, oldLabels)
 	w.locate(targets, r, req)
 	v := Decide(r, targets, w.Sensitive(r.Resource), dry || w.WarnAlways)
@@ -90,25 +101,37 @@ func (w *Watched) observe(v Verdict, dry bool, start time.Time) {
 	w.Metrics.Latency.Observe(time.Since(start).Seconds())
 }
 
-// labelsOf reads only metadata.labels from a raw object; nil for an absent object.
-func labelsOf(raw []byte) (labels.Set, error) {
+// isNoise applies the watcher's noise rules to the stored (or, for deletes, old) object.
+func (w *Watched) isNoise(r Request, objs ...*partialMeta) bool {
+	for _, m := range objs {
+		if m == nil {
+			continue
+		}
+		skip, _ := w.Noise.Skip(watcher.ObjectFacts{Resource: r.Resource, Name: r.Name, SecretType: m.Type, Owners: m.Metadata.OwnerReferences})
+		return skip
+	}
+	return false
+}
+
+// decodeMeta decodes the parts of a raw object a decision needs; nil for an absent object.
+func decodeMeta(raw []byte) (*partialMeta, error) {
 	if len(raw) == 0 {
 		return nil, nil
 	}
-	var m partialMeta
+	m := &partialMeta{}
 	if err := m.unmarshal(raw); err != nil {
 		return nil, err
 	}
-	if m.Metadata.Labels == nil {
-		return labels.Set{}, nil
-	}
-	return m.Metadata.Labels, nil
+	return m, nil
 }
 
-func nameOf(raw []byte) string {
-	var m partialMeta
-	if len(raw) == 0 || m.unmarshal(raw) != nil {
-		return ""
+// labels returns the object's labels, empty for an object without any, nil for no object.
+func (m *partialMeta) labels() labels.Set {
+	if m == nil {
+		return nil
 	}
-	return m.Metadata.Name
+	if m.Metadata.Labels == nil {
+		return labels.Set{}
+	}
+	return m.Metadata.Labels
 }

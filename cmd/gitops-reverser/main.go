@@ -145,6 +145,7 @@ func run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	nsCache := mgr.GetCache()
 	w = watcher.New(watcher.Options{
 		Client: dyn,
+		Noise:  opts.Noise,
 		Sink:   writer,
 		Log:    log.WithName("watcher"),
 		NamespaceLabels: func(name string) labels.Set {

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/gitops-reverser/gitops-reverser/certs"
+	"github.com/gitops-reverser/gitops-reverser/watcher"
 )
 
 // Options are the manager's flags.
@@ -33,6 +34,8 @@ type Options struct {
 	WebhookWarnAlways  bool
 	WebhookSkipUsers   stringList
 	SensitiveResources stringList
+	// Noise says which cluster-made objects are captured after all.
+	Noise watcher.Noise
 	// Certs configures the webhook serving certificate (self-managed or cert-manager).
 	Certs certs.Options
 }
@@ -64,6 +67,9 @@ func (o *Options) bind(fs *flag.FlagSet) {
 	o.WebhookSkipUsers = append(stringList(nil), defaultSkipUsers...)
 	fs.Var(&o.WebhookSkipUsers, "webhook-skip-users", "Comma-separated usernames whose writes never reach the watched-objects webhook (the operator's own identity is always added).")
 	o.Certs.BindFlags(fs)
+	fs.BoolVar(&o.Noise.CaptureKubeRootCA, "capture-kube-root-ca", false, "Capture the kube-root-ca.crt ConfigMap the cluster publishes in every namespace.")
+	fs.BoolVar(&o.Noise.CaptureServiceAccountTokens, "capture-service-account-tokens", false, "Capture Secrets of type kubernetes.io/service-account-token.")
+	fs.BoolVar(&o.Noise.CaptureOwned, "capture-owned-objects", false, "Capture objects with a controller ownerReference (ReplicaSets of Deployments, Jobs of CronJobs, …).")
 	fs.Var(&o.SensitiveResources, "sensitive-resources", "Comma-separated resource.group names (besides core secrets) that must never reach Git in plaintext, e.g. sealedsecrets.bitnami.com.")
 }
 

@@ -47,7 +47,7 @@ func setupWebhooks(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, opts
 	}
 	srv := mgr.GetWebhookServer()
 	srv.Register(webhook.WatchedPath, &admission.Webhook{Handler: &webhook.Watched{
-		View: view, Sensitive: opts.sensitive(), WarnAlways: opts.WebhookWarnAlways, Metrics: metrics,
+		View: view, Sensitive: opts.sensitive(), WarnAlways: opts.WebhookWarnAlways, Metrics: metrics, Noise: opts.Noise,
 	}})
 	srv.Register(webhook.OwnPath, &admission.Webhook{Handler: &webhook.Own{
 		Client: mgr.GetCache(), Decoder: admission.NewDecoder(mgr.GetScheme()),

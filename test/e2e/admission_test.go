@@ -103,6 +103,25 @@ func TestUnsupportedFolderDeniesUntilFixedInGit(t *testing.T) {
 	assert.Contains(t, out, "live/tools/run.sh")
 	assert.Contains(t, out, "GitTarget fold-a/live")
 
+	// The cluster's own controllers are never blocked: an object with a controller
+	// ownerReference is not judged (and not captured).
+	owned := `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: owned
+  namespace: fold-a
+  ownerReferences:
+  - apiVersion: apps/v1
+    kind: Deployment
+    name: api
+    uid: 6b1c7d3e-0000-4000-8000-000000000001
+    controller: true
+data:
+  k: v
+`
+	out, err := kubectlErr(owned, "apply", "-f", "-")
+	require.NoError(t, err, out)
+
 	// The person removes the script; the same apply succeeds without a restart.
 	for _, args := range [][]string{{"rm", "-q", "live/tools/run.sh"}, {"-c", "user.name=H", "-c", "user.email=h@x", "commit", "-m", "rm"}, {"push", "origin", "HEAD:main"}} {
 		out, err := execGit(seed, args...)

@@ -103,8 +103,8 @@ func TestInitialSnapshotCapturesPreExistingObjectsAndRestartMakesNoCommit(t *tes
 	setupTarget(t, "team-b", remote, "clusters/dev", "1s")
 	watchConfigMaps(t, "team-b", "")
 	waitFile(t, remote, "clusters/dev/team-b/configmaps/before.yaml", func(c string) bool { return strings.Contains(c, "k: v") })
-	// kube-root-ca.crt is captured too (noise filtering is a later feature); wait for quiet.
-	time.Sleep(3 * time.Second)
+	time.Sleep(3 * time.Second) // let the quiet window pass
+
 	head := strings.TrimSpace(git(t, remote, "rev-parse", "main"))
 	fsck(t, remote)
 
