@@ -90,9 +90,12 @@ type WebhookPolicy struct {
 	ExcludedNamespaces []string
 	// SkipUsers are never judged: the operator itself and GitOps controllers applying from Git
 	// (a loop guard for bi-directional GitOps).
-	SkipUsers     []string
-	FailurePolicy admissionv1.FailurePolicyType
-	TimeoutSecond int32
+	SkipUsers []string
+	// SkipFieldManagers are field managers (kubectl --field-manager, server-side apply) whose
+	// writes are never judged, for controllers that share a user with others.
+	SkipFieldManagers []string
+	FailurePolicy     admissionv1.FailurePolicyType
+	TimeoutSecond     int32
 }
 
 // ApplyPolicy sets rules and policy on the watched webhook entry and leaves everything else
@@ -113,16 +116,28 @@ func ApplyPolicy(w *admissionv1.ValidatingWebhook, rules []RuleSpec, p WebhookPo
 	}}}
 	w.MatchConditions = nil
 	if len(p.SkipUsers) > 0 {
-		quoted := make([]string, 0, len(p.SkipUsers))
-		for _, u := range p.SkipUsers {
-			quoted = append(quoted, fmt.Sprintf("%q", u))
-		}
-		w.MatchConditions = []admissionv1.MatchCondition{{
+		w.MatchConditions = append(w.MatchConditions, admissionv1.MatchCondition{
 			Name:       "skip-gitops-controllers",
-			Expression: fmt.Sprintf("!(request.userInfo.username in [%s])", strings.Join(quoted, ", ")),
-		}}
+			Expression: fmt.Sprintf("!(request.userInfo.username in [%s])", celList(p.SkipUsers)),
+		})
+	}
+	if len(p.SkipFieldManagers) > 0 {
+		w.MatchConditions = append(w.MatchConditions, admissionv1.MatchCondition{
+			Name: "skip-gitops-field-managers",
+			Expression: fmt.Sprintf("!(has(request.options) && has(request.options.fieldManager) && request.options.fieldManager in [%s])",
+				celList(p.SkipFieldManagers)),
+		})
 	}
 	return !equality.Semantic.DeepEqual(before, w)
+}
+
+// celList renders strings as a CEL list literal body.
+func celList(xs []string) string {
+	quoted := make([]string, 0, len(xs))
+	for _, x := range xs {
+		quoted = append(quoted, fmt.Sprintf("%q", x))
+	}
+	return strings.Join(quoted, ", ")
 }
 
 // +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingwebhookconfigurations,verbs=get;list;watch;update;patch

@@ -57,7 +57,7 @@ func TestApplyPolicyLeavesClientConfigAlone(t *testing.T) {
 		Service: &admissionv1.ServiceReference{Namespace: "ops", Name: "gitops-reverser"}, CABundle: []byte("ca")}}
 	orig := w.ClientConfig.DeepCopy()
 	p := WebhookPolicy{ExcludedNamespaces: []string{"kube-system", "kube-node-lease", "ops"}, SkipUsers: []string{"system:serviceaccount:ops:gitops-reverser"},
-		FailurePolicy: admissionv1.Ignore, TimeoutSecond: 3}
+		SkipFieldManagers: []string{"kustomize-controller"}, FailurePolicy: admissionv1.Ignore, TimeoutSecond: 3}
 	rules := []RuleSpec{rule("", []string{"configmaps"}, admissionv1.Create)}
 	require.True(t, ApplyPolicy(&w, rules, p), "the first apply changes the entry")
 	assert.Equal(t, *orig, w.ClientConfig)
@@ -66,6 +66,8 @@ func TestApplyPolicyLeavesClientConfigAlone(t *testing.T) {
 	assert.Equal(t, int32(3), *w.TimeoutSeconds)
 	assert.Equal(t, []string{"kube-system", "kube-node-lease", "ops"}, w.NamespaceSelector.MatchExpressions[0].Values)
 	assert.Equal(t, `!(request.userInfo.username in ["system:serviceaccount:ops:gitops-reverser"])`, w.MatchConditions[0].Expression)
+	assert.Equal(t, `!(has(request.options) && has(request.options.fieldManager) && request.options.fieldManager in ["kustomize-controller"])`,
+		w.MatchConditions[1].Expression)
 	assert.False(t, ApplyPolicy(&w, rules, p), "applying the same policy again changes nothing")
 }
 

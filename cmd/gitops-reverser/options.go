@@ -24,16 +24,17 @@ type Options struct {
 	GitPollInterval       time.Duration
 	ProviderCheckInterval time.Duration
 
-	Namespace          string
-	WebhookHost        string
-	WebhookPort        int
-	WebhookCertDir     string
-	WebhookConfigName  string
-	WebhookFailure     string
-	WebhookTimeout     int
-	WebhookWarnAlways  bool
-	WebhookSkipUsers   stringList
-	SensitiveResources stringList
+	Namespace           string
+	WebhookHost         string
+	WebhookPort         int
+	WebhookCertDir      string
+	WebhookConfigName   string
+	WebhookFailure      string
+	WebhookTimeout      int
+	WebhookWarnAlways   bool
+	WebhookSkipUsers    stringList
+	WebhookSkipManagers stringList
+	SensitiveResources  stringList
 	// Noise says which cluster-made objects are captured after all.
 	Noise watcher.Noise
 	// Certs configures the webhook serving certificate (self-managed or cert-manager).
@@ -47,6 +48,9 @@ var defaultSkipUsers = []string{
 	"system:serviceaccount:flux-system:helm-controller",
 	"system:serviceaccount:argocd:argocd-application-controller",
 }
+
+// defaultSkipFieldManagers are the field managers those controllers write with.
+var defaultSkipFieldManagers = []string{"kustomize-controller", "helm-controller", "argocd-controller"}
 
 func (o *Options) bind(fs *flag.FlagSet) {
 	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", ":8080", "Address of the Prometheus metrics endpoint; 0 disables it.")
@@ -65,6 +69,8 @@ func (o *Options) bind(fs *flag.FlagSet) {
 	fs.IntVar(&o.WebhookTimeout, "webhook-timeout-seconds", 3, "timeoutSeconds of the watched-objects webhook.")
 	fs.BoolVar(&o.WebhookWarnAlways, "webhook-warn-always", false, "Add the 'where it lands' warning to every allowed request, not only to dry-runs.")
 	o.WebhookSkipUsers = append(stringList(nil), defaultSkipUsers...)
+	o.WebhookSkipManagers = append(stringList(nil), defaultSkipFieldManagers...)
+	fs.Var(&o.WebhookSkipManagers, "webhook-skip-field-managers", "Comma-separated field managers whose writes never reach the watched-objects webhook.")
 	fs.Var(&o.WebhookSkipUsers, "webhook-skip-users", "Comma-separated usernames whose writes never reach the watched-objects webhook (the operator's own identity is always added).")
 	o.Certs.BindFlags(fs)
 	fs.BoolVar(&o.Noise.CaptureKubeRootCA, "capture-kube-root-ca", false, "Capture the kube-root-ca.crt ConfigMap the cluster publishes in every namespace.")

@@ -37,6 +37,7 @@ func setupWebhooks(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, opts
 	sync := webhook.NewRuleSync(mgr.GetClient(), view, opts.WebhookConfigName, webhook.WebhookPolicy{
 		ExcludedNamespaces: excluded,
 		SkipUsers:          append([]string{self}, opts.WebhookSkipUsers...),
+		SkipFieldManagers:  opts.WebhookSkipManagers,
 		FailurePolicy:      policy,
 		TimeoutSecond:      int32(opts.WebhookTimeout),
 	}, log)
