@@ -41,8 +41,11 @@ test: lint ## Run every test: unit, envtest suites and the e2e suite (builds env
 	KUBEBUILDER_ASSETS=$$assets go test -count=1 -timeout 30m ./...
 
 .PHONY: fuzz
-fuzz: ## Run each fuzz target for FUZZTIME (default 30s).
-	go test ./gitops/manifest -run '^$$' -fuzz FuzzUpsert -fuzztime $(FUZZTIME)
+fuzz: ## Run each fuzz target of the YAML editor for FUZZTIME (default 30s); `make test` replays their corpora.
+	@for f in 'FuzzUpsert$$' FuzzObjectUpsert FuzzEdit FuzzRemove; do \
+		echo "fuzzing $$f for $(FUZZTIME)"; \
+		go test ./gitops/manifest -run '^$$' -fuzz "$$f" -fuzztime $(FUZZTIME) -fuzzminimizetime 5s -parallel 1 || exit 1; \
+	done
 
 .PHONY: bench
 bench: ## Run the benchmarks; each prints its side-by-side ratio against its goal.

@@ -111,7 +111,7 @@ func (w *worker) planOne(t *target, p *writePlan, read func(string) ([]byte, err
 	if err != nil {
 		return fmt.Errorf("reading %s: %w", path, err)
 	}
-	out, changed, err := manifest.Upsert(content, sanitize.Object(obj))
+	out, changed, err := manifest.UpsertStyled(content, sanitize.Object(obj), t.style)
 	if err != nil {
 		p.refused = append(p.refused, fmt.Sprintf("%s: cannot be written to %s: %v", id, path, err))
 		return nil

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/gitops-reverser/gitops-reverser/gitops/layout"
+	"github.com/gitops-reverser/gitops-reverser/gitops/manifest"
 	"github.com/gitops-reverser/gitops-reverser/gitops/repo"
 )
 
@@ -30,6 +31,8 @@ const minFetchInterval = 5 * time.Second
 type target struct {
 	spec    TargetSpec
 	verdict layout.Verdict
+	// style is the folder's YAML style (sequence indentation), used for new files.
+	style manifest.Style
 	// folderPath mirrors spec.Folder for readers outside the worker's lock.
 	folderPath atomic.Pointer[string]
 	// index is swapped whole on re-analysis; admission reads it without the worker's lock.
@@ -207,6 +210,7 @@ func (w *worker) analyze(t *target) error {
 		lf = append(lf, layout.File{Path: f.Path, Kind: layout.EntryKind(f.Kind), Content: f.Content})
 	}
 	verdict, ix := layout.Analyze(t.spec.Folder, lf)
+	t.style = folderStyle(lf)
 	idx := newFolderIndex(ix)
 	t.verdict = verdict
 	t.index.Store(idx)
@@ -380,4 +384,14 @@ func (t *target) folder() string {
 		return *p
 	}
 	return ""
+}
+
+// folderStyle is the style of the first file in the folder that shows one.
+func folderStyle(files []layout.File) manifest.Style {
+	for _, f := range files {
+		if st, ok := manifest.DetectStyle(f.Content); ok {
+			return st
+		}
+	}
+	return manifest.Style{}
 }

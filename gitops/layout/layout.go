@@ -5,12 +5,13 @@
 // webhook, the reconciler and the offline manifest-analyzer give the same
 // answer with the same words. Only plain folders are supported today: YAML
 // manifests plus documentation. Anything whose meaning a writer could break
-// (Kustomize files, scripts, symlinks, submodules, unparseable YAML,
-// duplicate objects) makes the folder unsupported, naming the first
-// offending file.
+// (Kustomize files, scripts, symlinks, submodules, unparseable YAML, YAML
+// the editor cannot own safely such as anchors and custom tags, duplicate
+// objects) makes the folder unsupported, naming the first offending file.
 package layout
 
 import (
+	"errors"
 	"fmt"
 	"path"
 	"slices"
@@ -108,6 +109,7 @@ const (
 	ReasonKustomize    = "is a Kustomize file (Kustomize layouts are not supported yet)"
 	ReasonUnsupported  = "is not a YAML manifest or documentation (only .yaml/.yml manifests and docs such as README.md may live in the folder)"
 	reasonUnparseable  = "is not a valid manifest: %s"
+	reasonUneditable   = "is a manifest the mirror cannot edit safely: %s"
 	reasonDuplicateObj = "defines %s (document %d), which %s also defines (duplicate object)"
 )
 
@@ -117,7 +119,9 @@ const (
 // (*.md, *.txt, *.rst, LICENSE*, OWNERS*, .gitkeep, .keep, .gitignore). The
 // first offending file in sorted path order makes the folder unsupported:
 // a symlink, a submodule, an executable, a Kustomize file, unparseable YAML,
-// an object already defined elsewhere, or any other file. An unsupported
+// YAML the editor cannot own safely (anchors, aliases, merge keys, custom
+// tags, duplicate keys), an object already defined elsewhere, or any other
+// file. An unsupported
 // folder has a nil Index. files is not modified.
 func Analyze(folder string, files []File) (Verdict, Index) {
 	sorted := slices.Clone(files)
@@ -169,9 +173,7 @@ func checkFile(folder string, f File) string {
 func indexManifest(index Index, f File) string {
 	docs, err := manifest.Parse(f.Content)
 	if err != nil {
-		// The reason already says "not a valid manifest"; keep the details.
-		detail := strings.TrimPrefix(err.Error(), manifest.ErrUnparseable.Error()+": ")
-		return fmt.Sprintf(reasonUnparseable, detail)
+		return refusedManifest(err)
 	}
 	for _, doc := range docs {
 		if doc.Empty {
@@ -183,6 +185,16 @@ func indexManifest(index Index, f File) string {
 		index[doc.Identity] = Location{File: f.Path, Doc: doc.Index}
 	}
 	return ""
+}
+
+// refusedManifest turns a manifest.Parse error into a reason. The reason
+// already says what kind of problem it is; the details (document, line,
+// construct) follow.
+func refusedManifest(err error) string {
+	if errors.Is(err, manifest.ErrUnsupportedDocument) {
+		return fmt.Sprintf(reasonUneditable, strings.TrimPrefix(err.Error(), manifest.ErrUnsupportedDocument.Error()+": "))
+	}
+	return fmt.Sprintf(reasonUnparseable, strings.TrimPrefix(err.Error(), manifest.ErrUnparseable.Error()+": "))
 }
 
 // describeLocation names where an object was first found, relative to the

@@ -23,21 +23,89 @@ var ErrEditVerification = errors.New("edit failed verification")
 
 // Upsert writes obj into content, a (possibly multi-document) YAML file.
 //
-// When a document with obj's identity exists, that document is replaced by
-// the encoding of obj, keeping every other document, the "---" separators,
-// the comments before the document and the comments after it (when that
-// cannot change what the file means) byte-identical. Otherwise obj is
-// appended after a "---" separator, or returned alone when content is empty.
+// When a document with obj's identity exists, it is edited in place: only
+// the values that differ are rewritten, so key order, comments, blank
+// lines, quoting and block scalars of everything else stay byte-identical,
+// as do the other documents, the "---" and "..." framing, the comments
+// before the first document, the line endings and a byte order mark. Keys
+// the object no longer has leave with their comments; new keys go after
+// their siblings; list items are matched by their merge key ("name",
+// "containerPort"...) rather than by position. Should the in-place edit
+// not read back as obj (a layout the editor does not foresee), the
+// document is rewritten whole instead, keeping the rest of the file.
+// Otherwise obj is appended after a "---" separator, in the file's
+// sequence indentation (see DetectStyle), or returned alone when content
+// is empty.
 //
 // When the existing document already means obj (same data once parsed,
 // whatever the formatting or key order), content is returned unchanged with
 // changed=false, so an unchanged object never produces a commit.
 //
 // Errors wrap ErrInvalidObject (obj cannot be written), ErrUnparseable
-// (content is not a set of Kubernetes objects), ErrDuplicateIdentity or
-// ErrEditVerification.
+// (content is not a set of Kubernetes objects), ErrUnsupportedDocument (a
+// document uses anchors, aliases, merge keys, custom tags or duplicate
+// keys), ErrDuplicateIdentity or ErrEditVerification.
 func Upsert(content []byte, obj *unstructured.Unstructured) (out []byte, changed bool, err error) {
-	return upsert(content, obj, replaceBody)
+	return UpsertStyled(content, obj, Style{})
+}
+
+// UpsertStyled is Upsert for a file of a folder with a known style: style
+// is used for what the file itself does not show (a new file, or a file
+// without block sequences), so that new files match their folder.
+func UpsertStyled(content []byte, obj *unstructured.Unstructured, style Style) (out []byte, changed bool, err error) {
+	if err := checkObject(obj); err != nil {
+		return nil, false, err
+	}
+	want, err := objectValue(obj)
+	if err != nil {
+		return nil, false, err
+	}
+	id := IdentityOf(obj)
+	before, err := parseFile(content)
+	if err != nil {
+		return nil, false, err
+	}
+	i, err := before.find(id)
+	if err != nil {
+		return nil, false, err
+	}
+	if i >= 0 && equalValues(before.docs[i].value, want) {
+		return content, false, nil
+	}
+	if fileStyle, ok := DetectStyle(content); ok {
+		style = fileStyle
+	}
+	out, err = firstVerified(before, id, want, upsertCandidates(before, i, obj, want, style))
+	if err != nil {
+		return nil, false, err
+	}
+	return out, true, nil
+}
+
+// firstVerified returns the first candidate content that reads back as
+// want for id with every other object unchanged. An object that cannot be
+// encoded stops the search; other failures are collected into an error
+// wrapping ErrEditVerification.
+func firstVerified(before *file, id Identity, want any, all []candidates) ([]byte, error) {
+	var errs []error
+	for _, candidates := range all {
+		outs, err := candidates()
+		if errors.Is(err, ErrInvalidObject) {
+			return nil, err
+		}
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		for _, out := range outs {
+			if _, err := verifyEdit(out, before, id, want); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			return out, nil
+		}
+	}
+	return nil, fmt.Errorf("%w: writing %s: %w", ErrEditVerification, id, errors.Join(errs...))
 }
 
 // Remove deletes the document with identity id, and its separator, from
@@ -46,7 +114,9 @@ func Upsert(content []byte, obj *unstructured.Unstructured) (out []byte, changed
 // object remains, so the caller deletes the file. When no document has that
 // identity, content is returned unchanged with a nil error.
 //
-// Errors wrap ErrUnparseable, ErrDuplicateIdentity or ErrEditVerification.
+// Errors wrap ErrUnparseable, ErrUnsupportedDocument (for any document of
+// the file, since the file as a whole cannot be owned), ErrDuplicateIdentity
+// or ErrEditVerification.
 func Remove(content []byte, id Identity) (out []byte, empty bool, err error) {
 	before, err := parseFile(content)
 	if err != nil {
@@ -67,80 +137,68 @@ func Remove(content []byte, id Identity) (out []byte, empty bool, err error) {
 	return out, !after.hasObjects(), nil
 }
 
-// rewriteFunc produces the new body of an existing document (see segment)
-// from its old body and the object it must now represent.
-//
-// This is the seam for in-place editing: replaceBody ignores the old body
-// and writes a fresh encoding; an editor that keeps key order and comments
-// plugs in here without touching splitting, no-op detection or
-// verification.
-type rewriteFunc func(oldBody []byte, obj *unstructured.Unstructured) ([]byte, error)
+// candidates produces possible new file contents, preferred first.
+type candidates func() ([][]byte, error)
 
-// replaceBody is the rewriteFunc that replaces the whole body with Encode.
-func replaceBody(_ []byte, obj *unstructured.Unstructured) ([]byte, error) {
-	return Encode(obj)
-}
-
-// upsert implements Upsert with a pluggable rewrite of existing documents.
-func upsert(content []byte, obj *unstructured.Unstructured, rewrite rewriteFunc) ([]byte, bool, error) {
-	if err := checkObject(obj); err != nil {
-		return nil, false, err
-	}
-	want, err := objectValue(obj)
-	if err != nil {
-		return nil, false, err
-	}
-	id := IdentityOf(obj)
-	before, err := parseFile(content)
-	if err != nil {
-		return nil, false, err
-	}
-	i, err := before.find(id)
-	if err != nil {
-		return nil, false, err
-	}
-	if i >= 0 && equalValues(before.docs[i].value, want) {
-		return content, false, nil
-	}
-
-	candidates, err := upsertCandidates(before, i, obj, rewrite)
-	if err != nil {
-		return nil, false, err
-	}
-	var errs []error
-	for _, out := range candidates {
-		if _, err := verifyEdit(out, before, id, want); err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		return out, true, nil
-	}
-	return nil, false, fmt.Errorf("%w: writing %s: %w", ErrEditVerification, id, errors.Join(errs...))
-}
-
-// upsertCandidates returns the possible new file contents, preferred first:
-// for an existing document (index i) the rewrite keeping trailing comments,
-// then one dropping them (they may have been block-scalar content); for a
-// new document (i < 0) the file with the document appended.
-func upsertCandidates(f *file, i int, obj *unstructured.Unstructured, rewrite rewriteFunc) ([][]byte, error) {
+// upsertCandidates returns the ways to write obj into f, preferred first,
+// each computed only when the ones before it fail verification: for an
+// existing document (index i) the in-place edit, then the in-place edit
+// with new multi-line strings double-quoted, then a rewrite of the whole
+// document keeping trailing comments, then one dropping them (they may
+// have been block-scalar content); for a new document (i < 0) the file
+// with the document appended.
+func upsertCandidates(f *file, i int, obj *unstructured.Unstructured, want any, style Style) []candidates {
 	eol := lineEnding(f.content)
 	if i < 0 {
-		doc, err := Encode(obj)
-		if err != nil {
-			return nil, err
-		}
-		return [][]byte{appendDocument(f, withLineEnding(doc, eol), eol)}, nil
+		return []candidates{func() ([][]byte, error) {
+			doc, err := EncodeStyled(obj, style)
+			if err != nil {
+				return nil, err
+			}
+			return [][]byte{appendDocument(f, withLineEnding(doc, eol), eol)}, nil
+		}}
 	}
 	seg := f.segments[f.docs[i].segment]
-	body, err := rewrite(f.content[seg.bodyStart:seg.bodyEnd], obj)
-	if err != nil {
-		return nil, fmt.Errorf("rewriting %s: %w", IdentityOf(obj), err)
+	inPlace := func(quoteMultiline bool) candidates {
+		return func() ([][]byte, error) {
+			return editDocument(f, seg, f.docs[i].value, want, style, eol, quoteMultiline)
+		}
 	}
-	body = withLineEnding(body, eol)
-	return [][]byte{
-		spliceBody(f.content, seg, body, true, eol),
-		spliceBody(f.content, seg, body, false, eol),
-	}, nil
+	rewrite := func() ([][]byte, error) {
+		body, err := EncodeStyled(obj, style)
+		if err != nil {
+			return nil, fmt.Errorf("rewriting %s: %w", IdentityOf(obj), err)
+		}
+		body = withLineEnding(body, eol)
+		return [][]byte{spliceBody(f.content, seg, body, true, eol), spliceBody(f.content, seg, body, false, eol)}, nil
+	}
+	return []candidates{inPlace(false), inPlace(true), rewrite}
+}
+
+// editDocument edits the document of segment seg in place (see
+// editInPlace), from its first content line to its "..." marker or the end
+// of its trailing comments, and returns the whole file. When the file
+// lacked a final line break, the result without one comes first, then the
+// one with it (needed when the document now ends with a block scalar).
+// With quoteMultiline, new multi-line strings are double-quoted, for when a
+// new block scalar would take in the comment lines that follow it.
+func editDocument(f *file, seg segment, old, want any, style Style, eol string, quoteMultiline bool) ([][]byte, error) {
+	if seg.inline {
+		return nil, fmt.Errorf("%w: the document starts on its separator line", errLayout)
+	}
+	end := seg.end
+	if seg.ended() {
+		end = seg.endMarker
+	}
+	text, err := editInPlace(f.content[seg.bodyStart:end], old, want, style, eol, quoteMultiline)
+	if err != nil {
+		return nil, err
+	}
+	out := concat(f.content[:seg.bodyStart], text, f.content[end:])
+	if len(f.content) > 0 && f.content[len(f.content)-1] != '\n' && end == len(f.content) {
+		return [][]byte{bytes.TrimSuffix(out, []byte(eol)), out}, nil
+	}
+	return [][]byte{out}, nil
 }
 
 // spliceBody replaces a segment's body with body. The lead, "---" line and

@@ -99,12 +99,12 @@ func TestUpsert(t *testing.T) {
 			wantChanged: true,
 		},
 		{
-			name: "drops trailing lines that were block-scalar content instead of duplicating them",
+			name: "adds a key after a block scalar whose last line looks like a comment",
 			content: "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\n  namespace: team-a\ndata:\n  script: |\n    echo hi\n" +
 				"    # part of the script\n",
 			obj: appObject(map[string]any{"LOG_LEVEL": "info", "script": "echo hi\n# part of the script\n"}),
-			want: "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\n  namespace: team-a\ndata:\n  LOG_LEVEL: info\n  script: |\n    echo hi\n" +
-				"    # part of the script\n",
+			want: "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\n  namespace: team-a\ndata:\n  script: |\n    echo hi\n" +
+				"    # part of the script\n  LOG_LEVEL: info\n",
 			wantChanged: true,
 		},
 		{
@@ -137,6 +137,8 @@ func TestUpsertRefuses(t *testing.T) {
 		{name: "refuses an object without a name", content: "", obj: &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap"}}, wantErr: manifest.ErrInvalidObject, errSays: "has no metadata.name"},
 		{name: "refuses an object without a kind", content: "", obj: &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "metadata": map[string]any{"name": "x"}}}, wantErr: manifest.ErrInvalidObject, errSays: "has no kind"},
 		{name: "refuses to edit a file that does not parse", content: "a: [", obj: appObject(nil), wantErr: manifest.ErrUnparseable, errSays: "document 1"},
+		{name: "refuses to edit a document using an anchor, naming it", content: "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\n  namespace: team-a\ndata: &d\n  LOG_LEVEL: debug\n", obj: appObject(map[string]any{"LOG_LEVEL": "info"}), wantErr: manifest.ErrUnsupportedDocument, errSays: "document 1 (line 1): anchor &d (line 6)"},
+		{name: "refuses to edit a file whose other document uses a custom tag", content: deploymentAPI + "---\napiVersion: v1\nkind: Secret\nmetadata:\n  name: s\nstringData:\n  a: !sops x\n", obj: appObject(map[string]any{"LOG_LEVEL": "info"}), wantErr: manifest.ErrUnsupportedDocument, errSays: "document 2 (line 8): custom tag !sops (line 14)"},
 		{name: "refuses to pick one of two documents with the same identity", content: configMapApp + "---\n" + configMapApp, obj: appObject(map[string]any{"LOG_LEVEL": "info"}), wantErr: manifest.ErrDuplicateIdentity, errSays: "ConfigMap team-a/app is defined by documents 1 and 2"},
 	}
 	for _, tt := range tests {
@@ -239,6 +241,7 @@ func TestRemoveRefuses(t *testing.T) {
 		wantErr error
 	}{
 		{name: "refuses to edit a file that does not parse", content: "a: [", wantErr: manifest.ErrUnparseable},
+		{name: "refuses to remove from a file holding a document with an alias", content: configMapApp + "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: &n b\n  labels: {app: *n}\n", wantErr: manifest.ErrUnsupportedDocument},
 		{name: "refuses to remove one of two documents with the same identity", content: configMapApp + "---\n" + configMapApp, wantErr: manifest.ErrDuplicateIdentity},
 	}
 	for _, tt := range tests {

@@ -1,7 +1,6 @@
 package manifest
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"slices"
@@ -41,22 +40,10 @@ func metadataOrder() []string {
 // It uses 2-space indentation, block style, sequences at their parent key's
 // indentation (kyaml's and kubectl's compact style), quotes strings only
 // where YAML 1.1 or 1.2 would read them as something else, and ends without
-// a "---". The printing is yaml.v3's, the printer kyaml uses.
+// a "---". The printing is yaml.v3's, the printer kyaml uses. Use
+// EncodeStyled to follow the sequence indentation of an existing folder.
 func Encode(obj *unstructured.Unstructured) ([]byte, error) {
-	if err := checkObject(obj); err != nil {
-		return nil, err
-	}
-	var root yaml.Node
-	if err := root.Encode(obj.Object); err != nil {
-		return nil, fmt.Errorf("%w: %s: building YAML: %w", ErrInvalidObject, IdentityOf(obj), err)
-	}
-	sortMappings(&root)
-	nameFirstInLists(&root)
-	orderKeys(&root, topLevelOrder())
-	if metadata := mappingValue(&root, "metadata"); metadata != nil {
-		orderKeys(metadata, metadataOrder())
-	}
-	return printNode(&root)
+	return EncodeStyled(obj, Style{})
 }
 
 // checkObject refuses objects that cannot be written and found again.
@@ -77,22 +64,6 @@ func checkObject(obj *unstructured.Unstructured) error {
 		return fmt.Errorf("%w: %s %q: invalid apiVersion %q: %w", ErrInvalidObject, kind, name, apiVersion, err)
 	}
 	return nil
-}
-
-// printNode renders a node tree the way kyaml does: 2-space indentation and
-// compact sequences.
-func printNode(node *yaml.Node) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := yaml.NewEncoder(&buf)
-	enc.SetIndent(indent)
-	enc.CompactSeqIndent()
-	if err := enc.Encode(node); err != nil {
-		return nil, fmt.Errorf("printing YAML: %w", err)
-	}
-	if err := enc.Close(); err != nil {
-		return nil, fmt.Errorf("printing YAML: %w", err)
-	}
-	return buf.Bytes(), nil
 }
 
 // sortMappings sorts the keys of every mapping in the tree by their bytes,

@@ -69,6 +69,9 @@ type document struct {
 
 // parseFile splits content into segments and parses every document.
 func parseFile(content []byte) (*file, error) {
+	if err := checkLineBreaks(content); err != nil {
+		return nil, err
+	}
 	f := &file{content: content, segments: splitSegments(content)}
 	for i, seg := range f.segments {
 		if !seg.hasBody {
@@ -84,8 +87,7 @@ func parseFile(content []byte) (*file, error) {
 		if seg.hasBody {
 			id, value, err := parseDocument(content[seg.start:seg.end])
 			if err != nil {
-				return nil, fmt.Errorf("%w: document %d (line %d): %s", ErrUnparseable,
-					d.info.Index+1, seg.firstLine, fileLines(err.Error(), seg.startLine-1))
+				return nil, documentError(err, d.info.Index+1, seg)
 			}
 			d.info.Identity, d.value = id, value
 		}
@@ -94,13 +96,44 @@ func parseFile(content []byte) (*file, error) {
 	return f, nil
 }
 
+// documentError names the document (1-based number n) an error is about,
+// with line numbers of the whole file, wrapping ErrUnsupportedDocument for
+// constructs the editor refuses and ErrUnparseable for everything else.
+func documentError(err error, n int, seg segment) error {
+	sentinel := ErrUnparseable
+	var refused *unsupportedError
+	if errors.As(err, &refused) {
+		sentinel = ErrUnsupportedDocument
+	}
+	return fmt.Errorf("%w: document %d (line %d): %s", sentinel, n, seg.firstLine, fileLines(err.Error(), seg.startLine-1))
+}
+
+// checkLineBreaks refuses line breaks other than LF and CRLF: YAML also
+// breaks lines at a lone CR, NEL, LS and PS, where line-oriented tools
+// (and the splitter) do not, so such a file means different things to
+// different readers.
+func checkLineBreaks(content []byte) error {
+	at, name := foreignLineBreak(content)
+	if at < 0 {
+		return nil
+	}
+	line := bytes.Count(content[:at], []byte("\n")) + 1
+	return fmt.Errorf("%w: line %d: line break other than LF or CRLF (%s), which tools read differently", ErrUnparseable, line, name)
+}
+
 // parseDocument parses the text of one segment and returns the identity of
 // the object it defines and its JSON-like value. The text must parse with
 // both YAML libraries of the ecosystem: yaml.v3 (kyaml, Kustomize, Flux) and
 // sigs.k8s.io/yaml (kubectl, client-go, Argo CD), strictly, so duplicate
 // keys are refused instead of being silently resolved differently by each.
+// Documents the editor cannot own safely (see checkEditable) are refused
+// with an *unsupportedError.
 func parseDocument(text []byte) (Identity, any, error) {
-	if err := checkSingleDocument(text); err != nil {
+	node, err := singleDocument(text)
+	if err != nil {
+		return Identity{}, nil, err
+	}
+	if err := checkEditable(node); err != nil {
 		return Identity{}, nil, err
 	}
 	value, err := yamlValue(text)
@@ -114,11 +147,12 @@ func parseDocument(text []byte) (Identity, any, error) {
 	return id, value, nil
 }
 
-// checkSingleDocument parses text with yaml.v3 and checks that it holds
-// exactly one document, i.e. that the splitter and the parser agree.
-func checkSingleDocument(text []byte) error {
+// singleDocument parses text with yaml.v3, checks that it holds exactly
+// one document (i.e. that the splitter and the parser agree) and returns
+// that document's node tree.
+func singleDocument(text []byte) (*yaml.Node, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(text))
-	count := 0
+	var docs []*yaml.Node
 	for {
 		var node yaml.Node
 		err := dec.Decode(&node)
@@ -126,14 +160,14 @@ func checkSingleDocument(text []byte) error {
 			break
 		}
 		if err != nil {
-			return fmt.Errorf("invalid YAML: %w", err)
+			return nil, fmt.Errorf("invalid YAML: %w", err)
 		}
-		count++
+		docs = append(docs, &node)
 	}
-	if count != 1 {
-		return fmt.Errorf("invalid YAML: expected one document between separators, found %d", count)
+	if len(docs) != 1 {
+		return nil, fmt.Errorf("invalid YAML: expected one document between separators, found %d", len(docs))
 	}
-	return nil
+	return docs[0], nil
 }
 
 // checkNoDocument checks that text without content (comments, blank

@@ -183,12 +183,63 @@ func TestParseRefuses(t *testing.T) {
 		{name: "refuses a document that is a scalar", content: "hello\n", errSays: "not a mapping but a string"},
 		{name: "refuses YAML that does not parse, giving the parser's reason", content: configMapApp + "---\napiVersion: v1\nkind: [unclosed\n", errSays: "document 2 (line 8): invalid YAML"},
 		{name: "gives parser line numbers of the whole file, not of the document", content: configMapApp + "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n   bad: indent\n", errSays: "document 2 (line 8): invalid YAML: yaml: line 13:"},
-		{name: "refuses duplicate keys that parsers resolve differently", content: "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  name: b\n", errSays: `key "name" already set`},
 		{name: "refuses a name that is not a string", content: "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: 12\n", errSays: "metadata.name is a number, not a string"},
 		{name: "refuses a name that YAML 1.1 reads as a boolean", content: "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: yes\n", errSays: "metadata.name is a boolean"},
 		{name: "refuses an apiVersion with too many slashes", content: "apiVersion: a/b/c\nkind: X\nmetadata:\n  name: x\n", errSays: `invalid apiVersion "a/b/c"`},
 		{name: "refuses a namespace that is not a string", content: "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  namespace: [x]\n", errSays: "metadata.namespace is a sequence"},
 		{name: "refuses metadata that is not a mapping", content: "apiVersion: v1\nkind: ConfigMap\nmetadata: app\n", errSays: "metadata is a string, not a mapping"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := manifest.Parse([]byte(tt.content))
+			require.ErrorIs(t, err, manifest.ErrUnparseable)
+			assert.Contains(t, err.Error(), tt.errSays)
+		})
+	}
+}
+
+func TestParseRefusesWhatTheEditorCannotOwn(t *testing.T) {
+	tests := []struct {
+		name    string
+		content string
+		errSays string
+	}{
+		{name: "refuses an anchor, naming the document and the line", content: configMapApp + "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: b\ndata: &shared\n  a: b\n", errSays: "document 2 (line 8): anchor &shared (line 13)"},
+		{name: "refuses an alias", content: "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: &n a\n  labels:\n    app: *n\n", errSays: "anchor &n (line 4)"},
+		{name: "refuses a merge key", content: "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\ndata:\n  <<: {a: b}\n", errSays: "merge key << (line 6)"},
+		{name: "refuses a custom tag", content: "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\ndata:\n  a: !vault secret/a\n", errSays: "custom tag !vault (line 6)"},
+		{name: "refuses a standard tag that changes the value", content: "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\nbinaryData:\n  a: !!binary aGk=\n", errSays: "custom tag !!binary"},
+		{name: "refuses duplicate keys", content: "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  name: b\n", errSays: `duplicate key "name" (lines 4 and 5)`},
+		{name: "refuses keys that are duplicates once read as YAML 1.1", content: "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\ndata:\n  yes: a\n  \"true\": b\n", errSays: `duplicate key "true" (lines 6 and 7)`},
+		{name: "refuses a complex key", content: "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\ndata:\n  ? [a, b]\n  : c\n", errSays: "complex mapping key (line 6)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := manifest.Parse([]byte(tt.content))
+			require.ErrorIs(t, err, manifest.ErrUnsupportedDocument)
+			assert.NotErrorIs(t, err, manifest.ErrUnparseable)
+			assert.Contains(t, err.Error(), tt.errSays)
+		})
+	}
+}
+
+func TestParseAcceptsCoreTags(t *testing.T) {
+	content := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: !!str a\ndata: !!map\n  port: !!str 80\n"
+	infos, err := manifest.Parse([]byte(content))
+	require.NoError(t, err)
+	assert.Equal(t, []manifest.DocInfo{{Index: 0, Identity: manifest.Identity{Kind: "ConfigMap", Name: "a"}}}, infos)
+}
+
+func TestParseRefusesForeignLineBreaks(t *testing.T) {
+	tests := []struct {
+		name    string
+		content string
+		errSays string
+	}{
+		{name: "refuses a lone carriage return", content: "# c\r" + configMapApp, errSays: "line 1: line break other than LF or CRLF (a lone CR)"},
+		{name: "refuses a lone carriage return after CRLF lines", content: "a: b\r\nc: d\re: f\n", errSays: "line 2: line break other than LF or CRLF (a lone CR)"},
+		{name: "refuses a Unicode line separator", content: configMapApp + "  note: a\u2028b\n", errSays: "line 8: line break other than LF or CRLF (LS)"},
+		{name: "refuses a next-line character", content: "# \u0085\n", errSays: "(NEL)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
