@@ -1,0 +1,180 @@
+package encrypt
+
+import (
+	"bytes"
+	"errors"
+
+	"github.com/getsops/sops/v3"
+	sopsaes "github.com/getsops/sops/v3/aes"
+)
+
+// Update returns the encrypted file that should hold newPlainDoc, given the
+// file's current content (nil or empty when there is none), producing as
+// little ciphertext churn as the keys allow:
+//
+//   - ids can open the file: plaintexts are compared; equal → existingEnc,
+//     false. Otherwise the file's data key is reused and only the values that
+//     changed get new ciphertext (sops re-uses the IV of a value whose path
+//     and plaintext are unchanged); the sops block gets a new lastmodified
+//     and mac. The data key is re-wrapped only if the file's recipients are
+//     not exactly r.
+//   - no identity opens it: the digest comment is checked with the
+//     WithDigestKey key; a match → existingEnc, false. Without a digest key,
+//     a file the held identities cannot open is rewritten for r, and with
+//     no identities at all Update returns ErrNoDigestKey rather than
+//     rewriting on every resync.
+//   - otherwise (no file, a plaintext file, an unreadable or tampered file,
+//     a stale digest) the document is encrypted afresh for r.
+//
+// Recipients changing while the plaintext does not is not Update's concern:
+// NeedsUpdateKeys and UpdateKeys handle it, in a commit that says so. r
+// should include ids.Recipients(), or the operator cannot reopen what it
+// writes and each change re-encrypts every value.
+func Update(existingEnc []byte, newPlainDoc []byte, r Recipients, ids *Identities, opts ...Option) (out []byte, changed bool, err error) {
+	recipients, err := ParseRecipients(r)
+	if err != nil {
+		return nil, false, err
+	}
+	plain, err := parsePlain(newPlainDoc)
+	if err != nil {
+		return nil, false, err
+	}
+	o := collect(opts)
+	tree, err := loadEncrypted(existingEnc)
+	if err != nil {
+		// No file, a plaintext one or an unreadable one: the cluster is the truth.
+		return encryptFresh(plain, recipients, o)
+	}
+	if ids != nil && ids.Len() > 0 {
+		out, changed, err := updateOpened(existingEnc, tree, plain, recipients, *ids, o)
+		if !errors.Is(err, ErrIdentityMismatch) {
+			return out, changed, err
+		}
+	}
+	return updateByDigest(existingEnc, tree, plain, recipients, ids != nil && ids.Len() > 0, o)
+}
+
+// encryptFresh encrypts under a new data key and reports a change.
+func encryptFresh(plain plainDoc, r Recipients, o options) ([]byte, bool, error) {
+	out, err := encryptNew(plain, r, o)
+	if err != nil {
+		return nil, false, err
+	}
+	return out, true, nil
+}
+
+// updateOpened is Update when ids can open the file. A file failing its
+// integrity check is rewritten from the cluster's plaintext.
+func updateOpened(existingEnc []byte, tree sops.Tree, plain plainDoc, r Recipients, ids Identities, o options) ([]byte, bool, error) {
+	cipher := sopsaes.NewCipher()
+	dataKey, err := openTree(&tree, ids, cipher)
+	switch {
+	case errors.Is(err, ErrIntegrity):
+		return encryptFresh(plain, r, o)
+	case err != nil:
+		return nil, false, err
+	}
+	if len(tree.Branches) != 1 {
+		return encryptFresh(plain, r, o)
+	}
+	same, err := samePlaintext(tree.Branches, plain)
+	switch {
+	case err != nil:
+		return nil, false, err
+	case same:
+		return existingEnc, false, nil
+	}
+	if !hasOperatorRules(tree.Metadata) {
+		return encryptFresh(plain, r, o)
+	}
+	md := tree.Metadata
+	if !onlyRecipients(md, r) {
+		if err := rewrap(&md, dataKey, r); err != nil {
+			return nil, false, err
+		}
+	}
+	next := sops.Tree{Branches: sops.TreeBranches{plain.branch}, Metadata: md}
+	out, err := sealTree(&next, plain, dataKey, cipher, o)
+	if err != nil {
+		return nil, false, err
+	}
+	return out, true, nil
+}
+
+// samePlaintext compares decrypted branches with the new document in
+// canonical form.
+func samePlaintext(decrypted sops.TreeBranches, plain plainDoc) (bool, error) {
+	old, err := emitPlain(decrypted)
+	if err != nil {
+		return false, err
+	}
+	oldCanonical, err := canonicalize(old)
+	if err != nil {
+		return false, err
+	}
+	return bytes.Equal(oldCanonical, plain.canonical), nil
+}
+
+// updateByDigest is Update when no identity opens the file.
+func updateByDigest(existingEnc []byte, tree sops.Tree, plain plainDoc, r Recipients, hadIdentities bool, o options) ([]byte, bool, error) {
+	if o.digestKey == nil {
+		if !hadIdentities {
+			return nil, false, ErrNoDigestKey
+		}
+		// The held identities cannot open it: rewrite for the current recipients.
+		return encryptFresh(plain, r, o)
+	}
+	if len(tree.Branches) == 1 {
+		if d, ok := findDigest(tree.Branches[0]); ok && d.matches(o.digestKey, plain.canonical) {
+			return existingEnc, false, nil
+		}
+	}
+	return encryptFresh(plain, r, o)
+}
+
+// UpdateKeys has the effect of `sops updatekeys`: it re-wraps the file's
+// data key for newRecipients, so values, lastmodified and mac keep their
+// exact ciphertext and only the recipient list in the sops block changes.
+// Recipients kept from before keep their wrapped key too. It needs an
+// identity that opens the file; a file already wrapped for exactly
+// newRecipients is returned unchanged. Removing a recipient this way does
+// not revoke it: it could have kept the data key, and Git history keeps the
+// old file.
+func UpdateKeys(existingEnc []byte, ids Identities, newRecipients Recipients) ([]byte, error) {
+	r, err := ParseRecipients(newRecipients)
+	if err != nil {
+		return nil, err
+	}
+	tree, err := loadEncrypted(existingEnc)
+	if err != nil {
+		return nil, err
+	}
+	if onlyRecipients(tree.Metadata, r) {
+		return existingEnc, nil
+	}
+	dataKey, err := recoverDataKey(&tree.Metadata, ids)
+	if err != nil {
+		return nil, err
+	}
+	if err := rewrap(&tree.Metadata, dataKey, r); err != nil {
+		return nil, err
+	}
+	return emitEncrypted(tree)
+}
+
+// NeedsUpdateKeys says whether an encrypted file is wrapped for anything
+// other than exactly r, so the writer can find the files a recipient change
+// affects and re-wrap them in one commit: with UpdateKeys when it holds an
+// identity, otherwise by encrypting the cluster's plaintext afresh with
+// Encrypt.
+func NeedsUpdateKeys(existingEnc []byte, r Recipients) (bool, error) {
+	recipients, err := ParseRecipients(r)
+	if err != nil {
+		return false, err
+	}
+	tree, err := loadEncrypted(existingEnc)
+	if err != nil {
+		return false, err
+	}
+	return !onlyRecipients(tree.Metadata, recipients), nil
+}

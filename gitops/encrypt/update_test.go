@@ -1,0 +1,383 @@
+package encrypt_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gitops-reverser/gitops-reverser/gitops/encrypt"
+)
+
+// changedSecret is testdata/secret.yaml with only data.token changed.
+func changedSecret(t *testing.T) []byte {
+	t.Helper()
+	plain := string(readTestdata(t, "secret.yaml"))
+	changed := strings.Replace(plain, "Z2hwX1NlY3JldFRva2VuVmFsdWUxMjM0NTY3ODkw", "bmV3LXRva2VuLXZhbHVl", 1)
+	require.NotEqual(t, plain, changed)
+	return []byte(changed)
+}
+
+func TestUpdateWithIdentityKeepsUnchangedFilesByteForByte(t *testing.T) {
+	k := newKeyPair(t)
+	plain := readTestdata(t, "secret.yaml")
+	enc, err := encrypt.Encrypt(plain, k.recipients)
+	require.NoError(t, err)
+
+	tests := []struct {
+		name string
+		doc  []byte
+	}{
+		{name: "the same bytes", doc: plain},
+		{name: "the same content with other key order and quoting", doc: reordered(t, plain)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for range 3 { // resyncs and restarts
+				out, changed, err := encrypt.Update(enc, tt.doc, k.recipients, &k.ids)
+				require.NoError(t, err)
+				assert.False(t, changed)
+				assert.Equal(t, enc, out, "existing bytes returned untouched")
+			}
+		})
+	}
+}
+
+// reordered rewrites the test Secret with data keys in another order and
+// quoted values, the same content in another form.
+func reordered(t *testing.T, plain []byte) []byte {
+	t.Helper()
+	s := string(plain)
+	s = strings.Replace(s,
+		"  password: Y29ycmVjdC1ob3JzZS1iYXR0ZXJ5LXN0YXBsZQ==\n  token: Z2hwX1NlY3JldFRva2VuVmFsdWUxMjM0NTY3ODkw\n",
+		"  token: \"Z2hwX1NlY3JldFRva2VuVmFsdWUxMjM0NTY3ODkw\"\n  password: 'Y29ycmVjdC1ob3JzZS1iYXR0ZXJ5LXN0YXBsZQ=='\n", 1)
+	require.NotEqual(t, string(plain), s)
+	return []byte(s)
+}
+
+func TestUpdateWithIdentityChangesOnlyTheChangedValue(t *testing.T) {
+	k := newKeyPair(t)
+	enc, err := encrypt.Encrypt(readTestdata(t, "secret.yaml"), k.recipients)
+	require.NoError(t, err)
+
+	out, changed, err := encrypt.Update(enc, changedSecret(t), k.recipients, &k.ids)
+	require.NoError(t, err)
+	assert.True(t, changed)
+
+	before, after := ciphertexts(enc), ciphertexts(out)
+	require.Len(t, before, 4, "password, token, username, config.ini")
+	for key, line := range before {
+		if key == "token" {
+			assert.NotEqual(t, line, after[key], "the changed value has new ciphertext")
+			continue
+		}
+		assert.Equal(t, line, after[key], "%s keeps its exact ciphertext", key)
+	}
+	assert.Equal(t, ageBlock.FindAllString(string(enc), -1), ageBlock.FindAllString(string(out), -1),
+		"the data key is reused, its wrapping untouched")
+
+	changedLines := diffLines(string(enc), string(out))
+	assert.Subset(t, []string{"token", "lastmodified", "mac"}, changedLines,
+		"only the value and the sops bookkeeping differ (lastmodified has one-second resolution)")
+	assert.Contains(t, changedLines, "token")
+	assert.Contains(t, changedLines, "mac")
+
+	got, err := encrypt.Decrypt(out, k.ids)
+	require.NoError(t, err)
+	assert.Equal(t, string(changedSecret(t)), string(got))
+}
+
+// diffLines names the keys of the lines that differ between two files of
+// the same line count.
+func diffLines(a, b string) []string {
+	al, bl := strings.Split(a, "\n"), strings.Split(b, "\n")
+	if len(al) != len(bl) {
+		return []string{"<line count differs>"}
+	}
+	var out []string
+	for i := range al {
+		if al[i] != bl[i] {
+			key, _, _ := strings.Cut(strings.TrimSpace(bl[i]), ":")
+			out = append(out, key)
+		}
+	}
+	return out
+}
+
+func TestUpdateWithoutExistingOrPlaintextFileEncryptsAfresh(t *testing.T) {
+	k := newKeyPair(t)
+	plain := readTestdata(t, "secret.yaml")
+	tests := []struct {
+		name     string
+		existing []byte
+	}{
+		{name: "no file yet", existing: nil},
+		{name: "a plaintext file from before encryption was enabled", existing: plain},
+		{name: "an unreadable file", existing: []byte("sops: [")},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, changed, err := encrypt.Update(tt.existing, plain, k.recipients, &k.ids)
+			require.NoError(t, err)
+			assert.True(t, changed)
+			assertNoSecrets(t, string(out), k.private)
+			got, err := encrypt.Decrypt(out, k.ids)
+			require.NoError(t, err)
+			assert.Equal(t, string(plain), string(got))
+		})
+	}
+}
+
+func TestUpdateRewritesATamperedFile(t *testing.T) {
+	k := newKeyPair(t)
+	plain := readTestdata(t, "secret.yaml")
+	enc, err := encrypt.Encrypt(plain, k.recipients)
+	require.NoError(t, err)
+
+	out, changed, err := encrypt.Update(tamperValue(t, enc, "password"), plain, k.recipients, &k.ids)
+	require.NoError(t, err)
+	assert.True(t, changed, "the cluster's plaintext replaces the damaged file")
+	got, err := encrypt.Decrypt(out, k.ids)
+	require.NoError(t, err)
+	assert.Equal(t, string(plain), string(got))
+}
+
+func TestUpdateWithChangedRecipientsRewrapsTheReusedDataKey(t *testing.T) {
+	k, added := newKeyPair(t), newKeyPair(t)
+	enc, err := encrypt.Encrypt(readTestdata(t, "secret.yaml"), k.recipients)
+	require.NoError(t, err)
+	both := sorted(k.recipients[0], added.recipients[0])
+
+	out, changed, err := encrypt.Update(enc, changedSecret(t), both, &k.ids)
+	require.NoError(t, err)
+	assert.True(t, changed)
+	assert.Equal(t, ciphertexts(enc)["password"], ciphertexts(out)["password"], "data key reused")
+	for _, p := range []keyPair{k, added} {
+		got, err := encrypt.Decrypt(out, p.ids)
+		require.NoError(t, err)
+		assert.Equal(t, string(changedSecret(t)), string(got))
+	}
+}
+
+func TestUpdateWithDigestDetectsChangeWithoutIdentity(t *testing.T) {
+	k := newKeyPair(t)
+	key, err := encrypt.GenerateDigestKey()
+	require.NoError(t, err)
+	otherKey, err := encrypt.GenerateDigestKey()
+	require.NoError(t, err)
+	plain := readTestdata(t, "secret.yaml")
+	enc, err := encrypt.Encrypt(plain, k.recipients, encrypt.WithDigestKey(key))
+	require.NoError(t, err)
+	require.Contains(t, string(enc), "# "+encrypt.DigestCommentKey+": v1:")
+
+	tests := []struct {
+		name        string
+		doc         []byte
+		key         encrypt.DigestKey
+		wantChanged bool
+	}{
+		{name: "the same plaintext is unchanged", doc: plain, key: key},
+		{name: "the same content in another form is unchanged", doc: reordered(t, plain), key: key},
+		{name: "one changed value is a change", doc: changedSecret(t), key: key, wantChanged: true},
+		{name: "a changed label is a change", doc: []byte(strings.Replace(string(plain), "app: api", "app: web", 1)), key: key, wantChanged: true},
+		{name: "a lost or rotated digest key costs one rewrite", doc: plain, key: otherKey, wantChanged: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, changed, err := encrypt.Update(enc, tt.doc, k.recipients, nil, encrypt.WithDigestKey(tt.key))
+			require.NoError(t, err)
+			assert.Equal(t, tt.wantChanged, changed)
+			if !tt.wantChanged {
+				assert.Equal(t, enc, out)
+				return
+			}
+			assert.NotEqual(t, enc, out)
+			got, err := encrypt.Decrypt(out, k.ids)
+			require.NoError(t, err)
+			assert.Equal(t, canonicalYAML(t, tt.doc), canonicalYAML(t, got))
+			_, again, err := encrypt.Update(out, tt.doc, k.recipients, nil, encrypt.WithDigestKey(tt.key))
+			require.NoError(t, err)
+			assert.False(t, again, "the rewritten file carries a fresh digest")
+		})
+	}
+}
+
+func TestDigestIsFreshlySaltedOnEveryWrite(t *testing.T) {
+	k := newKeyPair(t)
+	key, err := encrypt.GenerateDigestKey()
+	require.NoError(t, err)
+	plain := readTestdata(t, "secret.yaml")
+	first, err := encrypt.Encrypt(plain, k.recipients, encrypt.WithDigestKey(key))
+	require.NoError(t, err)
+	second, err := encrypt.Encrypt(plain, k.recipients, encrypt.WithDigestKey(key))
+	require.NoError(t, err)
+	assert.NotEqual(t, digestLine(t, first), digestLine(t, second),
+		"equal plaintexts in two files or two points in history are not linkable")
+
+	got, err := encrypt.Decrypt(first, k.ids)
+	require.NoError(t, err)
+	assert.Equal(t, string(plain), string(got), "the digest comment is not part of the plaintext")
+}
+
+// digestLine returns the digest comment line of a file.
+func digestLine(t *testing.T, doc []byte) string {
+	t.Helper()
+	for line := range strings.SplitSeq(string(doc), "\n") {
+		if strings.HasPrefix(line, "# "+encrypt.DigestCommentKey) {
+			return line
+		}
+	}
+	t.Fatal("no digest comment")
+	return ""
+}
+
+func TestUpdateWithIdentityFallsBackToTheDigest(t *testing.T) {
+	k, stranger := newKeyPair(t), newKeyPair(t)
+	key, err := encrypt.GenerateDigestKey()
+	require.NoError(t, err)
+	plain := readTestdata(t, "secret.yaml")
+	enc, err := encrypt.Encrypt(plain, k.recipients, encrypt.WithDigestKey(key))
+	require.NoError(t, err)
+
+	out, changed, err := encrypt.Update(enc, plain, k.recipients, &stranger.ids, encrypt.WithDigestKey(key))
+	require.NoError(t, err)
+	assert.False(t, changed, "an identity that cannot open the file does not force a rewrite")
+	assert.Equal(t, enc, out)
+}
+
+func TestUpdateErrors(t *testing.T) {
+	k := newKeyPair(t)
+	plain := readTestdata(t, "secret.yaml")
+	enc, err := encrypt.Encrypt(plain, k.recipients)
+	require.NoError(t, err)
+	tests := []struct {
+		name    string
+		r       encrypt.Recipients
+		ids     *encrypt.Identities
+		wantErr error
+	}{
+		{name: "no recipients is ErrNoRecipients", r: nil, ids: &k.ids, wantErr: encrypt.ErrNoRecipients},
+		{name: "a malformed recipient is ErrMalformedKey", r: encrypt.Recipients{"nope"}, ids: &k.ids, wantErr: encrypt.ErrMalformedKey},
+		{name: "neither identity nor digest key is ErrNoDigestKey", r: k.recipients, ids: nil, wantErr: encrypt.ErrNoDigestKey},
+		{name: "empty identities count as none", r: k.recipients, ids: &encrypt.Identities{}, wantErr: encrypt.ErrNoDigestKey},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, _, err := encrypt.Update(enc, plain, tt.r, tt.ids)
+			require.ErrorIs(t, err, tt.wantErr)
+			assertNoSecrets(t, err.Error(), k.private)
+		})
+	}
+}
+
+func TestUpdateKeysRewrapsWithoutTouchingValues(t *testing.T) {
+	old, next := newKeyPair(t), newKeyPair(t)
+	key, err := encrypt.GenerateDigestKey()
+	require.NoError(t, err)
+	plain := readTestdata(t, "secret.yaml")
+	enc, err := encrypt.Encrypt(plain, old.recipients, encrypt.WithDigestKey(key))
+	require.NoError(t, err)
+
+	need, err := encrypt.NeedsUpdateKeys(enc, next.recipients)
+	require.NoError(t, err)
+	assert.True(t, need)
+
+	out, err := encrypt.UpdateKeys(enc, old.ids, next.recipients)
+	require.NoError(t, err)
+
+	assert.Equal(t, ciphertexts(enc), ciphertexts(out), "every value keeps its ciphertext")
+	assert.ElementsMatch(t, []string{"recipient", "-----BEGIN AGE ENCRYPTED FILE-----"}, uniq(diffKeys(string(enc), string(out))),
+		"only the recipient stanza changes")
+	got, err := encrypt.Decrypt(out, next.ids)
+	require.NoError(t, err, "the new identity opens the file")
+	assert.Equal(t, string(plain), string(got))
+	_, err = encrypt.Decrypt(out, old.ids)
+	require.ErrorIs(t, err, encrypt.ErrIdentityMismatch, "the removed recipient's wrapping is gone")
+
+	need, err = encrypt.NeedsUpdateKeys(out, next.recipients)
+	require.NoError(t, err)
+	assert.False(t, need)
+	again, err := encrypt.UpdateKeys(out, next.ids, next.recipients)
+	require.NoError(t, err)
+	assert.Equal(t, out, again, "re-wrapping for the same recipients changes nothing")
+
+	_, changed, err := encrypt.Update(out, plain, next.recipients, nil, encrypt.WithDigestKey(key))
+	require.NoError(t, err)
+	assert.False(t, changed, "the digest survives re-wrapping")
+}
+
+func TestUpdateKeysKeepsTheWrappingOfRemainingRecipients(t *testing.T) {
+	a, b := newKeyPair(t), newKeyPair(t)
+	enc, err := encrypt.Encrypt(readTestdata(t, "secret.yaml"), a.recipients)
+	require.NoError(t, err)
+
+	out, err := encrypt.UpdateKeys(enc, a.ids, sorted(a.recipients[0], b.recipients[0]))
+	require.NoError(t, err)
+	blocks := ageBlock.FindAllString(string(out), -1)
+	require.Len(t, blocks, 2)
+	assert.Contains(t, blocks, ageBlock.FindString(string(enc)), "a's wrapped key is kept as it was")
+	for _, p := range []keyPair{a, b} {
+		_, err := encrypt.Decrypt(out, p.ids)
+		require.NoError(t, err)
+	}
+}
+
+func TestUpdateKeysErrors(t *testing.T) {
+	k, stranger := newKeyPair(t), newKeyPair(t)
+	enc, err := encrypt.Encrypt(readTestdata(t, "secret.yaml"), k.recipients)
+	require.NoError(t, err)
+	tests := []struct {
+		name    string
+		doc     []byte
+		ids     encrypt.Identities
+		r       encrypt.Recipients
+		wantErr error
+	}{
+		{name: "without identity it is ErrNoIdentity", doc: enc, r: stranger.recipients, wantErr: encrypt.ErrNoIdentity},
+		{name: "with a wrong identity it is ErrIdentityMismatch", doc: enc, ids: stranger.ids, r: stranger.recipients, wantErr: encrypt.ErrIdentityMismatch},
+		{name: "to nobody it is ErrNoRecipients", doc: enc, ids: k.ids, wantErr: encrypt.ErrNoRecipients},
+		{name: "a plaintext file is ErrNotEncrypted", doc: readTestdata(t, "secret.yaml"), ids: k.ids, r: stranger.recipients, wantErr: encrypt.ErrNotEncrypted},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := encrypt.UpdateKeys(tt.doc, tt.ids, tt.r)
+			require.ErrorIs(t, err, tt.wantErr)
+			assertNoSecrets(t, err.Error(), k.private, stranger.private)
+		})
+	}
+}
+
+// diffKeys names the differing lines of two files (any line counts), by the
+// text before their colon.
+func diffKeys(a, b string) []string {
+	seen := map[string]bool{}
+	for line := range strings.SplitSeq(a, "\n") {
+		seen[line] = true
+	}
+	var out []string
+	for line := range strings.SplitSeq(b, "\n") {
+		if !seen[line] {
+			trimmed := strings.TrimLeft(strings.TrimSpace(line), "- ")
+			key, _, found := strings.Cut(trimmed, ":")
+			if !found || strings.HasPrefix(trimmed, "-----") {
+				key = "-----BEGIN AGE ENCRYPTED FILE-----"
+			}
+			out = append(out, key)
+		}
+	}
+	return out
+}
+
+// uniq removes duplicates, keeping order.
+func uniq(in []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, s := range in {
+		if !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	return out
+}
