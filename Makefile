@@ -51,7 +51,7 @@ fuzz: ## Run each fuzz target of the YAML editor for FUZZTIME (default 30s); `ma
 bench: ## Run the benchmarks; each prints its side-by-side ratio against its goal.
 	@assets=$$(test/tools/envtest-assets.sh); \
 	go test -run '^$$' -bench . -benchmem ./gitops/... && \
-	KUBEBUILDER_ASSETS=$$assets go test -run '^$$' -bench . -benchtime=1x ./test/bench/
+	KUBEBUILDER_ASSETS=$$assets go test -timeout 30m -run '^$$' -bench . -benchtime=1x ./test/bench/
 
 .PHONY: demo
 demo: ## Local control plane + local Git repo + the operator + a sample change; prints the commit. DEMO_KEEP=1 keeps it running.

@@ -157,3 +157,26 @@ func (c Claim) CoversNamespace(namespace string, nsLabels func(string) labels.Se
 	}
 	return namespace != "" && c.NamespaceSelector != nil && c.NamespaceSelector.Matches(nsLabels(namespace))
 }
+
+// key renders a claim canonically, for comparing claim sets.
+func (c Claim) key() string {
+	nsSel := "<none>"
+	if c.NamespaceSelector != nil {
+		nsSel = c.NamespaceSelector.String()
+	}
+	return fmt.Sprintf("%s|%s|%s|%s|%v|%s|%s|%t%t%t", c.Target, c.Resource.GVR, c.Resource.Kind, c.Namespace,
+		c.Resource.Namespaced, nsSel, c.ObjectSelector.String(), c.Create, c.Update, c.Delete)
+}
+
+// sameClaims reports whether two claim lists select exactly the same objects the same way.
+func sameClaims(a, b []Claim) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].key() != b[i].key() {
+			return false
+		}
+	}
+	return true
+}

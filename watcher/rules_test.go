@@ -100,3 +100,13 @@ func TestOperations(t *testing.T) {
 	assert.True(t, c && u)
 	assert.False(t, d, "a rule without DELETE keeps files of deleted objects")
 }
+
+func TestSameClaims(t *testing.T) {
+	cm := Resource{Kind: "ConfigMap", Namespaced: true}
+	a := Claim{Resource: cm, Namespace: "a", ObjectSelector: labels.Everything(), Create: true}
+	b := a
+	b.ObjectSelector = labels.SelectorFromSet(labels.Set{"x": "y"})
+	assert.True(t, sameClaims([]Claim{a}, []Claim{a}), "a re-reconcile with the same rule changes nothing")
+	assert.False(t, sameClaims([]Claim{a}, []Claim{b}), "a new selector is a change")
+	assert.False(t, sameClaims(nil, []Claim{a}))
+}

@@ -90,6 +90,10 @@ func (w *Watcher) NeedLeaderElection() bool { return true }
 // snapshot of every target whose claims changed.
 func (w *Watcher) SetRule(ruleKey string, claims []Claim) {
 	w.mu.Lock()
+	if sameClaims(w.rules[ruleKey], claims) {
+		w.mu.Unlock()
+		return // a re-reconcile with nothing new must not trigger a full snapshot
+	}
 	if len(claims) == 0 {
 		delete(w.rules, ruleKey)
 	} else {

@@ -1,6 +1,7 @@
 package batch
 
 import (
+	"context"
 	"fmt"
 	"sort"
 
@@ -46,7 +47,7 @@ func (p *writePlan) message(t *target) string {
 
 // plan resolves every dirty key to its current state and edits the files holding them.
 // Callers hold w.mu.
-func (w *worker) plan(t *target, dirty map[ObjectKey]bool) (*writePlan, error) {
+func (w *worker) plan(ctx context.Context, t *target, dirty map[ObjectKey]bool) (*writePlan, error) {
 	keys := make([]ObjectKey, 0, len(dirty))
 	for k := range dirty {
 		keys = append(keys, k)
@@ -54,14 +55,18 @@ func (w *worker) plan(t *target, dirty map[ObjectKey]bool) (*writePlan, error) {
 	sort.Slice(keys, func(i, j int) bool { return keys[i].Identity().String() < keys[j].Identity().String() })
 
 	p := &writePlan{files: map[string][]byte{}, located: map[manifest.Identity]string{}}
+	tree := w.repo.TreeReader(w.remoteTip)
 	read := func(path string) ([]byte, error) {
 		if c, ok := p.files[path]; ok {
 			return c, nil
 		}
-		c, _, err := w.repo.ReadFile(w.remoteTip, path)
+		c, _, err := tree.ReadFile(path)
 		return c, err
 	}
 	for _, k := range keys {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		if err := w.planOne(t, p, read, k, dirty[k]); err != nil {
 			return nil, err
 		}

@@ -331,7 +331,7 @@ func (w *worker) flush(ctx context.Context, t *target, dirty map[ObjectKey]bool,
 			w.requeue(t, dirty) // kept until the folder is fixed; the cluster holds the state
 			return false, nil
 		}
-		p, err := w.plan(t, dirty)
+		p, err := w.plan(ctx, t, dirty)
 		if err != nil {
 			return false, err
 		}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 )
 
@@ -50,4 +51,71 @@ func (r *Repo) ReadFile(commit plumbing.Hash, p string) (content []byte, found b
 		return nil, false, err
 	}
 	return b, true, nil
+}
+
+// TreeReader reads files of one commit, decoding each directory's tree once, so planning
+// many files of one folder costs one decode per directory rather than one per file.
+type TreeReader struct {
+	r      *Repo
+	commit plumbing.Hash
+	dirs   map[string]*object.Tree
+}
+
+// TreeReader returns a reader for commit (ZeroHash reads as an empty tree).
+func (r *Repo) TreeReader(commit plumbing.Hash) *TreeReader {
+	return &TreeReader{r: r, commit: commit, dirs: map[string]*object.Tree{}}
+}
+
+// ReadFile is Repo.ReadFile through the reader's directory cache.
+func (t *TreeReader) ReadFile(p string) (content []byte, found bool, err error) {
+	if t.commit.IsZero() {
+		return nil, false, nil
+	}
+	if err := validatePath(p); err != nil {
+		return nil, false, err
+	}
+	t.r.mu.Lock()
+	defer t.r.mu.Unlock()
+	dir, name := path.Split(p)
+	tree, err := t.dir(strings.TrimSuffix(dir, "/"))
+	if err != nil || tree == nil {
+		return nil, false, err
+	}
+	e := findEntry(tree.Entries, name)
+	if e == nil {
+		return nil, false, nil
+	}
+	if e.Mode != filemode.Regular && e.Mode != filemode.Executable && e.Mode != filemode.Deprecated {
+		return nil, false, fmt.Errorf("read %s: not a regular file (mode %s)", p, e.Mode)
+	}
+	b, err := t.r.blob(e.Hash)
+	if err != nil {
+		return nil, false, err
+	}
+	return b, true, nil
+}
+
+// dir returns the tree of directory d ("" is the root), nil when it does not exist.
+// Callers hold t.r.mu.
+func (t *TreeReader) dir(d string) (*object.Tree, error) {
+	if tree, ok := t.dirs[d]; ok {
+		return tree, nil
+	}
+	var tree *object.Tree
+	var err error
+	if d == "" {
+		tree, err = t.r.commitTree(t.commit)
+	} else {
+		parent, name := path.Split(d)
+		var up *object.Tree
+		if up, err = t.dir(strings.TrimSuffix(parent, "/")); err != nil || up == nil {
+			return nil, err
+		}
+		tree, err = t.r.subtree(up, name)
+	}
+	if err != nil {
+		return nil, err
+	}
+	t.dirs[d] = tree
+	return tree, nil
 }

@@ -64,3 +64,22 @@ func TestSetAuthTakesEffectWithoutReopening(t *testing.T) {
 
 	assert.Equal(t, want, fetch(t, r, "main").String())
 }
+
+func TestTreeReaderReadsLikeReadFile(t *testing.T) {
+	remote, _ := mixedRemote(t)
+	r := openClone(t, remote.URL, nil)
+	tip := fetch(t, r, "main")
+	tr := r.TreeReader(tip)
+	for _, p := range []string{"live/team-a/configmaps/app.yaml", "live/hooks/run.sh", "live/nope.yaml", "nowhere/x.yaml", "README.md"} {
+		want, wantFound, wantErr := r.ReadFile(tip, p)
+		for i := 0; i < 2; i++ { // the second read comes from the directory cache
+			got, found, err := tr.ReadFile(p)
+			assert.Equal(t, wantErr, err, p)
+			assert.Equal(t, wantFound, found, p)
+			assert.Equal(t, want, got, p)
+		}
+	}
+	_, found, err := r.TreeReader(plumbing.ZeroHash).ReadFile("README.md")
+	require.NoError(t, err)
+	assert.False(t, found)
+}
