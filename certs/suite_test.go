@@ -5,10 +5,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
-	"fmt"
-	"io"
 	"net"
-	"os"
 	"strconv"
 	"testing"
 	"time"
@@ -20,12 +17,11 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/gitops-reverser/gitops-reverser/certs"
+	"github.com/gitops-reverser/gitops-reverser/test/envtestsuite"
 )
 
 // The package's one control plane: its config, scheme and an uncached client for test reads.
@@ -36,42 +32,16 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	code, err := runSuite(m)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	os.Exit(code)
-}
-
-func runSuite(m *testing.M) (int, error) {
-	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
-		return 0, fmt.Errorf("KUBEBUILDER_ASSETS is not set; run `make test`")
-	}
-	ctrl.SetLogger(zap.New(zap.WriteTo(testLogOutput())))
-	env := &envtest.Environment{}
-	cfg, err := env.Start()
-	if err != nil {
-		return 0, err
-	}
-	defer func() { _ = env.Stop() }()
-	restConfig = cfg
-	scheme = runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		return 0, err
-	}
-	if k8s, err = client.New(cfg, client.Options{Scheme: scheme}); err != nil {
-		return 0, err
-	}
-	return m.Run(), nil
-}
-
-// testLogOutput shows the operator's logs only when TEST_LOG is set.
-func testLogOutput() io.Writer {
-	if os.Getenv("TEST_LOG") != "" {
-		return os.Stderr
-	}
-	return io.Discard
+	envtestsuite.Main(m, false, func(cfg *rest.Config) (func(), error) {
+		restConfig = cfg
+		scheme = runtime.NewScheme()
+		if err := clientgoscheme.AddToScheme(scheme); err != nil {
+			return nil, err
+		}
+		var err error
+		k8s, err = client.New(cfg, client.Options{Scheme: scheme})
+		return nil, err
+	})
 }
 
 // operator is one replica under test: a manager whose webhook server is gated by certs.

@@ -2,9 +2,6 @@ package controller_test
 
 import (
 	"context"
-	"fmt"
-	"io"
-	"os"
 	"sync"
 	"testing"
 
@@ -12,14 +9,13 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/discovery"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/gitops-reverser/gitops-reverser/api/v1alpha1"
-	"github.com/gitops-reverser/gitops-reverser/config"
+	"github.com/gitops-reverser/gitops-reverser/test/envtestsuite"
 	"github.com/gitops-reverser/gitops-reverser/watcher"
 	"github.com/gitops-reverser/gitops-reverser/watcher/controller"
 )
@@ -49,58 +45,35 @@ func (r *recordingRegistry) claims(key string) []watcher.Claim {
 }
 
 func TestMain(m *testing.M) {
-	code, err := runSuite(m)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	os.Exit(code)
+	envtestsuite.Main(m, true, startControllers)
 }
 
-func runSuite(m *testing.M) (int, error) {
-	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
-		return 0, fmt.Errorf("KUBEBUILDER_ASSETS is not set; run `make test`")
-	}
-	out := io.Discard
-	if os.Getenv("TEST_LOG") != "" {
-		out = os.Stderr
-	}
-	ctrl.SetLogger(zap.New(zap.WriteTo(out)))
-	crds, err := config.LoadCRDs()
-	if err != nil {
-		return 0, err
-	}
-	env := &envtest.Environment{CRDInstallOptions: envtest.CRDInstallOptions{CRDs: crds}}
-	cfg, err := env.Start()
-	if err != nil {
-		return 0, err
-	}
-	defer func() { _ = env.Stop() }()
+// startControllers runs both rule reconcilers against the recording registry.
+func startControllers(cfg *rest.Config) (func(), error) {
 	scheme := runtime.NewScheme()
 	_ = clientgoscheme.AddToScheme(scheme)
 	_ = apiextensionsv1.AddToScheme(scheme)
 	_ = v1alpha1.AddToScheme(scheme)
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}})
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	if err := (&controller.WatchRuleReconciler{Client: mgr.GetClient(), Discovery: dc, Registry: registry}).SetupWithManager(mgr); err != nil {
-		return 0, err
+		return nil, err
 	}
 	if err := (&controller.ClusterWatchRuleReconciler{Client: mgr.GetClient(), Discovery: dc, Registry: registry}).SetupWithManager(mgr); err != nil {
-		return 0, err
+		return nil, err
+	}
+	// An uncached client: tests read what they just wrote.
+	if k8s, err = client.New(cfg, client.Options{Scheme: scheme}); err != nil {
+		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
-	defer func() { cancel(); <-done }()
-	// An uncached client: tests read what they just wrote.
-	if k8s, err = client.New(cfg, client.Options{Scheme: scheme}); err != nil {
-		return 0, err
-	}
-	return m.Run(), nil
+	return func() { cancel(); <-done }, nil
 }
