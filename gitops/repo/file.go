@@ -22,35 +22,7 @@ func (r *Repo) SetAuth(auth transport.AuthMethod) {
 // ReadFile returns one regular file's content at commit, walking only the trees on its
 // path. A missing file (or a ZeroHash commit) is not an error: found is false.
 func (r *Repo) ReadFile(commit plumbing.Hash, p string) (content []byte, found bool, err error) {
-	if commit.IsZero() {
-		return nil, false, nil
-	}
-	if err := validatePath(p); err != nil {
-		return nil, false, err
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	root, err := r.commitTree(commit)
-	if err != nil {
-		return nil, false, err
-	}
-	dir, name := path.Split(p)
-	tree, err := r.subtree(root, strings.TrimSuffix(dir, "/"))
-	if err != nil || tree == nil {
-		return nil, false, err
-	}
-	e := findEntry(tree.Entries, name)
-	if e == nil {
-		return nil, false, nil
-	}
-	if e.Mode != filemode.Regular && e.Mode != filemode.Executable && e.Mode != filemode.Deprecated {
-		return nil, false, fmt.Errorf("read %s: not a regular file (mode %s)", p, e.Mode)
-	}
-	b, err := r.blob(e.Hash)
-	if err != nil {
-		return nil, false, err
-	}
-	return b, true, nil
+	return r.TreeReader(commit).ReadFile(p)
 }
 
 // TreeReader reads files of one commit, decoding each directory's tree once, so planning
