@@ -67,6 +67,7 @@ func (c *Certs) SetupWithManager(mgr ctrl.Manager) error {
 		client:   mgr.GetClient(),
 		key:      key,
 		webhooks: c.opts.WebhookConfigurations,
+		mutating: c.opts.MutatingWebhookConfigurations,
 		policy:   c.opts.policy(),
 		log:      log.WithName("issuer"),
 	}

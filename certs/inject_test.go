@@ -46,7 +46,7 @@ func TestCABundlePatch(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			patch, needed, err := caBundlePatch(&admissionregistrationv1.ValidatingWebhookConfiguration{Webhooks: tt.hooks}, bundle)
+			patch, needed, err := caBundlePatch(validatingCAs(&admissionregistrationv1.ValidatingWebhookConfiguration{Webhooks: tt.hooks}), bundle)
 			require.NoError(t, err)
 			assert.Equal(t, tt.needed, needed)
 			if !tt.needed {

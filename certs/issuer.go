@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -41,6 +42,8 @@ type issuer struct {
 	client   client.Client
 	key      types.NamespacedName
 	webhooks []string
+	// mutating are the MutatingWebhookConfigurations to inject into.
+	mutating []string
 	policy   renewalPolicy
 	log      logr.Logger
 }
@@ -55,12 +58,19 @@ func (i *issuer) setup(mgr ctrl.Manager, own cache.Cache) error {
 	named := predicate.NewTypedPredicateFuncs(func(v *admissionregistrationv1.ValidatingWebhookConfiguration) bool {
 		return slices.Contains(i.webhooks, v.Name)
 	})
+	mutatingToSecret := handler.TypedEnqueueRequestsFromMapFunc(func(context.Context, *admissionregistrationv1.MutatingWebhookConfiguration) []reconcile.Request {
+		return []reconcile.Request{{NamespacedName: i.key}}
+	})
+	mutatingNamed := predicate.NewTypedPredicateFuncs(func(v *admissionregistrationv1.MutatingWebhookConfiguration) bool {
+		return slices.Contains(i.mutating, v.Name)
+	})
 	err := ctrl.NewControllerManagedBy(mgr).
 		Named("webhook-cert-issuer").
 		WithOptions(controller.Options{NeedLeaderElection: &leaderOnly, MaxConcurrentReconciles: 1}).
 		WatchesRawSource(source.Func(i.enqueueOnce)).
 		WatchesRawSource(source.Kind(own, &corev1.Secret{}, &handler.TypedEnqueueRequestForObject[*corev1.Secret]{})).
 		WatchesRawSource(source.Kind(own, &admissionregistrationv1.ValidatingWebhookConfiguration{}, toSecret, named)).
+		WatchesRawSource(source.Kind(own, &admissionregistrationv1.MutatingWebhookConfiguration{}, mutatingToSecret, mutatingNamed)).
 		Complete(i)
 	if err != nil {
 		return fmt.Errorf("setting up the certificate issuer: %w", err)
@@ -161,28 +171,41 @@ func (i *issuer) write(ctx context.Context, sec *corev1.Secret, data map[string]
 func (i *issuer) inject(ctx context.Context, bundle []byte) error {
 	for _, name := range i.webhooks {
 		var vwc admissionregistrationv1.ValidatingWebhookConfiguration
-		if err := i.api.Get(ctx, client.ObjectKey{Name: name}, &vwc); err != nil {
-			if apierrors.IsNotFound(err) {
-				i.log.V(1).Info("webhook configuration not found yet", "validatingWebhookConfiguration", name)
-				continue
-			}
-			return fmt.Errorf("reading ValidatingWebhookConfiguration %s: %w", name, err)
-		}
-		patch, needed, err := caBundlePatch(&vwc, bundle)
-		if err != nil {
+		if err := i.injectInto(ctx, name, &vwc, func() []webhookCA { return validatingCAs(&vwc) }, bundle); err != nil {
 			return err
 		}
-		if !needed {
-			continue
-		}
-		if err := i.client.Patch(ctx, &vwc, client.RawPatch(types.JSONPatchType, patch)); err != nil {
-			if apierrors.IsInvalid(err) { // a failed name test: the list changed since our read
-				err = fmt.Errorf("%w: %w", errLostRace, err)
-			}
-			return fmt.Errorf("injecting the CA bundle into ValidatingWebhookConfiguration %s: %w", name, err)
-		}
-		i.log.Info("CA bundle injected", "validatingWebhookConfiguration", name)
 	}
+	for _, name := range i.mutating {
+		var mwc admissionregistrationv1.MutatingWebhookConfiguration
+		if err := i.injectInto(ctx, name, &mwc, func() []webhookCA { return mutatingCAs(&mwc) }, bundle); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// injectInto reads one configuration into obj and patches the caBundle of its entries.
+func (i *issuer) injectInto(ctx context.Context, name string, obj client.Object, hooks func() []webhookCA, bundle []byte) error {
+	kind := fmt.Sprintf("%T", obj)
+	kind = kind[strings.LastIndex(kind, ".")+1:]
+	if err := i.api.Get(ctx, client.ObjectKey{Name: name}, obj); err != nil {
+		if apierrors.IsNotFound(err) {
+			i.log.V(1).Info("webhook configuration not found yet", "kind", kind, "name", name)
+			return nil
+		}
+		return fmt.Errorf("reading %s %s: %w", kind, name, err)
+	}
+	patch, needed, err := caBundlePatch(hooks(), bundle)
+	if err != nil || !needed {
+		return err
+	}
+	if err := i.client.Patch(ctx, obj, client.RawPatch(types.JSONPatchType, patch)); err != nil {
+		if apierrors.IsInvalid(err) { // a failed name test: the list changed since our read
+			err = fmt.Errorf("%w: %w", errLostRace, err)
+		}
+		return fmt.Errorf("injecting the CA bundle into %s %s: %w", kind, name, err)
+	}
+	i.log.Info("CA bundle injected", "kind", kind, "name", name)
 	return nil
 }
 

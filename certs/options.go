@@ -69,6 +69,8 @@ type Options struct {
 	// WebhookConfigurations are the ValidatingWebhookConfigurations whose caBundle the
 	// self-managed issuer keeps equal to its CA bundle.
 	WebhookConfigurations []string
+	// MutatingWebhookConfigurations are the MutatingWebhookConfigurations treated the same way.
+	MutatingWebhookConfigurations []string
 	// CAValidity and CARenewBefore bound the self-managed CA; CARenewBefore defaults to a
 	// third of CAValidity and must be at least CertValidity, so that a serving certificate
 	// never outlives the CA that signed it.

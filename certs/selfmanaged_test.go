@@ -43,12 +43,16 @@ func TestSelfManagedRotationKeepsTheWebhookServing(t *testing.T) {
 	require.NoError(t, k8s.Create(ctx, vwc))
 	t.Cleanup(func() { _ = k8s.Delete(context.Background(), vwc) })
 	before := vwc.DeepCopy()
+	mwc := mutatingConfiguration("certs-rotation-test", ports[0])
+	require.NoError(t, k8s.Create(ctx, mwc))
+	t.Cleanup(func() { _ = k8s.Delete(context.Background(), mwc) })
 
 	opts := certs.Options{
 		Mode: certs.ModeSelfManaged, Namespace: "default", SecretName: "rotation-webhook-tls", ServiceName: "hook",
-		ExtraIPs:              []net.IP{net.ParseIP("127.0.0.1")},
-		WebhookConfigurations: []string{vwc.Name},
-		CAValidity:            12 * time.Second, CARenewBefore: 6 * time.Second,
+		ExtraIPs:                      []net.IP{net.ParseIP("127.0.0.1")},
+		WebhookConfigurations:         []string{vwc.Name},
+		MutatingWebhookConfigurations: []string{mwc.Name},
+		CAValidity:                    12 * time.Second, CARenewBefore: 6 * time.Second,
 		CertValidity: 4 * time.Second, RenewBefore: 2 * time.Second,
 	}
 	var replicas []*operator
@@ -81,9 +85,30 @@ func TestSelfManagedRotationKeepsTheWebhookServing(t *testing.T) {
 	require.NoError(t, k8s.Get(ctx, client.ObjectKeyFromObject(vwc), &after))
 	for i := range after.Webhooks {
 		assert.NotEmpty(t, after.Webhooks[i].ClientConfig.CABundle)
+	}
+	bundle := after.Webhooks[0].ClientConfig.CABundle
+	eventuallyBundle := func() bool {
+		var m admissionregistrationv1.MutatingWebhookConfiguration
+		require.NoError(t, k8s.Get(ctx, client.ObjectKeyFromObject(mwc), &m))
+		return string(m.Webhooks[0].ClientConfig.CABundle) == string(bundle)
+	}
+	assert.Eventually(t, eventuallyBundle, 10*time.Second, 100*time.Millisecond, "the MutatingWebhookConfiguration carries the same, rotated bundle")
+	for i := range after.Webhooks {
 		after.Webhooks[i].ClientConfig.CABundle = nil
 	}
 	assert.Equal(t, before.Webhooks, after.Webhooks, "only caBundle changes")
+}
+
+// mutatingConfiguration has one mutating webhook that the API server never calls (no rules):
+// the issuer must inject into it as into the validating one.
+func mutatingConfiguration(name string, port int) *admissionregistrationv1.MutatingWebhookConfiguration {
+	u := (&url.URL{Scheme: "https", Host: net.JoinHostPort("127.0.0.1", fmt.Sprint(port)), Path: "/mutate"}).String()
+	none := admissionregistrationv1.SideEffectClassNone
+	return &admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: name},
+		Webhooks: []admissionregistrationv1.MutatingWebhook{{
+			Name: "mutating.certs.test", ClientConfig: admissionregistrationv1.WebhookClientConfig{URL: &u},
+			SideEffects: &none, AdmissionReviewVersions: []string{"v1"},
+		}}}
 }
 
 // rotationConfiguration has one webhook per replica, each called by the API server only for

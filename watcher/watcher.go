@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/gitops-reverser/gitops-reverser/gitops/batch"
+	"github.com/gitops-reverser/gitops-reverser/watcher/attribution"
 )
 
 // Sink receives changes; the batch.Manager implements it.
@@ -37,6 +38,11 @@ type Options struct {
 	Resync time.Duration
 	// Noise says which cluster-made objects are skipped.
 	Noise Noise
+	// Attribution holds the admission webhook's records of who made each write; nil
+	// leaves every change unattributed.
+	Attribution *attribution.Book
+	// AttributionMetrics counts joins; nil counts nothing.
+	AttributionMetrics *attribution.Metrics
 }
 
 // informer is one shared informer for one resource, started while any claim needs it.
@@ -294,7 +300,28 @@ func (w *Watcher) onEvent(gvr schema.GroupVersionResource, oldObj, newObj interf
 			changes = append(changes, change(c, u))
 		}
 	}
+	if len(changes) > 0 {
+		if k, ok := attribution.KeyForEvent(old, u); ok {
+			w.attribute(changes, k)
+		}
+	}
 	w.opts.Sink.Submit(changes...)
+}
+
+// attribute sets the author of a stored change's Changes from the admission record, when
+// there is one: the join is exact or nothing.
+func (w *Watcher) attribute(changes []batch.Change, k attribution.Key) {
+	if w.opts.Attribution == nil {
+		return
+	}
+	a, ok := w.opts.Attribution.Join(k)
+	w.opts.AttributionMetrics.Observe(ok)
+	if !ok {
+		return
+	}
+	for i := range changes {
+		changes[i].Author = a.Username
+	}
 }
 
 func (w *Watcher) onDelete(gvr schema.GroupVersionResource, o interface{}) {
@@ -316,6 +343,9 @@ func (w *Watcher) onDelete(gvr schema.GroupVersionResource, o interface{}) {
 		if c.Delete && c.Matches(u.GetNamespace(), u.GetLabels(), w.opts.NamespaceLabels) {
 			changes = append(changes, change(c, u))
 		}
+	}
+	if len(changes) > 0 && u.GetUID() != "" {
+		w.attribute(changes, attribution.DeleteKey(u.GetUID()))
 	}
 	w.opts.Sink.Submit(changes...)
 }

@@ -6,6 +6,7 @@ import (
 	"path"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/gitops-reverser/gitops-reverser/gitops/plan"
@@ -27,6 +28,19 @@ func (m *partialMeta) unmarshal(raw []byte) error {
 		return fmt.Errorf("decoding the object's metadata: %w", err)
 	}
 	return nil
+}
+
+// decodeFull decodes a whole raw object the way the watcher's dynamic informers do, so
+// attribution digests agree; nil when absent or undecodable.
+func decodeFull(raw []byte) *unstructured.Unstructured {
+	if len(raw) == 0 {
+		return nil
+	}
+	u := &unstructured.Unstructured{}
+	if err := u.UnmarshalJSON(raw); err != nil {
+		return nil
+	}
+	return u
 }
 
 // CanonicalLocation is where a new object lands in folder, or why it cannot.

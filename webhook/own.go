@@ -70,6 +70,9 @@ type Own struct {
 
 // Handle implements admission.Handler.
 func (o *Own) Handle(ctx context.Context, req admission.Request) admission.Response {
+	if req.Kind.Kind == "CommitRequest" {
+		return o.validateCommitRequest(ctx, req)
+	}
 	if req.Operation == admissionv1.Delete || req.Kind.Kind != "GitTarget" {
 		return admission.Allowed("")
 	}

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/gitops-reverser/gitops-reverser/watcher"
+	"github.com/gitops-reverser/gitops-reverser/watcher/attribution"
 )
 
 // WatchedPath is where the watched-objects webhook is served.
@@ -30,6 +31,9 @@ type Watched struct {
 	// Noise skips cluster-made objects the watcher does not capture either, so the webhook
 	// never blocks the cluster's own controllers.
 	Noise watcher.Noise
+	// Attribution records who made each admitted write, for the commit author; nil records
+	// nothing.
+	Attribution *attribution.Book
 }
 
 // Handle implements admission.Handler.
@@ -73,7 +77,23 @@ func (w *Watched) Handle(ctx context.Context, req admission.Request) admission.R
 		resp.Result.Reason = metav1.StatusReason(v.Reason)
 		return resp
 	}
+	if !dry && len(targets) > 0 {
+		w.record(req)
+	}
 	return admission.Allowed("").WithWarnings(v.Warnings...)
+}
+
+// record remembers who asked for an admitted write so the watcher can author its commit.
+// A request that cannot be keyed is simply not recorded: its change is committed under the
+// committer identity, never under a guess.
+func (w *Watched) record(req admission.Request) {
+	if w.Attribution == nil {
+		return
+	}
+	obj, old := decodeFull(req.Object.Raw), decodeFull(req.OldObject.Raw)
+	if k, ok := attribution.KeyForRequest(attribution.Op(req.Operation), obj, old); ok {
+		w.Attribution.Record(k, attribution.Author{Username: req.UserInfo.Username, UID: req.UserInfo.UID, Groups: req.UserInfo.Groups})
+	}
 }
 
 // locate fills in where the object would land in each target.

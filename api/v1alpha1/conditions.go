@@ -22,6 +22,9 @@ const (
 	ConditionFolderReady = "FolderReady"
 	// ConditionResourcesResolved says whether every resource of a watch rule was found.
 	ConditionResourcesResolved = "ResourcesResolved"
+	// ConditionCommitted says whether a CommitRequest's message reached Git: True with the
+	// commit, False with the reason it never will (or, with Reconciling, that it waits).
+	ConditionCommitted = "Committed"
 )
 
 // Reasons used in conditions; stable strings so alerts and tests can match on them.
@@ -41,6 +44,8 @@ const (
 	ReasonInvalidRule          = "InvalidRule"
 	ReasonWriteFailed          = "WriteFailed"
 	ReasonInvalidTemplate      = "InvalidTemplate"
+	ReasonWaiting              = "Waiting"
+	ReasonRequesterUnknown     = "RequesterUnknown"
 )
 
 // SetReady records success: Ready=True, and clears Reconciling and Stalled.

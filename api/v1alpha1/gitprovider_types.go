@@ -28,8 +28,8 @@ type GitProviderSpec struct {
 	// +optional
 	AllowedBranches []string `json:"allowedBranches,omitempty"`
 
-	// Committer is the identity recorded as committer (and as author until attribution is
-	// known) on every commit the operator makes.
+	// Committer is the identity recorded as committer on every commit the operator makes,
+	// and as author when no authenticated user could be joined to the changes.
 	// +optional
 	Committer *Committer `json:"committer,omitempty"`
 }

@@ -44,11 +44,14 @@ func devOperator(ctx context.Context, env *envtest.Environment, c client.Client,
 	if err := c.Create(ctx, devWebhookConfiguration(port)); err != nil {
 		return nil, Options{}, fmt.Errorf("registering the webhooks: %w", err)
 	}
+	if err := c.Create(ctx, devMutatingWebhookConfiguration(port)); err != nil {
+		return nil, Options{}, fmt.Errorf("registering the requester webhook: %w", err)
+	}
 	opts := Options{
 		MetricsAddr: "0", ProbeAddr: "0", WorkDir: filepath.Join(dir, "clones"),
 		GitPollInterval: 10 * time.Second, ProviderCheckInterval: time.Minute,
 		Namespace: devNamespace, WebhookHost: "127.0.0.1", WebhookPort: port, WebhookCertDir: filepath.Join(dir, "certs"),
-		WebhookConfigName: "gitops-reverser", WebhookFailure: string(admissionv1.Ignore), WebhookTimeout: 3,
+		WebhookConfigName: "gitops-reverser", MutatingWebhookConfigName: "gitops-reverser", WebhookFailure: string(admissionv1.Ignore), WebhookTimeout: 3,
 		WebhookSkipUsers: append(stringList(nil), defaultSkipUsers...), WebhookSkipManagers: append(stringList(nil), defaultSkipFieldManagers...),
 		Certs: certs.Options{Mode: certs.ModeSelfManaged, SecretName: "gitops-reverser-webhook-tls", ServiceName: "gitops-reverser-webhook", ExtraIPs: []net.IP{net.ParseIP("127.0.0.1")}},
 	}
@@ -62,10 +65,15 @@ func devWebhookConfiguration(port int) *admissionv1.ValidatingWebhookConfigurati
 			SideEffects: ptr.To(admissionv1.SideEffectClassNone), AdmissionReviewVersions: []string{"v1"}, FailurePolicy: ptr.To(policy)}
 	}
 	own := entry("reverser.gitops.dev", webhook.OwnPath, admissionv1.Fail)
-	own.Rules = []admissionv1.RuleWithOperations{{Operations: []admissionv1.OperationType{admissionv1.Create, admissionv1.Update},
-		Rule: admissionv1.Rule{APIGroups: []string{"reverser.gitops.dev"}, APIVersions: []string{"v1alpha1"}, Resources: []string{"gittargets"}}}}
+	own.Rules = webhook.OwnRules()
 	return &admissionv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "gitops-reverser"},
 		Webhooks: []admissionv1.ValidatingWebhook{entry(webhook.WatchedWebhookName, webhook.WatchedPath, admissionv1.Ignore), own}}
+}
+
+func devMutatingWebhookConfiguration(port int) *admissionv1.MutatingWebhookConfiguration {
+	url := "https://127.0.0.1:" + strconv.Itoa(port) + webhook.RequesterPath
+	return &admissionv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "gitops-reverser"},
+		Webhooks: []admissionv1.MutatingWebhook{webhook.RequesterWebhook(admissionv1.WebhookClientConfig{URL: &url})}}
 }
 
 // waitCABundle waits until the operator injected its CA into the webhook configuration.
@@ -76,7 +84,12 @@ func waitCABundle(ctx context.Context, c client.Client) error {
 		if err := c.Get(ctx, types.NamespacedName{Name: "gitops-reverser"}, &vwc); err != nil {
 			return err
 		}
-		if len(vwc.Webhooks) == 2 && len(vwc.Webhooks[0].ClientConfig.CABundle) > 0 && len(vwc.Webhooks[1].ClientConfig.CABundle) > 0 {
+		var mwc admissionv1.MutatingWebhookConfiguration
+		if err := c.Get(ctx, types.NamespacedName{Name: "gitops-reverser"}, &mwc); err != nil {
+			return err
+		}
+		if len(vwc.Webhooks) == 2 && len(vwc.Webhooks[0].ClientConfig.CABundle) > 0 && len(vwc.Webhooks[1].ClientConfig.CABundle) > 0 &&
+			len(mwc.Webhooks) == 1 && len(mwc.Webhooks[0].ClientConfig.CABundle) > 0 {
 			time.Sleep(time.Second) // the API server picks up the new configuration asynchronously
 			return nil
 		}

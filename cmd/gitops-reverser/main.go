@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/config"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
@@ -33,6 +34,7 @@ import (
 	"github.com/gitops-reverser/gitops-reverser/gitops/batch"
 	gitopsctrl "github.com/gitops-reverser/gitops-reverser/gitops/controller"
 	"github.com/gitops-reverser/gitops-reverser/watcher"
+	"github.com/gitops-reverser/gitops-reverser/watcher/attribution"
 	watchctrl "github.com/gitops-reverser/gitops-reverser/watcher/controller"
 )
 
@@ -91,6 +93,9 @@ func run(ctx context.Context, cfg *rest.Config, opts Options) error {
 		co := opts.Certs
 		co.Namespace, co.CertDir = opts.Namespace, opts.WebhookCertDir
 		co.WebhookConfigurations = []string{opts.WebhookConfigName}
+		if opts.MutatingWebhookConfigName != "" {
+			co.MutatingWebhookConfigurations = []string{opts.MutatingWebhookConfigName}
+		}
 		co.Log = ctrl.Log.WithName("certs")
 		if serving, err = certs.New(co); err != nil {
 			return fmt.Errorf("webhook certificates: %w", err)
@@ -126,21 +131,22 @@ func run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	if err != nil {
 		return err
 	}
+	book := attribution.NewBook(0, 0)
+	attrMetrics, err := attribution.NewMetrics(ctrlmetrics.Registry, book)
+	if err != nil {
+		return err
+	}
+	requestEvents := make(chan event.TypedGenericEvent[*v1alpha1.CommitRequest], 1024)
 	writer := batch.NewManager(batch.Options{
-		Metrics: writerMetrics,
-		WorkDir: opts.WorkDir,
-		Log:     log.WithName("writer"),
-		OnStatus: func(k types.NamespacedName) {
-			t := &v1alpha1.GitTarget{}
-			t.Namespace, t.Name = k.Namespace, k.Name
-			select {
-			case statusEvents <- event.TypedGenericEvent[*v1alpha1.GitTarget]{Object: t}:
-			default:
-			}
-		},
-		OnFolderReady: func(k types.NamespacedName) { w.Resync(k) },
-		Resolver:      resolverFunc(func() batch.Resolver { return w }),
-		Sensitive:     opts.sensitive(),
+		Metrics:           writerMetrics,
+		AuthorEmailDomain: opts.AuthorEmailDomain,
+		OnRequest:         notifier(requestEvents, func() *v1alpha1.CommitRequest { return &v1alpha1.CommitRequest{} }),
+		WorkDir:           opts.WorkDir,
+		Log:               log.WithName("writer"),
+		OnStatus:          notifier(statusEvents, func() *v1alpha1.GitTarget { return &v1alpha1.GitTarget{} }),
+		OnFolderReady:     func(k types.NamespacedName) { w.Resync(k) },
+		Resolver:          resolverFunc(func() batch.Resolver { return w }),
+		Sensitive:         opts.sensitive(),
 	})
 	nsCache := mgr.GetCache()
 	w = watcher.New(watcher.Options{
@@ -148,6 +154,9 @@ func run(ctx context.Context, cfg *rest.Config, opts Options) error {
 		Noise:  opts.Noise,
 		Sink:   writer,
 		Log:    log.WithName("watcher"),
+
+		Attribution:        book,
+		AttributionMetrics: attrMetrics,
 		NamespaceLabels: func(name string) labels.Set {
 			var ns corev1.Namespace
 			if err := nsCache.Get(context.Background(), types.NamespacedName{Name: name}, &ns); err != nil {
@@ -171,6 +180,9 @@ func run(ctx context.Context, cfg *rest.Config, opts Options) error {
 			return (&gitopsctrl.GitTargetReconciler{Client: c, Writer: writer, PollInterval: opts.GitPollInterval, StatusEvents: statusEvents}).SetupWithManager(mgr)
 		},
 		func() error {
+			return (&gitopsctrl.CommitRequestReconciler{Client: c, Writer: writer, Events: requestEvents}).SetupWithManager(mgr)
+		},
+		func() error {
 			return (&watchctrl.WatchRuleReconciler{Client: c, Discovery: dc, Registry: w}).SetupWithManager(mgr)
 		},
 		func() error {
@@ -188,12 +200,26 @@ func run(ctx context.Context, cfg *rest.Config, opts Options) error {
 		if err := serving.SetupWithManager(mgr); err != nil {
 			return fmt.Errorf("webhook certificates: %w", err)
 		}
-		if err := setupWebhooks(ctx, mgr, cfg, opts, writer); err != nil {
+		if err := setupWebhooks(ctx, mgr, cfg, opts, writer, book); err != nil {
 			return fmt.Errorf("setting up the admission webhooks: %w", err)
 		}
 	}
 	log.Info("starting", "workDir", opts.WorkDir)
 	return mgr.Start(ctx)
+}
+
+// notifier turns the writer's "look at this object again" callbacks into controller events.
+// A full channel drops the notice: the object is already queued for reconcile.
+func notifier[T client.Object](ch chan<- event.TypedGenericEvent[T], empty func() T) func(types.NamespacedName) {
+	return func(k types.NamespacedName) {
+		obj := empty()
+		obj.SetNamespace(k.Namespace)
+		obj.SetName(k.Name)
+		select {
+		case ch <- event.TypedGenericEvent[T]{Object: obj}:
+		default:
+		}
+	}
 }
 
 // resolverFunc breaks the construction cycle between the writer and the watcher.

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/gitops-reverser/gitops-reverser/certs"
+	"github.com/gitops-reverser/gitops-reverser/gitops/batch"
 	"github.com/gitops-reverser/gitops-reverser/watcher"
 )
 
@@ -24,17 +25,21 @@ type Options struct {
 	GitPollInterval       time.Duration
 	ProviderCheckInterval time.Duration
 
-	Namespace           string
-	WebhookHost         string
-	WebhookPort         int
-	WebhookCertDir      string
-	WebhookConfigName   string
-	WebhookFailure      string
-	WebhookTimeout      int
-	WebhookWarnAlways   bool
-	WebhookSkipUsers    stringList
-	WebhookSkipManagers stringList
-	SensitiveResources  stringList
+	Namespace         string
+	WebhookHost       string
+	WebhookPort       int
+	WebhookCertDir    string
+	WebhookConfigName string
+	// MutatingWebhookConfigName names the MutatingWebhookConfiguration that stamps
+	// CommitRequest requesters (the operator only injects its caBundle).
+	MutatingWebhookConfigName string
+	WebhookFailure            string
+	WebhookTimeout            int
+	WebhookWarnAlways         bool
+	WebhookSkipUsers          stringList
+	WebhookSkipManagers       stringList
+	SensitiveResources        stringList
+	AuthorEmailDomain         string
 	// Noise says which cluster-made objects are captured after all.
 	Noise watcher.Noise
 	// Certs configures the webhook serving certificate (self-managed or cert-manager).
@@ -65,6 +70,7 @@ func (o *Options) bind(fs *flag.FlagSet) {
 	fs.IntVar(&o.WebhookPort, "webhook-port", 9443, "Port of the admission webhook server; 0 disables the webhooks.")
 	fs.StringVar(&o.WebhookCertDir, "webhook-cert-dir", "", "Directory with tls.crt and tls.key for the webhook server (default: controller-runtime's).")
 	fs.StringVar(&o.WebhookConfigName, "webhook-configuration-name", "gitops-reverser", "ValidatingWebhookConfiguration whose watched-objects rules the operator keeps in step (never its clientConfig).")
+	fs.StringVar(&o.MutatingWebhookConfigName, "mutating-webhook-configuration-name", "gitops-reverser", "MutatingWebhookConfiguration holding the CommitRequest requester webhook; with --webhook-cert-mode=self-managed the operator injects its CA into it.")
 	fs.StringVar(&o.WebhookFailure, "webhook-failure-policy", "Ignore", "failurePolicy of the watched-objects webhook: Ignore (an operator outage never blocks the cluster; the writer still refuses what it cannot write) or Fail (strict: nothing unjudged is stored).")
 	fs.IntVar(&o.WebhookTimeout, "webhook-timeout-seconds", 3, "timeoutSeconds of the watched-objects webhook.")
 	fs.BoolVar(&o.WebhookWarnAlways, "webhook-warn-always", false, "Add the 'where it lands' warning to every allowed request, not only to dry-runs.")
@@ -76,6 +82,7 @@ func (o *Options) bind(fs *flag.FlagSet) {
 	fs.BoolVar(&o.Noise.CaptureKubeRootCA, "capture-kube-root-ca", false, "Capture the kube-root-ca.crt ConfigMap the cluster publishes in every namespace.")
 	fs.BoolVar(&o.Noise.CaptureServiceAccountTokens, "capture-service-account-tokens", false, "Capture Secrets of type kubernetes.io/service-account-token.")
 	fs.BoolVar(&o.Noise.CaptureOwned, "capture-owned-objects", false, "Capture objects with a controller ownerReference (ReplicaSets of Deployments, Jobs of CronJobs, …).")
+	fs.StringVar(&o.AuthorEmailDomain, "author-email-domain", batch.DefaultAuthorEmailDomain, "Domain that completes a commit author's e-mail when the Kubernetes username is not an address (alice → alice@<domain>).")
 	fs.Var(&o.SensitiveResources, "sensitive-resources", "Comma-separated resource.group names (besides core secrets) that must never reach Git in plaintext, e.g. sealedsecrets.bitnami.com.")
 }
 

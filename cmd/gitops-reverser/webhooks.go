@@ -13,12 +13,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/gitops-reverser/gitops-reverser/gitops/batch"
+	"github.com/gitops-reverser/gitops-reverser/watcher/attribution"
 	"github.com/gitops-reverser/gitops-reverser/webhook"
 )
 
 // setupWebhooks registers both admission webhooks, the view they decide on, and the
 // leader's sync of the watched-objects rules.
-func setupWebhooks(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, opts Options, writer *batch.Manager) error {
+func setupWebhooks(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, opts Options, writer *batch.Manager, book *attribution.Book) error {
 	policy, err := opts.failurePolicy()
 	if err != nil {
 		return err
@@ -49,10 +50,12 @@ func setupWebhooks(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, opts
 	srv := mgr.GetWebhookServer()
 	srv.Register(webhook.WatchedPath, &admission.Webhook{Handler: &webhook.Watched{
 		View: view, Sensitive: opts.sensitive(), WarnAlways: opts.WebhookWarnAlways, Metrics: metrics, Noise: opts.Noise,
+		Attribution: book,
 	}})
 	srv.Register(webhook.OwnPath, &admission.Webhook{Handler: &webhook.Own{
 		Client: mgr.GetCache(), Decoder: admission.NewDecoder(mgr.GetScheme()),
 	}})
+	srv.Register(webhook.RequesterPath, &admission.Webhook{Handler: webhook.StampRequester{}})
 	if err := mgr.Add(view); err != nil {
 		return err
 	}

@@ -31,6 +31,9 @@ type Change struct {
 	// AllowDelete says the rule mirrors deletions: when the object is gone (or no longer
 	// claimed) at commit time, its document is removed only if this is true.
 	AllowDelete bool
+	// Author is the username the API server authenticated for the change, joined from
+	// admission; empty when unknown (the commit is then authored by the committer).
+	Author string
 }
 
 // Resolver gives the object's current state as the watch sees it, or nil when it no longer

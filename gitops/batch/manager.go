@@ -73,6 +73,10 @@ type Options struct {
 	// OnFolderReady is called when a target's folder became writable, so the watcher can
 	// send it a full snapshot.
 	OnFolderReady func(types.NamespacedName)
+	// AuthorEmailDomain completes authors' e-mail addresses; DefaultAuthorEmailDomain if empty.
+	AuthorEmailDomain string
+	// OnRequest is called (without locks held) when a CommitRequest's outcome is known.
+	OnRequest func(key types.NamespacedName)
 }
 
 type workerKey struct {
@@ -91,7 +95,15 @@ type Manager struct {
 	targets map[types.NamespacedName]workerKey
 	// known holds each registered target's writer state, for Locate.
 	known map[types.NamespacedName]*target
-	wg    sync.WaitGroup
+	// requests holds every CommitRequest handed in, by object key, until it is forgotten.
+	requests map[types.NamespacedName]*requestState
+	wg       sync.WaitGroup
+}
+
+// requestState is a CommitRequest the writer knows and, once done, its outcome.
+type requestState struct {
+	req     CommitRequest
+	outcome RequestOutcome
 }
 
 // NewManager builds a Manager; Start runs its workers.
@@ -105,8 +117,11 @@ func NewManager(opts Options) *Manager {
 	if opts.OnFolderReady == nil {
 		opts.OnFolderReady = func(types.NamespacedName) {}
 	}
+	if opts.OnRequest == nil {
+		opts.OnRequest = func(types.NamespacedName) {}
+	}
 	return &Manager{opts: opts, workers: map[workerKey]*worker{}, targets: map[types.NamespacedName]workerKey{},
-		known: map[types.NamespacedName]*target{}}
+		known: map[types.NamespacedName]*target{}, requests: map[types.NamespacedName]*requestState{}}
 }
 
 // Start runs until ctx ends; workers created before or after Start run under ctx.
@@ -166,9 +181,19 @@ func (m *Manager) RemoveTarget(key types.NamespacedName) {
 	delete(m.targets, key)
 	delete(m.known, key)
 	w := m.workers[wk]
+	var orphaned []*CommitRequest
+	for _, st := range m.requests {
+		if st.req.Target == key && !st.outcome.Done {
+			orphaned = append(orphaned, &st.req)
+		}
+	}
 	m.mu.Unlock()
 	if ok && w != nil {
 		w.removeTarget(key)
+	}
+	for _, r := range orphaned {
+		m.settle(r, RequestOutcome{Done: true, Reason: ReasonTargetRemoved,
+			Message: fmt.Sprintf("GitTarget %s stopped writing (deleted or not Ready) before the request was committed", key)})
 	}
 }
 
@@ -209,7 +234,7 @@ func (m *Manager) workerFor(ctx context.Context, spec TargetSpec) (*worker, erro
 			m.opts.Metrics.repaired()
 			m.opts.Log.Info("local clone was damaged and has been rebuilt", "repository", wk.url, "branch", wk.branch, "damage", damage.Error())
 		}
-		w = newWorker(wk, r, m.opts)
+		w = newWorker(wk, r, m.opts, m.settle)
 		m.workers[wk] = w
 		if m.ctx != nil {
 			m.run(w)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/gitops-reverser/gitops-reverser/gitops/manifest"
 	"github.com/gitops-reverser/gitops-reverser/gitops/plan"
@@ -35,14 +36,26 @@ func (p *writePlan) lookup(ix *folderIndex, id manifest.Identity) (string, bool)
 	return loc.File, ok
 }
 
-// message renders the commit message with the target's templates.
-func (p *writePlan) message(t *target) string {
+// message is the commit message: the CommitRequests' messages when the window commits for
+// any, else the target's templates rendered for the window's author.
+func (p *writePlan) message(t *target, win *authorWindow) string {
+	if len(win.requests) > 0 {
+		msgs := make([]string, 0, len(win.requests))
+		for _, r := range win.requests {
+			msgs = append(msgs, strings.TrimSpace(r.Message))
+		}
+		return strings.Join(msgs, "\n\n") + "\n"
+	}
 	changes := make([]MessageChange, 0, len(p.actions))
 	for _, a := range p.actions {
 		changes = append(changes, MessageChange{Verb: a.verb, Group: a.id.Group, Kind: a.id.Kind, Namespace: a.id.Namespace,
 			Name: a.id.Name, Object: a.id.String(), Path: a.path})
 	}
-	return t.spec.Messages.Render(t.spec.Key.String(), t.spec.Committer.Name, changes)
+	author := win.author
+	if author == "" {
+		author = t.spec.Committer.Name
+	}
+	return t.spec.Messages.Render(t.spec.Key.String(), author, changes)
 }
 
 // plan resolves every dirty key to its current state and edits the files holding them.

@@ -39,18 +39,12 @@ type target struct {
 	index atomic.Pointer[folderIndex]
 	st    TargetStatus
 
-	// q is this target's queue; its fields are guarded by worker.qmu.
+	// q is this target's queue of per-author windows; guarded by worker.qmu. It lives apart
+	// from the Git-side state so that recording a change never waits for a commit or push
+	// in progress: a window measures the silence of incoming changes, not of the worker.
 	q *queue
 	// orphans counts, per resource, documents whose objects a full list did not find.
 	orphans map[schema.GroupVersionResource]int
-}
-
-// queue holds a target's dirty object keys and its open window. It lives apart from the
-// Git-side state so that recording a change never waits for a commit or push in progress:
-// a window measures the silence of incoming changes, not of the worker.
-type queue struct {
-	dirty  map[ObjectKey]bool
-	window Window
 }
 
 // worker serialises every Git operation of one (repository, branch).
@@ -73,11 +67,13 @@ type worker struct {
 	wake    chan struct{}
 	backoff time.Duration
 	retryAt time.Time
+	// outcome reports what became of a CommitRequest (the Manager keeps it).
+	outcome func(*CommitRequest, RequestOutcome)
 }
 
-func newWorker(key workerKey, r *repo.Repo, opts Options) *worker {
+func newWorker(key workerKey, r *repo.Repo, opts Options, outcome func(*CommitRequest, RequestOutcome)) *worker {
 	return &worker{
-		key: key, repo: r, opts: opts,
+		key: key, repo: r, opts: opts, outcome: outcome,
 		log:     opts.Log.WithValues("repository", key.url, "branch", key.branch),
 		targets: map[types.NamespacedName]*target{},
 		queues:  map[types.NamespacedName]*queue{},
@@ -93,24 +89,37 @@ func (w *worker) poke() {
 }
 
 func (w *worker) submit(c Change) {
-	now := time.Now()
 	w.qmu.Lock()
 	q, ok := w.queues[c.Target]
-	if !ok {
-		w.qmu.Unlock()
-		return
+	if ok {
+		q.add(c.Key, c.AllowDelete, c.Author, time.Now())
 	}
-	if _, seen := q.dirty[c.Key]; !seen {
-		q.window.Count++
-	}
-	q.dirty[c.Key] = c.AllowDelete
-	if q.window.First.IsZero() {
-		q.window.First = now
-	}
-	q.window.Last = now
 	w.qmu.Unlock()
-	w.reportPending()
+	if ok {
+		w.reportPending()
+		w.poke()
+	}
+}
+
+// request hands a CommitRequest to its target's queue; false when the target is unknown.
+func (w *worker) request(r *CommitRequest) bool {
+	w.qmu.Lock()
+	q, ok := w.queues[r.Target]
+	if ok {
+		q.request(r)
+	}
+	w.qmu.Unlock()
 	w.poke()
+	return ok
+}
+
+// withdraw forgets a CommitRequest whose object is gone.
+func (w *worker) withdraw(target, key types.NamespacedName) {
+	w.qmu.Lock()
+	if q, ok := w.queues[target]; ok {
+		q.withdraw(key)
+	}
+	w.qmu.Unlock()
 }
 
 // reportPending publishes the number of dirty objects on this worker.
@@ -121,7 +130,7 @@ func (w *worker) reportPending() {
 	n := 0
 	w.qmu.Lock()
 	for _, q := range w.queues {
-		n += len(q.dirty)
+		n += q.pending()
 	}
 	w.qmu.Unlock()
 	w.opts.Metrics.pending(w.key, n)
@@ -152,7 +161,7 @@ func (w *worker) ensureTarget(ctx context.Context, spec TargetSpec) (*target, Ta
 	w.mu.Lock()
 	t, ok := w.targets[spec.Key]
 	if !ok {
-		t = &target{spec: spec, q: &queue{dirty: map[ObjectKey]bool{}}}
+		t = &target{spec: spec, q: newQueue()}
 		w.targets[spec.Key] = t
 		w.qmu.Lock()
 		w.queues[spec.Key] = t.q
@@ -283,65 +292,75 @@ func (w *worker) flushIfDue(ctx context.Context, key types.NamespacedName, now t
 		return 0, nil
 	}
 	w.qmu.Lock()
-	due, wait := Due(t.q.window, t.spec.Window, now)
-	if !due || !t.st.Known || !t.verdict.Supported {
-		w.qmu.Unlock()
-		w.mu.Unlock()
-		return wait, nil
+	timedOut, wait := t.q.expired(now)
+	var wins []*authorWindow
+	if t.st.Known && t.verdict.Supported {
+		var winWait time.Duration
+		wins, winWait = t.q.due(t.spec.Window, now)
+		wait = shorter(wait, winWait)
 	}
-	dirty, opened := t.q.dirty, t.q.window.First
-	t.q.dirty, t.q.window = map[ObjectKey]bool{}, Window{}
 	w.qmu.Unlock()
-	changed, err := w.flush(ctx, t, dirty, opened)
-	if err != nil {
-		w.requeue(t, dirty)
-		t.st.LastError = err.Error()
-		changed = true
+	for _, r := range timedOut {
+		w.outcome(r, RequestOutcome{Done: true, Reason: ReasonTimedOut,
+			Message: fmt.Sprintf("no change by %s reached GitTarget %s within the timeout, so the message was not used", r.Author, r.Target)})
+	}
+	var err error
+	changed := false
+	for i, win := range wins {
+		var c bool
+		if c, err = w.flush(ctx, t, win); err != nil {
+			w.qmu.Lock()
+			for _, rest := range wins[i:] {
+				t.q.restore(rest, time.Now())
+			}
+			w.qmu.Unlock()
+			t.st.LastError = err.Error()
+			changed = true
+			break
+		}
+		changed = changed || c
 	}
 	w.mu.Unlock()
 	w.reportPending()
 	if changed {
 		w.opts.OnStatus(key)
 	}
-	return 0, err
+	return wait, err
 }
 
-// requeue puts keys back after a failed flush, unless a newer change already marked them.
-func (w *worker) requeue(t *target, dirty map[ObjectKey]bool) {
-	w.qmu.Lock()
-	defer w.qmu.Unlock()
-	now := time.Now()
-	for k, del := range dirty {
-		if _, ok := t.q.dirty[k]; !ok {
-			t.q.dirty[k] = del
-			t.q.window.Count++
-		}
+// shorter is the sooner of two waits, where 0 means "nothing to wait for".
+func shorter(a, b time.Duration) time.Duration {
+	if a == 0 || (b > 0 && b < a) {
+		return b
 	}
-	if t.q.window.First.IsZero() {
-		t.q.window.First = now
-	}
-	t.q.window.Last = now
+	return a
 }
 
-// flush writes the dirty objects of one target in one commit and pushes it, replaying the
+// flush writes one author's window of one target in one commit and pushes it, replaying the
 // writes on the new remote tip when someone else pushed first. Callers hold w.mu.
-func (w *worker) flush(ctx context.Context, t *target, dirty map[ObjectKey]bool, opened time.Time) (bool, error) {
+func (w *worker) flush(ctx context.Context, t *target, win *authorWindow) (bool, error) {
 	for attempt := 1; ; attempt++ {
 		if !t.verdict.Supported {
-			w.requeue(t, dirty) // kept until the folder is fixed; the cluster holds the state
+			w.qmu.Lock()
+			t.q.restore(win, time.Now()) // kept until the folder is fixed; the cluster holds the state
+			w.qmu.Unlock()
 			return false, nil
 		}
-		p, err := w.plan(ctx, t, dirty)
+		p, err := w.plan(ctx, t, win.dirty)
 		if err != nil {
 			return false, err
 		}
 		t.st.Refused = p.refused
 		if len(p.files) == 0 {
+			w.answer(win, "")
 			return len(p.refused) > 0, nil
 		}
-		sig := object.Signature{Name: t.spec.Committer.Name, Email: t.spec.Committer.Email, When: time.Now()}
-		sha, err := w.repo.Commit(w.remoteTip, p.files, sig, sig, p.message(t))
+		when := time.Now()
+		author := authorSignature(win.author, t.spec.Committer, w.opts.AuthorEmailDomain, when)
+		committer := object.Signature{Name: t.spec.Committer.Name, Email: t.spec.Committer.Email, When: when}
+		sha, err := w.repo.Commit(w.remoteTip, p.files, author, committer, p.message(t, win))
 		if errors.Is(err, repo.ErrNoChange) {
+			w.answer(win, "")
 			return false, nil
 		}
 		if err != nil {
@@ -364,19 +383,41 @@ func (w *worker) flush(ctx context.Context, t *target, dirty map[ObjectKey]bool,
 			return false, fmt.Errorf("pushing %s: %w", sha, err)
 		}
 		w.opts.Metrics.push("pushed")
-		w.opts.Metrics.delivered(time.Since(opened).Seconds(), time.Since(built).Seconds())
+		w.opts.Metrics.delivered(time.Since(win.First).Seconds(), time.Since(built).Seconds())
 		w.remoteTip = sha
 		for path, content := range p.files {
 			if err := t.index.Load().setFile(path, content); err != nil {
 				return false, err
 			}
 		}
-		t.st.LastCommit, t.st.LastCommitTime = sha, sig.When
+		t.st.LastCommit, t.st.LastCommitTime = sha, when
 		t.st.ObjectCount = t.index.Load().len()
 		t.st.LastError = ""
-		w.log.Info("pushed", "gitTarget", t.spec.Key.String(), "sha", sha.String(), "files", len(p.files))
+		w.log.Info("pushed", "gitTarget", t.spec.Key.String(), "sha", sha.String(), "files", len(p.files), "author", author.Name)
+		w.answer(win, sha.String())
 		return true, nil
 	}
+}
+
+// answer reports the outcome of the window's CommitRequests: the pushed commit, or that
+// their author's changes needed none.
+func (w *worker) answer(win *authorWindow, sha string) {
+	for _, r := range win.requests {
+		if sha != "" {
+			w.outcome(r, RequestOutcome{Done: true, SHA: sha, Reason: ReasonCommitted,
+				Message: fmt.Sprintf("committed %s to %s with the requested message", shortSHA(sha), r.Target)})
+			continue
+		}
+		w.outcome(r, RequestOutcome{Done: true, Reason: ReasonNothingToCommit,
+			Message: fmt.Sprintf("the pending changes of %s left GitTarget %s's folder as it was, so no commit was made and the message was not used", r.Author, r.Target)})
+	}
+}
+
+func shortSHA(sha string) string {
+	if len(sha) > 12 {
+		return sha[:12]
+	}
+	return sha
 }
 
 func (t *target) folder() string {

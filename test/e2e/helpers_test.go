@@ -55,6 +55,7 @@ func startOperator(t *testing.T, workDir string, extraArgs ...string) *operator 
 		"--webhook-port", strconv.Itoa(shared.webhookPort),
 		"--webhook-cert-dir", shared.certDir,
 		"--webhook-configuration-name", webhookConfigName,
+		"--mutating-webhook-configuration-name", webhookConfigName,
 	}
 	cmd := exec.Command(shared.binary, append(args, extraArgs...)...)
 	op := &operator{cmd: cmd, logs: &syncBuffer{}, done: make(chan struct{})}

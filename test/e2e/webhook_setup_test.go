@@ -15,6 +15,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
+
+	"github.com/gitops-reverser/gitops-reverser/webhook"
 )
 
 // The e2e runs the binary out of cluster: its webhook is reached at 127.0.0.1, and the
@@ -70,15 +72,18 @@ func installWebhookConfiguration(cs kubernetes.Interface, port int) error {
 				AdmissionReviewVersions: []string{"v1"},
 				FailurePolicy:           ptr.To(admissionv1.Fail),
 				TimeoutSeconds:          ptr.To(int32(5)),
-				Rules: []admissionv1.RuleWithOperations{{
-					Operations: []admissionv1.OperationType{admissionv1.Create, admissionv1.Update},
-					Rule: admissionv1.Rule{APIGroups: []string{"reverser.gitops.dev"}, APIVersions: []string{"v1alpha1"},
-						Resources: []string{"gittargets"}},
-				}},
+				Rules:                   webhook.OwnRules(),
 			},
 		},
 	}
-	_, err := cs.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(context.Background(), vwc, metav1.CreateOptions{})
+	if _, err := cs.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(context.Background(), vwc, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	mwc := &admissionv1.MutatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: webhookConfigName},
+		Webhooks:   []admissionv1.MutatingWebhook{webhook.RequesterWebhook(admissionv1.WebhookClientConfig{URL: ptr.To(base + webhook.RequesterPath)})},
+	}
+	_, err := cs.AdmissionregistrationV1().MutatingWebhookConfigurations().Create(context.Background(), mwc, metav1.CreateOptions{})
 	return err
 }
 

@@ -1,0 +1,91 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// CommitRequestSpec asks for the requester's pending changes on one GitTarget to be
+// committed now, with a message a person wrote.
+// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec is immutable; create a new CommitRequest"
+type CommitRequestSpec struct {
+	// TargetRef names the GitTarget, in the CommitRequest's namespace.
+	TargetRef LocalObjectReference `json:"targetRef"`
+	// Message is the commit message, used verbatim (first line = subject).
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=65536
+	Message string `json:"message"`
+	// Timeout bounds the wait for the requester's next change when none is pending on the
+	// target when the request arrives.
+	// +kubebuilder:default="60s"
+	// +optional
+	Timeout *metav1.Duration `json:"timeout,omitempty"`
+	// Requester is the user the API server authenticated for the creation of this
+	// CommitRequest. The admission webhook sets it; a value given by the client is
+	// replaced, so only the requester's own changes are committed with the message.
+	// +optional
+	Requester *Requester `json:"requester,omitempty"`
+}
+
+// Requester identifies a Kubernetes user, as the API server authenticated them.
+type Requester struct {
+	// Username as authenticated (e.g. `alice`, `system:serviceaccount:ci:deployer`).
+	Username string `json:"username"`
+	// UID of the user, when the authenticator provides one.
+	// +optional
+	UID string `json:"uid,omitempty"`
+	// Groups the user belongs to.
+	// +optional
+	// +listType=atomic
+	Groups []string `json:"groups,omitempty"`
+}
+
+// CommitRequestStatus reports what became of the request. Its outcome is always here, with
+// a reason: a message is never silently lost.
+type CommitRequestStatus struct {
+	// ObservedGeneration is the generation last acted on.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// Conditions: Committed (True once the commit carrying the message was pushed; False
+	// with a reason when it never will be), Reconciling while waiting.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// SHA of the pushed commit carrying the message.
+	// +optional
+	SHA string `json:"sha,omitempty"`
+}
+
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=gcr,categories=gitops-reverser
+// +kubebuilder:printcolumn:name="Target",type=string,JSONPath=`.spec.targetRef.name`
+// +kubebuilder:printcolumn:name="Requester",type=string,JSONPath=`.spec.requester.username`
+// +kubebuilder:printcolumn:name="Committed",type=string,JSONPath=`.status.conditions[?(@.type=="Committed")].status`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Committed")].reason`
+// +kubebuilder:printcolumn:name="SHA",type=string,JSONPath=`.status.sha`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+
+// CommitRequest is "commit my pending changes on this GitTarget now, with this message".
+// It attaches to the requester's open commit window on the target, or waits for their next
+// change up to spec.timeout.
+type CommitRequest struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   CommitRequestSpec   `json:"spec"`
+	Status CommitRequestStatus `json:"status,omitempty"`
+}
+
+// +kubebuilder:object:root=true
+
+// CommitRequestList is a list of CommitRequests.
+type CommitRequestList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []CommitRequest `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&CommitRequest{}, &CommitRequestList{})
+}

@@ -1,0 +1,55 @@
+package batch
+
+import (
+	"strings"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing/object"
+)
+
+// DefaultAuthorEmailDomain completes the e-mail address of a Kubernetes user whose name is
+// not an address already (kubernetes-admin, system:serviceaccount:ci:deployer).
+const DefaultAuthorEmailDomain = "cluster.local"
+
+// Reasons of a CommitRequest's Committed condition, set by the writer.
+const (
+	ReasonCommitted       = "Committed"
+	ReasonNothingToCommit = "NothingToCommit"
+	ReasonTimedOut        = "TimedOut"
+	ReasonTargetRemoved   = "TargetRemoved"
+)
+
+// authorSignature is the Git author of a window: the Kubernetes user the API server
+// authenticated for its changes, or the committer when nobody could be joined (changes
+// made while the operator was down, snapshots, requests the webhook did not see). Git
+// forbids only '<', '>' and newlines in names and addresses; a username that is not an
+// address becomes one under domain, with characters outside [A-Za-z0-9._+-] as '-'.
+func authorSignature(username string, committer Identity, domain string, when time.Time) object.Signature {
+	name := strings.Map(func(r rune) rune {
+		if r == '<' || r == '>' || r == '\n' || r == '\r' {
+			return -1
+		}
+		return r
+	}, strings.TrimSpace(username))
+	if name == "" {
+		return object.Signature{Name: committer.Name, Email: committer.Email, When: when}
+	}
+	if domain == "" {
+		domain = DefaultAuthorEmailDomain
+	}
+	email := name
+	if at := strings.LastIndexByte(name, '@'); at <= 0 || at == len(name)-1 || strings.ContainsAny(name, " :/#") {
+		email = emailLocalPart(name) + "@" + domain
+	}
+	return object.Signature{Name: name, Email: email, When: when}
+}
+
+func emailLocalPart(name string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '.', r == '_', r == '+', r == '-':
+			return r
+		}
+		return '-'
+	}, name)
+}

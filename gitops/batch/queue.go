@@ -1,0 +1,214 @@
+package batch
+
+import (
+	"sort"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// authorWindow is the open commit window of one author on one target: the objects they
+// changed (by key; the cluster holds the state) and, when a CommitRequest attached to it,
+// the message to commit with.
+type authorWindow struct {
+	author string
+	dirty  map[ObjectKey]bool
+	Window
+	// requests are the CommitRequests this window commits for, oldest first.
+	requests []*CommitRequest
+	// now closes the window at once: its author asked to commit (CommitRequest).
+	now bool
+}
+
+// queue is one target's pending work: a window per author, which window holds each dirty
+// object, and CommitRequests waiting for their author's next change. Its methods do no
+// locking; the worker holds qmu around them.
+type queue struct {
+	windows map[string]*authorWindow
+	owner   map[ObjectKey]string
+	waiting map[string][]*CommitRequest
+}
+
+func newQueue() *queue {
+	return &queue{windows: map[string]*authorWindow{}, owner: map[ObjectKey]string{}, waiting: map[string][]*CommitRequest{}}
+}
+
+// add records that author changed key at now. An object lives in the window of whoever
+// changed it last: its state is read from the cluster at commit time, so that is whose
+// change the commit carries. Requests waiting for this author attach to the window.
+func (q *queue) add(key ObjectKey, allowDelete bool, author string, now time.Time) {
+	if prev, ok := q.owner[key]; ok && prev != author {
+		q.take(prev, key)
+	}
+	win := q.window(author)
+	if rs := q.waiting[author]; len(rs) > 0 {
+		win.requests = append(win.requests, rs...)
+		delete(q.waiting, author)
+	}
+	win.dirty[key] = allowDelete
+	win.Count = len(win.dirty)
+	q.owner[key] = author
+	if win.First.IsZero() {
+		win.First = now
+	}
+	win.Last = now
+}
+
+// take removes key from author's window, dropping the window when nothing is left in it
+// and no request waits on it.
+func (q *queue) take(author string, key ObjectKey) {
+	win := q.windows[author]
+	if win == nil {
+		return
+	}
+	delete(win.dirty, key)
+	win.Count = len(win.dirty)
+	if len(win.dirty) == 0 && len(win.requests) == 0 {
+		delete(q.windows, author)
+	}
+}
+
+func (q *queue) window(author string) *authorWindow {
+	win := q.windows[author]
+	if win == nil {
+		win = &authorWindow{author: author, dirty: map[ObjectKey]bool{}}
+		q.windows[author] = win
+	}
+	return win
+}
+
+// request attaches r to its author's open window, which then closes at once, or parks it
+// until the author's next change.
+func (q *queue) request(r *CommitRequest) {
+	if win := q.windows[r.Author]; win != nil && len(win.dirty) > 0 {
+		win.requests, win.now = append(win.requests, r), true
+		return
+	}
+	q.waiting[r.Author] = append(q.waiting[r.Author], r)
+}
+
+// due picks the windows that must commit at now, oldest first, and detaches them from the
+// queue; wait is how long until the next one must (0 when none is open).
+func (q *queue) due(cfg WindowConfig, now time.Time) (out []*authorWindow, wait time.Duration) {
+	for _, win := range q.windows {
+		ok, in := Due(win.Window, cfg, now)
+		if ok || win.now || (len(win.requests) > 0 && len(win.dirty) == 0) {
+			out = append(out, win)
+			continue
+		}
+		if in > 0 && (wait == 0 || in < wait) {
+			wait = in
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].First.Equal(out[j].First) {
+			return out[i].First.Before(out[j].First)
+		}
+		return out[i].author < out[j].author
+	})
+	for _, win := range out {
+		delete(q.windows, win.author)
+		for k := range win.dirty {
+			if q.owner[k] == win.author {
+				delete(q.owner, k)
+			}
+		}
+	}
+	return out, wait
+}
+
+// restore puts a window back after a failed commit. Objects someone changed since then
+// stay where that change put them; the request stays attached.
+func (q *queue) restore(win *authorWindow, now time.Time) {
+	for k, del := range win.dirty {
+		if _, taken := q.owner[k]; taken {
+			continue
+		}
+		cur := q.window(win.author)
+		cur.dirty[k] = del
+		cur.Count = len(cur.dirty)
+		q.owner[k] = win.author
+		if cur.First.IsZero() {
+			cur.First = now
+		}
+		cur.Last = now
+	}
+	if len(win.requests) > 0 {
+		cur := q.window(win.author)
+		cur.requests, cur.now = append(win.requests, cur.requests...), true
+	}
+}
+
+// expired removes and returns the waiting requests whose deadline passed; wait is how long
+// until the next deadline (0 when none waits).
+func (q *queue) expired(now time.Time) (out []*CommitRequest, wait time.Duration) {
+	for author, rs := range q.waiting {
+		kept := rs[:0]
+		for _, r := range rs {
+			if !now.Before(r.Deadline) {
+				out = append(out, r)
+				continue
+			}
+			kept = append(kept, r)
+			if in := r.Deadline.Sub(now); wait == 0 || in < wait {
+				wait = in
+			}
+		}
+		if len(kept) == 0 {
+			delete(q.waiting, author)
+		} else {
+			q.waiting[author] = kept
+		}
+	}
+	return out, wait
+}
+
+// withdraw forgets a request wherever it waits or is attached (its object was deleted).
+func (q *queue) withdraw(key types.NamespacedName) {
+	drop := func(rs []*CommitRequest) []*CommitRequest {
+		kept := rs[:0]
+		for _, r := range rs {
+			if r.Key != key {
+				kept = append(kept, r)
+			}
+		}
+		return kept
+	}
+	for author, rs := range q.waiting {
+		if q.waiting[author] = drop(rs); len(q.waiting[author]) == 0 {
+			delete(q.waiting, author)
+		}
+	}
+	for author, win := range q.windows {
+		if win.requests = drop(win.requests); len(win.requests) == 0 && len(win.dirty) == 0 {
+			delete(q.windows, author)
+		}
+	}
+}
+
+// pending is the number of dirty objects in the queue.
+func (q *queue) pending() int { return len(q.owner) }
+
+// CommitRequest asks the writer to commit an author's pending changes on a target now, with
+// a message; see the CommitRequest kind.
+type CommitRequest struct {
+	// Key names the CommitRequest object the outcome is reported to.
+	Key    types.NamespacedName
+	Target types.NamespacedName
+	// Author is the requester's username; only their own changes are committed.
+	Author  string
+	Message string
+	// Deadline ends the wait for the author's next change when none is pending.
+	Deadline time.Time
+}
+
+// RequestOutcome is what became of a CommitRequest.
+type RequestOutcome struct {
+	// Done is false while the request waits or its commit is still being pushed.
+	Done bool
+	// SHA is the pushed commit, empty when none was made.
+	SHA string
+	// Reason is a CamelCase reason for the Committed condition.
+	Reason  string
+	Message string
+}

@@ -1,0 +1,109 @@
+package batch
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+func qkey(name string) ObjectKey {
+	return ObjectKey{GVR: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, Kind: "ConfigMap", Namespace: "team-a", Name: name}
+}
+
+func authors(wins []*authorWindow) []string {
+	out := []string{}
+	for _, w := range wins {
+		out = append(out, w.author)
+	}
+	return out
+}
+
+func TestQueueWindowsPerAuthor(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	cfg := WindowConfig{Quiet: 5 * time.Second, MaxDelay: 30 * time.Second}
+
+	t.Run("interleaved authors keep separate windows", func(t *testing.T) {
+		q := newQueue()
+		q.add(qkey("a"), true, "alice", t0)
+		q.add(qkey("b"), true, "bob", t0.Add(time.Second))
+		q.add(qkey("c"), true, "alice", t0.Add(2*time.Second))
+		wins, _ := q.due(cfg, t0.Add(10*time.Second))
+		require.Equal(t, []string{"alice", "bob"}, authors(wins))
+		assert.Len(t, wins[0].dirty, 2)
+		assert.Len(t, wins[1].dirty, 1)
+		assert.Equal(t, 0, q.pending())
+	})
+	t.Run("an object belongs to the window of whoever changed it last", func(t *testing.T) {
+		q := newQueue()
+		q.add(qkey("a"), true, "alice", t0)
+		q.add(qkey("a"), true, "bob", t0.Add(time.Second))
+		wins, _ := q.due(cfg, t0.Add(10*time.Second))
+		require.Equal(t, []string{"bob"}, authors(wins))
+	})
+	t.Run("one author's silence does not wait for another author's activity", func(t *testing.T) {
+		q := newQueue()
+		q.add(qkey("a"), true, "alice", t0)
+		q.add(qkey("b"), true, "bob", t0.Add(4*time.Second))
+		wins, wait := q.due(cfg, t0.Add(6*time.Second))
+		assert.Equal(t, []string{"alice"}, authors(wins))
+		assert.Equal(t, 3*time.Second, wait)
+	})
+	t.Run("a CommitRequest closes its author's open window at once", func(t *testing.T) {
+		q := newQueue()
+		q.add(qkey("a"), true, "alice", t0)
+		q.add(qkey("b"), true, "bob", t0)
+		q.request(&CommitRequest{Author: "alice", Message: "release 1.2"})
+		wins, _ := q.due(cfg, t0.Add(time.Second))
+		require.Equal(t, []string{"alice"}, authors(wins))
+		require.Len(t, wins[0].requests, 1)
+	})
+	t.Run("a CommitRequest before any change waits and rides the author's next window", func(t *testing.T) {
+		q := newQueue()
+		q.request(&CommitRequest{Author: "alice", Message: "m", Deadline: t0.Add(time.Minute)})
+		q.add(qkey("x"), true, "bob", t0)
+		q.add(qkey("a"), true, "alice", t0.Add(time.Second))
+		wins, _ := q.due(cfg, t0.Add(2*time.Second))
+		assert.Empty(t, wins, "the window still closes on quiet, so a multi-object apply lands in one commit")
+		wins, _ = q.due(cfg, t0.Add(7*time.Second))
+		require.Equal(t, []string{"bob", "alice"}, authors(wins))
+		assert.Empty(t, wins[0].requests)
+		assert.Len(t, wins[1].requests, 1)
+	})
+	t.Run("a waiting CommitRequest times out at its deadline", func(t *testing.T) {
+		q := newQueue()
+		q.request(&CommitRequest{Author: "alice", Deadline: t0.Add(time.Minute)})
+		out, wait := q.expired(t0)
+		assert.Empty(t, out)
+		assert.Equal(t, time.Minute, wait)
+		out, _ = q.expired(t0.Add(time.Minute))
+		assert.Len(t, out, 1)
+	})
+	t.Run("a failed window comes back with its request, but not with objects changed since", func(t *testing.T) {
+		q := newQueue()
+		q.add(qkey("a"), true, "alice", t0)
+		q.add(qkey("b"), true, "alice", t0)
+		q.request(&CommitRequest{Author: "alice"})
+		wins, _ := q.due(cfg, t0)
+		require.Len(t, wins, 1)
+		q.add(qkey("b"), true, "bob", t0.Add(time.Second))
+		q.restore(wins[0], t0.Add(2*time.Second))
+		assert.Equal(t, "alice", q.owner[qkey("a")])
+		assert.Equal(t, "bob", q.owner[qkey("b")])
+		require.NotNil(t, q.windows["alice"])
+		assert.Len(t, q.windows["alice"].requests, 1)
+		assert.True(t, q.windows["alice"].now)
+	})
+	t.Run("a withdrawn request leaves no empty window behind", func(t *testing.T) {
+		q := newQueue()
+		key := types.NamespacedName{Namespace: "team-a", Name: "cr"}
+		q.request(&CommitRequest{Key: key, Author: "alice", Deadline: t0.Add(time.Minute)})
+		q.withdraw(key)
+		assert.Empty(t, q.waiting)
+		out, _ := q.expired(t0.Add(time.Hour))
+		assert.Empty(t, out)
+	})
+}

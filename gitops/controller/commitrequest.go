@@ -1,0 +1,142 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/gitops-reverser/gitops-reverser/api/v1alpha1"
+	"github.com/gitops-reverser/gitops-reverser/gitops/batch"
+)
+
+// DefaultCommitRequestTimeout applies when spec.timeout is unset (the CRD defaults it too).
+const DefaultCommitRequestTimeout = 60 * time.Second
+
+// Requests is the part of batch.Manager the CommitRequest controller drives.
+type Requests interface {
+	Request(r batch.CommitRequest) (batch.RequestOutcome, error)
+	Forget(key types.NamespacedName)
+}
+
+// CommitRequestReconciler hands CommitRequests to the writer and reports their outcome.
+type CommitRequestReconciler struct {
+	Client client.Client
+	Writer Requests
+	// Events carries the writer's "outcome known" notices into this controller.
+	Events <-chan event.TypedGenericEvent[*v1alpha1.CommitRequest]
+}
+
+// +kubebuilder:rbac:groups=reverser.gitops.dev,resources=commitrequests,verbs=get;list;watch
+// +kubebuilder:rbac:groups=reverser.gitops.dev,resources=commitrequests/status,verbs=get;update;patch
+
+// Reconcile fetches the request, defers the status patch and reconciles it with the writer.
+func (r *CommitRequestReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, err error) {
+	var cr v1alpha1.CommitRequest
+	if err := r.Client.Get(ctx, req.NamespacedName, &cr); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.Writer.Forget(req.NamespacedName)
+		}
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if Settled(cr.Status.Conditions) {
+		r.Writer.Forget(req.NamespacedName) // its outcome is in status for good
+		return ctrl.Result{}, nil
+	}
+	before := cr.Status.DeepCopy()
+	defer func() { err = errors.Join(err, patchStatus(ctx, r.Client, &cr, before, &cr.Status)) }()
+	cr.Status.ObservedGeneration = cr.Generation
+	return r.reconcile(ctx, &cr)
+}
+
+func (r *CommitRequestReconciler) reconcile(ctx context.Context, cr *v1alpha1.CommitRequest) (ctrl.Result, error) {
+	conds, gen := &cr.Status.Conditions, cr.Generation
+	if cr.Spec.Requester == nil || cr.Spec.Requester.Username == "" {
+		settle(cr, batch.RequestOutcome{Reason: v1alpha1.ReasonRequesterUnknown,
+			Message: "spec.requester is empty: the admission webhook that records who asked did not run; create the request again once the webhook is installed"})
+		return ctrl.Result{}, nil
+	}
+	targetKey := types.NamespacedName{Namespace: cr.Namespace, Name: cr.Spec.TargetRef.Name}
+	var t v1alpha1.GitTarget
+	if err := r.Client.Get(ctx, targetKey, &t); err != nil {
+		if !apierrors.IsNotFound(err) {
+			return ctrl.Result{}, err
+		}
+		settle(cr, batch.RequestOutcome{Reason: v1alpha1.ReasonTargetNotFound,
+			Message: fmt.Sprintf("GitTarget %s not found; the message was not used", targetKey)})
+		return ctrl.Result{}, nil
+	}
+	out, err := r.Writer.Request(batch.CommitRequest{
+		Key: client.ObjectKeyFromObject(cr), Target: targetKey, Author: cr.Spec.Requester.Username,
+		Message: cr.Spec.Message, Deadline: cr.CreationTimestamp.Add(timeout(cr)),
+	})
+	if errors.Is(err, batch.ErrTargetNotRegistered) {
+		if time.Now().After(cr.CreationTimestamp.Add(timeout(cr))) {
+			settle(cr, batch.RequestOutcome{Reason: batch.ReasonTimedOut,
+				Message: fmt.Sprintf("GitTarget %s did not become Ready within the timeout; the message was not used", targetKey)})
+			return ctrl.Result{}, nil
+		}
+		v1alpha1.SetReconciling(conds, gen, v1alpha1.ReasonWaiting, fmt.Sprintf("waiting for GitTarget %s to be Ready", targetKey))
+		v1alpha1.SetCondition(conds, gen, v1alpha1.ConditionCommitted, false, v1alpha1.ReasonWaiting, "waiting for the GitTarget")
+		return ctrl.Result{RequeueAfter: 2 * time.Second}, nil
+	}
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if !out.Done {
+		msg := fmt.Sprintf("waiting for changes by %s on GitTarget %s to commit", cr.Spec.Requester.Username, targetKey)
+		v1alpha1.SetReconciling(conds, gen, v1alpha1.ReasonWaiting, msg)
+		v1alpha1.SetCondition(conds, gen, v1alpha1.ConditionCommitted, false, v1alpha1.ReasonWaiting, msg)
+		return ctrl.Result{}, nil
+	}
+	settle(cr, out)
+	return ctrl.Result{}, nil
+}
+
+// timeout is spec.timeout or its default.
+func timeout(cr *v1alpha1.CommitRequest) time.Duration {
+	if cr.Spec.Timeout != nil && cr.Spec.Timeout.Duration > 0 {
+		return cr.Spec.Timeout.Duration
+	}
+	return DefaultCommitRequestTimeout
+}
+
+// settle writes a final outcome: Committed True with the SHA and Ready, or Committed False
+// with the reason (Stalled: only a new request can help).
+func settle(cr *v1alpha1.CommitRequest, out batch.RequestOutcome) {
+	conds, gen := &cr.Status.Conditions, cr.Generation
+	if out.SHA != "" {
+		cr.Status.SHA = out.SHA
+		v1alpha1.SetCondition(conds, gen, v1alpha1.ConditionCommitted, true, out.Reason, out.Message)
+		v1alpha1.SetReady(conds, gen, out.Reason, out.Message)
+		return
+	}
+	v1alpha1.SetCondition(conds, gen, v1alpha1.ConditionCommitted, false, out.Reason, out.Message)
+	v1alpha1.SetStalled(conds, gen, out.Reason, out.Message)
+}
+
+// Settled reports whether a CommitRequest's outcome is final: Committed True, or False for
+// any reason but waiting.
+func Settled(conds []metav1.Condition) bool {
+	c := apimeta.FindStatusCondition(conds, v1alpha1.ConditionCommitted)
+	return c != nil && c.Reason != v1alpha1.ReasonWaiting
+}
+
+// SetupWithManager registers the controller (leader only, next to the writer).
+func (r *CommitRequestReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	b := ctrl.NewControllerManagedBy(mgr).For(&v1alpha1.CommitRequest{})
+	if r.Events != nil {
+		b = b.WatchesRawSource(source.Channel(r.Events, &handler.TypedEnqueueRequestForObject[*v1alpha1.CommitRequest]{}))
+	}
+	return b.Complete(r)
+}

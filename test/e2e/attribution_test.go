@@ -1,0 +1,125 @@
+package e2e
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// as runs kubectl impersonating user: the API server then authenticates the request as
+// that user, exactly what admission sees for a real login.
+func as(user string, args ...string) []string {
+	return append([]string{"--as", user, "--as-group", "system:masters"}, args...)
+}
+
+func configMap(ns, name, value string) string {
+	return fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: %s\n  namespace: %s\ndata:\n  value: %q\n", name, ns, value)
+}
+
+// history lists "author <email>|committer|subject" on main, newest first.
+func history(t *testing.T, remote string) []string {
+	t.Helper()
+	out, err := gitErr(remote, "log", "--format=%an <%ae>|%cn|%s", "main")
+	if err != nil {
+		return nil
+	}
+	return strings.Split(strings.TrimSpace(out), "\n")
+}
+
+func TestCommitAuthorIsTheUserTheAPIServerAuthenticated(t *testing.T) {
+	remote := newRemote(t)
+	op := startOperator(t, t.TempDir())
+	setupTarget(t, "authors", remote, "live", "2s")
+	watchConfigMaps(t, "authors", "")
+
+	// Interleaved authors keep separate windows: one commit each, authored by each.
+	kubectl(t, configMap("authors", "alice-app", "1"), as("alice", "apply", "-f", "-")...)
+	kubectl(t, configMap("authors", "bob-app", "1"), as("system:serviceaccount:ci:deployer", "apply", "-f", "-")...)
+	kubectl(t, configMap("authors", "alice-db", "1"), as("alice", "apply", "-f", "-")...)
+	waitFile(t, remote, "live/authors/configmaps/alice-db.yaml", func(string) bool { return true })
+	waitFile(t, remote, "live/authors/configmaps/bob-app.yaml", func(string) bool { return true })
+	h := history(t, remote)
+	assert.Contains(t, h, "alice <alice@cluster.local>|GitOps Reverser|authors/live: 2 changes by alice", "history:\n%s", strings.Join(h, "\n"))
+	assert.Contains(t, h, "system:serviceaccount:ci:deployer <system-serviceaccount-ci-deployer@cluster.local>|GitOps Reverser|Create ConfigMap authors/bob-app")
+
+	// An update and a delete are joined too.
+	kubectl(t, configMap("authors", "alice-app", "2"), as("bob", "apply", "-f", "-")...)
+	waitFile(t, remote, "live/authors/configmaps/alice-app.yaml", func(c string) bool { return strings.Contains(c, `"2"`) })
+	kubectl(t, "", as("carol", "-n", "authors", "delete", "configmap", "bob-app")...)
+	eventually(t, commitWait, "the delete commit", func() (bool, string) {
+		_, ok := fileAt(remote, "live/authors/configmaps/bob-app.yaml")
+		return !ok, ""
+	})
+	h = history(t, remote)
+	assert.Equal(t, "carol <carol@cluster.local>|GitOps Reverser|Delete ConfigMap authors/bob-app", h[0])
+	assert.Equal(t, "bob <bob@cluster.local>|GitOps Reverser|Update ConfigMap authors/alice-app", h[1])
+	assert.NotContains(t, op.logs.String(), "panic")
+}
+
+func commitRequest(ns, name, message, timeout string) string {
+	return fmt.Sprintf(`apiVersion: reverser.gitops.dev/v1alpha1
+kind: CommitRequest
+metadata:
+  name: %s
+  namespace: %s
+spec:
+  targetRef:
+    name: live
+  message: %q
+  timeout: %s
+  requester:
+    username: mallory
+`, name, ns, message, timeout)
+}
+
+func TestCommitRequestBeforeDuringAndAfterTheAuthorsWindow(t *testing.T) {
+	remote := newRemote(t)
+	startOperator(t, t.TempDir())
+	// A long quiet period: only a CommitRequest can make these commits come early.
+	setupTarget(t, "requests", remote, "live", "20s")
+	watchConfigMaps(t, "requests", "")
+
+	t.Run("during: the open window commits at once with the message", func(t *testing.T) {
+		kubectl(t, configMap("requests", "flags", "on"), as("alice", "apply", "-f", "-")...)
+		kubectl(t, configMap("requests", "other", "x"), as("bob", "apply", "-f", "-")...)
+		start := time.Now()
+		kubectl(t, commitRequest("requests", "during", "Turn the flags on\n\nTicket: OPS-1", "60s"), as("alice", "apply", "-f", "-")...)
+		kubectl(t, "", "-n", "requests", "wait", "--for=condition=Committed", "--timeout=60s", "commitrequest/during")
+		assert.Less(t, time.Since(start), 15*time.Second, "the request closes the window before its 20s quiet period")
+		sha := kubectl(t, "", "-n", "requests", "get", "commitrequest/during", "-o", "jsonpath={.status.sha}")
+		msg := git(t, remote, "log", "-1", "--format=%an|%B", sha)
+		assert.Equal(t, "alice|Turn the flags on\n\nTicket: OPS-1", strings.TrimSpace(msg))
+		files := git(t, remote, "show", "--name-only", "--format=", sha)
+		assert.Equal(t, "live/requests/configmaps/flags.yaml", strings.TrimSpace(files), "bob's change is not alice's to commit")
+		requester := kubectl(t, "", "-n", "requests", "get", "commitrequest/during", "-o", "jsonpath={.spec.requester.username}")
+		assert.Equal(t, "alice", requester, "a requester sent by the client is replaced by the authenticated one")
+	})
+
+	t.Run("before: the request waits for the author's next change", func(t *testing.T) {
+		kubectl(t, commitRequest("requests", "before", "Scale down for the night", "60s"), as("alice", "apply", "-f", "-")...)
+		time.Sleep(time.Second)
+		kubectl(t, configMap("requests", "scale", "1"), as("alice", "apply", "-f", "-")...)
+		kubectl(t, "", "-n", "requests", "wait", "--for=condition=Committed", "--timeout=60s", "commitrequest/before")
+		sha := kubectl(t, "", "-n", "requests", "get", "commitrequest/before", "-o", "jsonpath={.status.sha}")
+		assert.Equal(t, "Scale down for the night", strings.TrimSpace(git(t, remote, "log", "-1", "--format=%B", sha)))
+	})
+
+	t.Run("after: with nothing pending the request times out and says so", func(t *testing.T) {
+		kubectl(t, commitRequest("requests", "after", "Nothing to see", "3s"), as("alice", "apply", "-f", "-")...)
+		kubectl(t, "", "-n", "requests", "wait", "--for=jsonpath={.status.conditions[?(@.type==\"Committed\")].reason}=TimedOut", "--timeout=60s", "commitrequest/after")
+		msg := kubectl(t, "", "-n", "requests", "get", "commitrequest/after", "-o", "jsonpath={.status.conditions[?(@.type==\"Committed\")].message}")
+		assert.Contains(t, msg, "the message was not used")
+		status := kubectl(t, "", "-n", "requests", "get", "commitrequest/after", "-o", "jsonpath={.status.conditions[?(@.type==\"Committed\")].status}")
+		assert.Equal(t, "False", status)
+	})
+
+	t.Run("a request for a GitTarget that does not exist is refused", func(t *testing.T) {
+		out, err := kubectlErr(strings.Replace(commitRequest("requests", "nowhere", "m", "5s"), "name: live", "name: missing", 1), "apply", "-f", "-")
+		require.Error(t, err)
+		assert.Contains(t, out, "GitTarget requests/missing")
+	})
+}

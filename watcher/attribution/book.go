@@ -1,0 +1,143 @@
+// Package attribution joins a stored change to the user the API server authenticated for
+// it. The admission webhook records each admitted, non-dry-run write; the watcher looks the
+// stored change up when its event arrives. The join is exact or nothing: an event that
+// matches no record is reported as unattributed and falls back to the committer identity,
+// never to a guess.
+//
+// Keys (architecture §4): a create joins on the object's UID, which the API server assigns
+// before validating admission; an update on UID + the resourceVersion the request replaced
+// + a digest of the sanitized new object (so an admitted request that later failed in
+// storage cannot claim another request's write); a delete on UID.
+package attribution
+
+import (
+	"container/list"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// Author is the identity the API server authenticated for a request.
+type Author struct {
+	Username string
+	UID      string
+	Groups   []string
+}
+
+// Op is the kind of write a record describes.
+type Op string
+
+// Ops recorded by the webhook.
+const (
+	Create Op = "CREATE"
+	Update Op = "UPDATE"
+	Delete Op = "DELETE"
+)
+
+// Key identifies one stored change, computable both at admission and from a watch event.
+type Key struct {
+	Op  Op
+	UID types.UID
+	// OldResourceVersion is the version an update replaced; empty for creates and deletes.
+	OldResourceVersion string
+	// Digest is the sanitized new object's digest for updates; zero otherwise.
+	Digest Digest
+}
+
+// CreateKey is the join key of a create.
+func CreateKey(uid types.UID) Key { return Key{Op: Create, UID: uid} }
+
+// UpdateKey is the join key of an update.
+func UpdateKey(uid types.UID, oldRV string, d Digest) Key {
+	return Key{Op: Update, UID: uid, OldResourceVersion: oldRV, Digest: d}
+}
+
+// DeleteKey is the join key of a delete.
+func DeleteKey(uid types.UID) Key { return Key{Op: Delete, UID: uid} }
+
+// Defaults bound a Book: records live long enough for a lagging watch, and a flood of
+// writes the watcher never sees (unwatched fields, failed requests) cannot grow it without
+// limit.
+const (
+	DefaultTTL        = 5 * time.Minute
+	DefaultMaxRecords = 100_000
+)
+
+type record struct {
+	key     Key
+	author  Author
+	expires time.Time
+}
+
+// Book holds recent admission records. It is safe for concurrent use: every webhook
+// request writes and every watch event reads.
+type Book struct {
+	ttl time.Duration
+	max int
+	now func() time.Time
+
+	mu    sync.Mutex
+	byKey map[Key]*list.Element
+	order *list.List // oldest first
+}
+
+// NewBook returns a Book keeping records for ttl, at most maxRecords of them (the oldest go
+// first). Zero values take the defaults.
+func NewBook(ttl time.Duration, maxRecords int) *Book {
+	if ttl <= 0 {
+		ttl = DefaultTTL
+	}
+	if maxRecords <= 0 {
+		maxRecords = DefaultMaxRecords
+	}
+	return &Book{ttl: ttl, max: maxRecords, now: time.Now, byKey: map[Key]*list.Element{}, order: list.New()}
+}
+
+// Record remembers who asked for a write. A later record with the same key replaces the
+// earlier one: only the last admitted request for a version can have been stored.
+func (b *Book) Record(k Key, a Author) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	now := b.now()
+	b.expireLocked(now)
+	if e, ok := b.byKey[k]; ok {
+		b.order.Remove(e)
+	}
+	b.byKey[k] = b.order.PushBack(&record{key: k, author: a, expires: now.Add(b.ttl)})
+	for b.order.Len() > b.max {
+		b.removeLocked(b.order.Front())
+	}
+}
+
+// Join returns the author of the stored change k and forgets the record: a record
+// attributes at most one change.
+func (b *Book) Join(k Key) (Author, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.expireLocked(b.now())
+	e, ok := b.byKey[k]
+	if !ok {
+		return Author{}, false
+	}
+	b.removeLocked(e)
+	return e.Value.(*record).author, true
+}
+
+// Len is the number of live records.
+func (b *Book) Len() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.order.Len()
+}
+
+func (b *Book) expireLocked(now time.Time) {
+	for e := b.order.Front(); e != nil && !now.Before(e.Value.(*record).expires); e = b.order.Front() {
+		b.removeLocked(e)
+	}
+}
+
+func (b *Book) removeLocked(e *list.Element) {
+	delete(b.byKey, e.Value.(*record).key)
+	b.order.Remove(e)
+}

@@ -1,0 +1,134 @@
+package attribution
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+func cm(uid, rv, value string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "v1", "kind": "ConfigMap",
+		"metadata": map[string]any{"name": "app", "namespace": "team-a", "uid": uid, "resourceVersion": rv,
+			"managedFields": []any{map[string]any{"manager": "kubectl"}}},
+		"data": map[string]any{"k": value},
+	}}
+	return u
+}
+
+func TestJoin(t *testing.T) {
+	alice := Author{Username: "alice"}
+	tests := []struct {
+		name   string
+		record func(*Book)
+		event  func() (Key, bool)
+		want   *Author
+	}{
+		{
+			name: "joins a create on the UID the webhook saw",
+			record: func(b *Book) {
+				k, _ := KeyForRequest(Create, cm("u1", "", "a"), nil)
+				b.Record(k, alice)
+			},
+			event: func() (Key, bool) { return KeyForEvent(nil, cm("u1", "5", "a")) },
+			want:  &alice,
+		},
+		{
+			name: "joins an update on UID, replaced version and content, ignoring server bookkeeping",
+			record: func(b *Book) {
+				k, _ := KeyForRequest(Update, cm("u1", "5", "b"), cm("u1", "5", "a"))
+				b.Record(k, alice)
+			},
+			event: func() (Key, bool) { return KeyForEvent(cm("u1", "5", "a"), cm("u1", "6", "b")) },
+			want:  &alice,
+		},
+		{
+			name: "does not attribute an update whose stored content differs from the admitted one",
+			record: func(b *Book) {
+				k, _ := KeyForRequest(Update, cm("u1", "5", "b"), cm("u1", "5", "a"))
+				b.Record(k, alice)
+			},
+			event: func() (Key, bool) { return KeyForEvent(cm("u1", "5", "a"), cm("u1", "6", "c")) },
+		},
+		{
+			name: "does not attribute an update that replaced another version",
+			record: func(b *Book) {
+				k, _ := KeyForRequest(Update, cm("u1", "5", "b"), cm("u1", "5", "a"))
+				b.Record(k, alice)
+			},
+			event: func() (Key, bool) { return KeyForEvent(cm("u1", "7", "a"), cm("u1", "8", "b")) },
+		},
+		{
+			name: "joins a delete on the UID",
+			record: func(b *Book) {
+				k, _ := KeyForRequest(Delete, nil, cm("u1", "5", "a"))
+				b.Record(k, alice)
+			},
+			event: func() (Key, bool) { return DeleteKey("u1"), true },
+			want:  &alice,
+		},
+		{
+			name:   "leaves a change nobody recorded unattributed",
+			record: func(*Book) {},
+			event:  func() (Key, bool) { return KeyForEvent(nil, cm("u1", "5", "a")) },
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := NewBook(0, 0)
+			tt.record(b)
+			k, ok := tt.event()
+			require.True(t, ok)
+			got, joined := b.Join(k)
+			if tt.want == nil {
+				assert.False(t, joined)
+				return
+			}
+			assert.True(t, joined)
+			assert.Equal(t, *tt.want, got)
+		})
+	}
+}
+
+func TestBookBounds(t *testing.T) {
+	t.Run("a record attributes one change only", func(t *testing.T) {
+		b := NewBook(0, 0)
+		b.Record(CreateKey("u1"), Author{Username: "alice"})
+		_, ok := b.Join(CreateKey("u1"))
+		assert.True(t, ok)
+		_, ok = b.Join(CreateKey("u1"))
+		assert.False(t, ok)
+	})
+	t.Run("forgets records older than the TTL", func(t *testing.T) {
+		now := time.Unix(1000, 0)
+		b := NewBook(time.Minute, 0)
+		b.now = func() time.Time { return now }
+		b.Record(CreateKey("u1"), Author{Username: "alice"})
+		now = now.Add(2 * time.Minute)
+		_, ok := b.Join(CreateKey("u1"))
+		assert.False(t, ok)
+		assert.Equal(t, 0, b.Len())
+	})
+	t.Run("drops the oldest record beyond the limit", func(t *testing.T) {
+		b := NewBook(0, 2)
+		b.Record(CreateKey("u1"), Author{Username: "a"})
+		b.Record(CreateKey("u2"), Author{Username: "b"})
+		b.Record(CreateKey("u3"), Author{Username: "c"})
+		assert.Equal(t, 2, b.Len())
+		_, ok := b.Join(CreateKey("u1"))
+		assert.False(t, ok)
+		got, ok := b.Join(CreateKey("u3"))
+		assert.True(t, ok)
+		assert.Equal(t, "c", got.Username)
+	})
+	t.Run("a later request for the same version replaces the earlier record", func(t *testing.T) {
+		b := NewBook(0, 0)
+		b.Record(DeleteKey("u1"), Author{Username: "a"})
+		b.Record(DeleteKey("u1"), Author{Username: "b"})
+		got, _ := b.Join(DeleteKey("u1"))
+		assert.Equal(t, "b", got.Username)
+	})
+}

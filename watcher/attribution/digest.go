@@ -1,0 +1,65 @@
+package attribution
+
+import (
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/gitops-reverser/gitops-reverser/gitops/sanitize"
+)
+
+// Digest is the SHA-256 of an object's sanitized form: what the writer would commit, so
+// server-side bookkeeping (resourceVersion, managedFields, status) never breaks a join.
+type Digest [sha256.Size]byte
+
+// DigestOf computes the digest of obj. Both sides decode JSON the same way (unstructured,
+// int64 where a number is integral) and encoding/json sorts map keys, so equal objects give
+// equal digests whichever side computed them.
+func DigestOf(obj *unstructured.Unstructured) (Digest, error) {
+	b, err := json.Marshal(sanitize.Object(obj).Object)
+	if err != nil {
+		return Digest{}, fmt.Errorf("encoding %s %s/%s for its digest: %w", obj.GetKind(), obj.GetNamespace(), obj.GetName(), err)
+	}
+	return sha256.Sum256(b), nil
+}
+
+// KeyForEvent is the join key of a watch event: old is nil for an add. ok is false when
+// the event cannot be joined (no UID, or an object that cannot be encoded).
+func KeyForEvent(old, obj *unstructured.Unstructured) (Key, bool) {
+	if obj == nil || obj.GetUID() == "" {
+		return Key{}, false
+	}
+	if old == nil {
+		return CreateKey(obj.GetUID()), true
+	}
+	d, err := DigestOf(obj)
+	if err != nil {
+		return Key{}, false
+	}
+	return UpdateKey(obj.GetUID(), old.GetResourceVersion(), d), true
+}
+
+// KeyForRequest is the join key of an admitted request; obj and old are the request's
+// object and oldObject (nil when absent). ok is false for what cannot be joined.
+func KeyForRequest(op Op, obj, old *unstructured.Unstructured) (Key, bool) {
+	switch op {
+	case Create:
+		if obj != nil && obj.GetUID() != "" {
+			return CreateKey(obj.GetUID()), true
+		}
+	case Update:
+		if obj != nil && old != nil && old.GetUID() != "" {
+			d, err := DigestOf(obj)
+			if err == nil {
+				return UpdateKey(old.GetUID(), old.GetResourceVersion(), d), true
+			}
+		}
+	case Delete:
+		if old != nil && old.GetUID() != "" {
+			return DeleteKey(old.GetUID()), true
+		}
+	}
+	return Key{}, false
+}

@@ -1,0 +1,42 @@
+package attribution
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// Metrics show how many stored changes found their author, so an operator notices when
+// attribution silently stops working (webhook skipped, failurePolicy Ignore timing out).
+type Metrics struct {
+	Joins   *prometheus.CounterVec
+	Records prometheus.GaugeFunc
+}
+
+// NewMetrics registers the collectors with reg; book feeds the records gauge.
+func NewMetrics(reg prometheus.Registerer, book *Book) (*Metrics, error) {
+	m := &Metrics{
+		Joins: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gitops_reverser_attribution_joins_total",
+			Help: "Watched changes by whether their author was joined from an admission record (joined) or not (unattributed).",
+		}, []string{"result"}),
+		Records: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "gitops_reverser_attribution_records",
+			Help: "Admission records waiting for their change to be watched.",
+		}, func() float64 { return float64(book.Len()) }),
+	}
+	for _, c := range []prometheus.Collector{m.Joins, m.Records} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+// Observe counts one join attempt; a nil Metrics counts nothing.
+func (m *Metrics) Observe(joined bool) {
+	if m == nil {
+		return
+	}
+	result := "unattributed"
+	if joined {
+		result = "joined"
+	}
+	m.Joins.WithLabelValues(result).Inc()
+}

@@ -1,0 +1,77 @@
+package webhook
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	admissionv1 "k8s.io/api/admission/v1"
+	authnv1 "k8s.io/api/authentication/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/gitops-reverser/gitops-reverser/api/v1alpha1"
+)
+
+func TestValidateCommitRequest(t *testing.T) {
+	alice := authnv1.UserInfo{Username: "alice", UID: "1", Groups: []string{"dev"}}
+	cr := func(r *v1alpha1.Requester) *v1alpha1.CommitRequest {
+		return &v1alpha1.CommitRequest{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "release"},
+			Spec: v1alpha1.CommitRequestSpec{TargetRef: v1alpha1.LocalObjectReference{Name: "live"}, Message: "m", Requester: r}}
+	}
+	tests := []struct {
+		name      string
+		cr        *v1alpha1.CommitRequest
+		targetErr error
+		want      string
+	}{
+		{name: "allows a request stamped with its creator for an existing target", cr: cr(RequesterOf(alice))},
+		{name: "refuses a request the mutating webhook did not stamp", cr: cr(nil), want: "spec.requester must be the user creating it"},
+		{name: "refuses a requester naming someone else", cr: cr(&v1alpha1.Requester{Username: "bob", UID: "1", Groups: []string{"dev"}}), want: "install the MutatingWebhookConfiguration"},
+		{name: "refuses a requester with other groups", cr: cr(&v1alpha1.Requester{Username: "alice", UID: "1"}), want: "spec.requester"},
+		{name: "refuses a request for a GitTarget that does not exist", cr: cr(RequesterOf(alice)), targetErr: errors.New("not found"), want: "spec.targetRef: GitTarget a/live: not found"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := ValidateCommitRequest(tt.cr, alice, tt.targetErr)
+			if tt.want == "" {
+				assert.NoError(t, err)
+				return
+			}
+			assert.ErrorContains(t, err, tt.want)
+			assert.ErrorContains(t, err, "CommitRequest a/release")
+		})
+	}
+}
+
+func TestStampRequester(t *testing.T) {
+	t.Run("replaces a requester sent by the client with the authenticated user", func(t *testing.T) {
+		in := v1alpha1.CommitRequest{TypeMeta: metav1.TypeMeta{APIVersion: "reverser.gitops.dev/v1alpha1", Kind: "CommitRequest"},
+			Spec: v1alpha1.CommitRequestSpec{Message: "m", Requester: &v1alpha1.Requester{Username: "mallory"}}}
+		raw, err := json.Marshal(in)
+		require.NoError(t, err)
+		req := admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
+			Operation: admissionv1.Create, Kind: metav1.GroupVersionKind{Kind: "CommitRequest"},
+			Object:   runtime.RawExtension{Raw: raw},
+			UserInfo: authnv1.UserInfo{Username: "alice", UID: "42", Groups: []string{"system:authenticated"}},
+		}}
+		resp := StampRequester{}.Handle(context.Background(), req)
+		require.True(t, resp.Allowed)
+		paths := map[string]any{}
+		for _, p := range resp.Patches {
+			paths[p.Path] = p.Value
+		}
+		assert.Equal(t, "alice", paths["/spec/requester/username"])
+		assert.Equal(t, "42", paths["/spec/requester/uid"])
+	})
+	t.Run("leaves every other request alone", func(t *testing.T) {
+		req := admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{Operation: admissionv1.Update, Kind: metav1.GroupVersionKind{Kind: "CommitRequest"}}}
+		resp := StampRequester{}.Handle(context.Background(), req)
+		assert.True(t, resp.Allowed)
+		assert.Empty(t, resp.Patches)
+	})
+}
