@@ -38,11 +38,20 @@ func (r *Repo) Commit(parent plumbing.Hash, changes map[string][]byte, author, c
 	if err != nil {
 		return plumbing.ZeroHash, err
 	}
-	tree, err := r.newTree(base, root)
+	buf := newObjectBuffer(r.git.Storer)
+	tree, err := newTree(buf, base, root)
 	if err != nil {
 		return plumbing.ZeroHash, err
 	}
-	return r.writeCommit(parent, tree, author, committer, message)
+	sha, err := writeCommit(buf, parent, tree, author, committer, message)
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	if err := buf.flush(); err != nil {
+		return plumbing.ZeroHash, err
+	}
+	r.fresh = buf
+	return sha, nil
 }
 
 // parentTree returns the tree hash of parent, or ZeroHash for no parent.
@@ -60,8 +69,8 @@ func (r *Repo) parentTree(parent plumbing.Hash) (plumbing.Hash, error) {
 // newTree applies the changes to base and returns the new root tree, failing
 // with ErrNoChange when it equals base. An emptied repository gets Git's
 // empty tree, which is a legal commit tree.
-func (r *Repo) newTree(base plumbing.Hash, root *changeNode) (plumbing.Hash, error) {
-	b := treeBuilder{s: r.git.Storer}
+func newTree(s storer.EncodedObjectStorer, base plumbing.Hash, root *changeNode) (plumbing.Hash, error) {
+	b := treeBuilder{s: s}
 	tree, err := b.apply(base, root, "")
 	if err != nil {
 		return plumbing.ZeroHash, err
@@ -78,7 +87,7 @@ func (r *Repo) newTree(base plumbing.Hash, root *changeNode) (plumbing.Hash, err
 }
 
 // writeCommit encodes and stores the commit object.
-func (r *Repo) writeCommit(parent, tree plumbing.Hash, author, committer object.Signature, message string) (plumbing.Hash, error) {
+func writeCommit(s storer.EncodedObjectStorer, parent, tree plumbing.Hash, author, committer object.Signature, message string) (plumbing.Hash, error) {
 	c := &object.Commit{
 		Author:    author,
 		Committer: committer,
@@ -88,11 +97,11 @@ func (r *Repo) writeCommit(parent, tree plumbing.Hash, author, committer object.
 	if !parent.IsZero() {
 		c.ParentHashes = []plumbing.Hash{parent}
 	}
-	obj := r.git.Storer.NewEncodedObject()
+	obj := s.NewEncodedObject()
 	if err := c.Encode(obj); err != nil {
 		return plumbing.ZeroHash, fmt.Errorf("encode commit: %w", err)
 	}
-	h, err := r.git.Storer.SetEncodedObject(obj)
+	h, err := s.SetEncodedObject(obj)
 	if err != nil {
 		return plumbing.ZeroHash, fmt.Errorf("store commit: %w", err)
 	}

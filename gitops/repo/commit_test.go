@@ -1,6 +1,9 @@
 package repo_test
 
 import (
+	"context"
+	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -207,4 +210,34 @@ func withoutHashes(lsTree string) string {
 		out = append(out, f[0]+" "+f[1]+" "+path)
 	}
 	return strings.Join(out, "\n")
+}
+
+func TestALargeCommitIsStoredAsOnePackThatSurvivesAReopen(t *testing.T) {
+	remote := repotest.NewFileRemote(t)
+	dir := filepath.Join(t.TempDir(), "clone")
+	r, err := repo.Open(context.Background(), dir, remote.URL, nil)
+	require.NoError(t, err)
+	many := map[string][]byte{}
+	for i := range 300 {
+		many[fmt.Sprintf("live/ns-%d/configmaps/cm-%03d.yaml", i%7, i)] = fmt.Appendf(nil, "n: %d\n", i)
+	}
+	c1 := commit(t, r, plumbing.ZeroHash, many, "snapshot")
+	push(t, r, "main", c1, plumbing.ZeroHash)
+	c2 := commit(t, r, c1, files("live/ns-0/configmaps/cm-000.yaml", "n: changed\n"), "small")
+	push(t, r, "main", c2, c1)
+
+	packs, err := filepath.Glob(filepath.Join(dir, "objects", "pack", "*.pack"))
+	require.NoError(t, err)
+	assert.Len(t, packs, 1, "the snapshot's objects are one pack; the small commit's are loose")
+	repotest.Git(t, dir, "fsck", "--full", "--strict")
+	remote.Fsck()
+
+	reopened, err := repo.Open(context.Background(), dir, remote.URL, nil)
+	require.NoError(t, err)
+	require.NoError(t, reopened.RepairedDamage())
+	got, found, err := reopened.ReadFile(c2, "live/ns-1/configmaps/cm-001.yaml")
+	require.NoError(t, err)
+	require.True(t, found)
+	assert.Equal(t, "n: 1\n", string(got))
+	assert.Equal(t, "n: 1", strings.TrimSpace(remote.Show("main", "live/ns-1/configmaps/cm-001.yaml")))
 }

@@ -1,6 +1,7 @@
 package repo
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -45,6 +46,7 @@ func (r *Repo) Push(ctx context.Context, branch string, newTip, expectedRemote p
 	if err != nil {
 		return fmt.Errorf("push %s to %s: %w", branch, redactURL(r.url), err)
 	}
+	r.fresh = nil
 	return r.setTracking(branch, newTip)
 }
 
@@ -103,7 +105,11 @@ func (r *Repo) send(ctx context.Context, sess transport.ReceivePackSession, req 
 	req.Packfile = rd
 	done := make(chan error, 1)
 	go func() {
-		_, err := packfile.NewEncoder(wr, r.git.Storer, refDeltas).Encode(hashes, window)
+		bw := bufio.NewWriterSize(wr, 64<<10) // the encoder writes header and body of each object apart
+		_, err := packfile.NewEncoder(bw, r.packSource(hashes), refDeltas).Encode(hashes, window)
+		if err == nil {
+			err = bw.Flush()
+		}
 		_ = wr.CloseWithError(err)
 		done <- err
 	}()
@@ -122,6 +128,15 @@ func (r *Repo) send(ctx context.Context, sess transport.ReceivePackSession, req 
 		}
 	}
 	return nil
+}
+
+// packSource is where the pack's objects are read from: the last commit's objects still in
+// memory when they are all the push needs (the usual commit-then-push), else the clone.
+func (r *Repo) packSource(hashes []plumbing.Hash) storer.EncodedObjectStorer {
+	if r.fresh != nil && r.fresh.holdsAll(hashes) {
+		return r.fresh.mem
+	}
+	return r.git.Storer
 }
 
 // packWindow is the delta window from the clone's config (git's default 10).
@@ -204,7 +219,11 @@ func advertisedHashes(ar *packp.AdvRefs) map[plumbing.Hash]bool {
 // so the work follows the change, not the repository. It fails with
 // ErrNotFastForward when newTip does not descend from a non-zero expected.
 func (r *Repo) objectsToPush(newTip, expected plumbing.Hash, known map[plumbing.Hash]bool) ([]plumbing.Hash, error) {
-	w := &pushWalk{s: r.git.Storer, objs: map[plumbing.Hash]struct{}{}}
+	var s storer.EncodedObjectStorer = r.git.Storer
+	if r.fresh != nil {
+		s = r.fresh // reads the last commit's trees from memory, the rest from the clone
+	}
+	w := &pushWalk{s: s, objs: map[plumbing.Hash]struct{}{}}
 	reached, err := w.commits(newTip, expected, known)
 	if err != nil {
 		return nil, err

@@ -29,6 +29,9 @@ type Repo struct {
 	auth     transport.AuthMethod
 	git      *git.Repository
 	repaired error
+	// fresh holds the objects of the last commit made, in memory, until it is pushed: the
+	// push that follows reads them from here instead of decoding them back from disk.
+	fresh *objectBuffer
 }
 
 // Open opens the bare clone in dir for url, creating it when dir is missing or
