@@ -56,8 +56,9 @@ func (m *Metrics) pending(k workerKey, n int) {
 
 func (m *Metrics) delivered(changeAge, commitAge float64) {
 	if m != nil {
-		m.ChangeToPush.Observe(changeAge)
+		// Commit first: a reader that saw change-to-push move finds commit-to-push moved too.
 		m.CommitToPush.Observe(commitAge)
+		m.ChangeToPush.Observe(changeAge)
 	}
 }
 
