@@ -31,9 +31,9 @@ type Watched struct {
 	// Noise skips cluster-made objects the watcher does not capture either, so the webhook
 	// never blocks the cluster's own controllers.
 	Noise watcher.Noise
-	// Attribution records who made each admitted write, for the commit author; nil records
-	// nothing.
-	Attribution *attribution.Book
+	// Attribution records who made each admitted write, for the commit author (on the
+	// leader, or forwarded to it); nil records nothing.
+	Attribution *attribution.Router
 }
 
 // Handle implements admission.Handler.
@@ -78,7 +78,7 @@ func (w *Watched) Handle(ctx context.Context, req admission.Request) admission.R
 		return resp
 	}
 	if !dry && len(targets) > 0 {
-		w.record(req)
+		w.record(ctx, req)
 	}
 	return admission.Allowed("").WithWarnings(v.Warnings...)
 }
@@ -86,13 +86,13 @@ func (w *Watched) Handle(ctx context.Context, req admission.Request) admission.R
 // record remembers who asked for an admitted write so the watcher can author its commit.
 // A request that cannot be keyed is simply not recorded: its change is committed under the
 // committer identity, never under a guess.
-func (w *Watched) record(req admission.Request) {
+func (w *Watched) record(ctx context.Context, req admission.Request) {
 	if w.Attribution == nil {
 		return
 	}
 	obj, old := decodeFull(req.Object.Raw), decodeFull(req.OldObject.Raw)
 	if k, ok := attribution.KeyForRequest(attribution.Op(req.Operation), obj, old); ok {
-		w.Attribution.Record(k, attribution.Author{Username: req.UserInfo.Username, UID: req.UserInfo.UID, Groups: req.UserInfo.Groups})
+		w.Attribution.Record(ctx, k, attribution.Author{Username: req.UserInfo.Username, UID: req.UserInfo.UID, Groups: req.UserInfo.Groups})
 	}
 }
 

@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"flag"
 	"fmt"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/config"
@@ -102,16 +104,31 @@ func run(ctx context.Context, cfg *rest.Config, opts Options) error {
 		}
 		webhookServer = serving.GatedServer(webhook.NewServer(webhook.Options{
 			Host: opts.WebhookHost, Port: opts.WebhookPort, CertDir: opts.WebhookCertDir,
+			// Replicas forwarding attribution records present the serving key pair; the
+			// API server presents nothing, which stays fine.
+			TLSOpts: []func(*tls.Config){func(c *tls.Config) { c.ClientAuth = tls.RequestClientCert }},
 		}))
+	}
+	identity := attribution.Identity(uniqueIdentity(), opts.advertiseAddress())
+	var lock resourcelock.Interface
+	if opts.LeaderElect {
+		if lock, err = leaseLock(cfg, leaderNS, identity); err != nil {
+			return fmt.Errorf("leader election: %w", err)
+		}
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  scheme,
 		Metrics:                 metricsserver.Options{BindAddress: opts.MetricsAddr},
 		HealthProbeBindAddress:  opts.ProbeAddr,
 		LeaderElection:          opts.LeaderElect,
-		LeaderElectionID:        "gitops-reverser.reverser.gitops.dev",
+		LeaderElectionID:        leaderElectionID,
 		LeaderElectionNamespace: leaderNS,
-		WebhookServer:           webhookServer,
+
+		LeaderElectionResourceLockInterface: lock,
+		// run returns right after the manager stops, so the next leader need not wait for
+		// the Lease to expire.
+		LeaderElectionReleaseOnCancel: true,
+		WebhookServer:                 webhookServer,
 	})
 	if err != nil {
 		return fmt.Errorf("creating manager: %w", err)
@@ -200,7 +217,14 @@ func run(ctx context.Context, cfg *rest.Config, opts Options) error {
 		if err := serving.SetupWithManager(mgr); err != nil {
 			return fmt.Errorf("webhook certificates: %w", err)
 		}
-		if err := setupWebhooks(ctx, mgr, cfg, opts, writer, book); err != nil {
+		router := &attribution.Router{Book: book, Elected: mgr.Elected(), Metrics: attrMetrics, Log: log.WithName("attribution")}
+		if opts.LeaderElect && opts.advertiseAddress() != "" {
+			router.Forwarder = &attribution.Forwarder{
+				Own:    cachedKeyPair(servingCertDir(opts)),
+				Leader: (&attribution.LeaseLeader{Reader: mgr.GetAPIReader(), Lease: types.NamespacedName{Namespace: leaderNS, Name: leaderElectionID}}).Address,
+			}
+		}
+		if err := setupWebhooks(ctx, mgr, cfg, opts, writer, router); err != nil {
 			return fmt.Errorf("setting up the admission webhooks: %w", err)
 		}
 	}

@@ -40,6 +40,8 @@ type Options struct {
 	WebhookSkipManagers       stringList
 	SensitiveResources        stringList
 	AuthorEmailDomain         string
+	// AdvertiseAddress is where other replicas forward attribution records to this one.
+	AdvertiseAddress string
 	// Noise says which cluster-made objects are captured after all.
 	Noise watcher.Noise
 	// Certs configures the webhook serving certificate (self-managed or cert-manager).
@@ -82,6 +84,7 @@ func (o *Options) bind(fs *flag.FlagSet) {
 	fs.BoolVar(&o.Noise.CaptureKubeRootCA, "capture-kube-root-ca", false, "Capture the kube-root-ca.crt ConfigMap the cluster publishes in every namespace.")
 	fs.BoolVar(&o.Noise.CaptureServiceAccountTokens, "capture-service-account-tokens", false, "Capture Secrets of type kubernetes.io/service-account-token.")
 	fs.BoolVar(&o.Noise.CaptureOwned, "capture-owned-objects", false, "Capture objects with a controller ownerReference (ReplicaSets of Deployments, Jobs of CronJobs, …).")
+	fs.StringVar(&o.AdvertiseAddress, "advertise-address", "", "host:port where the other replicas reach this one's webhook server to forward attribution records while it leads (default $POD_IP:<webhook-port>; empty: records made on other replicas are not forwarded).")
 	fs.StringVar(&o.AuthorEmailDomain, "author-email-domain", batch.DefaultAuthorEmailDomain, "Domain that completes a commit author's e-mail when the Kubernetes username is not an address (alice → alice@<domain>).")
 	fs.Var(&o.SensitiveResources, "sensitive-resources", "Comma-separated resource.group names (besides core secrets) that must never reach Git in plaintext, e.g. sealedsecrets.bitnami.com.")
 }

@@ -19,7 +19,7 @@ import (
 
 // setupWebhooks registers both admission webhooks, the view they decide on, and the
 // leader's sync of the watched-objects rules.
-func setupWebhooks(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, opts Options, writer *batch.Manager, book *attribution.Book) error {
+func setupWebhooks(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, opts Options, writer *batch.Manager, router *attribution.Router) error {
 	policy, err := opts.failurePolicy()
 	if err != nil {
 		return err
@@ -50,8 +50,9 @@ func setupWebhooks(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, opts
 	srv := mgr.GetWebhookServer()
 	srv.Register(webhook.WatchedPath, &admission.Webhook{Handler: &webhook.Watched{
 		View: view, Sensitive: opts.sensitive(), WarnAlways: opts.WebhookWarnAlways, Metrics: metrics, Noise: opts.Noise,
-		Attribution: book,
+		Attribution: router,
 	}})
+	srv.Register(attribution.RecordsPath, &attribution.Receiver{Book: router.Book, Own: cachedKeyPair(servingCertDir(opts)), Log: log.WithName("attribution")})
 	srv.Register(webhook.OwnPath, &admission.Webhook{Handler: &webhook.Own{
 		Client: mgr.GetCache(), Decoder: admission.NewDecoder(mgr.GetScheme()),
 	}})

@@ -123,3 +123,25 @@ func TestCommitRequestBeforeDuringAndAfterTheAuthorsWindow(t *testing.T) {
 		assert.Contains(t, out, "GitTarget requests/missing")
 	})
 }
+
+func TestAReplicaThatDoesNotLeadForwardsWhoMadeTheChange(t *testing.T) {
+	remote := newRemote(t)
+	leaderPort, err := freePort()
+	require.NoError(t, err)
+	leaderAddr := fmt.Sprintf("127.0.0.1:%d", leaderPort)
+	// The leader serves on a port the API server never calls; the API server calls the other
+	// replica, which must hand each record to the leader, where the watcher and writer run.
+	leader := startReplica(t, t.TempDir(), leaderPort, t.TempDir(), "--leader-elect", "--advertise-address", leaderAddr)
+	eventually(t, 60*time.Second, "the first replica to lead", func() (bool, string) {
+		return strings.Contains(leader.logs.String(), "Successfully acquired lease"), ""
+	})
+	follower := startReplica(t, t.TempDir(), shared.webhookPort, shared.certDir, "--leader-elect",
+		"--advertise-address", fmt.Sprintf("127.0.0.1:%d", shared.webhookPort))
+	setupTarget(t, "replicas", remote, "live", "1s")
+	watchConfigMaps(t, "replicas", "")
+
+	kubectl(t, configMap("replicas", "app", "1"), as("dave", "apply", "-f", "-")...)
+	waitFile(t, remote, "live/replicas/configmaps/app.yaml", func(string) bool { return true })
+	assert.Equal(t, "dave <dave@cluster.local>|GitOps Reverser|Create ConfigMap replicas/app", history(t, remote)[0])
+	assert.NotContains(t, follower.logs.String(), "Successfully acquired lease", "the replica the API server calls never led")
+}

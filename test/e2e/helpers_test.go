@@ -43,6 +43,13 @@ func (s *syncBuffer) String() string {
 // startOperator runs the binary with a work dir that survives restarts within one test.
 func startOperator(t *testing.T, workDir string, extraArgs ...string) *operator {
 	t.Helper()
+	return startReplica(t, workDir, shared.webhookPort, shared.certDir, extraArgs...)
+}
+
+// startReplica runs the binary serving its webhook on port with its certificates in
+// certDir; only shared.webhookPort is the one the API server calls.
+func startReplica(t *testing.T, workDir string, port int, certDir string, extraArgs ...string) *operator {
+	t.Helper()
 	args := []string{
 		"--kubeconfig", shared.operatorKubeconfig,
 		"--work-dir", workDir,
@@ -52,8 +59,8 @@ func startOperator(t *testing.T, workDir string, extraArgs ...string) *operator 
 		"--namespace", operatorNamespace,
 		"--webhook-cert-extra-ips", "127.0.0.1",
 		"--webhook-host", "127.0.0.1",
-		"--webhook-port", strconv.Itoa(shared.webhookPort),
-		"--webhook-cert-dir", shared.certDir,
+		"--webhook-port", strconv.Itoa(port),
+		"--webhook-cert-dir", certDir,
 		"--webhook-configuration-name", webhookConfigName,
 		"--mutating-webhook-configuration-name", webhookConfigName,
 	}
@@ -65,12 +72,12 @@ func startOperator(t *testing.T, workDir string, extraArgs ...string) *operator 
 	t.Cleanup(func() {
 		op.stop()
 		if t.Failed() {
-			t.Logf("operator logs:\n%s", op.logs.String())
+			t.Logf("operator logs (webhook port %d):\n%s", port, op.logs.String())
 		}
 	})
 	ca, err := injectedCABundle(30 * time.Second)
 	require.NoError(t, err, op.logs.String())
-	require.NoError(t, waitTLS(shared.webhookPort, ca, 30*time.Second), op.logs.String())
+	require.NoError(t, waitTLS(port, ca, 30*time.Second), op.logs.String())
 	return op
 }
 

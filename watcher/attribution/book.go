@@ -20,9 +20,9 @@ import (
 
 // Author is the identity the API server authenticated for a request.
 type Author struct {
-	Username string
-	UID      string
-	Groups   []string
+	Username string   `json:"username"`
+	UID      string   `json:"uid,omitempty"`
+	Groups   []string `json:"groups,omitempty"`
 }
 
 // Op is the kind of write a record describes.
@@ -37,12 +37,12 @@ const (
 
 // Key identifies one stored change, computable both at admission and from a watch event.
 type Key struct {
-	Op  Op
-	UID types.UID
+	Op  Op        `json:"op"`
+	UID types.UID `json:"uid"`
 	// OldResourceVersion is the version an update replaced; empty for creates and deletes.
-	OldResourceVersion string
+	OldResourceVersion string `json:"oldResourceVersion,omitempty"`
 	// Digest is the sanitized new object's digest for updates; zero otherwise.
-	Digest Digest
+	Digest Digest `json:"digest"`
 }
 
 // CreateKey is the join key of a create.

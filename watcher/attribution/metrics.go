@@ -7,6 +7,8 @@ import "github.com/prometheus/client_golang/prometheus"
 type Metrics struct {
 	Joins   *prometheus.CounterVec
 	Records prometheus.GaugeFunc
+	// Forwards counts records sent by a non-leader replica to the leader, by result.
+	Forwards *prometheus.CounterVec
 }
 
 // NewMetrics registers the collectors with reg; book feeds the records gauge.
@@ -20,8 +22,12 @@ func NewMetrics(reg prometheus.Registerer, book *Book) (*Metrics, error) {
 			Name: "gitops_reverser_attribution_records",
 			Help: "Admission records waiting for their change to be watched.",
 		}, func() float64 { return float64(book.Len()) }),
+		Forwards: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gitops_reverser_attribution_forwards_total",
+			Help: "Admission records a non-leader replica sent to the leader, by result (ok/failed).",
+		}, []string{"result"}),
 	}
-	for _, c := range []prometheus.Collector{m.Joins, m.Records} {
+	for _, c := range []prometheus.Collector{m.Joins, m.Records, m.Forwards} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -39,4 +45,15 @@ func (m *Metrics) Observe(joined bool) {
 		result = "joined"
 	}
 	m.Joins.WithLabelValues(result).Inc()
+}
+
+func (m *Metrics) forwarded(ok bool) {
+	if m == nil {
+		return
+	}
+	result := "failed"
+	if ok {
+		result = "ok"
+	}
+	m.Forwards.WithLabelValues(result).Inc()
 }

@@ -1,0 +1,111 @@
+package attribution
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/go-logr/logr"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gitops-reverser/gitops-reverser/test/testcerts"
+)
+
+// keyPair writes a throwaway serving key pair and returns a loader for it.
+func keyPair(t *testing.T) OwnCertificate {
+	t.Helper()
+	dir := t.TempDir()
+	_, err := testcerts.WriteServing(dir)
+	require.NoError(t, err)
+	c, err := tls.LoadX509KeyPair(filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key"))
+	require.NoError(t, err)
+	return func() (*tls.Certificate, error) { return &c, nil }
+}
+
+// leader serves a Receiver over TLS on loopback with the given key pair, asking clients
+// for a certificate as the operator's webhook server does.
+func leader(t *testing.T, own OwnCertificate) (*Book, string) {
+	t.Helper()
+	book := NewBook(0, 0)
+	srv := httptest.NewUnstartedServer(&Receiver{Book: book, Own: own, Log: logr.Discard()})
+	cert, err := own()
+	require.NoError(t, err)
+	srv.TLS = &tls.Config{Certificates: []tls.Certificate{*cert}, ClientAuth: tls.RequestClientCert, MinVersion: tls.VersionTLS12}
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	return book, strings.TrimPrefix(srv.URL, "https://")
+}
+
+func TestForwarding(t *testing.T) {
+	replicas := keyPair(t)
+	k := UpdateKey("u1", "5", Digest{1, 2, 3})
+	alice := Author{Username: "alice", UID: "42", Groups: []string{"dev"}}
+
+	t.Run("the leader takes a record from a replica holding the serving key pair", func(t *testing.T) {
+		book, addr := leader(t, replicas)
+		f := &Forwarder{Own: replicas, Leader: func(context.Context) (string, error) { return addr, nil }}
+		require.NoError(t, f.Forward(context.Background(), k, alice))
+		got, ok := book.Join(k)
+		require.True(t, ok)
+		assert.Equal(t, alice, got)
+	})
+	t.Run("a replica does not send records to a server without the serving key", func(t *testing.T) {
+		book, addr := leader(t, keyPair(t))
+		f := &Forwarder{Own: replicas, Leader: func(context.Context) (string, error) { return addr, nil }}
+		err := f.Forward(context.Background(), k, alice)
+		assert.ErrorContains(t, err, "does not hold the webhook serving key")
+		assert.Equal(t, 0, book.Len())
+	})
+	t.Run("the leader refuses a client with another key pair", func(t *testing.T) {
+		book, addr := leader(t, replicas)
+		other := keyPair(t)
+		cert, _ := other()
+		c := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{
+			Certificates: []tls.Certificate{*cert}, InsecureSkipVerify: true, MinVersion: tls.VersionTLS12}}} //nolint:gosec // the attacker's client
+		resp, err := c.Post("https://"+addr+RecordsPath, "application/json", bytes.NewBufferString(`{"key":{"op":"CREATE","uid":"u1"},"author":{"username":"mallory"}}`))
+		require.NoError(t, err)
+		_ = resp.Body.Close()
+		assert.Equal(t, http.StatusForbidden, resp.StatusCode)
+		assert.Equal(t, 0, book.Len())
+	})
+	t.Run("the leader refuses a client without a certificate", func(t *testing.T) {
+		book, addr := leader(t, replicas)
+		c := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS12}}} //nolint:gosec // test client
+		resp, err := c.Post("https://"+addr+RecordsPath, "application/json", bytes.NewBufferString(`{}`))
+		require.NoError(t, err)
+		_ = resp.Body.Close()
+		assert.Equal(t, http.StatusUnauthorized, resp.StatusCode)
+		assert.Equal(t, 0, book.Len())
+	})
+	t.Run("a record that cannot be forwarded is kept locally and counted", func(t *testing.T) {
+		book := NewBook(0, 0)
+		r := &Router{Book: book, Elected: make(chan struct{}), Log: logr.Discard(),
+			Forwarder: &Forwarder{Own: replicas, Leader: func(context.Context) (string, error) { return "", nil }}}
+		r.Record(context.Background(), k, alice)
+		_, ok := book.Join(k)
+		assert.True(t, ok)
+	})
+	t.Run("the leader records into its own book", func(t *testing.T) {
+		book := NewBook(0, 0)
+		elected := make(chan struct{})
+		close(elected)
+		r := &Router{Book: book, Elected: elected, Forwarder: &Forwarder{Leader: func(context.Context) (string, error) {
+			t.Fatal("the leader must not forward")
+			return "", nil
+		}}}
+		r.Record(context.Background(), k, alice)
+		assert.Equal(t, 1, book.Len())
+	})
+}
+
+func TestAddressOf(t *testing.T) {
+	assert.Equal(t, "10.0.0.7:9443", addressOf(Identity("pod-a_1234", "10.0.0.7:9443")))
+	assert.Equal(t, "[fd00::7]:9443", addressOf(Identity("pod-a_1234", "[fd00::7]:9443")))
+	assert.Equal(t, "", addressOf(Identity("pod-a_1234", "")), "an identity without an address forwards nowhere")
+}
