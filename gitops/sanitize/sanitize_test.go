@@ -273,13 +273,18 @@ func TestObjectGolden(t *testing.T) {
 			got, err := yaml.Marshal(sanitize.Object(obj).Object)
 			require.NoError(t, err)
 
-			golden := filepath.Join("testdata", name+".golden.yaml")
-			if *update {
-				require.NoError(t, os.WriteFile(golden, got, 0o644))
-			}
-			want, err := os.ReadFile(golden)
-			require.NoError(t, err)
-			assert.Equal(t, string(want), string(got))
+			assertGolden(t, filepath.Join("testdata", name+".golden.yaml"), got)
 		})
 	}
+}
+
+// assertGolden compares got with the golden file, rewriting it first under -update.
+func assertGolden(t *testing.T, golden string, got []byte) {
+	t.Helper()
+	if *update {
+		require.NoError(t, os.WriteFile(golden, got, 0o644))
+	}
+	want, err := os.ReadFile(golden)
+	require.NoError(t, err)
+	assert.Equal(t, string(want), string(got))
 }
