@@ -35,6 +35,8 @@ type Options struct {
 	WebhookSkipUsers    stringList
 	WebhookSkipManagers stringList
 	SensitiveResources  stringList
+	// KeepDefaultedFields writes fields no field manager owns (server defaults) too.
+	KeepDefaultedFields bool
 	// Noise says which cluster-made objects are captured after all.
 	Noise watcher.Noise
 	// Certs configures the webhook serving certificate (self-managed or cert-manager).
@@ -76,6 +78,7 @@ func (o *Options) bind(fs *flag.FlagSet) {
 	fs.BoolVar(&o.Noise.CaptureKubeRootCA, "capture-kube-root-ca", false, "Capture the kube-root-ca.crt ConfigMap the cluster publishes in every namespace.")
 	fs.BoolVar(&o.Noise.CaptureServiceAccountTokens, "capture-service-account-tokens", false, "Capture Secrets of type kubernetes.io/service-account-token.")
 	fs.BoolVar(&o.Noise.CaptureOwned, "capture-owned-objects", false, "Capture objects with a controller ownerReference (ReplicaSets of Deployments, Jobs of CronJobs, …).")
+	fs.BoolVar(&o.KeepDefaultedFields, "keep-defaulted-fields", false, "Write every field of a captured object, also those no field manager owns (server defaults such as dnsPolicy); by default they are left out of Git unless the file already has them.")
 	fs.Var(&o.SensitiveResources, "sensitive-resources", "Comma-separated resource.group names (besides core secrets) that must never reach Git in plaintext, e.g. sealedsecrets.bitnami.com.")
 }
 

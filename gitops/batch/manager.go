@@ -73,6 +73,9 @@ type Options struct {
 	// OnFolderReady is called when a target's folder became writable, so the watcher can
 	// send it a full snapshot.
 	OnFolderReady func(types.NamespacedName)
+	// KeepDefaultedFields writes every field of an object, also those no field manager
+	// owns (server defaults); by default they are left out unless Git already has them.
+	KeepDefaultedFields bool
 }
 
 type workerKey struct {
