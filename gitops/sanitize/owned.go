@@ -73,7 +73,7 @@ func ownedFields(object map[string]any) (*fieldpath.Set, error) {
 		}
 		owned = owned.Union(set)
 	}
-	if isCoreSecret(object) {
+	if isKind(object, "v1", "Secret") {
 		owned = withDataForStringData(owned)
 	}
 	return owned, nil
@@ -101,13 +101,6 @@ func entryFields(entry any, apiVersion string) (*fieldpath.Set, error) {
 		return nil, fmt.Errorf("parsing fieldsV1: %w", err)
 	}
 	return set, nil
-}
-
-// isCoreSecret reports whether the object is a core/v1 Secret.
-func isCoreSecret(object map[string]any) bool {
-	apiVersion, _ := object["apiVersion"].(string)
-	kind, _ := object["kind"].(string)
-	return apiVersion == "v1" && kind == "Secret"
 }
 
 // withDataForStringData adds data.X for every owned stringData.X (and data for an owned

@@ -204,6 +204,27 @@ func TestObject(t *testing.T) {
 			},
 		},
 		{
+			name: "drops the status the server gives a StatefulSet's volumeClaimTemplates",
+			in: map[string]any{
+				"apiVersion": "apps/v1",
+				"kind":       "StatefulSet",
+				"metadata":   map[string]any{"name": "db"},
+				"spec": map[string]any{"volumeClaimTemplates": []any{
+					map[string]any{"metadata": map[string]any{"name": "data"}, "status": map[string]any{"phase": "Pending"}},
+					"not-a-map",
+				}},
+			},
+			want: map[string]any{
+				"apiVersion": "apps/v1",
+				"kind":       "StatefulSet",
+				"metadata":   map[string]any{"name": "db"},
+				"spec": map[string]any{"volumeClaimTemplates": []any{
+					map[string]any{"metadata": map[string]any{"name": "data"}},
+					"not-a-map",
+				}},
+			},
+		},
+		{
 			name: "tolerates an object without metadata",
 			in:   map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "status": "x"},
 			want: map[string]any{"apiVersion": "v1", "kind": "ConfigMap"},
