@@ -199,3 +199,60 @@ spec:
 	kubectl(t, "", "-n", "roundtrip", "wait", "--for=condition=Ready", "--timeout=60s", "watchrule/roundtrip")
 	kubectl(t, "", "wait", "--for=condition=Ready", "--timeout=60s", "clusterwatchrule/roundtrip")
 }
+
+// A file that already holds server defaults (written by hand, or before they were left
+// out) keeps them: nobody owns them, but Git has them. An edit changes only its line.
+func TestDefaultsAlreadyInGitStay(t *testing.T) {
+	remote := newRemote(t)
+	inGit := `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: kept
+  namespace: roundtrip-git
+spec:
+  replicas: 1
+  revisionHistoryLimit: 10
+  selector:
+    matchLabels:
+      app: kept
+  template:
+    metadata:
+      labels:
+        app: kept
+    spec:
+      containers:
+      - name: app
+        image: nginx:1.27
+        imagePullPolicy: IfNotPresent
+      dnsPolicy: ClusterFirst
+`
+	seedFile(t, remote, "live/deploy.yaml", inGit)
+	before := strings.TrimSpace(git(t, remote, "rev-parse", "main"))
+	applied := strings.NewReplacer("  revisionHistoryLimit: 10\n", "", "        imagePullPolicy: IfNotPresent\n", "",
+		"      dnsPolicy: ClusterFirst\n", "").Replace(inGit)
+	kubectl(t, "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: roundtrip-git\n", "apply", "-f", "-")
+	kubectl(t, applied, "apply", "--server-side", "-f", "-")
+
+	startOperator(t, t.TempDir())
+	setupTarget(t, "roundtrip-git", remote, "live", "0s")
+	kubectl(t, `apiVersion: reverser.gitops.dev/v1alpha1
+kind: WatchRule
+metadata:
+  name: deployments
+  namespace: roundtrip-git
+spec:
+  targetRef:
+    name: live
+  rules:
+  - apiGroups: [apps]
+    resources: [deployments]
+`, "apply", "-f", "-")
+	kubectl(t, "", "-n", "roundtrip-git", "wait", "--for=condition=Ready", "--timeout=60s", "watchrule/deployments", "gittarget/live")
+
+	kubectl(t, "", "-n", "roundtrip-git", "patch", "deployment", "kept", "--type=merge", "-p", `{"spec":{"replicas":2}}`)
+	got := waitFile(t, remote, "live/deploy.yaml", func(c string) bool { return strings.Contains(c, "replicas: 2\n") })
+	assert.Equal(t, strings.Replace(inGit, "replicas: 1\n", "replicas: 2\n", 1), got)
+	diff := git(t, remote, "diff", "--numstat", before, "main")
+	assert.Equal(t, "1\t1\tlive/deploy.yaml", strings.TrimSpace(diff), "the defaults in Git stay; only the edit changes")
+	fsck(t, remote)
+}
