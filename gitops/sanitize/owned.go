@@ -118,6 +118,7 @@ func withDataForStringData(owned *fieldpath.Set) *fieldpath.Set {
 	return out
 }
 
+// strPtr returns a pointer to s, for PathElement.FieldName.
 func strPtr(s string) *string { return &s }
 
 // keepIdentity copies apiVersion, kind, metadata.name and metadata.namespace from the
