@@ -41,10 +41,10 @@ test: lint ## Run every test: unit, envtest suites and the e2e suite (builds env
 	KUBEBUILDER_ASSETS=$$assets go test -count=1 -timeout 30m ./...
 
 .PHONY: fuzz
-fuzz: ## Run each fuzz target of the YAML editor for FUZZTIME (default 30s); `make test` replays their corpora.
-	@for f in 'FuzzUpsert$$' FuzzObjectUpsert FuzzEdit FuzzRemove; do \
-		echo "fuzzing $$f for $(FUZZTIME)"; \
-		go test ./gitops/manifest -run '^$$' -fuzz "$$f" -fuzztime $(FUZZTIME) -fuzzminimizetime 5s -parallel 1 || exit 1; \
+fuzz: ## Run each fuzz target (YAML editor, ownership parser) for FUZZTIME (default 30s); `make test` replays their corpora.
+	@for t in 'manifest FuzzUpsert$$' 'manifest FuzzObjectUpsert' 'manifest FuzzEdit' 'manifest FuzzRemove' 'sanitize FuzzDropUnowned'; do \
+		set -- $$t; echo "fuzzing $$2 for $(FUZZTIME)"; \
+		go test ./gitops/$$1 -run '^$$' -fuzz "$$2" -fuzztime $(FUZZTIME) -fuzzminimizetime 5s -parallel 1 || exit 1; \
 	done
 
 .PHONY: bench

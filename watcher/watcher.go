@@ -43,6 +43,10 @@ type Options struct {
 	Attribution *attribution.Book
 	// AttributionMetrics counts joins; nil counts nothing.
 	AttributionMetrics *attribution.Metrics
+	// KeepManagedFields keeps metadata.managedFields in the informer cache, for a writer
+	// that leaves out the fields no manager owns; otherwise a transform drops them to save
+	// memory (they are 20-30 % of an object).
+	KeepManagedFields bool
 }
 
 // informer is one shared informer for one resource, started while any claim needs it.
@@ -256,7 +260,9 @@ func (w *Watcher) syncInformersLocked() {
 func (w *Watcher) startInformer(gvr schema.GroupVersionResource) *informer {
 	ctx, cancel := context.WithCancel(w.ctx)
 	inf := dynamicinformer.NewFilteredDynamicInformer(w.opts.Client, gvr, "", w.opts.Resync, cache.Indexers{}, nil).Informer()
-	_ = inf.SetTransform(dropManagedFields)
+	if !w.opts.KeepManagedFields {
+		_ = inf.SetTransform(dropManagedFields)
+	}
 	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
 		AddFunc:    func(o interface{}, initial bool) { w.onEvent(gvr, nil, o, initial) },
 		UpdateFunc: func(old, o interface{}) { w.onEvent(gvr, old, o, false) },
@@ -267,7 +273,8 @@ func (w *Watcher) startInformer(gvr schema.GroupVersionResource) *informer {
 	return &informer{inf: inf, cancel: cancel}
 }
 
-// dropManagedFields keeps informer memory down; managedFields never reach Git anyway.
+// dropManagedFields keeps informer memory down when the writer does not read ownership;
+// managedFields never reach Git anyway.
 func dropManagedFields(o interface{}) (interface{}, error) {
 	if acc, err := meta.Accessor(o); err == nil {
 		acc.SetManagedFields(nil)

@@ -164,6 +164,8 @@ func run(ctx context.Context, cfg *rest.Config, opts Options) error {
 		OnFolderReady:     func(k types.NamespacedName) { w.Resync(k) },
 		Resolver:          resolverFunc(func() batch.Resolver { return w }),
 		Sensitive:         opts.sensitive(),
+		// Server defaults nobody set stay out of Git unless --keep-defaulted-fields.
+		KeepDefaultedFields: opts.KeepDefaultedFields,
 	})
 	nsCache := mgr.GetCache()
 	w = watcher.New(watcher.Options{
@@ -181,6 +183,8 @@ func run(ctx context.Context, cfg *rest.Config, opts Options) error {
 			}
 			return ns.Labels
 		},
+		// The writer reads field ownership from managedFields unless it writes every field.
+		KeepManagedFields: !opts.KeepDefaultedFields,
 	})
 	if err := mgr.Add(writer); err != nil {
 		return err

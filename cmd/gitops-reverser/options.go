@@ -42,6 +42,8 @@ type Options struct {
 	AuthorEmailDomain         string
 	// AdvertiseAddress is where other replicas forward attribution records to this one.
 	AdvertiseAddress string
+	// KeepDefaultedFields writes fields no field manager owns (server defaults) too.
+	KeepDefaultedFields bool
 	// Noise says which cluster-made objects are captured after all.
 	Noise watcher.Noise
 	// Certs configures the webhook serving certificate (self-managed or cert-manager).
@@ -86,6 +88,7 @@ func (o *Options) bind(fs *flag.FlagSet) {
 	fs.BoolVar(&o.Noise.CaptureOwned, "capture-owned-objects", false, "Capture objects with a controller ownerReference (ReplicaSets of Deployments, Jobs of CronJobs, …).")
 	fs.StringVar(&o.AdvertiseAddress, "advertise-address", "", "host:port where the other replicas reach this one's webhook server to forward attribution records while it leads (default $POD_IP:<webhook-port>; empty: records made on other replicas are not forwarded).")
 	fs.StringVar(&o.AuthorEmailDomain, "author-email-domain", batch.DefaultAuthorEmailDomain, "Domain that completes a commit author's e-mail when the Kubernetes username is not an address (alice → alice@<domain>).")
+	fs.BoolVar(&o.KeepDefaultedFields, "keep-defaulted-fields", false, "Write every field of a captured object, also those no field manager owns (server defaults such as dnsPolicy); by default they are left out of Git unless the file already has them.")
 	fs.Var(&o.SensitiveResources, "sensitive-resources", "Comma-separated resource.group names (besides core secrets) that must never reach Git in plaintext, e.g. sealedsecrets.bitnami.com.")
 }
 

@@ -77,6 +77,9 @@ type Options struct {
 	AuthorEmailDomain string
 	// OnRequest is called (without locks held) when a CommitRequest's outcome is known.
 	OnRequest func(key types.NamespacedName)
+	// KeepDefaultedFields writes every field of an object, also those no field manager
+	// owns (server defaults); by default they are left out unless Git already has them.
+	KeepDefaultedFields bool
 }
 
 type workerKey struct {

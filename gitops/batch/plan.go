@@ -8,7 +8,6 @@ import (
 
 	"github.com/gitops-reverser/gitops-reverser/gitops/manifest"
 	"github.com/gitops-reverser/gitops-reverser/gitops/plan"
-	"github.com/gitops-reverser/gitops-reverser/gitops/sanitize"
 )
 
 // action is what a commit did to one object, for the commit message.
@@ -129,7 +128,7 @@ func (w *worker) planOne(t *target, p *writePlan, read func(string) ([]byte, err
 	if err != nil {
 		return fmt.Errorf("reading %s: %w", path, err)
 	}
-	out, changed, err := manifest.UpsertStyled(content, sanitize.Object(obj), t.style)
+	out, changed, err := manifest.UpsertStyled(content, w.writable(obj, content), t.style)
 	if err != nil {
 		p.refused = append(p.refused, fmt.Sprintf("%s: cannot be written to %s: %v", id, path, err))
 		return nil

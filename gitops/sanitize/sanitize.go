@@ -71,27 +71,35 @@ func dropMetadata(object map[string]any) {
 	}
 }
 
-// dropControllerFields removes fields that controllers allocate for known
-// kinds, in place. Only core/v1 Service is covered today: its cluster IPs are
-// allocated by the API server and differ between clusters.
+// dropControllerFields removes fields the server sets for known kinds, in
+// place: a core/v1 Service's cluster IPs, allocated by the API server and
+// different in every cluster, and the status (`phase: Pending`) the API server
+// gives each of an apps/v1 StatefulSet's volumeClaimTemplates.
 func dropControllerFields(object map[string]any) {
-	if !isCoreService(object) {
-		return
-	}
 	spec, ok := object["spec"].(map[string]any)
 	if !ok {
 		return
 	}
-	delete(spec, "clusterIP")
-	delete(spec, "clusterIPs")
+	switch {
+	case isKind(object, "v1", "Service"):
+		delete(spec, "clusterIP")
+		delete(spec, "clusterIPs")
+	case isKind(object, "apps/v1", "StatefulSet"):
+		templates, _ := spec["volumeClaimTemplates"].([]any)
+		for _, template := range templates {
+			if m, ok := template.(map[string]any); ok {
+				delete(m, "status")
+			}
+		}
+	}
 }
 
-// isCoreService reports whether the object is a core/v1 Service; CRDs that
-// happen to be called Service keep all their fields.
-func isCoreService(object map[string]any) bool {
-	apiVersion, _ := object["apiVersion"].(string)
-	kind, _ := object["kind"].(string)
-	return apiVersion == "v1" && kind == "Service"
+// isKind reports whether the object has exactly this apiVersion and kind; CRDs
+// that happen to be called Service keep all their fields.
+func isKind(object map[string]any, apiVersion, kind string) bool {
+	v, _ := object["apiVersion"].(string)
+	k, _ := object["kind"].(string)
+	return v == apiVersion && k == kind
 }
 
 // copyMap deep-copies a JSON-like map. Unlike runtime.DeepCopyJSON it never

@@ -226,3 +226,16 @@ func writeFile(path, content string) error {
 	}
 	return os.WriteFile(path, []byte(content), 0o644)
 }
+
+// seedFile commits content at path on main of remote, as a person would with the git CLI.
+func seedFile(t *testing.T, remote, path, content string) {
+	t.Helper()
+	seed := t.TempDir()
+	out, err := execGit(seed, "clone", remote, ".")
+	require.NoError(t, err, out)
+	require.NoError(t, writeFile(filepath.Join(seed, path), content))
+	for _, args := range [][]string{{"add", "."}, {"-c", "user.name=H", "-c", "user.email=h@x", "commit", "-m", "hand-written"}, {"push", "origin", "HEAD:main"}} {
+		out, err := execGit(seed, args...)
+		require.NoError(t, err, out)
+	}
+}

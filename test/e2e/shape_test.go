@@ -1,12 +1,10 @@
 package e2e
 
 import (
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 )
 
 // A hand-written multi-document file keeps its comments, order and other documents when
@@ -37,14 +35,7 @@ metadata:
 data:
   x: "1"
 `
-	seed := t.TempDir()
-	out, err := execGit(seed, "clone", remote, ".")
-	require.NoError(t, err, out)
-	require.NoError(t, writeFile(filepath.Join(seed, "live", "settings.yaml"), handWritten))
-	for _, args := range [][]string{{"add", "."}, {"-c", "user.name=H", "-c", "user.email=h@x", "commit", "-m", "hand-written"}, {"push", "origin", "HEAD:main"}} {
-		out, err := execGit(seed, args...)
-		require.NoError(t, err, out)
-	}
+	seedFile(t, remote, "live/settings.yaml", handWritten)
 	kubectl(t, `apiVersion: v1
 kind: Namespace
 metadata:

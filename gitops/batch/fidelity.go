@@ -1,0 +1,26 @@
+package batch
+
+import (
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/gitops-reverser/gitops-reverser/gitops/manifest"
+	"github.com/gitops-reverser/gitops-reverser/gitops/sanitize"
+)
+
+// writable returns obj as it is written into content (the file that holds or will hold
+// it): without server-owned state, and, unless Options.KeepDefaultedFields, without the
+// fields no field manager owns — except those the object's document in content already
+// has, so a field a person wrote never leaves Git because the server would default it.
+func (w *worker) writable(obj *unstructured.Unstructured, content []byte) *unstructured.Unstructured {
+	if w.opts.KeepDefaultedFields {
+		return sanitize.Object(obj)
+	}
+	id := manifest.IdentityOf(obj)
+	// A file that does not parse is refused by the edit that follows, with the reason.
+	existing, _ := manifest.Document(content, id)
+	owned, err := sanitize.DropUnowned(obj, existing)
+	if err != nil {
+		w.log.V(1).Info("writing every field: field ownership unknown", "object", id.String(), "reason", err.Error())
+	}
+	return sanitize.Object(owned)
+}
