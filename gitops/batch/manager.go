@@ -203,16 +203,16 @@ func (m *Manager) RemoveTarget(key types.NamespacedName) {
 // Submit marks objects dirty on their targets; unknown targets are ignored because their
 // controller will request a snapshot once they are registered.
 func (m *Manager) Submit(changes ...Change) {
+	byWorker := map[*worker][]Change{}
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	for _, c := range changes {
-		wk, ok := m.targets[c.Target]
-		if !ok {
-			continue
+		if w := m.workers[m.targets[c.Target]]; w != nil {
+			byWorker[w] = append(byWorker[w], c)
 		}
-		if w := m.workers[wk]; w != nil {
-			w.submit(c)
-		}
+	}
+	m.mu.Unlock()
+	for w, cs := range byWorker {
+		w.submit(cs...)
 	}
 }
 

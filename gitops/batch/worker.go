@@ -88,17 +88,19 @@ func (w *worker) poke() {
 	}
 }
 
-func (w *worker) submit(c Change) {
+// submit records changes under one lock, so a snapshot's thousands of changes reach the
+// worker as one window instead of racing its flushes.
+func (w *worker) submit(changes ...Change) {
+	now := time.Now()
 	w.qmu.Lock()
-	q, ok := w.queues[c.Target]
-	if ok {
-		q.add(c.Key, c.AllowDelete, c.Author, time.Now())
+	for _, c := range changes {
+		if q, ok := w.queues[c.Target]; ok {
+			q.add(c.Key, c.AllowDelete, c.Author, now)
+		}
 	}
 	w.qmu.Unlock()
-	if ok {
-		w.reportPending()
-		w.poke()
-	}
+	w.reportPending()
+	w.poke()
 }
 
 // request hands a CommitRequest to its target's queue; false when the target is unknown.
