@@ -309,7 +309,7 @@ func (w *Watcher) onEvent(gvr schema.GroupVersionResource, oldObj, newObj interf
 	}
 	if len(changes) > 0 {
 		if k, ok := attribution.KeyForEvent(old, u); ok {
-			w.attribute(changes, k)
+			w.attribute(changes, k, old)
 		}
 	}
 	w.opts.Sink.Submit(changes...)
@@ -317,11 +317,14 @@ func (w *Watcher) onEvent(gvr schema.GroupVersionResource, oldObj, newObj interf
 
 // attribute sets the author of a stored change's Changes from the admission record, when
 // there is one: the join is exact or nothing.
-func (w *Watcher) attribute(changes []batch.Change, k attribution.Key) {
+func (w *Watcher) attribute(changes []batch.Change, k attribution.Key, old *unstructured.Unstructured) {
 	if w.opts.Attribution == nil {
 		return
 	}
 	a, ok := w.opts.Attribution.Join(k)
+	if !ok && attribution.SameContent(k, old) {
+		return // a status or metadata-only write: nothing for Git, nobody to attribute
+	}
 	w.opts.AttributionMetrics.Observe(ok)
 	if !ok {
 		return
@@ -352,7 +355,7 @@ func (w *Watcher) onDelete(gvr schema.GroupVersionResource, o interface{}) {
 		}
 	}
 	if len(changes) > 0 && u.GetUID() != "" {
-		w.attribute(changes, attribution.DeleteKey(u.GetUID()))
+		w.attribute(changes, attribution.DeleteKey(u.GetUID()), nil)
 	}
 	w.opts.Sink.Submit(changes...)
 }

@@ -132,3 +132,15 @@ func TestBookBounds(t *testing.T) {
 		assert.Equal(t, "b", got.Username)
 	})
 }
+
+func TestSameContent(t *testing.T) {
+	old := cm("u1", "5", "a")
+	statusOnly := cm("u1", "6", "a")
+	statusOnly.Object["status"] = map[string]any{"phase": "Ready"}
+	k, ok := KeyForEvent(old, statusOnly)
+	require.True(t, ok)
+	assert.True(t, SameContent(k, old), "a status-only write changes nothing in Git")
+	k, _ = KeyForEvent(old, cm("u1", "6", "b"))
+	assert.False(t, SameContent(k, old), "a data change does")
+	assert.False(t, SameContent(CreateKey("u1"), nil), "a create is never the same content")
+}

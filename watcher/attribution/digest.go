@@ -63,3 +63,14 @@ func KeyForRequest(op Op, obj, old *unstructured.Unstructured) (Key, bool) {
 	}
 	return Key{}, false
 }
+
+// SameContent reports whether the update keyed by k left the sanitized object as old had
+// it: a status update or a write of server-owned metadata, which changes nothing in Git
+// and is not counted as an unattributed change. Only worth asking after a failed join.
+func SameContent(k Key, old *unstructured.Unstructured) bool {
+	if k.Op != Update || old == nil {
+		return false
+	}
+	d, err := DigestOf(old)
+	return err == nil && d == k.Digest
+}
