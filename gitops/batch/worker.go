@@ -67,8 +67,17 @@ type worker struct {
 	wake    chan struct{}
 	backoff time.Duration
 	retryAt time.Time
-	// outcome reports what became of a CommitRequest (the Manager keeps it).
+	// outcome reports what became of a CommitRequest (the Manager keeps it). It takes the
+	// Manager's lock, so it is called only after w.mu is released: answers collects the
+	// outcomes of a flush under w.mu until then.
 	outcome func(*CommitRequest, RequestOutcome)
+	answers []answer
+}
+
+// answer is a CommitRequest outcome waiting to be reported.
+type answer struct {
+	req *CommitRequest
+	out RequestOutcome
 }
 
 func newWorker(key workerKey, r *repo.Repo, opts Options, outcome func(*CommitRequest, RequestOutcome)) *worker {
@@ -303,8 +312,8 @@ func (w *worker) flushIfDue(ctx context.Context, key types.NamespacedName, now t
 	}
 	w.qmu.Unlock()
 	for _, r := range timedOut {
-		w.outcome(r, RequestOutcome{Done: true, Reason: ReasonTimedOut,
-			Message: fmt.Sprintf("no change by %s reached GitTarget %s within the timeout, so the message was not used", r.Author, r.Target)})
+		w.answers = append(w.answers, answer{r, RequestOutcome{Done: true, Reason: ReasonTimedOut,
+			Message: fmt.Sprintf("no change by %s reached GitTarget %s within the timeout, so the message was not used", r.Author, r.Target)}})
 	}
 	var err error
 	changed := false
@@ -322,7 +331,12 @@ func (w *worker) flushIfDue(ctx context.Context, key types.NamespacedName, now t
 		}
 		changed = changed || c
 	}
+	answers := w.answers
+	w.answers = nil
 	w.mu.Unlock()
+	for _, a := range answers {
+		w.outcome(a.req, a.out)
+	}
 	w.reportPending()
 	if changed {
 		w.opts.OnStatus(key)
@@ -354,7 +368,7 @@ func (w *worker) flush(ctx context.Context, t *target, win *authorWindow) (bool,
 		}
 		t.st.Refused = p.refused
 		if len(p.files) == 0 {
-			w.answer(win, "")
+			w.answer(win, "", p.refused)
 			return len(p.refused) > 0, nil
 		}
 		when := time.Now()
@@ -362,7 +376,7 @@ func (w *worker) flush(ctx context.Context, t *target, win *authorWindow) (bool,
 		committer := object.Signature{Name: t.spec.Committer.Name, Email: t.spec.Committer.Email, When: when}
 		sha, err := w.repo.Commit(w.remoteTip, p.files, author, committer, p.message(t, win))
 		if errors.Is(err, repo.ErrNoChange) {
-			w.answer(win, "")
+			w.answer(win, "", p.refused)
 			return false, nil
 		}
 		if err != nil {
@@ -396,22 +410,26 @@ func (w *worker) flush(ctx context.Context, t *target, win *authorWindow) (bool,
 		t.st.ObjectCount = t.index.Load().len()
 		t.st.LastError = ""
 		w.log.Info("pushed", "gitTarget", t.spec.Key.String(), "sha", sha.String(), "files", len(p.files), "author", author.Name)
-		w.answer(win, sha.String())
+		w.answer(win, sha.String(), nil)
 		return true, nil
 	}
 }
 
-// answer reports the outcome of the window's CommitRequests: the pushed commit, or that
-// their author's changes needed none.
-func (w *worker) answer(win *authorWindow, sha string) {
+// answer queues the outcome of the window's CommitRequests: the pushed commit, or that
+// their author's changes needed none (or could not be written: refused). Callers hold w.mu.
+func (w *worker) answer(win *authorWindow, sha string, refused []string) {
 	for _, r := range win.requests {
-		if sha != "" {
-			w.outcome(r, RequestOutcome{Done: true, SHA: sha, Reason: ReasonCommitted,
-				Message: fmt.Sprintf("committed %s to %s with the requested message", shortSHA(sha), r.Target)})
-			continue
+		out := RequestOutcome{Done: true, SHA: sha, Reason: ReasonCommitted,
+			Message: fmt.Sprintf("committed %s to %s with the requested message", shortSHA(sha), r.Target)}
+		switch {
+		case sha == "" && len(refused) > 0:
+			out = RequestOutcome{Done: true, Reason: ReasonNothingToCommit,
+				Message: fmt.Sprintf("no commit was made and the message was not used: the writer refused %d of the changes (%s)", len(refused), refused[0])}
+		case sha == "":
+			out = RequestOutcome{Done: true, Reason: ReasonNothingToCommit,
+				Message: fmt.Sprintf("the pending changes of %s left GitTarget %s's folder as it was, so no commit was made and the message was not used", r.Author, r.Target)}
 		}
-		w.outcome(r, RequestOutcome{Done: true, Reason: ReasonNothingToCommit,
-			Message: fmt.Sprintf("the pending changes of %s left GitTarget %s's folder as it was, so no commit was made and the message was not used", r.Author, r.Target)})
+		w.answers = append(w.answers, answer{r, out})
 	}
 }
 
