@@ -22,6 +22,9 @@ const (
 	ConditionFolderReady = "FolderReady"
 	// ConditionResourcesResolved says whether every resource of a watch rule was found.
 	ConditionResourcesResolved = "ResourcesResolved"
+	// ConditionEncryptionReady says whether a GitTarget can encrypt sensitive objects; the
+	// admission webhook denies sensitive writes to a target where it is not True.
+	ConditionEncryptionReady = "EncryptionReady"
 )
 
 // Reasons used in conditions; stable strings so alerts and tests can match on them.
@@ -41,6 +44,19 @@ const (
 	ReasonInvalidRule          = "InvalidRule"
 	ReasonWriteFailed          = "WriteFailed"
 	ReasonInvalidTemplate      = "InvalidTemplate"
+)
+
+// EncryptionReady reasons: each names what to fix.
+const (
+	// ReasonEncryptionNotConfigured: spec.encryption.age is not set.
+	ReasonEncryptionNotConfigured = "EncryptionNotConfigured"
+	// ReasonNoRecipients: neither spec recipients nor identities in the Secret.
+	ReasonNoRecipients = "NoRecipients"
+	// ReasonMalformedKey: a recipient, identity or digest key does not parse; the message
+	// names it by position, never by content.
+	ReasonMalformedKey = "MalformedKey"
+	// ReasonSecretUnreadable: the referenced Secret exists but cannot be read.
+	ReasonSecretUnreadable = "SecretUnreadable"
 )
 
 // SetReady records success: Ready=True, and clears Reconciling and Stalled.
