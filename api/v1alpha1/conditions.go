@@ -55,6 +55,8 @@ const (
 	// ReasonMalformedKey: a recipient, identity or digest key does not parse; the message
 	// names it by position, never by content.
 	ReasonMalformedKey = "MalformedKey"
+	// ReasonNoIdentity: the referenced Secret holds no identity and generateWhenMissing is off.
+	ReasonNoIdentity = "NoIdentity"
 	// ReasonSecretUnreadable: the referenced Secret exists but cannot be read.
 	ReasonSecretUnreadable = "SecretUnreadable"
 )

@@ -33,6 +33,10 @@ type TargetSpec struct {
 	Messages Messages
 	// Prune is the prune mode: PruneOnEvent (default), PruneAlways or PruneNever.
 	Prune string
+	// Sensitive lists resources this target treats as sensitive besides Options.Sensitive.
+	Sensitive []schema.GroupResource
+	// Encryption is nil when the target cannot encrypt; sensitive objects are then refused.
+	Encryption *Encryption
 }
 
 // Identity is a Git author or committer.
