@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -95,7 +96,9 @@ type Manager struct {
 	targets map[types.NamespacedName]workerKey
 	// known holds each registered target's writer state, for Locate.
 	known map[types.NamespacedName]*target
-	wg    sync.WaitGroup
+	// sensitive holds each target's own sensitive resources, for Locate.
+	sensitive map[types.NamespacedName][]schema.GroupResource
+	wg        sync.WaitGroup
 }
 
 // NewManager builds a Manager; Start runs its workers.
@@ -110,7 +113,7 @@ func NewManager(opts Options) *Manager {
 		opts.OnFolderReady = func(types.NamespacedName) {}
 	}
 	return &Manager{opts: opts, workers: map[workerKey]*worker{}, targets: map[types.NamespacedName]workerKey{},
-		known: map[types.NamespacedName]*target{}}
+		known: map[types.NamespacedName]*target{}, sensitive: map[types.NamespacedName][]schema.GroupResource{}}
 }
 
 // Start runs until ctx ends; workers created before or after Start run under ctx.
@@ -145,8 +148,12 @@ func (m *Manager) EnsureTarget(ctx context.Context, spec TargetSpec) (TargetStat
 		return TargetStatus{}, err
 	}
 	t, st, err := w.ensureTarget(ctx, spec)
+	if err == nil {
+		st, err = w.syncKeys(ctx, spec.Key)
+	}
 	m.mu.Lock()
 	m.known[spec.Key] = t
+	m.sensitive[spec.Key] = spec.Sensitive
 	m.mu.Unlock()
 	return st, err
 }
@@ -169,6 +176,7 @@ func (m *Manager) RemoveTarget(key types.NamespacedName) {
 	wk, ok := m.targets[key]
 	delete(m.targets, key)
 	delete(m.known, key)
+	delete(m.sensitive, key)
 	w := m.workers[wk]
 	m.mu.Unlock()
 	if ok && w != nil {
@@ -229,6 +237,7 @@ func (m *Manager) workerFor(ctx context.Context, spec TargetSpec) (*worker, erro
 func (m *Manager) Locate(target types.NamespacedName, gvr schema.GroupVersionResource, kind, namespace, name string) (string, string) {
 	m.mu.Lock()
 	t := m.known[target]
+	sensitive := m.opts.Sensitive(gvr.GroupResource()) || slices.Contains(m.sensitive[target], gvr.GroupResource())
 	m.mu.Unlock()
 	if t == nil {
 		return "", ""
@@ -241,7 +250,7 @@ func (m *Manager) Locate(target types.NamespacedName, gvr schema.GroupVersionRes
 			return loc.File, ""
 		}
 	}
-	p, err := plan.CanonicalPath(folder, gvr, namespace, name, false)
+	p, err := plan.CanonicalPath(folder, gvr, namespace, name, sensitive)
 	if err != nil {
 		return "", err.Error()
 	}
