@@ -6,6 +6,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/gitops-reverser/gitops-reverser/gitops/encrypt"
 	"github.com/gitops-reverser/gitops-reverser/gitops/manifest"
@@ -25,6 +26,25 @@ type Encryption struct {
 	Identities encrypt.Identities
 	// DigestKey keys the change-detection digest when no identity is held; nil otherwise.
 	DigestKey encrypt.DigestKey
+	// KeySecrets are the Secrets holding this target's identities and digest key. They are
+	// never written, not even encrypted: key material stays out of Git.
+	KeySecrets []types.NamespacedName
+}
+
+// KeyMaterialLabel marks Secrets holding an age identity or digest key that the operator
+// created; no target writes them, whichever rule routes them.
+const KeyMaterialLabel = "reverser.gitops.dev/key-material"
+
+// isKeyMaterial says whether obj is a Secret holding encryption keys.
+func isKeyMaterial(t *target, k ObjectKey, obj *unstructured.Unstructured) bool {
+	if k.GVR.Group != "" || k.GVR.Resource != "secrets" {
+		return false
+	}
+	if _, ok := obj.GetLabels()[KeyMaterialLabel]; ok {
+		return true
+	}
+	enc := t.spec.Encryption
+	return enc != nil && slices.Contains(enc.KeySecrets, types.NamespacedName{Namespace: k.Namespace, Name: k.Name})
 }
 
 // options turns the digest key into encrypt options.
@@ -50,9 +70,12 @@ type sensitivePlacement struct {
 }
 
 // planSensitive plans an object that must be encrypted: with encrypt.Update against the
-// existing file, so an unchanged object produces no edit. Any failure refuses this object
+// existing file, so an unchanged object produces no edit. Key material is skipped. Any failure refuses this object
 // only (it stays listed in status); there is no plaintext fallback. Callers hold w.mu.
 func (w *worker) planSensitive(t *target, p *writePlan, read func(string) ([]byte, error), k ObjectKey, obj *unstructured.Unstructured, file string, exists bool) error {
+	if isKeyMaterial(t, k, obj) {
+		return nil
+	}
 	id := k.Identity()
 	enc := t.spec.Encryption
 	if enc == nil {

@@ -160,6 +160,17 @@ func TestWriterEncryption(t *testing.T) {
 		s.ensure()
 		assert.Equal(t, before, s.commits(), "an unchanged Secret makes no commit")
 	})
+	t.Run("never writes the target's key Secrets, not even encrypted", func(t *testing.T) {
+		ids, recipients := identity(t)
+		s := newWriterScene(t, &batch.Encryption{Recipients: recipients, Identities: ids,
+			KeySecrets: []types.NamespacedName{{Namespace: "app", Name: "age-keys"}}})
+		labelled := s.cluster.put(secretsGVR, "Secret", "other-keys", map[string]any{"k.agekey": "eA=="})
+		s.cluster.objs[labelled].SetLabels(map[string]string{batch.KeyMaterialLabel: "age-identity"})
+		before := s.commits()
+		st := s.submitAndSettle(s.cluster.put(secretsGVR, "Secret", "age-keys", map[string]any{"k.agekey": "eA=="}), labelled)
+		assert.Empty(t, st.Refused)
+		assert.Equal(t, before, s.commits())
+	})
 	t.Run("changing one key changes only that key's ciphertext line and the sops metadata", func(t *testing.T) {
 		ids, recipients := identity(t)
 		s := newWriterScene(t, &batch.Encryption{Recipients: recipients, Identities: ids})

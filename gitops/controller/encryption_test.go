@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gitops-reverser/gitops-reverser/api/v1alpha1"
+	"github.com/gitops-reverser/gitops-reverser/gitops/batch"
 	"github.com/gitops-reverser/gitops-reverser/gitops/controller"
 	"github.com/gitops-reverser/gitops-reverser/gitops/encrypt"
 )
@@ -109,6 +110,7 @@ func TestEncryptionReady(t *testing.T) {
 		pub := s.Annotations[controller.AnnotationAgePublicKey]
 		require.True(t, strings.HasPrefix(pub, "age1"), "public key annotation: %q", pub)
 		assert.Contains(t, s.Annotations[controller.AnnotationBackup], "back it up")
+		assert.Contains(t, s.Labels, batch.KeyMaterialLabel, "the writer never writes key material")
 		assert.Contains(t, c.Message, pub)
 		ids, err := encrypt.ParseIdentities(s.Data)
 		require.NoError(t, err)

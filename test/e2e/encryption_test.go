@@ -170,6 +170,8 @@ func TestSecretsReachGitOnlyEncryptedAndNeverInPlaintext(t *testing.T) {
 		time.Sleep(3 * time.Second) // past a poll interval: snapshot and resync have run
 	}
 	assert.Equal(t, before, commits(t, remote), "restarts with unchanged Secrets must not commit")
+	_, ok := fileAt(remote, "live/enc-a/secrets/age-keys.sops.yaml")
+	assert.False(t, ok, "the Secret holding the identity is never written, not even encrypted")
 
 	// Recipient rotation: add a new recipient; existing files are re-wrapped in one commit.
 	newPrivate, newPublic, err := encrypt.GenerateIdentity()
