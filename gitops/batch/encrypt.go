@@ -83,6 +83,11 @@ func (w *worker) planSensitive(t *target, p *writePlan, read func(string) ([]byt
 			"GitTarget %s cannot encrypt (set spec.encryption.age; see its EncryptionReady condition)", id, t.spec.Key))
 		return nil
 	}
+	if extra := ReadableFields(obj); len(extra) > 0 {
+		p.refused = append(p.refused, fmt.Sprintf("%s: not written: only data and stringData are encrypted, and it also has %v, "+
+			"which would be readable in Git; stop routing %s to this target", id, extra, k.GVR.GroupResource()))
+		return nil
+	}
 	at, problem, err := w.placeSensitive(t, read, k, file, exists)
 	if err != nil || problem != "" {
 		if problem != "" {
@@ -109,6 +114,25 @@ func (w *worker) planSensitive(t *target, p *writePlan, read func(string) ([]byt
 	p.actions = append(p.actions, action{verb, id, at.path})
 	p.located[id] = at.path
 	return nil
+}
+
+// clearFields are the top-level fields of a sensitive object that may stay readable: the
+// object's identity and a Secret's type and immutability, never a value.
+var clearFields = []string{"apiVersion", "kind", "metadata", "type", "immutable", "data", "stringData"}
+
+// ReadableFields lists, sorted, the top-level fields of a sensitive object that sops would
+// leave in the clear (only data and stringData are encrypted), e.g. a custom sensitive
+// resource keeping its values under spec. Such an object is refused rather than written
+// half-encrypted. Pure.
+func ReadableFields(obj *unstructured.Unstructured) []string {
+	var out []string
+	for field := range obj.Object {
+		if field != "status" && !slices.Contains(clearFields, field) {
+			out = append(out, field)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // placeSensitive finds the encrypted file of an object: the file already holding it when

@@ -130,6 +130,27 @@ func decrypted(t *testing.T, content string, ids encrypt.Identities) map[string]
 	return obj["data"].(map[string]any)
 }
 
+func TestReadableFields(t *testing.T) {
+	cases := []struct {
+		name string
+		obj  map[string]any
+		want []string
+	}{
+		{"accepts a Secret whose values are all under data and stringData",
+			map[string]any{"apiVersion": "v1", "kind": "Secret", "metadata": map[string]any{}, "type": "Opaque", "immutable": true,
+				"data": map[string]any{}, "stringData": map[string]any{}}, nil},
+		{"ignores status, which is never written",
+			map[string]any{"apiVersion": "v1", "kind": "Secret", "status": map[string]any{}}, nil},
+		{"names fields sops would leave readable, sorted",
+			map[string]any{"apiVersion": "bitnami.com/v1alpha1", "kind": "SealedSecret", "spec": map[string]any{}, "extra": "x"}, []string{"extra", "spec"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, batch.ReadableFields(&unstructured.Unstructured{Object: tc.obj}))
+		})
+	}
+}
+
 func TestWriterEncryption(t *testing.T) {
 	t.Run("refuses a Secret when the target has no encryption, and still writes the ConfigMap beside it", func(t *testing.T) {
 		s := newWriterScene(t, nil)
