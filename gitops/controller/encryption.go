@@ -11,6 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/gitops-reverser/gitops-reverser/api/v1alpha1"
@@ -169,6 +171,8 @@ func (r *GitTargetReconciler) generateIdentity(ctx context.Context, t *v1alpha1.
 		// The API error names the object, never the data.
 		return encrypt.Identities{}, encryptionVerdict{}, fmt.Errorf("storing the generated age identity in Secret %s/%s: %w", s.Namespace, s.Name, err)
 	}
+	ctrl.LoggerFrom(ctx).Info("generated age identity; back up its Secret", "gitTarget", client.ObjectKeyFromObject(t).String(),
+		"secret", s.Name, "publicKey", public)
 	r.event(t, ReasonAgeIdentityGenerated, "generated age identity %s in Secret %s: %s", public, s.Name, backupWarning)
 	ids, err := encrypt.ParseIdentities(s.Data)
 	if err != nil {
