@@ -142,6 +142,11 @@ func TestSecretsReachGitOnlyEncryptedAndNeverInPlaintext(t *testing.T) {
 
 	// Round trip: create, update one key, delete.
 	values := []string{randomValue(t), randomValue(t), randomValue(t), randomValue(t)}
+	dry := fmt.Sprintf("apiVersion: v1\nkind: Secret\nmetadata:\n  name: db\n  namespace: %s\nstringData:\n  password: %s\n", ns, values[0])
+	eventually(t, 30*time.Second, "dry-run warning with the encrypted path", func() (bool, string) {
+		o, err := kubectlErr(dry, "apply", "--dry-run=server", "-f", "-")
+		return err == nil && strings.Contains(o, "main:live/enc-a/secrets/db.sops.yaml"), o
+	})
 	applySecret(t, ns, "db", map[string]string{"password": values[0], "user": values[1]})
 	applySecret(t, ns, "api", map[string]string{"token": values[2]})
 	waitDecrypted(t, remote, "live/enc-a/secrets/db.sops.yaml", identity, ns, "db")
@@ -222,4 +227,34 @@ func TestSecretIsDeniedAtDryRunWhenTheTargetHasNoRecipients(t *testing.T) {
 	assert.NotContains(t, out, value)
 	_, err := kubectlErr("", "-n", ns, "get", "secret", "db")
 	assert.Error(t, err, "a dry run stores nothing")
+}
+
+func TestRecipientsOnlyTargetKeepsItsDigestKeyOutOfGitAndMakesNoCommitOnRestart(t *testing.T) {
+	remote := newRemote(t)
+	work := t.TempDir()
+	op := startOperator(t, work)
+	const ns = "enc-c"
+	private, public, err := encrypt.GenerateIdentity()
+	require.NoError(t, err)
+	encryptedTarget(t, ns, remote, fmt.Sprintf("      recipients: [%q]\n", public))
+	kubectl(t, "", "-n", ns, "wait", "--for=condition=EncryptionReady", "--timeout=60s", "gittarget/live")
+	watchRule(t, ns, "all", `"secrets"`)
+	value := randomValue(t)
+	applySecret(t, ns, "db", map[string]string{"password": value})
+	file := waitDecrypted(t, remote, "live/enc-c/secrets/db.sops.yaml", private, ns, "db")
+	assert.True(t, strings.HasPrefix(file, "# "+encrypt.DigestCommentKey+": v1:"), "recipients only: a keyed digest is kept with the file")
+	kubectl(t, "", "-n", ns, "get", "secret", "live-sops-digest")
+
+	before := commits(t, remote)
+	for i := 0; i < 2; i++ {
+		op.stop()
+		op = startOperator(t, work)
+		kubectl(t, "", "-n", ns, "wait", "--for=condition=Ready", "--timeout=60s", "gittarget/live")
+		time.Sleep(3 * time.Second)
+	}
+	assert.Equal(t, before, commits(t, remote), "an unchanged Secret is not rewritten without an identity either")
+	assert.NotContains(t, git(t, remote, "ls-tree", "-r", "--name-only", "main"), "live-sops-digest")
+	history := allObjects(t, remote)
+	assert.NotContains(t, history, value)
+	assert.NotContains(t, history, base64.StdEncoding.EncodeToString([]byte(value)))
 }
