@@ -169,6 +169,7 @@ func TestWriterEncryption(t *testing.T) {
 		ids, recipients := identity(t)
 		s := newWriterScene(t, &batch.Encryption{Recipients: recipients, Identities: ids})
 		assert.Contains(t, s.remote.Show("main", "live/.sops.yaml"), recipients[0])
+		assert.Contains(t, s.remote.Log("main")[0], "Create live/.sops.yaml for 1 age recipient(s)")
 		k := s.cluster.put(secretsGVR, "Secret", "db", map[string]any{"password": "aHVudGVyMg==", "user": "YWRtaW4="})
 		st := s.submitAndSettle(k)
 		require.Empty(t, st.Refused)
@@ -258,6 +259,20 @@ func TestWriterEncryption(t *testing.T) {
 		assert.Equal(t, valueLine(before, "password:"), valueLine(after, "password:"), "values keep their ciphertext")
 		s.ensure()
 		assert.Len(t, s.remote.Log("main"), len(log), "re-wrapping is done once")
+	})
+	t.Run("recipients only: a recipient change re-encrypts Secrets from the cluster in one commit", func(t *testing.T) {
+		_, recipients := identity(t)
+		key, err := encrypt.GenerateDigestKey()
+		require.NoError(t, err)
+		s := newWriterScene(t, &batch.Encryption{Recipients: recipients, DigestKey: key})
+		s.submitAndSettle(s.cluster.put(secretsGVR, "Secret", "db", map[string]any{"password": "aHVudGVyMg=="}))
+		newIDs, newRecipients := identity(t)
+		s.spec.Encryption = &batch.Encryption{Recipients: newRecipients, DigestKey: key}
+		s.ensure()
+		assert.Contains(t, s.remote.Log("main")[0], "Re-wrap 1 encrypted file(s) in live")
+		after := s.remote.Show("main", "live/app/secrets/db.sops.yaml")
+		assert.Equal(t, map[string]any{"password": "aHVudGVyMg=="}, decrypted(t, after, newIDs))
+		assert.NotContains(t, after, recipients[0], "the removed recipient is gone from the file")
 	})
 }
 

@@ -32,6 +32,8 @@ type rekeyPlan struct {
 	rewrapped int
 	// skipped lists files left for their object's next change.
 	skipped []string
+	// created says the folder had no .sops.yaml.
+	created bool
 }
 
 // syncKeys makes the target folder's .sops.yaml match its recipients and, when it did not,
@@ -73,7 +75,7 @@ func (w *worker) planRekey(t *target, enc *Encryption) (*rekeyPlan, error) {
 	if bytes.Equal(have, want) {
 		return nil, nil
 	}
-	rp := &rekeyPlan{files: map[string][]byte{cfgPath: want}}
+	rp := &rekeyPlan{files: map[string][]byte{cfgPath: want}, created: len(have) == 0}
 	for _, file := range t.index.Load().encryptedFiles() {
 		content, _, err := tree.ReadFile(file)
 		if err != nil {
@@ -141,8 +143,12 @@ func (w *worker) reencryptFromCluster(t *target, enc *Encryption, content []byte
 // rekeyMessage says what the commit did, listing the recipients (public keys).
 func rekeyMessage(folder string, enc *Encryption, rp *rekeyPlan) string {
 	var b strings.Builder
+	verb := "Update"
+	if rp.created {
+		verb = "Create"
+	}
 	if rp.rewrapped == 0 {
-		fmt.Fprintf(&b, "Update %s for %d age recipient(s)\n\n", path.Join(folder, encrypt.ConfigFileName), len(enc.Recipients))
+		fmt.Fprintf(&b, "%s %s for %d age recipient(s)\n\n", verb, path.Join(folder, encrypt.ConfigFileName), len(enc.Recipients))
 	} else {
 		fmt.Fprintf(&b, "Re-wrap %d encrypted file(s) in %s for %d age recipient(s)\n\n", rp.rewrapped, folder, len(enc.Recipients))
 		b.WriteString("The age recipients changed: each file's data key is wrapped for the new set\n(the effect of `sops updatekeys`) and .sops.yaml follows.\n\n")
