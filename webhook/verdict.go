@@ -6,6 +6,7 @@ package webhook
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -42,8 +43,13 @@ type TargetState struct {
 	// StalledMessage is the reason from its status.
 	Stalled        bool
 	StalledMessage string
-	// EncryptionReady says the target can encrypt sensitive objects.
-	EncryptionReady bool
+	// EncryptionReady says the target can encrypt sensitive objects (its EncryptionReady
+	// condition is True); EncryptionMessage is that condition's message, naming what to fix.
+	EncryptionReady   bool
+	EncryptionMessage string
+	// SensitiveResources are the target's own sensitive resources
+	// (spec.encryption.sensitiveResources), besides the operator-wide ones.
+	SensitiveResources []schema.GroupResource
 	// Path is where the object would land ("" when it cannot be planned) and PathProblem
 	// says why it cannot land there (outside the folder, held by another object).
 	Path        string
@@ -84,9 +90,8 @@ func Decide(req Request, targets []TargetState, sensitive bool, warn bool) Verdi
 		if req.Operation == Delete {
 			continue
 		}
-		if sensitive && !t.EncryptionReady {
-			return deny(ReasonPlaintextSecret, fmt.Sprintf("%s would be stored in plaintext: GitTarget %s has no working encryption; "+
-				"configure encryption on GitTarget %s or stop routing %s to it", obj, t.Key, t.Key, req.Resource))
+		if (sensitive || slices.Contains(t.SensitiveResources, req.Resource)) && !t.EncryptionReady {
+			return deny(ReasonPlaintextSecret, plaintextDenial(obj, req.Resource, t))
 		}
 		if t.PathProblem != "" {
 			return deny(ReasonPathConflict, fmt.Sprintf("%s cannot be written to GitTarget %s: %s", obj, t.Key, t.PathProblem))
@@ -101,6 +106,18 @@ func Decide(req Request, targets []TargetState, sensitive bool, warn bool) Verdi
 		}
 	}
 	return v
+}
+
+// plaintextDenial says why a sensitive object is denied and what to configure.
+func plaintextDenial(obj string, gr schema.GroupResource, t TargetState) string {
+	why := t.EncryptionMessage
+	if why == "" {
+		why = "its encryption has not been checked yet"
+	}
+	return fmt.Sprintf("%s would be stored in plaintext: GitTarget %s has no working encryption (%s); "+
+		"configure encryption on GitTarget %s (spec.encryption.age.recipients with age public keys, or "+
+		"spec.encryption.age.secretRef to a Secret of age identities, optionally with generateWhenMissing: true) "+
+		"or stop routing %s to it", obj, t.Key, why, t.Key, gr)
 }
 
 func deny(reason, msg string) Verdict {

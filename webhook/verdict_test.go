@@ -4,8 +4,11 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/gitops-reverser/gitops-reverser/api/v1alpha1"
 )
 
 func TestDecide(t *testing.T) {
@@ -17,6 +20,10 @@ func TestDecide(t *testing.T) {
 	clash.PathProblem = "live/team-a/configmaps/app.yaml already holds ConfigMap team-a/other"
 	encrypted := live
 	encrypted.EncryptionReady = true
+	sealed := live
+	sealed.SensitiveResources = []schema.GroupResource{{Group: "bitnami.com", Resource: "sealedsecrets"}}
+	sealed.EncryptionMessage = "spec.encryption.age is not set"
+	sealedReq := Request{Operation: Create, Resource: schema.GroupResource{Group: "bitnami.com", Resource: "sealedsecrets"}, Kind: "SealedSecret", Namespace: "team-a", Name: "db"}
 
 	cm := Request{Operation: Create, Resource: schema.GroupResource{Resource: "configmaps"}, Kind: "ConfigMap", Namespace: "team-a", Name: "app"}
 	secret := Request{Operation: Create, Resource: schema.GroupResource{Resource: "secrets"}, Kind: "Secret", Namespace: "team-a", Name: "db"}
@@ -42,7 +49,10 @@ func TestDecide(t *testing.T) {
 		{name: "denies when the target folder is stalled, naming target, folder and file", req: cm, targets: []TargetState{stalled}, reason: ReasonTargetStalled,
 			contains: []string{"ConfigMap team-a/app cannot be mirrored", "GitTarget team-a/live", "folder live", "live/run.sh"}},
 		{name: "denies a Secret when the target cannot encrypt, saying what to configure", req: secret, targets: []TargetState{live}, sensitive: true, reason: ReasonPlaintextSecret,
-			contains: []string{"Secret team-a/db would be stored in plaintext", "configure encryption on GitTarget team-a/live"}},
+			contains: []string{"Secret team-a/db would be stored in plaintext", "configure encryption on GitTarget team-a/live", "spec.encryption.age.recipients"}},
+		{name: "denies a resource the target lists as sensitive, quoting its EncryptionReady message", req: sealedReq, targets: []TargetState{sealed}, reason: ReasonPlaintextSecret,
+			contains: []string{"bitnami.com/SealedSecret team-a/db would be stored in plaintext", "(spec.encryption.age is not set)"}},
+		{name: "allows a resource another target lists as sensitive", req: sealedReq, targets: []TargetState{live}, allowed: true, reason: ReasonAllowed},
 		{name: "allows a Secret when the target can encrypt", req: secret, targets: []TargetState{encrypted}, sensitive: true, allowed: true, reason: ReasonAllowed},
 		{name: "allows deleting a Secret even without encryption", req: delSecret, targets: []TargetState{live}, sensitive: true, allowed: true, reason: ReasonAllowed},
 		{name: "denies deleting when the folder cannot be written", req: delSecret, targets: []TargetState{stalled}, sensitive: true, reason: ReasonTargetStalled},
@@ -71,4 +81,29 @@ func TestDecideIsTheSameForDryRun(t *testing.T) {
 	dry := req
 	dry.DryRun = true
 	assert.Equal(t, Decide(req, []TargetState{stalled}, false, false), Decide(dry, []TargetState{stalled}, false, false))
+}
+
+func TestEncryptionState(t *testing.T) {
+	cond := func(status metav1.ConditionStatus, gen int64) []metav1.Condition {
+		return []metav1.Condition{{Type: v1alpha1.ConditionEncryptionReady, Status: status, ObservedGeneration: gen, Message: "m"}}
+	}
+	cases := []struct {
+		name  string
+		conds []metav1.Condition
+		ready bool
+	}{
+		{"is not ready without the condition", nil, false},
+		{"is ready when the condition is True for the current generation", cond(metav1.ConditionTrue, 2), true},
+		{"is not ready when the condition is False", cond(metav1.ConditionFalse, 2), false},
+		{"is not ready when the True condition describes an older spec", cond(metav1.ConditionTrue, 1), false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			gt := &v1alpha1.GitTarget{ObjectMeta: metav1.ObjectMeta{Generation: 2}, Status: v1alpha1.GitTargetStatus{Conditions: tc.conds}}
+			gt.Spec.Encryption = &v1alpha1.Encryption{SensitiveResources: []v1alpha1.GroupResource{{Group: "bitnami.com", Resource: "sealedsecrets"}}}
+			st := targetState(gt, "")
+			assert.Equal(t, tc.ready, st.EncryptionReady)
+			assert.Equal(t, []schema.GroupResource{{Group: "bitnami.com", Resource: "sealedsecrets"}}, st.SensitiveResources)
+		})
+	}
 }

@@ -164,7 +164,22 @@ func targetState(t *v1alpha1.GitTarget, url string) TargetState {
 	if c := apimeta.FindStatusCondition(t.Status.Conditions, v1alpha1.ConditionStalled); c != nil && c.Status == metav1.ConditionTrue {
 		st.Stalled, st.StalledMessage = true, c.Message
 	}
+	encryptionState(&st, t)
 	return st
+}
+
+// encryptionState reads whether the target can encrypt (its EncryptionReady condition, for
+// the current generation) and which resources it treats as sensitive.
+func encryptionState(st *TargetState, t *v1alpha1.GitTarget) {
+	if c := apimeta.FindStatusCondition(t.Status.Conditions, v1alpha1.ConditionEncryptionReady); c != nil {
+		st.EncryptionReady = c.Status == metav1.ConditionTrue && c.ObservedGeneration == t.Generation
+		st.EncryptionMessage = c.Message
+	}
+	if e := t.Spec.Encryption; e != nil {
+		for _, gr := range e.SensitiveResources {
+			st.SensitiveResources = append(st.SensitiveResources, schema.GroupResource{Group: gr.Group, Resource: gr.Resource})
+		}
+	}
 }
 
 func compile(target types.NamespacedName, ns string, cluster bool, r v1alpha1.ResourceRule, nsSel *metav1.LabelSelector) (route, error) {

@@ -25,6 +25,9 @@ const (
 	// ConditionCommitted says whether a CommitRequest's message reached Git: True with the
 	// commit, False with the reason it never will (or, with Reconciling, that it waits).
 	ConditionCommitted = "Committed"
+	// ConditionEncryptionReady says whether a GitTarget can encrypt sensitive objects; the
+	// admission webhook denies sensitive writes to a target where it is not True.
+	ConditionEncryptionReady = "EncryptionReady"
 )
 
 // Reasons used in conditions; stable strings so alerts and tests can match on them.
@@ -46,6 +49,21 @@ const (
 	ReasonInvalidTemplate      = "InvalidTemplate"
 	ReasonWaiting              = "Waiting"
 	ReasonRequesterUnknown     = "RequesterUnknown"
+)
+
+// EncryptionReady reasons: each names what to fix.
+const (
+	// ReasonEncryptionNotConfigured: spec.encryption.age is not set.
+	ReasonEncryptionNotConfigured = "EncryptionNotConfigured"
+	// ReasonNoRecipients: neither spec recipients nor identities in the Secret.
+	ReasonNoRecipients = "NoRecipients"
+	// ReasonMalformedKey: a recipient, identity or digest key does not parse; the message
+	// names it by position, never by content.
+	ReasonMalformedKey = "MalformedKey"
+	// ReasonNoIdentity: the referenced Secret holds no identity and generateWhenMissing is off.
+	ReasonNoIdentity = "NoIdentity"
+	// ReasonSecretUnreadable: the referenced Secret exists but cannot be read.
+	ReasonSecretUnreadable = "SecretUnreadable"
 )
 
 // SetReady records success: Ready=True, and clears Reconciling and Stalled.

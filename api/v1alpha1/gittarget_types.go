@@ -42,6 +42,70 @@ type GitTargetSpec struct {
 	// +kubebuilder:default={}
 	// +optional
 	Prune Prune `json:"prune,omitempty"`
+
+	// Encryption makes sensitive objects (core Secrets, the operator's
+	// --sensitive-resources and SensitiveResources below) reach Git only as SOPS files
+	// encrypted with age. Without it, sensitive objects routed to this target are denied at
+	// admission and never written.
+	// +optional
+	Encryption *Encryption `json:"encryption,omitempty"`
+}
+
+// Encryption says what must be encrypted and for whom.
+type Encryption struct {
+	// SensitiveResources adds resources whose objects must never reach Git in plaintext,
+	// besides core Secrets and the operator's --sensitive-resources flag.
+	// +kubebuilder:validation:MaxItems=64
+	// +listType=atomic
+	// +optional
+	SensitiveResources []GroupResource `json:"sensitiveResources,omitempty"`
+
+	// Age holds the keys sensitive objects are encrypted for. Without it sensitive objects
+	// are refused.
+	// +optional
+	Age *AgeEncryption `json:"age,omitempty"`
+}
+
+// GroupResource names a resource of an API group.
+type GroupResource struct {
+	// Group is the API group; "" is the core group.
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	Group string `json:"group"`
+	// Resource is the plural resource name, e.g. `sealedsecrets`.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Resource string `json:"resource"`
+}
+
+// AgeEncryption names age recipients directly and/or through a Secret of identities.
+// Files are encrypted for every recipient listed and for the public key of every identity
+// in the Secret, so the operator can open what it wrote and change only the values that
+// changed.
+// +kubebuilder:validation:XValidation:rule="(has(self.recipients) && size(self.recipients) > 0) || has(self.secretRef)",message="age needs recipients or secretRef"
+// +kubebuilder:validation:XValidation:rule="!has(self.generateWhenMissing) || !self.generateWhenMissing || has(self.secretRef)",message="generateWhenMissing needs secretRef: the Secret that receives the generated identity"
+type AgeEncryption struct {
+	// Recipients are age X25519 public keys (`age1...`). Never put a private key here.
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:MaxLength=128
+	// +kubebuilder:validation:XValidation:rule="self.all(r, r.startsWith('age1'))",message="recipients must be age public keys (age1...), never private keys"
+	// +listType=atomic
+	// +optional
+	Recipients []string `json:"recipients,omitempty"`
+
+	// SecretRef names a Secret in the GitTarget's namespace whose data keys ending in
+	// `.agekey` hold age identities (the format Flux's kustomize-controller reads). Their
+	// public keys are added to the recipients, and the operator uses them to compare
+	// without ciphertext churn.
+	// +optional
+	SecretRef *LocalObjectReference `json:"secretRef,omitempty"`
+
+	// GenerateWhenMissing creates an X25519 identity in the SecretRef Secret (and the
+	// Secret itself) when it holds none, annotates the Secret with the public key, and
+	// emits a Warning Event: back the Secret up, it holds the only copy of the key.
+	// +optional
+	GenerateWhenMissing bool `json:"generateWhenMissing,omitempty"`
 }
 
 // Prune controls deletions in Git.
@@ -95,7 +159,8 @@ type GitTargetStatus struct {
 	// ObservedGeneration is the generation the status describes.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
-	// Conditions: Ready, Reconciling, Stalled (kstatus) and FolderReady (the folder verdict).
+	// Conditions: Ready, Reconciling, Stalled (kstatus), FolderReady (the folder verdict)
+	// and EncryptionReady (whether sensitive objects can be encrypted).
 	// +listType=map
 	// +listMapKey=type
 	// +optional
@@ -131,6 +196,7 @@ type CommitInfo struct {
 // +kubebuilder:printcolumn:name="Path",type=string,JSONPath=`.spec.path`
 // +kubebuilder:printcolumn:name="Objects",type=integer,JSONPath=`.status.objectCount`
 // +kubebuilder:printcolumn:name="Commit",type=string,JSONPath=`.status.lastCommit.sha`,priority=1
+// +kubebuilder:printcolumn:name="Encryption",type=string,JSONPath=`.status.conditions[?(@.type=="EncryptionReady")].status`,priority=1
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Status",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].message`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`

@@ -198,7 +198,8 @@ func run(ctx context.Context, cfg *rest.Config, opts Options) error {
 			return (&gitopsctrl.GitProviderReconciler{Client: c, Interval: opts.ProviderCheckInterval}).SetupWithManager(mgr)
 		},
 		func() error {
-			return (&gitopsctrl.GitTargetReconciler{Client: c, Writer: writer, PollInterval: opts.GitPollInterval, StatusEvents: statusEvents}).SetupWithManager(mgr)
+			return (&gitopsctrl.GitTargetReconciler{Client: c, Writer: writer, PollInterval: opts.GitPollInterval, StatusEvents: statusEvents,
+				Recorder: mgr.GetEventRecorder("gitops-reverser")}).SetupWithManager(mgr)
 		},
 		func() error {
 			return (&gitopsctrl.CommitRequestReconciler{Client: c, Writer: writer, Events: requestEvents}).SetupWithManager(mgr)

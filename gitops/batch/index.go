@@ -1,8 +1,10 @@
 package batch
 
 import (
+	"path"
 	"sync"
 
+	"github.com/gitops-reverser/gitops-reverser/gitops/encrypt"
 	"github.com/gitops-reverser/gitops-reverser/gitops/layout"
 	"github.com/gitops-reverser/gitops-reverser/gitops/manifest"
 )
@@ -40,15 +42,15 @@ func (f *folderIndex) holders(file string) []manifest.Identity {
 }
 
 // setFile re-indexes one file from its new content; nil content means the file is gone.
-func (f *folderIndex) setFile(path string, content []byte) error {
+func (f *folderIndex) setFile(file string, content []byte) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	for _, id := range f.byFile[path] {
+	for _, id := range f.byFile[file] {
 		delete(f.byID, id)
 	}
-	delete(f.byFile, path)
-	if content == nil {
-		return nil
+	delete(f.byFile, file)
+	if content == nil || path.Base(file) == encrypt.ConfigFileName {
+		return nil // gone, or sops configuration, which holds no object
 	}
 	docs, err := manifest.Parse(content)
 	if err != nil {
@@ -58,8 +60,8 @@ func (f *folderIndex) setFile(path string, content []byte) error {
 		if d.Empty {
 			continue
 		}
-		f.byID[d.Identity] = layout.Location{File: path, Doc: d.Index}
-		f.byFile[path] = append(f.byFile[path], d.Identity)
+		f.byID[d.Identity] = layout.Location{File: file, Doc: d.Index}
+		f.byFile[file] = append(f.byFile[file], d.Identity)
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -33,6 +34,10 @@ type TargetSpec struct {
 	Messages Messages
 	// Prune is the prune mode: PruneOnEvent (default), PruneAlways or PruneNever.
 	Prune string
+	// Sensitive lists resources this target treats as sensitive besides Options.Sensitive.
+	Sensitive []schema.GroupResource
+	// Encryption is nil when the target cannot encrypt; sensitive objects are then refused.
+	Encryption *Encryption
 }
 
 // Identity is a Git author or committer.
@@ -100,7 +105,9 @@ type Manager struct {
 	known map[types.NamespacedName]*target
 	// requests holds every CommitRequest handed in, by object key, until it is forgotten.
 	requests map[types.NamespacedName]*requestState
-	wg       sync.WaitGroup
+	// sensitive holds each target's own sensitive resources, for Locate.
+	sensitive map[types.NamespacedName][]schema.GroupResource
+	wg        sync.WaitGroup
 }
 
 // requestState is a CommitRequest the writer knows and, once done, its outcome.
@@ -124,7 +131,8 @@ func NewManager(opts Options) *Manager {
 		opts.OnRequest = func(types.NamespacedName) {}
 	}
 	return &Manager{opts: opts, workers: map[workerKey]*worker{}, targets: map[types.NamespacedName]workerKey{},
-		known: map[types.NamespacedName]*target{}, requests: map[types.NamespacedName]*requestState{}}
+		known: map[types.NamespacedName]*target{}, requests: map[types.NamespacedName]*requestState{},
+		sensitive: map[types.NamespacedName][]schema.GroupResource{}}
 }
 
 // Start runs until ctx ends; workers created before or after Start run under ctx.
@@ -159,8 +167,12 @@ func (m *Manager) EnsureTarget(ctx context.Context, spec TargetSpec) (TargetStat
 		return TargetStatus{}, err
 	}
 	t, st, err := w.ensureTarget(ctx, spec)
+	if err == nil {
+		st, err = w.syncKeys(ctx, spec.Key)
+	}
 	m.mu.Lock()
 	m.known[spec.Key] = t
+	m.sensitive[spec.Key] = spec.Sensitive
 	m.mu.Unlock()
 	return st, err
 }
@@ -183,6 +195,7 @@ func (m *Manager) RemoveTarget(key types.NamespacedName) {
 	wk, ok := m.targets[key]
 	delete(m.targets, key)
 	delete(m.known, key)
+	delete(m.sensitive, key)
 	w := m.workers[wk]
 	var orphaned []*CommitRequest
 	for _, st := range m.requests {
@@ -253,6 +266,7 @@ func (m *Manager) workerFor(ctx context.Context, spec TargetSpec) (*worker, erro
 func (m *Manager) Locate(target types.NamespacedName, gvr schema.GroupVersionResource, kind, namespace, name string) (string, string) {
 	m.mu.Lock()
 	t := m.known[target]
+	sensitive := m.opts.Sensitive(gvr.GroupResource()) || slices.Contains(m.sensitive[target], gvr.GroupResource())
 	m.mu.Unlock()
 	if t == nil {
 		return "", ""
@@ -265,7 +279,7 @@ func (m *Manager) Locate(target types.NamespacedName, gvr schema.GroupVersionRes
 			return loc.File, ""
 		}
 	}
-	p, err := plan.CanonicalPath(folder, gvr, namespace, name, false)
+	p, err := plan.CanonicalPath(folder, gvr, namespace, name, sensitive)
 	if err != nil {
 		return "", err.Error()
 	}

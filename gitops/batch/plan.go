@@ -113,9 +113,8 @@ func (w *worker) planOne(t *target, p *writePlan, read func(string) ([]byte, err
 		p.actions = append(p.actions, action{"Delete", id, file})
 		return nil
 	}
-	if w.opts.Sensitive(k.GVR.GroupResource()) {
-		p.refused = append(p.refused, fmt.Sprintf("%s: not written, Secrets are never stored in plaintext and encryption is not configured", id))
-		return nil
+	if w.isSensitive(t, k.GVR.GroupResource()) {
+		return w.planSensitive(t, p, read, k, obj, file, exists)
 	}
 	path := file
 	if !exists {

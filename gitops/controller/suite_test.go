@@ -56,7 +56,8 @@ func startControllers(cfg *rest.Config) (func(), error) {
 	if err := (&controller.GitProviderReconciler{Client: mgr.GetClient(), Interval: time.Minute}).SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
-	if err := (&controller.GitTargetReconciler{Client: mgr.GetClient(), Writer: writer, PollInterval: time.Second}).SetupWithManager(mgr); err != nil {
+	if err := (&controller.GitTargetReconciler{Client: mgr.GetClient(), Writer: writer, PollInterval: time.Second,
+		Recorder: mgr.GetEventRecorder("gitops-reverser")}).SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
 	// An uncached client: tests read what they just wrote.

@@ -7,9 +7,11 @@ import (
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -21,7 +23,10 @@ import (
 	"github.com/gitops-reverser/gitops-reverser/gitops/batch"
 )
 
-const providerRefIndex = ".spec.providerRef.name"
+const (
+	providerRefIndex  = ".spec.providerRef.name"
+	ageSecretRefIndex = ".spec.encryption.age.secretRef.name"
+)
 
 // Writer is the part of batch.Manager the GitTarget controller drives.
 type Writer interface {
@@ -39,10 +44,14 @@ type GitTargetReconciler struct {
 	PollInterval time.Duration
 	// StatusEvents carries the writer's "status changed" notices into this controller.
 	StatusEvents <-chan event.TypedGenericEvent[*v1alpha1.GitTarget]
+	// Recorder emits Events on GitTargets (a generated age identity); nil emits none.
+	Recorder events.EventRecorder
 }
 
 // +kubebuilder:rbac:groups=reverser.gitops.dev,resources=gittargets,verbs=get;list;watch
 // +kubebuilder:rbac:groups=reverser.gitops.dev,resources=gittargets/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update;patch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconcile fetches the target, defers the status patch and reconciles it with the writer.
 func (r *GitTargetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, err error) {
@@ -92,10 +101,16 @@ func (r *GitTargetReconciler) reconcile(ctx context.Context, t *v1alpha1.GitTarg
 		v1alpha1.SetStalled(conds, t.Generation, v1alpha1.ReasonInvalidTemplate, fmt.Sprintf("spec.commitMessage: %v", err))
 		return ctrl.Result{}, nil
 	}
+	enc, ev, err := r.resolveEncryption(ctx, t)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	v1alpha1.SetCondition(conds, t.Generation, v1alpha1.ConditionEncryptionReady, ev.ready, ev.reason, ev.message)
 	st, err := r.Writer.EnsureTarget(ctx, batch.TargetSpec{
 		Key: client.ObjectKeyFromObject(t), URL: p.Spec.URL, Auth: auth,
 		Branch: t.Spec.Branch, Folder: t.Spec.Path, Window: WindowConfig(t.Spec.CommitWindow),
 		Committer: committer(&p), Messages: messages, Prune: t.Spec.Prune.Mode,
+		Sensitive: sensitiveResources(t), Encryption: enc,
 	})
 	applyWriterStatus(t, st)
 	if err != nil {
@@ -168,9 +183,14 @@ func (r *GitTargetReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		func(o client.Object) []string { return []string{o.(*v1alpha1.GitTarget).Spec.ProviderRef.Name} }); err != nil {
 		return err
 	}
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.GitTarget{}, ageSecretRefIndex, ageSecretName); err != nil {
+		return err
+	}
 	b := ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.GitTarget{}).
-		Watches(&v1alpha1.GitProvider{}, handler.EnqueueRequestsFromMapFunc(r.targetsForProvider))
+		Owns(&corev1.Secret{}).
+		Watches(&v1alpha1.GitProvider{}, handler.EnqueueRequestsFromMapFunc(r.targetsForProvider)).
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.targetsForAgeSecret))
 	if r.StatusEvents != nil {
 		b = b.WatchesRawSource(source.Channel(r.StatusEvents, &handler.TypedEnqueueRequestForObject[*v1alpha1.GitTarget]{}))
 	}
@@ -178,8 +198,27 @@ func (r *GitTargetReconciler) SetupWithManager(mgr ctrl.Manager) error {
 }
 
 func (r *GitTargetReconciler) targetsForProvider(ctx context.Context, o client.Object) []reconcile.Request {
+	return r.targetsBy(ctx, o, providerRefIndex)
+}
+
+// targetsForAgeSecret re-reconciles the targets whose spec.encryption.age.secretRef names
+// the Secret, so edited or deleted identities take effect at once.
+func (r *GitTargetReconciler) targetsForAgeSecret(ctx context.Context, o client.Object) []reconcile.Request {
+	return r.targetsBy(ctx, o, ageSecretRefIndex)
+}
+
+// ageSecretName indexes a target by the Secret holding its age identities.
+func ageSecretName(o client.Object) []string {
+	if e := o.(*v1alpha1.GitTarget).Spec.Encryption; e != nil && e.Age != nil && e.Age.SecretRef != nil {
+		return []string{e.Age.SecretRef.Name}
+	}
+	return nil
+}
+
+// targetsBy lists the targets in o's namespace whose index field names o.
+func (r *GitTargetReconciler) targetsBy(ctx context.Context, o client.Object, index string) []reconcile.Request {
 	var list v1alpha1.GitTargetList
-	if err := r.Client.List(ctx, &list, client.InNamespace(o.GetNamespace()), client.MatchingFields{providerRefIndex: o.GetName()}); err != nil {
+	if err := r.Client.List(ctx, &list, client.InNamespace(o.GetNamespace()), client.MatchingFields{index: o.GetName()}); err != nil {
 		return nil
 	}
 	reqs := make([]reconcile.Request, 0, len(list.Items))

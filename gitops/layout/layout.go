@@ -115,7 +115,8 @@ const (
 
 // Analyze decides whether folder can be owned, given every file under it,
 // and indexes the objects of a supported folder. Supported files are
-// .yaml/.yml manifests that manifest.Parse accepts and documentation
+// .yaml/.yml manifests that manifest.Parse accepts (sops-encrypted ones
+// included), sops configuration (.sops.yaml, not indexed) and documentation
 // (*.md, *.txt, *.rst, LICENSE*, OWNERS*, .gitkeep, .keep, .gitignore). The
 // first offending file in sorted path order makes the folder unsupported:
 // a symlink, a submodule, an executable, a Kustomize file, unparseable YAML,
@@ -130,7 +131,7 @@ func Analyze(folder string, files []File) (Verdict, Index) {
 	index := Index{}
 	for _, f := range sorted {
 		reason := checkFile(folder, f)
-		if reason == "" && isManifest(f.Path) {
+		if reason == "" && isManifest(f.Path) && !isSopsConfig(path.Base(f.Path)) {
 			reason = indexManifest(index, f)
 		}
 		if reason != "" {
@@ -161,7 +162,7 @@ func checkFile(folder string, f File) string {
 	switch {
 	case isKustomization(name):
 		return ReasonKustomize
-	case isManifest(name), isDocumentation(name):
+	case isManifest(name), isDocumentation(name): // .sops.yaml is a manifest name too
 		return ""
 	default:
 		return ReasonUnsupported
@@ -210,6 +211,12 @@ func describeLocation(loc Location, current string) string {
 // matched exactly (lower case), as Flux and Kustomize do.
 func isManifest(p string) bool {
 	return strings.HasSuffix(p, ".yaml") || strings.HasSuffix(p, ".yml")
+}
+
+// isSopsConfig reports whether a file name is sops' configuration (creation rules), which
+// the writer keeps in step with a target's age recipients; it holds no object.
+func isSopsConfig(name string) bool {
+	return name == ".sops.yaml"
 }
 
 // isKustomization reports whether a file name is one Kustomize reads as a

@@ -84,6 +84,14 @@ func TestAnalyzeSupports(t *testing.T) {
 			want: layout.Index{appID: {File: "live/team-a/app.yaml", Doc: 0}},
 		},
 		{
+			name: "accepts sops configuration without indexing it",
+			files: []layout.File{
+				yamlFile("live/.sops.yaml", "creation_rules:\n  - path_regex: '\\.sops\\.yaml$'\n    age: age1xyz\n"),
+				yamlFile("live/team-a/app.yaml", configMapApp),
+			},
+			want: layout.Index{appID: {File: "live/team-a/app.yaml", Doc: 0}},
+		},
+		{
 			name: "accepts YAML files that hold only comments",
 			files: []layout.File{
 				yamlFile("live/todo.yaml", "# objects will appear here\n"),

@@ -182,7 +182,14 @@ func fsck(t *testing.T, remote string) {
 // Ready and returns the namespace.
 func setupTarget(t *testing.T, ns, remote, path, quiet string) {
 	t.Helper()
-	kubectl(t, fmt.Sprintf(`apiVersion: v1
+	kubectl(t, targetManifest(ns, remote, path, quiet, ""), "apply", "-f", "-")
+	kubectl(t, "", "-n", ns, "wait", "--for=condition=Ready", "--timeout=60s", "gitprovider/repo", "gittarget/live")
+}
+
+// targetManifest is the namespace, GitProvider and GitTarget of setupTarget; extraSpec is
+// appended to the GitTarget's spec (indented by two spaces).
+func targetManifest(ns, remote, path, quiet, extraSpec string) string {
+	return fmt.Sprintf(`apiVersion: v1
 kind: Namespace
 metadata:
   name: %[1]s
@@ -208,8 +215,7 @@ spec:
   path: %[3]s
   commitWindow:
     quiet: %[4]s
-`, ns, remote, path, quiet), "apply", "-f", "-")
-	kubectl(t, "", "-n", ns, "wait", "--for=condition=Ready", "--timeout=60s", "gitprovider/repo", "gittarget/live")
+%[5]s`, ns, remote, path, quiet, extraSpec)
 }
 
 func execGit(dir string, args ...string) (string, error) {

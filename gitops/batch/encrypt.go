@@ -1,0 +1,203 @@
+package batch
+
+import (
+	"fmt"
+	"slices"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/gitops-reverser/gitops-reverser/gitops/encrypt"
+	"github.com/gitops-reverser/gitops-reverser/gitops/manifest"
+	"github.com/gitops-reverser/gitops-reverser/gitops/plan"
+	"github.com/gitops-reverser/gitops-reverser/gitops/sanitize"
+)
+
+// Encryption is a target's resolved age keys, handed to the writer by the GitTarget
+// controller. Without it (nil) the writer refuses every sensitive object: nothing is ever
+// written in plaintext.
+type Encryption struct {
+	// Recipients are the public keys every encrypted file is wrapped for: the spec's and
+	// those derived from Identities.
+	Recipients encrypt.Recipients
+	// Identities open existing files, so unchanged Secrets cause no commit and changed
+	// ones only change the values that changed. May be empty.
+	Identities encrypt.Identities
+	// DigestKey keys the change-detection digest when no identity is held; nil otherwise.
+	DigestKey encrypt.DigestKey
+	// KeySecrets are the Secrets holding this target's identities and digest key. They are
+	// never written, not even encrypted: key material stays out of Git.
+	KeySecrets []types.NamespacedName
+}
+
+// KeyMaterialLabel marks Secrets holding an age identity or digest key that the operator
+// created; no target writes them, whichever rule routes them.
+const KeyMaterialLabel = "reverser.gitops.dev/key-material"
+
+// isKeyMaterial says whether obj is a Secret holding encryption keys.
+func isKeyMaterial(t *target, k ObjectKey, obj *unstructured.Unstructured) bool {
+	if k.GVR.Group != "" || k.GVR.Resource != "secrets" {
+		return false
+	}
+	if _, ok := obj.GetLabels()[KeyMaterialLabel]; ok {
+		return true
+	}
+	enc := t.spec.Encryption
+	return enc != nil && slices.Contains(enc.KeySecrets, types.NamespacedName{Namespace: k.Namespace, Name: k.Name})
+}
+
+// options turns the digest key into encrypt options.
+func (e *Encryption) options() []encrypt.Option {
+	if e.DigestKey == nil {
+		return nil
+	}
+	return []encrypt.Option{encrypt.WithDigestKey(e.DigestKey)}
+}
+
+// isSensitive says whether objects of gr must be encrypted before reaching t's folder: the
+// operator-wide rule (core Secrets and --sensitive-resources) or the target's own list.
+func (w *worker) isSensitive(t *target, gr schema.GroupResource) bool {
+	return w.opts.Sensitive(gr) || slices.Contains(t.spec.Sensitive, gr)
+}
+
+// sensitivePlacement is where an encrypted document goes and what it replaces.
+type sensitivePlacement struct {
+	path     string
+	existing []byte
+	// plainFile holds the object's document in plaintext; it is removed from there.
+	plainFile string
+}
+
+// planSensitive plans an object that must be encrypted: with encrypt.Update against the
+// existing file, so an unchanged object produces no edit. Key material is skipped. Any failure refuses this object
+// only (it stays listed in status); there is no plaintext fallback. Callers hold w.mu.
+func (w *worker) planSensitive(t *target, p *writePlan, read func(string) ([]byte, error), k ObjectKey, obj *unstructured.Unstructured, file string, exists bool) error {
+	if isKeyMaterial(t, k, obj) {
+		return nil
+	}
+	id := k.Identity()
+	enc := t.spec.Encryption
+	if enc == nil {
+		p.refused = append(p.refused, fmt.Sprintf("%s: not written: sensitive objects are never stored in plaintext and "+
+			"GitTarget %s cannot encrypt (set spec.encryption.age; see its EncryptionReady condition)", id, t.spec.Key))
+		return nil
+	}
+	if extra := ReadableFields(obj); len(extra) > 0 {
+		p.refused = append(p.refused, fmt.Sprintf("%s: not written: only data and stringData are encrypted, and it also has %v, "+
+			"which would be readable in Git; stop routing %s to this target", id, extra, k.GVR.GroupResource()))
+		return nil
+	}
+	at, problem, err := w.placeSensitive(t, read, k, file, exists)
+	if err != nil || problem != "" {
+		if problem != "" {
+			p.refused = append(p.refused, fmt.Sprintf("%s: %s", id, problem))
+		}
+		return err
+	}
+	out, changed, problem := encryptObject(t, enc, at.existing, obj)
+	if problem != "" {
+		p.refused = append(p.refused, fmt.Sprintf("%s: not written: %s", id, problem))
+		return nil
+	}
+	if !changed && at.plainFile == "" {
+		return nil
+	}
+	if err := movePlaintext(p, read, id, at.plainFile); err != nil {
+		return err
+	}
+	p.files[at.path] = out
+	verb := "Update"
+	if !exists {
+		verb = "Create"
+	}
+	p.actions = append(p.actions, action{verb, id, at.path})
+	p.located[id] = at.path
+	return nil
+}
+
+// clearFields are the top-level fields of a sensitive object that may stay readable: the
+// object's identity and a Secret's type and immutability, never a value.
+var clearFields = []string{"apiVersion", "kind", "metadata", "type", "immutable", "data", "stringData"}
+
+// ReadableFields lists, sorted, the top-level fields of a sensitive object that sops would
+// leave in the clear (only data and stringData are encrypted), e.g. a custom sensitive
+// resource keeping its values under spec. Such an object is refused rather than written
+// half-encrypted. Pure.
+func ReadableFields(obj *unstructured.Unstructured) []string {
+	var out []string
+	for field := range obj.Object {
+		if field != "status" && !slices.Contains(clearFields, field) {
+			out = append(out, field)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// placeSensitive finds the encrypted file of an object: the file already holding it when
+// that is a sops file, otherwise the canonical .sops.yaml path. problem says why the object
+// cannot be placed (a foreign file at that path).
+func (w *worker) placeSensitive(t *target, read func(string) ([]byte, error), k ObjectKey, file string, exists bool) (sensitivePlacement, string, error) {
+	if exists {
+		content, err := read(file)
+		if err != nil {
+			return sensitivePlacement{}, "", fmt.Errorf("reading %s: %w", file, err)
+		}
+		if encrypt.IsEncrypted(content) {
+			return sensitivePlacement{path: file, existing: content}, "", nil
+		}
+	}
+	path, err := plan.CanonicalPath(t.spec.Folder, k.GVR, k.Namespace, k.Name, true)
+	if err != nil {
+		return sensitivePlacement{}, err.Error(), nil
+	}
+	content, err := read(path)
+	if err != nil {
+		return sensitivePlacement{}, "", fmt.Errorf("reading %s: %w", path, err)
+	}
+	if len(content) > 0 {
+		return sensitivePlacement{}, fmt.Sprintf("not written: %s already exists and does not hold this object; move or rename it in Git", path), nil
+	}
+	at := sensitivePlacement{path: path}
+	if exists {
+		at.plainFile = file
+	}
+	return at, "", nil
+}
+
+// encryptObject renders the sanitized object as a new document and encrypts it against the
+// existing file. problem is a message safe for status: encrypt's errors never quote values
+// or keys.
+func encryptObject(t *target, enc *Encryption, existing []byte, obj *unstructured.Unstructured) (out []byte, changed bool, problem string) {
+	plain, _, err := manifest.UpsertStyled(nil, sanitize.Object(obj), t.style)
+	if err != nil {
+		return nil, false, fmt.Sprintf("cannot be rendered: %v", err)
+	}
+	out, changed, err = encrypt.Update(existing, plain, enc.Recipients, &enc.Identities, enc.options()...)
+	if err != nil {
+		return nil, false, fmt.Sprintf("cannot be encrypted, so it is not written at all: %v", err)
+	}
+	return out, changed, ""
+}
+
+// movePlaintext removes an object's plaintext document from the file that held it (found in
+// Git, e.g. written by a person), now that it gets an encrypted file of its own.
+func movePlaintext(p *writePlan, read func(string) ([]byte, error), id manifest.Identity, file string) error {
+	if file == "" {
+		return nil
+	}
+	content, err := read(file)
+	if err != nil {
+		return fmt.Errorf("reading %s: %w", file, err)
+	}
+	out, empty, err := manifest.Remove(content, id)
+	if err != nil {
+		return fmt.Errorf("removing the plaintext %s from %s: %w", id, file, err)
+	}
+	if empty {
+		out = nil
+	}
+	p.files[file] = out
+	return nil
+}

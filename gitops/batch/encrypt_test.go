@@ -1,0 +1,287 @@
+package batch_test
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	sigsyaml "sigs.k8s.io/yaml"
+
+	"github.com/gitops-reverser/gitops-reverser/gitops/batch"
+	"github.com/gitops-reverser/gitops-reverser/gitops/encrypt"
+	"github.com/gitops-reverser/gitops-reverser/gitops/repo/repotest"
+)
+
+var (
+	targetKey  = types.NamespacedName{Namespace: "ops", Name: "live"}
+	secretsGVR = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
+	cmGVR      = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+)
+
+// cluster is the objects the writer reads at commit time, as the watcher's caches would
+// hold them.
+type cluster struct {
+	mu   sync.Mutex
+	objs map[batch.ObjectKey]*unstructured.Unstructured
+}
+
+func (c *cluster) Current(_ types.NamespacedName, k batch.ObjectKey) (*unstructured.Unstructured, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if o := c.objs[k]; o != nil {
+		return o.DeepCopy(), nil
+	}
+	return nil, nil
+}
+
+// put stores an object and returns its key.
+func (c *cluster) put(gvr schema.GroupVersionResource, kind, name string, data map[string]any) batch.ObjectKey {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	o := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": kind,
+		"metadata": map[string]any{"name": name, "namespace": "app"}, "data": data}}
+	k := batch.ObjectKey{GVR: gvr, Kind: kind, Namespace: "app", Name: name}
+	c.objs[k] = o
+	return k
+}
+
+// writerScene is a running writer on a real bare remote.
+type writerScene struct {
+	t       *testing.T
+	remote  *repotest.Remote
+	cluster *cluster
+	writer  *batch.Manager
+	spec    batch.TargetSpec
+}
+
+func newWriterScene(t *testing.T, enc *batch.Encryption) *writerScene {
+	t.Helper()
+	remote := repotest.NewFileRemote(t)
+	remote.Seed("main", map[string]string{"live/README.md": "objects\n"}, "seed")
+	c := &cluster{objs: map[batch.ObjectKey]*unstructured.Unstructured{}}
+	w := batch.NewManager(batch.Options{WorkDir: t.TempDir(), Resolver: c, Log: logr.Discard()})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { _ = w.Start(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	msgs, err := batch.ParseMessages("", "")
+	require.NoError(t, err)
+	s := &writerScene{t: t, remote: remote, cluster: c, writer: w, spec: batch.TargetSpec{
+		Key: targetKey, URL: remote.URL, Branch: "main", Folder: "live", Messages: msgs,
+		Window:    batch.WindowConfig{MaxDelay: time.Second, MaxChanges: 100},
+		Committer: batch.Identity{Name: "Writer", Email: "w@example.com"}, Encryption: enc,
+	}}
+	s.ensure()
+	return s
+}
+
+// ensure registers the target (as its controller does) with the scene's spec.
+func (s *writerScene) ensure() batch.TargetStatus {
+	s.t.Helper()
+	st, err := s.writer.EnsureTarget(context.Background(), s.spec)
+	require.NoError(s.t, err)
+	return st
+}
+
+// submitAndSettle marks keys dirty and waits until the writer has nothing pending.
+func (s *writerScene) submitAndSettle(keys ...batch.ObjectKey) batch.TargetStatus {
+	s.t.Helper()
+	for _, k := range keys {
+		s.writer.Submit(batch.Change{Target: targetKey, Key: k, AllowDelete: true})
+	}
+	time.Sleep(300 * time.Millisecond) // a zero quiet window commits at once
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if st, ok := s.writer.Status(targetKey); ok && st.LastError == "" {
+			return st
+		}
+	}
+	st, _ := s.writer.Status(targetKey)
+	s.t.Fatalf("writer did not settle: %+v", st)
+	return st
+}
+
+func (s *writerScene) commits() int { return len(s.remote.Log("main")) }
+
+// identity makes an age identity and the keys of a target holding it.
+func identity(t *testing.T) (encrypt.Identities, encrypt.Recipients) {
+	t.Helper()
+	private, _, err := encrypt.GenerateIdentity()
+	require.NoError(t, err)
+	ids, err := encrypt.ParseIdentities(map[string][]byte{"k.agekey": []byte(private)})
+	require.NoError(t, err)
+	return ids, ids.Recipients()
+}
+
+// decrypted opens a committed file and returns its data map.
+func decrypted(t *testing.T, content string, ids encrypt.Identities) map[string]any {
+	t.Helper()
+	plain, err := encrypt.Decrypt([]byte(content), ids)
+	require.NoError(t, err)
+	var obj map[string]any
+	require.NoError(t, sigsyaml.Unmarshal(plain, &obj))
+	return obj["data"].(map[string]any)
+}
+
+func TestReadableFields(t *testing.T) {
+	cases := []struct {
+		name string
+		obj  map[string]any
+		want []string
+	}{
+		{"accepts a Secret whose values are all under data and stringData",
+			map[string]any{"apiVersion": "v1", "kind": "Secret", "metadata": map[string]any{}, "type": "Opaque", "immutable": true,
+				"data": map[string]any{}, "stringData": map[string]any{}}, nil},
+		{"ignores status, which is never written",
+			map[string]any{"apiVersion": "v1", "kind": "Secret", "status": map[string]any{}}, nil},
+		{"names fields sops would leave readable, sorted",
+			map[string]any{"apiVersion": "bitnami.com/v1alpha1", "kind": "SealedSecret", "spec": map[string]any{}, "extra": "x"}, []string{"extra", "spec"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, batch.ReadableFields(&unstructured.Unstructured{Object: tc.obj}))
+		})
+	}
+}
+
+func TestWriterEncryption(t *testing.T) {
+	t.Run("refuses a Secret when the target has no encryption, and still writes the ConfigMap beside it", func(t *testing.T) {
+		s := newWriterScene(t, nil)
+		before := s.commits()
+		st := s.submitAndSettle(
+			s.cluster.put(secretsGVR, "Secret", "db", map[string]any{"password": "aHVudGVyMg=="}),
+			s.cluster.put(cmGVR, "ConfigMap", "app", map[string]any{"k": "v"}))
+		require.Len(t, st.Refused, 1)
+		assert.Contains(t, st.Refused[0], "Secret app/db")
+		assert.Contains(t, st.Refused[0], "spec.encryption.age")
+		assert.Equal(t, before+1, s.commits())
+		assert.NotContains(t, s.remote.LsTree("main"), "secrets")
+		assert.Contains(t, s.remote.Show("main", "live/app/configmaps/app.yaml"), "k: v")
+	})
+	t.Run("writes a Secret encrypted to .sops.yaml beside a .sops.yaml config, and an unchanged Secret commits nothing", func(t *testing.T) {
+		ids, recipients := identity(t)
+		s := newWriterScene(t, &batch.Encryption{Recipients: recipients, Identities: ids})
+		assert.Contains(t, s.remote.Show("main", "live/.sops.yaml"), recipients[0])
+		assert.Contains(t, s.remote.Log("main")[0], "Create live/.sops.yaml for 1 age recipient(s)")
+		k := s.cluster.put(secretsGVR, "Secret", "db", map[string]any{"password": "aHVudGVyMg==", "user": "YWRtaW4="})
+		st := s.submitAndSettle(k)
+		require.Empty(t, st.Refused)
+		file := s.remote.Show("main", "live/app/secrets/db.sops.yaml")
+		assert.NotContains(t, file, "aHVudGVyMg==")
+		assert.Equal(t, map[string]any{"password": "aHVudGVyMg==", "user": "YWRtaW4="}, decrypted(t, file, ids))
+
+		before := s.commits()
+		s.submitAndSettle(k)
+		s.ensure()
+		assert.Equal(t, before, s.commits(), "an unchanged Secret makes no commit")
+	})
+	t.Run("never writes the target's key Secrets, not even encrypted", func(t *testing.T) {
+		ids, recipients := identity(t)
+		s := newWriterScene(t, &batch.Encryption{Recipients: recipients, Identities: ids,
+			KeySecrets: []types.NamespacedName{{Namespace: "app", Name: "age-keys"}}})
+		labelled := s.cluster.put(secretsGVR, "Secret", "other-keys", map[string]any{"k.agekey": "eA=="})
+		s.cluster.objs[labelled].SetLabels(map[string]string{batch.KeyMaterialLabel: "age-identity"})
+		before := s.commits()
+		st := s.submitAndSettle(s.cluster.put(secretsGVR, "Secret", "age-keys", map[string]any{"k.agekey": "eA=="}), labelled)
+		assert.Empty(t, st.Refused)
+		assert.Equal(t, before, s.commits())
+	})
+	t.Run("changing one key changes only that key's ciphertext line and the sops metadata", func(t *testing.T) {
+		ids, recipients := identity(t)
+		s := newWriterScene(t, &batch.Encryption{Recipients: recipients, Identities: ids})
+		k := s.cluster.put(secretsGVR, "Secret", "db", map[string]any{"password": "aHVudGVyMg==", "user": "YWRtaW4="})
+		s.submitAndSettle(k)
+		s.cluster.put(secretsGVR, "Secret", "db", map[string]any{"password": "bmV3", "user": "YWRtaW4="})
+		s.submitAndSettle(k)
+		diff := repotest.Git(t, s.remote.Dir, "diff", "--unified=0", "main~1", "main", "--", "live/app/secrets/db.sops.yaml")
+		var changed []string
+		for _, line := range strings.Split(diff, "\n") {
+			if strings.HasPrefix(line, "-") && !strings.HasPrefix(line, "---") {
+				if field := strings.Fields(strings.TrimPrefix(line, "-"))[0]; field != "lastmodified:" { // seconds: may not move
+					changed = append(changed, field)
+				}
+			}
+		}
+		assert.ElementsMatch(t, []string{"password:", "mac:"}, changed, diff)
+	})
+	t.Run("recipients only: the digest keeps an unchanged Secret from committing", func(t *testing.T) {
+		_, recipients := identity(t)
+		key, err := encrypt.GenerateDigestKey()
+		require.NoError(t, err)
+		s := newWriterScene(t, &batch.Encryption{Recipients: recipients, DigestKey: key})
+		k := s.cluster.put(secretsGVR, "Secret", "db", map[string]any{"password": "aHVudGVyMg=="})
+		s.submitAndSettle(k)
+		assert.True(t, strings.HasPrefix(s.remote.Show("main", "live/app/secrets/db.sops.yaml"), "# "+encrypt.DigestCommentKey))
+		before := s.commits()
+		s.submitAndSettle(k)
+		assert.Equal(t, before, s.commits())
+	})
+	t.Run("refuses a Secret it cannot encrypt without dropping the other changes of the window", func(t *testing.T) {
+		ids, recipients := identity(t)
+		s := newWriterScene(t, &batch.Encryption{Recipients: recipients, Identities: ids})
+		k := s.cluster.put(secretsGVR, "Secret", "db", map[string]any{"password": "aHVudGVyMg=="})
+		s.submitAndSettle(k)
+		// The identity is gone and no digest key exists: the writer can tell neither whether
+		// the Secret changed nor write it without churn, so it refuses it.
+		s.spec.Encryption = &batch.Encryption{Recipients: recipients}
+		s.ensure()
+		before := s.commits()
+		s.cluster.put(secretsGVR, "Secret", "db", map[string]any{"password": "bmV3"})
+		st := s.submitAndSettle(k, s.cluster.put(cmGVR, "ConfigMap", "app", map[string]any{"k": "v"}))
+		require.Len(t, st.Refused, 1)
+		assert.Contains(t, st.Refused[0], "cannot be encrypted")
+		assert.NotContains(t, st.Refused[0], "bmV3")
+		assert.Equal(t, before+1, s.commits())
+		assert.Contains(t, s.remote.Show("main", "live/app/configmaps/app.yaml"), "k: v")
+	})
+	t.Run("a recipient change re-wraps existing files in one commit that says so, and the new identity decrypts", func(t *testing.T) {
+		ids, recipients := identity(t)
+		s := newWriterScene(t, &batch.Encryption{Recipients: recipients, Identities: ids})
+		s.submitAndSettle(
+			s.cluster.put(secretsGVR, "Secret", "db", map[string]any{"password": "aHVudGVyMg=="}),
+			s.cluster.put(secretsGVR, "Secret", "api", map[string]any{"token": "dG9rZW4="}))
+		before := s.remote.Show("main", "live/app/secrets/db.sops.yaml")
+		newIDs, newRecipients := identity(t)
+		s.spec.Encryption = &batch.Encryption{Recipients: append(append(encrypt.Recipients{}, recipients...), newRecipients...), Identities: ids}
+		s.ensure()
+		log := s.remote.Log("main")
+		assert.Contains(t, log[0], "Re-wrap 2 encrypted file(s) in live")
+		assert.Contains(t, s.remote.Show("main", "live/.sops.yaml"), newRecipients[0])
+		after := s.remote.Show("main", "live/app/secrets/db.sops.yaml")
+		assert.Equal(t, map[string]any{"password": "aHVudGVyMg=="}, decrypted(t, after, newIDs))
+		assert.Equal(t, valueLine(before, "password:"), valueLine(after, "password:"), "values keep their ciphertext")
+		s.ensure()
+		assert.Len(t, s.remote.Log("main"), len(log), "re-wrapping is done once")
+	})
+	t.Run("recipients only: a recipient change re-encrypts Secrets from the cluster in one commit", func(t *testing.T) {
+		_, recipients := identity(t)
+		key, err := encrypt.GenerateDigestKey()
+		require.NoError(t, err)
+		s := newWriterScene(t, &batch.Encryption{Recipients: recipients, DigestKey: key})
+		s.submitAndSettle(s.cluster.put(secretsGVR, "Secret", "db", map[string]any{"password": "aHVudGVyMg=="}))
+		newIDs, newRecipients := identity(t)
+		s.spec.Encryption = &batch.Encryption{Recipients: newRecipients, DigestKey: key}
+		s.ensure()
+		assert.Contains(t, s.remote.Log("main")[0], "Re-wrap 1 encrypted file(s) in live")
+		after := s.remote.Show("main", "live/app/secrets/db.sops.yaml")
+		assert.Equal(t, map[string]any{"password": "aHVudGVyMg=="}, decrypted(t, after, newIDs))
+		assert.NotContains(t, after, recipients[0], "the removed recipient is gone from the file")
+	})
+}
+
+// valueLine returns the first line of content starting (after indentation) with prefix.
+func valueLine(content, prefix string) string {
+	for _, line := range strings.Split(content, "\n") {
+		if strings.HasPrefix(strings.TrimSpace(line), prefix) {
+			return line
+		}
+	}
+	return ""
+}

@@ -1,0 +1,214 @@
+package batch
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing/object"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/gitops-reverser/gitops-reverser/gitops/encrypt"
+	"github.com/gitops-reverser/gitops-reverser/gitops/manifest"
+	"github.com/gitops-reverser/gitops-reverser/gitops/plan"
+	"github.com/gitops-reverser/gitops-reverser/gitops/repo"
+	"github.com/gitops-reverser/gitops-reverser/gitops/sanitize"
+)
+
+// secretsGVR is the resource of core Secrets, the one sensitive kind whose resource name
+// the writer knows from a document alone (needed to re-encrypt from the cluster).
+var secretsGVR = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
+
+// rekeyPlan is the commit that brings a folder's encryption in step with its recipients.
+type rekeyPlan struct {
+	files map[string][]byte
+	// rewrapped counts encrypted files whose data key was re-wrapped or re-encrypted.
+	rewrapped int
+	// skipped lists files left for their object's next change.
+	skipped []string
+	// created says the folder had no .sops.yaml.
+	created bool
+}
+
+// syncKeys makes the target folder's .sops.yaml match its recipients and, when it did not,
+// re-wraps every encrypted file in the folder for them — in one commit whose message says
+// so. It runs when the controller registers the target, so a recipient change is applied
+// without waiting for a change of a sensitive object. A push race is left to the next
+// registration (every poll interval).
+func (w *worker) syncKeys(ctx context.Context, key types.NamespacedName) (TargetStatus, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	t, ok := w.targets[key]
+	if !ok {
+		return TargetStatus{}, nil
+	}
+	enc := t.spec.Encryption
+	if enc == nil || !t.st.Known || !t.verdict.Supported {
+		return t.st, nil
+	}
+	rp, err := w.planRekey(t, enc)
+	if err != nil || rp == nil {
+		return t.st, err
+	}
+	return t.st, w.pushRekey(ctx, t, enc, rp)
+}
+
+// planRekey returns nil when the folder's .sops.yaml already matches the recipients.
+// Callers hold w.mu.
+func (w *worker) planRekey(t *target, enc *Encryption) (*rekeyPlan, error) {
+	cfgPath := path.Join(t.spec.Folder, encrypt.ConfigFileName)
+	want, err := encrypt.SopsConfig(t.spec.Folder, enc.Recipients)
+	if err != nil {
+		return nil, fmt.Errorf("rendering %s: %w", cfgPath, err)
+	}
+	tree := w.repo.TreeReader(w.remoteTip)
+	have, _, err := tree.ReadFile(cfgPath)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", cfgPath, err)
+	}
+	if bytes.Equal(have, want) {
+		return nil, nil
+	}
+	rp := &rekeyPlan{files: map[string][]byte{cfgPath: want}, created: len(have) == 0}
+	for _, file := range t.index.Load().encryptedFiles() {
+		content, _, err := tree.ReadFile(file)
+		if err != nil {
+			return nil, fmt.Errorf("reading %s: %w", file, err)
+		}
+		if err := w.rewrapFile(t, enc, rp, file, content); err != nil {
+			return nil, err
+		}
+	}
+	return rp, nil
+}
+
+// rewrapFile re-wraps one encrypted file for the recipients: with UpdateKeys (values keep
+// their ciphertext) when an identity opens it, otherwise by encrypting the cluster's
+// current state afresh. A file neither way can renew is left for its object's next change.
+func (w *worker) rewrapFile(t *target, enc *Encryption, rp *rekeyPlan, file string, content []byte) error {
+	needs, err := encrypt.NeedsUpdateKeys(content, enc.Recipients)
+	if err != nil || !needs {
+		return nil // not a sops file the writer can judge, or already right
+	}
+	if enc.Identities.Len() > 0 {
+		out, err := encrypt.UpdateKeys(content, enc.Identities, enc.Recipients)
+		if err == nil {
+			rp.files[file] = out
+			rp.rewrapped++
+			return nil
+		}
+	}
+	out, err := w.reencryptFromCluster(t, enc, content)
+	switch {
+	case err != nil:
+		return err
+	case out == nil:
+		rp.skipped = append(rp.skipped, file)
+	default:
+		rp.files[file] = out
+		rp.rewrapped++
+	}
+	return nil
+}
+
+// reencryptFromCluster encrypts the cluster's current state of the Secret a file holds;
+// nil when the file holds something else or the object is no longer claimed.
+func (w *worker) reencryptFromCluster(t *target, enc *Encryption, content []byte) ([]byte, error) {
+	docs, err := manifest.Parse(content)
+	if err != nil || len(docs) != 1 || docs[0].Identity.Group != "" || docs[0].Identity.Kind != "Secret" {
+		return nil, nil
+	}
+	id := docs[0].Identity
+	obj, err := w.opts.Resolver.Current(t.spec.Key, ObjectKey{GVR: secretsGVR, Kind: id.Kind, Namespace: id.Namespace, Name: id.Name})
+	if err != nil || obj == nil {
+		return nil, err
+	}
+	plain, _, err := manifest.UpsertStyled(nil, sanitize.Object(obj), t.style)
+	if err != nil {
+		return nil, nil
+	}
+	out, err := encrypt.Encrypt(plain, enc.Recipients, enc.options()...)
+	if err != nil {
+		return nil, nil
+	}
+	return out, nil
+}
+
+// rekeyMessage says what the commit did, listing the recipients (public keys).
+func rekeyMessage(folder string, enc *Encryption, rp *rekeyPlan) string {
+	var b strings.Builder
+	verb := "Update"
+	if rp.created {
+		verb = "Create"
+	}
+	if rp.rewrapped == 0 {
+		fmt.Fprintf(&b, "%s %s for %d age recipient(s)\n\n", verb, path.Join(folder, encrypt.ConfigFileName), len(enc.Recipients))
+	} else {
+		fmt.Fprintf(&b, "Re-wrap %d encrypted file(s) in %s for %d age recipient(s)\n\n", rp.rewrapped, folder, len(enc.Recipients))
+		b.WriteString("The age recipients changed: each file's data key is wrapped for the new set\n(the effect of `sops updatekeys`) and .sops.yaml follows.\n\n")
+	}
+	b.WriteString("Recipients:\n")
+	for _, r := range enc.Recipients {
+		fmt.Fprintf(&b, "- %s\n", r)
+	}
+	if len(rp.skipped) > 0 {
+		fmt.Fprintf(&b, "\nNot re-wrapped (no identity opens them; renewed on their next change):\n")
+		for _, f := range rp.skipped {
+			fmt.Fprintf(&b, "- %s\n", f)
+		}
+	}
+	return b.String()
+}
+
+// pushRekey commits the plan on the remote tip and pushes it with compare-and-swap. When
+// someone else pushed first, the branch is re-read and the next registration plans again.
+// Callers hold w.mu.
+func (w *worker) pushRekey(ctx context.Context, t *target, enc *Encryption, rp *rekeyPlan) error {
+	sig := object.Signature{Name: t.spec.Committer.Name, Email: t.spec.Committer.Email, When: time.Now()}
+	sha, err := w.repo.Commit(w.remoteTip, rp.files, sig, sig, rekeyMessage(t.spec.Folder, enc, rp))
+	if errors.Is(err, repo.ErrNoChange) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("committing re-wrapped files: %w", err)
+	}
+	if err := w.repo.Push(ctx, w.key.branch, sha, w.remoteTip); err != nil {
+		if errors.Is(err, repo.ErrRemoteMoved) {
+			w.opts.Metrics.push("conflict")
+			return w.refresh(ctx, false)
+		}
+		w.opts.Metrics.push("failed")
+		return fmt.Errorf("pushing re-wrapped files %s: %w", sha, err)
+	}
+	w.opts.Metrics.push("pushed")
+	w.remoteTip = sha
+	for file, content := range rp.files {
+		if err := t.index.Load().setFile(file, content); err != nil {
+			return err
+		}
+	}
+	t.st.LastCommit, t.st.LastCommitTime = sha, sig.When
+	w.log.Info("re-wrapped encrypted files", "gitTarget", t.spec.Key.String(), "sha", sha.String(),
+		"files", rp.rewrapped, "skipped", len(rp.skipped), "recipients", len(enc.Recipients))
+	return nil
+}
+
+// encryptedFiles lists the folder's sops files (by suffix), sorted.
+func (f *folderIndex) encryptedFiles() []string {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	var out []string
+	for file := range f.byFile {
+		if strings.HasSuffix(file, plan.SensitiveSuffix) {
+			out = append(out, file)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
