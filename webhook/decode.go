@@ -43,9 +43,10 @@ func decodeFull(raw []byte) *unstructured.Unstructured {
 	return u
 }
 
-// CanonicalLocation is where a new object lands in folder, or why it cannot.
-func CanonicalLocation(folder string, gvr schema.GroupVersionResource, namespace, name string) (string, string) {
-	p, err := plan.CanonicalPath(folder, gvr, namespace, name, false)
+// CanonicalLocation is where a new object lands in folder (a .sops.yaml file when it is
+// sensitive), or why it cannot.
+func CanonicalLocation(folder string, gvr schema.GroupVersionResource, namespace, name string, sensitive bool) (string, string) {
+	p, err := plan.CanonicalPath(folder, gvr, namespace, name, sensitive)
 	if err != nil {
 		return "", err.Error()
 	}

@@ -31,6 +31,9 @@ type Request struct {
 	Namespace string
 	Name      string
 	DryRun    bool
+	// ReadableFields are the top-level fields a sensitive object has besides those that
+	// may stay readable (batch.ReadableFields); filled only for sensitive objects.
+	ReadableFields []string
 }
 
 // TargetState is the webhook's in-memory picture of one GitTarget a request routes to.
@@ -61,6 +64,7 @@ const (
 	ReasonAllowed         = "Allowed"
 	ReasonTargetStalled   = "TargetStalled"
 	ReasonPlaintextSecret = "PlaintextSensitive"
+	ReasonReadableFields  = "ReadableSensitiveFields"
 	ReasonPathConflict    = "PathConflict"
 	ReasonNotRouted       = "NotRouted"
 	ReasonSkipped         = "SkippedClusterManaged"
@@ -90,8 +94,11 @@ func Decide(req Request, targets []TargetState, sensitive bool, warn bool) Verdi
 		if req.Operation == Delete {
 			continue
 		}
-		if (sensitive || slices.Contains(t.SensitiveResources, req.Resource)) && !t.EncryptionReady {
+		if isSensitive := sensitive || slices.Contains(t.SensitiveResources, req.Resource); isSensitive && !t.EncryptionReady {
 			return deny(ReasonPlaintextSecret, plaintextDenial(obj, req.Resource, t))
+		} else if isSensitive && len(req.ReadableFields) > 0 {
+			return deny(ReasonReadableFields, fmt.Sprintf("%s cannot be written to GitTarget %s: only data and stringData are encrypted, "+
+				"and it also has %v, which would be readable in Git; stop routing %s to this target", obj, t.Key, req.ReadableFields, req.Resource))
 		}
 		if t.PathProblem != "" {
 			return deny(ReasonPathConflict, fmt.Sprintf("%s cannot be written to GitTarget %s: %s", obj, t.Key, t.PathProblem))

@@ -54,6 +54,9 @@ func TestDecide(t *testing.T) {
 			contains: []string{"bitnami.com/SealedSecret team-a/db would be stored in plaintext", "(spec.encryption.age is not set)"}},
 		{name: "allows a resource another target lists as sensitive", req: sealedReq, targets: []TargetState{live}, allowed: true, reason: ReasonAllowed},
 		{name: "allows a Secret when the target can encrypt", req: secret, targets: []TargetState{encrypted}, sensitive: true, allowed: true, reason: ReasonAllowed},
+		{name: "denies a sensitive object with fields sops would leave readable, even when the target can encrypt", req: withReadable(sealedReq, "spec"),
+			targets: []TargetState{withEncryption(sealed)}, reason: ReasonReadableFields,
+			contains: []string{"bitnami.com/SealedSecret team-a/db cannot be written to GitTarget team-a/live", "[spec]", "would be readable in Git"}},
 		{name: "allows deleting a Secret even without encryption", req: delSecret, targets: []TargetState{live}, sensitive: true, allowed: true, reason: ReasonAllowed},
 		{name: "denies deleting when the folder cannot be written", req: delSecret, targets: []TargetState{stalled}, sensitive: true, reason: ReasonTargetStalled},
 		{name: "denies a path held by a different object", req: cm, targets: []TargetState{clash}, reason: ReasonPathConflict,
@@ -106,4 +109,23 @@ func TestEncryptionState(t *testing.T) {
 			assert.Equal(t, []schema.GroupResource{{Group: "bitnami.com", Resource: "sealedsecrets"}}, st.SensitiveResources)
 		})
 	}
+}
+
+func withReadable(r Request, fields ...string) Request {
+	r.ReadableFields = fields
+	return r
+}
+
+func withEncryption(t TargetState) TargetState {
+	t.EncryptionReady = true
+	return t
+}
+
+func TestCanonicalLocation(t *testing.T) {
+	gvr := schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
+	p, problem := CanonicalLocation("live", gvr, "team-a", "db", true)
+	assert.Empty(t, problem)
+	assert.Equal(t, "live/team-a/secrets/db.sops.yaml", p, "a sensitive object lands in a sops file, also in the dry-run warning of a replica that does not lead")
+	p, _ = CanonicalLocation("live", gvr, "team-a", "db", false)
+	assert.Equal(t, "live/team-a/secrets/db.yaml", p)
 }

@@ -3,6 +3,7 @@ package webhook
 import (
 	"context"
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	"github.com/gitops-reverser/gitops-reverser/gitops/batch"
 	"github.com/gitops-reverser/gitops-reverser/watcher"
 	"github.com/gitops-reverser/gitops-reverser/watcher/attribution"
 )
@@ -69,6 +71,11 @@ func (w *Watched) Handle(ctx context.Context, req admission.Request) admission.R
 	}
 	objLabels, oldLabels := obj.labels(), old.labels()
 	targets := w.View.Targets(ctx, r, objLabels, oldLabels)
+	if r.Operation != Delete && w.anySensitive(r.Resource, targets) {
+		if full := decodeFull(req.Object.Raw); full != nil {
+			r.ReadableFields = batch.ReadableFields(full)
+		}
+	}
 	w.locate(targets, r, req)
 	v := Decide(r, targets, w.Sensitive(r.Resource), dry || w.WarnAlways)
 	w.observe(v, dry, start)
@@ -105,8 +112,22 @@ func (w *Watched) locate(targets []TargetState, r Request, req admission.Request
 			t.Path, t.PathProblem = w.View.Locator.Locate(t.Key, gvr, r.Kind, r.Namespace, r.Name)
 			continue
 		}
-		t.Path, t.PathProblem = CanonicalLocation(t.Folder, gvr, r.Namespace, r.Name)
+		sensitive := w.Sensitive(r.Resource) || slices.Contains(t.SensitiveResources, r.Resource)
+		t.Path, t.PathProblem = CanonicalLocation(t.Folder, gvr, r.Namespace, r.Name, sensitive)
 	}
+}
+
+// anySensitive reports whether the resource is sensitive for any of the targets.
+func (w *Watched) anySensitive(gr schema.GroupResource, targets []TargetState) bool {
+	if w.Sensitive(gr) {
+		return true
+	}
+	for _, t := range targets {
+		if slices.Contains(t.SensitiveResources, gr) {
+			return true
+		}
+	}
+	return false
 }
 
 func (w *Watched) observe(v Verdict, dry bool, start time.Time) {

@@ -118,7 +118,9 @@ func (w *worker) planSensitive(t *target, p *writePlan, read func(string) ([]byt
 
 // clearFields are the top-level fields of a sensitive object that may stay readable: the
 // object's identity and a Secret's type and immutability, never a value.
-var clearFields = []string{"apiVersion", "kind", "metadata", "type", "immutable", "data", "stringData"}
+func clearFields() []string {
+	return []string{"apiVersion", "kind", "metadata", "type", "immutable", "data", "stringData"}
+}
 
 // ReadableFields lists, sorted, the top-level fields of a sensitive object that sops would
 // leave in the clear (only data and stringData are encrypted), e.g. a custom sensitive
@@ -126,8 +128,9 @@ var clearFields = []string{"apiVersion", "kind", "metadata", "type", "immutable"
 // half-encrypted. Pure.
 func ReadableFields(obj *unstructured.Unstructured) []string {
 	var out []string
+	allowed := clearFields()
 	for field := range obj.Object {
-		if field != "status" && !slices.Contains(clearFields, field) {
+		if field != "status" && !slices.Contains(allowed, field) {
 			out = append(out, field)
 		}
 	}
