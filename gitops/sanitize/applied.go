@@ -102,18 +102,21 @@ func addChild(v any, path fieldpath.Path, pe fieldpath.PathElement, recorded, pr
 
 // appliedItemElements names item, the i-th item of an applied list, as recorded names it.
 // An item of an associative list takes the key of the recorded item it is: the exact
-// key, or else the only recorded key whose fields agree wherever the applied item has
-// them (a user leaves out a key field the server defaults, such as a port's protocol).
+// key, or else every recorded key whose fields agree wherever the applied item has them
+// (a user leaves out a key field the server defaults, such as a port's protocol). Naming
+// more than one item when that is ambiguous keeps too much rather than drop what a user
+// applied.
 func appliedItemElements(recorded *fieldpath.Set, kinds listKinds, item any, i int) []fieldpath.PathElement {
 	m, isMap := item.(map[string]any)
 	if !isMap || kinds.keyNames == nil {
 		return itemElements(kinds, item, i)
 	}
 	elements, keys := recordedKeys(recorded)
-	if at, ok := keyedMatch(keys, m, kinds.keyNames); ok {
-		return []fieldpath.PathElement{elements[at]}
+	var named []fieldpath.PathElement
+	for _, at := range keyedMatches(keys, m, kinds.keyNames) {
+		named = append(named, elements[at])
 	}
-	return nil
+	return named
 }
 
 // recordedKeys returns the key elements recorded names list items by, with each key's

@@ -361,6 +361,17 @@ func counterpart(existing []any, item any, i int, kinds listKinds) (any, bool) {
 // keyedMatch finds the index of the item of candidates with item's key: an exact match,
 // or else the only item whose key fields agree wherever both have them.
 func keyedMatch(candidates []any, item map[string]any, names []string) (int, bool) {
+	matches := keyedMatches(candidates, item, names)
+	if len(matches) != 1 {
+		return 0, false
+	}
+	return matches[0], true
+}
+
+// keyedMatches returns the indexes of the items of candidates that may be item: the one
+// with item's exact key, or, when none has it, every item whose key fields agree
+// wherever both have them.
+func keyedMatches(candidates []any, item map[string]any, names []string) []int {
 	var lenient []int
 	for at, candidate := range candidates {
 		m, ok := candidate.(map[string]any)
@@ -369,16 +380,13 @@ func keyedMatch(candidates []any, item map[string]any, names []string) (int, boo
 		}
 		exact, agrees := compareKeys(item, m, names)
 		if exact {
-			return at, true
+			return []int{at}
 		}
 		if agrees {
 			lenient = append(lenient, at)
 		}
 	}
-	if len(lenient) == 1 {
-		return lenient[0], true
-	}
-	return 0, false
+	return lenient
 }
 
 // compareKeys reports whether ex has item's key fields with equal values (exact), and

@@ -44,14 +44,39 @@ func normalise(v any) any {
 	return v
 }
 
+// dropCase is one table case of DropUnowned: the live object, its document in Git
+// (existing), the result wanted and whether ErrOwnershipUnknown is wanted with it.
+type dropCase struct {
+	name     string
+	live     string
+	existing string
+	want     string
+	wantErr  bool
+}
+
+// runDropCases runs DropUnowned on each case and compares written(result) with want; the
+// input must come back unmodified.
+func runDropCases(t *testing.T, tests []dropCase, written func(*unstructured.Unstructured) map[string]any) {
+	t.Helper()
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			live := fromYAML(t, tt.live)
+			before := fromYAML(t, tt.live)
+			got, err := sanitize.DropUnowned(&unstructured.Unstructured{Object: live}, fromYAML(t, tt.existing))
+			if tt.wantErr {
+				require.ErrorIs(t, err, sanitize.ErrOwnershipUnknown)
+			} else {
+				require.NoError(t, err)
+			}
+			require.NotNil(t, got)
+			assert.Equal(t, fromYAML(t, tt.want), written(got))
+			assert.Equal(t, before, live, "the input is never modified")
+		})
+	}
+}
+
 func TestDropUnowned(t *testing.T) {
-	tests := []struct {
-		name     string
-		live     string
-		existing string
-		want     string
-		wantErr  bool
-	}{
+	tests := []dropCase{
 		{
 			name: "drops a server-defaulted dnsPolicy from a new Deployment",
 			live: `
@@ -627,20 +652,7 @@ spec:
 `,
 		},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			live := fromYAML(t, tt.live)
-			before := fromYAML(t, tt.live)
-			got, err := sanitize.DropUnowned(&unstructured.Unstructured{Object: live}, fromYAML(t, tt.existing))
-			if tt.wantErr {
-				require.ErrorIs(t, err, sanitize.ErrOwnershipUnknown)
-			} else {
-				require.NoError(t, err)
-			}
-			assert.Equal(t, fromYAML(t, tt.want), got.Object)
-			assert.Equal(t, before, live, "the input is never modified")
-		})
-	}
+	runDropCases(t, tests, func(got *unstructured.Unstructured) map[string]any { return got.Object })
 }
 
 func TestDropUnownedReturnsNilForNil(t *testing.T) {
