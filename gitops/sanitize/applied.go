@@ -80,9 +80,9 @@ func addPresent(v any, path fieldpath.Path, recorded, present *fieldpath.Set) {
 		if recorded == nil {
 			return
 		}
-		kinds := elementKinds(recorded)
+		list := readRecordedList(recorded)
 		for i, item := range typed {
-			for _, pe := range appliedItemElements(recorded, kinds, item, i) {
+			for _, pe := range list.itemElements(item, i) {
 				addChild(item, path, pe, recorded, present)
 			}
 		}
@@ -100,28 +100,21 @@ func addChild(v any, path fieldpath.Path, pe fieldpath.PathElement, recorded, pr
 	addPresent(v, p, child, present)
 }
 
-// appliedItemElements names item, the i-th item of an applied list, as recorded names it.
-// An item of an associative list takes the key of the recorded item it is: the exact
-// key, or else every recorded key whose fields agree wherever the applied item has them
-// (a user leaves out a key field the server defaults, such as a port's protocol). Naming
-// more than one item when that is ambiguous keeps too much rather than drop what a user
-// applied.
-func appliedItemElements(recorded *fieldpath.Set, kinds listKinds, item any, i int) []fieldpath.PathElement {
-	m, isMap := item.(map[string]any)
-	if !isMap || kinds.keyNames == nil {
-		return itemElements(kinds, item, i)
-	}
-	elements, keys := recordedKeys(recorded)
-	var named []fieldpath.PathElement
-	for _, at := range keyedMatches(keys, m, kinds.keyNames) {
-		named = append(named, elements[at])
-	}
-	return named
+// recordedList is what the recorded fields of one list say about naming its items: the
+// kinds of path elements they use and, for an associative list, every recorded key with
+// its fields as a map (keys[i] is elements[i]'s), read once for all the applied items.
+type recordedList struct {
+	kinds    listKinds
+	elements []fieldpath.PathElement
+	keys     []any
 }
 
-// recordedKeys returns the key elements recorded names list items by, with each key's
-// fields as a map (keys[i] is elements[i]'s) for matching against list items.
-func recordedKeys(recorded *fieldpath.Set) (elements []fieldpath.PathElement, keys []any) {
+// readRecordedList reads how recorded, the recorded fields of a list, names its items.
+func readRecordedList(recorded *fieldpath.Set) recordedList {
+	list := recordedList{kinds: elementKinds(recorded)}
+	if list.kinds.keyNames == nil {
+		return list
+	}
 	named := fieldpath.PathElementSet{}
 	recorded.Members.Iterate(named.Insert)
 	recorded.Children.Iterate(named.Insert)
@@ -133,8 +126,26 @@ func recordedKeys(recorded *fieldpath.Set) (elements []fieldpath.PathElement, ke
 		for _, f := range *pe.Key {
 			key[f.Name] = f.Value.Unstructured()
 		}
-		elements = append(elements, pe)
-		keys = append(keys, key)
+		list.elements = append(list.elements, pe)
+		list.keys = append(list.keys, key)
 	})
-	return elements, keys
+	return list
+}
+
+// itemElements names item, the i-th item of an applied list, as the recorded fields name
+// it. An item of an associative list takes the key of the recorded item it is: the exact
+// key, or else every recorded key whose fields agree wherever the applied item has them
+// (a user leaves out a key field the server defaults, such as a port's protocol). Naming
+// more than one item when that is ambiguous keeps too much rather than drop what a user
+// applied.
+func (l recordedList) itemElements(item any, i int) []fieldpath.PathElement {
+	m, isMap := item.(map[string]any)
+	if !isMap || l.kinds.keyNames == nil {
+		return itemElements(l.kinds, item, i)
+	}
+	var named []fieldpath.PathElement
+	for _, at := range keyedMatches(l.keys, m, l.kinds.keyNames) {
+		named = append(named, l.elements[at])
+	}
+	return named
 }

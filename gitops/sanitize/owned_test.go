@@ -682,15 +682,20 @@ func TestDropUnownedGolden(t *testing.T) {
 	}
 }
 
-// BenchmarkDropUnowned measures one Deployment as the writer handles it at commit time.
+// BenchmarkDropUnowned measures one Deployment as the writer handles it at commit time,
+// applied server-side and client-side (which also reads the last-applied annotation).
 func BenchmarkDropUnowned(b *testing.B) {
-	raw, err := os.ReadFile(filepath.Join("testdata", "owned", "deployment-server-side-apply.live.yaml"))
-	require.NoError(b, err)
-	obj := &unstructured.Unstructured{Object: fromYAML(b, string(raw))}
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := sanitize.DropUnowned(obj, nil); err != nil {
-			b.Fatal(err)
-		}
+	for _, name := range []string{"deployment-server-side-apply", "deployment-ports-client-side-apply"} {
+		b.Run(name, func(b *testing.B) {
+			raw, err := os.ReadFile(filepath.Join("testdata", "owned", name+".live.yaml"))
+			require.NoError(b, err)
+			obj := &unstructured.Unstructured{Object: fromYAML(b, string(raw))}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := sanitize.DropUnowned(obj, nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
