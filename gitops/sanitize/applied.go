@@ -12,6 +12,20 @@ import (
 // defaulted, so it also claims every default the API server filled in.
 const clientSideApplyManager = "kubectl-client-side-apply"
 
+// clientSideApplied returns the last-applied configuration (see lastApplied) of an
+// object with a client-side apply entry in its managedFields; nil for any other, whose
+// annotation, if any, there is nothing to refine with and so no reason to read.
+func clientSideApplied(object map[string]any) (map[string]any, error) {
+	metadata, _ := object["metadata"].(map[string]any)
+	entries, _ := metadata["managedFields"].([]any)
+	for _, entry := range entries {
+		if isClientSideApply(entry) {
+			return lastApplied(object)
+		}
+	}
+	return nil, nil
+}
+
 // lastApplied returns the object's kubectl last-applied configuration: exactly what the
 // user applied. It is nil without the annotation. An annotation that is not a JSON
 // object of the object's own apiVersion and kind yields an error wrapping

@@ -191,6 +191,36 @@ data:
 			wantErr: true,
 		},
 		{
+			name: "ignores a last-applied annotation that does not parse when client-side apply owns nothing",
+			live: `
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: app
+  annotations:
+    kubectl.kubernetes.io/last-applied-configuration: '{"apiVersion":'
+  managedFields:
+  - apiVersion: v1
+    fieldsType: FieldsV1
+    manager: kubectl
+    operation: Apply
+    fieldsV1:
+      f:data:
+        f:k: {}
+data:
+  k: v
+immutable: false
+`,
+			want: `
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: app
+data:
+  k: v
+`,
+		},
+		{
 			name: "counts client-side apply's fields as recorded without the last-applied annotation",
 			live: `
 apiVersion: v1

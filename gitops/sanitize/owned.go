@@ -37,20 +37,21 @@ var ErrOwnershipUnknown = errors.New("field ownership unknown")
 // defaults too. For an object with a kubectl.kubernetes.io/last-applied-configuration
 // annotation, the fields of the kubectl-client-side-apply Update entry therefore count
 // as owned only where the last-applied configuration has them too (the same paths:
-// maps by key, list items named as that entry names them, a key field the user left out
-// matching when that leaves one item). Every other entry (kubectl edit, kubectl patch,
-// a controller, a server-side apply) counts as recorded.
+// maps by key, list items named as that entry names them, an item that leaves out a
+// defaulted key field naming every recorded item it agrees with). Every other entry
+// (kubectl edit, kubectl patch, a controller, a server-side apply) counts as recorded.
 //
 // An object without managedFields carries no information and is kept whole. When the
 // managedFields cannot be read (see ErrOwnershipUnknown) the object is kept whole too and
-// the error says why. When only the last-applied annotation cannot be read, ownership is
-// taken as recorded and the error (also ErrOwnershipUnknown) says why. obj and existing
+// the error says why. When only the last-applied annotation of an object with a
+// client-side apply entry cannot be read, ownership is taken as recorded and the error
+// (also ErrOwnershipUnknown) says why. obj and existing
 // are never modified; a nil obj yields nil.
 func DropUnowned(obj *unstructured.Unstructured, existing map[string]any) (*unstructured.Unstructured, error) {
 	if obj == nil {
 		return nil, nil
 	}
-	applied, appliedErr := lastApplied(obj.Object)
+	applied, appliedErr := clientSideApplied(obj.Object)
 	owned, err := ownedFields(obj.Object, applied)
 	if err != nil || owned == nil {
 		return &unstructured.Unstructured{Object: copyMap(obj.Object)}, err
