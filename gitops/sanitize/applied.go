@@ -55,9 +55,17 @@ func lastApplied(object map[string]any) (map[string]any, error) {
 	return applied, nil
 }
 
-// sameType reports whether a and b have the same apiVersion and kind.
+// sameType reports whether a and b have the same apiVersion and kind, both strings.
+// Values are compared as strings: comparing two maps held in interfaces would panic.
 func sameType(a, b map[string]any) bool {
-	return a["apiVersion"] == b["apiVersion"] && a["kind"] == b["kind"]
+	for _, field := range []string{"apiVersion", "kind"} {
+		av, aOK := a[field].(string)
+		bv, bOK := b[field].(string)
+		if !aOK || !bOK || av != bv {
+			return false
+		}
+	}
+	return true
 }
 
 // isClientSideApply reports whether a managedFields entry is kubectl apply's
