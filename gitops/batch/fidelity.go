@@ -11,6 +11,8 @@ import (
 // it): without server-owned state, and, unless Options.KeepDefaultedFields, without the
 // fields no field manager owns — except those the object's document in content already
 // has, so a field a person wrote never leaves Git because the server would default it.
+// DropUnowned runs before Object because it reads the last-applied annotation (what a
+// client-side kubectl apply applied), which Object strips.
 func (w *worker) writable(obj *unstructured.Unstructured, content []byte) *unstructured.Unstructured {
 	if w.opts.KeepDefaultedFields {
 		return sanitize.Object(obj)
@@ -20,7 +22,8 @@ func (w *worker) writable(obj *unstructured.Unstructured, content []byte) *unstr
 	existing, _ := manifest.Document(content, id)
 	owned, err := sanitize.DropUnowned(obj, existing)
 	if err != nil {
-		w.log.V(1).Info("writing every field: field ownership unknown", "object", id.String(), "reason", err.Error())
+		w.log.V(1).Info("field ownership unknown: writing every field the managed fields cannot rule out",
+			"object", id.String(), "reason", err.Error())
 	}
 	return sanitize.Object(owned)
 }

@@ -27,9 +27,31 @@ func liveConfigMap() *unstructured.Unstructured {
 	}}
 }
 
+// clientSideAppliedConfigMap is liveConfigMap as `kubectl apply` (client-side) leaves it:
+// its Update entry claims every field, the last-applied configuration has only data.k.
+func clientSideAppliedConfigMap() *unstructured.Unstructured {
+	obj := liveConfigMap()
+	metadata := obj.Object["metadata"].(map[string]any)
+	metadata["annotations"] = map[string]any{
+		"kubectl.kubernetes.io/last-applied-configuration": `{"apiVersion":"v1","kind":"ConfigMap",` +
+			`"metadata":{"annotations":{},"name":"app","namespace":"team-a"},"data":{"k":"v"}}`,
+	}
+	metadata["managedFields"] = []any{map[string]any{
+		"apiVersion": "v1", "fieldsType": "FieldsV1", "manager": "kubectl-client-side-apply", "operation": "Update",
+		"fieldsV1": map[string]any{
+			"f:data": map[string]any{"f:k": map[string]any{}}, "f:immutable": map[string]any{}, "f:extra": map[string]any{},
+			"f:metadata": map[string]any{"f:annotations": map[string]any{
+				".": map[string]any{}, "f:kubectl.kubernetes.io/last-applied-configuration": map[string]any{},
+			}},
+		},
+	}}
+	return obj
+}
+
 func TestWritable(t *testing.T) {
 	tests := []struct {
 		name    string
+		live    func() *unstructured.Unstructured
 		keepAll bool
 		content string
 		want    map[string]any
@@ -53,6 +75,15 @@ func TestWritable(t *testing.T) {
 			},
 		},
 		{
+			name: "reads the last-applied configuration before stripping it and leaves out what client-side apply never applied",
+			live: clientSideAppliedConfigMap,
+			want: map[string]any{
+				"apiVersion": "v1", "kind": "ConfigMap",
+				"metadata": map[string]any{"name": "app", "namespace": "team-a"},
+				"data":     map[string]any{"k": "v"},
+			},
+		},
+		{
 			name:    "writes every field with KeepDefaultedFields",
 			keepAll: true,
 			want: map[string]any{
@@ -67,7 +98,11 @@ func TestWritable(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			w := &worker{opts: Options{KeepDefaultedFields: tt.keepAll}, log: logr.Discard()}
-			got := w.writable(liveConfigMap(), []byte(tt.content))
+			live := liveConfigMap
+			if tt.live != nil {
+				live = tt.live
+			}
+			got := w.writable(live(), []byte(tt.content))
 			assert.Equal(t, tt.want, got.Object)
 		})
 	}

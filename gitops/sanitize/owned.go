@@ -32,26 +32,39 @@ var ErrOwnershipUnknown = errors.New("field ownership unknown")
 // field present there is kept even when nobody owns it, so an edit never removes what a
 // person wrote. apiVersion, kind, metadata.name and metadata.namespace are always kept.
 //
+// Client-side apply (kubectl apply without --server-side) records its fields as an
+// Update computed after the server defaulted the request, so its entry claims the
+// defaults too. For an object with a kubectl.kubernetes.io/last-applied-configuration
+// annotation, the fields of the kubectl-client-side-apply Update entry therefore count
+// as owned only where the last-applied configuration has them too (the same paths:
+// maps by key, list items named as that entry names them, an item that leaves out a
+// defaulted key field naming every recorded item it agrees with). Every other entry
+// (kubectl edit, kubectl patch, a controller, a server-side apply) counts as recorded.
+//
 // An object without managedFields carries no information and is kept whole. When the
 // managedFields cannot be read (see ErrOwnershipUnknown) the object is kept whole too and
-// the error says why. obj and existing are never modified; a nil obj yields nil.
+// the error says why. When only the last-applied annotation of an object with a
+// client-side apply entry cannot be read, ownership is taken as recorded and the error
+// (also ErrOwnershipUnknown) says why. obj and existing
+// are never modified; a nil obj yields nil.
 func DropUnowned(obj *unstructured.Unstructured, existing map[string]any) (*unstructured.Unstructured, error) {
 	if obj == nil {
 		return nil, nil
 	}
-	whole := &unstructured.Unstructured{Object: copyMap(obj.Object)}
-	owned, err := ownedFields(obj.Object)
+	applied, appliedErr := clientSideApplied(obj.Object)
+	owned, err := ownedFields(obj.Object, applied)
 	if err != nil || owned == nil {
-		return whole, err
+		return &unstructured.Unstructured{Object: copyMap(obj.Object)}, err
 	}
 	out := keepMap(obj.Object, owned, existing)
 	keepIdentity(out, obj.Object)
-	return &unstructured.Unstructured{Object: out}, nil
+	return &unstructured.Unstructured{Object: out}, appliedErr
 }
 
-// ownedFields returns the union of the fields every managedFields entry owns, or nil
-// when the object has no managedFields.
-func ownedFields(object map[string]any) (*fieldpath.Set, error) {
+// ownedFields returns the union of the fields every managedFields entry owns, the
+// client-side apply entry's narrowed to applied when that is not nil, or nil when the
+// object has no managedFields.
+func ownedFields(object map[string]any, applied map[string]any) (*fieldpath.Set, error) {
 	metadata, _ := object["metadata"].(map[string]any)
 	raw, present := metadata["managedFields"]
 	if !present || raw == nil {
@@ -65,15 +78,19 @@ func ownedFields(object map[string]any) (*fieldpath.Set, error) {
 		return nil, nil
 	}
 	apiVersion, _ := object["apiVersion"].(string)
+	secret := isKind(object, "v1", "Secret")
 	owned := &fieldpath.Set{}
 	for i, entry := range entries {
 		set, err := entryFields(entry, apiVersion)
 		if err != nil {
 			return nil, fmt.Errorf("%w: managedFields[%d]: %w", ErrOwnershipUnknown, i, err)
 		}
+		if applied != nil && isClientSideApply(entry) {
+			set = appliedOwnership(set, applied, secret)
+		}
 		owned = owned.Union(set)
 	}
-	if isKind(object, "v1", "Secret") {
+	if secret {
 		owned = withDataForStringData(owned)
 	}
 	return owned, nil
@@ -325,7 +342,10 @@ func counterpart(existing []any, item any, i int, kinds listKinds) (any, bool) {
 	m, isMap := item.(map[string]any)
 	switch {
 	case kinds.keyNames != nil && isMap:
-		return keyedCounterpart(existing, m, kinds.keyNames)
+		if at, ok := keyedMatch(existing, m, kinds.keyNames); ok {
+			return existing[at], true
+		}
+		return nil, false
 	case kinds.byValue && isScalar(item):
 		for _, ex := range existing {
 			if isScalar(ex) && value.Equals(value.NewValueInterface(ex), value.NewValueInterface(item)) {
@@ -339,27 +359,35 @@ func counterpart(existing []any, item any, i int, kinds listKinds) (any, bool) {
 	return nil, false
 }
 
-// keyedCounterpart finds the item of existing with item's key: an exact match, or else
-// the only item whose key fields agree wherever it has them.
-func keyedCounterpart(existing []any, item map[string]any, names []string) (any, bool) {
-	var lenient []any
-	for _, ex := range existing {
-		exMap, ok := ex.(map[string]any)
+// keyedMatch finds the index of the item of candidates with item's key: an exact match,
+// or else the only item whose key fields agree wherever both have them.
+func keyedMatch(candidates []any, item map[string]any, names []string) (int, bool) {
+	matches := keyedMatches(candidates, item, names)
+	if len(matches) != 1 {
+		return 0, false
+	}
+	return matches[0], true
+}
+
+// keyedMatches returns the indexes of the items of candidates that may be item: the one
+// with item's exact key, or, when none has it, every item whose key fields agree
+// wherever both have them.
+func keyedMatches(candidates []any, item map[string]any, names []string) []int {
+	var lenient []int
+	for at, candidate := range candidates {
+		m, ok := candidate.(map[string]any)
 		if !ok {
 			continue
 		}
-		exact, agrees := compareKeys(item, exMap, names)
+		exact, agrees := compareKeys(item, m, names)
 		if exact {
-			return ex, true
+			return []int{at}
 		}
 		if agrees {
-			lenient = append(lenient, ex)
+			lenient = append(lenient, at)
 		}
 	}
-	if len(lenient) == 1 {
-		return lenient[0], true
-	}
-	return nil, false
+	return lenient
 }
 
 // compareKeys reports whether ex has item's key fields with equal values (exact), and

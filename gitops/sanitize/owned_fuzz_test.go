@@ -12,13 +12,18 @@ import (
 
 // FuzzDropUnowned feeds arbitrary objects, managedFields and documents from Git: the
 // function must never panic, never modify its inputs, always keep the identity, and keep
-// only values the object has (it removes, never invents). The seed corpus is in
+// only values the object has (it removes, never invents); the same again with the entry
+// as client-side apply's and the document from Git as its last-applied configuration.
+// The seed corpus is in
 // testdata/fuzz/FuzzDropUnowned and is replayed by `go test`.
 func FuzzDropUnowned(f *testing.F) {
 	f.Add(`{"spec":{"replicas":2,"template":{"spec":{"dnsPolicy":"ClusterFirst"}}}}`,
 		`{"f:spec":{"f:replicas":{}}}`, `{"spec":{"template":{"spec":{"dnsPolicy":"Default"}}}}`)
 	f.Add(`{"spec":{"ports":[{"port":80,"protocol":"TCP","name":"http"}]}}`,
 		`{"f:spec":{"f:ports":{"k:{\"port\":80,\"protocol\":\"TCP\"}":{".":{},"f:port":{}}}}}`, `{"spec":{"ports":[{"port":80,"name":"http"}]}}`)
+	f.Add(`{"apiVersion":"v1","kind":"Thing","spec":{"ports":[{"port":53,"protocol":"UDP"},{"port":53,"protocol":"TCP"}]}}`,
+		`{"f:spec":{"f:ports":{"k:{\"port\":53,\"protocol\":\"TCP\"}":{"f:port":{}},"k:{\"port\":53,\"protocol\":\"UDP\"}":{"f:port":{}}}}}`,
+		`{"apiVersion":"v1","kind":"Thing","spec":{"ports":[{"port":53}]}}`)
 	f.Add(`{"metadata":{"finalizers":["a","b"]},"steps":[{"run":"a"},1,null]}`,
 		`{"f:metadata":{"f:finalizers":{"v:\"a\"":{}}},"f:steps":{"i:1":{}}}`, `{"steps":[{"run":"a"}]}`)
 	f.Fuzz(func(t *testing.T, object, fieldsV1, existing string) {
@@ -37,19 +42,31 @@ func FuzzDropUnowned(f *testing.F) {
 		}
 		obj["apiVersion"], obj["kind"], metadata["name"] = "v1", "Thing", "x"
 		metadata["managedFields"] = []any{map[string]any{"apiVersion": "v1", "fieldsType": "FieldsV1", "manager": "m", "fieldsV1": fields}}
-		before, _ := json.Marshal(obj)
-		got, _ := sanitize.DropUnowned(&unstructured.Unstructured{Object: obj}, ex)
-		after, _ := json.Marshal(obj)
-		if string(before) != string(after) {
-			t.Fatalf("input modified")
-		}
-		if got.GetName() != "x" || got.GetKind() != "Thing" {
-			t.Fatalf("identity lost: %v", got.Object)
-		}
-		if !subset(got.Object, obj) {
-			t.Fatalf("result %v is not part of %v", got.Object, obj)
-		}
+		checkDropUnowned(t, obj, ex)
+		// The same, as client-side apply with the document from Git as what it applied.
+		metadata["managedFields"] = []any{map[string]any{"apiVersion": "v1", "fieldsType": "FieldsV1",
+			"manager": "kubectl-client-side-apply", "operation": "Update", "fieldsV1": fields}}
+		metadata["annotations"] = map[string]any{sanitize.LastAppliedAnnotation: existing}
+		checkDropUnowned(t, obj, ex)
 	})
+}
+
+// checkDropUnowned runs DropUnowned on obj and fails unless obj is left as it was, the
+// result keeps the identity and has only values obj has.
+func checkDropUnowned(t *testing.T, obj, ex map[string]any) {
+	t.Helper()
+	before, _ := json.Marshal(obj)
+	got, _ := sanitize.DropUnowned(&unstructured.Unstructured{Object: obj}, ex)
+	after, _ := json.Marshal(obj)
+	if string(before) != string(after) {
+		t.Fatalf("input modified")
+	}
+	if got.GetName() != "x" || got.GetKind() != "Thing" {
+		t.Fatalf("identity lost: %v", got.Object)
+	}
+	if !subset(got.Object, obj) {
+		t.Fatalf("result %v is not part of %v", got.Object, obj)
+	}
 }
 
 // subset reports whether every value in got is in obj at the same place (list items in

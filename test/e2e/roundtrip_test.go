@@ -126,18 +126,114 @@ func TestRoundTripOfSixteenKinds(t *testing.T) {
 	for _, rt := range cases {
 		kubectl(t, "", "-n", "roundtrip", "patch", rt.resource, "--type="+rt.patchType, "-p", rt.patch)
 	}
-	var want []string
+	var paths []string
 	for _, rt := range cases {
 		edited := strings.Replace(readRoundTrip(t, rt.file), rt.from+"\n", rt.to+"\n", 1)
 		got := waitFile(t, remote, rt.path, func(c string) bool { return strings.Contains(c, rt.to+"\n") })
 		assert.Equal(t, edited, got, "%s: only the edited line changes", rt.file)
-		want = append(want, fmt.Sprintf("1\t1\t%s", rt.path))
+		paths = append(paths, rt.path)
+	}
+	assertOneLineEach(t, remote, before, paths)
+	fsck(t, remote)
+}
+
+// assertOneLineEach asserts that main differs from before by exactly one changed line in
+// each of paths and nowhere else.
+func assertOneLineEach(t *testing.T, remote, before string, paths []string) {
+	t.Helper()
+	var want []string
+	for _, path := range paths {
+		want = append(want, fmt.Sprintf("1\t1\t%s", path))
 	}
 	sort.Strings(want)
 	diff := strings.Split(strings.TrimSpace(git(t, remote, "diff", "--numstat", before, "main")), "\n")
 	sort.Strings(diff)
 	assert.Equal(t, want, diff, "every edit is exactly one line")
+}
+
+// The default-heavy kinds applied with client-side `kubectl apply` come back from Git byte
+// for byte: the kubectl-client-side-apply manager claims every default the server filled
+// in, but only what the last-applied configuration has counts. Applying an edited
+// manifest the same way changes exactly the edited line.
+func TestRoundTripOfClientSideApply(t *testing.T) {
+	const ns = "roundtrip-csa"
+	remote := newRemote(t)
+	startOperator(t, t.TempDir())
+	setupTarget(t, ns, remote, "live", "1s")
+	watchClientSideApplyKinds(t, ns)
+	cases := clientSideApplyRoundTrips(ns)
+	for _, rt := range cases {
+		kubectl(t, rt.manifest, "apply", "-f", "-")
+	}
+	for _, rt := range cases {
+		got := waitFile(t, remote, rt.path, func(string) bool { return true })
+		assert.Equal(t, rt.manifest, got, "%s is written as it was applied", rt.file)
+	}
+	if t.Failed() {
+		return
+	}
+	time.Sleep(2 * time.Second) // let the quiet window pass
+	before := strings.TrimSpace(git(t, remote, "rev-parse", "main"))
+
+	var paths []string
+	for _, rt := range cases {
+		edited := strings.Replace(rt.manifest, rt.from+"\n", rt.to+"\n", 1)
+		kubectl(t, edited, "apply", "-f", "-")
+		got := waitFile(t, remote, rt.path, func(c string) bool { return strings.Contains(c, rt.to+"\n") })
+		assert.Equal(t, edited, got, "%s: only the edited line changes", rt.file)
+		paths = append(paths, rt.path)
+	}
+	assertOneLineEach(t, remote, before, paths)
 	fsck(t, remote)
+}
+
+// clientSideApplyRound is a round trip (path moved into another namespace) with its
+// manifest moved there too.
+type clientSideApplyRound struct {
+	roundTrip
+	manifest string
+}
+
+// clientSideApplyRoundTrips returns the Deployment, Service and CronJob round trips,
+// moved into namespace ns so they do not meet the server-side ones.
+func clientSideApplyRoundTrips(ns string) []clientSideApplyRound {
+	kinds := map[string]bool{"deployment.yaml": true, "service.yaml": true, "cronjob.yaml": true}
+	var out []clientSideApplyRound
+	for _, rt := range roundTrips() {
+		if !kinds[rt.file] {
+			continue
+		}
+		raw, err := os.ReadFile(filepath.Join("testdata", "roundtrip", rt.file))
+		if err != nil {
+			continue // TestRoundTripManifestsAreInTheWritersOrder names the missing file
+		}
+		rt.path = strings.Replace(rt.path, "live/roundtrip/", "live/"+ns+"/", 1)
+		manifest := strings.Replace(string(raw), "  namespace: roundtrip\n", "  namespace: "+ns+"\n", 1)
+		out = append(out, clientSideApplyRound{roundTrip: rt, manifest: manifest})
+	}
+	return out
+}
+
+// watchClientSideApplyKinds claims Deployments, Services and CronJobs in ns.
+func watchClientSideApplyKinds(t *testing.T, ns string) {
+	t.Helper()
+	kubectl(t, fmt.Sprintf(`apiVersion: reverser.gitops.dev/v1alpha1
+kind: WatchRule
+metadata:
+  name: csa
+  namespace: %s
+spec:
+  targetRef:
+    name: live
+  rules:
+  - apiGroups: [""]
+    resources: [services]
+  - apiGroups: [apps]
+    resources: [deployments]
+  - apiGroups: [batch]
+    resources: [cronjobs]
+`, ns), "apply", "-f", "-")
+	kubectl(t, "", "-n", ns, "wait", "--for=condition=Ready", "--timeout=60s", "watchrule/csa")
 }
 
 // watchRoundTripKinds claims the round-trip kinds: namespaced ones with a WatchRule, the
