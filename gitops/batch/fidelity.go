@@ -1,6 +1,8 @@
 package batch
 
 import (
+	"reflect"
+
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/gitops-reverser/gitops-reverser/gitops/manifest"
@@ -18,12 +20,22 @@ func (w *worker) writable(obj *unstructured.Unstructured, content []byte) *unstr
 		return sanitize.Object(obj)
 	}
 	id := manifest.IdentityOf(obj)
-	// A file that does not parse is refused by the edit that follows, with the reason.
-	existing, _ := manifest.Document(content, id)
-	owned, err := sanitize.DropUnowned(obj, existing)
+	owned, err := sanitize.DropUnowned(obj, nil)
 	if err != nil {
 		w.log.V(1).Info("field ownership unknown: writing every field the managed fields cannot rule out",
 			"object", id.String(), "reason", err.Error())
 	}
+	trimmed := sanitize.Object(owned)
+	if err != nil || len(content) == 0 || reflect.DeepEqual(trimmed.Object, sanitize.Object(obj).Object) {
+		// Nothing to leave out, or no document to keep fields from: Git's copy need not be
+		// parsed (a restart re-plans every object; this spares one parse of each file).
+		return trimmed
+	}
+	// A file that does not parse is refused by the edit that follows, with the reason.
+	existing, _ := manifest.Document(content, id)
+	if existing == nil {
+		return trimmed
+	}
+	owned, _ = sanitize.DropUnowned(obj, existing)
 	return sanitize.Object(owned)
 }
