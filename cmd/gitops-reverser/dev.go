@@ -120,6 +120,9 @@ func devSandbox(ctx context.Context, o devOptions) (err error) {
 	if err := devAdmission(ctx, c, warnings); err != nil {
 		return err
 	}
+	if err := devEncryption(ctx, c, remote); err != nil {
+		return err
+	}
 	if o.keepRunning {
 		kc, err := writeKubeconfig(env, o.dir)
 		if err != nil {

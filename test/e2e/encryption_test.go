@@ -223,7 +223,7 @@ func TestSecretIsDeniedAtDryRunWhenTheTargetHasNoRecipients(t *testing.T) {
 	out := waitDenied(t, manifest, "apply", "--dry-run=server", "-f", "-")
 	assert.Contains(t, out, "Secret enc-b/db would be stored in plaintext")
 	assert.Contains(t, out, "Secret enc-b/missing (spec.encryption.age.secretRef) not found")
-	assert.Contains(t, out, "spec.encryption.age.recipients")
+	assert.Contains(t, out, "or set generateWhenMissing", "the denial quotes the condition, which says what to fix")
 	assert.NotContains(t, out, value)
 	_, err := kubectlErr("", "-n", ns, "get", "secret", "db")
 	assert.Error(t, err, "a dry run stores nothing")
