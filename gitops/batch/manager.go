@@ -114,6 +114,9 @@ type Manager struct {
 type requestState struct {
 	req     CommitRequest
 	outcome RequestOutcome
+	// rehome says the request lost its queue (its target moved to another worker) and must
+	// be handed to the new one.
+	rehome bool
 }
 
 // NewManager builds a Manager; Start runs its workers.
@@ -174,6 +177,7 @@ func (m *Manager) EnsureTarget(ctx context.Context, spec TargetSpec) (TargetStat
 	m.known[spec.Key] = t
 	m.sensitive[spec.Key] = spec.Sensitive
 	m.mu.Unlock()
+	m.rehome(spec.Key, w)
 	return st, err
 }
 
@@ -197,16 +201,18 @@ func (m *Manager) RemoveTarget(key types.NamespacedName) {
 	delete(m.known, key)
 	delete(m.sensitive, key)
 	w := m.workers[wk]
+	m.mu.Unlock()
+	if ok && w != nil {
+		w.removeTarget(key) // waits for a flush in progress, which settles its own requests
+	}
 	var orphaned []*CommitRequest
+	m.mu.Lock()
 	for _, st := range m.requests {
 		if st.req.Target == key && !st.outcome.Done {
 			orphaned = append(orphaned, &st.req)
 		}
 	}
 	m.mu.Unlock()
-	if ok && w != nil {
-		w.removeTarget(key)
-	}
 	for _, r := range orphaned {
 		m.settle(r, RequestOutcome{Done: true, Reason: ReasonTargetRemoved,
 			Message: fmt.Sprintf("GitTarget %s stopped writing (deleted or not Ready) before the request was committed", key)})
@@ -231,13 +237,9 @@ func (m *Manager) Submit(changes ...Change) {
 
 func (m *Manager) workerFor(ctx context.Context, spec TargetSpec) (*worker, error) {
 	wk := workerKey{url: repo.NormalizeURL(spec.URL), branch: spec.Branch}
+	m.moveAway(spec.Key, wk)
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if old, ok := m.targets[spec.Key]; ok && old != wk {
-		if w := m.workers[old]; w != nil {
-			w.removeTarget(spec.Key)
-		}
-	}
 	w, ok := m.workers[wk]
 	if !ok {
 		sum := sha256.Sum256([]byte(wk.url + "\x00" + wk.branch))
@@ -258,6 +260,46 @@ func (m *Manager) workerFor(ctx context.Context, spec TargetSpec) (*worker, erro
 	}
 	m.targets[spec.Key] = wk
 	return w, nil
+}
+
+// moveAway takes a target off the worker it had when its repository or branch changed.
+// The old worker's lock is taken without holding the Manager's, which a push can hold for
+// seconds. Its pending CommitRequests are marked to be handed to the new worker.
+func (m *Manager) moveAway(key types.NamespacedName, to workerKey) {
+	m.mu.Lock()
+	from, ok := m.targets[key]
+	if !ok || from == to {
+		m.mu.Unlock()
+		return
+	}
+	old := m.workers[from]
+	delete(m.targets, key)
+	for _, st := range m.requests {
+		if st.req.Target == key && !st.outcome.Done {
+			st.rehome = true
+		}
+	}
+	m.mu.Unlock()
+	if old != nil {
+		old.removeTarget(key)
+	}
+}
+
+// rehome hands the target's CommitRequests that lost their queue to its current worker,
+// where they wait for their author's next change (or time out, saying so).
+func (m *Manager) rehome(key types.NamespacedName, w *worker) {
+	var moved []*CommitRequest
+	m.mu.Lock()
+	for _, st := range m.requests {
+		if st.req.Target == key && st.rehome {
+			st.rehome = false
+			moved = append(moved, &st.req)
+		}
+	}
+	m.mu.Unlock()
+	for _, r := range moved {
+		w.request(r)
+	}
 }
 
 // Locate tells admission where an object would land in a target's folder: the file already

@@ -51,10 +51,14 @@ func (m *Manager) Forget(key types.NamespacedName) {
 	}
 }
 
-// settle records a request's outcome and tells its controller.
+// settle records a request's outcome and tells its controller. The first final outcome
+// stands: a commit pushed while its target was being removed is not reported as removed.
 func (m *Manager) settle(r *CommitRequest, out RequestOutcome) {
 	m.mu.Lock()
 	st, ok := m.requests[r.Key]
+	if ok && st.outcome.Done {
+		ok = false
+	}
 	if ok {
 		st.outcome = out
 	}

@@ -68,8 +68,10 @@ type worker struct {
 	backoff time.Duration
 	retryAt time.Time
 	// outcome reports what became of a CommitRequest (the Manager keeps it). It takes the
-	// Manager's lock, so it is called only after w.mu is released: answers collects the
-	// outcomes of a flush under w.mu until then.
+	// Manager's lock while w.mu is held; that is safe because no path takes a worker's lock
+	// while holding the Manager's (moveAway and RemoveTarget release it first). answers
+	// collects a flush's outcomes, reported before w.mu is released, so a target's removal
+	// (which waits for w.mu) never overtakes a commit that carried a request's message.
 	outcome func(*CommitRequest, RequestOutcome)
 	answers []answer
 }
@@ -331,12 +333,11 @@ func (w *worker) flushIfDue(ctx context.Context, key types.NamespacedName, now t
 		}
 		changed = changed || c
 	}
-	answers := w.answers
-	w.answers = nil
-	w.mu.Unlock()
-	for _, a := range answers {
+	for _, a := range w.answers {
 		w.outcome(a.req, a.out)
 	}
+	w.answers = nil
+	w.mu.Unlock()
 	w.reportPending()
 	if changed {
 		w.opts.OnStatus(key)

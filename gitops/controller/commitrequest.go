@@ -97,10 +97,21 @@ func (r *CommitRequestReconciler) reconcile(ctx context.Context, cr *v1alpha1.Co
 		msg := fmt.Sprintf("waiting for changes by %s on GitTarget %s to commit", cr.Spec.Requester.Username, targetKey)
 		v1alpha1.SetReconciling(conds, gen, v1alpha1.ReasonWaiting, msg)
 		v1alpha1.SetCondition(conds, gen, v1alpha1.ConditionCommitted, false, v1alpha1.ReasonWaiting, msg)
-		return ctrl.Result{}, nil
+		// The writer's notice normally brings the outcome; this bounds the wait if one was
+		// dropped (a full channel) or the request is still being pushed at its deadline.
+		return ctrl.Result{RequeueAfter: recheckAfter(cr.CreationTimestamp.Add(timeout(cr)))}, nil
 	}
 	settle(cr, out)
 	return ctrl.Result{}, nil
+}
+
+// recheckAfter is how long to wait before asking the writer again: until the deadline,
+// then every 30 s while a commit carrying the message is still being pushed.
+func recheckAfter(deadline time.Time) time.Duration {
+	if wait := time.Until(deadline); wait > time.Second {
+		return wait
+	}
+	return 30 * time.Second
 }
 
 // timeout is spec.timeout or its default.
