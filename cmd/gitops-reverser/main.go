@@ -224,10 +224,8 @@ func run(ctx context.Context, cfg *rest.Config, opts Options) error {
 		}
 		router := &attribution.Router{Book: book, Elected: mgr.Elected(), Metrics: attrMetrics, Log: log.WithName("attribution")}
 		if opts.LeaderElect && opts.advertiseAddress() != "" {
-			router.Forwarder = &attribution.Forwarder{
-				Own:    cachedKeyPair(servingCertDir(opts)),
-				Leader: (&attribution.LeaseLeader{Reader: mgr.GetAPIReader(), Lease: types.NamespacedName{Namespace: leaderNS, Name: leaderElectionID}}).Address,
-			}
+			leader := &attribution.LeaseLeader{Reader: mgr.GetAPIReader(), Lease: types.NamespacedName{Namespace: leaderNS, Name: leaderElectionID}}
+			router.Forwarder = &attribution.Forwarder{Own: cachedKeyPair(servingCertDir(opts)), Leader: leader.Address, Forget: leader.Forget}
 		}
 		if err := setupWebhooks(ctx, mgr, cfg, opts, writer, router); err != nil {
 			return fmt.Errorf("setting up the admission webhooks: %w", err)

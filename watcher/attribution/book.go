@@ -18,12 +18,16 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// Author is the identity the API server authenticated for a request.
+// Author is the identity the API server authenticated for a request. Only the username is
+// kept: it is all a commit needs, and it keeps a record small whatever the request carried.
 type Author struct {
-	Username string   `json:"username"`
-	UID      string   `json:"uid,omitempty"`
-	Groups   []string `json:"groups,omitempty"`
+	Username string `json:"username"`
 }
+
+// MaxUsernameBytes bounds a recorded username; a longer one is not recorded (its change is
+// committed under the committer). Real usernames (e-mail addresses, OIDC subjects, service
+// accounts) are far shorter.
+const MaxUsernameBytes = 256
 
 // Op is the kind of write a record describes.
 type Op string
@@ -94,14 +98,21 @@ func NewBook(ttl time.Duration, maxRecords int) *Book {
 	return &Book{ttl: ttl, max: maxRecords, now: time.Now, byKey: map[Key]*list.Element{}, order: list.New()}
 }
 
-// Record remembers who asked for a write. A later record with the same key replaces the
-// earlier one: only the last admitted request for a version can have been stored.
+// Record remembers who asked for a write. Two records for one key by different users make
+// it ambiguous (two requests for the same change, or someone posting reviews to the webhook
+// besides the API server): the change is then left unattributed, never given to either.
 func (b *Book) Record(k Key, a Author) {
+	if a.Username == "" || len(a.Username) > MaxUsernameBytes {
+		return
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	now := b.now()
 	b.expireLocked(now)
 	if e, ok := b.byKey[k]; ok {
+		if prev := e.Value.(*record).author; prev != a {
+			a = Author{} // ambiguous: joins as unattributed
+		}
 		b.order.Remove(e)
 	}
 	b.byKey[k] = b.order.PushBack(&record{key: k, author: a, expires: now.Add(b.ttl)})
@@ -121,7 +132,8 @@ func (b *Book) Join(k Key) (Author, bool) {
 		return Author{}, false
 	}
 	b.removeLocked(e)
-	return e.Value.(*record).author, true
+	a := e.Value.(*record).author
+	return a, a.Username != ""
 }
 
 // Len is the number of live records.

@@ -1,6 +1,7 @@
 package attribution
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -124,12 +125,26 @@ func TestBookBounds(t *testing.T) {
 		assert.True(t, ok)
 		assert.Equal(t, "c", got.Username)
 	})
-	t.Run("a later request for the same version replaces the earlier record", func(t *testing.T) {
+	t.Run("two users recorded for one change leave it unattributed, never given to either", func(t *testing.T) {
 		b := NewBook(0, 0)
-		b.Record(DeleteKey("u1"), Author{Username: "a"})
-		b.Record(DeleteKey("u1"), Author{Username: "b"})
-		got, _ := b.Join(DeleteKey("u1"))
-		assert.Equal(t, "b", got.Username)
+		b.Record(DeleteKey("u1"), Author{Username: "alice"})
+		b.Record(DeleteKey("u1"), Author{Username: "mallory"})
+		_, ok := b.Join(DeleteKey("u1"))
+		assert.False(t, ok)
+	})
+	t.Run("the same user recorded twice (a retried request) still joins", func(t *testing.T) {
+		b := NewBook(0, 0)
+		b.Record(DeleteKey("u1"), Author{Username: "alice"})
+		b.Record(DeleteKey("u1"), Author{Username: "alice"})
+		got, ok := b.Join(DeleteKey("u1"))
+		assert.True(t, ok)
+		assert.Equal(t, "alice", got.Username)
+	})
+	t.Run("does not record an empty or oversized username", func(t *testing.T) {
+		b := NewBook(0, 0)
+		b.Record(CreateKey("u1"), Author{})
+		b.Record(CreateKey("u2"), Author{Username: strings.Repeat("x", MaxUsernameBytes+1)})
+		assert.Equal(t, 0, b.Len())
 	})
 }
 

@@ -24,7 +24,7 @@ const RecordsPath = "/attribution/records"
 // maxRecordBytes bounds one forwarded record; a username, UID and groups fit many times.
 const maxRecordBytes = 64 << 10
 
-// record is the wire form of one forwarded record.
+// wireRecord is the wire form of one forwarded record.
 type wireRecord struct {
 	Key    Key    `json:"key"`
 	Author Author `json:"author"`
@@ -53,15 +53,24 @@ func samePublicKey(own *tls.Certificate, peer *x509.Certificate) (bool, error) {
 // serving key pair (mutual TLS, compared by public key, so neither another workload nor a
 // certificate from the same cluster-wide CA can assert an author).
 type Receiver struct {
+	// Book is where accepted records go; the watcher joins from it.
 	Book *Book
-	Own  OwnCertificate
-	Log  logr.Logger
+	// Own is this replica's serving key pair, which a client must also present.
+	Own OwnCertificate
+	// Elected is closed once this replica leads; before, records are refused (503), so a
+	// replica that merely sits at a stale leader address never swallows them.
+	Elected <-chan struct{}
+	Log     logr.Logger
 }
 
 // ServeHTTP implements http.Handler.
 func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	if req.Method != http.MethodPost {
 		http.Error(w, "POST only", http.StatusMethodNotAllowed)
+		return
+	}
+	if !closed(r.Elected) {
+		http.Error(w, "not the leader", http.StatusServiceUnavailable)
 		return
 	}
 	if req.TLS == nil || len(req.TLS.PeerCertificates) == 0 {
@@ -90,9 +99,13 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 // Forwarder is a non-leader replica's end: it posts a record to the leader and waits for it
 // to be taken, so the record is there before the API server stores the change.
 type Forwarder struct {
+	// Own is this replica's serving key pair, presented to the leader and expected from it.
 	Own OwnCertificate
 	// Leader returns the leader's host:port, or "" when it is unknown or this replica.
-	Leader  func(ctx context.Context) (string, error)
+	Leader func(ctx context.Context) (string, error)
+	// Forget drops a cached leader address after a failed forward; nil does nothing.
+	Forget func()
+	// Timeout bounds one forward (default 500 ms).
 	Timeout time.Duration
 
 	once   sync.Once
@@ -106,31 +119,52 @@ var ErrNoLeader = errors.New("no leader address is known")
 func (f *Forwarder) Forward(ctx context.Context, k Key, a Author) error {
 	addr, err := f.Leader(ctx)
 	if err != nil {
-		return err
+		return fmt.Errorf("finding the leader: %w", err)
 	}
 	if addr == "" {
 		return ErrNoLeader
 	}
 	body, err := json.Marshal(wireRecord{Key: k, Author: a})
 	if err != nil {
-		return err
+		return fmt.Errorf("encoding an attribution record: %w", err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, f.timeout())
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "https://"+addr+RecordsPath, bytes.NewReader(body))
 	if err != nil {
-		return err
+		return fmt.Errorf("forwarding an attribution record to the leader at %s: %w", addr, err)
 	}
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := f.httpClient().Do(req)
 	if err != nil {
+		f.forget()
 		return fmt.Errorf("forwarding an attribution record to the leader at %s: %w", addr, err)
 	}
 	defer func() { _ = resp.Body.Close() }()
 	if resp.StatusCode != http.StatusNoContent {
+		f.forget()
 		return fmt.Errorf("forwarding an attribution record to the leader at %s: %s", addr, resp.Status)
 	}
 	return nil
+}
+
+func (f *Forwarder) forget() {
+	if f.Forget != nil {
+		f.Forget()
+	}
+}
+
+// closed reports whether ch is closed; a nil channel counts as closed (no election).
+func closed(ch <-chan struct{}) bool {
+	if ch == nil {
+		return true
+	}
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
 }
 
 func (f *Forwarder) timeout() time.Duration {

@@ -45,7 +45,7 @@ func leader(t *testing.T, own OwnCertificate) (*Book, string) {
 func TestForwarding(t *testing.T) {
 	replicas := keyPair(t)
 	k := UpdateKey("u1", "5", Digest{1, 2, 3})
-	alice := Author{Username: "alice", UID: "42", Groups: []string{"dev"}}
+	alice := Author{Username: "alice"}
 
 	t.Run("the leader takes a record from a replica holding the serving key pair", func(t *testing.T) {
 		book, addr := leader(t, replicas)
@@ -81,6 +81,21 @@ func TestForwarding(t *testing.T) {
 		require.NoError(t, err)
 		_ = resp.Body.Close()
 		assert.Equal(t, http.StatusUnauthorized, resp.StatusCode)
+		assert.Equal(t, 0, book.Len())
+	})
+	t.Run("a replica that does not lead refuses records, so a stale leader address never swallows them", func(t *testing.T) {
+		book := NewBook(0, 0)
+		srv := httptest.NewUnstartedServer(&Receiver{Book: book, Own: replicas, Elected: make(chan struct{}), Log: logr.Discard()})
+		cert, err := replicas()
+		require.NoError(t, err)
+		srv.TLS = &tls.Config{Certificates: []tls.Certificate{*cert}, ClientAuth: tls.RequestClientCert, MinVersion: tls.VersionTLS12}
+		srv.StartTLS()
+		t.Cleanup(srv.Close)
+		forgot := false
+		f := &Forwarder{Own: replicas, Leader: func(context.Context) (string, error) { return strings.TrimPrefix(srv.URL, "https://"), nil },
+			Forget: func() { forgot = true }}
+		assert.ErrorContains(t, f.Forward(context.Background(), k, alice), "503")
+		assert.True(t, forgot, "the cached leader address is dropped after a failed forward")
 		assert.Equal(t, 0, book.Len())
 	})
 	t.Run("a record that cannot be forwarded is kept locally and counted", func(t *testing.T) {

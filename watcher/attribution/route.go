@@ -2,6 +2,7 @@ package attribution
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"time"
@@ -17,11 +18,13 @@ import (
 // forwarded is kept locally (this replica may lead next) and its change will be committed
 // under the committer identity: a lost record costs attribution, never a write.
 type Router struct {
+	// Book holds this replica's records; the watcher joins from it while this replica leads.
 	Book *Book
 	// Forwarder is nil when no address to reach the leader is configured.
 	Forwarder *Forwarder
 	// Elected is closed once this replica leads (at once without leader election).
 	Elected <-chan struct{}
+	// Metrics counts forwards; nil counts nothing.
 	Metrics *Metrics
 	Log     logr.Logger
 }
@@ -40,17 +43,7 @@ func (r *Router) Record(ctx context.Context, k Key, a Author) {
 	}
 }
 
-func (r *Router) leading() bool {
-	if r.Elected == nil {
-		return true
-	}
-	select {
-	case <-r.Elected:
-		return true
-	default:
-		return false
-	}
-}
+func (r *Router) leading() bool { return closed(r.Elected) }
 
 // Identity is a leader-election identity that tells the other replicas where this one takes
 // forwarded records: "<unique>@<host:port>". Without an address it is just unique.
@@ -72,13 +65,23 @@ func addressOf(identity string) string {
 // LeaseLeader reads the leader's address from the leader-election Lease, caching it briefly
 // so a burst of admissions costs one read.
 type LeaseLeader struct {
+	// Reader reads the Lease (uncached: the leader changes under a cache's feet).
 	Reader client.Reader
-	Lease  types.NamespacedName
-	TTL    time.Duration
+	// Lease is the leader-election Lease.
+	Lease types.NamespacedName
+	// TTL is how long an address is trusted (default 5 s); Forget drops it sooner.
+	TTL time.Duration
 
 	mu   sync.Mutex
 	addr string
 	at   time.Time
+}
+
+// Forget drops the cached address, so the next forward reads the Lease again.
+func (l *LeaseLeader) Forget() {
+	l.mu.Lock()
+	l.at = time.Time{}
+	l.mu.Unlock()
 }
 
 // Address returns the current leader's host:port ("" when unknown).
@@ -92,9 +95,12 @@ func (l *LeaseLeader) Address(ctx context.Context) (string, error) {
 	if !l.at.IsZero() && time.Since(l.at) < ttl {
 		return l.addr, nil
 	}
+	// Bounded: admissions on this replica wait behind this read (one read serves them all).
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
 	var lease coordinationv1.Lease
 	if err := l.Reader.Get(ctx, l.Lease, &lease); err != nil {
-		return "", err
+		return "", fmt.Errorf("reading Lease %s: %w", l.Lease, err)
 	}
 	l.addr, l.at = "", time.Now()
 	if lease.Spec.HolderIdentity != nil {
