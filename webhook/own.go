@@ -66,12 +66,18 @@ func ValidateTarget(t *v1alpha1.GitTarget, provider *v1alpha1.GitProvider, other
 type Own struct {
 	Client  client.Reader
 	Decoder admission.Decoder
+	// Authorizer checks that a rule's or target's author may read what it exposes; nil
+	// skips the check (tests of the other verdicts).
+	Authorizer Authorizer
 }
 
 // Handle implements admission.Handler.
 func (o *Own) Handle(ctx context.Context, req admission.Request) admission.Response {
 	if req.Kind.Kind == "CommitRequest" {
 		return o.validateCommitRequest(ctx, req)
+	}
+	if req.Kind.Kind == "WatchRule" || req.Kind.Kind == "ClusterWatchRule" {
+		return o.validateRule(ctx, req)
 	}
 	if req.Operation == admissionv1.Delete || req.Kind.Kind != "GitTarget" {
 		return admission.Allowed("")
@@ -90,7 +96,7 @@ func (o *Own) Handle(ctx context.Context, req admission.Request) admission.Respo
 	if err := ValidateTarget(&t, provider, others); err != nil {
 		return admission.Denied(err.Error())
 	}
-	return admission.Allowed("")
+	return o.requireAccess(ctx, req, fmt.Sprintf("GitTarget %s/%s: spec.encryption", t.Namespace, t.Name), TargetReadAccess(&t))
 }
 
 // context reads the target's provider and the places of every other target from the cache.

@@ -99,7 +99,7 @@ func (w *Watched) record(ctx context.Context, req admission.Request) {
 	}
 	obj, old := decodeFull(req.Object.Raw), decodeFull(req.OldObject.Raw)
 	if k, ok := attribution.KeyForRequest(attribution.Op(req.Operation), obj, old); ok {
-		w.Attribution.Record(ctx, k, attribution.Author{Username: req.UserInfo.Username, UID: req.UserInfo.UID, Groups: req.UserInfo.Groups})
+		w.Attribution.Record(ctx, k, attribution.Author{Username: req.UserInfo.Username})
 	}
 }
 

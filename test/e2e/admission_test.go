@@ -274,3 +274,67 @@ spec:
 	require.Error(t, err)
 	assert.Contains(t, out, "spec.commitMessage")
 }
+
+func TestRuleAuthorsMustBeAllowedToReadWhatTheyRoute(t *testing.T) {
+	remote := newRemote(t)
+	startOperator(t, t.TempDir())
+	setupTarget(t, "authz", remote, "live", "1s")
+	// eve may manage WatchRules and read ConfigMaps in authz, but not read its Secrets.
+	kubectl(t, `apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata:
+  name: rule-author
+  namespace: authz
+rules:
+- apiGroups: ["reverser.gitops.dev"]
+  resources: ["watchrules", "gittargets"]
+  verbs: ["get", "list", "create", "update", "patch"]
+- apiGroups: [""]
+  resources: ["configmaps"]
+  verbs: ["get", "list", "watch"]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata:
+  name: eve
+  namespace: authz
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: Role
+  name: rule-author
+subjects:
+- apiGroup: rbac.authorization.k8s.io
+  kind: User
+  name: eve
+`, "apply", "-f", "-")
+	rule := func(resources string) string {
+		return fmt.Sprintf("apiVersion: reverser.gitops.dev/v1alpha1\nkind: WatchRule\nmetadata:\n  name: eve\n  namespace: authz\nspec:\n  targetRef:\n    name: live\n  rules:\n  - apiGroups: [\"\"]\n    resources: [%s]\n", resources)
+	}
+	eve := func(args ...string) []string { return append([]string{"--as", "eve"}, args...) }
+
+	out, err := kubectlErr(rule(`"configmaps", "secrets"`), eve("apply", "-f", "-")...)
+	require.Error(t, err, "a rule routing Secrets its author cannot read is refused")
+	assert.Contains(t, out, "WatchRule authz/eve: eve may not list secrets in namespace authz")
+	assert.NotContains(t, out, "configmaps in namespace", "only the missing permission is named")
+
+	kubectl(t, rule(`"configmaps"`), eve("apply", "-f", "-")...)
+	_, err = kubectlErr(rule(`"configmaps", "secrets"`), eve("apply", "-f", "-")...)
+	require.Error(t, err, "an update that widens the rule is checked too")
+
+	out, err = kubectlErr(`apiVersion: reverser.gitops.dev/v1alpha1
+kind: GitTarget
+metadata:
+  name: live
+  namespace: authz
+spec:
+  providerRef:
+    name: repo
+  branch: main
+  path: live
+  encryption:
+    age:
+      recipients: ["age1ql3z7hjy54pw3hyww5ayyfg7zqgvc7w3j2elw8zmrj2kg5sfn9aqmcac8p"]
+`, eve("apply", "-f", "-")...)
+	require.Error(t, err, "choosing the recipients of a namespace's Secrets needs the right to read them")
+	assert.Contains(t, out, "eve may not get secrets in namespace authz")
+}

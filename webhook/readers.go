@@ -1,0 +1,145 @@
+package webhook
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	authnv1 "k8s.io/api/authentication/v1"
+	authzv1 "k8s.io/api/authorization/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/gitops-reverser/gitops-reverser/api/v1alpha1"
+)
+
+// The operator reads every watched resource with its own, broad permissions and copies it
+// to a repository the rule's author chose. Without a check, whoever may create a WatchRule
+// could read through the operator what RBAC denies them. So a rule's author must be allowed
+// to list what it captures, and a GitTarget's author to read the Secrets its encryption keys
+// would open — the same model as Flux's impersonation, decided at admission.
+
+// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
+
+// ReadAccess is one permission the author of a rule or target must hold.
+type ReadAccess struct {
+	Verb      string
+	Group     string
+	Resource  string
+	Namespace string // "" = every namespace
+}
+
+func (a ReadAccess) String() string {
+	gr := a.Resource
+	if a.Group != "" {
+		gr += "." + a.Group
+	}
+	where := "in every namespace"
+	if a.Namespace != "" {
+		where = "in namespace " + a.Namespace
+	}
+	return fmt.Sprintf("%s %s %s", a.Verb, gr, where)
+}
+
+// RuleReadAccess lists what the author of a WatchRule (namespace set) or ClusterWatchRule
+// (namespace "") must be allowed to list: every group × resource of every rule, "*"
+// included as such (the author must then be allowed to list everything). Pure.
+func RuleReadAccess(namespace string, rules []v1alpha1.ResourceRule) []ReadAccess {
+	seen := map[ReadAccess]bool{}
+	var out []ReadAccess
+	for _, r := range rules {
+		for _, g := range r.APIGroups {
+			for _, res := range r.Resources {
+				a := ReadAccess{Verb: "list", Group: g, Resource: res, Namespace: namespace}
+				if !seen[a] {
+					seen[a] = true
+					out = append(out, a)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// TargetReadAccess lists what the author of a GitTarget must be allowed to do: with
+// spec.encryption set, get Secrets in its namespace (the recipients they choose can open
+// every Secret the target writes, and generateWhenMissing writes into a Secret). Pure.
+func TargetReadAccess(t *v1alpha1.GitTarget) []ReadAccess {
+	if t.Spec.Encryption == nil {
+		return nil
+	}
+	return []ReadAccess{{Verb: "get", Resource: "secrets", Namespace: t.Namespace}}
+}
+
+// Authorizer asks the API server whether a user may do something.
+type Authorizer interface {
+	Allowed(ctx context.Context, user authnv1.UserInfo, a ReadAccess) (bool, error)
+}
+
+// SubjectAccessReviewer is the Authorizer backed by SubjectAccessReviews.
+type SubjectAccessReviewer struct{ Client client.Client }
+
+// Allowed implements Authorizer.
+func (s SubjectAccessReviewer) Allowed(ctx context.Context, user authnv1.UserInfo, a ReadAccess) (bool, error) {
+	extra := map[string]authzv1.ExtraValue{}
+	for k, v := range user.Extra {
+		extra[k] = authzv1.ExtraValue(v)
+	}
+	sar := &authzv1.SubjectAccessReview{Spec: authzv1.SubjectAccessReviewSpec{
+		User: user.Username, UID: user.UID, Groups: user.Groups, Extra: extra,
+		ResourceAttributes: &authzv1.ResourceAttributes{Verb: a.Verb, Group: a.Group, Resource: a.Resource, Namespace: a.Namespace},
+	}}
+	if err := s.Client.Create(ctx, sar); err != nil {
+		return false, fmt.Errorf("asking the API server whether %s may %s: %w", user.Username, a, err)
+	}
+	return sar.Status.Allowed, nil
+}
+
+// requireAccess denies the request unless its user holds every access.
+func (o *Own) requireAccess(ctx context.Context, req admission.Request, what string, need []ReadAccess) admission.Response {
+	if o.Authorizer == nil || len(need) == 0 {
+		return admission.Allowed("")
+	}
+	var missing []string
+	for _, a := range need {
+		ok, err := o.Authorizer.Allowed(ctx, req.UserInfo, a)
+		if err != nil {
+			return admission.Errored(http.StatusInternalServerError, err)
+		}
+		if !ok {
+			missing = append(missing, a.String())
+		}
+	}
+	if len(missing) == 0 {
+		return admission.Allowed("")
+	}
+	return admission.Denied(fmt.Sprintf("%s: %s may not %s; the operator copies what this selects to Git, "+
+		"so its author must be allowed to read it (ask for that permission, or narrow the rule)", what, req.UserInfo.Username, strings.Join(missing, ", ")))
+}
+
+// validateRule checks a WatchRule or ClusterWatchRule's author against what it captures.
+func (o *Own) validateRule(ctx context.Context, req admission.Request) admission.Response {
+	if req.Operation != admissionv1.Create && req.Operation != admissionv1.Update {
+		return admission.Allowed("")
+	}
+	switch req.Kind.Kind {
+	case "WatchRule":
+		var r v1alpha1.WatchRule
+		if err := o.Decoder.Decode(req, &r); err != nil {
+			return admission.Errored(http.StatusBadRequest, err)
+		}
+		return o.requireAccess(ctx, req, fmt.Sprintf("WatchRule %s/%s", req.Namespace, r.Name), RuleReadAccess(req.Namespace, r.Spec.Rules))
+	default:
+		var r v1alpha1.ClusterWatchRule
+		if err := o.Decoder.Decode(req, &r); err != nil {
+			return admission.Errored(http.StatusBadRequest, err)
+		}
+		rules := make([]v1alpha1.ResourceRule, 0, len(r.Spec.Rules))
+		for _, cr := range r.Spec.Rules {
+			rules = append(rules, cr.ResourceRule)
+		}
+		return o.requireAccess(ctx, req, "ClusterWatchRule "+r.Name, RuleReadAccess("", rules))
+	}
+}
