@@ -117,14 +117,14 @@ func Decide(req Request, targets []TargetState, sensitive bool, warn bool) Verdi
 
 // plaintextDenial says why a sensitive object is denied and what to configure.
 func plaintextDenial(obj string, gr schema.GroupResource, t TargetState) string {
-	why := t.EncryptionMessage
-	if why == "" {
-		why = "its encryption has not been checked yet"
+	if t.EncryptionMessage != "" { // the condition already says what to fix
+		return fmt.Sprintf("%s would be stored in plaintext: GitTarget %s has no working encryption (%s); "+
+			"fix that or stop routing %s to it", obj, t.Key, t.EncryptionMessage, gr)
 	}
-	return fmt.Sprintf("%s would be stored in plaintext: GitTarget %s has no working encryption (%s); "+
+	return fmt.Sprintf("%s would be stored in plaintext: GitTarget %s has no working encryption (its encryption has not been checked yet); "+
 		"configure encryption on GitTarget %s (spec.encryption.age.recipients with age public keys, or "+
 		"spec.encryption.age.secretRef to a Secret of age identities, optionally with generateWhenMissing: true) "+
-		"or stop routing %s to it", obj, t.Key, why, t.Key, gr)
+		"or stop routing %s to it", obj, t.Key, t.Key, gr)
 }
 
 func deny(reason, msg string) Verdict {
