@@ -24,6 +24,8 @@ type objectBuffer struct {
 	storer.EncodedObjectStorer
 	mem   *memory.Storage
 	order []plumbing.Hash
+	// stored says flush has put the objects into the clone.
+	stored bool
 }
 
 func newObjectBuffer(base storer.EncodedObjectStorer) *objectBuffer {

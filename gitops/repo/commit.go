@@ -34,12 +34,15 @@ func (r *Repo) Commit(parent plumbing.Hash, changes map[string][]byte, author, c
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if err := r.storeFresh(); err != nil { // the previous commit may be this one's parent
+		return plumbing.ZeroHash, err
+	}
 	base, err := r.parentTree(parent)
 	if err != nil {
 		return plumbing.ZeroHash, err
 	}
 	buf := newObjectBuffer(r.git.Storer)
-	tree, err := newTree(buf, base, root)
+	tree, err := newTree(buf, r.trees, base, root)
 	if err != nil {
 		return plumbing.ZeroHash, err
 	}
@@ -47,10 +50,7 @@ func (r *Repo) Commit(parent plumbing.Hash, changes map[string][]byte, author, c
 	if err != nil {
 		return plumbing.ZeroHash, err
 	}
-	if err := buf.flush(); err != nil {
-		return plumbing.ZeroHash, err
-	}
-	r.fresh = buf
+	r.fresh = buf // stored once pushed, or by the next read of the clone
 	return sha, nil
 }
 
@@ -69,8 +69,8 @@ func (r *Repo) parentTree(parent plumbing.Hash) (plumbing.Hash, error) {
 // newTree applies the changes to base and returns the new root tree, failing
 // with ErrNoChange when it equals base. An emptied repository gets Git's
 // empty tree, which is a legal commit tree.
-func newTree(s storer.EncodedObjectStorer, base plumbing.Hash, root *changeNode) (plumbing.Hash, error) {
-	b := treeBuilder{s: s}
+func newTree(s storer.EncodedObjectStorer, trees *treeCache, base plumbing.Hash, root *changeNode) (plumbing.Hash, error) {
+	b := treeBuilder{s: s, trees: trees}
 	tree, err := b.apply(base, root, "")
 	if err != nil {
 		return plumbing.ZeroHash, err
@@ -182,6 +182,9 @@ func (n *changeNode) add(p string, content []byte) error {
 // treeBuilder writes blobs and trees into the object store.
 type treeBuilder struct {
 	s storer.EncodedObjectStorer
+	// trees caches decoded wide trees: the ones read on the changed paths and the ones
+	// written, which the next commit builds on.
+	trees *treeCache
 }
 
 // treeEdit is the entry list of one directory being rewritten.
@@ -223,9 +226,13 @@ func (b *treeBuilder) load(base plumbing.Hash, dir string) (*treeEdit, error) {
 	if base.IsZero() {
 		return ed, nil
 	}
-	t, err := object.GetTree(b.s, base)
-	if err != nil {
-		return nil, fmt.Errorf("read tree %q: %w", dir, err)
+	t, ok := b.trees.get(base)
+	if !ok {
+		var err error
+		if t, err = object.GetTree(b.s, base); err != nil {
+			return nil, fmt.Errorf("read tree %q: %w", dir, err)
+		}
+		b.trees.put(t)
 	}
 	ed.entries = append(ed.entries, t.Entries...)
 	for i, e := range ed.entries {
@@ -330,6 +337,8 @@ func (b *treeBuilder) writeTree(entries []object.TreeEntry) (plumbing.Hash, erro
 	if err != nil {
 		return plumbing.ZeroHash, fmt.Errorf("store tree: %w", err)
 	}
+	t.Hash = h
+	b.trees.put(t)
 	return h, nil
 }
 

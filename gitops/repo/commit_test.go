@@ -3,6 +3,7 @@ package repo_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -240,4 +241,34 @@ func TestALargeCommitIsStoredAsOnePackThatSurvivesAReopen(t *testing.T) {
 	require.True(t, found)
 	assert.Equal(t, "n: 1\n", string(got))
 	assert.Equal(t, "n: 1", strings.TrimSpace(remote.Show("main", "live/ns-1/configmaps/cm-001.yaml")))
+}
+
+func TestACommitReachesTheCloneOnlyOnceItIsDeliveredOrRead(t *testing.T) {
+	looseObjects := func(dir string) int {
+		n := 0
+		_ = filepath.WalkDir(filepath.Join(dir, "objects"), func(p string, d os.DirEntry, _ error) error {
+			if d != nil && !d.IsDir() && len(filepath.Base(filepath.Dir(p))) == 2 {
+				n++
+			}
+			return nil
+		})
+		return n
+	}
+	remote := repotest.NewFileRemote(t)
+	dir := filepath.Join(t.TempDir(), "clone")
+	r, err := repo.Open(context.Background(), dir, remote.URL, nil)
+	require.NoError(t, err)
+
+	c1 := commit(t, r, plumbing.ZeroHash, files("live/a.yaml", "a\n"), "first")
+	assert.Zero(t, looseObjects(dir), "compressing into the clone is not on the way to the remote")
+	push(t, r, "main", c1, plumbing.ZeroHash)
+	assert.Equal(t, 4, looseObjects(dir), "delivered, then stored: blob, two trees, commit")
+	remote.Fsck()
+
+	c2 := commit(t, r, c1, files("live/b.yaml", "b\n"), "second")
+	got, found, err := r.ReadFile(c2, "live/b.yaml")
+	require.NoError(t, err)
+	require.True(t, found, "a read before the push stores the commit first")
+	assert.Equal(t, "b\n", string(got))
+	repotest.Git(t, dir, "fsck", "--full", "--strict")
 }

@@ -23,6 +23,9 @@ func (r *Repo) Fetch(ctx context.Context, branch string) (plumbing.Hash, error) 
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if err := r.storeFresh(); err != nil {
+		return plumbing.ZeroHash, err
+	}
 	spec := config.RefSpec(fmt.Sprintf("+%s:%s", ref, trackingRef(branch)))
 	err = r.git.FetchContext(ctx, &git.FetchOptions{
 		RemoteName: remoteName,

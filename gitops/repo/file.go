@@ -48,6 +48,9 @@ func (t *TreeReader) ReadFile(p string) (content []byte, found bool, err error) 
 	}
 	t.r.mu.Lock()
 	defer t.r.mu.Unlock()
+	if err := t.r.storeFresh(); err != nil {
+		return nil, false, err
+	}
 	dir, name := path.Split(p)
 	tree, err := t.dir(strings.TrimSuffix(dir, "/"))
 	if err != nil || tree == nil {

@@ -46,6 +46,10 @@ func (r *Repo) Push(ctx context.Context, branch string, newTip, expectedRemote p
 	if err != nil {
 		return fmt.Errorf("push %s to %s: %w", branch, redactURL(r.url), err)
 	}
+	// Delivered; now the clone gets the objects, before its tracking ref may point at them.
+	if err := r.storeFresh(); err != nil {
+		return err
+	}
 	r.fresh = nil
 	return r.setTracking(branch, newTip)
 }
@@ -101,12 +105,16 @@ func (r *Repo) send(ctx context.Context, sess transport.ReceivePackSession, req 
 	if err != nil {
 		return err
 	}
+	source, err := r.packSource(hashes)
+	if err != nil {
+		return err
+	}
 	rd, wr := io.Pipe()
 	req.Packfile = rd
 	done := make(chan error, 1)
 	go func() {
 		bw := bufio.NewWriterSize(wr, 64<<10) // the encoder writes header and body of each object apart
-		_, err := packfile.NewEncoder(bw, r.packSource(hashes), refDeltas).Encode(hashes, window)
+		_, err := packfile.NewEncoder(bw, source, refDeltas).Encode(hashes, window)
 		if err == nil {
 			err = bw.Flush()
 		}
@@ -130,13 +138,22 @@ func (r *Repo) send(ctx context.Context, sess transport.ReceivePackSession, req 
 	return nil
 }
 
-// packSource is where the pack's objects are read from: the last commit's objects still in
-// memory when they are all the push needs (the usual commit-then-push), else the clone.
-func (r *Repo) packSource(hashes []plumbing.Hash) storer.EncodedObjectStorer {
-	if r.fresh != nil && r.fresh.holdsAll(hashes) {
-		return r.fresh.mem
+// objects reads the last commit's objects from memory and everything else from the clone.
+// Callers hold r.mu.
+func (r *Repo) objects() storer.EncodedObjectStorer {
+	if r.fresh != nil {
+		return r.fresh
 	}
 	return r.git.Storer
+}
+
+// packSource is where the pack's objects are read from: the last commit's objects still in
+// memory when they are all the push needs (the usual commit-then-push), else the clone.
+func (r *Repo) packSource(hashes []plumbing.Hash) (storer.EncodedObjectStorer, error) {
+	if r.fresh != nil && r.fresh.holdsAll(hashes) {
+		return r.fresh.mem, nil
+	}
+	return r.git.Storer, r.storeFresh() // a push of older commits too: all from the clone
 }
 
 // packWindow is the delta window from the clone's config (git's default 10).
@@ -219,11 +236,7 @@ func advertisedHashes(ar *packp.AdvRefs) map[plumbing.Hash]bool {
 // so the work follows the change, not the repository. It fails with
 // ErrNotFastForward when newTip does not descend from a non-zero expected.
 func (r *Repo) objectsToPush(newTip, expected plumbing.Hash, known map[plumbing.Hash]bool) ([]plumbing.Hash, error) {
-	var s storer.EncodedObjectStorer = r.git.Storer
-	if r.fresh != nil {
-		s = r.fresh // reads the last commit's trees from memory, the rest from the clone
-	}
-	w := &pushWalk{s: s, objs: map[plumbing.Hash]struct{}{}}
+	w := &pushWalk{s: r.objects(), objs: map[plumbing.Hash]struct{}{}}
 	reached, err := w.commits(newTip, expected, known)
 	if err != nil {
 		return nil, err
@@ -242,14 +255,14 @@ func (r *Repo) objectsToPush(newTip, expected plumbing.Hash, known map[plumbing.
 
 // requireAncestor fails with ErrNotFastForward unless anc is an ancestor of tip.
 func (r *Repo) requireAncestor(anc, tip plumbing.Hash) error {
-	ancC, err := object.GetCommit(r.git.Storer, anc)
+	ancC, err := object.GetCommit(r.objects(), anc)
 	if errors.Is(err, plumbing.ErrObjectNotFound) {
 		return fmt.Errorf("%w: %s is unknown locally", ErrNotFastForward, anc)
 	}
 	if err != nil {
 		return fmt.Errorf("read commit %s: %w", anc, err)
 	}
-	tipC, err := object.GetCommit(r.git.Storer, tip)
+	tipC, err := object.GetCommit(r.objects(), tip)
 	if err != nil {
 		return fmt.Errorf("read commit %s: %w", tip, err)
 	}

@@ -29,9 +29,13 @@ type Repo struct {
 	auth     transport.AuthMethod
 	git      *git.Repository
 	repaired error
-	// fresh holds the objects of the last commit made, in memory, until it is pushed: the
-	// push that follows reads them from here instead of decoding them back from disk.
+	// fresh holds the objects of the last commit made, in memory. The push that follows
+	// sends them from here and stores them in the clone only once the remote has them, so
+	// compressing them into the clone is not on the delivery path; any other read stores
+	// them first (storeFresh). Nil when there is none.
 	fresh *objectBuffer
+	// trees caches decoded wide trees (see treeCache).
+	trees *treeCache
 }
 
 // Open opens the bare clone in dir for url, creating it when dir is missing or
@@ -52,7 +56,7 @@ func Open(ctx context.Context, dir, url string, auth transport.AuthMethod) (*Rep
 	if err != nil {
 		return nil, fmt.Errorf("open clone %s: %w", dir, err)
 	}
-	r := &Repo{dir: abs, url: url, auth: auth}
+	r := &Repo{dir: abs, url: url, auth: auth, trees: newTreeCache()}
 	if err := r.load(); err != nil {
 		return nil, err
 	}
@@ -100,7 +104,23 @@ func (r *Repo) RepairedDamage() error {
 func (r *Repo) Verify() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if err := r.storeFresh(); err != nil {
+		return err
+	}
 	return verify(r.git, r.url)
+}
+
+// storeFresh stores the last commit's objects in the clone if they are not there yet.
+// Callers hold r.mu.
+func (r *Repo) storeFresh() error {
+	if r.fresh == nil || r.fresh.stored {
+		return nil
+	}
+	if err := r.fresh.flush(); err != nil {
+		return fmt.Errorf("storing the last commit's objects in %s: %w", r.dir, err)
+	}
+	r.fresh.stored = true
+	return nil
 }
 
 // Reset discards the local clone and starts again from an empty one; the next
@@ -109,6 +129,7 @@ func (r *Repo) Verify() error {
 func (r *Repo) Reset() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.fresh = nil
 	g, err := reinit(r.dir)
 	if err != nil {
 		return fmt.Errorf("reset clone %s: %w", r.dir, err)

@@ -68,6 +68,9 @@ func (r *Repo) ReadTree(commit plumbing.Hash, folder string) ([]File, error) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if err := r.storeFresh(); err != nil {
+		return nil, err
+	}
 	tree, err := r.commitTree(commit)
 	if err != nil {
 		return nil, err
@@ -89,7 +92,7 @@ func (r *Repo) commitTree(commit plumbing.Hash) (*object.Tree, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read commit %s: %w", commit, err)
 	}
-	t, err := object.GetTree(r.git.Storer, c.TreeHash)
+	t, err := r.tree(c.TreeHash)
 	if err != nil {
 		return nil, fmt.Errorf("read tree of commit %s: %w", commit, err)
 	}
@@ -106,7 +109,7 @@ func (r *Repo) subtree(tree *object.Tree, folder string) (*object.Tree, error) {
 		if e.Mode != filemode.Dir {
 			return nil, fmt.Errorf("folder %s: %w", folder, ErrPathConflict)
 		}
-		next, err := object.GetTree(r.git.Storer, e.Hash)
+		next, err := r.tree(e.Hash)
 		if err != nil {
 			return nil, fmt.Errorf("read tree %s: %w", folder, err)
 		}
@@ -203,6 +206,9 @@ func (r *Repo) CommitInfo(h plumbing.Hash) (when time.Time, err error) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if err := r.storeFresh(); err != nil {
+		return time.Time{}, err
+	}
 	c, err := object.GetCommit(r.git.Storer, h)
 	if err != nil {
 		return time.Time{}, fmt.Errorf("read commit %s: %w", h, err)
