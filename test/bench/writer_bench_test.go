@@ -53,7 +53,7 @@ const (
 	largeFolder = 50000
 	smallFolder = 50
 	// folderRounds is how many changes (b) times in each folder.
-	folderRounds = 9
+	folderRounds = 25
 	// snapshotObjects is the number of objects of (c) and (d).
 	snapshotObjects = 10000
 	// settle separates timed changes, so the operator's follow-up work on the previous one
