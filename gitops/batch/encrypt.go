@@ -190,17 +190,5 @@ func movePlaintext(p *writePlan, read func(string) ([]byte, error), id manifest.
 	if file == "" {
 		return nil
 	}
-	content, err := read(file)
-	if err != nil {
-		return fmt.Errorf("reading %s: %w", file, err)
-	}
-	out, empty, err := manifest.Remove(content, id)
-	if err != nil {
-		return fmt.Errorf("removing the plaintext %s from %s: %w", id, file, err)
-	}
-	if empty {
-		out = nil
-	}
-	p.files[file] = out
-	return nil
+	return removeFrom(p, read, id, file)
 }

@@ -97,18 +97,9 @@ func (w *worker) planOne(t *target, p *writePlan, read func(string) ([]byte, err
 		if !allowDelete || !exists || t.spec.Prune == PruneNever {
 			return nil
 		}
-		content, err := read(file)
-		if err != nil {
-			return fmt.Errorf("reading %s: %w", file, err)
+		if err := removeFrom(p, read, id, file); err != nil {
+			return err
 		}
-		out, empty, err := manifest.Remove(content, id)
-		if err != nil {
-			return fmt.Errorf("removing %s from %s: %w", id, file, err)
-		}
-		if empty {
-			out = nil
-		}
-		p.files[file] = out
 		p.located[id] = ""
 		p.actions = append(p.actions, action{"Delete", id, file})
 		return nil
@@ -142,5 +133,23 @@ func (w *worker) planOne(t *target, p *writePlan, read func(string) ([]byte, err
 	}
 	p.actions = append(p.actions, action{verb, id, path})
 	p.located[id] = path
+	return nil
+}
+
+// removeFrom plans the removal of id's document from file, and of the file when nothing
+// else is left in it.
+func removeFrom(p *writePlan, read func(string) ([]byte, error), id manifest.Identity, file string) error {
+	content, err := read(file)
+	if err != nil {
+		return fmt.Errorf("reading %s: %w", file, err)
+	}
+	out, empty, err := manifest.Remove(content, id)
+	if err != nil {
+		return fmt.Errorf("removing %s from %s: %w", id, file, err)
+	}
+	if empty {
+		out = nil
+	}
+	p.files[file] = out
 	return nil
 }
