@@ -120,6 +120,7 @@ func run(ctx context.Context, cfg *rest.Config, opts Options) error {
 		Scheme:                  scheme,
 		Metrics:                 metricsserver.Options{BindAddress: opts.MetricsAddr},
 		HealthProbeBindAddress:  opts.ProbeAddr,
+		PprofBindAddress:        opts.PprofAddr,
 		LeaderElection:          opts.LeaderElect,
 		LeaderElectionID:        leaderElectionID,
 		LeaderElectionNamespace: leaderNS,

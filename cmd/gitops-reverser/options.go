@@ -19,6 +19,7 @@ import (
 type Options struct {
 	MetricsAddr           string
 	ProbeAddr             string
+	PprofAddr             string
 	LeaderElect           bool
 	LeaderElectionNS      string
 	WorkDir               string
@@ -64,6 +65,7 @@ var defaultSkipFieldManagers = []string{"kustomize-controller", "helm-controller
 func (o *Options) bind(fs *flag.FlagSet) {
 	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", ":8080", "Address of the Prometheus metrics endpoint; 0 disables it.")
 	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints; 0 disables them.")
+	fs.StringVar(&o.PprofAddr, "pprof-bind-address", "", "Address of Go's /debug/pprof/ profiling endpoints, for diagnosing CPU and memory use; empty (the default) or 0 disables them.")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", false, "Elect a leader so that only one replica watches and writes to Git.")
 	fs.StringVar(&o.LeaderElectionNS, "leader-election-namespace", "", "Namespace of the leader election Lease (default: --namespace).")
 	fs.StringVar(&o.WorkDir, "work-dir", defaultWorkDir(), "Directory for the persistent local clones (a cache; the remote is the truth).")

@@ -1,6 +1,8 @@
 package batch
 
 import (
+	"time"
+
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -11,6 +13,10 @@ type Metrics struct {
 	ChangeToPush prometheus.Histogram
 	// CommitToPush is the time from a commit being built to its push succeeding.
 	CommitToPush prometheus.Histogram
+	// CommitBuild is the time spent building one commit (planning the file edits, blobs,
+	// trees): the writer's own cost, which should follow the size of the change, not of the
+	// repository.
+	CommitBuild prometheus.Histogram
 	// Pushes counts pushes by outcome: pushed, conflict (remote moved, replayed), failed.
 	Pushes *prometheus.CounterVec
 	// Pending is the number of dirty objects waiting per worker (repository and branch).
@@ -27,6 +33,9 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Help: "Time from a change being recorded to the push that delivered it.", Buckets: buckets}),
 		CommitToPush: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "gitops_reverser_commit_to_push_seconds",
 			Help: "Time from a commit being built to its push succeeding.", Buckets: buckets}),
+		CommitBuild: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "gitops_reverser_commit_build_seconds",
+			Help:    "Time to build one commit: plan the file edits, write blobs and trees (no waiting, no push).",
+			Buckets: []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}}),
 		Pushes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "gitops_reverser_git_pushes_total",
 			Help: "Pushes by outcome: pushed, conflict (remote moved; writes replayed), failed."}, []string{"outcome"}),
 		Pending: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "gitops_reverser_pending_changes",
@@ -34,7 +43,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		Repairs: prometheus.NewCounter(prometheus.CounterOpts{Name: "gitops_reverser_clone_repairs_total",
 			Help: "Local clones found damaged (e.g. after a crash) and rebuilt from the remote."}),
 	}
-	for _, c := range []prometheus.Collector{m.ChangeToPush, m.CommitToPush, m.Pushes, m.Pending, m.Repairs} {
+	for _, c := range []prometheus.Collector{m.ChangeToPush, m.CommitToPush, m.CommitBuild, m.Pushes, m.Pending, m.Repairs} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -59,6 +68,12 @@ func (m *Metrics) delivered(changeAge, commitAge float64) {
 		// Commit first: a reader that saw change-to-push move finds commit-to-push moved too.
 		m.CommitToPush.Observe(commitAge)
 		m.ChangeToPush.Observe(changeAge)
+	}
+}
+
+func (m *Metrics) builtCommit(took time.Duration) {
+	if m != nil {
+		m.CommitBuild.Observe(took.Seconds())
 	}
 }
 

@@ -363,6 +363,7 @@ func (w *worker) flush(ctx context.Context, t *target, win *authorWindow) (bool,
 			w.qmu.Unlock()
 			return false, nil
 		}
+		start := time.Now()
 		p, err := w.plan(ctx, t, win.dirty)
 		if err != nil {
 			return false, err
@@ -384,6 +385,7 @@ func (w *worker) flush(ctx context.Context, t *target, win *authorWindow) (bool,
 			return false, fmt.Errorf("committing: %w", err)
 		}
 		built := time.Now()
+		w.opts.Metrics.builtCommit(built.Sub(start))
 		err = w.repo.Push(ctx, w.key.branch, sha, w.remoteTip)
 		if errors.Is(err, repo.ErrRemoteMoved) {
 			w.opts.Metrics.push("conflict")

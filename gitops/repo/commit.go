@@ -3,7 +3,6 @@ package repo
 import (
 	"fmt"
 	"path"
-	"sort"
 	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -187,15 +186,6 @@ type treeBuilder struct {
 	trees *treeCache
 }
 
-// treeEdit is the entry list of one directory being rewritten.
-type treeEdit struct {
-	entries []object.TreeEntry
-	pos     map[string]int
-	deleted map[int]bool
-	changed bool
-	added   bool // new names were appended, so the order must be restored
-}
-
 // apply returns the hash of tree base (ZeroHash: none) with the changes in n
 // applied, or ZeroHash when the directory ends up empty. It returns base
 // itself when nothing changed, so untouched trees keep their hashes.
@@ -220,11 +210,11 @@ func (b *treeBuilder) apply(base plumbing.Hash, n *changeNode, dir string) (plum
 	return b.writeTree(entries)
 }
 
-// load reads the entries of base (none for ZeroHash).
+// load reads the entries of base (none for ZeroHash). The entries stay shared with the
+// decoded tree until the edit changes one.
 func (b *treeBuilder) load(base plumbing.Hash, dir string) (*treeEdit, error) {
-	ed := &treeEdit{pos: map[string]int{}, deleted: map[int]bool{}}
 	if base.IsZero() {
-		return ed, nil
+		return &treeEdit{}, nil
 	}
 	t, ok := b.trees.get(base)
 	if !ok {
@@ -234,18 +224,14 @@ func (b *treeBuilder) load(base plumbing.Hash, dir string) (*treeEdit, error) {
 		}
 		b.trees.put(t)
 	}
-	ed.entries = append(ed.entries, t.Entries...)
-	for i, e := range ed.entries {
-		ed.pos[e.Name] = i
-	}
-	return ed, nil
+	return editOf(t.Entries), nil
 }
 
 // applyFiles writes or deletes the files changed directly in this directory.
 func (b *treeBuilder) applyFiles(ed *treeEdit, n *changeNode, dir string) error {
 	for name, content := range n.files {
 		p := path.Join(dir, name)
-		i, exists := ed.pos[name]
+		i, exists := ed.find(name)
 		if exists && ed.entries[i].Mode == filemode.Dir {
 			return fmt.Errorf("%s is a directory: %w", p, ErrPathConflict)
 		}
@@ -255,9 +241,11 @@ func (b *treeBuilder) applyFiles(ed *treeEdit, n *changeNode, dir string) error 
 			}
 			continue
 		}
-		h, err := b.writeBlob(content)
-		if err != nil {
-			return fmt.Errorf("write %s: %w", p, err)
+		h := plumbing.ComputeHash(plumbing.BlobObject, content)
+		if !exists || ed.entries[i].Hash != h {
+			if err := b.writeBlob(h, content); err != nil {
+				return fmt.Errorf("write %s: %w", p, err)
+			}
 		}
 		ed.set(object.TreeEntry{Name: name, Mode: filemode.Regular, Hash: h})
 	}
@@ -269,7 +257,7 @@ func (b *treeBuilder) applyDirs(ed *treeEdit, n *changeNode, dir string) error {
 	for name, child := range n.dirs {
 		p := path.Join(dir, name)
 		sub := plumbing.ZeroHash
-		i, exists := ed.pos[name]
+		i, exists := ed.find(name)
 		if exists {
 			if ed.entries[i].Mode != filemode.Dir {
 				return fmt.Errorf("%s is not a directory: %w", p, ErrPathConflict)
@@ -291,40 +279,6 @@ func (b *treeBuilder) applyDirs(ed *treeEdit, n *changeNode, dir string) error {
 	return nil
 }
 
-// set adds or replaces an entry, noting whether anything changed.
-func (ed *treeEdit) set(e object.TreeEntry) {
-	if i, ok := ed.pos[e.Name]; ok {
-		if ed.entries[i] != e {
-			ed.entries[i], ed.changed = e, true
-		}
-		return
-	}
-	ed.pos[e.Name] = len(ed.entries)
-	ed.entries = append(ed.entries, e)
-	ed.changed, ed.added = true, true
-}
-
-// remove deletes the entry at i.
-func (ed *treeEdit) remove(i int) {
-	ed.deleted[i], ed.changed = true, true
-}
-
-// result returns the surviving entries in Git's tree order. Replacing an
-// entry keeps its kind (file or directory), hence its place, so only
-// appended names need a sort.
-func (ed *treeEdit) result() []object.TreeEntry {
-	out := make([]object.TreeEntry, 0, len(ed.entries)-len(ed.deleted))
-	for i, e := range ed.entries {
-		if !ed.deleted[i] {
-			out = append(out, e)
-		}
-	}
-	if ed.added {
-		sort.Sort(object.TreeEntrySorter(out))
-	}
-	return out
-}
-
 // writeTree stores a tree with entries (in Git order) and returns its hash;
 // no entries gives Git's empty tree.
 func (b *treeBuilder) writeTree(entries []object.TreeEntry) (plumbing.Hash, error) {
@@ -342,25 +296,29 @@ func (b *treeBuilder) writeTree(entries []object.TreeEntry) (plumbing.Hash, erro
 	return h, nil
 }
 
-// writeBlob stores content as a blob unless the store already has it.
-func (b *treeBuilder) writeBlob(content []byte) (plumbing.Hash, error) {
-	h := plumbing.ComputeHash(plumbing.BlobObject, content)
-	if b.s.HasEncodedObject(h) == nil {
-		return h, nil
-	}
+// writeBlob stores content, whose blob hash is h. It does not ask the clone whether it
+// already holds the blob: a file whose content did not change is recognised by its entry's
+// hash before this is called, and asking costs several filesystem calls per file (a loose
+// object path, then every pack index) for the rare content that exists elsewhere in the
+// repository, which storing again merely rewrites.
+func (b *treeBuilder) writeBlob(h plumbing.Hash, content []byte) error {
 	obj := b.s.NewEncodedObject()
 	obj.SetType(plumbing.BlobObject)
 	obj.SetSize(int64(len(content)))
 	w, err := obj.Writer()
 	if err != nil {
-		return plumbing.ZeroHash, err
+		return err
 	}
 	if _, err := w.Write(content); err != nil {
 		_ = w.Close()
-		return plumbing.ZeroHash, err
+		return err
 	}
 	if err := w.Close(); err != nil {
-		return plumbing.ZeroHash, err
+		return err
 	}
-	return b.s.SetEncodedObject(obj)
+	stored, err := b.s.SetEncodedObject(obj)
+	if err == nil && stored != h {
+		err = fmt.Errorf("blob hash %s, expected %s", stored, h)
+	}
+	return err
 }

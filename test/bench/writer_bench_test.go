@@ -73,6 +73,7 @@ const (
 	// Metrics of gitops/batch, read from the operator's /metrics endpoint.
 	changeToPushMetric = "gitops_reverser_change_to_push_seconds"
 	commitToPushMetric = "gitops_reverser_commit_to_push_seconds"
+	commitBuildMetric  = "gitops_reverser_commit_build_seconds"
 	pendingMetric      = "gitops_reverser_pending_changes"
 )
 
@@ -81,8 +82,9 @@ const (
 //
 //	(a) apply → pushed commit with quiet: 0s, against the floor: the same API server write
 //	    plus one go-git commit+push of one file (gitops/repo), goal <= 1.5x;
-//	(b) the operator's commit+push of one change in a 50,000-file folder against the same
-//	    in a 50-file folder, goal <= 1.3x;
+//	(b) the operator's commit of one change (building it: plan, edit, blobs, trees) in a
+//	    50,000-file folder against the same in a 50-file folder, goal <= 1.3x, with its
+//	    delivery (commit+push) beside it;
 //	(c) the initial snapshot of 10,000 objects against `git add` + `git commit` of the same
 //	    files with the git CLI, goal <= 2x;
 //	(d) a restart with 10,000 unchanged objects: commits made (goal 0), and the time until
@@ -298,7 +300,8 @@ func (f *floorWriter) write(b *testing.B, v int) (took, built time.Duration) {
 // with the same in a folder of smallFolder files. Each folder has its own repository; the
 // large one is seeded with `git fast-import`, 999 namespace directories of smallFolder files
 // beside the watched namespace's, which the operator's initial snapshot writes in both.
-// The goal is on the commit (recorded → commit built: plan, edit, trees). For context it
+// The goal is on the commit: building it (plan, edit, blobs, trees), timed by the operator's
+// gitops_reverser_commit_build_seconds. For context it
 // also prints delivery (recorded → pushed) and the floor in each folder: a go-git
 // commit+push of the same file into a bare copy of the repository, which shows how much of
 // the push's growth is the remote's own (git receive-pack runs `git rev-list --objects
@@ -309,7 +312,7 @@ func (s *writerSuite) benchLargeFolder(b *testing.B) {
 		ns, remoteDir, remoteURL string
 		files                    int
 		floor                    *floorWriter
-		own, build, e2e          []time.Duration
+		own, build, push, e2e    []time.Duration
 		floorTook, floorBuild    []time.Duration
 	}
 	large := &side{ns: "writer-b-large", files: largeFolder}
@@ -340,14 +343,16 @@ func (s *writerSuite) benchLargeFolder(b *testing.B) {
 		}
 	}
 
+	profiled := op.profileCPU(b, "b_large_folder.cpu.pprof", 20*time.Second)
+	defer profiled()
 	for round := 1; round <= folderRounds; round++ {
 		order := []*side{large, small}
 		if round%2 == 0 {
 			order = []*side{small, large}
 		}
 		for _, sd := range order {
-			own, build, e2e := s.timeOneChange(b, op, sd.ns, sd.remoteDir, round)
-			sd.own, sd.build, sd.e2e = append(sd.own, own), append(sd.build, build), append(sd.e2e, e2e)
+			own, build, push, e2e := s.timeOneChange(b, op, sd.ns, sd.remoteDir, round)
+			sd.own, sd.build, sd.push, sd.e2e = append(sd.own, own), append(sd.build, build), append(sd.push, push), append(sd.e2e, e2e)
 			time.Sleep(settle)
 			took, built := sd.floor.write(b, round)
 			sd.floorTook, sd.floorBuild = append(sd.floorTook, took), append(sd.floorBuild, built)
@@ -361,7 +366,8 @@ func (s *writerSuite) benchLargeFolder(b *testing.B) {
 	e2eRatio := float64(median(large.e2e)) / float64(median(small.e2e))
 	bl, bs := median(large.build), median(small.build)
 	buildRatio := float64(bl) / float64(bs)
-	pushRatio := float64(l-bl) / float64(sm-bs)
+	pl, ps := median(large.push), median(small.push)
+	pushRatio := float64(pl) / float64(ps)
 	floorPushRatio := float64(fl-median(large.floorBuild)) / float64(fs-median(small.floorBuild))
 	b.ReportMetric(buildRatio, "ratio")
 	b.ReportMetric(ratio, "delivered-ratio")
@@ -371,25 +377,26 @@ func (s *writerSuite) benchLargeFolder(b *testing.B) {
 	b.ReportMetric(e2eRatio, "apply-to-push-ratio")
 	b.ReportMetric(floorRatio, "floor-ratio")
 	fmt.Printf("writer (b): commit of one change (plan, edit, trees) in %s-file folder %s vs %s-file folder %s, ratio %.2f (goal <= 1.3; medians of %d)\n",
-		thousands(largeFolder), bl.Round(100*time.Microsecond), thousands(smallFolder), bs.Round(100*time.Microsecond), buildRatio, folderRounds)
+		thousands(largeFolder), bl.Round(10*time.Microsecond), thousands(smallFolder), bs.Round(10*time.Microsecond), buildRatio, folderRounds)
 	fmt.Printf("writer (b):   delivered (change→push) %s vs %s, ratio %.2f, of which the push %s vs %s, ratio %.2f; "+
 		"the floor (go-git commit+push of the same file, no operator) %s vs %s, ratio %.2f, its push alone %.2f — "+
 		"the remote's git receive-pack checks connectivity against all it has\n",
-		l.Round(time.Millisecond), sm.Round(time.Millisecond), ratio, (l - bl).Round(time.Millisecond), (sm - bs).Round(time.Millisecond), pushRatio,
+		l.Round(time.Millisecond), sm.Round(time.Millisecond), ratio, pl.Round(time.Millisecond), ps.Round(time.Millisecond), pushRatio,
 		fl.Round(time.Millisecond), fs.Round(time.Millisecond), floorRatio, floorPushRatio)
 }
 
 // timeOneChange patches ConfigMap cm-25 of ns and returns the operator's own time for it
-// (change recorded → pushed, the delta of its change-to-push histogram), the part of it
-// spent before the push (minus the delta of its commit-to-push histogram) and the
-// end-to-end time (patch sent → remote branch moved). A sample that shares its push with
-// other work is retried.
-func (s *writerSuite) timeOneChange(b *testing.B, op *writerOperator, ns, remoteDir string, round int) (own, build, e2e time.Duration) {
+// (change recorded → pushed, the delta of its change-to-push histogram), how much of that
+// was building the commit (the delta of its commit-build histogram: plan, edit, trees) and
+// pushing it (commit-to-push), and the end-to-end time (patch sent → remote branch moved).
+// A sample that shares its push with other work is retried.
+func (s *writerSuite) timeOneChange(b *testing.B, op *writerOperator, ns, remoteDir string, round int) (own, build, push, e2e time.Duration) {
 	b.Helper()
 	for attempt := 0; attempt < 3; attempt++ {
 		time.Sleep(settle)
 		sum0, n0 := op.histogram(b, changeToPushMetric)
 		push0, _ := op.histogram(b, commitToPushMetric)
+		build0, builds0 := op.histogram(b, commitBuildMetric)
 		moved := watchHead(remoteDir)
 		start := time.Now()
 		s.patchConfigMap(b, ns, "cm-25", round*10+attempt)
@@ -399,14 +406,14 @@ func (s *writerSuite) timeOneChange(b *testing.B, op *writerOperator, ns, remote
 			time.Sleep(5 * time.Millisecond) // the histogram is observed just after the push returns
 			sum1, n1 = op.histogram(b, changeToPushMetric)
 		}
-		if n1-n0 == 1 {
-			push1, _ := op.histogram(b, commitToPushMetric)
-			own = time.Duration((sum1 - sum0) * float64(time.Second))
-			return own, own - time.Duration((push1-push0)*float64(time.Second)), at.Sub(start)
+		push1, _ := op.histogram(b, commitToPushMetric)
+		build1, builds1 := op.histogram(b, commitBuildMetric)
+		if n1-n0 == 1 && builds1-builds0 == 1 {
+			return seconds(sum1 - sum0), seconds(build1 - build0), seconds(push1 - push0), at.Sub(start)
 		}
 	}
 	b.Fatalf("no push of a single change in %s after 3 attempts (other pushes interleaved)\n%s", ns, op.tail())
-	return 0, 0, 0
+	return 0, 0, 0, 0
 }
 
 // seedLargeFolder commits n ConfigMap manifests under folder/ns-NNN/configmaps/ (smallFolder
@@ -770,6 +777,8 @@ type writerOperator struct {
 	logs    *lockedBuffer
 	done    chan struct{}
 	metrics string
+	// pprof is the base URL of the operator's /debug/pprof/, "" unless $BENCH_PROFILE_DIR is set.
+	pprof string
 }
 
 // startOperator runs the binary on workDir; it is stopped when the benchmark ends, if not
@@ -785,6 +794,11 @@ func (s *writerSuite) startOperator(b *testing.B, workDir string) *writerOperato
 		"--health-probe-bind-address", "0",
 	)
 	op := &writerOperator{cmd: cmd, logs: &lockedBuffer{}, done: make(chan struct{}), metrics: "http://" + addr + "/metrics"}
+	if os.Getenv(profileDirEnv) != "" {
+		pprofAddr := fmt.Sprintf("127.0.0.1:%d", freePort(b))
+		cmd.Args = append(cmd.Args, "--pprof-bind-address", pprofAddr)
+		op.pprof = "http://" + pprofAddr + "/debug/pprof/"
+	}
 	cmd.Stdout, cmd.Stderr = op.logs, op.logs
 	if err := cmd.Start(); err != nil {
 		b.Fatalf("starting the operator: %v", err)
@@ -792,6 +806,37 @@ func (s *writerSuite) startOperator(b *testing.B, workDir string) *writerOperato
 	go func() { _ = cmd.Wait(); close(op.done) }()
 	s.ops = append(s.ops, op)
 	return op
+}
+
+// profileDirEnv names a directory where the benchmarks save CPU profiles of the operator
+// while they time it, for `go tool pprof`.
+const profileDirEnv = "BENCH_PROFILE_DIR"
+
+// profileCPU starts a CPU profile of the operator for d, saved as name in $BENCH_PROFILE_DIR;
+// the returned function waits for it. Without the variable it does nothing.
+func (o *writerOperator) profileCPU(b *testing.B, name string, d time.Duration) (wait func()) {
+	if o.pprof == "" {
+		return func() {}
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		url := fmt.Sprintf("%sprofile?seconds=%d", o.pprof, int(d.Seconds()))
+		resp, err := (&http.Client{Timeout: d + 30*time.Second}).Get(url)
+		if err != nil {
+			b.Logf("CPU profile %s: %v", name, err)
+			return
+		}
+		defer func() { _ = resp.Body.Close() }()
+		data, err := io.ReadAll(resp.Body)
+		if err == nil {
+			err = os.WriteFile(filepath.Join(os.Getenv(profileDirEnv), name), data, 0o644)
+		}
+		if err != nil {
+			b.Logf("CPU profile %s: %v", name, err)
+		}
+	}()
+	return func() { <-done }
 }
 
 // stop sends SIGTERM and waits for the process to exit, with SIGKILL after 20s. It is
@@ -1047,6 +1092,9 @@ func gitEnv() []string {
 // Formatting
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// seconds converts a histogram's sum of seconds.
+func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
 
 // plural writes "1 commit", "2 commits".
 func plural(n int, noun string) string {
