@@ -221,6 +221,20 @@ func (w *worker) refresh(ctx context.Context, force bool) error {
 	return nil
 }
 
+// compactIfDue keeps the clone's size bounded (repo.CompactIfDue); a failure is only
+// logged, since the clone stays usable and the next push tries again.
+func (w *worker) compactIfDue() {
+	done, st, err := w.repo.CompactIfDue(w.key.branch)
+	if err != nil {
+		w.log.Error(err, "compacting the local clone")
+		return
+	}
+	if done {
+		w.log.Info("compacted the local clone to the tip", "objects", st.Kept,
+			"looseRemoved", st.LooseRemoved, "packsRemoved", st.PacksRemoved, "took", st.Took.String())
+	}
+}
+
 // analyze reads the target's folder at the remote tip: verdict, index, object count.
 func (w *worker) analyze(t *target) error {
 	files, err := w.repo.ReadTree(w.remoteTip, t.spec.Folder)
@@ -414,6 +428,7 @@ func (w *worker) flush(ctx context.Context, t *target, win *authorWindow) (bool,
 		t.st.LastError = ""
 		w.log.Info("pushed", "gitTarget", t.spec.Key.String(), "sha", sha.String(), "files", len(p.files), "author", author.Name)
 		w.answer(win, sha.String(), nil)
+		w.compactIfDue()
 		return true, nil
 	}
 }

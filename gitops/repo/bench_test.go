@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gitops-reverser/gitops-reverser/gitops/repo"
+	"github.com/gitops-reverser/gitops-reverser/gitops/repo/repotest"
 )
 
 // BenchmarkCommitLargeFolder commits one changed file into folders of 50, 5,000 and 50,000
@@ -56,5 +57,25 @@ func benchmarkOneFileCommit(b *testing.B, n int, pathOf func(int) string) {
 		_, _, err := r.ReadFile(base, target)
 		require.NoError(b, err)
 		b.StartTimer()
+	}
+}
+
+// BenchmarkCompact packs the tip of a 50,000-file folder (1,000 namespaces of 50) and
+// deletes the rest: what the writer pays every few thousand loose objects.
+func BenchmarkCompact(b *testing.B) {
+	remote := repotest.NewFileRemote(b)
+	r, err := repo.Open(context.Background(), filepath.Join(b.TempDir(), "clone"), remote.URL, nil)
+	require.NoError(b, err)
+	all := make(map[string][]byte, 50000)
+	for i := range 50000 {
+		all[fmt.Sprintf("live/ns-%03d/configmaps/cm-%02d.yaml", i/50, i%50)] = fmt.Appendf(nil, "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm-%d\ndata:\n  k: v\n", i)
+	}
+	tip, err := r.Commit(plumbing.ZeroHash, all, signature(), signature(), "seed")
+	require.NoError(b, err)
+	require.NoError(b, r.Push(context.Background(), "main", tip, plumbing.ZeroHash))
+	for b.Loop() {
+		if _, err := r.Compact("main"); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

@@ -1,11 +1,9 @@
 package repo
 
 import (
-	"bufio"
 	"fmt"
 
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/format/packfile"
 	"github.com/go-git/go-git/v5/plumbing/storer"
 	"github.com/go-git/go-git/v5/storage/memory"
 )
@@ -76,25 +74,8 @@ func (b *objectBuffer) flush() error {
 		}
 		return nil
 	}
-	w, err := pw.PackfileWriter()
-	if err != nil {
-		return fmt.Errorf("open a packfile for %d objects: %w", len(b.order), err)
-	}
-	// No delta search: the pack is local storage, written once; pushes choose their own.
-	// Buffered, since the encoder writes each object header and body separately.
-	bw := bufio.NewWriterSize(w, 1<<20)
-	if _, err := packfile.NewEncoder(bw, b.mem, false).Encode(b.order, 0); err != nil {
-		_ = w.Close()
-		return fmt.Errorf("write a packfile of %d objects: %w", len(b.order), err)
-	}
-	if err := bw.Flush(); err != nil {
-		_ = w.Close()
-		return fmt.Errorf("write a packfile of %d objects: %w", len(b.order), err)
-	}
-	if err := w.Close(); err != nil {
-		return fmt.Errorf("index a packfile of %d objects: %w", len(b.order), err)
-	}
-	return nil
+	_, err := writePackfile(pw, b.mem, b.order)
+	return err
 }
 
 // holdsAll reports whether every one of hashes is held in memory.

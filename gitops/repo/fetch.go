@@ -16,6 +16,7 @@ import (
 // (forced: the remote is the truth) and returns the remote tip. An empty
 // remote, or one without the branch, gives plumbing.ZeroHash and no error,
 // and drops the stale tracking ref; "already up to date" is not an error.
+// Only the tip is fetched (depth 1): the clone is shallow, see Compact.
 func (r *Repo) Fetch(ctx context.Context, branch string) (plumbing.Hash, error) {
 	ref, err := branchRef(branch)
 	if err != nil {
@@ -32,6 +33,10 @@ func (r *Repo) Fetch(ctx context.Context, branch string) (plumbing.Hash, error) 
 		RefSpecs:   []config.RefSpec{spec},
 		Auth:       r.auth,
 		Tags:       git.NoTags,
+		// Only the tip: the writer builds on it and never reads history. It also tells the
+		// remote which commits are shallow here, so after Compact the remote still sends
+		// every object a new commit needs, even one an older commit had.
+		Depth: 1,
 	})
 	switch {
 	case err == nil, errors.Is(err, git.NoErrAlreadyUpToDate):

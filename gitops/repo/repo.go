@@ -36,6 +36,8 @@ type Repo struct {
 	fresh *objectBuffer
 	// trees caches decoded wide trees (see treeCache).
 	trees *treeCache
+	// compactAt says when CompactIfDue compacts.
+	compactAt compactionThresholds
 }
 
 // Open opens the bare clone in dir for url, creating it when dir is missing or
@@ -56,7 +58,8 @@ func Open(ctx context.Context, dir, url string, auth transport.AuthMethod) (*Rep
 	if err != nil {
 		return nil, fmt.Errorf("open clone %s: %w", dir, err)
 	}
-	r := &Repo{dir: abs, url: url, auth: auth, trees: newTreeCache()}
+	r := &Repo{dir: abs, url: url, auth: auth, trees: newTreeCache(),
+		compactAt: compactionThresholds{loose: compactLooseObjects, packs: compactPacks}}
 	if err := r.load(); err != nil {
 		return nil, err
 	}

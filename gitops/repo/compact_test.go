@@ -1,0 +1,130 @@
+package repo_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gitops-reverser/gitops-reverser/gitops/repo"
+	"github.com/gitops-reverser/gitops-reverser/gitops/repo/repotest"
+)
+
+// countObjects reads `git count-objects -v` of the clone: the git CLI as an observer.
+func countObjects(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, line := range strings.Split(repotest.Git(t, dir, "count-objects", "-v"), "\n") {
+		if k, v, ok := strings.Cut(line, ": "); ok {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// pushSeries commits and pushes n changes of a.yaml on top of tip, one at a time.
+func pushSeries(t *testing.T, r *repo.Repo, tip plumbing.Hash, values ...string) plumbing.Hash {
+	t.Helper()
+	for _, v := range values {
+		next := commit(t, r, tip, files("live/a.yaml", v), "set a to "+v)
+		push(t, r, "main", next, tip)
+		tip = next
+	}
+	return tip
+}
+
+func TestCompactKeepsOnlyTheTipAndLaterFetchesStillBringWhatOlderCommitsHad(t *testing.T) {
+	remote := repotest.NewHTTPRemote(t)
+	remote.Seed("main", map[string]string{"live/a.yaml": "v1\n", "live/b.yaml": "b\n"}, "seed")
+	r := openClone(t, remote.URL, nil)
+	tip := pushSeries(t, r, fetch(t, r, "main"), "v2\n", "v3\n", "v4\n")
+	before := countObjects(t, r.Dir())
+	require.NotEqual(t, "0", before["count"], "each commit left loose objects")
+
+	stats, err := r.Compact("main")
+
+	require.NoError(t, err)
+	assert.Equal(t, 5, stats.Kept, "the tip commit, two trees and two blobs")
+	assert.Positive(t, stats.LooseRemoved)
+	after := countObjects(t, r.Dir())
+	assert.Equal(t, "0", after["count"], "no loose objects are left")
+	assert.Equal(t, "1", after["packs"], "one packfile holds the tip")
+	shallow, err := os.ReadFile(filepath.Join(r.Dir(), "shallow"))
+	require.NoError(t, err)
+	assert.Equal(t, tip.String()+"\n", string(shallow))
+	repotest.Git(t, r.Dir(), "fsck", "--full", "--strict", "--no-dangling", "--no-progress")
+
+	// Someone restores a's first content, a blob only history had, and the clone must get
+	// it: the fetch told the remote the clone is shallow.
+	human := remote.PushFiles("main", map[string]string{"live/a.yaml": "v1\n", "live/c.yaml": "c\n"}, "restore a")
+	got := fetch(t, r, "main")
+	require.Equal(t, human, got.String())
+	content, found, err := r.ReadFile(got, "live/a.yaml")
+	require.NoError(t, err)
+	require.True(t, found)
+	assert.Equal(t, "v1\n", string(content))
+
+	// The writer goes on: a commit on the fetched tip pushes cleanly, history stays linear.
+	next := commit(t, r, got, files("live/b.yaml", "b2\n"), "change b")
+	push(t, r, "main", next, got)
+	remote.Fsck()
+	assert.Equal(t, next.String(), remote.Head("main"))
+	assert.Len(t, remote.Log("main"), 6, "seed, three writer commits, the human's, one more")
+
+	reopened, err := repo.Open(context.Background(), r.Dir(), remote.URL, nil)
+	require.NoError(t, err)
+	assert.NoError(t, reopened.RepairedDamage(), "a compacted clone opens as it is")
+}
+
+func TestCompactIfDueWaitsForTheThresholdAndForThePush(t *testing.T) {
+	remote := repotest.NewHTTPRemote(t)
+	remote.Seed("main", map[string]string{"live/a.yaml": "v1\n"}, "seed")
+	r := openClone(t, remote.URL, nil)
+	r.SetCompactionThresholds(12, 50)
+	tip := pushSeries(t, r, fetch(t, r, "main"), "v2\n") // 4 loose objects
+
+	done, _, err := r.CompactIfDue("main")
+	require.NoError(t, err)
+	assert.False(t, done, "below the threshold")
+
+	tip = pushSeries(t, r, tip, "v3\n", "v4\n") // 12 loose objects
+	unpushed := commit(t, r, tip, files("live/a.yaml", "v5\n"), "not pushed yet")
+	done, _, err = r.CompactIfDue("main")
+	require.NoError(t, err)
+	assert.False(t, done, "never while a commit waits for its push")
+
+	push(t, r, "main", unpushed, tip)
+	done, stats, err := r.CompactIfDue("main")
+	require.NoError(t, err)
+	assert.True(t, done)
+	assert.Equal(t, 4, stats.Kept)
+	assert.Equal(t, "0", countObjects(t, r.Dir())["count"])
+}
+
+func TestCompactIfDueCountsPackfiles(t *testing.T) {
+	remote := repotest.NewHTTPRemote(t)
+	remote.Seed("main", map[string]string{"live/a.yaml": "v1\n"}, "seed")
+	r := openClone(t, remote.URL, nil)
+	r.SetCompactionThresholds(1_000_000, 3)
+	tip := fetch(t, r, "main") // pack 1
+	for _, v := range []string{"h1\n", "h2\n"} {
+		remote.PushFiles("main", map[string]string{"live/h.yaml": v}, "human "+v)
+		tip = fetch(t, r, "main") // packs 2 and 3
+	}
+
+	done, stats, err := r.CompactIfDue("main")
+
+	require.NoError(t, err)
+	assert.True(t, done)
+	assert.Equal(t, 3, stats.PacksRemoved)
+	assert.Equal(t, "1", countObjects(t, r.Dir())["packs"])
+	content, found, err := r.ReadFile(tip, "live/h.yaml")
+	require.NoError(t, err)
+	require.True(t, found)
+	assert.Equal(t, "h2\n", string(content))
+}
