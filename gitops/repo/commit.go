@@ -214,7 +214,7 @@ func (b *treeBuilder) apply(base plumbing.Hash, n *changeNode, dir string) (plum
 // decoded tree until the edit changes one.
 func (b *treeBuilder) load(base plumbing.Hash, dir string) (*treeEdit, error) {
 	if base.IsZero() {
-		return &treeEdit{}, nil
+		return editOf(nil), nil
 	}
 	t, ok := b.trees.get(base)
 	if !ok {

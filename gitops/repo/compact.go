@@ -2,6 +2,8 @@ package repo
 
 import (
 	"bufio"
+	"os"
+	"path/filepath"
 
 	"errors"
 	"fmt"
@@ -31,6 +33,9 @@ const (
 	compactLooseObjects = 6700
 	// compactPacks is git's gc.autoPackLimit: packfiles that make compaction due.
 	compactPacks = 50
+	// compactRetryAfter spaces attempts after a failed compaction, so a clone that cannot be
+	// compacted (a file it cannot delete, a full disk) is not rewritten on every push.
+	compactRetryAfter = 10 * time.Minute
 )
 
 // compactionThresholds make compaction due: loose objects or packfiles at least these.
@@ -48,11 +53,12 @@ type CompactionStats struct {
 
 // CompactIfDue compacts the clone (see Compact) when it holds compactLooseObjects loose
 // objects or compactPacks packfiles, and only between commits: never while a commit waits
-// for its push. It reports whether it compacted.
+// for its push, nor within compactRetryAfter of a failed attempt. It reports whether it
+// compacted.
 func (r *Repo) CompactIfDue(branch string) (bool, CompactionStats, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.fresh != nil {
+	if r.fresh != nil || time.Since(r.compactFailed) < compactRetryAfter {
 		return false, CompactionStats{}, nil
 	}
 	due, err := r.compactionDue()
@@ -60,6 +66,9 @@ func (r *Repo) CompactIfDue(branch string) (bool, CompactionStats, error) {
 		return false, CompactionStats{}, err
 	}
 	stats, err := r.compact(branch)
+	if err != nil {
+		r.compactFailed = time.Now()
+	}
 	return err == nil, stats, err
 }
 
@@ -68,13 +77,13 @@ func (r *Repo) CompactIfDue(branch string) (bool, CompactionStats, error) {
 // or packed, is deleted. Fetch tells the remote the clone is shallow, so later fetches still
 // bring every object a new commit needs. A crash part-way leaves a valid clone: the pack is
 // complete before the tip is marked shallow, and objects are deleted last.
+// It fails with ErrCommitPending while a commit waits for its push.
 func (r *Repo) Compact(branch string) (CompactionStats, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if err := r.storeFresh(); err != nil {
-		return CompactionStats{}, err
+	if r.fresh != nil {
+		return CompactionStats{}, ErrCommitPending
 	}
-	r.fresh = nil
 	return r.compact(branch)
 }
 
@@ -114,56 +123,120 @@ func (r *Repo) objectStores() (storer.LooseObjectStorer, storer.PackedObjectStor
 	return loose, packed, nil
 }
 
-// compact does Compact's work. Callers hold r.mu and have stored any fresh commit.
-func (r *Repo) compact(branch string) (CompactionStats, error) {
+// compact does Compact's work. Callers hold r.mu and have checked that no commit waits for
+// its push.
+func (r *Repo) compact(branch string) (stats CompactionStats, err error) {
 	start := time.Now()
 	tip, err := r.trackingTip(branch)
 	if err != nil || tip.IsZero() {
-		return CompactionStats{}, err
+		return stats, err
 	}
 	loose, packed, err := r.objectStores()
 	if err != nil {
-		return CompactionStats{}, err
+		return stats, err
 	}
+	removeStalePackTemps(r.dir)
 	oldPacks, err := packed.ObjectPacks()
 	if err != nil {
-		return CompactionStats{}, fmt.Errorf("list packfiles in %s: %w", r.dir, err)
+		return stats, fmt.Errorf("list packfiles in %s: %w", r.dir, err)
 	}
 	keep, err := r.reachableFromTip(tip)
 	if err != nil {
-		return CompactionStats{}, err
+		return stats, err
 	}
+	// From here on go-git's cached pack indexes and loose-object list may name files that
+	// are gone; whatever happens, read the store afresh.
+	defer func() {
+		if rerr := r.reopen(); rerr != nil {
+			err = errors.Join(err, rerr)
+		}
+	}()
 	pack, err := r.writePack(keep)
 	if err != nil {
-		return CompactionStats{}, err
+		return stats, err
 	}
 	if pack.IsZero() {
-		return CompactionStats{}, fmt.Errorf("packfile written in %s without a checksum", r.dir)
+		return stats, fmt.Errorf("packfile written in %s without a checksum", r.dir)
+	}
+	if err := syncPack(r.dir, pack); err != nil {
+		return stats, err
 	}
 	if err := r.git.Storer.SetShallow([]plumbing.Hash{tip}); err != nil {
-		return CompactionStats{}, fmt.Errorf("mark %s shallow in %s: %w", tip, r.dir, err)
+		return stats, fmt.Errorf("mark %s shallow in %s: %w", tip, r.dir, err)
 	}
-	stats := CompactionStats{Kept: len(keep)}
-	if stats.LooseRemoved, err = deleteLoose(loose); err != nil {
-		return stats, fmt.Errorf("delete loose objects in %s: %w", r.dir, err)
+	if err := syncFile(filepath.Join(r.dir, "shallow")); err != nil {
+		return stats, err
 	}
+	stats.Kept = len(keep)
+	// Best effort from here: every object left behind is merely unused.
+	var errs []error
+	stats.LooseRemoved, err = deleteLoose(loose)
+	errs = append(errs, err)
 	for _, h := range oldPacks {
 		if h == pack {
 			continue // the very same pack written again
 		}
 		if err := packed.DeleteOldObjectPackAndIndex(h, time.Time{}); err != nil {
-			return stats, fmt.Errorf("delete packfile %s in %s: %w", h, r.dir, err)
+			errs = append(errs, fmt.Errorf("packfile %s: %w", h, err))
+			continue
 		}
 		stats.PacksRemoved++
 	}
-	// go-git caches pack indexes and the loose-object list; start from what is on disk.
+	stats.Took = time.Since(start)
+	if err := errors.Join(errs...); err != nil {
+		return stats, fmt.Errorf("delete unused objects in %s: %w", r.dir, err)
+	}
+	return stats, nil
+}
+
+// reopen reads the store afresh, dropping go-git's caches of pack indexes and loose objects.
+func (r *Repo) reopen() error {
 	g, err := git.PlainOpen(r.dir)
 	if err != nil {
-		return stats, fmt.Errorf("reopen %s after compaction: %w", r.dir, err)
+		if ix, ok := r.git.Storer.(interface{ Reindex() }); ok {
+			ix.Reindex()
+		}
+		return fmt.Errorf("reopen %s after compaction: %w", r.dir, err)
 	}
 	r.git = g
-	stats.Took = time.Since(start)
-	return stats, nil
+	return nil
+}
+
+// removeStalePackTemps deletes what an interrupted packfile write left behind (go-git does
+// not clean up after a failed write). Only this process writes packs here, under r.mu.
+func removeStalePackTemps(dir string) {
+	temps, _ := filepath.Glob(filepath.Join(dir, "objects", "pack", "tmp_pack_*"))
+	for _, f := range temps {
+		_ = os.Remove(f)
+	}
+}
+
+// syncPack makes the new packfile, its index and their directory durable before anything
+// they replace is deleted: after a power loss the clone must not lack both copies.
+func syncPack(dir string, pack plumbing.Hash) error {
+	packDir := filepath.Join(dir, "objects", "pack")
+	for _, f := range []string{"pack-" + pack.String() + ".pack", "pack-" + pack.String() + ".idx", ""} {
+		if err := syncFile(filepath.Join(packDir, f)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// syncFile flushes a file or directory to stable storage.
+func syncFile(p string) error {
+	f, err := os.Open(p)
+	if err != nil {
+		return fmt.Errorf("sync %s: %w", p, err)
+	}
+	err = f.Sync()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("sync %s: %w", p, err)
+	}
+	return nil
 }
 
 // reachableFromTip lists tip, its trees and blobs (gitlinks name commits of other
@@ -249,7 +322,8 @@ func writePackfile(dst storer.PackfileWriter, src storer.EncodedObjectStorer, ha
 	return checksum, nil
 }
 
-// deleteLoose deletes every loose object; the ones still needed are in the new pack.
+// deleteLoose deletes every loose object (the ones still needed are in the new pack), going
+// on past failures.
 func deleteLoose(loose storer.LooseObjectStorer) (int, error) {
 	var hashes []plumbing.Hash
 	if err := loose.ForEachObjectHash(func(h plumbing.Hash) error {
@@ -258,10 +332,17 @@ func deleteLoose(loose storer.LooseObjectStorer) (int, error) {
 	}); err != nil {
 		return 0, err
 	}
-	for i, h := range hashes {
+	removed := 0
+	var errs []error
+	for _, h := range hashes {
 		if err := loose.DeleteLooseObject(h); err != nil {
-			return i, err
+			errs = append(errs, fmt.Errorf("loose object %s: %w", h, err))
+			continue
 		}
+		removed++
 	}
-	return len(hashes), nil
+	if len(errs) > 3 {
+		errs = append(errs[:3], fmt.Errorf("and %d more", len(errs)-3))
+	}
+	return removed, errors.Join(errs...)
 }

@@ -128,3 +128,17 @@ func TestCompactIfDueCountsPackfiles(t *testing.T) {
 	require.True(t, found)
 	assert.Equal(t, "h2\n", string(content))
 }
+
+func TestCompactRefusesWhileACommitWaitsForItsPush(t *testing.T) {
+	remote := repotest.NewHTTPRemote(t)
+	remote.Seed("main", map[string]string{"live/a.yaml": "v1\n"}, "seed")
+	r := openClone(t, remote.URL, nil)
+	tip := fetch(t, r, "main")
+	pending := commit(t, r, tip, files("live/a.yaml", "v2\n"), "not pushed yet")
+
+	_, err := r.Compact("main")
+
+	require.ErrorIs(t, err, repo.ErrCommitPending)
+	push(t, r, "main", pending, tip)
+	assert.Equal(t, pending.String(), remote.Head("main"), "the commit still pushes")
+}

@@ -44,6 +44,10 @@ var (
 	// always verified, so the connection is refused rather than trusted blindly.
 	ErrNoKnownHosts = errors.New("ssh credentials need a non-empty known_hosts")
 
+	// ErrCommitPending means a commit waits for its push, so the clone is not compacted:
+	// compaction would delete that commit's objects.
+	ErrCommitPending = errors.New("a commit waits for its push")
+
 	// ErrInvalidSecret means the credentials Secret is incomplete or
 	// inconsistent for the repository URL.
 	ErrInvalidSecret = errors.New("invalid git credentials secret")

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"time"
 
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/config"
@@ -36,8 +37,9 @@ type Repo struct {
 	fresh *objectBuffer
 	// trees caches decoded wide trees (see treeCache).
 	trees *treeCache
-	// compactAt says when CompactIfDue compacts.
-	compactAt compactionThresholds
+	// compactAt says when CompactIfDue compacts; compactFailed is the last failed attempt.
+	compactAt     compactionThresholds
+	compactFailed time.Time
 }
 
 // Open opens the bare clone in dir for url, creating it when dir is missing or

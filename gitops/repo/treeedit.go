@@ -14,8 +14,11 @@ import (
 // decoded tree's entries until it changes one: the cost is a search and one copy, not a map
 // of every name.
 type treeEdit struct {
-	entries []object.TreeEntry // in Git's tree order
+	entries []object.TreeEntry // in Git's tree order, unless !sorted
 	shared  bool               // entries belong to a decoded tree; copy before writing
+	// sorted is false for a tree some other tool wrote out of Git's order (git fsck calls
+	// that an error): names are then found by scanning, and the result is sorted.
+	sorted bool
 	added   []object.TreeEntry // new names, in no particular order
 	deleted map[int]bool
 	changed bool
@@ -23,11 +26,19 @@ type treeEdit struct {
 
 // editOf starts an edit of entries (in Git's tree order), which it will not modify.
 func editOf(entries []object.TreeEntry) *treeEdit {
-	return &treeEdit{entries: entries, shared: true}
+	return &treeEdit{entries: entries, shared: true, sorted: slices.IsSortedFunc(entries, inTreeOrder)}
 }
 
 // find returns the index of the entry called name, file or directory.
 func (ed *treeEdit) find(name string) (int, bool) {
+	if !ed.sorted && len(ed.entries) > 0 {
+		for i := range ed.entries {
+			if ed.entries[i].Name == name {
+				return i, true
+			}
+		}
+		return 0, false
+	}
 	for _, dir := range []bool{false, true} {
 		i, ok := slices.BinarySearchFunc(ed.entries, name, func(e object.TreeEntry, name string) int {
 			return compareInTreeOrder(e.Name, e.Mode == filemode.Dir, name, dir)
@@ -73,13 +84,16 @@ func (ed *treeEdit) result() []object.TreeEntry {
 			out = append(out, e)
 		}
 	}
-	if len(ed.added) > 0 {
+	if len(ed.added) > 0 || !ed.sorted {
 		out = append(out, ed.added...)
-		slices.SortFunc(out, func(a, b object.TreeEntry) int {
-			return compareInTreeOrder(a.Name, a.Mode == filemode.Dir, b.Name, b.Mode == filemode.Dir)
-		})
+		slices.SortFunc(out, inTreeOrder)
 	}
 	return out
+}
+
+// inTreeOrder compares two entries in Git's tree order.
+func inTreeOrder(a, b object.TreeEntry) int {
+	return compareInTreeOrder(a.Name, a.Mode == filemode.Dir, b.Name, b.Mode == filemode.Dir)
 }
 
 // compareInTreeOrder compares two entry names the way Git orders a tree: bytewise, with a

@@ -147,3 +147,14 @@ func TestCompareInTreeOrderAgreesWithGoGit(t *testing.T) {
 	require.Equal(t, want, got)
 	assert.True(t, sort.IsSorted(object.TreeEntrySorter(got)))
 }
+
+func TestTreeEditRepairsATreeWrittenOutOfOrderInsteadOfDuplicatingAnEntry(t *testing.T) {
+	unsorted := []object.TreeEntry{fileEntry("z"), fileEntry("a.yaml"), dirEntry("ns")}
+	ed := editOf(unsorted)
+	changed := fileEntry("a.yaml")
+	changed.Hash = plumbing.ComputeHash(plumbing.BlobObject, []byte("new"))
+
+	ed.set(changed)
+
+	assert.Equal(t, []object.TreeEntry{changed, dirEntry("ns"), fileEntry("z")}, ed.result())
+}
