@@ -18,7 +18,7 @@ type treeEdit struct {
 	shared  bool               // entries belong to a decoded tree; copy before writing
 	// sorted is false for a tree some other tool wrote out of Git's order (git fsck calls
 	// that an error): names are then found by scanning, and the result is sorted.
-	sorted bool
+	sorted  bool
 	added   []object.TreeEntry // new names, in no particular order
 	deleted map[int]bool
 	changed bool
