@@ -11,6 +11,9 @@ type Metrics struct {
 	// ChangeToPush is the time from an object being marked dirty (its window opening) to the
 	// push that delivered it.
 	ChangeToPush prometheus.Histogram
+	// ChangeToCommit is the time from an object being marked dirty (its window opening) to
+	// the first commit built for it: the window's wait plus the build.
+	ChangeToCommit prometheus.Histogram
 	// CommitToPush is the time from a commit being built to its push succeeding.
 	CommitToPush prometheus.Histogram
 	// CommitBuild is the time spent building one commit (planning the file edits, blobs,
@@ -31,6 +34,8 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	m := &Metrics{
 		ChangeToPush: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "gitops_reverser_change_to_push_seconds",
 			Help: "Time from a change being recorded to the push that delivered it.", Buckets: buckets}),
+		ChangeToCommit: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "gitops_reverser_change_to_commit_seconds",
+			Help: "Time from a change being recorded to the first commit built for it.", Buckets: buckets}),
 		CommitToPush: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "gitops_reverser_commit_to_push_seconds",
 			Help: "Time from a commit being built to its push succeeding.", Buckets: buckets}),
 		CommitBuild: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "gitops_reverser_commit_build_seconds",
@@ -43,7 +48,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		Repairs: prometheus.NewCounter(prometheus.CounterOpts{Name: "gitops_reverser_clone_repairs_total",
 			Help: "Local clones found damaged (e.g. after a crash) and rebuilt from the remote."}),
 	}
-	for _, c := range []prometheus.Collector{m.ChangeToPush, m.CommitToPush, m.CommitBuild, m.Pushes, m.Pending, m.Repairs} {
+	for _, c := range []prometheus.Collector{m.ChangeToPush, m.ChangeToCommit, m.CommitToPush, m.CommitBuild, m.Pushes, m.Pending, m.Repairs} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -71,9 +76,14 @@ func (m *Metrics) delivered(changeAge, commitAge float64) {
 	}
 }
 
-func (m *Metrics) builtCommit(took time.Duration) {
+// builtCommit records a commit's build time and, for the first build of a window (replays
+// after a conflict are later builds), the age of the window's oldest change.
+func (m *Metrics) builtCommit(took, changeAge time.Duration, first bool) {
 	if m != nil {
 		m.CommitBuild.Observe(took.Seconds())
+		if first {
+			m.ChangeToCommit.Observe(changeAge.Seconds())
+		}
 	}
 }
 

@@ -399,7 +399,7 @@ func (w *worker) flush(ctx context.Context, t *target, win *authorWindow) (bool,
 			return false, fmt.Errorf("committing: %w", err)
 		}
 		built := time.Now()
-		w.opts.Metrics.builtCommit(built.Sub(start))
+		w.opts.Metrics.builtCommit(built.Sub(start), built.Sub(win.First), attempt == 1)
 		err = w.repo.Push(ctx, w.key.branch, sha, w.remoteTip)
 		if errors.Is(err, repo.ErrRemoteMoved) {
 			w.opts.Metrics.push("conflict")
