@@ -14,36 +14,48 @@ import (
 // decoded tree's entries until it changes one: the cost is a search and one copy, not a map
 // of every name.
 type treeEdit struct {
-	entries []object.TreeEntry // in Git's tree order, unless !sorted
+	entries []object.TreeEntry // in Git's tree order, unless unsorted
 	shared  bool               // entries belong to a decoded tree; copy before writing
-	// sorted is false for a tree some other tool wrote out of Git's order (git fsck calls
-	// that an error): names are then found by scanning, and the result is sorted.
-	sorted  bool
-	added   []object.TreeEntry // new names, in no particular order
-	deleted map[int]bool
-	changed bool
+	// unsorted is set, on the first name not found, for a tree some other tool wrote out of
+	// Git's order (git fsck calls that an error): names are then found by scanning, and the
+	// result is sorted, rather than a name being added twice. checked says it was looked at.
+	unsorted, checked bool
+	added             []object.TreeEntry // new names, in no particular order
+	deleted           map[int]bool
+	changed           bool
 }
 
 // editOf starts an edit of entries (in Git's tree order), which it will not modify.
 func editOf(entries []object.TreeEntry) *treeEdit {
-	return &treeEdit{entries: entries, shared: true, sorted: slices.IsSortedFunc(entries, inTreeOrder)}
+	return &treeEdit{entries: entries, shared: true}
 }
 
 // find returns the index of the entry called name, file or directory.
 func (ed *treeEdit) find(name string) (int, bool) {
-	if !ed.sorted && len(ed.entries) > 0 {
-		for i := range ed.entries {
-			if ed.entries[i].Name == name {
-				return i, true
-			}
-		}
-		return 0, false
+	if ed.unsorted {
+		return ed.scan(name)
 	}
 	for _, dir := range []bool{false, true} {
 		i, ok := slices.BinarySearchFunc(ed.entries, name, func(e object.TreeEntry, name string) int {
 			return compareInTreeOrder(e.Name, e.Mode == filemode.Dir, name, dir)
 		})
 		if ok && ed.entries[i].Name == name { // "x/" as a file key would match directory x
+			return i, true
+		}
+	}
+	if !ed.checked { // a miss is only trusted in a sorted tree
+		ed.checked, ed.unsorted = true, !slices.IsSortedFunc(ed.entries, inTreeOrder)
+		if ed.unsorted {
+			return ed.scan(name)
+		}
+	}
+	return 0, false
+}
+
+// scan finds name entry by entry.
+func (ed *treeEdit) scan(name string) (int, bool) {
+	for i := range ed.entries {
+		if ed.entries[i].Name == name {
 			return i, true
 		}
 	}
@@ -84,7 +96,7 @@ func (ed *treeEdit) result() []object.TreeEntry {
 			out = append(out, e)
 		}
 	}
-	if len(ed.added) > 0 || !ed.sorted {
+	if len(ed.added) > 0 || ed.unsorted {
 		out = append(out, ed.added...)
 		slices.SortFunc(out, inTreeOrder)
 	}
