@@ -50,7 +50,7 @@ fuzz: ## Run each fuzz target (YAML editor, ownership parser) for FUZZTIME (defa
 .PHONY: bench
 bench: ## Run the benchmarks; each prints its side-by-side ratio against its goal.
 	@assets=$$(test/tools/envtest-assets.sh); \
-	go test -run '^$$' -bench . -benchmem ./gitops/... && \
+	KUBEBUILDER_ASSETS=$$assets go test -run '^$$' -bench . -benchmem ./gitops/... && \
 	KUBEBUILDER_ASSETS=$$assets go test -timeout 30m -run '^$$' -bench . -benchtime=1x ./test/bench/
 
 .PHONY: demo

@@ -167,6 +167,7 @@ func run(ctx context.Context, cfg *rest.Config, opts Options) error {
 		Sensitive:         opts.sensitive(),
 		// Server defaults nobody set stay out of Git unless --keep-defaulted-fields.
 		KeepDefaultedFields: opts.KeepDefaultedFields,
+		CompactLooseObjects: opts.compactLooseObjects(),
 	})
 	nsCache := mgr.GetCache()
 	w = watcher.New(watcher.Options{

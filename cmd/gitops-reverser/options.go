@@ -12,6 +12,7 @@ import (
 
 	"github.com/gitops-reverser/gitops-reverser/certs"
 	"github.com/gitops-reverser/gitops-reverser/gitops/batch"
+	"github.com/gitops-reverser/gitops-reverser/gitops/repo"
 	"github.com/gitops-reverser/gitops-reverser/watcher"
 )
 
@@ -20,6 +21,7 @@ type Options struct {
 	MetricsAddr           string
 	ProbeAddr             string
 	PprofAddr             string
+	CompactLooseObjects   int
 	LeaderElect           bool
 	LeaderElectionNS      string
 	WorkDir               string
@@ -69,6 +71,7 @@ func (o *Options) bind(fs *flag.FlagSet) {
 	fs.BoolVar(&o.LeaderElect, "leader-elect", false, "Elect a leader so that only one replica watches and writes to Git.")
 	fs.StringVar(&o.LeaderElectionNS, "leader-election-namespace", "", "Namespace of the leader election Lease (default: --namespace).")
 	fs.StringVar(&o.WorkDir, "work-dir", defaultWorkDir(), "Directory for the persistent local clones (a cache; the remote is the truth).")
+	fs.IntVar(&o.CompactLooseObjects, "clone-compaction-loose-objects", repo.DefaultCompactLooseObjects, "Loose objects in a local clone that make the writer compact it to the branch tip after a push (git gc --auto's threshold); 0 never compacts on that count.")
 	fs.DurationVar(&o.GitPollInterval, "git-poll-interval", time.Minute, "How often each branch is fetched to notice changes pushed by others.")
 	fs.DurationVar(&o.ProviderCheckInterval, "provider-check-interval", 5*time.Minute, "How often a healthy GitProvider's repository is checked for reachability.")
 	fs.StringVar(&o.Namespace, "namespace", os.Getenv("POD_NAMESPACE"), "The operator's own namespace (default $POD_NAMESPACE); excluded from the watched-objects webhook.")
@@ -92,6 +95,15 @@ func (o *Options) bind(fs *flag.FlagSet) {
 	fs.StringVar(&o.AuthorEmailDomain, "author-email-domain", batch.DefaultAuthorEmailDomain, "Domain that completes a commit author's e-mail when the Kubernetes username is not an address (alice → alice@<domain>).")
 	fs.BoolVar(&o.KeepDefaultedFields, "keep-defaulted-fields", false, "Write every field of a captured object, also those no field manager owns (server defaults such as dnsPolicy); by default they are left out of Git unless the file already has them.")
 	fs.Var(&o.SensitiveResources, "sensitive-resources", "Comma-separated resource.group names (besides core secrets) that must never reach Git in plaintext, e.g. sealedsecrets.bitnami.com.")
+}
+
+// compactLooseObjects is the writer's CompactLooseObjects: the flag's 0 ("never") is the
+// writer's negative.
+func (o *Options) compactLooseObjects() int {
+	if o.CompactLooseObjects <= 0 {
+		return -1
+	}
+	return o.CompactLooseObjects
 }
 
 func (o *Options) failurePolicy() (admissionv1.FailurePolicyType, error) {

@@ -85,6 +85,23 @@ type Options struct {
 	// KeepDefaultedFields writes every field of an object, also those no field manager
 	// owns (server defaults); by default they are left out unless Git already has them.
 	KeepDefaultedFields bool
+	// CompactLooseObjects is how many loose objects make a clone due for compaction after a
+	// push (repo.CompactIfDue); 0 means repo.DefaultCompactLooseObjects, negative never.
+	CompactLooseObjects int
+}
+
+// compactPacks is git's gc.autoPackLimit: packfiles that make a clone due for compaction.
+const compactPacks = 50
+
+// compactLooseObjects resolves CompactLooseObjects' default and "never".
+func (o Options) compactLooseObjects() int {
+	switch {
+	case o.CompactLooseObjects == 0:
+		return repo.DefaultCompactLooseObjects
+	case o.CompactLooseObjects < 0:
+		return 0
+	}
+	return o.CompactLooseObjects
 }
 
 type workerKey struct {
@@ -248,6 +265,7 @@ func (m *Manager) workerFor(ctx context.Context, spec TargetSpec) (*worker, erro
 		if err != nil {
 			return nil, fmt.Errorf("opening the local clone of %s: %w", spec.URL, err)
 		}
+		r.SetCompactionThresholds(m.opts.compactLooseObjects(), compactPacks)
 		if damage := r.RepairedDamage(); damage != nil {
 			m.opts.Metrics.repaired()
 			m.opts.Log.Info("local clone was damaged and has been rebuilt", "repository", wk.url, "branch", wk.branch, "damage", damage.Error())

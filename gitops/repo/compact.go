@@ -38,8 +38,21 @@ const (
 	compactRetryAfter = 10 * time.Minute
 )
 
-// compactionThresholds make compaction due: loose objects or packfiles at least these.
+// compactionThresholds make compaction due: loose objects or packfiles at least these (0:
+// never for that count).
 type compactionThresholds struct{ loose, packs int }
+
+// DefaultCompactLooseObjects is git's gc.auto, the loose objects that make compaction due
+// unless SetCompactionThresholds says otherwise.
+const DefaultCompactLooseObjects = compactLooseObjects
+
+// SetCompactionThresholds sets when CompactIfDue compacts: at looseObjects loose objects
+// or packfiles packfiles; 0 turns that trigger off. The defaults are git gc --auto's.
+func (r *Repo) SetCompactionThresholds(looseObjects, packfiles int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.compactAt = compactionThresholds{loose: looseObjects, packs: packfiles}
+}
 
 // CompactionStats says what a compaction kept and removed, for the log.
 type CompactionStats struct {
@@ -97,8 +110,11 @@ func (r *Repo) compactionDue() (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("list packfiles in %s: %w", r.dir, err)
 	}
-	if len(packs) >= r.compactAt.packs {
+	if r.compactAt.packs > 0 && len(packs) >= r.compactAt.packs {
 		return true, nil
+	}
+	if r.compactAt.loose <= 0 {
+		return false, nil
 	}
 	n := 0
 	err = loose.ForEachObjectHash(func(plumbing.Hash) error {

@@ -60,7 +60,10 @@ func TestCompactKeepsOnlyTheTipAndLaterFetchesStillBringWhatOlderCommitsHad(t *t
 	repotest.Git(t, r.Dir(), "fsck", "--full", "--strict", "--no-dangling", "--no-progress")
 
 	// Someone restores a's first content, a blob only history had, and the clone must get
-	// it: the fetch told the remote the clone is shallow.
+	// it: the fetch told the remote the clone is shallow. With reachability bitmaps (as
+	// hosted remotes have) a remote that was not told so would leave the blob out, since
+	// the tip's history has it.
+	repotest.Git(t, remote.Dir, "repack", "-a", "-d", "-b", "-q")
 	human := remote.PushFiles("main", map[string]string{"live/a.yaml": "v1\n", "live/c.yaml": "c\n"}, "restore a")
 	got := fetch(t, r, "main")
 	require.Equal(t, human, got.String())

@@ -287,3 +287,86 @@ spec:
 	assertLinear(t, remote)
 	fsck(t, remote)
 }
+
+// TestCloneIsCompactedToTheTipAndKeepsDelivering lowers the compaction threshold so the
+// writer compacts its clone every few commits, kills it at random moments (some land during
+// a compaction), and has a human restore a file's old content outside the folder, a blob
+// the shallow clone no longer has: the fetch must bring it, or the next compaction fails.
+func TestCloneIsCompactedToTheTipAndKeepsDelivering(t *testing.T) {
+	remote := newRemote(t)
+	work := t.TempDir()
+	compactEvery := []string{"--clone-compaction-loose-objects", "20"}
+	ops := []*operator{startOperator(t, work, compactEvery...)}
+	setupTarget(t, "compact-a", remote, "live", "0s")
+	watchConfigMaps(t, "compact-a", "")
+	rng := rand.New(rand.NewSource(time.Now().UnixNano()))
+	for round := 0; round < 9; round++ {
+		value := fmt.Sprintf("r%d", round)
+		if round%3 == 1 {
+			applied := burstAsync("compact-a", "cm", 5, value)
+			time.Sleep(time.Duration(50+rng.Intn(400)) * time.Millisecond)
+			op := ops[len(ops)-1]
+			require.NoError(t, op.cmd.Process.Signal(syscall.SIGKILL))
+			<-op.done
+			require.NoError(t, <-applied)
+			ops = append(ops, startOperator(t, work, compactEvery...))
+		} else {
+			burst(t, "compact-a", "cm", 5, value)
+		}
+		waitObjects(t, remote, "live", "compact-a", "cm", 5, value, time.Minute)
+		if round == 4 {
+			old := git(t, remote, "show", "main~6:live/compact-a/configmaps/cm-0.yaml")
+			// Reachability bitmaps, as hosted remotes have: a remote not told the clone is
+			// shallow would then leave out a blob the clone's tip has in its history.
+			git(t, remote, "repack", "-a", "-d", "-b", "-q")
+			pushOutsideTheFolder(t, remote, "other/restored.yaml", old)
+		}
+	}
+
+	var logs strings.Builder
+	for _, op := range ops {
+		logs.WriteString(op.logs.String())
+	}
+	assert.GreaterOrEqual(t, strings.Count(logs.String(), "compacted the local clone to the tip"), 2)
+	var failures []string
+	for _, line := range strings.Split(logs.String(), "\n") {
+		if strings.Contains(line, "compacting the local clone") {
+			failures = append(failures, line)
+		}
+	}
+	assert.Empty(t, failures, "no compaction failed")
+	clones, err := os.ReadDir(work)
+	require.NoError(t, err)
+	require.Len(t, clones, 1)
+	clone := filepath.Join(work, clones[0].Name())
+	counts := git(t, clone, "count-objects", "-v")
+	assert.Regexp(t, `(?m)^count: ([0-9]|[1-3][0-9])$`, counts, "loose objects stay near the threshold")
+	assert.FileExists(t, filepath.Join(clone, "shallow"))
+	git(t, clone, "fsck", "--full", "--strict", "--no-dangling")
+	assert.Contains(t, git(t, remote, "log", "--format=%s", "main"), "restore an old file")
+	assertNoDuplicateDocuments(t, remote, "live")
+	assertLinear(t, remote)
+	fsck(t, remote)
+}
+
+// pushOutsideTheFolder commits file with content to main as a human, retrying when the
+// operator pushed first.
+func pushOutsideTheFolder(t *testing.T, remote, file, content string) {
+	t.Helper()
+	dir := t.TempDir()
+	out, err := execGit(dir, "clone", "-q", remote, ".")
+	require.NoError(t, err, out)
+	require.NoError(t, writeFile(filepath.Join(dir, file), content))
+	for _, args := range [][]string{{"add", file}, {"-c", "user.name=Human", "-c", "user.email=h@example.com", "commit", "-q", "-m", "restore an old file"}} {
+		out, err := execGit(dir, args...)
+		require.NoError(t, err, out)
+	}
+	for attempt := 0; attempt < 50; attempt++ {
+		if _, err := execGit(dir, "push", "-q", "origin", "HEAD:main"); err == nil {
+			return
+		}
+		out, err := execGit(dir, "-c", "user.name=Human", "-c", "user.email=h@example.com", "pull", "-q", "--rebase", "origin", "main")
+		require.NoError(t, err, out)
+	}
+	t.Fatalf("could not push %s", file)
+}
