@@ -90,9 +90,6 @@ type Options struct {
 	CompactLooseObjects int
 }
 
-// compactPacks is git's gc.autoPackLimit: packfiles that make a clone due for compaction.
-const compactPacks = 50
-
 // compactLooseObjects resolves CompactLooseObjects' default and "never".
 func (o Options) compactLooseObjects() int {
 	switch {
@@ -265,7 +262,7 @@ func (m *Manager) workerFor(ctx context.Context, spec TargetSpec) (*worker, erro
 		if err != nil {
 			return nil, fmt.Errorf("opening the local clone of %s: %w", spec.URL, err)
 		}
-		r.SetCompactionThresholds(m.opts.compactLooseObjects(), compactPacks)
+		r.SetCompactionThresholds(m.opts.compactLooseObjects(), repo.DefaultCompactPacks)
 		if damage := r.RepairedDamage(); damage != nil {
 			m.opts.Metrics.repaired()
 			m.opts.Log.Info("local clone was damaged and has been rebuilt", "repository", wk.url, "branch", wk.branch, "damage", damage.Error())

@@ -2,15 +2,13 @@ package repo
 
 import (
 	"bufio"
-	"os"
-	"path/filepath"
-
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/go-git/go-billy/v5/osfs"
-
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/cache"
@@ -42,9 +40,12 @@ const (
 // never for that count).
 type compactionThresholds struct{ loose, packs int }
 
-// DefaultCompactLooseObjects is git's gc.auto, the loose objects that make compaction due
-// unless SetCompactionThresholds says otherwise.
-const DefaultCompactLooseObjects = compactLooseObjects
+// Defaults of SetCompactionThresholds, git gc --auto's: gc.auto loose objects and
+// gc.autoPackLimit packfiles.
+const (
+	DefaultCompactLooseObjects = compactLooseObjects
+	DefaultCompactPacks        = compactPacks
+)
 
 // SetCompactionThresholds sets when CompactIfDue compacts: at looseObjects loose objects
 // or packfiles packfiles; 0 turns that trigger off. The defaults are git gc --auto's.
