@@ -59,23 +59,24 @@ func (b *objectBuffer) HasEncodedObject(h plumbing.Hash) error {
 	return b.EncodedObjectStorer.HasEncodedObject(h)
 }
 
-// flush stores the buffered objects in the clone.
-func (b *objectBuffer) flush() error {
+// flush stores the buffered objects in the clone and says how many it stored loose.
+func (b *objectBuffer) flush() (loose int, err error) {
 	pw, packable := b.EncodedObjectStorer.(storer.PackfileWriter)
 	if len(b.order) <= looseLimit || !packable {
 		for _, h := range b.order {
 			obj, err := b.mem.EncodedObject(plumbing.AnyObject, h)
 			if err != nil {
-				return err
+				return loose, err
 			}
 			if _, err := b.EncodedObjectStorer.SetEncodedObject(obj); err != nil {
-				return fmt.Errorf("store object %s: %w", h, err)
+				return loose, fmt.Errorf("store object %s: %w", h, err)
 			}
+			loose++
 		}
-		return nil
+		return loose, nil
 	}
-	_, err := writePackfile(pw, b.mem, b.order)
-	return err
+	_, err = writePackfile(pw, b.mem, b.order)
+	return 0, err
 }
 
 // holdsAll reports whether every one of hashes is held in memory.

@@ -117,17 +117,14 @@ func (r *Repo) compactionDue() (bool, error) {
 	if r.compactAt.loose <= 0 {
 		return false, nil
 	}
-	n := 0
-	err = loose.ForEachObjectHash(func(plumbing.Hash) error {
-		if n++; n >= r.compactAt.loose {
-			return storer.ErrStop
+	if !r.looseCounted {
+		n := 0
+		if err := loose.ForEachObjectHash(func(plumbing.Hash) error { n++; return nil }); err != nil {
+			return false, fmt.Errorf("count loose objects in %s: %w", r.dir, err)
 		}
-		return nil
-	})
-	if err != nil && !errors.Is(err, storer.ErrStop) {
-		return false, fmt.Errorf("count loose objects in %s: %w", r.dir, err)
+		r.loose, r.looseCounted = n, true
 	}
-	return n >= r.compactAt.loose, nil
+	return r.loose >= r.compactAt.loose, nil
 }
 
 // objectStores returns the clone's loose and packed object stores.
@@ -206,8 +203,10 @@ func (r *Repo) compact(branch string) (stats CompactionStats, err error) {
 	return stats, nil
 }
 
-// reopen reads the store afresh, dropping go-git's caches of pack indexes and loose objects.
+// reopen reads the store afresh, dropping go-git's caches of pack indexes and loose objects
+// (and the count of loose objects: a partial deletion leaves some).
 func (r *Repo) reopen() error {
+	r.looseCounted = false
 	g, err := git.PlainOpen(r.dir)
 	if err != nil {
 		if ix, ok := r.git.Storer.(interface{ Reindex() }); ok {

@@ -40,6 +40,10 @@ type Repo struct {
 	// compactAt says when CompactIfDue compacts; compactFailed is the last failed attempt.
 	compactAt     compactionThresholds
 	compactFailed time.Time
+	// loose counts the clone's loose objects once looseCounted: counted on disk on first
+	// need, then kept up to date by storeFresh, since counting walks 256 directories.
+	loose        int
+	looseCounted bool
 }
 
 // Open opens the bare clone in dir for url, creating it when dir is missing or
@@ -121,7 +125,9 @@ func (r *Repo) storeFresh() error {
 	if r.fresh == nil || r.fresh.stored {
 		return nil
 	}
-	if err := r.fresh.flush(); err != nil {
+	n, err := r.fresh.flush()
+	r.loose += n
+	if err != nil {
 		return fmt.Errorf("storing the last commit's objects in %s: %w", r.dir, err)
 	}
 	r.fresh.stored = true
@@ -135,6 +141,7 @@ func (r *Repo) Reset() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.fresh = nil
+	r.looseCounted = false
 	g, err := reinit(r.dir)
 	if err != nil {
 		return fmt.Errorf("reset clone %s: %w", r.dir, err)
