@@ -1,6 +1,7 @@
 package repo
 
 import (
+	"bytes"
 	"fmt"
 	"path"
 	"strings"
@@ -283,7 +284,7 @@ func (b *treeBuilder) applyDirs(ed *treeEdit, n *changeNode, dir string) error {
 // no entries gives Git's empty tree.
 func (b *treeBuilder) writeTree(entries []object.TreeEntry) (plumbing.Hash, error) {
 	t := &object.Tree{Entries: entries}
-	obj := b.s.NewEncodedObject()
+	obj := newSizedObject(encodedTreeSize(entries))
 	if err := t.Encode(obj); err != nil {
 		return plumbing.ZeroHash, fmt.Errorf("encode tree: %w", err)
 	}
@@ -302,23 +303,9 @@ func (b *treeBuilder) writeTree(entries []object.TreeEntry) (plumbing.Hash, erro
 // object path, then every pack index) for the rare content that exists elsewhere in the
 // repository, which storing again merely rewrites.
 func (b *treeBuilder) writeBlob(h plumbing.Hash, content []byte) error {
-	obj := b.s.NewEncodedObject()
-	obj.SetType(plumbing.BlobObject)
-	obj.SetSize(int64(len(content)))
-	w, err := obj.Writer()
-	if err != nil {
-		return err
-	}
-	if _, err := w.Write(content); err != nil {
-		_ = w.Close()
-		return err
-	}
-	if err := w.Close(); err != nil {
-		return err
-	}
-	stored, err := b.s.SetEncodedObject(obj)
-	if err == nil && stored != h {
-		err = fmt.Errorf("blob hash %s, expected %s", stored, h)
-	}
+	// The hash is known, so storing does not compute it again; the content is copied
+	// because the object outlives the caller's buffer until it is flushed after the push.
+	obj := &sizedObject{t: plumbing.BlobObject, h: h, cont: bytes.Clone(content)}
+	_, err := b.s.SetEncodedObject(obj)
 	return err
 }

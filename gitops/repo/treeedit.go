@@ -90,6 +90,9 @@ func (ed *treeEdit) remove(i int) {
 
 // result returns the surviving entries in Git's tree order.
 func (ed *treeEdit) result() []object.TreeEntry {
+	if !ed.shared && len(ed.deleted) == 0 && len(ed.added) == 0 && !ed.unsorted {
+		return ed.entries // already this edit's own copy
+	}
 	out := make([]object.TreeEntry, 0, len(ed.entries)-len(ed.deleted)+len(ed.added))
 	for i, e := range ed.entries {
 		if !ed.deleted[i] {
