@@ -283,17 +283,15 @@ func (b *treeBuilder) applyDirs(ed *treeEdit, n *changeNode, dir string) error {
 // writeTree stores a tree with entries (in Git order) and returns its hash;
 // no entries gives Git's empty tree.
 func (b *treeBuilder) writeTree(entries []object.TreeEntry) (plumbing.Hash, error) {
-	t := &object.Tree{Entries: entries}
-	obj := newSizedObject(encodedTreeSize(entries))
-	if err := t.Encode(obj); err != nil {
-		return plumbing.ZeroHash, fmt.Errorf("encode tree: %w", err)
+	obj, err := encodeTree(entries)
+	if err != nil {
+		return plumbing.ZeroHash, err
 	}
 	h, err := b.s.SetEncodedObject(obj)
 	if err != nil {
 		return plumbing.ZeroHash, fmt.Errorf("store tree: %w", err)
 	}
-	t.Hash = h
-	b.trees.put(t)
+	b.trees.put(&object.Tree{Hash: h, Entries: entries})
 	return h, nil
 }
 
