@@ -445,18 +445,38 @@ func seedLargeFolder(b *testing.B, gitDir string, n int) {
 // benchInitialSnapshot times the initial snapshot of snapshotObjects ConfigMaps: from
 // creating the WatchRule (the GitTarget already Ready on an empty repository) until the
 // remote holds every file. The baseline is `git add --all` + `git commit` of the very files
-// the operator pushed, exported from its remote, in a fresh repository.
+// the operator pushed, exported from its remote, in a fresh repository: the median of
+// baselineRuns: on this project's 2-core machine one such run took anywhere from 1.6 s to
+// 4.0 s within minutes (it writes 10,000 loose objects to a disk shared with the API server),
+// while the snapshot stayed within 3.6-4.9 s.
 func (s *writerSuite) benchInitialSnapshot(b *testing.B) {
 	st, took := s.makeSnapshot(b)
 	sizes := commitSizes(b, st.remoteDir)
-	baseline := gitAddCommit(b, st.remoteDir)
+	runs := make([]time.Duration, baselineRuns)
+	for i := range runs {
+		runs[i] = gitAddCommit(b, st.remoteDir)
+	}
+	baseline := median(runs)
 	ratio := float64(took) / float64(baseline)
 	b.ReportMetric(took.Seconds(), "snapshot-s")
 	b.ReportMetric(baseline.Seconds(), "git-add-commit-s")
 	b.ReportMetric(float64(len(sizes)), "commits")
 	b.ReportMetric(ratio, "ratio")
-	fmt.Printf("writer (c): initial snapshot of %s objects %s (WatchRule created → all pushed, %s of %s files) vs git add + git commit %s, ratio %.2f (goal <= 2)\n",
-		thousands(snapshotObjects), took.Round(10*time.Millisecond), plural(len(sizes), "commit"), strings.Join(sizes, " + "), baseline.Round(10*time.Millisecond), ratio)
+	fmt.Printf("writer (c): initial snapshot of %s objects %s (WatchRule created → all pushed, %s of %s files) vs git add + git commit %s (median of %d: %s), ratio %.2f (goal <= 2)\n",
+		thousands(snapshotObjects), took.Round(10*time.Millisecond), plural(len(sizes), "commit"), strings.Join(sizes, " + "), baseline.Round(10*time.Millisecond),
+		len(runs), roundedList(runs), ratio)
+}
+
+// baselineRuns is how many times (c) times its git CLI baseline.
+const baselineRuns = 3
+
+// roundedList prints durations to 10 ms, comma-separated.
+func roundedList(d []time.Duration) string {
+	out := make([]string, len(d))
+	for i := range d {
+		out[i] = d[i].Round(10 * time.Millisecond).String()
+	}
+	return strings.Join(out, ", ")
 }
 
 // makeSnapshot creates snapshotObjects ConfigMaps, starts an operator, points a GitTarget at
@@ -478,6 +498,8 @@ func (s *writerSuite) makeSnapshot(b *testing.B) (*snapshotState, time.Duration)
 	st.op = s.startOperator(b, st.workDir)
 	s.addTarget(b, st.op, ns, remoteURL)
 
+	profiled := st.op.profileCPU(b, "c_initial_snapshot.cpu.pprof", 5*time.Second)
+	defer profiled()
 	start := time.Now()
 	s.addWatchRule(b, st.op, ns, false)
 	deadline := time.Now().Add(5 * time.Minute)
@@ -498,8 +520,7 @@ func (s *writerSuite) makeSnapshot(b *testing.B) (*snapshotState, time.Duration)
 }
 
 // gitAddCommit exports main of the bare repository into a directory and times `git add
-// --all` + `git commit` of it in a fresh repository. One run, like the snapshot it is
-// compared with (each costs seconds).
+// --all` + `git commit` of it in a fresh repository.
 func gitAddCommit(b *testing.B, remoteDir string) time.Duration {
 	b.Helper()
 	work := b.TempDir()

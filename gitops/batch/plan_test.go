@@ -1,0 +1,61 @@
+package batch_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gitops-reverser/gitops-reverser/gitops/batch"
+)
+
+const pairFile = `# two ConfigMaps a human keeps in one file
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: a
+  namespace: app
+data:
+  k: a-old
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: b
+  namespace: app
+data:
+  k: b-old
+`
+
+func TestLargeWindow(t *testing.T) {
+	t.Run("commits a window of 102 changes in one commit, two objects of one human file included", func(t *testing.T) {
+		s := newWriterScene(t, nil)
+		s.spec.Window.MaxChanges = 1000
+		s.remote.PushFiles("main", map[string]string{"live/app/pair.yaml": pairFile}, "a human keeps two ConfigMaps in one file")
+		s.ensure()
+		keys := []batch.ObjectKey{
+			s.cluster.put(cmGVR, "ConfigMap", "a", map[string]any{"k": "a-new"}),
+			s.cluster.put(cmGVR, "ConfigMap", "b", map[string]any{"k": "b-new"}),
+		}
+		for i := range 100 {
+			keys = append(keys, s.cluster.put(cmGVR, "ConfigMap", fmt.Sprintf("cm-%03d", i), map[string]any{"i": fmt.Sprint(i)}))
+		}
+		before := s.commits()
+		st := s.submitAndSettle(keys...)
+		require.Empty(t, st.Refused)
+		require.Eventually(t, func() bool { return s.commits() == before+1 }, 10*time.Second, 50*time.Millisecond, "one commit")
+
+		pair := s.remote.Show("main", "live/app/pair.yaml")
+		assert.Contains(t, pair, "# two ConfigMaps a human keeps in one file")
+		assert.Contains(t, pair, "k: a-new", "the first object's edit")
+		assert.Contains(t, pair, "k: b-new", "the second object's edit, made on top of the first")
+		assert.NotContains(t, pair, "-old")
+		for i := range 100 {
+			assert.Contains(t, s.remote.Show("main", fmt.Sprintf("live/app/configmaps/cm-%03d.yaml", i)), fmt.Sprintf("i: %q", fmt.Sprint(i)))
+		}
+		assert.Contains(t, s.remote.Log("main")[0], "102 changes")
+		s.remote.Fsck()
+	})
+}
