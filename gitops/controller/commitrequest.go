@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	"github.com/gitops-reverser/gitops-reverser/api/status"
 	"github.com/gitops-reverser/gitops-reverser/api/v1alpha1"
 	"github.com/gitops-reverser/gitops-reverser/gitops/batch"
 )
@@ -54,7 +55,7 @@ func (r *CommitRequestReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 		return ctrl.Result{}, nil
 	}
 	before := cr.Status.DeepCopy()
-	defer func() { err = errors.Join(err, patchStatus(ctx, r.Client, &cr, before, &cr.Status)) }()
+	defer func() { res, err = status.Finish(res, err, status.Patch(ctx, r.Client, &cr, before, &cr.Status)) }()
 	cr.Status.ObservedGeneration = cr.Generation
 	return r.reconcile(ctx, &cr)
 }

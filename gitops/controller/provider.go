@@ -11,7 +11,6 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -19,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/gitops-reverser/gitops-reverser/api/status"
 	"github.com/gitops-reverser/gitops-reverser/api/v1alpha1"
 	"github.com/gitops-reverser/gitops-reverser/gitops/repo"
 )
@@ -47,7 +47,7 @@ func (r *GitProviderReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	before := p.Status.DeepCopy()
-	defer func() { err = errors.Join(err, patchStatus(ctx, r.Client, &p, before, &p.Status)) }()
+	defer func() { res, err = status.Finish(res, err, status.Patch(ctx, r.Client, &p, before, &p.Status)) }()
 	p.Status.ObservedGeneration = p.Generation
 
 	auth, err := ProviderAuth(ctx, r.Client, &p)
@@ -129,18 +129,4 @@ func (r *GitProviderReconciler) providersForSecret(ctx context.Context, o client
 		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&p)})
 	}
 	return reqs
-}
-
-// patchStatus writes status only when it changed.
-func patchStatus(ctx context.Context, c client.Client, obj client.Object, before, after any) error {
-	if equality.Semantic.DeepEqual(before, after) {
-		return nil
-	}
-	if err := c.Status().Update(ctx, obj); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil
-		}
-		return fmt.Errorf("updating status: %w", err)
-	}
-	return nil
 }

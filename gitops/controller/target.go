@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	"github.com/gitops-reverser/gitops-reverser/api/status"
 	"github.com/gitops-reverser/gitops-reverser/api/v1alpha1"
 	"github.com/gitops-reverser/gitops-reverser/gitops/batch"
 )
@@ -63,7 +64,7 @@ func (r *GitTargetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	before := t.Status.DeepCopy()
-	defer func() { err = errors.Join(err, patchStatus(ctx, r.Client, &t, before, &t.Status)) }()
+	defer func() { res, err = status.Finish(res, err, status.Patch(ctx, r.Client, &t, before, &t.Status)) }()
 	t.Status.ObservedGeneration = t.Generation
 	return r.reconcile(ctx, &t)
 }

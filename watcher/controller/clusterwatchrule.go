@@ -2,7 +2,6 @@ package controller
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -13,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/gitops-reverser/gitops-reverser/api/status"
 	"github.com/gitops-reverser/gitops-reverser/api/v1alpha1"
 	"github.com/gitops-reverser/gitops-reverser/watcher"
 )
@@ -39,7 +39,7 @@ func (r *ClusterWatchRuleReconciler) Reconcile(ctx context.Context, req ctrl.Req
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	before := cr.Status.DeepCopy()
-	defer func() { err = errors.Join(err, patchStatus(ctx, r.Client, &cr, before, &cr.Status)) }()
+	defer func() { res, err = status.Finish(res, err, status.Patch(ctx, r.Client, &cr, before, &cr.Status)) }()
 	cr.Status.ObservedGeneration = cr.Generation
 
 	target := types.NamespacedName{Namespace: cr.Spec.TargetRef.Namespace, Name: cr.Spec.TargetRef.Name}

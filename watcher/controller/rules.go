@@ -9,8 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
@@ -86,16 +84,6 @@ func applyResult(st *v1alpha1.WatchRuleStatus, gen int64, claims []watcher.Claim
 	v1alpha1.SetCondition(&st.Conditions, gen, v1alpha1.ConditionResourcesResolved, true, v1alpha1.ReasonSucceeded, fmt.Sprintf("%d resource(s) resolved", len(claims)))
 	v1alpha1.SetReady(&st.Conditions, gen, v1alpha1.ReasonSucceeded, fmt.Sprintf("watching %d resource(s)", len(claims)))
 	return ctrl.Result{}
-}
-
-func patchStatus(ctx context.Context, c client.Client, obj client.Object, before, after any) error {
-	if equality.Semantic.DeepEqual(before, after) {
-		return nil
-	}
-	if err := c.Status().Update(ctx, obj); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("updating status: %w", err)
-	}
-	return nil
 }
 
 // crdEvents re-reconciles every rule of a kind when CRDs change, so rules naming a

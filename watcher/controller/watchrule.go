@@ -2,7 +2,6 @@ package controller
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -14,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/gitops-reverser/gitops-reverser/api/status"
 	"github.com/gitops-reverser/gitops-reverser/api/v1alpha1"
 	"github.com/gitops-reverser/gitops-reverser/watcher"
 )
@@ -41,7 +41,7 @@ func (r *WatchRuleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	before := wr.Status.DeepCopy()
-	defer func() { err = errors.Join(err, patchStatus(ctx, r.Client, &wr, before, &wr.Status)) }()
+	defer func() { res, err = status.Finish(res, err, status.Patch(ctx, r.Client, &wr, before, &wr.Status)) }()
 	wr.Status.ObservedGeneration = wr.Generation
 
 	target := types.NamespacedName{Namespace: wr.Namespace, Name: wr.Spec.TargetRef.Name}

@@ -1,0 +1,51 @@
+// Package status writes the status of this operator's objects the same way in every
+// reconciler: only when it changed, guarded by the resourceVersion read, and with the
+// reconcile's result and error combined as controller-runtime expects.
+package status
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// ConflictRetry is how soon a reconcile whose status write met a newer object runs again.
+const ConflictRetry = 100 * time.Millisecond
+
+// Patch writes obj's status only when it changed (before and after are the status as
+// read and as reconciled). The write carries the resourceVersion
+// read, so a reconcile that started from a stale cache cannot overwrite a newer status (a
+// CommitRequest's outcome is written once).
+func Patch(ctx context.Context, c client.Client, obj client.Object, before, after any) error {
+	if equality.Semantic.DeepEqual(before, after) {
+		return nil
+	}
+	if err := c.Status().Update(ctx, obj); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("updating status: %w", err)
+	}
+	return nil
+}
+
+// Finish combines a reconcile's outcome with its deferred status write.
+// controller-runtime ignores a result returned with an error (and logs a warning), so an
+// error comes back alone. A conflict on the status write only means the reconcile read an
+// object the cache had not caught up with (the writer's status notices can arrive before
+// the watch does): it runs again shortly from the newer object, without an error log.
+func Finish(res ctrl.Result, err, statusErr error) (ctrl.Result, error) {
+	if err == nil && apierrors.IsConflict(statusErr) {
+		return ctrl.Result{RequeueAfter: ConflictRetry}, nil
+	}
+	if err = errors.Join(err, statusErr); err != nil {
+		return ctrl.Result{}, err
+	}
+	return res, nil
+}
