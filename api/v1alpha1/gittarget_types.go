@@ -168,7 +168,7 @@ type GitTargetStatus struct {
 	// Repository is the URL of the provider's repository, for display.
 	// +optional
 	Repository string `json:"repository,omitempty"`
-	// LastCommit is the newest commit the operator pushed for this target.
+	// LastCommit is the newest commit on the branch, as the operator last saw or pushed it.
 	// +optional
 	LastCommit *CommitInfo `json:"lastCommit,omitempty"`
 	// ObjectCount is the number of Kubernetes objects in the folder.
