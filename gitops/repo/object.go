@@ -56,11 +56,12 @@ func encodeTree(entries []object.TreeEntry) (*sizedObject, error) {
 }
 
 // encodedTreeSize is an upper bound of the encoded size of a tree with entries: per
-// entry, at most six octal mode digits, a space, the name, a NUL and the 20-byte hash.
+// entry, the mode (a uint32: at most 11 octal digits), a space, the name, a NUL and the hash.
 func encodedTreeSize(entries []object.TreeEntry) int {
+	const perEntry = 11 + 1 + 1 + len(plumbing.ZeroHash)
 	n := 0
 	for i := range entries {
-		n += len(entries[i].Name) + 28
+		n += len(entries[i].Name) + perEntry
 	}
 	return n
 }

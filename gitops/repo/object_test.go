@@ -65,21 +65,25 @@ func TestEncodeTreeRefusesWhatGoGitRefuses(t *testing.T) {
 
 // FuzzEncodeTree checks encodeTree against go-git's Tree.Encode, the reference it replaces
 // on the commit path: the same bytes for every tree go-git encodes, a refusal wherever go-git
-// refuses. The input is split into names at '|'; each name's first byte picks its mode. The
-// entries are put in go-git's tree order unless the input starts with '!', so most inputs
-// reach the encoding rather than the order check. Seeds: testdata/fuzz/FuzzEncodeTree.
+// refuses. The input is a '|'-separated list of entries, each a mode letter (see fuzzMode)
+// followed by the name; the entries are put in go-git's tree order unless the input starts
+// with '!'. odd is the mode of entries marked '~', to reach modes no Git tree should hold.
+// Seeds: testdata/fuzz/FuzzEncodeTree.
 func FuzzEncodeTree(f *testing.F) {
-	modes := []filemode.FileMode{filemode.Dir, filemode.Executable, filemode.Symlink, filemode.Submodule, filemode.Regular, filemode.Deprecated}
-	f.Fuzz(func(t *testing.T, in string) {
+	f.Fuzz(func(t *testing.T, in string, odd uint32) {
+		unsorted := strings.HasPrefix(in, "!")
+		in = strings.TrimPrefix(in, "!")
 		var entries []object.TreeEntry
-		for name := range strings.SplitSeq(in, "|") {
-			mode := filemode.Regular
-			if name != "" {
-				mode = modes[int(name[0])%len(modes)]
+		if in != "" {
+			for part := range strings.SplitSeq(in, "|") {
+				mode, name := filemode.Regular, part
+				if part != "" {
+					mode, name = fuzzMode(part[0], odd), part[1:]
+				}
+				entries = append(entries, object.TreeEntry{Name: name, Mode: mode, Hash: plumbing.ComputeHash(plumbing.BlobObject, []byte(name))})
 			}
-			entries = append(entries, object.TreeEntry{Name: name, Mode: mode, Hash: plumbing.ComputeHash(plumbing.BlobObject, []byte(name))})
 		}
-		if !strings.HasPrefix(in, "!") {
+		if !unsorted {
 			entries = gitSorted(entries...)
 		}
 		want := &plumbing.MemoryObject{}
@@ -93,6 +97,17 @@ func FuzzEncodeTree(f *testing.F) {
 		assert.Equal(t, readAll(t, want), readAll(t, got))
 		assert.Equal(t, want.Hash(), got.Hash())
 	})
+}
+
+// fuzzMode reads an entry's mode letter: d directory, f file, x executable, l symlink,
+// s submodule, o the deprecated 0100664, ~ odd; any other byte picks one of these.
+func fuzzMode(letter byte, odd uint32) filemode.FileMode {
+	modes := map[byte]filemode.FileMode{'d': filemode.Dir, 'f': filemode.Regular, 'x': filemode.Executable,
+		'l': filemode.Symlink, 's': filemode.Submodule, 'o': filemode.Deprecated, '~': filemode.FileMode(odd)}
+	if m, ok := modes[letter]; ok {
+		return m
+	}
+	return modes["dfxlso~"[int(letter)%7]]
 }
 
 func readAll(t *testing.T, o plumbing.EncodedObject) []byte {
