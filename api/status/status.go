@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
 )
 
 // ConflictRetry is how soon a reconcile whose status write met a newer object runs again.
@@ -40,8 +41,9 @@ func Patch(ctx context.Context, c client.Client, obj client.Object, before, afte
 // error comes back alone. A conflict on the status write only means the reconcile read an
 // object the cache had not caught up with (the writer's status notices can arrive before
 // the watch does): it runs again shortly from the newer object, without an error log.
-func Finish(res ctrl.Result, err, statusErr error) (ctrl.Result, error) {
+func Finish(ctx context.Context, res ctrl.Result, err, statusErr error) (ctrl.Result, error) {
 	if err == nil && apierrors.IsConflict(statusErr) {
+		logf.FromContext(ctx).V(1).Info("status write met a newer object; reconciling again", "after", ConflictRetry)
 		return ctrl.Result{RequeueAfter: ConflictRetry}, nil
 	}
 	if err = errors.Join(err, statusErr); err != nil {

@@ -1,6 +1,7 @@
 package status
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"testing"
@@ -33,7 +34,7 @@ func TestFinish(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			res, err := Finish(tt.res, tt.err, tt.statusErr)
+			res, err := Finish(context.Background(), tt.res, tt.err, tt.statusErr)
 			assert.Equal(t, tt.want, res)
 			if tt.wantErr == nil {
 				assert.NoError(t, err)

@@ -55,7 +55,7 @@ func (r *CommitRequestReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 		return ctrl.Result{}, nil
 	}
 	before := cr.Status.DeepCopy()
-	defer func() { res, err = status.Finish(res, err, status.Patch(ctx, r.Client, &cr, before, &cr.Status)) }()
+	defer func() { res, err = status.Finish(ctx, res, err, status.Patch(ctx, r.Client, &cr, before, &cr.Status)) }()
 	cr.Status.ObservedGeneration = cr.Generation
 	return r.reconcile(ctx, &cr)
 }

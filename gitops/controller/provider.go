@@ -47,7 +47,7 @@ func (r *GitProviderReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	before := p.Status.DeepCopy()
-	defer func() { res, err = status.Finish(res, err, status.Patch(ctx, r.Client, &p, before, &p.Status)) }()
+	defer func() { res, err = status.Finish(ctx, res, err, status.Patch(ctx, r.Client, &p, before, &p.Status)) }()
 	p.Status.ObservedGeneration = p.Generation
 
 	auth, err := ProviderAuth(ctx, r.Client, &p)

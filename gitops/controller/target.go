@@ -64,7 +64,7 @@ func (r *GitTargetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	before := t.Status.DeepCopy()
-	defer func() { res, err = status.Finish(res, err, status.Patch(ctx, r.Client, &t, before, &t.Status)) }()
+	defer func() { res, err = status.Finish(ctx, res, err, status.Patch(ctx, r.Client, &t, before, &t.Status)) }()
 	t.Status.ObservedGeneration = t.Generation
 	return r.reconcile(ctx, &t)
 }

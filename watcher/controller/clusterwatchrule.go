@@ -39,7 +39,7 @@ func (r *ClusterWatchRuleReconciler) Reconcile(ctx context.Context, req ctrl.Req
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	before := cr.Status.DeepCopy()
-	defer func() { res, err = status.Finish(res, err, status.Patch(ctx, r.Client, &cr, before, &cr.Status)) }()
+	defer func() { res, err = status.Finish(ctx, res, err, status.Patch(ctx, r.Client, &cr, before, &cr.Status)) }()
 	cr.Status.ObservedGeneration = cr.Generation
 
 	target := types.NamespacedName{Namespace: cr.Spec.TargetRef.Namespace, Name: cr.Spec.TargetRef.Name}

@@ -41,7 +41,7 @@ func (r *WatchRuleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	before := wr.Status.DeepCopy()
-	defer func() { res, err = status.Finish(res, err, status.Patch(ctx, r.Client, &wr, before, &wr.Status)) }()
+	defer func() { res, err = status.Finish(ctx, res, err, status.Patch(ctx, r.Client, &wr, before, &wr.Status)) }()
 	wr.Status.ObservedGeneration = wr.Generation
 
 	target := types.NamespacedName{Namespace: wr.Namespace, Name: wr.Spec.TargetRef.Name}
