@@ -19,10 +19,10 @@ import (
 // ConflictRetry is how soon a reconcile whose status write met a newer object runs again.
 const ConflictRetry = 100 * time.Millisecond
 
-// Patch writes obj's status only when it changed (before and after are the status as
-// read and as reconciled). The write carries the resourceVersion
-// read, so a reconcile that started from a stale cache cannot overwrite a newer status (a
-// CommitRequest's outcome is written once).
+// Patch writes obj's status only when it changed (before and after are the status as read
+// and as reconciled). The write carries the resourceVersion read, so a reconcile that
+// started from a stale cache cannot overwrite a newer status (a CommitRequest's outcome is
+// written once).
 func Patch(ctx context.Context, c client.Client, obj client.Object, before, after any) error {
 	if equality.Semantic.DeepEqual(before, after) {
 		return nil
