@@ -95,9 +95,14 @@ func EncodeStyled(obj *unstructured.Unstructured, style Style) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	return encodeValue(IdentityOf(obj), value, style)
+}
+
+// encodeValue is EncodeStyled for an object already converted by objectValue.
+func encodeValue(id Identity, value any, style Style) ([]byte, error) {
 	root, err := peopleNode(nil, value)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s: building YAML: %w", ErrInvalidObject, IdentityOf(obj), err)
+		return nil, fmt.Errorf("%w: %s: building YAML: %w", ErrInvalidObject, id, err)
 	}
 	return printStyled(root, style)
 }
