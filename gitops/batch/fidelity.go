@@ -39,3 +39,35 @@ func (w *worker) writable(obj *unstructured.Unstructured, content []byte) *unstr
 	owned, _ = sanitize.DropUnowned(obj, existing)
 	return sanitize.Object(owned)
 }
+
+// unchangedAtTip reports whether the document of id at the remote tip already holds what
+// writable would write, judged by the index's digest, so that confirming an unchanged
+// object (a restart re-plans every object) costs neither reading nor parsing its file. It
+// answers true only when the digest matches obj with every field (what writable keeps when
+// the document has them all) or with only the owned ones (when it has none of the others);
+// anything else, and any file this plan already edits, takes the full edit, which also
+// finds documents that mean the same but are written differently.
+func (w *worker) unchangedAtTip(t *target, p *writePlan, id manifest.Identity, obj *unstructured.Unstructured) bool {
+	if _, planned := p.located[id]; planned {
+		return false
+	}
+	loc, ok := t.index.Load().lookup(id)
+	if !ok || loc.Digest == (manifest.Digest{}) {
+		return false
+	}
+	if _, edited := p.files[loc.File]; edited {
+		return false
+	}
+	if d, err := manifest.ValueDigest(sanitize.Object(obj)); err == nil && d == loc.Digest {
+		return true
+	}
+	if w.opts.KeepDefaultedFields {
+		return false
+	}
+	owned, err := sanitize.DropUnowned(obj, nil)
+	if err != nil {
+		return false
+	}
+	d, err := manifest.ValueDigest(sanitize.Object(owned))
+	return err == nil && d == loc.Digest
+}

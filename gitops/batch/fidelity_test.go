@@ -5,7 +5,10 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/gitops-reverser/gitops-reverser/gitops/manifest"
 )
 
 // liveConfigMap is a ConfigMap as the informer holds it: kubectl applied data.k
@@ -104,6 +107,51 @@ func TestWritable(t *testing.T) {
 			}
 			got := w.writable(live(), []byte(tt.content))
 			assert.Equal(t, tt.want, got.Object)
+		})
+	}
+}
+
+func TestUnchangedAtTip(t *testing.T) {
+	const file = "live/team-a/app.yaml"
+	const head = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\n  namespace: team-a\n"
+	tests := []struct {
+		name    string
+		content string
+		keepAll bool
+		plan    func(p *writePlan)
+		want    bool
+	}{
+		{name: "skips a document holding only the owned fields", content: head + "data:\n  k: v\n", want: true},
+		{name: "skips a document holding every field", content: head + "data:\n  k: v\nextra: unowned\nimmutable: false\n", want: true},
+		{name: "skips a document written with comments, quotes and another key order",
+			content: "# kept\nkind: ConfigMap\ndata: {k: \"v\"}\napiVersion: v1\nmetadata: {namespace: team-a, name: app}\n", want: true},
+		{name: "edits a document whose value changed", content: head + "data:\n  k: old\n"},
+		{name: "leaves a document with some of the unowned fields to the full edit", content: head + "data:\n  k: v\nimmutable: false\n"},
+		{name: "edits an owned-only document when every field is kept", content: head + "data:\n  k: v\n", keepAll: true},
+		{name: "does not skip a file this plan already edits", content: head + "data:\n  k: v\n",
+			plan: func(p *writePlan) { p.files[file] = []byte(head + "data:\n  k: v\n") }},
+		{name: "does not skip an object this plan placed", content: head + "data:\n  k: v\n",
+			plan: func(p *writePlan) { p.located[manifest.IdentityOf(liveConfigMap())] = file }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := &worker{opts: Options{KeepDefaultedFields: tt.keepAll}, log: logr.Discard()}
+			tgt := &target{}
+			ix := newFolderIndex(nil)
+			require.NoError(t, ix.setFile(file, []byte(tt.content)))
+			tgt.index.Store(ix)
+			p := &writePlan{files: map[string][]byte{}, located: map[manifest.Identity]string{}}
+			if tt.plan != nil {
+				tt.plan(p)
+			}
+			got := w.unchangedAtTip(tgt, p, manifest.IdentityOf(liveConfigMap()), liveConfigMap())
+			assert.Equal(t, tt.want, got)
+			if got {
+				content := []byte(tt.content)
+				_, changed, err := manifest.UpsertStyled(content, w.writable(liveConfigMap(), content), manifest.Style{})
+				require.NoError(t, err)
+				assert.False(t, changed, "the full edit must agree that nothing changed")
+			}
 		})
 	}
 }

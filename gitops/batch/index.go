@@ -60,7 +60,7 @@ func (f *folderIndex) setFile(file string, content []byte) error {
 		if d.Empty {
 			continue
 		}
-		f.byID[d.Identity] = layout.Location{File: file, Doc: d.Index}
+		f.byID[d.Identity] = layout.Location{File: file, Doc: d.Index, Digest: d.Digest}
 		f.byFile[file] = append(f.byFile[file], d.Identity)
 	}
 	return nil

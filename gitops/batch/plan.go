@@ -107,6 +107,9 @@ func (w *worker) planOne(t *target, p *writePlan, read func(string) ([]byte, err
 	if w.isSensitive(t, k.GVR.GroupResource()) {
 		return w.planSensitive(t, p, read, k, obj, file, exists)
 	}
+	if exists && w.unchangedAtTip(t, p, id, obj) {
+		return nil
+	}
 	path := file
 	if !exists {
 		if path, err = plan.CanonicalPath(t.spec.Folder, k.GVR, k.Namespace, k.Name, false); err != nil {

@@ -62,10 +62,12 @@ type File struct {
 }
 
 // Location is where an object's document lives: the file and the 0-based
-// document index of manifest.DocInfo.
+// document index of manifest.DocInfo, with the document's value digest so
+// the writer can see an object is unchanged without parsing the file.
 type Location struct {
-	File string
-	Doc  int
+	File   string
+	Doc    int
+	Digest manifest.Digest
 }
 
 // Index maps every object in a folder to its document, so a change finds
@@ -183,7 +185,7 @@ func indexManifest(index Index, f File) string {
 		if prev, ok := index[doc.Identity]; ok {
 			return fmt.Sprintf(reasonDuplicateObj, doc.Identity, doc.Index+1, describeLocation(prev, f.Path))
 		}
-		index[doc.Identity] = Location{File: f.Path, Doc: doc.Index}
+		index[doc.Identity] = Location{File: f.Path, Doc: doc.Index, Digest: doc.Digest}
 	}
 	return ""
 }

@@ -2,6 +2,7 @@ package manifest
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"strings"
 
 	yaml "go.yaml.in/yaml/v3"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	sigsyaml "sigs.k8s.io/yaml"
 )
@@ -30,11 +32,40 @@ type DocInfo struct {
 	// Empty is set for a document holding only comments or whitespace
 	// (e.g. after a trailing "---"); it defines no object.
 	Empty bool
+	// Digest identifies the document's value; zero when Empty. A caller
+	// that keeps it can tell that an object is already written as it is
+	// (ValueDigest) without reading and parsing the file again.
+	Digest Digest
+}
+
+// Digest is the SHA-256 of a document's value encoded as JSON (keys
+// sorted, numbers as written). Equal digests mean equal values; different
+// digests may still be equal values written differently ("1e3" and
+// "1000"), so a match may spare work but a mismatch proves nothing.
+type Digest [sha256.Size]byte
+
+// ValueDigest is the Digest a document holding exactly obj has, whatever
+// its formatting, key order, quoting or comments.
+func ValueDigest(obj *unstructured.Unstructured) (Digest, error) {
+	value, err := objectValue(obj)
+	if err != nil {
+		return Digest{}, err
+	}
+	return valueDigest(value)
+}
+
+// valueDigest hashes a JSON-like value (json.Marshal sorts mapping keys).
+func valueDigest(value any) (Digest, error) {
+	b, err := json.Marshal(value)
+	if err != nil {
+		return Digest{}, fmt.Errorf("encoding a document's value: %w", err)
+	}
+	return sha256.Sum256(b), nil
 }
 
 // Parse splits a (possibly multi-document) YAML file and returns the
-// identity of every document, so a folder can be indexed without keeping
-// the parsed objects. It fails with an error wrapping ErrUnparseable,
+// identity and value digest of every document, so a folder can be indexed
+// without keeping the parsed objects. It fails with an error wrapping ErrUnparseable,
 // naming the 1-based document and the reason, when the YAML does not parse,
 // or a non-empty document is not a mapping or lacks apiVersion, kind or
 // metadata.name.
@@ -46,6 +77,12 @@ func Parse(content []byte) ([]DocInfo, error) {
 	infos := make([]DocInfo, len(f.docs))
 	for i, d := range f.docs {
 		infos[i] = d.info
+		if d.info.Empty {
+			continue
+		}
+		// A value decoded from JSON always encodes again; should it not,
+		// the zero digest matches nothing and costs only the shortcut.
+		infos[i].Digest, _ = valueDigest(d.value)
 	}
 	return infos, nil
 }

@@ -164,9 +164,55 @@ func TestParse(t *testing.T) {
 				assert.Empty(t, got)
 				return
 			}
-			assert.Equal(t, tt.want, got)
+			assert.Equal(t, tt.want, withoutDigests(got))
 		})
 	}
+}
+
+// withoutDigests zeroes the digests of infos, for tests about identities and positions;
+// TestParseDigests is about the digests.
+func withoutDigests(infos []manifest.DocInfo) []manifest.DocInfo {
+	for i := range infos {
+		infos[i].Digest = manifest.Digest{}
+	}
+	return infos
+}
+
+func TestParseDigests(t *testing.T) {
+	obj := appObject(map[string]any{"LOG_LEVEL": "info", "port": "80"})
+	want, err := manifest.ValueDigest(obj)
+	require.NoError(t, err)
+	tests := []struct {
+		name    string
+		content string
+		same    bool
+	}{
+		{name: "a document written by Encode has its object's digest", content: mustEncode(t, obj), same: true},
+		{
+			name:    "comments, key order, quoting and flow style do not change the digest",
+			content: "# app\nkind: ConfigMap\napiVersion: \"v1\"\ndata: {port: '80', LOG_LEVEL: info}  # both\nmetadata:\n  namespace: team-a\n  name: app\n",
+			same:    true,
+		},
+		{name: "a changed value changes the digest", content: mustEncode(t, appObject(map[string]any{"LOG_LEVEL": "debug", "port": "80"}))},
+		{name: "a number where the object has a string changes the digest", content: "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\n  namespace: team-a\ndata:\n  LOG_LEVEL: info\n  port: 80\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			infos, err := manifest.Parse([]byte(tt.content))
+			require.NoError(t, err)
+			require.Len(t, infos, 1)
+			assert.Equal(t, tt.same, infos[0].Digest == want)
+		})
+	}
+}
+
+func TestParseDigestOfAnEmptyDocumentIsZero(t *testing.T) {
+	infos, err := manifest.Parse([]byte(configMapApp + "---\n# only a comment\n"))
+	require.NoError(t, err)
+	require.Len(t, infos, 2)
+	assert.NotEqual(t, manifest.Digest{}, infos[0].Digest)
+	assert.True(t, infos[1].Empty)
+	assert.Equal(t, manifest.Digest{}, infos[1].Digest)
 }
 
 func TestParseRefuses(t *testing.T) {
@@ -227,7 +273,7 @@ func TestParseAcceptsCoreTags(t *testing.T) {
 	content := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: !!str a\ndata: !!map\n  port: !!str 80\n"
 	infos, err := manifest.Parse([]byte(content))
 	require.NoError(t, err)
-	assert.Equal(t, []manifest.DocInfo{{Index: 0, Identity: manifest.Identity{Kind: "ConfigMap", Name: "a"}}}, infos)
+	assert.Equal(t, []manifest.DocInfo{{Index: 0, Identity: manifest.Identity{Kind: "ConfigMap", Name: "a"}}}, withoutDigests(infos))
 }
 
 func TestParseRefusesForeignLineBreaks(t *testing.T) {
