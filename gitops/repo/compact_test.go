@@ -145,3 +145,51 @@ func TestCompactRefusesWhileACommitWaitsForItsPush(t *testing.T) {
 	push(t, r, "main", pending, tip)
 	assert.Equal(t, pending.String(), remote.Head("main"), "the commit still pushes")
 }
+
+// openPackfiles lists the clone's files this process holds open (Linux: /proc/self/fd).
+func openPackfiles(t *testing.T, dir string) []string {
+	t.Helper()
+	fds, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skipf("cannot list open files: %v", err)
+	}
+	var open []string
+	for _, fd := range fds {
+		target, err := os.Readlink(filepath.Join("/proc/self/fd", fd.Name()))
+		if err == nil && strings.HasPrefix(target, dir+string(filepath.Separator)) {
+			open = append(open, target)
+		}
+	}
+	return open
+}
+
+func TestTheCloneKeepsItsPackfilesOpenAndReleasesThemWhenTheyGo(t *testing.T) {
+	remote := repotest.NewHTTPRemote(t)
+	remote.Seed("main", map[string]string{"live/a.yaml": "v1\n"}, "seed")
+	r := openClone(t, remote.URL, nil)
+	tip := fetch(t, r, "main")
+	for _, v := range []string{"h1\n", "h2\n"} {
+		remote.PushFiles("main", map[string]string{"live/h.yaml": v}, "human "+v)
+		tip = fetch(t, r, "main")
+	}
+	read := func() {
+		content, found, err := r.ReadFile(tip, "live/a.yaml")
+		require.NoError(t, err)
+		require.True(t, found)
+		require.Equal(t, "v1\n", string(content))
+		_, _, err = r.ReadFile(tip, "live/h.yaml")
+		require.NoError(t, err)
+	}
+	read()
+	require.NotEmpty(t, openPackfiles(t, r.Dir()), "packfiles stay open between reads")
+
+	_, err := r.Compact("main")
+	require.NoError(t, err)
+	read()
+	for _, f := range openPackfiles(t, r.Dir()) {
+		assert.NotContains(t, f, "(deleted)", "no descriptor outlives the packfiles compaction removed")
+	}
+
+	require.NoError(t, r.Reset())
+	assert.Empty(t, openPackfiles(t, r.Dir()), "Reset closes every packfile of the old clone")
+}

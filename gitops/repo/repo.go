@@ -4,16 +4,20 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sync"
 	"time"
 
+	"github.com/go-git/go-billy/v5/osfs"
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/transport"
+	"github.com/go-git/go-git/v5/storage/filesystem"
 )
 
 // remoteName is the only remote a Repo has; the clone mirrors exactly one
@@ -79,6 +83,7 @@ func (r *Repo) load() error {
 		damage = verify(g, r.url)
 	}
 	if damage != nil {
+		closeStore(g)
 		fresh, err := reinit(r.dir)
 		if err != nil {
 			return fmt.Errorf("repair clone %s (damage: %v): %w", r.dir, damage, err)
@@ -142,6 +147,7 @@ func (r *Repo) Reset() error {
 	defer r.mu.Unlock()
 	r.fresh = nil
 	r.looseCounted = false
+	closeStore(r.git) // a closed store still works, reopening files as it needs them
 	g, err := reinit(r.dir)
 	if err != nil {
 		return fmt.Errorf("reset clone %s: %w", r.dir, err)
@@ -161,17 +167,38 @@ func openOrInit(dir string) (*git.Repository, error) {
 		return nil, fmt.Errorf("%w: %v", ErrDamaged, err)
 	}
 	if empty {
-		g, err := git.PlainInit(dir, true)
-		if err != nil {
+		if _, err := git.PlainInit(dir, true); err != nil {
 			return nil, fmt.Errorf("%w: init: %v", ErrDamaged, err)
 		}
-		return g, nil
 	}
-	g, err := git.PlainOpen(dir)
+	g, err := openStore(dir)
 	if err != nil {
 		return nil, fmt.Errorf("%w: open: %v", ErrDamaged, err)
 	}
 	return g, nil
+}
+
+// openStore opens the bare repository in dir with a store that keeps its packfiles open:
+// go-git otherwise opens, reads the header of and closes the pack for every object it reads,
+// which was a quarter of a restart's plan (0.1 ms of 0.4 ms per unchanged object). A clone
+// holds a handful of packs (compaction keeps them under DefaultCompactPacks), so a worker
+// keeps that many descriptors; closeStore releases them when the store is replaced.
+func openStore(dir string) (*git.Repository, error) {
+	if _, err := os.Stat(filepath.Join(dir, "HEAD")); err != nil {
+		return nil, fmt.Errorf("%s is not a bare repository: %w", dir, git.ErrRepositoryNotExists)
+	}
+	st := filesystem.NewStorageWithOptions(osfs.New(dir), cache.NewObjectLRUDefault(), filesystem.Options{KeepDescriptors: true})
+	return git.Open(st, nil)
+}
+
+// closeStore closes the packfiles a store opened by openStore keeps; g may be nil.
+func closeStore(g *git.Repository) {
+	if g == nil {
+		return
+	}
+	if c, ok := g.Storer.(io.Closer); ok {
+		_ = c.Close()
+	}
 }
 
 // isEmptyDir reports whether dir is missing or has no entries.
@@ -247,9 +274,12 @@ func reinit(dir string) (*git.Repository, error) {
 	if err := os.RemoveAll(dir); err != nil {
 		return nil, fmt.Errorf("remove clone: %w", err)
 	}
-	g, err := git.PlainInit(dir, true)
-	if err != nil {
+	if _, err := git.PlainInit(dir, true); err != nil {
 		return nil, fmt.Errorf("init clone: %w", err)
+	}
+	g, err := openStore(dir)
+	if err != nil {
+		return nil, fmt.Errorf("open new clone: %w", err)
 	}
 	return g, nil
 }
