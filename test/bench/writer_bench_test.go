@@ -471,10 +471,8 @@ func seedLargeFolder(b *testing.B, gitDir string, n int) {
 // benchInitialSnapshot times the initial snapshot of snapshotObjects ConfigMaps: from
 // creating the WatchRule (the GitTarget already Ready on an empty repository) until the
 // remote holds every file. The baseline is `git add --all` + `git commit` of the very files
-// the operator pushed, exported from its remote, in a fresh repository: the median of
-// baselineRuns: on this project's 2-core machine one such run took anywhere from 1.6 s to
-// 4.0 s within minutes (it writes 10,000 loose objects to a disk shared with the API server),
-// while the snapshot stayed within 3.6-4.9 s.
+// the operator pushed, exported from its remote, in a fresh repository on the suite's
+// filesystem (see benchRoot): the median of baselineRuns, all printed.
 func (s *writerSuite) benchInitialSnapshot(b *testing.B) {
 	st, took := s.makeSnapshot(b)
 	sizes := commitSizes(b, st.remoteDir)
