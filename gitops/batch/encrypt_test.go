@@ -64,10 +64,18 @@ type writerScene struct {
 
 func newWriterScene(t *testing.T, enc *batch.Encryption) *writerScene {
 	t.Helper()
+	return newWriterSceneWith(t, enc, batch.Options{WorkDir: t.TempDir()})
+}
+
+// newWriterSceneWith is newWriterScene with the writer's options (the scene sets Resolver and
+// Log).
+func newWriterSceneWith(t *testing.T, enc *batch.Encryption, opts batch.Options) *writerScene {
+	t.Helper()
 	remote := repotest.NewFileRemote(t)
 	remote.Seed("main", map[string]string{"live/README.md": "objects\n"}, "seed")
 	c := &cluster{objs: map[batch.ObjectKey]*unstructured.Unstructured{}}
-	w := batch.NewManager(batch.Options{WorkDir: t.TempDir(), Resolver: c, Log: logr.Discard()})
+	opts.Resolver, opts.Log = c, logr.Discard()
+	w := batch.NewManager(opts)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { _ = w.Start(ctx); close(done) }()

@@ -88,6 +88,9 @@ type Options struct {
 	// CompactLooseObjects is how many loose objects make a clone due for compaction after a
 	// push (repo.CompactIfDue); 0 means repo.DefaultCompactLooseObjects, negative never.
 	CompactLooseObjects int
+	// CompactPacks is how many packfiles make a clone due for compaction, after a push or a
+	// fetch that brought something; 0 means repo.DefaultCompactPacks, negative never.
+	CompactPacks int
 }
 
 // compactLooseObjects resolves CompactLooseObjects' default and "never".
@@ -99,6 +102,17 @@ func (o Options) compactLooseObjects() int {
 		return 0
 	}
 	return o.CompactLooseObjects
+}
+
+// compactPacks resolves CompactPacks' default and "never".
+func (o Options) compactPacks() int {
+	switch {
+	case o.CompactPacks == 0:
+		return repo.DefaultCompactPacks
+	case o.CompactPacks < 0:
+		return 0
+	}
+	return o.CompactPacks
 }
 
 type workerKey struct {
@@ -262,7 +276,7 @@ func (m *Manager) workerFor(ctx context.Context, spec TargetSpec) (*worker, erro
 		if err != nil {
 			return nil, fmt.Errorf("opening the local clone of %s: %w", spec.URL, err)
 		}
-		r.SetCompactionThresholds(m.opts.compactLooseObjects(), repo.DefaultCompactPacks)
+		r.SetCompactionThresholds(m.opts.compactLooseObjects(), m.opts.compactPacks())
 		if damage := r.RepairedDamage(); damage != nil {
 			m.opts.Metrics.repaired()
 			m.opts.Log.Info("local clone was damaged and has been rebuilt", "repository", wk.url, "branch", wk.branch, "damage", damage.Error())

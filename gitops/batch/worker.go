@@ -188,6 +188,11 @@ func (w *worker) ensureTarget(ctx context.Context, spec TargetSpec) (*target, Ta
 	var err error
 	if !t.st.Known || folderChanged || time.Since(w.lastFetch) > minFetchInterval {
 		err = w.refresh(ctx, folderChanged || !t.st.Known)
+		if err == nil {
+			// Every fetch that brings something adds a packfile; a target that only sees
+			// people's commits would otherwise never compact (it happens after pushes).
+			w.compactIfDue()
+		}
 	}
 	st := t.st
 	nowSupported := t.st.Known && t.verdict.Supported
