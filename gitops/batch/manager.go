@@ -95,24 +95,22 @@ type Options struct {
 
 // compactLooseObjects resolves CompactLooseObjects' default and "never".
 func (o Options) compactLooseObjects() int {
-	switch {
-	case o.CompactLooseObjects == 0:
-		return repo.DefaultCompactLooseObjects
-	case o.CompactLooseObjects < 0:
-		return 0
-	}
-	return o.CompactLooseObjects
+	return threshold(o.CompactLooseObjects, repo.DefaultCompactLooseObjects)
 }
 
 // compactPacks resolves CompactPacks' default and "never".
-func (o Options) compactPacks() int {
+func (o Options) compactPacks() int { return threshold(o.CompactPacks, repo.DefaultCompactPacks) }
+
+// threshold reads a compaction option: 0 is the default def, negative is "never" (0 for
+// repo.SetCompactionThresholds).
+func threshold(v, def int) int {
 	switch {
-	case o.CompactPacks == 0:
-		return repo.DefaultCompactPacks
-	case o.CompactPacks < 0:
+	case v == 0:
+		return def
+	case v < 0:
 		return 0
 	}
-	return o.CompactPacks
+	return v
 }
 
 type workerKey struct {
