@@ -137,7 +137,7 @@ func TestUnchangedAtTip(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			w := &worker{opts: Options{KeepDefaultedFields: tt.keepAll}, log: logr.Discard()}
 			tgt := &target{}
-			ix := newFolderIndex(nil)
+			ix := newFolderIndex(nil, nil)
 			require.NoError(t, ix.setFile(file, []byte(tt.content)))
 			tgt.index.Store(ix)
 			p := &writePlan{files: map[string][]byte{}, located: map[manifest.Identity]string{}}

@@ -2,11 +2,15 @@ package batch
 
 import (
 	"path"
+	"slices"
 	"sync"
+
+	"github.com/go-git/go-git/v5/plumbing"
 
 	"github.com/gitops-reverser/gitops-reverser/gitops/encrypt"
 	"github.com/gitops-reverser/gitops-reverser/gitops/layout"
 	"github.com/gitops-reverser/gitops-reverser/gitops/manifest"
+	"github.com/gitops-reverser/gitops-reverser/gitops/repo"
 )
 
 // folderIndex maps identities to the documents holding them, and files back to identities,
@@ -16,15 +20,61 @@ type folderIndex struct {
 	mu     sync.RWMutex
 	byID   map[manifest.Identity]layout.Location
 	byFile map[string][]manifest.Identity
+	// blobs names the content each file was indexed from, so the next analysis can reuse
+	// what this one parsed for every file that did not change (see reusedParse).
+	blobs map[string]plumbing.Hash
 }
 
-func newFolderIndex(ix layout.Index) *folderIndex {
-	f := &folderIndex{byID: map[manifest.Identity]layout.Location{}, byFile: map[string][]manifest.Identity{}}
+// newFolderIndex builds the index of an analysed folder: ix from layout.Analyze (nil when
+// the folder is unsupported), files what it was given.
+func newFolderIndex(ix layout.Index, files []repo.File) *folderIndex {
+	f := &folderIndex{byID: map[manifest.Identity]layout.Location{}, byFile: map[string][]manifest.Identity{},
+		blobs: map[string]plumbing.Hash{}}
 	for id, loc := range ix {
 		f.byID[id] = loc
 		f.byFile[loc.File] = append(f.byFile[loc.File], id)
 	}
+	if ix != nil {
+		for _, file := range files {
+			f.blobs[file.Path] = file.Hash
+		}
+	}
 	return f
+}
+
+// reusedParse returns manifest.Parse's result (its non-empty documents, which is all
+// layout.Analyze reads) for file when this index was built from the very blob h, else nil:
+// a file without objects, or not seen, is parsed again.
+func (f *folderIndex) reusedParse(file string, h plumbing.Hash) []manifest.DocInfo {
+	if f == nil {
+		return nil
+	}
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	if seen, ok := f.blobs[file]; !ok || seen != h || len(f.byFile[file]) == 0 {
+		return nil
+	}
+	docs := make([]manifest.DocInfo, 0, len(f.byFile[file]))
+	for _, id := range f.byFile[file] {
+		loc, ok := f.byID[id]
+		if !ok || loc.File != file {
+			return nil // the index moved it elsewhere: parse rather than guess
+		}
+		docs = append(docs, manifest.DocInfo{Index: loc.Doc, Identity: id, Digest: loc.Digest})
+	}
+	slices.SortFunc(docs, func(a, b manifest.DocInfo) int { return a.Index - b.Index })
+	return docs
+}
+
+// layoutFiles is what layout.Analyze reads of the files at the remote tip, with the parse of
+// every file prev (the index being replaced, or nil) saw with the same content.
+func layoutFiles(files []repo.File, prev *folderIndex) []layout.File {
+	lf := make([]layout.File, 0, len(files))
+	for _, f := range files {
+		lf = append(lf, layout.File{Path: f.Path, Kind: layout.EntryKind(f.Kind), Content: f.Content,
+			Docs: prev.reusedParse(f.Path, f.Hash)})
+	}
+	return lf
 }
 
 func (f *folderIndex) lookup(id manifest.Identity) (layout.Location, bool) {
@@ -46,9 +96,12 @@ func (f *folderIndex) setFile(file string, content []byte) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, id := range f.byFile[file] {
-		delete(f.byID, id)
+		if f.byID[id].File == file { // not if a commit moved it to a file indexed before this one
+			delete(f.byID, id)
+		}
 	}
 	delete(f.byFile, file)
+	delete(f.blobs, file)
 	if content == nil || path.Base(file) == encrypt.ConfigFileName {
 		return nil // gone, or sops configuration, which holds no object
 	}
@@ -63,6 +116,7 @@ func (f *folderIndex) setFile(file string, content []byte) error {
 		f.byID[d.Identity] = layout.Location{File: file, Doc: d.Index, Digest: d.Digest}
 		f.byFile[file] = append(f.byFile[file], d.Identity)
 	}
+	f.blobs[file] = plumbing.ComputeHash(plumbing.BlobObject, content)
 	return nil
 }
 

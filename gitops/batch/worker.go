@@ -246,13 +246,10 @@ func (w *worker) analyze(t *target) error {
 	if err != nil {
 		return fmt.Errorf("reading folder %s: %w", t.spec.Folder, err)
 	}
-	lf := make([]layout.File, 0, len(files))
-	for _, f := range files {
-		lf = append(lf, layout.File{Path: f.Path, Kind: layout.EntryKind(f.Kind), Content: f.Content})
-	}
+	lf := layoutFiles(files, t.index.Load())
 	verdict, ix := layout.Analyze(t.spec.Folder, lf)
 	t.style = folderStyle(lf)
-	idx := newFolderIndex(ix)
+	idx := newFolderIndex(ix, files)
 	t.verdict = verdict
 	t.index.Store(idx)
 	t.st.Known, t.st.Verdict, t.st.ObjectCount = true, verdict, idx.len()

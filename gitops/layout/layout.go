@@ -55,10 +55,15 @@ func (k EntryKind) String() string {
 
 // File is one entry under the folder: Path is repository-relative with
 // forward slashes, Content the blob (empty for symlinks and submodules).
+// Docs, when not nil, is manifest.Parse's result for this very content from
+// an earlier analysis (the caller knows the blob did not change), used
+// instead of parsing Content again: a remote that moved by one file costs
+// one parse, not one per file of the folder.
 type File struct {
 	Path    string
 	Kind    EntryKind
 	Content []byte
+	Docs    []manifest.DocInfo
 }
 
 // Location is where an object's document lives: the file and the 0-based
@@ -174,9 +179,12 @@ func checkFile(folder string, f File) string {
 // indexManifest parses a manifest file and adds its objects to index,
 // returning why the file is refused, or "".
 func indexManifest(index Index, f File) string {
-	docs, err := manifest.Parse(f.Content)
-	if err != nil {
-		return refusedManifest(err)
+	docs := f.Docs
+	if docs == nil {
+		var err error
+		if docs, err = manifest.Parse(f.Content); err != nil {
+			return refusedManifest(err)
+		}
 	}
 	for _, doc := range docs {
 		if doc.Empty {

@@ -336,3 +336,18 @@ func render(verdict layout.Verdict, index layout.Index) string {
 	}
 	return b.String()
 }
+
+func TestAnalyzeUsesAnEarlierParseInsteadOfParsingAgain(t *testing.T) {
+	docs, err := manifest.Parse([]byte(configMapApp))
+	require.NoError(t, err)
+	// Content that would not parse: only the earlier parse can make the folder supported.
+	f := layout.File{Path: "live/team-a/app.yaml", Content: []byte("data: [\n"), Docs: docs}
+
+	verdict, index := layout.Analyze("live", []layout.File{f})
+
+	require.True(t, verdict.Supported, verdict.Message())
+	assert.Equal(t, layout.Index{appID: {File: "live/team-a/app.yaml", Doc: 0, Digest: docs[0].Digest}}, index)
+	f.Docs = nil
+	verdict, _ = layout.Analyze("live", []layout.File{f})
+	assert.False(t, verdict.Supported, "without it the content is parsed")
+}

@@ -52,6 +52,9 @@ type File struct {
 	Kind EntryKind
 	// Content is the blob for Regular and Executable files, nil otherwise.
 	Content []byte
+	// Hash names the entry's object (its blob for files), so a caller can tell a file
+	// did not change since it last read it without comparing contents.
+	Hash plumbing.Hash
 }
 
 // ReadTree returns every file under folder at commit, recursively, in Git tree
@@ -144,7 +147,7 @@ func (r *Repo) collect(tree *object.Tree, prefix string, files *[]File) error {
 // file turns a non-directory entry into a File, reading regular blobs.
 func (r *Repo) file(p string, e object.TreeEntry) (File, error) {
 	kind := kindOf(e.Mode)
-	f := File{Path: p, Kind: kind}
+	f := File{Path: p, Kind: kind, Hash: e.Hash}
 	if kind != Regular && kind != Executable {
 		return f, nil
 	}

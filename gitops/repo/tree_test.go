@@ -33,6 +33,13 @@ func TestReadTreeReportsEveryKindOfEntryUnderTheFolder(t *testing.T) {
 	got, err := r.ReadTree(tip, "live")
 
 	require.NoError(t, err)
+	for i, f := range got {
+		assert.False(t, f.Hash.IsZero(), "%s names its object", f.Path)
+		if f.Content != nil {
+			assert.Equal(t, plumbing.ComputeHash(plumbing.BlobObject, f.Content), f.Hash, "%s names its blob", f.Path)
+		}
+		got[i].Hash = plumbing.ZeroHash
+	}
 	assert.Equal(t, []repo.File{
 		{Path: "live/hooks/run.sh", Kind: repo.Executable, Content: []byte("#!/bin/sh\n")},
 		{Path: "live/link.yaml", Kind: repo.Symlink},
