@@ -328,6 +328,9 @@ func objectValue(obj *unstructured.Unstructured) (any, error) {
 func jsonLike(v any) (any, bool) {
 	switch x := v.(type) {
 	case map[string]any:
+		if x == nil {
+			return nil, true // JSON null, as encoding/json writes a nil map
+		}
 		out := make(map[string]any, len(x))
 		for k, item := range x {
 			if !utf8.ValidString(k) {
@@ -341,6 +344,9 @@ func jsonLike(v any) (any, bool) {
 		}
 		return out, true
 	case []any:
+		if x == nil {
+			return nil, true // JSON null, as encoding/json writes a nil slice
+		}
 		out := make([]any, len(x))
 		for i, item := range x {
 			value, ok := jsonLike(item)

@@ -30,6 +30,8 @@ func TestObjectValueIsTheJSONRoundTrip(t *testing.T) {
 		{name: "writes integers exactly, the largest int64 too", value: []any{int64(0), int64(-7), int64(math.MaxInt64)}},
 		{name: "writes floats as encoding/json does", value: []any{1.5, 3.0, 1e20, 1e21, 1e-7, -0.000001, 123456789.125}},
 		{name: "converts nested mappings and lists", value: map[string]any{"a": []any{map[string]any{"b": []any{int64(1), "c"}}}}},
+		{name: "writes a nil mapping or list as null, an empty one as empty",
+			value: map[string]any{"m": map[string]any(nil), "l": []any(nil), "em": map[string]any{}, "el": []any{}}},
 		{name: "takes the round trip for a string that is not UTF-8", value: map[string]any{"bad": "a\xffb"}},
 		{name: "takes the round trip for a key that is not UTF-8", value: map[string]any{"k\xfe": "v"}},
 		{name: "takes the round trip for Go types informers do not hold", value: map[string]any{"i": 3, "f": float32(0.5), "l": []string{"x"}}},
