@@ -13,61 +13,89 @@ import (
 // it): without server-owned state, and, unless Options.KeepDefaultedFields, without the
 // fields no field manager owns — except those the object's document in content already
 // has, so a field a person wrote never leaves Git because the server would default it.
-// DropUnowned runs before Object because it reads the last-applied annotation (what a
-// client-side kubectl apply applied), which Object strips.
 func (w *worker) writable(obj *unstructured.Unstructured, content []byte) *unstructured.Unstructured {
-	if w.opts.KeepDefaultedFields {
-		return sanitize.Object(obj)
+	f := w.forms(obj)
+	if f.fixed || len(content) == 0 {
+		// Git's copy need not be parsed (a restart re-plans every object; this spares one
+		// parse of each file).
+		return f.trimmed
 	}
-	id := manifest.IdentityOf(obj)
+	// A file that does not parse is refused by the edit that follows, with the reason.
+	existing, _ := manifest.Document(content, manifest.IdentityOf(obj))
+	return f.over(obj, existing)
+}
+
+// writtenForms is what writable needs before it looks at Git's copy of the object.
+type writtenForms struct {
+	// full is the object with every field, trimmed without the unowned ones (full itself
+	// under KeepDefaultedFields).
+	full, trimmed *unstructured.Unstructured
+	// fixed says trimmed is written whatever Git has: every field is kept, nothing is
+	// unowned, or ownership is unknown.
+	fixed bool
+}
+
+// forms computes obj's writtenForms. DropUnowned runs before Object because it reads the
+// last-applied annotation (what a client-side kubectl apply applied), which Object strips.
+func (w *worker) forms(obj *unstructured.Unstructured) writtenForms {
+	full := sanitize.Object(obj)
+	if w.opts.KeepDefaultedFields {
+		return writtenForms{full: full, trimmed: full, fixed: true}
+	}
 	owned, err := sanitize.DropUnowned(obj, nil)
 	if err != nil {
 		w.log.V(1).Info("field ownership unknown: writing every field the managed fields cannot rule out",
-			"object", id.String(), "reason", err.Error())
+			"object", manifest.IdentityOf(obj).String(), "reason", err.Error())
 	}
 	trimmed := sanitize.Object(owned)
-	if err != nil || len(content) == 0 || reflect.DeepEqual(trimmed.Object, sanitize.Object(obj).Object) {
-		// Nothing to leave out, or no document to keep fields from: Git's copy need not be
-		// parsed (a restart re-plans every object; this spares one parse of each file).
-		return trimmed
+	return writtenForms{full: full, trimmed: trimmed, fixed: err != nil || reflect.DeepEqual(trimmed.Object, full.Object)}
+}
+
+// over is the written form when the object's document in Git is existing (nil: none),
+// keeping the unowned fields it has.
+func (f writtenForms) over(obj *unstructured.Unstructured, existing map[string]any) *unstructured.Unstructured {
+	if f.fixed || existing == nil {
+		return f.trimmed
 	}
-	// A file that does not parse is refused by the edit that follows, with the reason.
-	existing, _ := manifest.Document(content, id)
-	if existing == nil {
-		return trimmed
-	}
-	owned, _ = sanitize.DropUnowned(obj, existing)
+	owned, _ := sanitize.DropUnowned(obj, existing)
 	return sanitize.Object(owned)
 }
 
 // unchangedAtTip reports whether the document of id at the remote tip already holds what
 // writable would write, judged by the index's digest, so that confirming an unchanged
-// object (a restart re-plans every object) costs neither reading nor parsing its file. It
-// answers true only when the digest matches obj with every field (what writable keeps when
-// the document has them all) or with only the owned ones (when it has none of the others);
-// anything else, and any file this plan already edits, takes the full edit, which also
-// finds documents that mean the same but are written differently.
+// object (a restart re-plans every object) costs neither reading nor parsing its file.
+// When the written form depends on the document, the document is guessed to be obj with
+// every field or with only the owned ones; a guess whose digest matches is the document's
+// value, so the written form is computed over it exactly as over the parsed file, and must
+// give that digest back. It answers false when the index does not describe the tip the plan
+// reads, for a file this plan already edits, and whenever no guess matches: the full edit
+// then decides, and still finds documents that mean the same but are written differently.
 func (w *worker) unchangedAtTip(t *target, p *writePlan, id manifest.Identity, obj *unstructured.Unstructured) bool {
 	if _, planned := p.located[id]; planned {
 		return false
 	}
-	loc, ok := t.index.Load().lookup(id)
-	if !ok || loc.Digest == (manifest.Digest{}) {
+	ix := t.index.Load()
+	loc, ok := ix.lookup(id)
+	if !ok || loc.Digest == (manifest.Digest{}) || ix.describes() != w.remoteTip {
 		return false
 	}
 	if _, edited := p.files[loc.File]; edited {
 		return false
 	}
-	if d, err := manifest.ValueDigest(sanitize.Object(obj)); err == nil && d == loc.Digest {
-		return true
+	f := w.forms(obj)
+	if f.fixed {
+		return hasDigest(f.trimmed, loc.Digest)
 	}
-	if w.opts.KeepDefaultedFields {
-		return false
+	for _, doc := range []*unstructured.Unstructured{f.full, f.trimmed} {
+		if hasDigest(doc, loc.Digest) {
+			return hasDigest(f.over(obj, doc.Object), loc.Digest)
+		}
 	}
-	owned, err := sanitize.DropUnowned(obj, nil)
-	if err != nil {
-		return false
-	}
-	d, err := manifest.ValueDigest(sanitize.Object(owned))
-	return err == nil && d == loc.Digest
+	return false
+}
+
+// hasDigest reports whether obj, written, has digest d.
+func hasDigest(obj *unstructured.Unstructured, d manifest.Digest) bool {
+	got, err := manifest.ValueDigest(obj)
+	return err == nil && got == d
 }

@@ -3,6 +3,7 @@ package batch
 import (
 	"testing"
 
+	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-logr/logr"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -116,10 +117,13 @@ func TestUnchangedAtTip(t *testing.T) {
 	const head = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\n  namespace: team-a\n"
 	tests := []struct {
 		name    string
+		live    func() *unstructured.Unstructured
 		content string
 		keepAll bool
 		plan    func(p *writePlan)
+		behind  bool // the index describes an older commit than the worker's tip
 		want    bool
+		changes bool // the full edit changes the file: skipping would lose the change
 	}{
 		{name: "skips a document holding only the owned fields", content: head + "data:\n  k: v\n", want: true},
 		{name: "skips a document holding every field", content: head + "data:\n  k: v\nextra: unowned\nimmutable: false\n", want: true},
@@ -132,26 +136,71 @@ func TestUnchangedAtTip(t *testing.T) {
 			plan: func(p *writePlan) { p.files[file] = []byte(head + "data:\n  k: v\n") }},
 		{name: "does not skip an object this plan placed", content: head + "data:\n  k: v\n",
 			plan: func(p *writePlan) { p.located[manifest.IdentityOf(liveConfigMap())] = file }},
+		{name: "does not trust an index a failed re-analysis left behind the tip", content: head + "data:\n  k: v\n", behind: true},
+		{name: "edits a document with every field when ownership is unknown, since only the owned ones are written",
+			live: brokenLastAppliedConfigMap, content: head + "data:\n  k: v\nextra: unowned\nimmutable: false\n", changes: true},
+		{name: "edits a document the trim would extend: list items kept by position",
+			live: positionalListObject, content: head + "steps:\n- b\n", changes: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			w := &worker{opts: Options{KeepDefaultedFields: tt.keepAll}, log: logr.Discard()}
+			live := liveConfigMap
+			if tt.live != nil {
+				live = tt.live
+			}
 			tgt := &target{}
 			ix := newFolderIndex(nil, nil)
 			require.NoError(t, ix.setFile(file, []byte(tt.content)))
 			tgt.index.Store(ix)
+			if tt.behind {
+				w.remoteTip = plumbing.NewHash("1111111111111111111111111111111111111111")
+			}
 			p := &writePlan{files: map[string][]byte{}, located: map[manifest.Identity]string{}}
 			if tt.plan != nil {
 				tt.plan(p)
 			}
-			got := w.unchangedAtTip(tgt, p, manifest.IdentityOf(liveConfigMap()), liveConfigMap())
+			got := w.unchangedAtTip(tgt, p, manifest.IdentityOf(live()), live())
 			assert.Equal(t, tt.want, got)
+			content := []byte(tt.content)
+			_, changed, err := manifest.UpsertStyled(content, w.writable(live(), content), manifest.Style{})
+			require.NoError(t, err)
 			if got {
-				content := []byte(tt.content)
-				_, changed, err := manifest.UpsertStyled(content, w.writable(liveConfigMap(), content), manifest.Style{})
-				require.NoError(t, err)
 				assert.False(t, changed, "the full edit must agree that nothing changed")
+			}
+			if tt.changes {
+				assert.True(t, changed, "the case is one where a wrong skip would lose a change")
 			}
 		})
 	}
+}
+
+// brokenLastAppliedConfigMap is clientSideAppliedConfigMap with a last-applied annotation
+// that does not parse: ownership is taken as recorded and DropUnowned says it is unknown.
+func brokenLastAppliedConfigMap() *unstructured.Unstructured {
+	obj := clientSideAppliedConfigMap()
+	metadata := obj.Object["metadata"].(map[string]any)
+	metadata["annotations"] = map[string]any{"kubectl.kubernetes.io/last-applied-configuration": "{not json"}
+	metadata["managedFields"] = []any{map[string]any{
+		"apiVersion": "v1", "fieldsType": "FieldsV1", "manager": "kubectl-client-side-apply", "operation": "Update",
+		"fieldsV1": map[string]any{"f:data": map[string]any{"f:k": map[string]any{}}},
+	}}
+	return obj
+}
+
+// positionalListObject is team-a/app with a list whose second item alone is owned: the
+// owned-only form is [b], and trimming over a document holding [b] keeps [a, b] (items are
+// matched by position).
+func positionalListObject() *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "v1", "kind": "ConfigMap",
+		"metadata": map[string]any{
+			"name": "app", "namespace": "team-a",
+			"managedFields": []any{map[string]any{
+				"apiVersion": "v1", "fieldsType": "FieldsV1", "manager": "tool", "operation": "Update",
+				"fieldsV1": map[string]any{"f:steps": map[string]any{"i:1": map[string]any{}}},
+			}},
+		},
+		"steps": []any{"a", "b"},
+	}}
 }

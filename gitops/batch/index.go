@@ -23,6 +23,26 @@ type folderIndex struct {
 	// blobs names the content each file was indexed from, so the next analysis can reuse
 	// what this one parsed for every file that did not change (see reusedParse).
 	blobs map[string]plumbing.Hash
+	// tip is the commit the index describes; a failed re-analysis leaves it behind the
+	// worker's remote tip, and digests are trusted only when they match (unchangedAtTip).
+	tip plumbing.Hash
+}
+
+// describes returns the commit the index describes.
+func (f *folderIndex) describes() plumbing.Hash {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.tip
+}
+
+// advance records that the index also describes to, a commit that changed nothing it
+// indexes or whose changes it has re-indexed, when it described from.
+func (f *folderIndex) advance(from, to plumbing.Hash) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.tip == from {
+		f.tip = to
+	}
 }
 
 // newFolderIndex builds the index of an analysed folder: ix from layout.Analyze (nil when

@@ -157,3 +157,21 @@ func BenchmarkReanalyse(b *testing.B) {
 		})
 	}
 }
+
+func TestAnIndexFollowsOnlyTheCommitsItDescribes(t *testing.T) {
+	a, b, c := plumbing.NewHash("aa"), plumbing.NewHash("bb"), plumbing.NewHash("cc")
+	ix := newFolderIndex(nil, nil)
+	ix.tip = a
+	ix.advance(b, c)
+	assert.Equal(t, a, ix.describes(), "a push on top of a commit it never described leaves it behind")
+	ix.advance(a, b)
+	assert.Equal(t, b, ix.describes())
+}
+
+func TestTouches(t *testing.T) {
+	files := map[string][]byte{"live/team-a/app.yaml": nil}
+	assert.True(t, touches(files, "live"))
+	assert.True(t, touches(files, ""), "the repository root holds everything")
+	assert.False(t, touches(files, "other"))
+	assert.False(t, touches(files, "liv"), "a folder is a path prefix by segments, not by characters")
+}

@@ -187,11 +187,8 @@ func (w *worker) pushRekey(ctx context.Context, t *target, enc *Encryption, rp *
 		return fmt.Errorf("pushing re-wrapped files %s: %w", sha, err)
 	}
 	w.opts.Metrics.push("pushed")
-	w.remoteTip = sha
-	for file, content := range rp.files {
-		if err := t.index.Load().setFile(file, content); err != nil {
-			return err
-		}
+	if err := w.pushed(t, sha, rp.files); err != nil {
+		return err
 	}
 	t.st.LastCommit, t.st.LastCommitTime = sha, sig.When
 	w.log.Info("re-wrapped encrypted files", "gitTarget", t.spec.Key.String(), "sha", sha.String(),

@@ -17,6 +17,7 @@ import (
 
 	"github.com/gitops-reverser/gitops-reverser/gitops/layout"
 	"github.com/gitops-reverser/gitops-reverser/gitops/manifest"
+	"github.com/gitops-reverser/gitops-reverser/gitops/plan"
 	"github.com/gitops-reverser/gitops-reverser/gitops/repo"
 )
 
@@ -240,6 +241,37 @@ func (w *worker) compactIfDue() {
 	}
 }
 
+// pushed moves the remote tip to sha, the commit t pushed with files, and brings every
+// index along: t's re-indexes those files; another target's, untouched by them, now
+// describes sha too. Callers hold w.mu.
+func (w *worker) pushed(t *target, sha plumbing.Hash, files map[string][]byte) error {
+	from := w.remoteTip
+	w.remoteTip = sha
+	for _, u := range w.targets {
+		if u != t && !touches(files, u.spec.Folder) {
+			u.index.Load().advance(from, sha)
+		}
+	}
+	ix := t.index.Load()
+	for path, content := range files {
+		if err := ix.setFile(path, content); err != nil {
+			return err
+		}
+	}
+	ix.advance(from, sha)
+	return nil
+}
+
+// touches reports whether any of files lies in folder.
+func touches(files map[string][]byte, folder string) bool {
+	for p := range files {
+		if plan.Within(folder, p) {
+			return true
+		}
+	}
+	return false
+}
+
 // analyze reads the target's folder at the remote tip: verdict, index, object count.
 func (w *worker) analyze(t *target) error {
 	files, err := w.repo.ReadTree(w.remoteTip, t.spec.Folder)
@@ -250,6 +282,7 @@ func (w *worker) analyze(t *target) error {
 	verdict, ix := layout.Analyze(t.spec.Folder, lf)
 	t.style = folderStyle(lf)
 	idx := newFolderIndex(ix, files)
+	idx.tip = w.remoteTip
 	t.verdict = verdict
 	t.index.Store(idx)
 	t.st.Known, t.st.Verdict, t.st.ObjectCount = true, verdict, idx.len()
@@ -419,11 +452,8 @@ func (w *worker) flush(ctx context.Context, t *target, win *authorWindow) (bool,
 		}
 		w.opts.Metrics.push("pushed")
 		w.opts.Metrics.delivered(time.Since(win.First).Seconds(), time.Since(built).Seconds())
-		w.remoteTip = sha
-		for path, content := range p.files {
-			if err := t.index.Load().setFile(path, content); err != nil {
-				return false, err
-			}
+		if err := w.pushed(t, sha, p.files); err != nil {
+			return false, err
 		}
 		t.st.LastCommit, t.st.LastCommitTime = sha, when
 		t.st.ObjectCount = t.index.Load().len()
