@@ -208,6 +208,7 @@ func (r *Repo) reopen() error {
 	r.looseCounted = false
 	g, err := openStore(r.dir)
 	if err != nil {
+		closeStore(r.git) // it reopens what it needs: no descriptor of a deleted pack stays
 		if ix, ok := r.git.Storer.(interface{ Reindex() }); ok {
 			ix.Reindex()
 		}

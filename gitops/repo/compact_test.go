@@ -2,6 +2,7 @@ package repo_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -192,4 +193,33 @@ func TestTheCloneKeepsItsPackfilesOpenAndReleasesThemWhenTheyGo(t *testing.T) {
 
 	require.NoError(t, r.Reset())
 	assert.Empty(t, openPackfiles(t, r.Dir()), "Reset closes every packfile of the old clone")
+}
+
+func TestTheCloneNeverKeepsMoreThanItsBoundOfPackfilesOpen(t *testing.T) {
+	remote := repotest.NewFileRemote(t)
+	remote.Seed("main", map[string]string{"live/a.yaml": "v0\n"}, "seed")
+	r := openClone(t, remote.URL, nil)
+	r.SetCompactionThresholds(0, 0) // as when compaction cannot run: pushes keep failing
+	var tips []plumbing.Hash
+	for i := range repo.MaxOpenPackfiles + 4 {
+		remote.PushFiles("main", map[string]string{fmt.Sprintf("live/f%03d.yaml", i): fmt.Sprintf("v%d\n", i)}, "a human commit")
+		tips = append(tips, fetch(t, r, "main")) // one packfile each
+	}
+	for i, tip := range tips { // each read opens the pack its commit came in
+		content, found, err := r.ReadFile(tip, fmt.Sprintf("live/f%03d.yaml", i))
+		require.NoError(t, err)
+		require.True(t, found)
+		require.Equal(t, fmt.Sprintf("v%d\n", i), string(content))
+	}
+	packs, err := filepath.Glob(filepath.Join(r.Dir(), "objects", "pack", "*.pack"))
+	require.NoError(t, err)
+	require.Greater(t, len(packs), repo.MaxOpenPackfiles)
+	open := 0
+	for _, f := range openPackfiles(t, r.Dir()) {
+		if strings.HasSuffix(f, ".pack") {
+			open++
+		}
+	}
+	assert.LessOrEqual(t, open, repo.MaxOpenPackfiles)
+	assert.Positive(t, open)
 }
