@@ -14,8 +14,11 @@ import (
 // fields no field manager owns — except those the object's document in content already
 // has, so a field a person wrote never leaves Git because the server would default it.
 func (w *worker) writable(obj *unstructured.Unstructured, content []byte) *unstructured.Unstructured {
-	f := w.forms(obj)
-	if f.fixed || len(content) == 0 {
+	if len(content) == 0 {
+		return w.forms(obj, false).trimmed // a new document: nothing to keep from Git
+	}
+	f := w.forms(obj, true)
+	if f.fixed {
 		// Git's copy need not be parsed (a restart re-plans every object; this spares one
 		// parse of each file).
 		return f.trimmed
@@ -27,19 +30,21 @@ func (w *worker) writable(obj *unstructured.Unstructured, content []byte) *unstr
 
 // writtenForms is what writable needs before it looks at Git's copy of the object.
 type writtenForms struct {
-	// full is the object with every field, trimmed without the unowned ones (full itself
-	// under KeepDefaultedFields).
+	// full is the object with every field (nil unless compared), trimmed without the
+	// unowned ones (full itself under KeepDefaultedFields).
 	full, trimmed *unstructured.Unstructured
 	// fixed says trimmed is written whatever Git has: every field is kept, nothing is
 	// unowned, or ownership is unknown.
 	fixed bool
 }
 
-// forms computes obj's writtenForms. DropUnowned runs before Object because it reads the
-// last-applied annotation (what a client-side kubectl apply applied), which Object strips.
-func (w *worker) forms(obj *unstructured.Unstructured) writtenForms {
-	full := sanitize.Object(obj)
+// forms computes obj's writtenForms; without compare only trimmed (what is written when
+// Git has no document), sparing the comparison a new object does not need. DropUnowned
+// runs before Object because it reads the last-applied annotation (what a client-side
+// kubectl apply applied), which Object strips.
+func (w *worker) forms(obj *unstructured.Unstructured, compare bool) writtenForms {
 	if w.opts.KeepDefaultedFields {
+		full := sanitize.Object(obj)
 		return writtenForms{full: full, trimmed: full, fixed: true}
 	}
 	owned, err := sanitize.DropUnowned(obj, nil)
@@ -48,6 +53,10 @@ func (w *worker) forms(obj *unstructured.Unstructured) writtenForms {
 			"object", manifest.IdentityOf(obj).String(), "reason", err.Error())
 	}
 	trimmed := sanitize.Object(owned)
+	if !compare {
+		return writtenForms{trimmed: trimmed}
+	}
+	full := sanitize.Object(obj)
 	return writtenForms{full: full, trimmed: trimmed, fixed: err != nil || reflect.DeepEqual(trimmed.Object, full.Object)}
 }
 
@@ -82,7 +91,7 @@ func (w *worker) unchangedAtTip(t *target, p *writePlan, id manifest.Identity, o
 	if _, edited := p.files[loc.File]; edited {
 		return false
 	}
-	f := w.forms(obj)
+	f := w.forms(obj, true)
 	if f.fixed {
 		return hasDigest(f.trimmed, loc.Digest)
 	}
