@@ -60,6 +60,7 @@ type writerScene struct {
 	cluster *cluster
 	writer  *batch.Manager
 	spec    batch.TargetSpec
+	stop    func()
 }
 
 func newWriterScene(t *testing.T, enc *batch.Encryption) *writerScene {
@@ -73,22 +74,36 @@ func newWriterSceneWith(t *testing.T, enc *batch.Encryption, opts batch.Options)
 	t.Helper()
 	remote := repotest.NewFileRemote(t)
 	remote.Seed("main", map[string]string{"live/README.md": "objects\n"}, "seed")
-	c := &cluster{objs: map[batch.ObjectKey]*unstructured.Unstructured{}}
-	opts.Resolver, opts.Log = c, logr.Discard()
-	w := batch.NewManager(opts)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { _ = w.Start(ctx); close(done) }()
-	t.Cleanup(func() { cancel(); <-done })
 	msgs, err := batch.ParseMessages("", "")
 	require.NoError(t, err)
-	s := &writerScene{t: t, remote: remote, cluster: c, writer: w, spec: batch.TargetSpec{
-		Key: targetKey, URL: remote.URL, Branch: "main", Folder: "live", Messages: msgs,
-		Window:    batch.WindowConfig{MaxDelay: time.Second, MaxChanges: 100},
-		Committer: batch.Identity{Name: "Writer", Email: "w@example.com"}, Encryption: enc,
-	}}
-	s.ensure()
+	s := &writerScene{t: t, remote: remote, cluster: &cluster{objs: map[batch.ObjectKey]*unstructured.Unstructured{}},
+		spec: batch.TargetSpec{
+			Key: targetKey, URL: remote.URL, Branch: "main", Folder: "live", Messages: msgs,
+			Window:    batch.WindowConfig{MaxDelay: time.Second, MaxChanges: 100},
+			Committer: batch.Identity{Name: "Writer", Email: "w@example.com"}, Encryption: enc,
+		}}
+	s.start(opts)
 	return s
+}
+
+// start runs a writer with opts (the scene sets Resolver and Log) and registers the target.
+func (s *writerScene) start(opts batch.Options) {
+	s.t.Helper()
+	opts.Resolver, opts.Log = s.cluster, logr.Discard()
+	s.writer = batch.NewManager(opts)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { _ = s.writer.Start(ctx); close(done) }()
+	s.stop = func() { cancel(); <-done }
+	s.t.Cleanup(s.stop)
+	s.ensure()
+}
+
+// restart stops the writer and starts a new one on a fresh work dir, as a new pod would.
+func (s *writerScene) restart() {
+	s.t.Helper()
+	s.stop()
+	s.start(batch.Options{WorkDir: s.t.TempDir()})
 }
 
 // ensure registers the target (as its controller does) with the scene's spec.

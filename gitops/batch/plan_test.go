@@ -2,6 +2,7 @@ package batch_test
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -60,5 +61,28 @@ func TestLargeWindow(t *testing.T) {
 		}
 		assert.Contains(t, s.remote.Log("main")[0], "102 changes")
 		s.remote.Fsck()
+	})
+}
+
+func TestARestartComparesEveryObjectWithGit(t *testing.T) {
+	t.Run("leaves a document a person reformatted alone and writes back one whose value a person changed", func(t *testing.T) {
+		s := newWriterScene(t, nil)
+		a := s.cluster.put(cmGVR, "ConfigMap", "a", map[string]any{"k": "1"})
+		b := s.cluster.put(cmGVR, "ConfigMap", "b", map[string]any{"k": "1"})
+		s.submitAndSettle(a, b)
+		reformatted := "# kept by hand\nkind: ConfigMap\napiVersion: v1\nmetadata: {namespace: app, name: a}\ndata:\n  k: '1'  # same value\n"
+		s.remote.PushFiles("main", map[string]string{
+			"live/app/configmaps/a.yaml": reformatted,
+			"live/app/configmaps/b.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: b\n  namespace: app\ndata:\n  k: edited in Git\n",
+		}, "a person reformats a and edits b")
+		before := s.commits()
+
+		s.restart()
+		s.submitAndSettle(a, b) // the restart's snapshot
+
+		require.Eventually(t, func() bool { return s.commits() == before+1 }, 10*time.Second, 50*time.Millisecond, "one commit, for b")
+		assert.Equal(t, strings.TrimSpace(reformatted), s.remote.Show("main", "live/app/configmaps/a.yaml"), "as the person wrote it")
+		assert.Contains(t, s.remote.Show("main", "live/app/configmaps/b.yaml"), `k: "1"`)
+		assert.Contains(t, s.remote.Log("main")[0], "Update ConfigMap app/b")
 	})
 }
