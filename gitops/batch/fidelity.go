@@ -14,11 +14,13 @@ import (
 // fields no field manager owns — except those the object's document in content already
 // has, so a field a person wrote never leaves Git because the server would default it.
 func (w *worker) writable(obj *unstructured.Unstructured, content []byte) *unstructured.Unstructured {
-	if len(content) == 0 {
-		return w.forms(obj, false).trimmed // a new document: nothing to keep from Git
-	}
-	f := w.forms(obj, true)
-	if f.fixed {
+	return w.forms(obj, len(content) > 0).writable(obj, content)
+}
+
+// writable is worker.writable from forms already computed, compared when content is not
+// empty (a new document has nothing to keep from Git).
+func (f writtenForms) writable(obj *unstructured.Unstructured, content []byte) *unstructured.Unstructured {
+	if len(content) == 0 || f.fixed {
 		// Git's copy need not be parsed (a restart re-plans every object; this spares one
 		// parse of each file).
 		return f.trimmed
@@ -79,7 +81,8 @@ func (f writtenForms) over(obj *unstructured.Unstructured, existing map[string]a
 // give that digest back. It answers false when the index does not describe the tip the plan
 // reads, for a file this plan already edits, and whenever no guess matches: the full edit
 // then decides, and still finds documents that mean the same but are written differently.
-func (w *worker) unchangedAtTip(t *target, p *writePlan, id manifest.Identity, obj *unstructured.Unstructured) bool {
+// f is obj's compared writtenForms, which the edit that follows a miss uses too.
+func (w *worker) unchangedAtTip(t *target, p *writePlan, id manifest.Identity, obj *unstructured.Unstructured, f writtenForms) bool {
 	if _, planned := p.located[id]; planned {
 		return false
 	}
@@ -91,7 +94,6 @@ func (w *worker) unchangedAtTip(t *target, p *writePlan, id manifest.Identity, o
 	if _, edited := p.files[loc.File]; edited {
 		return false
 	}
-	f := w.forms(obj, true)
 	if f.fixed {
 		return hasDigest(f.trimmed, loc.Digest)
 	}

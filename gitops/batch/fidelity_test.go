@@ -160,7 +160,7 @@ func TestUnchangedAtTip(t *testing.T) {
 			if tt.plan != nil {
 				tt.plan(p)
 			}
-			got := w.unchangedAtTip(tgt, p, manifest.IdentityOf(live()), live())
+			got := w.unchangedAtTip(tgt, p, manifest.IdentityOf(live()), live(), w.forms(live(), true))
 			assert.Equal(t, tt.want, got)
 			content := []byte(tt.content)
 			_, changed, err := manifest.UpsertStyled(content, w.writable(live(), content), manifest.Style{})

@@ -107,8 +107,13 @@ func (w *worker) planOne(t *target, p *writePlan, read func(string) ([]byte, err
 	if w.isSensitive(t, k.GVR.GroupResource()) {
 		return w.planSensitive(t, p, read, k, obj, file, exists)
 	}
-	if exists && w.unchangedAtTip(t, p, id, obj) {
-		return nil
+	var forms *writtenForms
+	if exists {
+		f := w.forms(obj, true)
+		if w.unchangedAtTip(t, p, id, obj, f) {
+			return nil
+		}
+		forms = &f
 	}
 	path := file
 	if !exists {
@@ -121,7 +126,11 @@ func (w *worker) planOne(t *target, p *writePlan, read func(string) ([]byte, err
 	if err != nil {
 		return fmt.Errorf("reading %s: %w", path, err)
 	}
-	out, changed, err := manifest.UpsertStyled(content, w.writable(obj, content), t.style)
+	if forms == nil {
+		f := w.forms(obj, len(content) > 0)
+		forms = &f
+	}
+	out, changed, err := manifest.UpsertStyled(content, forms.writable(obj, content), t.style)
 	if err != nil {
 		p.refused = append(p.refused, fmt.Sprintf("%s: cannot be written to %s: %v", id, path, err))
 		return nil
