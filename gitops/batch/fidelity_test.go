@@ -102,10 +102,7 @@ func TestWritable(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			w := &worker{opts: Options{KeepDefaultedFields: tt.keepAll}, log: logr.Discard()}
-			live := liveConfigMap
-			if tt.live != nil {
-				live = tt.live
-			}
+			live := orLiveConfigMap(tt.live)
 			got := w.writable(live(), []byte(tt.content))
 			assert.Equal(t, tt.want, got.Object)
 		})
@@ -145,10 +142,7 @@ func TestUnchangedAtTip(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			w := &worker{opts: Options{KeepDefaultedFields: tt.keepAll}, log: logr.Discard()}
-			live := liveConfigMap
-			if tt.live != nil {
-				live = tt.live
-			}
+			live := orLiveConfigMap(tt.live)
 			tgt := &target{}
 			ix := newFolderIndex(nil, nil)
 			require.NoError(t, ix.setFile(file, []byte(tt.content)))
@@ -203,4 +197,12 @@ func positionalListObject() *unstructured.Unstructured {
 		},
 		"steps": []any{"a", "b"},
 	}}
+}
+
+// orLiveConfigMap is live, or liveConfigMap when live is nil (a case's default object).
+func orLiveConfigMap(live func() *unstructured.Unstructured) func() *unstructured.Unstructured {
+	if live == nil {
+		return liveConfigMap
+	}
+	return live
 }
