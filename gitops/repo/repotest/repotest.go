@@ -88,6 +88,13 @@ func Git(t testing.TB, dir string, args ...string) string {
 // fail; the error carries stderr.
 func RunGit(t testing.TB, dir string, args ...string) (string, error) {
 	t.Helper()
+	return RunGitEnv(t, dir, nil, args...)
+}
+
+// RunGitEnv is RunGit with env added to git's environment, for measurements that must set
+// what the fixture's isolation leaves alone (the C library's tunables, say).
+func RunGitEnv(t testing.TB, dir string, env []string, args ...string) (string, error) {
+	t.Helper()
 	full := append([]string{
 		"-c", "init.defaultBranch=main",
 		"-c", "protocol.file.allow=always",
@@ -96,7 +103,7 @@ func RunGit(t testing.TB, dir string, args ...string) (string, error) {
 	}, args...)
 	cmd := exec.Command(GitPath(t), full...)
 	cmd.Dir = dir
-	cmd.Env = gitEnv()
+	cmd.Env = append(gitEnv(), env...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
