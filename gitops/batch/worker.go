@@ -423,6 +423,7 @@ func (w *worker) flush(ctx context.Context, t *target, win *authorWindow) (bool,
 			return len(p.refused) > 0, nil
 		}
 		when := time.Now()
+		planned := when.Sub(start)
 		author := authorSignature(win.author, t.spec.Committer, w.opts.AuthorEmailDomain, when)
 		committer := object.Signature{Name: t.spec.Committer.Name, Email: t.spec.Committer.Email, When: when}
 		sha, err := w.repo.Commit(w.remoteTip, p.files, author, committer, p.message(t, win))
@@ -451,14 +452,16 @@ func (w *worker) flush(ctx context.Context, t *target, win *authorWindow) (bool,
 			return false, fmt.Errorf("pushing %s: %w", sha, err)
 		}
 		w.opts.Metrics.push("pushed")
-		w.opts.Metrics.delivered(time.Since(win.First).Seconds(), time.Since(built).Seconds())
+		pushedAt := time.Now()
+		w.opts.Metrics.delivered(pushedAt.Sub(win.First).Seconds(), pushedAt.Sub(built).Seconds())
 		if err := w.pushed(t, sha, p.files); err != nil {
 			return false, err
 		}
 		t.st.LastCommit, t.st.LastCommitTime = sha, when
 		t.st.ObjectCount = t.index.Load().len()
 		t.st.LastError = ""
-		w.log.Info("pushed", "gitTarget", t.spec.Key.String(), "sha", sha.String(), "files", len(p.files), "author", author.Name)
+		w.log.Info("pushed", "gitTarget", t.spec.Key.String(), "sha", sha.String(), "files", len(p.files), "author", author.Name,
+			"plan", planned.String(), "build", built.Sub(when).String(), "push", pushedAt.Sub(built).String())
 		w.answer(win, sha.String(), nil)
 		w.compactIfDue()
 		return true, nil
