@@ -156,10 +156,6 @@ func (w *Watcher) Resync(target types.NamespacedName) {
 // snapshot submits every listed object some claim selects, then the complete list.
 func (w *Watcher) snapshot(target types.NamespacedName, cs []Claim, objs []interface{}) {
 	var changes []batch.Change
-	del := false
-	for _, c := range cs {
-		del = del || c.Delete
-	}
 	for _, o := range objs {
 		u, ok := o.(*unstructured.Unstructured)
 		if !ok || w.opts.Noise.SkipObject(cs[0].Resource.GVR.GroupResource(), u) {
@@ -179,16 +175,23 @@ func (w *Watcher) snapshot(target types.NamespacedName, cs []Claim, objs []inter
 		present = append(present, ch.Key)
 	}
 	w.opts.Sink.Snapshot(batch.Snapshot{
-		Target: target, GVR: cs[0].Resource.GVR, Kind: cs[0].Resource.Kind, Present: present, AllowDelete: del,
-		InScope: func(ns string) bool {
-			for _, c := range cs {
-				if c.CoversNamespace(ns, w.opts.NamespaceLabels) {
-					return true
-				}
-			}
-			return false
-		},
+		Target: target, GVR: cs[0].Resource.GVR, Kind: cs[0].Resource.Kind, Present: present,
+		InScope:  w.covered(cs, false),
+		Prunable: w.covered(cs, true),
 	})
+}
+
+// covered says whether any of cs covers a namespace; with deleting, only those of cs that
+// mirror deletions count.
+func (w *Watcher) covered(cs []Claim, deleting bool) func(ns string) bool {
+	return func(ns string) bool {
+		for _, c := range cs {
+			if (c.Delete || !deleting) && c.CoversNamespace(ns, w.opts.NamespaceLabels) {
+				return true
+			}
+		}
+		return false
+	}
 }
 
 // Current implements batch.Resolver from the informer caches: the object as last seen, or

@@ -57,8 +57,10 @@ type Snapshot struct {
 	// InScope says whether a namespace ("" for cluster-scoped objects) was listed.
 	InScope func(namespace string) bool
 	Present []ObjectKey
-	// AllowDelete says the rules mirror deletions.
-	AllowDelete bool
+	// Prunable says whether the rules covering a namespace mirror deletions (nil: none
+	// do). Under prune mode Always only orphans it covers are removed: a rule without
+	// DELETE keeps its documents whatever the mode.
+	Prunable func(namespace string) bool
 }
 
 // Orphans lists the identities held in Git that a snapshot's scope covers but its list

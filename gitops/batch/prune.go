@@ -26,8 +26,8 @@ func (m *Manager) Snapshot(s Snapshot) {
 	}
 }
 
-// snapshot counts the orphans of one resource and, under prune mode Always, marks them
-// dirty: at commit time the cache says they are gone and their documents are removed
+// snapshot counts the orphans of one resource and, under prune mode Always, marks those
+// of rules that mirror deletions (Snapshot.Prunable) dirty: at commit time the cache says they are gone and their documents are removed
 // (an object that reappeared meanwhile is written instead — deletion is always re-checked).
 func (w *worker) snapshot(s Snapshot) {
 	w.mu.Lock()
@@ -49,8 +49,11 @@ func (w *worker) snapshot(s Snapshot) {
 	t.st.Orphans = total
 	mode := t.spec.Prune
 	w.mu.Unlock()
-	if mode == PruneAlways && s.AllowDelete {
+	if mode == PruneAlways && s.Prunable != nil {
 		for _, id := range orphans {
+			if !s.Prunable(id.Namespace) {
+				continue
+			}
 			w.submit(Change{Target: s.Target, AllowDelete: true,
 				Key: ObjectKey{GVR: s.GVR, Kind: id.Kind, Namespace: id.Namespace, Name: id.Name}})
 		}

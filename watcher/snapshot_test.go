@@ -1,0 +1,59 @@
+package watcher
+
+import (
+	"testing"
+
+	"github.com/go-logr/logr"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/gitops-reverser/gitops-reverser/gitops/batch"
+)
+
+// snapshots records what the watcher hands the writer.
+type snapshots struct{ got []batch.Snapshot }
+
+func (s *snapshots) Submit(...batch.Change)       {}
+func (s *snapshots) Snapshot(snap batch.Snapshot) { s.got = append(s.got, snap) }
+
+func TestSnapshotScopes(t *testing.T) {
+	target := types.NamespacedName{Namespace: "ops", Name: "live"}
+	cms := Resource{GVR: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, Kind: "ConfigMap", Namespaced: true}
+	claim := func(ns string, del bool) Claim {
+		return Claim{Target: target, Resource: cms, Namespace: ns, ObjectSelector: labels.Everything(), Create: true, Update: true, Delete: del}
+	}
+	tests := []struct {
+		name           string
+		claims         []Claim
+		listed, pruned map[string]bool
+	}{
+		{name: "prunes only the namespaces whose rule mirrors deletions",
+			claims: []Claim{claim("team-a", false), claim("team-b", true)},
+			listed: map[string]bool{"team-a": true, "team-b": true, "team-c": false},
+			pruned: map[string]bool{"team-a": false, "team-b": true, "team-c": false}},
+		{name: "prunes nothing when no rule mirrors deletions",
+			claims: []Claim{claim("team-a", false)},
+			listed: map[string]bool{"team-a": true},
+			pruned: map[string]bool{"team-a": false}},
+		{name: "prunes a namespace two rules cover when either mirrors deletions",
+			claims: []Claim{claim("team-a", false), claim("team-a", true)},
+			listed: map[string]bool{"team-a": true},
+			pruned: map[string]bool{"team-a": true}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			sink := &snapshots{}
+			New(Options{Sink: sink, Log: logr.Discard()}).snapshot(target, tt.claims, nil)
+			require.Len(t, sink.got, 1)
+			for ns, want := range tt.listed {
+				assert.Equal(t, want, sink.got[0].InScope(ns), "listed %s", ns)
+			}
+			for ns, want := range tt.pruned {
+				assert.Equal(t, want, sink.got[0].Prunable(ns), "pruned %s", ns)
+			}
+		})
+	}
+}
