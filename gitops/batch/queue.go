@@ -118,7 +118,8 @@ func (q *queue) due(cfg WindowConfig, now time.Time) (out []*authorWindow, wait 
 }
 
 // restore puts a window back after a failed commit. Objects someone changed since then
-// stay where that change put them; the request stays attached.
+// stay where that change put them; the request stays attached. The window keeps its age:
+// maxDelay and the apply→commit latency count from its first change, not from the failure.
 func (q *queue) restore(win *authorWindow, now time.Time) {
 	for k, del := range win.dirty {
 		if _, taken := q.owner[k]; taken {
@@ -128,6 +129,9 @@ func (q *queue) restore(win *authorWindow, now time.Time) {
 		cur.dirty[k] = del
 		cur.Count = len(cur.dirty)
 		q.owner[k] = win.author
+		if first := win.First; cur.First.IsZero() || (!first.IsZero() && first.Before(cur.First)) {
+			cur.First = first
+		}
 		if cur.First.IsZero() {
 			cur.First = now
 		}

@@ -96,6 +96,18 @@ func TestQueueWindowsPerAuthor(t *testing.T) {
 		require.NotNil(t, q.windows["alice"])
 		assert.Len(t, q.windows["alice"].requests, 1)
 		assert.True(t, q.windows["alice"].now)
+		assert.Equal(t, t0, q.windows["alice"].First, "the window keeps its age")
+	})
+	t.Run("a window put back after a failure keeps its age, so maxDelay still counts from its first change", func(t *testing.T) {
+		q := newQueue()
+		q.add(qkey("a"), true, "alice", t0)
+		wins, _ := q.due(WindowConfig{MaxDelay: 30 * time.Second}, t0.Add(31*time.Second))
+		require.Len(t, wins, 1)
+		q.add(qkey("b"), true, "alice", t0.Add(5*time.Minute))
+		q.restore(wins[0], t0.Add(10*time.Minute))
+		assert.Equal(t, t0, q.windows["alice"].First)
+		again, _ := q.due(WindowConfig{Quiet: time.Hour, MaxDelay: 30 * time.Second}, t0.Add(10*time.Minute))
+		assert.Len(t, again, 1, "due at once: older than maxDelay")
 	})
 	t.Run("a withdrawn request leaves no empty window behind", func(t *testing.T) {
 		q := newQueue()
