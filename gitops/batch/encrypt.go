@@ -1,6 +1,7 @@
 package batch
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/gitops-reverser/gitops-reverser/gitops/encrypt"
 	"github.com/gitops-reverser/gitops-reverser/gitops/manifest"
 	"github.com/gitops-reverser/gitops-reverser/gitops/plan"
+	"github.com/gitops-reverser/gitops-reverser/gitops/repo"
 	"github.com/gitops-reverser/gitops-reverser/gitops/sanitize"
 )
 
@@ -79,31 +81,34 @@ func (w *worker) planSensitive(t *target, p *writePlan, read func(string) ([]byt
 	id := k.Identity()
 	enc := t.spec.Encryption
 	if enc == nil {
-		p.refused = append(p.refused, fmt.Sprintf("%s: not written: sensitive objects are never stored in plaintext and "+
+		p.refuse(k, fmt.Sprintf("%s: not written: sensitive objects are never stored in plaintext and "+
 			"GitTarget %s cannot encrypt (set spec.encryption.age; see its EncryptionReady condition)", id, t.spec.Key))
 		return nil
 	}
 	if extra := ReadableFields(obj); len(extra) > 0 {
-		p.refused = append(p.refused, fmt.Sprintf("%s: not written: only data and stringData are encrypted, and it also has %v, "+
+		p.refuse(k, fmt.Sprintf("%s: not written: only data and stringData are encrypted, and it also has %v, "+
 			"which would be readable in Git; stop routing %s to this target", id, extra, k.GVR.GroupResource()))
 		return nil
 	}
 	at, problem, err := w.placeSensitive(t, read, k, file, exists)
 	if err != nil || problem != "" {
 		if problem != "" {
-			p.refused = append(p.refused, fmt.Sprintf("%s: %s", id, problem))
+			p.refuse(k, fmt.Sprintf("%s: %s", id, problem))
 		}
 		return err
 	}
 	out, changed, problem := encryptObject(t, enc, at.existing, obj)
 	if problem != "" {
-		p.refused = append(p.refused, fmt.Sprintf("%s: not written: %s", id, problem))
+		p.refuse(k, fmt.Sprintf("%s: not written: %s", id, problem))
 		return nil
 	}
 	if !changed && at.plainFile == "" {
 		return nil
 	}
-	if err := movePlaintext(p, read, id, at.plainFile); err != nil {
+	if err := movePlaintext(p, read, id, at.plainFile); errors.Is(err, errUnwritable) {
+		p.refuse(k, fmt.Sprintf("%s: not written: its plaintext document could not be removed: %v", id, err))
+		return nil
+	} else if err != nil {
 		return err
 	}
 	p.files[at.path] = out
@@ -144,6 +149,9 @@ func ReadableFields(obj *unstructured.Unstructured) []string {
 func (w *worker) placeSensitive(t *target, read func(string) ([]byte, error), k ObjectKey, file string, exists bool) (sensitivePlacement, string, error) {
 	if exists {
 		content, err := read(file)
+		if errors.Is(err, repo.ErrPathConflict) {
+			return sensitivePlacement{}, fmt.Sprintf("not written: %v", err), nil
+		}
 		if err != nil {
 			return sensitivePlacement{}, "", fmt.Errorf("reading %s: %w", file, err)
 		}
@@ -156,6 +164,9 @@ func (w *worker) placeSensitive(t *target, read func(string) ([]byte, error), k 
 		return sensitivePlacement{}, err.Error(), nil
 	}
 	content, err := read(path)
+	if errors.Is(err, repo.ErrPathConflict) {
+		return sensitivePlacement{}, fmt.Sprintf("not written: %v", err), nil
+	}
 	if err != nil {
 		return sensitivePlacement{}, "", fmt.Errorf("reading %s: %w", path, err)
 	}

@@ -2,12 +2,14 @@ package batch
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
 
 	"github.com/gitops-reverser/gitops-reverser/gitops/manifest"
 	"github.com/gitops-reverser/gitops-reverser/gitops/plan"
+	"github.com/gitops-reverser/gitops-reverser/gitops/repo"
 )
 
 // action is what a commit did to one object, for the commit message.
@@ -21,10 +23,29 @@ type action struct {
 type writePlan struct {
 	files   map[string][]byte
 	actions []action
-	refused []string
+	// refused says why each object of the window it could not write was left out.
+	refused map[ObjectKey]string
 	// located overrides the target's index for identities this plan added ("" = removed),
 	// so a failed push leaves the index describing the remote tip.
 	located map[manifest.Identity]string
+}
+
+// refuse leaves k out of the commit, for reason (which names the object).
+func (p *writePlan) refuse(k ObjectKey, reason string) {
+	if p.refused == nil {
+		p.refused = map[ObjectKey]string{}
+	}
+	p.refused[k] = reason
+}
+
+// refusals are the plan's reasons, sorted.
+func (p *writePlan) refusals() []string {
+	out := make([]string, 0, len(p.refused))
+	for _, r := range p.refused {
+		out = append(out, r)
+	}
+	sort.Strings(out)
+	return out
 }
 
 func (p *writePlan) lookup(ix *folderIndex, id manifest.Identity) (string, bool) {
@@ -97,7 +118,10 @@ func (w *worker) planOne(t *target, p *writePlan, read func(string) ([]byte, err
 		if !allowDelete || !exists || t.spec.Prune == PruneNever {
 			return nil
 		}
-		if err := removeFrom(p, read, id, file); err != nil {
+		if err := removeFrom(p, read, id, file); errors.Is(err, errUnwritable) {
+			p.refuse(k, fmt.Sprintf("%s: not removed: %v", id, err))
+			return nil
+		} else if err != nil {
 			return err
 		}
 		p.located[id] = ""
@@ -118,11 +142,15 @@ func (w *worker) planOne(t *target, p *writePlan, read func(string) ([]byte, err
 	path := file
 	if !exists {
 		if path, err = plan.CanonicalPath(t.spec.Folder, k.GVR, k.Namespace, k.Name, false); err != nil {
-			p.refused = append(p.refused, fmt.Sprintf("%s: %v", id, err))
+			p.refuse(k, fmt.Sprintf("%s: %v", id, err))
 			return nil
 		}
 	}
 	content, err := read(path)
+	if errors.Is(err, repo.ErrPathConflict) {
+		p.refuse(k, fmt.Sprintf("%s: cannot be written: %v", id, err))
+		return nil
+	}
 	if err != nil {
 		return fmt.Errorf("reading %s: %w", path, err)
 	}
@@ -132,7 +160,7 @@ func (w *worker) planOne(t *target, p *writePlan, read func(string) ([]byte, err
 	}
 	out, changed, err := manifest.UpsertStyled(content, forms.writable(obj, content), t.style)
 	if err != nil {
-		p.refused = append(p.refused, fmt.Sprintf("%s: cannot be written to %s: %v", id, path, err))
+		p.refuse(k, fmt.Sprintf("%s: cannot be written to %s: %v", id, path, err))
 		return nil
 	}
 	if !changed {
@@ -148,16 +176,24 @@ func (w *worker) planOne(t *target, p *writePlan, read func(string) ([]byte, err
 	return nil
 }
 
+// errUnwritable marks a failure that concerns one object's file, not the window: the plan
+// refuses that object (status lists it) and commits the others.
+var errUnwritable = errors.New("the file cannot be edited")
+
 // removeFrom plans the removal of id's document from file, and of the file when nothing
-// else is left in it.
+// else is left in it. A file that is not a regular file, or that the edit cannot remove
+// the document from, is errUnwritable.
 func removeFrom(p *writePlan, read func(string) ([]byte, error), id manifest.Identity, file string) error {
 	content, err := read(file)
+	if errors.Is(err, repo.ErrPathConflict) {
+		return fmt.Errorf("%w: %w", errUnwritable, err)
+	}
 	if err != nil {
 		return fmt.Errorf("reading %s: %w", file, err)
 	}
 	out, empty, err := manifest.Remove(content, id)
 	if err != nil {
-		return fmt.Errorf("removing %s from %s: %w", id, file, err)
+		return fmt.Errorf("%w: removing %s from %s: %w", errUnwritable, id, file, err)
 	}
 	if empty {
 		out = nil

@@ -1,6 +1,7 @@
 package batch_test
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/gitops-reverser/gitops-reverser/gitops/batch"
 )
@@ -84,5 +86,38 @@ func TestARestartComparesEveryObjectWithGit(t *testing.T) {
 		assert.Equal(t, strings.TrimSpace(reformatted), s.remote.Show("main", "live/app/configmaps/a.yaml"), "as the person wrote it")
 		assert.Contains(t, s.remote.Show("main", "live/app/configmaps/b.yaml"), `k: "1"`)
 		assert.Contains(t, s.remote.Log("main")[0], "Update ConfigMap app/b")
+	})
+}
+
+func TestAnUnwritableObjectHoldsBackNothingElse(t *testing.T) {
+	t.Run("refuses an object whose file is a directory in Git and commits the other windows and targets of the branch", func(t *testing.T) {
+		s := newWriterScene(t, nil)
+		s.remote.PushFiles("main", map[string]string{
+			"live/app/configmaps/bad.yaml/README.md": "a directory where bad's file belongs\n",
+			"zz/README.md":                           "another target's folder\n",
+		}, "a person makes a directory named like a file")
+		s.ensure()
+		other := s.spec
+		other.Key = types.NamespacedName{Namespace: "ops", Name: "zz"}
+		other.Folder = "zz"
+		_, err := s.writer.EnsureTarget(context.Background(), other)
+		require.NoError(t, err)
+
+		bad := s.cluster.put(cmGVR, "ConfigMap", "bad", map[string]any{"k": "v"})
+		good := s.cluster.put(cmGVR, "ConfigMap", "good", map[string]any{"k": "v"})
+		s.writer.Submit(batch.Change{Target: targetKey, Key: bad, AllowDelete: true, Author: "alice"})
+		s.writer.Submit(batch.Change{Target: targetKey, Key: good, AllowDelete: true, Author: "bob"})
+		s.writer.Submit(batch.Change{Target: other.Key, Key: good, AllowDelete: true, Author: "carol"})
+
+		require.Eventually(t, func() bool {
+			tree := s.remote.LsTree("main")
+			return strings.Contains(tree, "live/app/configmaps/good.yaml") && strings.Contains(tree, "zz/app/configmaps/good.yaml")
+		}, 10*time.Second, 50*time.Millisecond, "bob's window and the other target commit")
+		st, _ := s.writer.Status(targetKey)
+		assert.Empty(t, st.LastError, "nothing failed: one object was refused")
+		require.Len(t, st.Refused, 1)
+		assert.Contains(t, st.Refused[0], "ConfigMap app/bad")
+		assert.Contains(t, st.Refused[0], "live/app/configmaps/bad.yaml: not a regular file in Git")
+		assert.Contains(t, s.remote.Show("main", "live/app/configmaps/bad.yaml/README.md"), "a directory", "the person's file is kept")
 	})
 }

@@ -45,7 +45,7 @@ func (w *worker) snapshot(s Snapshot) {
 	for _, n := range t.orphans {
 		total += n
 	}
-	changed := t.st.Orphans != total
+	changed := t.st.Orphans != total || t.forgetRefusalsOfGone(s)
 	t.st.Orphans = total
 	mode := t.spec.Prune
 	w.mu.Unlock()
@@ -61,4 +61,25 @@ func (w *worker) snapshot(s Snapshot) {
 	if changed {
 		w.opts.OnStatus(s.Target)
 	}
+}
+
+// forgetRefusalsOfGone drops the refusals of objects a complete list of their resource no
+// longer has in scope (deleted, or no rule selects them any more): nothing is left to
+// write. It reports whether st.Refused changed. Callers hold w.mu.
+func (t *target) forgetRefusalsOfGone(s Snapshot) bool {
+	present := make(map[ObjectKey]bool, len(s.Present))
+	for _, k := range s.Present {
+		present[k] = true
+	}
+	gone := false
+	for k := range t.refused {
+		if k.GVR == s.GVR && s.InScope(k.Namespace) && !present[k] {
+			delete(t.refused, k)
+			gone = true
+		}
+	}
+	if gone {
+		t.listRefusals()
+	}
+	return gone
 }

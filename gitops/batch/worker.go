@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -39,6 +40,9 @@ type target struct {
 	// index is swapped whole on re-analysis; admission reads it without the worker's lock.
 	index atomic.Pointer[folderIndex]
 	st    TargetStatus
+	// refused holds why each object the writer would not write was left out, until a
+	// later plan of that object writes, skips or removes it; st.Refused lists it.
+	refused map[ObjectKey]string
 
 	// q is this target's queue of per-author windows; guarded by worker.qmu. It lives apart
 	// from the Git-side state so that recording a change never waits for a commit or push
@@ -316,7 +320,9 @@ func (w *worker) loop(ctx context.Context) {
 	}
 }
 
-// flushDue commits every target whose window closed and returns how long to sleep.
+// flushDue commits every target whose window closed and returns how long to sleep. A
+// target whose commit fails does not hold back the others of the branch: they still
+// commit, and the worker backs off before retrying.
 func (w *worker) flushDue(ctx context.Context) time.Duration {
 	next := time.Hour
 	now := time.Now()
@@ -330,17 +336,23 @@ func (w *worker) flushDue(ctx context.Context) time.Duration {
 	}
 	w.mu.Unlock()
 	sort.Slice(keys, func(i, j int) bool { return keys[i].String() < keys[j].String() })
+	failed := false
 	for _, k := range keys {
 		wait, err := w.flushIfDue(ctx, k, now)
 		if err != nil {
-			w.backoff = min(max(2*w.backoff, time.Second), 2*time.Minute)
-			w.retryAt = time.Now().Add(w.backoff)
-			w.log.Error(err, "commit failed; retrying", "gitTarget", k.String(), "retryIn", w.backoff.String())
-			return w.backoff
+			failed = true
+			w.log.Error(err, "commit failed; retrying", "gitTarget", k.String())
+			continue
 		}
 		if wait > 0 && wait < next {
 			next = wait
 		}
+	}
+	if failed {
+		w.backoff = min(max(2*w.backoff, time.Second), 2*time.Minute)
+		w.retryAt = time.Now().Add(w.backoff)
+		w.log.Info("retrying failed commits", "retryIn", w.backoff.String())
+		return w.backoff
 	}
 	w.backoff = 0
 	return next
@@ -417,10 +429,12 @@ func (w *worker) flush(ctx context.Context, t *target, win *authorWindow) (bool,
 		if err != nil {
 			return false, err
 		}
-		t.st.Refused = p.refused
+		refusedBefore := t.st.Refused
+		t.noteRefusals(win.dirty, p.refused)
+		refusals := p.refusals()
 		if len(p.files) == 0 {
-			w.answer(win, "", p.refused)
-			return len(p.refused) > 0, nil
+			w.answer(win, "", refusals)
+			return !slices.Equal(refusedBefore, t.st.Refused), nil
 		}
 		when := time.Now()
 		planned := when.Sub(start)
@@ -428,7 +442,7 @@ func (w *worker) flush(ctx context.Context, t *target, win *authorWindow) (bool,
 		committer := object.Signature{Name: t.spec.Committer.Name, Email: t.spec.Committer.Email, When: when}
 		sha, err := w.repo.Commit(w.remoteTip, p.files, author, committer, p.message(t, win))
 		if errors.Is(err, repo.ErrNoChange) {
-			w.answer(win, "", p.refused)
+			w.answer(win, "", refusals)
 			return false, nil
 		}
 		if err != nil {
@@ -466,6 +480,33 @@ func (w *worker) flush(ctx context.Context, t *target, win *authorWindow) (bool,
 		w.compactIfDue()
 		return true, nil
 	}
+}
+
+// noteRefusals records what a plan of the dirty objects refused, and forgets the refusals
+// of those it wrote, skipped or removed: a refusal stays in status until the object is
+// planned again, whatever other windows commit meanwhile. Callers hold w.mu.
+func (t *target) noteRefusals(dirty map[ObjectKey]bool, refused map[ObjectKey]string) {
+	for k := range dirty {
+		if reason, ok := refused[k]; ok {
+			if t.refused == nil {
+				t.refused = map[ObjectKey]string{}
+			}
+			t.refused[k] = reason
+		} else {
+			delete(t.refused, k)
+		}
+	}
+	t.listRefusals()
+}
+
+// listRefusals sets st.Refused from refused, sorted. Callers hold w.mu.
+func (t *target) listRefusals() {
+	out := make([]string, 0, len(t.refused))
+	for _, r := range t.refused {
+		out = append(out, r)
+	}
+	sort.Strings(out)
+	t.st.Refused = out
 }
 
 // answer queues the outcome of the window's CommitRequests: the pushed commit, or that

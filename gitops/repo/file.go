@@ -61,7 +61,7 @@ func (t *TreeReader) ReadFile(p string) (content []byte, found bool, err error) 
 		return nil, false, nil
 	}
 	if e.Mode != filemode.Regular && e.Mode != filemode.Executable && e.Mode != filemode.Deprecated {
-		return nil, false, fmt.Errorf("read %s: not a regular file (mode %s)", p, e.Mode)
+		return nil, false, fmt.Errorf("read %s: not a regular file in Git (mode %s): %w", p, e.Mode, ErrPathConflict)
 	}
 	b, err := t.r.blob(e.Hash)
 	if err != nil {
