@@ -170,6 +170,7 @@ func rekeyMessage(folder string, enc *Encryption, rp *rekeyPlan) string {
 // someone else pushed first, the branch is re-read and the next registration plans again.
 // Callers hold w.mu.
 func (w *worker) pushRekey(ctx context.Context, t *target, enc *Encryption, rp *rekeyPlan) error {
+	w.actFor(t.spec)
 	sig := object.Signature{Name: t.spec.Committer.Name, Email: t.spec.Committer.Email, When: time.Now()}
 	sha, err := w.repo.Commit(w.remoteTip, rp.files, sig, sig, rekeyMessage(t.spec.Folder, enc, rp))
 	if errors.Is(err, repo.ErrNoChange) {

@@ -189,7 +189,7 @@ func (w *worker) ensureTarget(ctx context.Context, spec TargetSpec) (*target, Ta
 	folderChanged := ok && t.spec.Folder != spec.Folder
 	t.spec = spec
 	t.folderPath.Store(&spec.Folder)
-	w.repo.SetAuth(spec.Auth)
+	w.actFor(spec)
 	var err error
 	if !t.st.Known || folderChanged || time.Since(w.lastFetch) > minFetchInterval {
 		err = w.refresh(ctx, folderChanged || !t.st.Known)
@@ -211,6 +211,12 @@ func (w *worker) ensureTarget(ctx context.Context, spec TargetSpec) (*target, Ta
 	}
 	return t, st, nil
 }
+
+// actFor makes the clone's next fetches and pushes use spec's credentials. Targets of
+// different GitProviders can share a worker (one per repository and branch); each must
+// reach the remote as its own provider, never with the token of whichever registered
+// last. Callers hold w.mu, which every fetch and push also runs under.
+func (w *worker) actFor(spec TargetSpec) { w.repo.SetAuth(spec.Auth) }
 
 // refresh fetches the branch; when the tip moved (or force is set) every target's folder is
 // re-read. Callers hold w.mu.
@@ -417,6 +423,7 @@ func shorter(a, b time.Duration) time.Duration {
 // flush writes one author's window of one target in one commit and pushes it, replaying the
 // writes on the new remote tip when someone else pushed first. Callers hold w.mu.
 func (w *worker) flush(ctx context.Context, t *target, win *authorWindow) (bool, error) {
+	w.actFor(t.spec)
 	for attempt := 1; ; attempt++ {
 		if !t.verdict.Supported {
 			w.qmu.Lock()
