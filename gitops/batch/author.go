@@ -17,6 +17,9 @@ const (
 	ReasonNothingToCommit = "NothingToCommit"
 	ReasonTimedOut        = "TimedOut"
 	ReasonTargetRemoved   = "TargetRemoved"
+	// ReasonRetrying is not final: the commit carrying the message failed (the remote
+	// refused or could not be reached) and is retried with backoff.
+	ReasonRetrying = "Retrying"
 )
 
 // authorSignature is the Git author of a window: the Kubernetes user the API server

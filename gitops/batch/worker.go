@@ -394,6 +394,7 @@ func (w *worker) flushIfDue(ctx context.Context, key types.NamespacedName, now t
 				t.q.restore(rest, time.Now())
 			}
 			w.qmu.Unlock()
+			w.retrying(wins[i:], err)
 			t.st.LastError = err.Error()
 			changed = true
 			break
@@ -486,6 +487,18 @@ func (w *worker) flush(ctx context.Context, t *target, win *authorWindow) (bool,
 		w.answer(win, sha.String(), nil)
 		w.compactIfDue()
 		return true, nil
+	}
+}
+
+// retrying tells the CommitRequests of windows put back after a failure why their message
+// is not committed yet; the outcome stays open, and the commit that carries the message
+// replaces it. Callers hold w.mu.
+func (w *worker) retrying(wins []*authorWindow, err error) {
+	for _, win := range wins {
+		for _, r := range win.requests {
+			w.answers = append(w.answers, answer{r, RequestOutcome{Reason: ReasonRetrying,
+				Message: fmt.Sprintf("the commit carrying the message failed and is retried: %v", err)}})
+		}
 	}
 }
 

@@ -95,9 +95,12 @@ func (r *CommitRequestReconciler) reconcile(ctx context.Context, cr *v1alpha1.Co
 		return ctrl.Result{}, err
 	}
 	if !out.Done {
-		msg := fmt.Sprintf("waiting for changes by %s on GitTarget %s to commit", cr.Spec.Requester.Username, targetKey)
-		v1alpha1.SetReconciling(conds, gen, v1alpha1.ReasonWaiting, msg)
-		v1alpha1.SetCondition(conds, gen, v1alpha1.ConditionCommitted, false, v1alpha1.ReasonWaiting, msg)
+		reason, msg := v1alpha1.ReasonWaiting, fmt.Sprintf("waiting for changes by %s on GitTarget %s to commit", cr.Spec.Requester.Username, targetKey)
+		if out.Reason != "" {
+			reason, msg = out.Reason, out.Message // e.g. Retrying: the commit failed and is retried
+		}
+		v1alpha1.SetReconciling(conds, gen, reason, msg)
+		v1alpha1.SetCondition(conds, gen, v1alpha1.ConditionCommitted, false, reason, msg)
 		// The writer's notice normally brings the outcome; this bounds the wait if one was
 		// dropped (a full channel) or the request is still being pushed at its deadline.
 		return ctrl.Result{RequeueAfter: recheckAfter(cr.CreationTimestamp.Add(timeout(cr)))}, nil
