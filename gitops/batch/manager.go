@@ -133,7 +133,11 @@ type Manager struct {
 	requests map[types.NamespacedName]*requestState
 	// sensitive holds each target's own sensitive resources, for Locate.
 	sensitive map[types.NamespacedName][]schema.GroupResource
-	wg        sync.WaitGroup
+	// parked holds the pending changes of suspended targets (SuspendTarget), by object
+	// key, for their next registration: a delete seen while a target cannot write has no
+	// other way back (a snapshot only finds it as an orphan).
+	parked map[types.NamespacedName]map[ObjectKey]Change
+	wg     sync.WaitGroup
 }
 
 // requestState is a CommitRequest the writer knows and, once done, its outcome.
@@ -161,7 +165,7 @@ func NewManager(opts Options) *Manager {
 	}
 	return &Manager{opts: opts, workers: map[workerKey]*worker{}, targets: map[types.NamespacedName]workerKey{},
 		known: map[types.NamespacedName]*target{}, requests: map[types.NamespacedName]*requestState{},
-		sensitive: map[types.NamespacedName][]schema.GroupResource{}}
+		sensitive: map[types.NamespacedName][]schema.GroupResource{}, parked: map[types.NamespacedName]map[ObjectKey]Change{}}
 }
 
 // Start runs until ctx ends; workers created before or after Start run under ctx.
@@ -197,6 +201,7 @@ func (m *Manager) EnsureTarget(ctx context.Context, spec TargetSpec) (TargetStat
 	}
 	t, st, err := w.ensureTarget(ctx, spec)
 	if err == nil {
+		m.unpark(spec.Key, w)
 		st, err = w.syncKeys(ctx, spec.Key)
 	}
 	m.mu.Lock()
@@ -219,17 +224,40 @@ func (m *Manager) Status(key types.NamespacedName) (TargetStatus, bool) {
 	return w.status(key)
 }
 
-// RemoveTarget forgets a deleted GitTarget; files in Git stay as they are.
+// RemoveTarget forgets a deleted GitTarget and its pending changes; files in Git stay as
+// they are.
 func (m *Manager) RemoveTarget(key types.NamespacedName) {
+	m.stopTarget(key, false)
+}
+
+// SuspendTarget stops writing for a GitTarget that cannot write for now (its GitProvider
+// is gone, its branch not allowed) but keeps its pending changes, and those submitted
+// meanwhile, as object keys for its next registration, so no delete seen in between is
+// lost. Pending CommitRequests end as TargetRemoved, as with RemoveTarget.
+func (m *Manager) SuspendTarget(key types.NamespacedName) {
+	m.stopTarget(key, true)
+}
+
+func (m *Manager) stopTarget(key types.NamespacedName, park bool) {
 	m.mu.Lock()
 	wk, ok := m.targets[key]
 	delete(m.targets, key)
 	delete(m.known, key)
 	delete(m.sensitive, key)
 	w := m.workers[wk]
+	if park {
+		if m.parked[key] == nil {
+			m.parked[key] = map[ObjectKey]Change{}
+		}
+	} else {
+		delete(m.parked, key)
+	}
 	m.mu.Unlock()
 	if ok && w != nil {
-		w.removeTarget(key) // waits for a flush in progress, which settles its own requests
+		// Waits for a flush in progress, which settles its own requests.
+		if pending := w.removeTarget(key); park {
+			m.park(pending...)
+		}
 	}
 	var orphaned []*CommitRequest
 	m.mu.Lock()
@@ -249,13 +277,17 @@ func (m *Manager) RemoveTarget(key types.NamespacedName) {
 // controller will request a snapshot once they are registered.
 func (m *Manager) Submit(changes ...Change) {
 	byWorker := map[*worker][]Change{}
+	var parked []Change
 	m.mu.Lock()
 	for _, c := range changes {
 		if w := m.workers[m.targets[c.Target]]; w != nil {
 			byWorker[w] = append(byWorker[w], c)
+		} else if m.parked[c.Target] != nil {
+			parked = append(parked, c)
 		}
 	}
 	m.mu.Unlock()
+	m.park(parked...)
 	for w, cs := range byWorker {
 		w.submit(cs...)
 	}
@@ -289,6 +321,34 @@ func (m *Manager) workerFor(ctx context.Context, spec TargetSpec) (*worker, erro
 	return w, nil
 }
 
+// park keeps changes of suspended targets, the last per object; a target no longer
+// suspended (registered again, or removed) takes none.
+func (m *Manager) park(changes ...Change) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, c := range changes {
+		if p := m.parked[c.Target]; p != nil {
+			p[c.Key] = c
+		}
+	}
+}
+
+// unpark hands a registered target the changes kept while it was suspended.
+func (m *Manager) unpark(key types.NamespacedName, w *worker) {
+	m.mu.Lock()
+	p := m.parked[key]
+	delete(m.parked, key)
+	m.mu.Unlock()
+	if len(p) == 0 {
+		return
+	}
+	changes := make([]Change, 0, len(p))
+	for _, c := range p {
+		changes = append(changes, c)
+	}
+	w.submit(changes...)
+}
+
 // moveAway takes a target off the worker it had when its repository or branch changed.
 // The old worker's lock is taken without holding the Manager's, which a push can hold for
 // seconds. Its pending CommitRequests are marked to be handed to the new worker.
@@ -308,7 +368,15 @@ func (m *Manager) moveAway(key types.NamespacedName, to workerKey) {
 	}
 	m.mu.Unlock()
 	if old != nil {
-		old.removeTarget(key)
+		// Its pending changes follow it: EnsureTarget hands them to the new worker.
+		if pending := old.removeTarget(key); len(pending) > 0 {
+			m.mu.Lock()
+			if m.parked[key] == nil {
+				m.parked[key] = map[ObjectKey]Change{}
+			}
+			m.mu.Unlock()
+			m.park(pending...)
+		}
 	}
 }
 

@@ -190,6 +190,18 @@ func (q *queue) withdraw(key types.NamespacedName) {
 	}
 }
 
+// changes lists the queue's dirty objects as changes of target, each with the author
+// whose window holds it.
+func (q *queue) changes(target types.NamespacedName) []Change {
+	out := make([]Change, 0, len(q.owner))
+	for _, win := range q.windows {
+		for k, del := range win.dirty {
+			out = append(out, Change{Target: target, Key: k, AllowDelete: del, Author: win.author})
+		}
+	}
+	return out
+}
+
 // pending is the number of dirty objects in the queue.
 func (q *queue) pending() int { return len(q.owner) }
 

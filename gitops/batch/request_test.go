@@ -3,6 +3,7 @@ package batch_test
 import (
 	"context"
 	"net/http"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -65,5 +66,37 @@ func TestACommitRequestSaysWhyItsMessageIsNotCommittedYet(t *testing.T) {
 		}, 15*time.Second, 100*time.Millisecond, "the retried commit carries the message")
 		assert.Equal(t, batch.ReasonCommitted, out.Reason)
 		assert.Contains(t, remote.Log("main")[0], "release 1.2")
+	})
+}
+
+func TestASuspendedTargetKeepsItsPendingChanges(t *testing.T) {
+	t.Run("removes a document whose delete was seen before or during a suspension, once the target registers again", func(t *testing.T) {
+		s := newWriterScene(t, nil)
+		a := s.cluster.put(cmGVR, "ConfigMap", "a", map[string]any{"k": "v"})
+		b := s.cluster.put(cmGVR, "ConfigMap", "b", map[string]any{"k": "v"})
+		s.submitAndSettle(a, b)
+		require.Contains(t, s.remote.LsTree("main"), "live/app/configmaps/a.yaml")
+		require.Contains(t, s.remote.LsTree("main"), "live/app/configmaps/b.yaml")
+		s.spec.Window.Quiet, s.spec.Window.MaxDelay = time.Hour, time.Hour
+		s.ensure()
+
+		gone := func(k batch.ObjectKey) {
+			s.cluster.mu.Lock()
+			delete(s.cluster.objs, k)
+			s.cluster.mu.Unlock()
+			s.writer.Submit(batch.Change{Target: targetKey, Key: k, AllowDelete: true}) // the delete event
+		}
+		gone(a)                           // pending in a window when the provider goes away
+		s.writer.SuspendTarget(targetKey) // e.g. its GitProvider briefly NotFound
+		gone(b)                           // seen while suspended
+		s.spec.Window.Quiet = 0
+		s.ensure()
+		// the watcher's resync after registration: nothing is listed, and under OnEvent a
+		// snapshot alone keeps orphans
+		s.writer.Snapshot(batch.Snapshot{Target: targetKey, GVR: cmGVR, Kind: "ConfigMap", InScope: func(string) bool { return true }})
+		require.Eventually(t, func() bool {
+			tree := s.remote.LsTree("main")
+			return !strings.Contains(tree, "configmaps/a.yaml") && !strings.Contains(tree, "configmaps/b.yaml")
+		}, 10*time.Second, 50*time.Millisecond, "both deletes reach Git")
 	})
 }

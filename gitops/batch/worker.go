@@ -164,13 +164,19 @@ func (w *worker) status(key types.NamespacedName) (TargetStatus, bool) {
 	return t.st, true
 }
 
-func (w *worker) removeTarget(key types.NamespacedName) {
+// removeTarget drops the target and returns the changes its queue still held.
+func (w *worker) removeTarget(key types.NamespacedName) []Change {
 	w.mu.Lock()
 	delete(w.targets, key)
 	w.mu.Unlock()
 	w.qmu.Lock()
+	defer w.qmu.Unlock()
+	q := w.queues[key]
 	delete(w.queues, key)
-	w.qmu.Unlock()
+	if q == nil {
+		return nil
+	}
+	return q.changes(key)
 }
 
 // ensureTarget registers the target, fetches the branch and re-reads folders when the

@@ -33,6 +33,7 @@ const (
 type Writer interface {
 	EnsureTarget(ctx context.Context, spec batch.TargetSpec) (batch.TargetStatus, error)
 	RemoveTarget(key types.NamespacedName)
+	SuspendTarget(key types.NamespacedName)
 }
 
 // GitTargetReconciler resolves a target's provider and branch, hands the folder to the
@@ -75,7 +76,7 @@ func (r *GitTargetReconciler) reconcile(ctx context.Context, t *v1alpha1.GitTarg
 	pkey := types.NamespacedName{Namespace: t.Namespace, Name: t.Spec.ProviderRef.Name}
 	if err := r.Client.Get(ctx, pkey, &p); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.Writer.RemoveTarget(client.ObjectKeyFromObject(t))
+			r.Writer.SuspendTarget(client.ObjectKeyFromObject(t))
 			v1alpha1.SetStalled(conds, t.Generation, v1alpha1.ReasonProviderNotFound,
 				fmt.Sprintf("GitProvider %s not found: create it or fix spec.providerRef", pkey))
 			return ctrl.Result{}, nil
@@ -84,7 +85,7 @@ func (r *GitTargetReconciler) reconcile(ctx context.Context, t *v1alpha1.GitTarg
 	}
 	t.Status.Repository = p.Spec.URL
 	if !BranchAllowed(&p, t.Spec.Branch) {
-		r.Writer.RemoveTarget(client.ObjectKeyFromObject(t))
+		r.Writer.SuspendTarget(client.ObjectKeyFromObject(t))
 		v1alpha1.SetStalled(conds, t.Generation, v1alpha1.ReasonBranchNotAllowed,
 			fmt.Sprintf("branch %q is not in GitProvider %s allowedBranches %v", t.Spec.Branch, pkey, p.Spec.AllowedBranches))
 		return ctrl.Result{}, nil
