@@ -225,7 +225,7 @@ func (w *worker) ensureTarget(ctx context.Context, spec TargetSpec) (*target, Ta
 func (w *worker) actFor(spec TargetSpec) { w.repo.SetAuth(spec.Auth) }
 
 // refresh fetches the branch; when the tip moved (or force is set) every target's folder is
-// re-read. Callers hold w.mu.
+// re-read, and any folder whose index does not describe the tip. Callers hold w.mu.
 func (w *worker) refresh(ctx context.Context, force bool) error {
 	tip, err := w.repo.Fetch(ctx, w.key.branch)
 	if err != nil {
@@ -233,14 +233,17 @@ func (w *worker) refresh(ctx context.Context, force bool) error {
 	}
 	moved := !w.fetched || tip != w.remoteTip
 	w.remoteTip, w.fetched, w.lastFetch = tip, true, time.Now()
+	var first error
 	for _, t := range w.targets {
-		if moved || force || !t.st.Known {
-			if err := w.analyze(t); err != nil {
-				return err
+		// An index left behind by a failed re-read is read again, even when the tip did
+		// not move since; one target's failure does not leave the others behind.
+		if moved || force || !t.st.Known || t.index.Load() == nil || t.index.Load().describes() != tip {
+			if err := w.analyze(t); err != nil && first == nil {
+				first = err
 			}
 		}
 	}
-	return nil
+	return first
 }
 
 // compactIfDue keeps the clone's size bounded (repo.CompactIfDue); a failure is only
