@@ -4,6 +4,8 @@ import (
 	"sort"
 	"time"
 
+	"github.com/go-git/go-git/v5/plumbing"
+
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -216,6 +218,9 @@ type CommitRequest struct {
 	Message string
 	// Deadline ends the wait for the author's next change when none is pending.
 	Deadline time.Time
+	// attempted are the commits carrying the message whose push reported an error; one of
+	// them may have landed all the same (the answer lost, the remote unreachable to check).
+	attempted []plumbing.Hash
 }
 
 // RequestOutcome is what became of a CommitRequest.

@@ -3,6 +3,7 @@ package batch_test
 import (
 	"context"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -66,6 +67,58 @@ func TestACommitRequestSaysWhyItsMessageIsNotCommittedYet(t *testing.T) {
 		}, 15*time.Second, 100*time.Millisecond, "the retried commit carries the message")
 		assert.Equal(t, batch.ReasonCommitted, out.Reason)
 		assert.Contains(t, remote.Log("main")[0], "release 1.2")
+	})
+}
+
+func TestACommitRequestWhosePushLandedDespiteAnError(t *testing.T) {
+	t.Run("reports the commit that carried the message, not NothingToCommit, after the answer to its push was lost", func(t *testing.T) {
+		var phase atomic.Int32 // 1: lose the push's answer; 2: then fail the check of where the branch is
+		remote := repotest.NewHTTPRemote(t, repotest.WithMiddleware(func(next http.Handler) http.Handler {
+			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				switch {
+				case phase.Load() == 1 && repotest.IsReceivePack(r):
+					next.ServeHTTP(httptest.NewRecorder(), r) // the push lands ...
+					phase.Store(2)
+					http.Error(w, "connection reset", http.StatusBadGateway) // ... and its answer is lost
+					return
+				case phase.Load() == 2 && r.URL.Query().Get("service") == "git-upload-pack":
+					phase.Store(0)
+					http.Error(w, "unreachable", http.StatusServiceUnavailable)
+					return
+				}
+				next.ServeHTTP(w, r)
+			})
+		}))
+		remote.Seed("main", map[string]string{"live/README.md": "objects\n"}, "seed")
+		c := &cluster{objs: map[batch.ObjectKey]*unstructured.Unstructured{}}
+		writer := batch.NewManager(batch.Options{Resolver: c, Log: logr.Discard(), WorkDir: t.TempDir()})
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { _ = writer.Start(ctx); close(done) }()
+		t.Cleanup(func() { cancel(); <-done })
+		msgs, err := batch.ParseMessages("", "")
+		require.NoError(t, err)
+		_, err = writer.EnsureTarget(ctx, batch.TargetSpec{Key: targetKey, URL: remote.URL, Branch: "main", Folder: "live",
+			Messages: msgs, Window: batch.WindowConfig{Quiet: time.Hour, MaxDelay: time.Hour, MaxChanges: 100},
+			Committer: batch.Identity{Name: "Writer", Email: "w@example.com"}})
+		require.NoError(t, err)
+
+		phase.Store(1)
+		writer.Submit(batch.Change{Target: targetKey, Key: c.put(cmGVR, "ConfigMap", "app", map[string]any{"k": "v"}), AllowDelete: true, Author: "alice"})
+		req := batch.CommitRequest{Key: types.NamespacedName{Namespace: "ops", Name: "release"}, Target: targetKey, Author: "alice",
+			Message: "release 1.2", Deadline: time.Now().Add(time.Minute)}
+		_, err = writer.Request(req)
+		require.NoError(t, err)
+
+		var out batch.RequestOutcome
+		require.Eventually(t, func() bool {
+			out, err = writer.Request(req)
+			return err == nil && out.Done
+		}, 15*time.Second, 50*time.Millisecond)
+		assert.Equal(t, batch.ReasonCommitted, out.Reason, out.Message)
+		assert.Equal(t, remote.Head("main"), out.SHA)
+		assert.Contains(t, remote.Log("main")[0], "release 1.2")
+		assert.Len(t, remote.Log("main"), 2, "one commit besides the seed")
 	})
 }
 

@@ -480,6 +480,9 @@ func (w *worker) flush(ctx context.Context, t *target, win *authorWindow) (bool,
 		}
 		if err != nil {
 			w.opts.Metrics.push("failed")
+			for _, r := range win.requests {
+				r.attempted = append(r.attempted, sha)
+			}
 			return false, fmt.Errorf("pushing %s: %w", sha, err)
 		}
 		w.opts.Metrics.push("pushed")
@@ -545,6 +548,10 @@ func (w *worker) answer(win *authorWindow, sha string, refused []string) {
 		out := RequestOutcome{Done: true, SHA: sha, Reason: ReasonCommitted,
 			Message: fmt.Sprintf("committed %s to %s with the requested message", shortSHA(sha), r.Target)}
 		switch {
+		case sha == "" && slices.Contains(r.attempted, w.remoteTip):
+			// A push that reported an error had landed: the remote's tip is that commit.
+			out.SHA = w.remoteTip.String()
+			out.Message = fmt.Sprintf("committed %s to %s with the requested message", shortSHA(out.SHA), r.Target)
 		case sha == "" && len(refused) > 0:
 			out = RequestOutcome{Done: true, Reason: ReasonNothingToCommit,
 				Message: fmt.Sprintf("no commit was made and the message was not used: the writer refused %d of the changes (%s)", len(refused), refused[0])}
