@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-logr/logr"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -18,6 +19,52 @@ import (
 	"github.com/gitops-reverser/gitops-reverser/gitops/batch"
 	"github.com/gitops-reverser/gitops-reverser/gitops/repo/repotest"
 )
+
+// startWriter runs a writer over a fresh work dir and returns it with the cluster it reads;
+// for scenes that need their own remote and targets (writerScene has both made for it).
+func startWriter(t *testing.T) (*batch.Manager, *cluster) {
+	t.Helper()
+	c := &cluster{objs: map[batch.ObjectKey]*unstructured.Unstructured{}}
+	writer := batch.NewManager(batch.Options{Resolver: c, Log: logr.Discard(), WorkDir: t.TempDir()})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { _ = writer.Start(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return writer, c
+}
+
+// targetSpec is GitTarget ops/<folder> on branch main of url, writing folder with the
+// default messages; its windows close only when a CommitRequest closes them.
+func targetSpec(t *testing.T, folder, url string, auth transport.AuthMethod) batch.TargetSpec {
+	t.Helper()
+	msgs, err := batch.ParseMessages("", "")
+	require.NoError(t, err)
+	return batch.TargetSpec{Key: types.NamespacedName{Namespace: "ops", Name: folder}, URL: url, Branch: "main", Folder: folder,
+		Messages: msgs, Window: batch.WindowConfig{Quiet: time.Hour, MaxDelay: time.Hour, MaxChanges: 100},
+		Committer: batch.Identity{Name: "Writer", Email: "w@example.com"}, Auth: auth}
+}
+
+// liveWriter seeds remote and runs a writer with target ops/live registered on it.
+func liveWriter(t *testing.T, remote *repotest.Remote) (*batch.Manager, *cluster) {
+	t.Helper()
+	remote.Seed("main", map[string]string{"live/README.md": "objects\n"}, "seed")
+	writer, c := startWriter(t)
+	_, err := writer.EnsureTarget(context.Background(), targetSpec(t, "live", remote.URL, nil))
+	require.NoError(t, err)
+	return writer, c
+}
+
+// alicesRelease submits a change by alice to ops/live and her CommitRequest "release 1.2",
+// which closes her window at once.
+func alicesRelease(t *testing.T, writer *batch.Manager, c *cluster) batch.CommitRequest {
+	t.Helper()
+	writer.Submit(batch.Change{Target: targetKey, Key: c.put(cmGVR, "ConfigMap", "app", map[string]any{"k": "v"}), AllowDelete: true, Author: "alice"})
+	req := batch.CommitRequest{Key: types.NamespacedName{Namespace: "ops", Name: "release"}, Target: targetKey, Author: "alice",
+		Message: "release 1.2", Deadline: time.Now().Add(time.Minute)}
+	_, err := writer.Request(req)
+	require.NoError(t, err)
+	return req
+}
 
 func TestACommitRequestSaysWhyItsMessageIsNotCommittedYet(t *testing.T) {
 	t.Run("reports Retrying with the push error while the remote refuses, then the commit with the message", func(t *testing.T) {
@@ -31,26 +78,11 @@ func TestACommitRequestSaysWhyItsMessageIsNotCommittedYet(t *testing.T) {
 				next.ServeHTTP(w, r)
 			})
 		}))
-		remote.Seed("main", map[string]string{"live/README.md": "objects\n"}, "seed")
-		c := &cluster{objs: map[batch.ObjectKey]*unstructured.Unstructured{}}
-		writer := batch.NewManager(batch.Options{Resolver: c, Log: logr.Discard(), WorkDir: t.TempDir()})
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		go func() { _ = writer.Start(ctx); close(done) }()
-		t.Cleanup(func() { cancel(); <-done })
-		msgs, err := batch.ParseMessages("", "")
-		require.NoError(t, err)
-		_, err = writer.EnsureTarget(ctx, batch.TargetSpec{Key: targetKey, URL: remote.URL, Branch: "main", Folder: "live",
-			Messages: msgs, Window: batch.WindowConfig{Quiet: time.Hour, MaxDelay: time.Hour, MaxChanges: 100},
-			Committer: batch.Identity{Name: "Writer", Email: "w@example.com"}})
-		require.NoError(t, err)
+		writer, c := liveWriter(t, remote)
 
 		refuse.Store(true)
-		writer.Submit(batch.Change{Target: targetKey, Key: c.put(cmGVR, "ConfigMap", "app", map[string]any{"k": "v"}), AllowDelete: true, Author: "alice"})
-		req := batch.CommitRequest{Key: types.NamespacedName{Namespace: "ops", Name: "release"}, Target: targetKey, Author: "alice",
-			Message: "release 1.2", Deadline: time.Now().Add(time.Minute)}
-		_, err = writer.Request(req)
-		require.NoError(t, err)
+		req := alicesRelease(t, writer, c)
+		var err error
 
 		var out batch.RequestOutcome
 		require.Eventually(t, func() bool {
@@ -89,26 +121,11 @@ func TestACommitRequestWhosePushLandedDespiteAnError(t *testing.T) {
 				next.ServeHTTP(w, r)
 			})
 		}))
-		remote.Seed("main", map[string]string{"live/README.md": "objects\n"}, "seed")
-		c := &cluster{objs: map[batch.ObjectKey]*unstructured.Unstructured{}}
-		writer := batch.NewManager(batch.Options{Resolver: c, Log: logr.Discard(), WorkDir: t.TempDir()})
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		go func() { _ = writer.Start(ctx); close(done) }()
-		t.Cleanup(func() { cancel(); <-done })
-		msgs, err := batch.ParseMessages("", "")
-		require.NoError(t, err)
-		_, err = writer.EnsureTarget(ctx, batch.TargetSpec{Key: targetKey, URL: remote.URL, Branch: "main", Folder: "live",
-			Messages: msgs, Window: batch.WindowConfig{Quiet: time.Hour, MaxDelay: time.Hour, MaxChanges: 100},
-			Committer: batch.Identity{Name: "Writer", Email: "w@example.com"}})
-		require.NoError(t, err)
+		writer, c := liveWriter(t, remote)
 
 		phase.Store(1)
-		writer.Submit(batch.Change{Target: targetKey, Key: c.put(cmGVR, "ConfigMap", "app", map[string]any{"k": "v"}), AllowDelete: true, Author: "alice"})
-		req := batch.CommitRequest{Key: types.NamespacedName{Namespace: "ops", Name: "release"}, Target: targetKey, Author: "alice",
-			Message: "release 1.2", Deadline: time.Now().Add(time.Minute)}
-		_, err = writer.Request(req)
-		require.NoError(t, err)
+		req := alicesRelease(t, writer, c)
+		var err error
 
 		var out batch.RequestOutcome
 		require.Eventually(t, func() bool {
