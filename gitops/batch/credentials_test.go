@@ -49,3 +49,52 @@ func TestTargetsOfOneBranchUseTheirOwnCredentials(t *testing.T) {
 		assert.NotContains(t, remote.LsTree("main"), "other/app", "never pushed with live's credentials")
 	})
 }
+
+func TestOneTargetsTroubleStaysItsOwn(t *testing.T) {
+	t.Run("a folder that became a file stalls its own target only: the others still register", func(t *testing.T) {
+		remote := repotest.NewFileRemote(t)
+		remote.Seed("main", map[string]string{"live/README.md": "objects\n", "other/README.md": "objects\n"}, "seed")
+		writer, _ := startWriter(t)
+		ctx := context.Background()
+		live, other := targetSpec(t, "live", remote.URL, nil), targetSpec(t, "other", remote.URL, nil)
+		for _, s := range []batch.TargetSpec{live, other} {
+			_, err := writer.EnsureTarget(ctx, s)
+			require.NoError(t, err)
+		}
+		co := remote.Clone("main")
+		co.Git("rm", "-rq", "other")
+		co.WriteFile("other", "now a file\n")
+		co.CommitAndPush("main", "a person turns the folder into a file")
+
+		time.Sleep(5100 * time.Millisecond) // the writer fetches at most every 5 s
+		_, err := writer.EnsureTarget(ctx, live)
+		require.NoError(t, err, "live's registration does not fail because of other's folder")
+		st, _ := writer.Status(other.Key)
+		assert.False(t, st.Verdict.Supported)
+		assert.Contains(t, st.Verdict.Message(), "other is a file in Git, not a folder")
+	})
+
+	t.Run("a target that keeps failing does not slow the others of its branch", func(t *testing.T) {
+		remote := repotest.NewHTTPRemote(t, repotest.WithBasicAuth("alice", "s3cret"))
+		remote.Seed("main", map[string]string{"live/README.md": "objects\n", "other/README.md": "objects\n"}, "seed")
+		writer, c := startWriter(t)
+		ctx := context.Background()
+		good := &githttp.BasicAuth{Username: "alice", Password: "s3cret"}
+		live, other := targetSpec(t, "live", remote.URL, good), targetSpec(t, "other", remote.URL, good)
+		live.Window, other.Window = batch.WindowConfig{MaxChanges: 100}, batch.WindowConfig{MaxChanges: 100}
+		for _, s := range []batch.TargetSpec{live, other} {
+			_, err := writer.EnsureTarget(ctx, s)
+			require.NoError(t, err)
+		}
+		other.Auth = &githttp.BasicAuth{Username: "alice", Password: "read-only"}
+		_, _ = writer.EnsureTarget(ctx, other)
+		writer.Submit(batch.Change{Target: other.Key, Key: c.put(cmGVR, "ConfigMap", "a", map[string]any{"k": "v"}), AllowDelete: true})
+		time.Sleep(3 * time.Second) // other fails and backs off: 1 s, 2 s, ...
+
+		writer.Submit(batch.Change{Target: live.Key, Key: c.put(cmGVR, "ConfigMap", "b", map[string]any{"k": "v"}), AllowDelete: true})
+		require.Eventually(t, func() bool { return strings.Contains(remote.LsTree("main"), "live/app/configmaps/b.yaml") },
+			time.Second, 20*time.Millisecond, "live commits at once, whatever other's backoff")
+		st, _ := writer.Status(other.Key)
+		assert.NotEmpty(t, st.LastError)
+	})
+}

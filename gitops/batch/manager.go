@@ -200,8 +200,8 @@ func (m *Manager) EnsureTarget(ctx context.Context, spec TargetSpec) (TargetStat
 		return TargetStatus{}, err
 	}
 	t, st, err := w.ensureTarget(ctx, spec)
+	m.unpark(spec.Key, w) // its queue exists now, whether or not the fetch worked
 	if err == nil {
-		m.unpark(spec.Key, w)
 		st, err = w.syncKeys(ctx, spec.Key)
 	}
 	m.mu.Lock()
@@ -256,7 +256,7 @@ func (m *Manager) stopTarget(key types.NamespacedName, park bool) {
 	if ok && w != nil {
 		// Waits for a flush in progress, which settles its own requests.
 		if pending := w.removeTarget(key); park {
-			m.park(pending...)
+			m.park(true, pending...)
 		}
 	}
 	var orphaned []*CommitRequest
@@ -287,10 +287,40 @@ func (m *Manager) Submit(changes ...Change) {
 		}
 	}
 	m.mu.Unlock()
-	m.park(parked...)
+	m.park(false, parked...)
 	for w, cs := range byWorker {
-		w.submit(cs...)
+		if unplaced := w.submit(cs...); len(unplaced) > 0 {
+			m.placeLate(unplaced)
+		}
 	}
+}
+
+// placeLate finds a place for changes a worker had no queue for: the target was being
+// registered (its queue not made yet) or moved. They are kept while it is suspended or
+// moving, handed to its queue once it has one, dropped only when it is gone.
+func (m *Manager) placeLate(changes []Change) {
+	for range 3 { // each round, a registration in progress gets further
+		var again []Change
+		byWorker := map[*worker][]Change{}
+		m.mu.Lock()
+		for _, c := range changes {
+			if p := m.parked[c.Target]; p != nil {
+				p[c.Key] = c
+			} else if w := m.workers[m.targets[c.Target]]; w != nil {
+				byWorker[w] = append(byWorker[w], c)
+			}
+		}
+		m.mu.Unlock()
+		for w, cs := range byWorker {
+			again = append(again, w.submit(cs...)...)
+		}
+		if len(again) == 0 {
+			return
+		}
+		changes = again
+		time.Sleep(10 * time.Millisecond)
+	}
+	m.opts.Log.Info("changes dropped: their GitTarget is neither registered nor suspended", "changes", len(changes))
 }
 
 func (m *Manager) workerFor(ctx context.Context, spec TargetSpec) (*worker, error) {
@@ -321,19 +351,26 @@ func (m *Manager) workerFor(ctx context.Context, spec TargetSpec) (*worker, erro
 	return w, nil
 }
 
-// park keeps changes of suspended targets, the last per object; a target no longer
-// suspended (registered again, or removed) takes none.
-func (m *Manager) park(changes ...Change) {
+// park keeps changes of suspended or moving targets, the last per object; older ones (a
+// queue's content, taken while newer changes were already parked) never replace what is
+// kept. A target no longer suspended (registered again, or removed) takes none.
+func (m *Manager) park(older bool, changes ...Change) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, c := range changes {
-		if p := m.parked[c.Target]; p != nil {
-			p[c.Key] = c
+		p := m.parked[c.Target]
+		if p == nil {
+			continue
 		}
+		if _, kept := p[c.Key]; kept && older {
+			continue
+		}
+		p[c.Key] = c
 	}
 }
 
-// unpark hands a registered target the changes kept while it was suspended.
+// unpark hands a target whose queue now exists the changes kept while it was suspended
+// or moving; an object its queue already holds stays in its newer window.
 func (m *Manager) unpark(key types.NamespacedName, w *worker) {
 	m.mu.Lock()
 	p := m.parked[key]
@@ -346,7 +383,7 @@ func (m *Manager) unpark(key types.NamespacedName, w *worker) {
 	for _, c := range p {
 		changes = append(changes, c)
 	}
-	w.submit(changes...)
+	w.submitOlder(changes...)
 }
 
 // moveAway takes a target off the worker it had when its repository or branch changed.
@@ -361,6 +398,9 @@ func (m *Manager) moveAway(key types.NamespacedName, to workerKey) {
 	}
 	old := m.workers[from]
 	delete(m.targets, key)
+	if m.parked[key] == nil { // changes arriving while it moves are kept for the new worker
+		m.parked[key] = map[ObjectKey]Change{}
+	}
 	for _, st := range m.requests {
 		if st.req.Target == key && !st.outcome.Done {
 			st.rehome = true
@@ -369,14 +409,7 @@ func (m *Manager) moveAway(key types.NamespacedName, to workerKey) {
 	m.mu.Unlock()
 	if old != nil {
 		// Its pending changes follow it: EnsureTarget hands them to the new worker.
-		if pending := old.removeTarget(key); len(pending) > 0 {
-			m.mu.Lock()
-			if m.parked[key] == nil {
-				m.parked[key] = map[ObjectKey]Change{}
-			}
-			m.mu.Unlock()
-			m.park(pending...)
-		}
+		m.park(true, old.removeTarget(key)...)
 	}
 }
 

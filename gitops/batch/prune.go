@@ -45,7 +45,8 @@ func (w *worker) snapshot(s Snapshot) {
 	for _, n := range t.orphans {
 		total += n
 	}
-	changed := t.st.Orphans != total || t.forgetRefusalsOfGone(s)
+	forgot := t.forgetRefusalsOfGone(s) // always: not behind a short-circuit
+	changed := t.st.Orphans != total || forgot
 	t.st.Orphans = total
 	mode := t.spec.Prune
 	w.mu.Unlock()

@@ -192,6 +192,12 @@ func (q *queue) withdraw(key types.NamespacedName) {
 	}
 }
 
+// holds reports whether key is dirty in some window.
+func (q *queue) holds(key ObjectKey) bool {
+	_, ok := q.owner[key]
+	return ok
+}
+
 // changes lists the queue's dirty objects as changes of target, each with the author
 // whose window holds it.
 func (q *queue) changes(target types.NamespacedName) []Change {

@@ -182,7 +182,7 @@ func (w *worker) pushRekey(ctx context.Context, t *target, enc *Encryption, rp *
 	if err := w.repo.Push(ctx, w.key.branch, sha, w.remoteTip); err != nil {
 		if errors.Is(err, repo.ErrRemoteMoved) {
 			w.opts.Metrics.push("conflict")
-			return w.refresh(ctx, false)
+			return w.refresh(ctx, false, t)
 		}
 		w.opts.Metrics.push("failed")
 		return fmt.Errorf("pushing re-wrapped files %s: %w", sha, err)

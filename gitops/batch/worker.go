@@ -48,6 +48,11 @@ type target struct {
 	// from the Git-side state so that recording a change never waits for a commit or push
 	// in progress: a window measures the silence of incoming changes, not of the worker.
 	q *queue
+	// backoff grows with each failed commit of this target (up to 2 minutes); its
+	// windows wait until retryAt. Per target, so one that keeps failing (a read-only
+	// token, a protected branch) does not slow the others of its branch.
+	backoff time.Duration
+	retryAt time.Time
 	// orphans counts, per resource, documents whose objects a full list did not find.
 	orphans map[schema.GroupVersionResource]int
 }
@@ -67,11 +72,9 @@ type worker struct {
 	targets   map[types.NamespacedName]*target
 
 	// qmu guards queues (and every queue's fields), so submitting never waits for a push.
-	qmu     sync.Mutex
-	queues  map[types.NamespacedName]*queue
-	wake    chan struct{}
-	backoff time.Duration
-	retryAt time.Time
+	qmu    sync.Mutex
+	queues map[types.NamespacedName]*queue
+	wake   chan struct{}
 	// outcome reports what became of a CommitRequest (the Manager keeps it). It takes the
 	// Manager's lock while w.mu is held; that is safe because no path takes a worker's lock
 	// while holding the Manager's (moveAway and RemoveTarget release it first). answers
@@ -105,18 +108,35 @@ func (w *worker) poke() {
 }
 
 // submit records changes under one lock, so a snapshot's thousands of changes reach the
-// worker as one window instead of racing its flushes.
-func (w *worker) submit(changes ...Change) {
+// worker as one window instead of racing its flushes. It returns the changes of targets
+// it has no queue for (not registered yet, or gone), for the Manager to keep or drop.
+func (w *worker) submit(changes ...Change) (unplaced []Change) {
+	return w.enqueue(changes, false)
+}
+
+// submitOlder records changes seen before the queue's own (kept while the target was
+// suspended or moving): an object the queue already holds stays in its newer window.
+func (w *worker) submitOlder(changes ...Change) {
+	w.enqueue(changes, true)
+}
+
+func (w *worker) enqueue(changes []Change, older bool) (unplaced []Change) {
 	now := time.Now()
 	w.qmu.Lock()
 	for _, c := range changes {
-		if q, ok := w.queues[c.Target]; ok {
+		q, ok := w.queues[c.Target]
+		switch {
+		case !ok:
+			unplaced = append(unplaced, c)
+		case older && q.holds(c.Key):
+		default:
 			q.add(c.Key, c.AllowDelete, c.Author, now)
 		}
 	}
 	w.qmu.Unlock()
 	w.reportPending()
 	w.poke()
+	return unplaced
 }
 
 // request hands a CommitRequest to its target's queue; false when the target is unknown.
@@ -198,7 +218,7 @@ func (w *worker) ensureTarget(ctx context.Context, spec TargetSpec) (*target, Ta
 	w.actFor(spec)
 	var err error
 	if !t.st.Known || folderChanged || time.Since(w.lastFetch) > minFetchInterval {
-		err = w.refresh(ctx, folderChanged || !t.st.Known)
+		err = w.refresh(ctx, folderChanged || !t.st.Known, t)
 		if err == nil {
 			// Every fetch that brings something adds a packfile; a target that only sees
 			// people's commits would otherwise never compact (it happens after pushes).
@@ -226,24 +246,29 @@ func (w *worker) actFor(spec TargetSpec) { w.repo.SetAuth(spec.Auth) }
 
 // refresh fetches the branch; when the tip moved (or force is set) every target's folder is
 // re-read, and any folder whose index does not describe the tip. Callers hold w.mu.
-func (w *worker) refresh(ctx context.Context, force bool) error {
+func (w *worker) refresh(ctx context.Context, force bool, acting *target) error {
 	tip, err := w.repo.Fetch(ctx, w.key.branch)
 	if err != nil {
 		return fmt.Errorf("fetching branch %s: %w", w.key.branch, err)
 	}
 	moved := !w.fetched || tip != w.remoteTip
 	w.remoteTip, w.fetched, w.lastFetch = tip, true, time.Now()
-	var first error
+	var own error
 	for _, t := range w.targets {
 		// An index left behind by a failed re-read is read again, even when the tip did
-		// not move since; one target's failure does not leave the others behind.
+		// not move since; one target's failure does not leave the others behind, nor
+		// fail them: each learns of its own when it registers or commits.
 		if moved || force || !t.st.Known || t.index.Load() == nil || t.index.Load().describes() != tip {
-			if err := w.analyze(t); err != nil && first == nil {
-				first = err
+			if err := w.analyze(t); err != nil {
+				if t == acting {
+					own = err
+				} else {
+					w.log.Error(err, "re-reading a folder failed; retried at the next fetch", "gitTarget", t.spec.Key.String())
+				}
 			}
 		}
 	}
-	return first
+	return own
 }
 
 // compactIfDue keeps the clone's size bounded (repo.CompactIfDue); a failure is only
@@ -294,11 +319,14 @@ func touches(files map[string][]byte, folder string) bool {
 // analyze reads the target's folder at the remote tip: verdict, index, object count.
 func (w *worker) analyze(t *target) error {
 	files, err := w.repo.ReadTree(w.remoteTip, t.spec.Folder)
-	if err != nil {
+	if err != nil && !errors.Is(err, repo.ErrPathConflict) {
 		return fmt.Errorf("reading folder %s: %w", t.spec.Folder, err)
 	}
 	lf := layoutFiles(files, t.index.Load())
 	verdict, ix := layout.Analyze(t.spec.Folder, lf)
+	if err != nil { // the folder, or a folder above it, is a file: a person's commit to fix
+		verdict, ix = layout.Verdict{Reason: layout.ReasonNotAFolder, File: t.spec.Folder, Folder: t.spec.Folder}, nil
+	}
 	t.style = folderStyle(lf)
 	idx := newFolderIndex(ix, files)
 	idx.tip = w.remoteTip
@@ -337,13 +365,10 @@ func (w *worker) loop(ctx context.Context) {
 
 // flushDue commits every target whose window closed and returns how long to sleep. A
 // target whose commit fails does not hold back the others of the branch: they still
-// commit, and the worker backs off before retrying.
+// commit, and only the failing target backs off before retrying.
 func (w *worker) flushDue(ctx context.Context) time.Duration {
 	next := time.Hour
 	now := time.Now()
-	if now.Before(w.retryAt) {
-		return w.retryAt.Sub(now)
-	}
 	w.mu.Lock()
 	keys := make([]types.NamespacedName, 0, len(w.targets))
 	for k := range w.targets {
@@ -351,25 +376,15 @@ func (w *worker) flushDue(ctx context.Context) time.Duration {
 	}
 	w.mu.Unlock()
 	sort.Slice(keys, func(i, j int) bool { return keys[i].String() < keys[j].String() })
-	failed := false
 	for _, k := range keys {
 		wait, err := w.flushIfDue(ctx, k, now)
 		if err != nil {
-			failed = true
-			w.log.Error(err, "commit failed; retrying", "gitTarget", k.String())
-			continue
+			w.log.Error(err, "commit failed; retrying", "gitTarget", k.String(), "retryIn", wait.String())
 		}
 		if wait > 0 && wait < next {
 			next = wait
 		}
 	}
-	if failed {
-		w.backoff = min(max(2*w.backoff, time.Second), 2*time.Minute)
-		w.retryAt = time.Now().Add(w.backoff)
-		w.log.Info("retrying failed commits", "retryIn", w.backoff.String())
-		return w.backoff
-	}
-	w.backoff = 0
 	return next
 }
 
@@ -383,7 +398,10 @@ func (w *worker) flushIfDue(ctx context.Context, key types.NamespacedName, now t
 	w.qmu.Lock()
 	timedOut, wait := t.q.expired(now)
 	var wins []*authorWindow
-	if t.st.Known && t.verdict.Supported {
+	switch {
+	case now.Before(t.retryAt):
+		wait = shorter(wait, t.retryAt.Sub(now))
+	case t.st.Known && t.verdict.Supported:
 		var winWait time.Duration
 		wins, winWait = t.q.due(t.spec.Window, now)
 		wait = shorter(wait, winWait)
@@ -403,12 +421,18 @@ func (w *worker) flushIfDue(ctx context.Context, key types.NamespacedName, now t
 				t.q.restore(rest, time.Now())
 			}
 			w.qmu.Unlock()
-			w.retrying(wins[i:], err)
+			w.retrying(win, err)
 			t.st.LastError = err.Error()
+			t.backoff = min(max(2*t.backoff, time.Second), 2*time.Minute)
+			t.retryAt = time.Now().Add(t.backoff)
+			wait = t.backoff
 			changed = true
 			break
 		}
 		changed = changed || c
+	}
+	if err == nil && len(wins) > 0 {
+		t.backoff = 0
 	}
 	for _, a := range w.answers {
 		w.outcome(a.req, a.out)
@@ -460,7 +484,7 @@ func (w *worker) flush(ctx context.Context, t *target, win *authorWindow) (bool,
 		sha, err := w.repo.Commit(w.remoteTip, p.files, author, committer, p.message(t, win))
 		if errors.Is(err, repo.ErrNoChange) {
 			w.answer(win, "", refusals)
-			return false, nil
+			return !slices.Equal(refusedBefore, t.st.Refused), nil
 		}
 		if err != nil {
 			return false, fmt.Errorf("committing: %w", err)
@@ -473,22 +497,22 @@ func (w *worker) flush(ctx context.Context, t *target, win *authorWindow) (bool,
 		}
 		if errors.Is(err, repo.ErrRemoteMoved) && attempt < maxPushAttempts {
 			w.log.Info("remote moved; replaying writes on the new tip", "gitTarget", t.spec.Key.String(), "attempt", attempt)
-			if err := w.refresh(ctx, false); err != nil {
+			if err := w.refresh(ctx, false, t); err != nil {
 				return false, err
 			}
 			continue
 		}
 		if err != nil {
 			w.opts.Metrics.push("failed")
-			for _, r := range win.requests {
-				r.attempted = append(r.attempted, sha)
-			}
-			return false, fmt.Errorf("pushing %s: %w", sha, err)
+			attempted(win, sha)
+			// No SHA in the error: it is new on every attempt, and the error reaches status.
+			return false, fmt.Errorf("pushing: %w", err)
 		}
 		w.opts.Metrics.push("pushed")
 		pushedAt := time.Now()
 		w.opts.Metrics.delivered(pushedAt.Sub(win.First).Seconds(), pushedAt.Sub(built).Seconds())
 		if err := w.pushed(t, sha, p.files); err != nil {
+			attempted(win, sha) // delivered: a retry that finds it there reports it
 			return false, err
 		}
 		t.st.LastCommit, t.st.LastCommitTime = sha, when
@@ -502,15 +526,21 @@ func (w *worker) flush(ctx context.Context, t *target, win *authorWindow) (bool,
 	}
 }
 
-// retrying tells the CommitRequests of windows put back after a failure why their message
+// retrying tells the CommitRequests of a window put back after a failure why their message
 // is not committed yet; the outcome stays open, and the commit that carries the message
 // replaces it. Callers hold w.mu.
-func (w *worker) retrying(wins []*authorWindow, err error) {
-	for _, win := range wins {
-		for _, r := range win.requests {
-			w.answers = append(w.answers, answer{r, RequestOutcome{Reason: ReasonRetrying,
-				Message: fmt.Sprintf("the commit carrying the message failed and is retried: %v", err)}})
-		}
+func (w *worker) retrying(win *authorWindow, err error) {
+	for _, r := range win.requests {
+		w.answers = append(w.answers, answer{r, RequestOutcome{Reason: ReasonRetrying,
+			Message: fmt.Sprintf("the commit carrying the message failed and is retried: %v", err)}})
+	}
+}
+
+// attempted records that sha, a commit carrying the window's messages, may have reached
+// the remote although its push or what followed reported an error.
+func attempted(win *authorWindow, sha plumbing.Hash) {
+	for _, r := range win.requests {
+		r.attempted = append(r.attempted, sha)
 	}
 }
 

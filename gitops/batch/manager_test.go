@@ -1,0 +1,113 @@
+package batch
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/gitops-reverser/gitops-reverser/gitops/repo/repotest"
+)
+
+var (
+	liveKey = types.NamespacedName{Namespace: "ops", Name: "live"}
+	goneKey = ObjectKey{GVR: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, Kind: "ConfigMap", Namespace: "app", Name: "gone"}
+)
+
+// registeredManager is a Manager (not started: nothing commits) with GitTarget ops/live on
+// branch main of a remote that also has branch other.
+func registeredManager(t *testing.T, seed map[string]string) (*Manager, TargetSpec) {
+	t.Helper()
+	remote := repotest.NewFileRemote(t)
+	remote.Seed("main", seed, "seed")
+	remote.Seed("other", seed, "seed")
+	msgs, err := ParseMessages("", "")
+	require.NoError(t, err)
+	m := NewManager(Options{Log: logr.Discard(), WorkDir: t.TempDir()})
+	spec := TargetSpec{Key: liveKey, URL: remote.URL, Branch: "main", Folder: "live", Messages: msgs,
+		Window: WindowConfig{Quiet: time.Hour, MaxDelay: time.Hour}, Committer: Identity{Name: "W", Email: "w@example.com"}}
+	_, err = m.EnsureTarget(context.Background(), spec)
+	require.NoError(t, err)
+	return m, spec
+}
+
+func (m *Manager) workerOf(key types.NamespacedName) *worker {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.workers[m.targets[key]]
+}
+
+func (m *Manager) pendingOf(key types.NamespacedName) int {
+	w := m.workerOf(key)
+	w.qmu.Lock()
+	defer w.qmu.Unlock()
+	if q := w.queues[key]; q != nil {
+		return q.pending()
+	}
+	return -1
+}
+
+func TestChangesSeenWhileATargetIsReRegisteredOrMoved(t *testing.T) {
+	readme := map[string]string{"live/README.md": "objects\n"}
+	t.Run("keeps a delete seen while a suspended target registers again and its worker is busy pushing", func(t *testing.T) {
+		m, spec := registeredManager(t, readme)
+		w := m.workerOf(liveKey)
+		m.SuspendTarget(liveKey)
+		w.mu.Lock() // another target's push in progress
+		done := make(chan struct{})
+		go func() { _, _ = m.EnsureTarget(context.Background(), spec); close(done) }()
+		require.Eventually(t, func() bool { return m.workerOf(liveKey) != nil }, time.Second, time.Millisecond)
+		m.Submit(Change{Target: liveKey, Key: goneKey, AllowDelete: true})
+		w.mu.Unlock()
+		<-done
+		assert.Equal(t, 1, m.pendingOf(liveKey))
+	})
+	t.Run("keeps a delete seen while a target moves to another branch and its old worker is busy pushing", func(t *testing.T) {
+		m, spec := registeredManager(t, readme)
+		old := m.workerOf(liveKey)
+		old.mu.Lock()
+		spec.Branch = "other"
+		done := make(chan struct{})
+		go func() { _, _ = m.EnsureTarget(context.Background(), spec); close(done) }()
+		require.Eventually(t, func() bool { return m.workerOf(liveKey) == nil }, time.Second, time.Millisecond)
+		m.Submit(Change{Target: liveKey, Key: goneKey, AllowDelete: true})
+		old.mu.Unlock()
+		<-done
+		assert.Equal(t, 1, m.pendingOf(liveKey))
+		assert.NotSame(t, old, m.workerOf(liveKey))
+	})
+	t.Run("keeps the author of a change newer than the suspended queue's", func(t *testing.T) {
+		m, spec := registeredManager(t, readme)
+		m.Submit(Change{Target: liveKey, Key: goneKey, AllowDelete: true, Author: "alice"})
+		m.SuspendTarget(liveKey)
+		m.Submit(Change{Target: liveKey, Key: goneKey, AllowDelete: true, Author: "bob"})
+		_, err := m.EnsureTarget(context.Background(), spec)
+		require.NoError(t, err)
+		w := m.workerOf(liveKey)
+		w.qmu.Lock()
+		defer w.qmu.Unlock()
+		assert.Equal(t, "bob", w.queues[liveKey].owner[goneKey])
+	})
+}
+
+func TestASnapshotForgetsRefusalsOfObjectsItNoLongerLists(t *testing.T) {
+	t.Run("forgets them in the very snapshot that finds new orphans", func(t *testing.T) {
+		m, _ := registeredManager(t, map[string]string{
+			"live/app/configmaps/old.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: old\n  namespace: app\n"})
+		w := m.workerOf(liveKey)
+		w.mu.Lock()
+		tg := w.targets[liveKey]
+		tg.refused = map[ObjectKey]string{goneKey: "ConfigMap app/gone: refused"}
+		tg.listRefusals()
+		w.mu.Unlock()
+		m.Snapshot(Snapshot{Target: liveKey, GVR: goneKey.GVR, Kind: "ConfigMap", InScope: func(string) bool { return true }})
+		st, _ := m.Status(liveKey)
+		require.Equal(t, 1, st.Orphans, "old.yaml: a new orphan")
+		assert.Empty(t, st.Refused)
+	})
+}
