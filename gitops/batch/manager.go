@@ -195,10 +195,16 @@ func (m *Manager) run(w *worker) {
 // EnsureTarget registers or updates a target, refreshes its folder from the remote and
 // returns its status. Errors are transient (remote unreachable, clone unusable).
 func (m *Manager) EnsureTarget(ctx context.Context, spec TargetSpec) (TargetStatus, error) {
-	w, err := m.workerFor(ctx, spec)
+	w, wk, err := m.workerFor(ctx, spec)
 	if err != nil {
 		return TargetStatus{}, err
 	}
+	// The queue exists before changes are routed to the worker: none arrives to find no
+	// place (making it waits for nothing, while ensureTarget may wait for a push).
+	w.openQueue(spec.Key)
+	m.mu.Lock()
+	m.targets[spec.Key] = wk
+	m.mu.Unlock()
 	t, st, err := w.ensureTarget(ctx, spec)
 	m.unpark(spec.Key, w) // its queue exists now, whether or not the fetch worked
 	if err == nil {
@@ -295,35 +301,27 @@ func (m *Manager) Submit(changes ...Change) {
 	}
 }
 
-// placeLate finds a place for changes a worker had no queue for: the target was being
-// registered (its queue not made yet) or moved. They are kept while it is suspended or
-// moving, handed to its queue once it has one, dropped only when it is gone.
+// placeLate finds a place for changes a worker had no queue for: their target left it
+// meanwhile (suspended, moved or removed; the queue is made before a target is routed to a
+// worker). They are kept while it is suspended or moving, handed to the queue of the
+// worker it moved to, and dropped only when it is gone.
 func (m *Manager) placeLate(changes []Change) {
-	for range 3 { // each round, a registration in progress gets further
-		var again []Change
-		byWorker := map[*worker][]Change{}
-		m.mu.Lock()
-		for _, c := range changes {
-			if p := m.parked[c.Target]; p != nil {
-				p[c.Key] = c
-			} else if w := m.workers[m.targets[c.Target]]; w != nil {
-				byWorker[w] = append(byWorker[w], c)
-			}
+	byWorker := map[*worker][]Change{}
+	m.mu.Lock()
+	for _, c := range changes {
+		if p := m.parked[c.Target]; p != nil {
+			p[c.Key] = c
+		} else if w := m.workers[m.targets[c.Target]]; w != nil {
+			byWorker[w] = append(byWorker[w], c)
 		}
-		m.mu.Unlock()
-		for w, cs := range byWorker {
-			again = append(again, w.submit(cs...)...)
-		}
-		if len(again) == 0 {
-			return
-		}
-		changes = again
-		time.Sleep(10 * time.Millisecond)
 	}
-	m.opts.Log.Info("changes dropped: their GitTarget is neither registered nor suspended", "changes", len(changes))
+	m.mu.Unlock()
+	for w, cs := range byWorker {
+		w.submit(cs...)
+	}
 }
 
-func (m *Manager) workerFor(ctx context.Context, spec TargetSpec) (*worker, error) {
+func (m *Manager) workerFor(ctx context.Context, spec TargetSpec) (*worker, workerKey, error) {
 	wk := workerKey{url: repo.NormalizeURL(spec.URL), branch: spec.Branch}
 	m.moveAway(spec.Key, wk)
 	m.mu.Lock()
@@ -334,7 +332,7 @@ func (m *Manager) workerFor(ctx context.Context, spec TargetSpec) (*worker, erro
 		dir := filepath.Join(m.opts.WorkDir, hex.EncodeToString(sum[:8]))
 		r, err := repo.Open(ctx, dir, spec.URL, spec.Auth)
 		if err != nil {
-			return nil, fmt.Errorf("opening the local clone of %s: %w", spec.URL, err)
+			return nil, wk, fmt.Errorf("opening the local clone of %s: %w", spec.URL, err)
 		}
 		r.SetCompactionThresholds(m.opts.compactLooseObjects(), m.opts.compactPacks())
 		if damage := r.RepairedDamage(); damage != nil {
@@ -347,8 +345,7 @@ func (m *Manager) workerFor(ctx context.Context, spec TargetSpec) (*worker, erro
 			m.run(w)
 		}
 	}
-	m.targets[spec.Key] = wk
-	return w, nil
+	return w, wk, nil
 }
 
 // park keeps changes of suspended or moving targets, the last per object; older ones (a

@@ -81,6 +81,20 @@ func TestChangesSeenWhileATargetIsReRegisteredOrMoved(t *testing.T) {
 		assert.Equal(t, 1, m.pendingOf(liveKey))
 		assert.NotSame(t, old, m.workerOf(liveKey))
 	})
+	t.Run("keeps a change seen while a new target registers on a worker busy pushing", func(t *testing.T) {
+		m, spec := registeredManager(t, readme)
+		w := m.workerOf(liveKey)
+		second := spec
+		second.Key, second.Folder = types.NamespacedName{Namespace: "ops", Name: "second"}, "second"
+		w.mu.Lock()
+		done := make(chan struct{})
+		go func() { _, _ = m.EnsureTarget(context.Background(), second); close(done) }()
+		require.Eventually(t, func() bool { return m.workerOf(second.Key) != nil }, time.Second, time.Millisecond)
+		m.Submit(Change{Target: second.Key, Key: goneKey, AllowDelete: true})
+		w.mu.Unlock()
+		<-done
+		assert.Equal(t, 1, m.pendingOf(second.Key))
+	})
 	t.Run("keeps the author of a change newer than the suspended queue's", func(t *testing.T) {
 		m, spec := registeredManager(t, readme)
 		m.Submit(Change{Target: liveKey, Key: goneKey, AllowDelete: true, Author: "alice"})

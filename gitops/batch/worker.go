@@ -184,6 +184,19 @@ func (w *worker) status(key types.NamespacedName) (TargetStatus, bool) {
 	return t.st, true
 }
 
+// openQueue returns the target's queue, made when missing; it takes only qmu, so it never
+// waits for a commit or push in progress.
+func (w *worker) openQueue(key types.NamespacedName) *queue {
+	w.qmu.Lock()
+	defer w.qmu.Unlock()
+	q := w.queues[key]
+	if q == nil {
+		q = newQueue()
+		w.queues[key] = q
+	}
+	return q
+}
+
 // removeTarget drops the target and returns the changes its queue still held.
 func (w *worker) removeTarget(key types.NamespacedName) []Change {
 	w.mu.Lock()
@@ -205,11 +218,8 @@ func (w *worker) ensureTarget(ctx context.Context, spec TargetSpec) (*target, Ta
 	w.mu.Lock()
 	t, ok := w.targets[spec.Key]
 	if !ok {
-		t = &target{spec: spec, q: newQueue()}
+		t = &target{spec: spec, q: w.openQueue(spec.Key)}
 		w.targets[spec.Key] = t
-		w.qmu.Lock()
-		w.queues[spec.Key] = t.q
-		w.qmu.Unlock()
 	}
 	wasSupported := t.st.Known && t.verdict.Supported
 	folderChanged := ok && t.spec.Folder != spec.Folder
