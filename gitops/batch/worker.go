@@ -435,7 +435,7 @@ func (w *worker) flushIfDue(ctx context.Context, key types.NamespacedName, now t
 			t.st.LastError = err.Error()
 			t.backoff = min(max(2*t.backoff, time.Second), 2*time.Minute)
 			t.retryAt = time.Now().Add(t.backoff)
-			wait = t.backoff
+			wait = shorter(wait, t.backoff) // a request's deadline may come sooner
 			changed = true
 			break
 		}
