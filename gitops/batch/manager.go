@@ -133,9 +133,10 @@ type Manager struct {
 	requests map[types.NamespacedName]*requestState
 	// sensitive holds each target's own sensitive resources, for Locate.
 	sensitive map[types.NamespacedName][]schema.GroupResource
-	// parked holds the pending changes of suspended targets (SuspendTarget), by object
-	// key, for their next registration: a delete seen while a target cannot write has no
-	// other way back (a snapshot only finds it as an orphan).
+	// parked holds the pending changes of suspended targets (SuspendTarget) and of targets
+	// moving to another worker, by object key, for their next registration: a delete seen
+	// while a target cannot write has no other way back (a snapshot only finds it as an
+	// orphan).
 	parked map[types.NamespacedName]map[ObjectKey]Change
 	wg     sync.WaitGroup
 }
@@ -279,7 +280,8 @@ func (m *Manager) stopTarget(key types.NamespacedName, park bool) {
 	}
 }
 
-// Submit marks objects dirty on their targets; unknown targets are ignored because their
+// Submit marks objects dirty on their targets. Changes of a suspended or moving target are
+// kept for its next registration; those of unknown targets are ignored, because their
 // controller will request a snapshot once they are registered.
 func (m *Manager) Submit(changes ...Change) {
 	byWorker := map[*worker][]Change{}
