@@ -71,7 +71,23 @@ func TestOneTargetsTroubleStaysItsOwn(t *testing.T) {
 		require.NoError(t, err, "live's registration does not fail because of other's folder")
 		st, _ := writer.Status(other.Key)
 		assert.False(t, st.Verdict.Supported)
-		assert.Contains(t, st.Verdict.Message(), "other is a file in Git, not a folder")
+		assert.Contains(t, st.Verdict.Message(), "other is not a folder in Git")
+	})
+
+	t.Run("a target whose first registration could not fetch does not crash the others' pushes", func(t *testing.T) {
+		remote := repotest.NewHTTPRemote(t, repotest.WithBasicAuth("alice", "s3cret"))
+		remote.Seed("main", map[string]string{"live/README.md": "objects\n"}, "seed")
+		writer, c := startWriter(t)
+		ctx := context.Background()
+		live := targetSpec(t, "live", remote.URL, &githttp.BasicAuth{Username: "alice", Password: "s3cret"})
+		live.Window = batch.WindowConfig{MaxChanges: 100}
+		_, err := writer.EnsureTarget(ctx, live)
+		require.NoError(t, err)
+		_, err = writer.EnsureTarget(ctx, targetSpec(t, "other", remote.URL, &githttp.BasicAuth{Username: "alice", Password: "wrong"}))
+		require.Error(t, err, "other never fetched: it has no index")
+		writer.Submit(batch.Change{Target: live.Key, Key: c.put(cmGVR, "ConfigMap", "a", map[string]any{"k": "v"}), AllowDelete: true})
+		require.Eventually(t, func() bool { return strings.Contains(remote.LsTree("main"), "live/app/configmaps/a.yaml") },
+			10*time.Second, 20*time.Millisecond)
 	})
 
 	t.Run("a target that keeps failing does not slow the others of its branch", func(t *testing.T) {
@@ -96,5 +112,12 @@ func TestOneTargetsTroubleStaysItsOwn(t *testing.T) {
 			time.Second, 20*time.Millisecond, "live commits at once, whatever other's backoff")
 		st, _ := writer.Status(other.Key)
 		assert.NotEmpty(t, st.LastError)
+
+		other.Auth = good // the token is fixed: it is tried at once, not after the backoff
+		_, err := writer.EnsureTarget(ctx, other)
+		require.NoError(t, err)
+		writer.Submit(batch.Change{Target: other.Key, Key: c.put(cmGVR, "ConfigMap", "c", map[string]any{"k": "v"}), AllowDelete: true})
+		require.Eventually(t, func() bool { return strings.Contains(remote.LsTree("main"), "other/app/configmaps/c.yaml") },
+			time.Second, 20*time.Millisecond)
 	})
 }

@@ -285,17 +285,15 @@ func (m *Manager) stopTarget(key types.NamespacedName, park bool) {
 // controller will request a snapshot once they are registered.
 func (m *Manager) Submit(changes ...Change) {
 	byWorker := map[*worker][]Change{}
-	var parked []Change
 	m.mu.Lock()
 	for _, c := range changes {
 		if w := m.workers[m.targets[c.Target]]; w != nil {
 			byWorker[w] = append(byWorker[w], c)
-		} else if m.parked[c.Target] != nil {
-			parked = append(parked, c)
+		} else if p := m.parked[c.Target]; p != nil {
+			p[c.Key] = c // in the same critical section as the decision: unpark cannot slip between
 		}
 	}
 	m.mu.Unlock()
-	m.park(false, parked...)
 	for w, cs := range byWorker {
 		if unplaced := w.submit(cs...); len(unplaced) > 0 {
 			m.placeLate(unplaced)

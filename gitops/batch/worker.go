@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"sort"
 	"sync"
@@ -223,6 +224,9 @@ func (w *worker) ensureTarget(ctx context.Context, spec TargetSpec) (*target, Ta
 	}
 	wasSupported := t.st.Known && t.verdict.Supported
 	folderChanged := ok && t.spec.Folder != spec.Folder
+	if ok && !reflect.DeepEqual(t.spec.Auth, spec.Auth) {
+		t.backoff, t.retryAt = 0, time.Time{} // new credentials: try them now
+	}
 	t.spec = spec
 	t.folderPath.Store(&spec.Folder)
 	w.actFor(spec)
@@ -302,8 +306,9 @@ func (w *worker) pushed(t *target, sha plumbing.Hash, files map[string][]byte) e
 	from := w.remoteTip
 	w.remoteTip = sha
 	for _, u := range w.targets {
-		if u != t && !touches(files, u.spec.Folder) {
-			u.index.Load().advance(from, sha)
+		// A target whose first registration could not fetch has no index yet.
+		if ix := u.index.Load(); ix != nil && u != t && !touches(files, u.spec.Folder) {
+			ix.advance(from, sha)
 		}
 	}
 	ix := t.index.Load()

@@ -110,7 +110,7 @@ func (v Verdict) Message() string {
 // Reasons used in verdicts; tests and docs quote them.
 const (
 	ReasonNotInFolder  = "is not inside the folder"
-	ReasonNotAFolder   = "is a file in Git, not a folder (the target's path must be a folder, or not exist yet)"
+	ReasonNotAFolder   = "is not a folder in Git: a file, link or submodule is at that path or above it (the target's path must be a folder, or not exist yet)"
 	ReasonSymlink      = "is a symbolic link (links may point outside the folder and are never followed)"
 	ReasonSubmodule    = "is a Git submodule (its content lives in another repository)"
 	ReasonExecutable   = "is an executable file (only plain manifests and docs may live in the folder)"
