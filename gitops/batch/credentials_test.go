@@ -14,19 +14,32 @@ import (
 	"github.com/gitops-reverser/gitops-reverser/gitops/repo/repotest"
 )
 
+// twoTargetsWithAuth runs a writer with GitTargets ops/live and ops/other, both with the
+// credentials of a remote that demands basic auth, and windows that commit at once;
+// otherFirst registers other before live.
+func twoTargetsWithAuth(t *testing.T, otherFirst bool) (*repotest.Remote, *batch.Manager, *cluster, batch.TargetSpec, batch.TargetSpec) {
+	t.Helper()
+	remote := repotest.NewHTTPRemote(t, repotest.WithBasicAuth("alice", "s3cret"))
+	remote.Seed("main", map[string]string{"live/README.md": "objects\n", "other/README.md": "objects\n"}, "seed")
+	writer, c := startWriter(t)
+	good := &githttp.BasicAuth{Username: "alice", Password: "s3cret"}
+	live, other := targetSpec(t, "live", remote.URL, good), targetSpec(t, "other", remote.URL, good)
+	live.Window, other.Window = batch.WindowConfig{MaxChanges: 100}, batch.WindowConfig{MaxChanges: 100}
+	order := []batch.TargetSpec{live, other}
+	if otherFirst {
+		order = []batch.TargetSpec{other, live}
+	}
+	for _, s := range order {
+		_, err := writer.EnsureTarget(context.Background(), s)
+		require.NoError(t, err)
+	}
+	return remote, writer, c, live, other
+}
+
 func TestTargetsOfOneBranchUseTheirOwnCredentials(t *testing.T) {
 	t.Run("pushes each target's changes with its own provider's credentials, whichever registered last", func(t *testing.T) {
-		remote := repotest.NewHTTPRemote(t, repotest.WithBasicAuth("alice", "s3cret"))
-		remote.Seed("main", map[string]string{"live/README.md": "objects\n", "other/README.md": "objects\n"}, "seed")
-		writer, c := startWriter(t)
+		remote, writer, c, live, other := twoTargetsWithAuth(t, true)
 		ctx := context.Background()
-		good := &githttp.BasicAuth{Username: "alice", Password: "s3cret"}
-		live, other := targetSpec(t, "live", remote.URL, good), targetSpec(t, "other", remote.URL, good)
-		live.Window, other.Window = batch.WindowConfig{MaxChanges: 100}, batch.WindowConfig{MaxChanges: 100} // commit at once
-		for _, s := range []batch.TargetSpec{other, live} {
-			_, err := writer.EnsureTarget(ctx, s)
-			require.NoError(t, err)
-		}
 		// other's provider now holds a token the remote refuses (rotated, read-only); it
 		// registers after live, so a shared clone would push live's changes with it.
 		other.Auth = &githttp.BasicAuth{Username: "alice", Password: "read-only"}
@@ -91,17 +104,9 @@ func TestOneTargetsTroubleStaysItsOwn(t *testing.T) {
 	})
 
 	t.Run("a target that keeps failing does not slow the others of its branch", func(t *testing.T) {
-		remote := repotest.NewHTTPRemote(t, repotest.WithBasicAuth("alice", "s3cret"))
-		remote.Seed("main", map[string]string{"live/README.md": "objects\n", "other/README.md": "objects\n"}, "seed")
-		writer, c := startWriter(t)
+		remote, writer, c, live, other := twoTargetsWithAuth(t, false)
 		ctx := context.Background()
-		good := &githttp.BasicAuth{Username: "alice", Password: "s3cret"}
-		live, other := targetSpec(t, "live", remote.URL, good), targetSpec(t, "other", remote.URL, good)
-		live.Window, other.Window = batch.WindowConfig{MaxChanges: 100}, batch.WindowConfig{MaxChanges: 100}
-		for _, s := range []batch.TargetSpec{live, other} {
-			_, err := writer.EnsureTarget(ctx, s)
-			require.NoError(t, err)
-		}
+		good := live.Auth
 		other.Auth = &githttp.BasicAuth{Username: "alice", Password: "read-only"}
 		_, _ = writer.EnsureTarget(ctx, other)
 		writer.Submit(batch.Change{Target: other.Key, Key: c.put(cmGVR, "ConfigMap", "a", map[string]any{"k": "v"}), AllowDelete: true})
