@@ -56,7 +56,7 @@ func ValidateTarget(t *v1alpha1.GitTarget, provider *v1alpha1.GitProvider, other
 	for _, o := range others {
 		if o.Key != me.Key && Overlaps(me, o) {
 			return fmt.Errorf("GitTarget %s: folder %q overlaps folder %q of GitTarget %s on the same repository %s and branch %s; "+
-				"choose a folder that is neither equal to nor inside nor around it", me.Key, me.Folder, o.Folder, o.Key, provider.Spec.URL, me.Branch)
+				"choose a folder that is neither equal to nor inside nor around it", me.Key, me.Folder, o.Folder, o.Key, repo.Redact(provider.Spec.URL), me.Branch)
 		}
 	}
 	return nil

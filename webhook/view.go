@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gitops-reverser/gitops-reverser/api/v1alpha1"
+	"github.com/gitops-reverser/gitops-reverser/gitops/repo"
 	"github.com/gitops-reverser/gitops-reverser/watcher"
 )
 
@@ -132,7 +133,7 @@ func (v *View) rebuild(ctx context.Context) error {
 	s := &snapshot{targets: map[types.NamespacedName]TargetState{}}
 	urls := map[types.NamespacedName]string{}
 	for _, p := range providers.Items {
-		urls[client.ObjectKeyFromObject(&p)] = p.Spec.URL
+		urls[client.ObjectKeyFromObject(&p)] = repo.Redact(p.Spec.URL) // shown to anyone whose change it judges
 	}
 	for _, t := range targets.Items {
 		s.targets[client.ObjectKeyFromObject(&t)] = targetState(&t, urls[types.NamespacedName{Namespace: t.Namespace, Name: t.Spec.ProviderRef.Name}])

@@ -332,7 +332,7 @@ func (m *Manager) workerFor(ctx context.Context, spec TargetSpec) (*worker, work
 		dir := filepath.Join(m.opts.WorkDir, hex.EncodeToString(sum[:8]))
 		r, err := repo.Open(ctx, dir, spec.URL, spec.Auth)
 		if err != nil {
-			return nil, wk, fmt.Errorf("opening the local clone of %s: %w", spec.URL, err)
+			return nil, wk, fmt.Errorf("opening the local clone of %s: %w", repo.Redact(spec.URL), err)
 		}
 		r.SetCompactionThresholds(m.opts.compactLooseObjects(), m.opts.compactPacks())
 		if damage := r.RepairedDamage(); damage != nil {

@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/pem"
 	"fmt"
+	"net/url"
 	"regexp"
 	"strings"
 	"testing"
@@ -115,6 +116,19 @@ func TestGitProvider(t *testing.T) {
 		p.Spec.SecretRef = &v1alpha1.LocalObjectReference{Name: "http"}
 		require.NoError(t, k8s.Create(ctx, p))
 		waitCondition(t, p, func() []metav1.Condition { return p.Status.Conditions }, v1alpha1.ConditionReady, metav1.ConditionTrue)
+	})
+	t.Run("never repeats credentials a URL carries in its conditions", func(t *testing.T) {
+		ns := namespace(t)
+		srv := repotest.NewHTTPRemote(t, repotest.WithBasicAuth("alice", "s3cret"))
+		u, err := url.Parse(srv.URL)
+		require.NoError(t, err)
+		u.User = url.UserPassword("alice", "s3cret")
+		p := provider(ns, u.String())
+		require.NoError(t, k8s.Create(ctx, p))
+		msg := waitCondition(t, p, func() []metav1.Condition { return p.Status.Conditions }, v1alpha1.ConditionReady, metav1.ConditionTrue)
+		assert.Contains(t, msg, u.Host)
+		assert.NotContains(t, msg, "s3cret")
+		assert.NotContains(t, msg, "alice")
 	})
 }
 

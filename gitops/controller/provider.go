@@ -60,10 +60,10 @@ func (r *GitProviderReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	}
 	if err := repo.LsRemote(ctx, p.Spec.URL, auth); err != nil {
 		v1alpha1.SetReconciling(&p.Status.Conditions, p.Generation, v1alpha1.ReasonUnreachable,
-			fmt.Sprintf("repository %s is not reachable: %v", p.Spec.URL, err))
-		return ctrl.Result{}, fmt.Errorf("checking %s: %w", p.Spec.URL, err)
+			fmt.Sprintf("repository %s is not reachable: %v", repo.Redact(p.Spec.URL), err))
+		return ctrl.Result{}, fmt.Errorf("checking %s: %w", repo.Redact(p.Spec.URL), err)
 	}
-	v1alpha1.SetReady(&p.Status.Conditions, p.Generation, v1alpha1.ReasonSucceeded, fmt.Sprintf("repository %s is reachable", p.Spec.URL))
+	v1alpha1.SetReady(&p.Status.Conditions, p.Generation, v1alpha1.ReasonSucceeded, fmt.Sprintf("repository %s is reachable", repo.Redact(p.Spec.URL)))
 	return ctrl.Result{RequeueAfter: r.Interval}, nil
 }
 

@@ -22,6 +22,7 @@ import (
 	"github.com/gitops-reverser/gitops-reverser/api/status"
 	"github.com/gitops-reverser/gitops-reverser/api/v1alpha1"
 	"github.com/gitops-reverser/gitops-reverser/gitops/batch"
+	"github.com/gitops-reverser/gitops-reverser/gitops/repo"
 )
 
 const (
@@ -83,7 +84,7 @@ func (r *GitTargetReconciler) reconcile(ctx context.Context, t *v1alpha1.GitTarg
 		}
 		return ctrl.Result{}, err
 	}
-	t.Status.Repository = p.Spec.URL
+	t.Status.Repository = repo.Redact(p.Spec.URL)
 	if !BranchAllowed(&p, t.Spec.Branch) {
 		r.Writer.SuspendTarget(client.ObjectKeyFromObject(t))
 		v1alpha1.SetStalled(conds, t.Generation, v1alpha1.ReasonBranchNotAllowed,
@@ -117,7 +118,7 @@ func (r *GitTargetReconciler) reconcile(ctx context.Context, t *v1alpha1.GitTarg
 	applyWriterStatus(t, st)
 	if err != nil {
 		v1alpha1.SetReconciling(conds, t.Generation, v1alpha1.ReasonUnreachable,
-			fmt.Sprintf("branch %s of %s: %v", t.Spec.Branch, p.Spec.URL, err))
+			fmt.Sprintf("branch %s of %s: %v", t.Spec.Branch, repo.Redact(p.Spec.URL), err))
 		return ctrl.Result{}, err
 	}
 	switch {
@@ -130,7 +131,7 @@ func (r *GitTargetReconciler) reconcile(ctx context.Context, t *v1alpha1.GitTarg
 		v1alpha1.SetReconciling(conds, t.Generation, v1alpha1.ReasonWriteFailed, "last write failed, retrying: "+st.LastError)
 	default:
 		v1alpha1.SetCondition(conds, t.Generation, v1alpha1.ConditionFolderReady, true, v1alpha1.ReasonSucceeded, "folder can be written")
-		msg := fmt.Sprintf("writing to %s branch %s folder %s", p.Spec.URL, t.Spec.Branch, t.Spec.Path)
+		msg := fmt.Sprintf("writing to %s branch %s folder %s", repo.Redact(p.Spec.URL), t.Spec.Branch, t.Spec.Path)
 		if len(st.Refused) > 0 {
 			msg = fmt.Sprintf("%s; %d object(s) refused, first: %s", msg, len(st.Refused), st.Refused[0])
 		}

@@ -7,6 +7,7 @@ import (
 	"encoding/pem"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -280,5 +281,29 @@ func assertNoSecretIn(t *testing.T, err error, data map[string][]byte) {
 				assert.NotContains(t, err.Error(), line, "error leaks part of %s", k)
 			}
 		}
+	}
+}
+
+func TestErrorsNeverRepeatCredentialsCarriedInTheURL(t *testing.T) {
+	// A failing proxy: go-git quotes the URL it requested, user info included, in the error
+	// of an unexpected status.
+	remote := repotest.NewHTTPRemote(t, repotest.WithMiddleware(func(http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { http.Error(w, "bad gateway", http.StatusBadGateway) })
+	}))
+	u, err := url.Parse(remote.URL)
+	require.NoError(t, err)
+	for name, user := range map[string]*url.Userinfo{
+		"a token as the user name": url.User("ghp_T0KEN"),
+		"a user and a password":    url.UserPassword("bot", "PASSW0RD"),
+	} {
+		t.Run(name, func(t *testing.T) {
+			withCreds := *u
+			withCreds.User = user
+			err := repo.LsRemote(context.Background(), withCreds.String(), nil)
+			require.Error(t, err)
+			assert.NotContains(t, err.Error(), "T0KEN")
+			assert.NotContains(t, err.Error(), "PASSW0RD")
+			assert.Contains(t, err.Error(), u.Host, "the message still names the repository")
+		})
 	}
 }

@@ -44,7 +44,7 @@ func (r *Repo) Push(ctx context.Context, branch string, newTip, expectedRemote p
 		err = r.classifyFailure(ctx, ref, newTip, expectedRemote, err)
 	}
 	if err != nil {
-		return fmt.Errorf("push %s to %s: %w", branch, redactURL(r.url), err)
+		return fmt.Errorf("push %s to %s: %w", branch, Redact(r.url), scrub(err, r.url))
 	}
 	// Delivered; now the clone gets the objects, before its tracking ref may point at them.
 	if err := r.storeFresh(); err != nil {

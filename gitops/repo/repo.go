@@ -92,7 +92,7 @@ func (r *Repo) load() error {
 	}
 	if err := ensureRemote(g, r.url); err != nil {
 		closeStore(g)
-		return fmt.Errorf("configure remote in %s: %w", r.dir, err)
+		return fmt.Errorf("configure remote in %s: %w", r.dir, scrub(err, r.url))
 	}
 	r.git = g
 	return nil
@@ -154,7 +154,7 @@ func (r *Repo) Reset() error {
 		return fmt.Errorf("reset clone %s: %w", r.dir, err)
 	}
 	if err := ensureRemote(g, r.url); err != nil {
-		return fmt.Errorf("configure remote in %s: %w", r.dir, err)
+		return fmt.Errorf("configure remote in %s: %w", r.dir, scrub(err, r.url))
 	}
 	r.git = g
 	return nil

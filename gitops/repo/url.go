@@ -132,11 +132,66 @@ func canonicalPath(p string) string {
 	}
 }
 
-// redactURL hides a password embedded in a URL before it goes into an error.
-func redactURL(raw string) string {
+// Redact is a repository URL fit for a message (status, Event, log, admission answer):
+// its user info is dropped — a token may be the password or the user name alone — and so
+// are its query and fragment. Anything else is kept as written. Credentials belong in the
+// GitProvider's Secret, but a URL that carries them must not spread them.
+func Redact(raw string) string {
 	u, err := url.Parse(raw)
-	if err != nil || u.User == nil {
-		return raw
+	if err != nil || u.Scheme == "" || (u.User == nil && u.RawQuery == "" && u.Fragment == "") {
+		return raw // scp-like "git@host:path" does not parse, and holds no password
 	}
-	return u.Redacted()
+	u.User, u.RawQuery, u.ForceQuery, u.Fragment, u.RawFragment = nil, "", false, "", ""
+	return u.String()
+}
+
+// redactedError is an error whose message had credentials removed; errors.Is and As still
+// see what it wraps.
+type redactedError struct {
+	msg string
+	err error
+}
+
+func (e *redactedError) Error() string { return e.msg }
+func (e *redactedError) Unwrap() error { return e.err }
+
+// scrub removes raw's user info wherever err's message repeats it: go-git quotes the URL
+// it requested, credentials included.
+func scrub(err error, raw string) error {
+	u, perr := url.Parse(raw)
+	if err == nil || perr != nil || u.User == nil {
+		return err
+	}
+	msg := err.Error()
+	for _, info := range userInfoForms(raw, u) {
+		msg = strings.ReplaceAll(msg, info, "")
+	}
+	if msg == err.Error() {
+		return err
+	}
+	return &redactedError{msg: msg, err: err}
+}
+
+// userInfoForms are the ways raw's user info can appear in a message: as written, escaped
+// and unescaped, each with its "@".
+func userInfoForms(raw string, u *url.URL) []string {
+	forms := []string{u.User.String() + "@", u.User.Username() + "@"}
+	if pw, ok := u.User.Password(); ok {
+		forms = append([]string{u.User.Username() + ":" + pw + "@"}, forms...)
+	}
+	if i := strings.Index(raw, "://"); i >= 0 {
+		rest := raw[i+3:]
+		if j := strings.LastIndex(rest[:hostEnd(rest)], "@"); j >= 0 {
+			forms = append([]string{rest[:j+1]}, forms...)
+		}
+	}
+	return forms
+}
+
+// hostEnd is where the authority of a URL without its scheme ends.
+func hostEnd(rest string) int {
+	if j := strings.IndexAny(rest, "/?#"); j >= 0 {
+		return j
+	}
+	return len(rest)
 }

@@ -51,3 +51,20 @@ func TestNormalizeURLIsIdempotent(t *testing.T) {
 		assert.Equal(t, once, repo.NormalizeURL(once), in)
 	}
 }
+
+func TestRedactLeavesNoCredentialsInARepositoryURL(t *testing.T) {
+	cases := []struct{ name, in, want string }{
+		{"drops a password", "https://bot:S3CRET@github.com/org/repo.git", "https://github.com/org/repo.git"},
+		{"drops a token used as the user name", "https://ghp_TOKEN@github.com/org/repo", "https://github.com/org/repo"},
+		{"drops a token in the query", "https://git.example.com/repo.git?private_token=S3CRET", "https://git.example.com/repo.git"},
+		{"drops the ssh user of a URL", "ssh://git@github.com/org/repo.git", "ssh://github.com/org/repo.git"},
+		{"keeps a URL without credentials as written", "https://GitHub.com/org/repo.git/", "https://GitHub.com/org/repo.git/"},
+		{"keeps an scp-like address, which holds no password", "git@github.com:org/repo.git", "git@github.com:org/repo.git"},
+		{"keeps a local path", "/srv/git/repo.git", "/srv/git/repo.git"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			assert.Equal(t, c.want, repo.Redact(c.in))
+		})
+	}
+}
