@@ -229,6 +229,24 @@ func TestWriterEncryption(t *testing.T) {
 		s.ensure()
 		assert.Equal(t, before, s.commits(), "an unchanged Secret makes no commit")
 	})
+	t.Run("never writes an object encrypted in Git back in plaintext, once its resource is no longer sensitive", func(t *testing.T) {
+		ids, recipients := identity(t)
+		s := newWriterScene(t, &batch.Encryption{Recipients: recipients, Identities: ids})
+		s.spec.Sensitive = []schema.GroupResource{cmGVR.GroupResource()} // spec.encryption.sensitiveResources
+		s.ensure()
+		k := s.cluster.put(cmGVR, "ConfigMap", "creds", map[string]any{"token": "T0KEN-1"})
+		require.Empty(t, s.submitAndSettle(k).Refused)
+		require.NotContains(t, s.remote.Show("main", "live/app/configmaps/creds.sops.yaml"), "T0KEN")
+
+		s.spec.Sensitive, s.spec.Encryption = nil, nil // someone deletes the whole spec.encryption
+		s.ensure()
+		s.cluster.put(cmGVR, "ConfigMap", "creds", map[string]any{"token": "T0KEN-2"})
+		st := s.submitAndSettle(k)
+		require.Len(t, st.Refused, 1)
+		assert.Contains(t, st.Refused[0], "never stored in plaintext")
+		assert.NotContains(t, s.remote.LsTree("main"), "configmaps/creds.yaml")
+		assert.NotContains(t, s.remote.Show("main", "live/app/configmaps/creds.sops.yaml"), "T0KEN")
+	})
 	t.Run("never writes the target's key Secrets, not even encrypted", func(t *testing.T) {
 		ids, recipients := identity(t)
 		s := newWriterScene(t, &batch.Encryption{Recipients: recipients, Identities: ids,

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/gitops-reverser/gitops-reverser/gitops/encrypt"
 	"github.com/gitops-reverser/gitops-reverser/gitops/manifest"
 	"github.com/gitops-reverser/gitops-reverser/gitops/plan"
 	"github.com/gitops-reverser/gitops-reverser/gitops/repo"
@@ -153,6 +154,11 @@ func (w *worker) planOne(t *target, p *writePlan, read func(string) ([]byte, err
 	}
 	if err != nil {
 		return fmt.Errorf("reading %s: %w", path, err)
+	}
+	if exists && encrypt.IsEncrypted(content) {
+		// Encrypted in Git: never written back in plaintext, even once its resource is no
+		// longer declared sensitive or the target lost its keys (then it is refused).
+		return w.planSensitive(t, p, read, k, obj, file, exists)
 	}
 	if forms == nil {
 		f := w.forms(obj, len(content) > 0)
