@@ -27,8 +27,9 @@ func (m *Manager) Snapshot(s Snapshot) {
 }
 
 // snapshot counts the orphans of one resource and, under prune mode Always, marks those
-// of rules that mirror deletions (Snapshot.Prunable) dirty: at commit time the cache says they are gone and their documents are removed
-// (an object that reappeared meanwhile is written instead — deletion is always re-checked).
+// of rules that mirror deletions (Snapshot.Prunable) dirty: at commit time the cache says
+// they are gone and their documents are removed (an object that reappeared meanwhile is
+// written instead — deletion is always re-checked).
 func (w *worker) snapshot(s Snapshot) {
 	w.mu.Lock()
 	t, ok := w.targets[s.Target]
@@ -65,8 +66,7 @@ func (w *worker) snapshot(s Snapshot) {
 }
 
 // forgetRefusalsOfGone drops the refusals of objects a complete list of their resource no
-// longer has in scope (deleted, or no rule selects them any more): nothing is left to
-// write. It reports whether st.Refused changed. Callers hold w.mu.
+// longer has in scope (deleted, or no longer selected): nothing is left to write. It reports whether st.Refused changed. Callers hold w.mu.
 func (t *target) forgetRefusalsOfGone(s Snapshot) bool {
 	present := make(map[ObjectKey]bool, len(s.Present))
 	for _, k := range s.Present {
