@@ -164,7 +164,9 @@ func scrub(err error, raw string) error {
 	}
 	msg := err.Error()
 	for _, info := range userInfoForms(raw, u) {
-		msg = strings.ReplaceAll(msg, info, "")
+		if info != "@" { // an empty user name: its password form covers it
+			msg = strings.ReplaceAll(msg, info, "")
+		}
 	}
 	if msg == err.Error() {
 		return err
