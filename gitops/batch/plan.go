@@ -1,6 +1,7 @@
 package batch
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -155,7 +156,8 @@ func (w *worker) planOne(t *target, p *writePlan, read func(string) ([]byte, err
 	if err != nil {
 		return fmt.Errorf("reading %s: %w", path, err)
 	}
-	if exists && encrypt.IsEncrypted(content) {
+	// IsEncrypted parses the file; a file without "sops" anywhere cannot have its key.
+	if exists && bytes.Contains(content, []byte("sops")) && encrypt.IsEncrypted(content) {
 		// Encrypted in Git: never written back in plaintext, even once its resource is no
 		// longer declared sensitive or the target lost its keys (then it is refused).
 		return w.planSensitive(t, p, read, k, obj, file, exists)
