@@ -229,6 +229,17 @@ func TestWriterEncryption(t *testing.T) {
 		s.ensure()
 		assert.Equal(t, before, s.commits(), "an unchanged Secret makes no commit")
 	})
+	t.Run("never leaves a value readable that a tool copied into a Secret's annotations", func(t *testing.T) {
+		ids, recipients := identity(t)
+		s := newWriterScene(t, &batch.Encryption{Recipients: recipients, Identities: ids})
+		k := s.cluster.put(secretsGVR, "Secret", "db", map[string]any{"password": "aHVudGVyMg=="})
+		s.cluster.objs[k].SetAnnotations(map[string]string{"kapp.k14s.io/original": `{"data":{"password":"aHVudGVyMg=="}}`})
+		require.Empty(t, s.submitAndSettle(k).Refused)
+		file := s.remote.Show("main", "live/app/secrets/db.sops.yaml")
+		assert.NotContains(t, file, "aHVudGVyMg==")
+		assert.Contains(t, file, "kapp.k14s.io/original: ENC[", "the key stays readable, the value is ciphertext")
+		assert.Equal(t, map[string]any{"password": "aHVudGVyMg=="}, decrypted(t, file, ids))
+	})
 	t.Run("never writes an object encrypted in Git back in plaintext, once its resource is no longer sensitive", func(t *testing.T) {
 		ids, recipients := identity(t)
 		s := newWriterScene(t, &batch.Encryption{Recipients: recipients, Identities: ids})

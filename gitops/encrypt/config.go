@@ -20,7 +20,7 @@ const FileSuffix = ".sops.yaml"
 const sopsConfigPathRegex = `(^|/)[^/]+\.sops\.yaml$`
 
 // SopsConfig renders the .sops.yaml for a target folder: one creation rule
-// with the data/stringData rule and r as age recipients. The output depends
+// with EncryptedRegex and r as age recipients. The output depends
 // only on folder and the recipient set, so an unchanged configuration
 // produces an identical file and no commit. Recipients are written one per
 // line of a folded scalar: every sops version reads it as the comma-separated
@@ -32,7 +32,7 @@ func SopsConfig(folder string, r Recipients) ([]byte, error) {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Managed by gitops-reverser for folder %q: files ending in %s are\n", folder, FileSuffix)
-	b.WriteString("# encrypted with sops and age; only data and stringData values are encrypted.\n")
+	b.WriteString("# encrypted with sops and age; the values of data, stringData and annotations are encrypted.\n")
 	b.WriteString("creation_rules:\n")
 	fmt.Fprintf(&b, "  - path_regex: '%s'\n", sopsConfigPathRegex)
 	fmt.Fprintf(&b, "    encrypted_regex: '%s'\n", EncryptedRegex)

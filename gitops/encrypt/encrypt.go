@@ -30,7 +30,7 @@ func collect(opts []Option) options {
 }
 
 // Encrypt encrypts one plaintext YAML document for r under a fresh data key.
-// Only values under data and stringData become ciphertext; the output is a
+// Only values under data, stringData and annotations become ciphertext; the output is a
 // standard sops YAML file that `sops -d` opens with any matching age
 // identity. Prefer Update for files that may already exist: Encrypt always
 // produces new ciphertext.

@@ -35,14 +35,14 @@ func TestEncryptedFileKeepsObjectIdentityReadable(t *testing.T) {
 	assert.Equal(t, "v1", doc["apiVersion"])
 	assert.Equal(t, "Secret", doc["kind"])
 	assert.Equal(t, "Opaque", doc["type"])
-	assert.Equal(t, map[string]any{
-		"name":        "db-credentials",
-		"namespace":   "team-a",
-		"labels":      map[string]any{"app": "api"},
-		"annotations": map[string]any{"owner": "payments"},
-	}, doc["metadata"])
-	for _, section := range []string{"data", "stringData"} {
-		values, ok := doc[section].(map[string]any)
+	metadata, ok := doc["metadata"].(map[string]any)
+	require.True(t, ok, "metadata")
+	assert.Equal(t, "db-credentials", metadata["name"])
+	assert.Equal(t, "team-a", metadata["namespace"])
+	assert.Equal(t, map[string]any{"app": "api"}, metadata["labels"])
+	sections := map[string]any{"data": doc["data"], "stringData": doc["stringData"], "annotations": metadata["annotations"]}
+	for section, v := range sections {
+		values, ok := v.(map[string]any)
 		require.True(t, ok, section)
 		for key, v := range values {
 			assert.Regexp(t, `^ENC\[AES256_GCM,data:`, v, "%s.%s is ciphertext", section, key)

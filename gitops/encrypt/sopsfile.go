@@ -22,9 +22,17 @@ import (
 )
 
 // EncryptedRegex selects the values sops encrypts: everything under a key
-// named data or stringData. apiVersion, kind and metadata stay readable and
-// diffable; only the secret values are ciphertext.
-const EncryptedRegex = `^(data|stringData)$`
+// named data, stringData or annotations. apiVersion, kind, type, name,
+// namespace and labels stay readable and diffable. Annotation values are
+// ciphertext (their keys stay readable) because tools copy whole objects into
+// them — kubectl's last-applied configuration, kapp's original — and the
+// operator cannot tell such a copy from a harmless note.
+const EncryptedRegex = `^(data|stringData|annotations)$`
+
+// legacyEncryptedRegex is the rule of files written before annotations were
+// encrypted. Such a file is still the operator's own: its data key is reused
+// on the next change, which moves it to EncryptedRegex.
+const legacyEncryptedRegex = `^(data|stringData)$`
 
 // yamlIndent matches the indentation of every other manifest the operator
 // writes, so encrypted files look like their neighbours.
@@ -115,7 +123,7 @@ func emitPlain(branches sops.TreeBranches) ([]byte, error) {
 }
 
 // newMetadata describes a file encrypted by the operator: one key group of
-// age recipients and the data/stringData rule.
+// age recipients and EncryptedRegex.
 func newMetadata(r Recipients) (sops.Metadata, error) {
 	keys, err := r.masterKeys()
 	if err != nil {
@@ -132,10 +140,11 @@ func newMetadata(r Recipients) (sops.Metadata, error) {
 	}, nil
 }
 
-// hasOperatorRules says whether md encrypts exactly what this package
-// encrypts, so its data key and ciphertext can be reused as they are.
+// hasOperatorRules says whether md encrypts what this package encrypts (or
+// did before annotations were added), so its data key and ciphertext can be
+// reused; sealTree moves a legacy file to EncryptedRegex.
 func hasOperatorRules(md sops.Metadata) bool {
-	return md.EncryptedRegex == EncryptedRegex &&
+	return (md.EncryptedRegex == EncryptedRegex || md.EncryptedRegex == legacyEncryptedRegex) &&
 		md.UnencryptedSuffix == "" && md.EncryptedSuffix == "" &&
 		md.UnencryptedRegex == "" &&
 		md.UnencryptedCommentRegex == "" && md.EncryptedCommentRegex == "" &&
@@ -168,6 +177,7 @@ func sealTree(tree *sops.Tree, plain plainDoc, dataKey []byte, cipher sops.Ciphe
 		tree.Branches[0] = withDigest(tree.Branches[0], d)
 	}
 	tree.Metadata.Version = version.Version
+	tree.Metadata.EncryptedRegex = EncryptedRegex
 	err := common.EncryptTree(common.EncryptTreeOpts{Tree: tree, Cipher: cipher, DataKey: dataKey})
 	if err != nil {
 		// sops' message can quote a value it failed to encrypt.

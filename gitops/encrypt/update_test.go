@@ -66,7 +66,7 @@ func TestUpdateWithIdentityChangesOnlyTheChangedValue(t *testing.T) {
 	assert.True(t, changed)
 
 	before, after := ciphertexts(enc), ciphertexts(out)
-	require.Len(t, before, 4, "password, token, username, config.ini")
+	require.Len(t, before, 6, "password, token, username, config.ini and two annotations")
 	for key, line := range before {
 		if key == "token" {
 			assert.NotEqual(t, line, after[key], "the changed value has new ciphertext")
@@ -380,4 +380,38 @@ func uniq(in []string) []string {
 		}
 	}
 	return out
+}
+
+func TestUpdateMovesAFileWrittenBeforeAnnotationsWereEncryptedToTheCurrentRule(t *testing.T) {
+	k := newKeyPair(t)
+	legacy, err := encrypt.EncryptUnderLegacyRule(readTestdata(t, "secret.yaml"), k.recipients)
+	require.NoError(t, err)
+	require.Contains(t, string(legacy), "owner: payments", "the legacy rule left annotation values readable")
+	require.Contains(t, string(legacy), "encrypted_regex: "+encrypt.LegacyEncryptedRegex)
+
+	t.Run("an unchanged object leaves the file as it is", func(t *testing.T) {
+		out, changed, err := encrypt.Update(legacy, readTestdata(t, "secret.yaml"), k.recipients, &k.ids)
+		require.NoError(t, err)
+		assert.False(t, changed)
+		assert.Equal(t, string(legacy), string(out))
+	})
+	t.Run("a change encrypts the annotation values and keeps the data key and unchanged ciphertext", func(t *testing.T) {
+		out, changed, err := encrypt.Update(legacy, changedSecret(t), k.recipients, &k.ids)
+		require.NoError(t, err)
+		assert.True(t, changed)
+		assert.Contains(t, string(out), "encrypted_regex: "+encrypt.EncryptedRegex)
+		assert.NotContains(t, string(out), "payments")
+		assertNoSecrets(t, string(out), k.private)
+		before, after := ciphertexts(legacy), ciphertexts(out)
+		for _, key := range []string{"password", "username", "config.ini"} {
+			assert.Equal(t, before[key], after[key], "%s keeps its exact ciphertext", key)
+		}
+		assert.Contains(t, after, "owner", "the annotation value is ciphertext now")
+		assert.Equal(t, ageBlock.FindAllString(string(legacy), -1), ageBlock.FindAllString(string(out), -1),
+			"the data key is reused, its wrapping untouched")
+
+		got, err := encrypt.Decrypt(out, k.ids)
+		require.NoError(t, err)
+		assert.Equal(t, string(changedSecret(t)), string(got))
+	})
 }

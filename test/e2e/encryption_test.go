@@ -5,6 +5,8 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -35,11 +37,17 @@ func randomValue(t *testing.T) string {
 }
 
 // applySecret applies a Secret with stringData, retrying while admission still sees the
-// target as unable to encrypt (the view follows the status within moments).
+// target as unable to encrypt (the view follows the status within moments). Like tools that
+// keep a copy of what they applied, it also copies the values into an annotation, which the
+// scans for leaked values then cover too.
 func applySecret(t *testing.T, ns, name string, values map[string]string) {
 	t.Helper()
-	var b strings.Builder
-	fmt.Fprintf(&b, "apiVersion: v1\nkind: Secret\nmetadata:\n  name: %s\n  namespace: %s\nstringData:\n", name, ns)
+	var b, copied strings.Builder
+	for _, k := range slices.Sorted(maps.Keys(values)) {
+		fmt.Fprintf(&copied, "%s=%s;", k, values[k])
+	}
+	fmt.Fprintf(&b, "apiVersion: v1\nkind: Secret\nmetadata:\n  name: %s\n  namespace: %s\n", name, ns)
+	fmt.Fprintf(&b, "  annotations:\n    example.com/original: %q\nstringData:\n", copied.String())
 	for k, v := range values {
 		fmt.Fprintf(&b, "  %s: %s\n", k, v)
 	}
@@ -156,7 +164,8 @@ func TestSecretsReachGitOnlyEncryptedAndNeverInPlaintext(t *testing.T) {
 	waitDecrypted(t, remote, "live/enc-a/secrets/db.sops.yaml", identity, ns, "db")
 	fields := changedFields(t, remote, "live/enc-a/secrets/db.sops.yaml")
 	assert.Contains(t, fields, "password:")
-	assert.Subset(t, []string{"password:", "lastmodified:", "mac:"}, fields, "only the changed key's line and sops metadata change")
+	assert.Subset(t, []string{"password:", "example.com/original:", "lastmodified:", "mac:"}, fields,
+		"only the changed key's line, the annotation copying it and sops metadata change")
 
 	kubectl(t, "", "-n", ns, "delete", "secret", "api")
 	eventually(t, 30*time.Second, "api.sops.yaml removed", func() (bool, string) {

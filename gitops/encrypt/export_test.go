@@ -1,0 +1,33 @@
+package encrypt
+
+import (
+	"github.com/getsops/sops/v3"
+	sopsaes "github.com/getsops/sops/v3/aes"
+	"github.com/getsops/sops/v3/cmd/sops/common"
+)
+
+// LegacyEncryptedRegex exposes the rule of files written before annotations were encrypted.
+const LegacyEncryptedRegex = legacyEncryptedRegex
+
+// EncryptUnderLegacyRule writes plainDoc the way releases before annotation encryption did:
+// a sops file whose encrypted_regex is legacyEncryptedRegex, so tests can start from such a file.
+func EncryptUnderLegacyRule(plainDoc []byte, r Recipients) ([]byte, error) {
+	plain, err := parsePlain(plainDoc)
+	if err != nil {
+		return nil, err
+	}
+	md, err := newMetadata(r)
+	if err != nil {
+		return nil, err
+	}
+	md.EncryptedRegex = legacyEncryptedRegex
+	tree := sops.Tree{Branches: sops.TreeBranches{plain.branch}, Metadata: md}
+	dataKey, errs := tree.GenerateDataKey()
+	if len(errs) > 0 {
+		return nil, errs[0]
+	}
+	if err := common.EncryptTree(common.EncryptTreeOpts{Tree: &tree, Cipher: sopsaes.NewCipher(), DataKey: dataKey}); err != nil {
+		return nil, err
+	}
+	return emitEncrypted(tree)
+}
