@@ -1,6 +1,7 @@
 package batch
 
 import (
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"slices"
@@ -37,7 +38,8 @@ type Encryption struct {
 // created; no target writes them, whichever rule routes them.
 const KeyMaterialLabel = "reverser.gitops.dev/key-material"
 
-// isKeyMaterial says whether obj is a Secret holding encryption keys.
+// isKeyMaterial says whether obj is a Secret holding encryption keys: labelled as such,
+// named by the target's encryption, or holding an age private key (any target's, Flux's).
 func isKeyMaterial(t *target, k ObjectKey, obj *unstructured.Unstructured) bool {
 	if k.GVR.Group != "" || k.GVR.Resource != "secrets" {
 		return false
@@ -46,7 +48,32 @@ func isKeyMaterial(t *target, k ObjectKey, obj *unstructured.Unstructured) bool 
 		return true
 	}
 	enc := t.spec.Encryption
-	return enc != nil && slices.Contains(enc.KeySecrets, types.NamespacedName{Namespace: k.Namespace, Name: k.Name})
+	if enc != nil && slices.Contains(enc.KeySecrets, types.NamespacedName{Namespace: k.Namespace, Name: k.Name}) {
+		return true
+	}
+	return holdsIdentity(obj)
+}
+
+// holdsIdentity says whether any value of a Secret's data (base64, as the API server returns
+// it) or stringData holds an age private key. A value that is not base64 is looked at as it is.
+func holdsIdentity(obj *unstructured.Unstructured) bool {
+	data, _ := obj.Object["data"].(map[string]any)
+	for _, v := range data {
+		s, _ := v.(string)
+		if raw, err := base64.StdEncoding.DecodeString(s); err == nil && encrypt.HoldsIdentity(raw) {
+			return true
+		}
+		if encrypt.HoldsIdentity([]byte(s)) {
+			return true
+		}
+	}
+	stringData, _ := obj.Object["stringData"].(map[string]any)
+	for _, v := range stringData {
+		if s, _ := v.(string); encrypt.HoldsIdentity([]byte(s)) {
+			return true
+		}
+	}
+	return false
 }
 
 // options turns the digest key into encrypt options.

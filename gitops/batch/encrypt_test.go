@@ -2,6 +2,7 @@ package batch_test
 
 import (
 	"context"
+	"encoding/base64"
 	"strings"
 	"sync"
 	"testing"
@@ -258,14 +259,19 @@ func TestWriterEncryption(t *testing.T) {
 		assert.NotContains(t, s.remote.LsTree("main"), "configmaps/creds.yaml")
 		assert.NotContains(t, s.remote.Show("main", "live/app/configmaps/creds.sops.yaml"), "T0KEN")
 	})
-	t.Run("never writes the target's key Secrets, not even encrypted", func(t *testing.T) {
+	t.Run("never writes key Secrets, not even encrypted: the target's own, labelled ones, and any holding an age private key", func(t *testing.T) {
 		ids, recipients := identity(t)
 		s := newWriterScene(t, &batch.Encryption{Recipients: recipients, Identities: ids,
 			KeySecrets: []types.NamespacedName{{Namespace: "app", Name: "age-keys"}}})
 		labelled := s.cluster.put(secretsGVR, "Secret", "other-keys", map[string]any{"k.agekey": "eA=="})
 		s.cluster.objs[labelled].SetLabels(map[string]string{batch.KeyMaterialLabel: "age-identity"})
+		private, _, err := encrypt.GenerateIdentity()
+		require.NoError(t, err)
+		othersKey := s.cluster.put(secretsGVR, "Secret", "another-targets-keys", // unlabelled, named by no spec here
+			map[string]any{"id.agekey": base64.StdEncoding.EncodeToString([]byte("# created: today\n" + private + "\n"))})
+		fluxKey := s.cluster.put(secretsGVR, "Secret", "sops-age", map[string]any{"age.agekey": private}) // not base64: looked at as it is
 		before := s.commits()
-		st := s.submitAndSettle(s.cluster.put(secretsGVR, "Secret", "age-keys", map[string]any{"k.agekey": "eA=="}), labelled)
+		st := s.submitAndSettle(s.cluster.put(secretsGVR, "Secret", "age-keys", map[string]any{"k.agekey": "eA=="}), labelled, othersKey, fluxKey)
 		assert.Empty(t, st.Refused)
 		assert.Equal(t, before, s.commits())
 	})

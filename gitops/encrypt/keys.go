@@ -2,6 +2,7 @@ package encrypt
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"io"
 	"slices"
@@ -112,6 +113,16 @@ func ParseIdentities(data map[string][]byte) (Identities, error) {
 	}
 	out.recipients = derivedRecipients(out.ids)
 	return out, nil
+}
+
+// identityMarker starts every age X25519 private key; age-keygen writes it in upper case.
+const identityMarker = "AGE-SECRET-KEY-1"
+
+// HoldsIdentity says whether value contains something shaped like an age private key, in
+// either case. The writer keeps Secrets holding one out of Git, even encrypted, whoever's
+// key it is: another target's identity, Flux's sops-age Secret.
+func HoldsIdentity(value []byte) bool {
+	return bytes.Contains(bytes.ToUpper(value), []byte(identityMarker))
 }
 
 // identityKeys lists the data keys holding identities, sorted.

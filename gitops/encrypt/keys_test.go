@@ -177,3 +177,25 @@ func TestDigestKey(t *testing.T) {
 		assert.Equal(t, "DigestKey(redacted)", fmt.Sprintf(verb, key), verb)
 	}
 }
+
+func TestHoldsIdentity(t *testing.T) {
+	private, public, err := encrypt.GenerateIdentity()
+	require.NoError(t, err)
+	tests := []struct {
+		name  string
+		value string
+		want  bool
+	}{
+		{name: "finds a key file as age-keygen writes it", value: "# created: 2026-12-03\n# public key: " + public + "\n" + private + "\n", want: true},
+		{name: "finds a key in lower case", value: strings.ToLower(private), want: true},
+		{name: "finds a key inside other text", value: `{"key":"` + private + `"}`, want: true},
+		{name: "does not mistake a public key for one", value: public},
+		{name: "does not mistake an ordinary value for one", value: "hunter2"},
+		{name: "does not mistake an empty value for one"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, encrypt.HoldsIdentity([]byte(tt.value)))
+		})
+	}
+}
