@@ -39,12 +39,34 @@ func AuthFromSecret(url string, data map[string][]byte) (transport.AuthMethod, e
 	norm := NormalizeURL(url)
 	switch {
 	case strings.HasPrefix(norm, "http://"), strings.HasPrefix(norm, "https://"):
-		return httpAuth(data)
+		auth, err := httpAuth(data)
+		if auth == nil && err == nil {
+			_, auth = splitCredentials(url, nil)
+		}
+		return auth, err
 	case strings.HasPrefix(norm, "ssh://"):
 		return sshAuth(norm, data)
 	default:
 		return nil, nil
 	}
+}
+
+// splitCredentials moves the user info of an http(s) URL into basic auth, as go-git would
+// use it, unless auth is already set (then the URL's user info is ignored, as go-git does).
+// The URL returned has no user info, so it can be kept in the clone's config and compared
+// and shown without credentials. Other URLs are returned as they are: an ssh user name
+// selects the account and carries no secret.
+func splitCredentials(raw string, auth transport.AuthMethod) (string, transport.AuthMethod) {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.User == nil {
+		return raw, auth
+	}
+	if auth == nil && u.User.Username() != "" {
+		password, _ := u.User.Password()
+		auth = &githttp.BasicAuth{Username: u.User.Username(), Password: password}
+	}
+	u.User = nil
+	return u.String(), auth
 }
 
 // httpAuth picks basic or token auth; mixing them is ambiguous and refused.

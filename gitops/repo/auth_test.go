@@ -8,6 +8,8 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -128,6 +130,54 @@ func TestAuthFromSecretForHTTPFollowsFluxKeys(t *testing.T) {
 			assert.Equal(t, c.want, got)
 		})
 	}
+}
+
+func TestAuthFromSecretTakesAnHTTPURLsUserInfoWhenTheSecretHasNone(t *testing.T) {
+	cases := []struct {
+		name string
+		url  string
+		data map[string][]byte
+		want transport.AuthMethod
+	}{
+		{"a user and a password", "https://bot:PASSW0RD@git.example.com/org/repo.git", nil, &githttp.BasicAuth{Username: "bot", Password: "PASSW0RD"}},
+		{"a token as the user name", "https://ghp_T0KEN@git.example.com/org/repo.git", secret(), &githttp.BasicAuth{Username: "ghp_T0KEN"}},
+		{"the Secret's credentials win, as in go-git", "https://bot:PASSW0RD@git.example.com/org/repo.git", secret("bearerToken", "tok"), &githttp.TokenAuth{Token: "tok"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := repo.AuthFromSecret(c.url, c.data)
+			require.NoError(t, err)
+			assert.Equal(t, c.want, got)
+		})
+	}
+}
+
+func TestTheClonesConfigNeverHoldsCredentialsAURLCarries(t *testing.T) {
+	remote := repotest.NewHTTPRemote(t, repotest.WithBasicAuth("bot", "PASSW0RD"))
+	base := remote.PushFiles("main", map[string]string{"a.yaml": "a\n"}, "base")
+	u, err := url.Parse(remote.URL)
+	require.NoError(t, err)
+	u.User = url.UserPassword("bot", "PASSW0RD")
+	dir := filepath.Join(t.TempDir(), "clone")
+
+	// A clone an earlier release configured with the URL as given, credentials included.
+	_, err = repo.Open(context.Background(), dir, remote.URL, nil)
+	require.NoError(t, err)
+	repotest.Git(t, dir, "config", "remote.origin.url", u.String())
+
+	r, err := repo.Open(context.Background(), dir, u.String(), nil)
+	require.NoError(t, err)
+	tip := fetch(t, r, "main")
+	require.Equal(t, base, tip.String(), "the URL's credentials are used")
+	c := commit(t, r, tip, files("b.yaml", "b\n"), "with the URL's credentials")
+	push(t, r, "main", c, tip)
+	assert.Equal(t, c.String(), remote.Head("main"))
+
+	config, err := os.ReadFile(filepath.Join(dir, "config"))
+	require.NoError(t, err)
+	assert.NotContains(t, string(config), "PASSW0RD")
+	assert.Contains(t, string(config), u.Host, "the remote is still configured")
+	assert.NotContains(t, r.URL(), "PASSW0RD")
 }
 
 func TestAuthFromSecretGivesNoAuthForLocalRepositories(t *testing.T) {

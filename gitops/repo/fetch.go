@@ -91,6 +91,7 @@ func branchRef(branch string) (plumbing.ReferenceName, error) {
 // Errors wrap go-git's transport errors (ErrAuthenticationRequired,
 // ErrAuthorizationFailed, ErrRepositoryNotFound) for errors.Is.
 func LsRemote(ctx context.Context, url string, auth transport.AuthMethod) error {
+	url, auth = splitCredentials(url, auth)
 	remote := git.NewRemote(memory.NewStorage(), &config.RemoteConfig{Name: remoteName, URLs: []string{url}})
 	_, err := remote.ListContext(ctx, &git.ListOptions{Auth: auth})
 	if err != nil && !errors.Is(err, transport.ErrEmptyRemoteRepository) {

@@ -68,6 +68,7 @@ func Open(ctx context.Context, dir, url string, auth transport.AuthMethod) (*Rep
 	if err != nil {
 		return nil, fmt.Errorf("open clone %s: %w", dir, err)
 	}
+	url, auth = splitCredentials(url, auth) // the clone's config on disk never holds them
 	r := &Repo{dir: abs, url: url, auth: auth, trees: newTreeCache(),
 		compactAt: compactionThresholds{loose: compactLooseObjects, packs: compactPacks}}
 	if err := r.load(); err != nil {
