@@ -145,7 +145,7 @@ func TestUnchangedAtTip(t *testing.T) {
 			live := orLiveConfigMap(tt.live)
 			tgt := &target{}
 			ix := newFolderIndex(nil, nil)
-			require.NoError(t, ix.setFile(file, []byte(tt.content)))
+			require.NoError(t, ix.setFile(file, []byte(tt.content), nil))
 			tgt.index.Store(ix)
 			if tt.behind {
 				w.remoteTip = plumbing.NewHash("1111111111111111111111111111111111111111")

@@ -112,7 +112,9 @@ func (f *folderIndex) holders(file string) []manifest.Identity {
 }
 
 // setFile re-indexes one file from its new content; nil content means the file is gone.
-func (f *folderIndex) setFile(file string, content []byte) error {
+// docs are the content's documents when the caller has them (manifest.Parse's result),
+// else nil and the content is parsed.
+func (f *folderIndex) setFile(file string, content []byte, docs []manifest.DocInfo) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, id := range f.byFile[file] {
@@ -125,9 +127,11 @@ func (f *folderIndex) setFile(file string, content []byte) error {
 	if content == nil || path.Base(file) == encrypt.ConfigFileName {
 		return nil // gone, or sops configuration, which holds no object
 	}
-	docs, err := manifest.Parse(content)
-	if err != nil {
-		return err
+	if docs == nil {
+		var err error
+		if docs, err = manifest.Parse(content); err != nil {
+			return err
+		}
 	}
 	for _, d := range docs {
 		if d.Empty {

@@ -30,6 +30,24 @@ type writePlan struct {
 	// located overrides the target's index for identities this plan added ("" = removed),
 	// so a failed push leaves the index describing the remote tip.
 	located map[manifest.Identity]string
+	// parsed holds the documents the YAML editor read back while verifying its last edit of
+	// a file, so the index takes them after the push instead of parsing the file again.
+	parsed map[string]parsedFile
+}
+
+// parsedFile is a file's content with its documents as manifest.Parse returns them.
+type parsedFile struct {
+	content []byte
+	docs    []manifest.DocInfo
+}
+
+// docsOf returns the documents of content at path when the plan read them back already.
+func docsOf(parsed map[string]parsedFile, path string, content []byte) ([]manifest.DocInfo, bool) {
+	pf, ok := parsed[path]
+	if !ok || !bytes.Equal(pf.content, content) {
+		return nil, false
+	}
+	return pf.docs, true
 }
 
 // refuse leaves k out of the commit, for reason (which names the object).
@@ -89,7 +107,7 @@ func (w *worker) plan(ctx context.Context, t *target, dirty map[ObjectKey]bool) 
 	}
 	sort.Slice(keys, func(i, j int) bool { return keys[i].Identity().String() < keys[j].Identity().String() })
 
-	p := &writePlan{files: map[string][]byte{}, located: map[manifest.Identity]string{}}
+	p := &writePlan{files: map[string][]byte{}, located: map[manifest.Identity]string{}, parsed: map[string]parsedFile{}}
 	tree := w.repo.TreeReader(w.remoteTip)
 	read := func(path string) ([]byte, error) {
 		if c, ok := p.files[path]; ok {
@@ -166,15 +184,16 @@ func (w *worker) planOne(t *target, p *writePlan, read func(string) ([]byte, err
 		f := w.forms(obj, len(content) > 0)
 		forms = &f
 	}
-	out, changed, err := manifest.UpsertStyled(content, forms.writable(obj, content), t.style)
+	edited, err := manifest.UpsertIndexed(content, forms.writable(obj, content), t.style)
 	if err != nil {
 		p.refuse(k, fmt.Sprintf("%s: cannot be written to %s: %v", id, path, err))
 		return nil
 	}
-	if !changed {
+	if !edited.Changed {
 		return nil
 	}
-	p.files[path] = out
+	p.files[path] = edited.Content
+	p.parsed[path] = parsedFile{content: edited.Content, docs: edited.Docs}
 	verb := "Update"
 	if !exists {
 		verb = "Create"

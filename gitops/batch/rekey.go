@@ -188,7 +188,7 @@ func (w *worker) pushRekey(ctx context.Context, t *target, enc *Encryption, rp *
 		return fmt.Errorf("pushing re-wrapped files %s: %w", sha, err)
 	}
 	w.opts.Metrics.push("pushed")
-	if err := w.pushed(t, sha, rp.files); err != nil {
+	if err := w.pushed(t, sha, rp.files, nil); err != nil {
 		return err
 	}
 	t.st.LastCommit, t.st.LastCommitTime = sha, sig.When

@@ -302,7 +302,7 @@ func (w *worker) compactIfDue() {
 // pushed moves the remote tip to sha, the commit t pushed with files, and brings every
 // index along: t's re-indexes those files; another target's, untouched by them, now
 // describes sha too. Callers hold w.mu.
-func (w *worker) pushed(t *target, sha plumbing.Hash, files map[string][]byte) error {
+func (w *worker) pushed(t *target, sha plumbing.Hash, files map[string][]byte, parsed map[string]parsedFile) error {
 	from := w.remoteTip
 	w.remoteTip = sha
 	for _, u := range w.targets {
@@ -313,7 +313,8 @@ func (w *worker) pushed(t *target, sha plumbing.Hash, files map[string][]byte) e
 	}
 	ix := t.index.Load()
 	for path, content := range files {
-		if err := ix.setFile(path, content); err != nil {
+		docs, _ := docsOf(parsed, path, content)
+		if err := ix.setFile(path, content, docs); err != nil {
 			return err
 		}
 	}
@@ -526,7 +527,7 @@ func (w *worker) flush(ctx context.Context, t *target, win *authorWindow) (bool,
 		w.opts.Metrics.push("pushed")
 		pushedAt := time.Now()
 		w.opts.Metrics.delivered(pushedAt.Sub(win.First).Seconds(), pushedAt.Sub(built).Seconds())
-		if err := w.pushed(t, sha, p.files); err != nil {
+		if err := w.pushed(t, sha, p.files, p.parsed); err != nil {
 			attempted(win, sha) // delivered: a retry that finds it there reports it
 			return false, err
 		}

@@ -55,40 +55,56 @@ func Upsert(content []byte, obj *unstructured.Unstructured) (out []byte, changed
 // is used for what the file itself does not show (a new file, or a file
 // without block sequences), so that new files match their folder.
 func UpsertStyled(content []byte, obj *unstructured.Unstructured, style Style) (out []byte, changed bool, err error) {
+	e, err := UpsertIndexed(content, obj, style)
+	return e.Content, e.Changed, err
+}
+
+// Edited is what an edit produced: the new content and, when it changed, its documents
+// exactly as Parse(Content) returns them, read back while the edit was verified. A caller
+// that indexes the files it writes need not parse them a second time.
+type Edited struct {
+	Content []byte
+	Changed bool
+	// Docs is nil when nothing changed.
+	Docs []DocInfo
+}
+
+// UpsertIndexed is UpsertStyled that also returns the documents of the result.
+func UpsertIndexed(content []byte, obj *unstructured.Unstructured, style Style) (Edited, error) {
 	if err := checkObject(obj); err != nil {
-		return nil, false, err
+		return Edited{}, err
 	}
 	want, err := objectValue(obj)
 	if err != nil {
-		return nil, false, err
+		return Edited{}, err
 	}
 	id := IdentityOf(obj)
 	before, err := parseFile(content)
 	if err != nil {
-		return nil, false, err
+		return Edited{}, err
 	}
 	i, err := before.find(id)
 	if err != nil {
-		return nil, false, err
+		return Edited{}, err
 	}
 	if i >= 0 && equalValues(before.docs[i].value, want) {
-		return content, false, nil
+		return Edited{Content: content}, nil
 	}
 	if fileStyle, ok := DetectStyle(content); ok {
 		style = fileStyle
 	}
-	out, err = firstVerified(before, id, want, upsertCandidates(before, i, obj, want, style))
+	after, err := firstVerified(before, id, want, upsertCandidates(before, i, obj, want, style))
 	if err != nil {
-		return nil, false, err
+		return Edited{}, err
 	}
-	return out, true, nil
+	return Edited{Content: after.content, Changed: true, Docs: after.infos()}, nil
 }
 
 // firstVerified returns the first candidate content that reads back as
-// want for id with every other object unchanged. An object that cannot be
-// encoded stops the search; other failures are collected into an error
-// wrapping ErrEditVerification.
-func firstVerified(before *file, id Identity, want any, all []candidates) ([]byte, error) {
+// want for id with every other object unchanged, parsed. An object that
+// cannot be encoded stops the search; other failures are collected into an
+// error wrapping ErrEditVerification.
+func firstVerified(before *file, id Identity, want any, all []candidates) (*file, error) {
 	var errs []error
 	for _, candidates := range all {
 		outs, err := candidates()
@@ -100,11 +116,12 @@ func firstVerified(before *file, id Identity, want any, all []candidates) ([]byt
 			continue
 		}
 		for _, out := range outs {
-			if _, err := verifyEdit(out, before, id, want); err != nil {
+			after, err := verifyEdit(out, before, id, want)
+			if err != nil {
 				errs = append(errs, err)
 				continue
 			}
-			return out, nil
+			return after, nil
 		}
 	}
 	return nil, fmt.Errorf("%w: writing %s: %w", ErrEditVerification, id, errors.Join(errs...))

@@ -267,3 +267,30 @@ func mustEncode(t *testing.T, obj *unstructured.Unstructured) string {
 	require.NoError(t, err)
 	return string(out)
 }
+
+func TestUpsertIndexed(t *testing.T) {
+	info := appObject(map[string]any{"LOG_LEVEL": "info"})
+	tests := []struct {
+		name    string
+		content string
+	}{
+		{name: "returns the documents of a new file", content: ""},
+		{name: "returns every document of a file after editing one of them", content: deploymentAPI + "---\n" + configMapApp + "---\n" + clusterRoleAdmin},
+		{name: "returns the documents of a file the object was appended to", content: deploymentAPI + "---\n# a comment\n"},
+		{name: "returns no documents when nothing changed", content: mustEncode(t, info)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			edited, err := manifest.UpsertIndexed([]byte(tt.content), info, manifest.Style{})
+			require.NoError(t, err)
+			if !edited.Changed {
+				assert.Nil(t, edited.Docs)
+				assert.Equal(t, tt.content, string(edited.Content))
+				return
+			}
+			want, err := manifest.Parse(edited.Content)
+			require.NoError(t, err)
+			assert.Equal(t, want, edited.Docs, "exactly what Parse reads from the result")
+		})
+	}
+}

@@ -138,6 +138,13 @@ func checkUpsert(t *testing.T, content []byte, obj *unstructured.Unstructured, v
 	if !changed {
 		assert.Equal(t, content, out, "an unchanged upsert must return the content as is")
 	}
+	edited, err := UpsertIndexed(content, obj, Style{})
+	require.NoError(t, err)
+	if changed {
+		docs, err := Parse(out)
+		require.NoError(t, err)
+		assert.Equal(t, docs, edited.Docs, "the documents read back are those Parse reads:\n%s", out)
+	}
 	again, changedAgain, err := Upsert(out, obj)
 	require.NoError(t, err)
 	assert.False(t, changedAgain, "a second upsert must be a no-op:\n%s", out)

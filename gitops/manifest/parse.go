@@ -74,6 +74,11 @@ func Parse(content []byte) ([]DocInfo, error) {
 	if err != nil {
 		return nil, err
 	}
+	return f.infos(), nil
+}
+
+// infos describes the file's documents as Parse returns them.
+func (f *file) infos() []DocInfo {
 	infos := make([]DocInfo, len(f.docs))
 	for i, d := range f.docs {
 		infos[i] = d.info
@@ -84,7 +89,7 @@ func Parse(content []byte) ([]DocInfo, error) {
 		// the zero digest matches nothing and costs only the shortcut.
 		infos[i].Digest, _ = valueDigest(d.value)
 	}
-	return infos, nil
+	return infos
 }
 
 // file is a parsed YAML file: its segments (tiling the content) and the
