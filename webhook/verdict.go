@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/gitops-reverser/gitops-reverser/gitops/batch"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -34,6 +35,9 @@ type Request struct {
 	// ReadableFields are the top-level fields a sensitive object has besides those that
 	// may stay readable (batch.ReadableFields); filled only for sensitive objects.
 	ReadableFields []string
+	// KeyMaterial says the object is a Secret no target ever writes (batch.HoldsKeyMaterial):
+	// admission has nothing to judge for Git.
+	KeyMaterial bool
 }
 
 // TargetState is the webhook's in-memory picture of one GitTarget a request routes to.
@@ -68,6 +72,7 @@ const (
 	ReasonPathConflict    = "PathConflict"
 	ReasonNotRouted       = "NotRouted"
 	ReasonSkipped         = "SkippedClusterManaged"
+	ReasonKeyMaterial     = "SkippedKeyMaterial"
 )
 
 // Verdict is the outcome of a decision.
@@ -86,6 +91,14 @@ func Decide(req Request, targets []TargetState, sensitive bool, warn bool) Verdi
 		return Verdict{Allowed: true, Reason: ReasonNotRouted}
 	}
 	obj := describe(req)
+	if req.KeyMaterial {
+		v := Verdict{Allowed: true, Reason: ReasonKeyMaterial}
+		if warn {
+			v.Warnings = []string{obj + " holds key material (an age private key, or the " + batch.KeyMaterialLabel +
+				" label) and is never written to Git, whichever rule routes it"}
+		}
+		return v
+	}
 	for _, t := range targets {
 		if t.Stalled {
 			return deny(ReasonTargetStalled, fmt.Sprintf("%s cannot be mirrored: GitTarget %s (%s branch %s, folder %s) cannot be written: %s",
@@ -97,7 +110,7 @@ func Decide(req Request, targets []TargetState, sensitive bool, warn bool) Verdi
 		if isSensitive := sensitive || slices.Contains(t.SensitiveResources, req.Resource); isSensitive && !t.EncryptionReady {
 			return deny(ReasonPlaintextSecret, plaintextDenial(obj, req.Resource, t))
 		} else if isSensitive && len(req.ReadableFields) > 0 {
-			return deny(ReasonReadableFields, fmt.Sprintf("%s cannot be written to GitTarget %s: only data and stringData are encrypted, "+
+			return deny(ReasonReadableFields, fmt.Sprintf("%s cannot be written to GitTarget %s: only data and stringData (and annotation values) are encrypted, "+
 				"and it also has %v, which would be readable in Git; stop routing %s to this target", obj, t.Key, req.ReadableFields, req.Resource))
 		}
 		if t.PathProblem != "" {

@@ -29,6 +29,8 @@ func TestDecide(t *testing.T) {
 	secret := Request{Operation: Create, Resource: schema.GroupResource{Resource: "secrets"}, Kind: "Secret", Namespace: "team-a", Name: "db"}
 	delSecret := secret
 	delSecret.Operation = Delete
+	keys := secret
+	keys.Name, keys.KeyMaterial = "sops-age", true
 	role := Request{Operation: Update, Resource: schema.GroupResource{Group: "rbac.authorization.k8s.io", Resource: "clusterroles"}, Kind: "ClusterRole", Name: "admin"}
 
 	cases := []struct {
@@ -59,6 +61,13 @@ func TestDecide(t *testing.T) {
 			contains: []string{"bitnami.com/SealedSecret team-a/db cannot be written to GitTarget team-a/live", "[spec]", "would be readable in Git"}},
 		{name: "allows deleting a Secret even without encryption", req: delSecret, targets: []TargetState{live}, sensitive: true, allowed: true, reason: ReasonAllowed},
 		{name: "denies deleting when the folder cannot be written", req: delSecret, targets: []TargetState{stalled}, sensitive: true, reason: ReasonTargetStalled},
+		{name: "allows a Secret holding key material even when the target cannot encrypt, since no target writes it", req: keys, targets: []TargetState{live}, sensitive: true,
+			allowed: true, reason: ReasonKeyMaterial},
+		{name: "allows a Secret holding key material even when the folder is stalled", req: keys, targets: []TargetState{stalled}, sensitive: true,
+			allowed: true, reason: ReasonKeyMaterial},
+		{name: "warns on a dry run that a Secret holding key material is never written", req: keys, targets: []TargetState{live}, sensitive: true, warn: true,
+			allowed: true, reason: ReasonKeyMaterial,
+			warnings: []string{"Secret team-a/sops-age holds key material (an age private key, or the reverser.gitops.dev/key-material label) and is never written to Git, whichever rule routes it"}},
 		{name: "denies a path held by a different object", req: cm, targets: []TargetState{clash}, reason: ReasonPathConflict,
 			contains: []string{"already holds ConfigMap team-a/other"}},
 		{name: "denies when any one of several targets cannot write", req: cm, targets: []TargetState{live, stalled}, reason: ReasonTargetStalled},

@@ -71,11 +71,7 @@ func (w *Watched) Handle(ctx context.Context, req admission.Request) admission.R
 	}
 	objLabels, oldLabels := obj.labels(), old.labels()
 	targets := w.View.Targets(ctx, r, objLabels, oldLabels)
-	if r.Operation != Delete && w.anySensitive(r.Resource, targets) {
-		if full := decodeFull(req.Object.Raw); full != nil {
-			r.ReadableFields = batch.ReadableFields(full)
-		}
-	}
+	w.inspect(&r, req, targets)
 	w.locate(targets, r, req)
 	v := Decide(r, targets, w.Sensitive(r.Resource), dry || w.WarnAlways)
 	w.observe(v, dry, start)
@@ -118,6 +114,29 @@ func (w *Watched) locate(targets []TargetState, r Request, req admission.Request
 }
 
 // anySensitive reports whether the resource is sensitive for any of the targets.
+// inspect fills what the verdict needs from the whole object, decoding it only when it
+// matters: whether a Secret is key material (the old object on DELETE), and which fields a
+// sensitive object would leave readable.
+func (w *Watched) inspect(r *Request, req admission.Request, targets []TargetState) {
+	secret := r.Resource == schema.GroupResource{Resource: "secrets"}
+	sensitive := r.Operation != Delete && w.anySensitive(r.Resource, targets)
+	if len(targets) == 0 || (!secret && !sensitive) {
+		return
+	}
+	raw := req.Object.Raw
+	if r.Operation == Delete {
+		raw = req.OldObject.Raw
+	}
+	full := decodeFull(raw)
+	if full == nil {
+		return
+	}
+	r.KeyMaterial = secret && batch.HoldsKeyMaterial(full)
+	if sensitive {
+		r.ReadableFields = batch.ReadableFields(full)
+	}
+}
+
 func (w *Watched) anySensitive(gr schema.GroupResource, targets []TargetState) bool {
 	if w.Sensitive(gr) {
 		return true

@@ -38,17 +38,25 @@ type Encryption struct {
 // created; no target writes them, whichever rule routes them.
 const KeyMaterialLabel = "reverser.gitops.dev/key-material"
 
-// isKeyMaterial says whether obj is a Secret holding encryption keys: labelled as such,
-// named by the target's encryption, or holding an age private key (any target's, Flux's).
+// isKeyMaterial says whether obj is a Secret holding encryption keys: named by the
+// target's encryption, or HoldsKeyMaterial.
 func isKeyMaterial(t *target, k ObjectKey, obj *unstructured.Unstructured) bool {
 	if k.GVR.Group != "" || k.GVR.Resource != "secrets" {
 		return false
 	}
-	if _, ok := obj.GetLabels()[KeyMaterialLabel]; ok {
-		return true
-	}
 	enc := t.spec.Encryption
 	if enc != nil && slices.Contains(enc.KeySecrets, types.NamespacedName{Namespace: k.Namespace, Name: k.Name}) {
+		return true
+	}
+	return HoldsKeyMaterial(obj)
+}
+
+// HoldsKeyMaterial says whether a core Secret is one no target writes, whichever rule
+// routes it: labelled KeyMaterialLabel, or holding an age private key in a value (another
+// target's identities, Flux's sops-age Secret). The webhook asks it too, so admission does
+// not judge a Secret the writer skips.
+func HoldsKeyMaterial(obj *unstructured.Unstructured) bool {
+	if _, ok := obj.GetLabels()[KeyMaterialLabel]; ok {
 		return true
 	}
 	return holdsIdentity(obj)
@@ -102,10 +110,14 @@ type sensitivePlacement struct {
 // existing file, so an unchanged object produces no edit. Key material is skipped. Any failure refuses this object
 // only (it stays listed in status); there is no plaintext fallback. Callers hold w.mu.
 func (w *worker) planSensitive(t *target, p *writePlan, read func(string) ([]byte, error), k ObjectKey, obj *unstructured.Unstructured, file string, exists bool) error {
+	id := k.Identity()
 	if isKeyMaterial(t, k, obj) {
+		if exists { // written by an earlier release, or by a person
+			p.refuse(k, fmt.Sprintf("%s: not written: it holds key material, which never goes to Git; "+
+				"%s was written before and is left as it is: remove it from Git", id, file))
+		}
 		return nil
 	}
-	id := k.Identity()
 	enc := t.spec.Encryption
 	if enc == nil {
 		p.refuse(k, fmt.Sprintf("%s: not written: sensitive objects are never stored in plaintext and "+

@@ -342,6 +342,70 @@ func TestWriterEncryption(t *testing.T) {
 		s.ensure()
 		assert.Len(t, s.remote.Log("main"), len(log), "re-wrapping is done once")
 	})
+	t.Run("refuses, naming its old file, a Secret holding key material that Git holds from before", func(t *testing.T) {
+		ids, recipients := identity(t)
+		s := newWriterScene(t, &batch.Encryption{Recipients: recipients, Identities: ids})
+		k := s.cluster.put(secretsGVR, "Secret", "sops-age", map[string]any{"age.agekey": "b2xk"})
+		require.Empty(t, s.submitAndSettle(k).Refused) // an earlier release wrote it: no key in it yet
+		before := s.remote.Show("main", "live/app/secrets/sops-age.sops.yaml")
+		require.NotEmpty(t, before)
+
+		private, _, err := encrypt.GenerateIdentity()
+		require.NoError(t, err)
+		s.cluster.put(secretsGVR, "Secret", "sops-age", map[string]any{"age.agekey": base64.StdEncoding.EncodeToString([]byte(private))})
+		st := s.submitAndSettle(k)
+		require.Len(t, st.Refused, 1)
+		assert.Contains(t, st.Refused[0], "holds key material")
+		assert.Contains(t, st.Refused[0], "live/app/secrets/sops-age.sops.yaml was written before")
+		assert.NotContains(t, st.Refused[0], private)
+		assert.Equal(t, before, s.remote.Show("main", "live/app/secrets/sops-age.sops.yaml"), "left as it is")
+	})
+	t.Run("recipients only: a recipient change never re-encrypts a Secret holding key material from the cluster", func(t *testing.T) {
+		_, recipients := identity(t)
+		key, err := encrypt.GenerateDigestKey()
+		require.NoError(t, err)
+		s := newWriterScene(t, &batch.Encryption{Recipients: recipients, DigestKey: key})
+		k := s.cluster.put(secretsGVR, "Secret", "sops-age", map[string]any{"age.agekey": "b2xk"})
+		s.submitAndSettle(k, s.cluster.put(secretsGVR, "Secret", "db", map[string]any{"password": "aHVudGVyMg=="}))
+		before := s.remote.Show("main", "live/app/secrets/sops-age.sops.yaml")
+		private, _, err := encrypt.GenerateIdentity()
+		require.NoError(t, err)
+		s.cluster.put(secretsGVR, "Secret", "sops-age", map[string]any{"age.agekey": base64.StdEncoding.EncodeToString([]byte(private))})
+
+		newIDs, newRecipients := identity(t)
+		s.spec.Encryption = &batch.Encryption{Recipients: newRecipients, DigestKey: key}
+		s.ensure()
+		msg := repotest.Git(t, s.remote.Dir, "log", "-1", "--format=%B", "main")
+		assert.Contains(t, msg, "Re-wrap 1 encrypted file(s) in live")
+		assert.Contains(t, msg, "they hold key material, which the operator never writes; remove them):\n- live/app/secrets/sops-age.sops.yaml")
+		assert.Equal(t, before, s.remote.Show("main", "live/app/secrets/sops-age.sops.yaml"), "left as it is")
+		_, err = encrypt.Decrypt([]byte(before), newIDs)
+		assert.Error(t, err, "not wrapped for the new recipients")
+	})
+	t.Run("moves files written before annotation values were encrypted to the current rule, in the commit that updates .sops.yaml", func(t *testing.T) {
+		ids, recipients := identity(t)
+		s := newWriterScene(t, &batch.Encryption{Recipients: recipients, Identities: ids})
+		s.submitAndSettle(s.cluster.put(secretsGVR, "Secret", "db", map[string]any{"password": "aHVudGVyMg=="}))
+		const rule, earlier = "encrypted_regex: ^(data|stringData|annotations)$", "encrypted_regex: ^(data|stringData)$"
+		current := s.remote.Show("main", "live/app/secrets/db.sops.yaml")
+		require.Contains(t, current, rule)
+		// What an earlier release wrote: the same file under the earlier rule (no annotation
+		// here, so its values and MAC are the same), and its .sops.yaml.
+		cfg := s.remote.Show("main", "live/.sops.yaml")
+		s.remote.PushFiles("main", map[string]string{
+			"live/app/secrets/db.sops.yaml": strings.Replace(current, rule, earlier, 1),
+			"live/.sops.yaml":               strings.Replace(cfg, "|annotations", "", 1),
+		}, "as an earlier release left it")
+		s.restart() // the upgrade: a new pod
+		log := repotest.Git(t, s.remote.Dir, "log", "-1", "--format=%B", "main")
+		assert.Contains(t, log, "Encrypt the annotation values of 1 file(s) in live")
+		assert.Contains(t, log, "1 file(s) written before annotation values were encrypted now encrypt them too")
+		after := s.remote.Show("main", "live/app/secrets/db.sops.yaml")
+		assert.Contains(t, after, rule)
+		assert.Equal(t, valueLine(current, "password:"), valueLine(after, "password:"), "values keep their ciphertext")
+		assert.Equal(t, cfg, s.remote.Show("main", "live/.sops.yaml"))
+		assert.Equal(t, map[string]any{"password": "aHVudGVyMg=="}, decrypted(t, after, ids))
+	})
 	t.Run("recipients only: a recipient change re-encrypts Secrets from the cluster in one commit", func(t *testing.T) {
 		_, recipients := identity(t)
 		key, err := encrypt.GenerateDigestKey()

@@ -30,8 +30,14 @@ type rekeyPlan struct {
 	files map[string][]byte
 	// rewrapped counts encrypted files whose data key was re-wrapped or re-encrypted.
 	rewrapped int
+	// ruled counts encrypted files moved from the earlier rule (annotation values in the
+	// clear) to encrypt.EncryptedRegex.
+	ruled int
 	// skipped lists files left for their object's next change.
 	skipped []string
+	// keyMaterial lists files holding a Secret that is key material in the cluster: left as
+	// they are, never renewed from the cluster.
+	keyMaterial []string
 	// created says the folder had no .sops.yaml.
 	created bool
 }
@@ -88,56 +94,73 @@ func (w *worker) planRekey(t *target, enc *Encryption) (*rekeyPlan, error) {
 	return rp, nil
 }
 
-// rewrapFile re-wraps one encrypted file for the recipients: with UpdateKeys (values keep
-// their ciphertext) when an identity opens it, otherwise by encrypting the cluster's
-// current state afresh. A file neither way can renew is left for its object's next change.
+// rewrapFile re-wraps one encrypted file for the recipients, and moves a file written under
+// the earlier rule to the current one: with encrypt.Renew (values keep their ciphertext)
+// when an identity opens it, otherwise by encrypting the cluster's current state afresh. A
+// file neither way can renew is left for its object's next change.
 func (w *worker) rewrapFile(t *target, enc *Encryption, rp *rekeyPlan, file string, content []byte) error {
 	needs, err := encrypt.NeedsUpdateKeys(content, enc.Recipients)
-	if err != nil || !needs {
-		return nil // not a sops file the writer can judge, or already right
+	if err != nil {
+		return nil // not a sops file the writer can judge
 	}
+	earlier := encrypt.UsesEarlierRule(content)
+	if !needs && !earlier {
+		return nil // already right
+	}
+	var out []byte
 	if enc.Identities.Len() > 0 {
-		out, err := encrypt.UpdateKeys(content, enc.Identities, enc.Recipients)
-		if err == nil {
-			rp.files[file] = out
-			rp.rewrapped++
+		out, err = encrypt.Renew(content, enc.Identities, enc.Recipients, enc.options()...)
+	}
+	if out == nil || err != nil {
+		var keyMaterial bool
+		if out, keyMaterial, err = w.reencryptFromCluster(t, enc, content); err != nil {
+			return err
+		}
+		if keyMaterial {
+			rp.keyMaterial = append(rp.keyMaterial, file)
 			return nil
 		}
 	}
-	out, err := w.reencryptFromCluster(t, enc, content)
-	switch {
-	case err != nil:
-		return err
-	case out == nil:
+	if out == nil {
 		rp.skipped = append(rp.skipped, file)
-	default:
-		rp.files[file] = out
+		return nil
+	}
+	rp.files[file] = out
+	if needs {
 		rp.rewrapped++
+	}
+	if earlier {
+		rp.ruled++
 	}
 	return nil
 }
 
 // reencryptFromCluster encrypts the cluster's current state of the Secret a file holds;
-// nil when the file holds something else or the object is no longer claimed.
-func (w *worker) reencryptFromCluster(t *target, enc *Encryption, content []byte) ([]byte, error) {
+// nil when the file holds something else or the object is no longer claimed. A Secret that
+// is key material is never read into Git: keyMaterial says so and out is nil.
+func (w *worker) reencryptFromCluster(t *target, enc *Encryption, content []byte) (out []byte, keyMaterial bool, err error) {
 	docs, err := manifest.Parse(content)
 	if err != nil || len(docs) != 1 || docs[0].Identity.Group != "" || docs[0].Identity.Kind != "Secret" {
-		return nil, nil
+		return nil, false, nil
 	}
 	id := docs[0].Identity
-	obj, err := w.opts.Resolver.Current(t.spec.Key, ObjectKey{GVR: secretsGVR, Kind: id.Kind, Namespace: id.Namespace, Name: id.Name})
+	k := ObjectKey{GVR: secretsGVR, Kind: id.Kind, Namespace: id.Namespace, Name: id.Name}
+	obj, err := w.opts.Resolver.Current(t.spec.Key, k)
 	if err != nil || obj == nil {
-		return nil, err
+		return nil, false, err
+	}
+	if isKeyMaterial(t, k, obj) {
+		return nil, true, nil
 	}
 	plain, _, err := manifest.UpsertStyled(nil, sanitize.Object(obj), t.style)
 	if err != nil {
-		return nil, nil
+		return nil, false, nil
 	}
-	out, err := encrypt.Encrypt(plain, enc.Recipients, enc.options()...)
+	out, err = encrypt.Encrypt(plain, enc.Recipients, enc.options()...)
 	if err != nil {
-		return nil, nil
+		return nil, false, nil
 	}
-	return out, nil
+	return out, false, nil
 }
 
 // rekeyMessage says what the commit did, listing the recipients (public keys).
@@ -147,15 +170,27 @@ func rekeyMessage(folder string, enc *Encryption, rp *rekeyPlan) string {
 	if rp.created {
 		verb = "Create"
 	}
-	if rp.rewrapped == 0 {
-		fmt.Fprintf(&b, "%s %s for %d age recipient(s)\n\n", verb, path.Join(folder, encrypt.ConfigFileName), len(enc.Recipients))
-	} else {
+	switch {
+	case rp.rewrapped > 0:
 		fmt.Fprintf(&b, "Re-wrap %d encrypted file(s) in %s for %d age recipient(s)\n\n", rp.rewrapped, folder, len(enc.Recipients))
 		b.WriteString("The age recipients changed: each file's data key is wrapped for the new set\n(the effect of `sops updatekeys`) and .sops.yaml follows.\n\n")
+	case rp.ruled > 0:
+		fmt.Fprintf(&b, "Encrypt the annotation values of %d file(s) in %s\n\n", rp.ruled, folder)
+	default:
+		fmt.Fprintf(&b, "%s %s for %d age recipient(s)\n\n", verb, path.Join(folder, encrypt.ConfigFileName), len(enc.Recipients))
+	}
+	if rp.ruled > 0 {
+		fmt.Fprintf(&b, "%d file(s) written before annotation values were encrypted now encrypt them too,\nas .sops.yaml says (the values of data, stringData and annotations).\n\n", rp.ruled)
 	}
 	b.WriteString("Recipients:\n")
 	for _, r := range enc.Recipients {
 		fmt.Fprintf(&b, "- %s\n", r)
+	}
+	if len(rp.keyMaterial) > 0 {
+		b.WriteString("\nLeft as they are (they hold key material, which the operator never writes; remove them):\n")
+		for _, f := range rp.keyMaterial {
+			fmt.Fprintf(&b, "- %s\n", f)
+		}
 	}
 	if len(rp.skipped) > 0 {
 		fmt.Fprintf(&b, "\nNot re-wrapped (no identity opens them; renewed on their next change):\n")

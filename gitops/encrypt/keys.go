@@ -115,14 +115,59 @@ func ParseIdentities(data map[string][]byte) (Identities, error) {
 	return out, nil
 }
 
-// identityMarker starts every age X25519 private key; age-keygen writes it in upper case.
-const identityMarker = "AGE-SECRET-KEY-1"
+// identityPrefix starts every age private key: X25519 ("AGE-SECRET-KEY-1…") and
+// post-quantum ("AGE-SECRET-KEY-PQ-1…"). Bech32 is one case throughout; age-keygen writes
+// upper case.
+const identityPrefix = "AGE-SECRET-KEY-"
 
-// HoldsIdentity says whether value contains something shaped like an age private key, in
-// either case. The writer keeps Secrets holding one out of Git, even encrypted, whoever's
-// key it is: another target's identity, Flux's sops-age Secret.
+// bech32Chars are the characters of a bech32 data part, upper case.
+const bech32Chars = "QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L"
+
+// identityChars is the length of a 32-byte key and its checksum in bech32.
+const identityChars = 58
+
+// HoldsIdentity says whether value contains an age private key, in either case: the prefix,
+// not glued to a preceding letter or digit, then a key's worth of bech32 characters. The
+// writer keeps Secrets holding one out of Git, even encrypted, whoever's key it is: another
+// target's identity, Flux's sops-age Secret. Keys hidden in compressed or doubly encoded
+// values are not seen; label such Secrets reverser.gitops.dev/key-material.
 func HoldsIdentity(value []byte) bool {
-	return bytes.Contains(bytes.ToUpper(value), []byte(identityMarker))
+	upper := bytes.ToUpper(value)
+	for from := 0; from < len(upper); {
+		i := bytes.Index(upper[from:], []byte(identityPrefix))
+		if i < 0 {
+			return false
+		}
+		if identityAt(upper, from+i) {
+			return true
+		}
+		from += i + 1
+	}
+	return false
+}
+
+// identityAt says whether an age private key starts at upper[at], where identityPrefix is.
+func identityAt(upper []byte, at int) bool {
+	if at > 0 && isAlphanumeric(upper[at-1]) {
+		return false
+	}
+	rest := bytes.TrimPrefix(upper[at+len(identityPrefix):], []byte("PQ-"))
+	if len(rest) == 0 || rest[0] != '1' {
+		return false
+	}
+	n := 0
+	for _, c := range rest[1:] {
+		if !strings.ContainsRune(bech32Chars, rune(c)) {
+			break
+		}
+		n++
+	}
+	return n >= identityChars
+}
+
+// isAlphanumeric reports whether c is an ASCII letter or digit (upper case input).
+func isAlphanumeric(c byte) bool {
+	return ('0' <= c && c <= '9') || ('A' <= c && c <= 'Z')
 }
 
 // identityKeys lists the data keys holding identities, sorted.

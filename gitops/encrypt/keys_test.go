@@ -189,7 +189,13 @@ func TestHoldsIdentity(t *testing.T) {
 		{name: "finds a key file as age-keygen writes it", value: "# created: 2026-12-03\n# public key: " + public + "\n" + private + "\n", want: true},
 		{name: "finds a key in lower case", value: strings.ToLower(private), want: true},
 		{name: "finds a key inside other text", value: `{"key":"` + private + `"}`, want: true},
+		{name: "finds a post-quantum key", value: "AGE-SECRET-KEY-PQ-1" + strings.Repeat("QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L", 2), want: true},
+		{name: "finds a key after a separator", value: "key=" + private, want: true},
 		{name: "does not mistake a public key for one", value: public},
+		{name: "does not mistake a name that merely ends in age-secret-key-1 for one", value: "object-storage-secret-key-1"},
+		{name: "does not mistake a prefix glued to a word for one", value: "STORAGE-SECRET-KEY-1" + strings.Repeat("Q", 60)},
+		{name: "does not mistake a prefix followed by too few key characters for one", value: "AGE-SECRET-KEY-1" + strings.Repeat("Q", 57)},
+		{name: "does not mistake a prefix followed by characters outside bech32 for one", value: "AGE-SECRET-KEY-1" + strings.Repeat("B", 60)},
 		{name: "does not mistake an ordinary value for one", value: "hunter2"},
 		{name: "does not mistake an empty value for one"},
 	}

@@ -162,6 +162,52 @@ func UpdateKeys(existingEnc []byte, ids Identities, newRecipients Recipients) ([
 	return emitEncrypted(tree)
 }
 
+// UsesEarlierRule says whether an encrypted file was written under the rule before
+// annotation values were encrypted, so Renew would move it to EncryptedRegex.
+func UsesEarlierRule(existingEnc []byte) bool {
+	tree, err := loadEncrypted(existingEnc)
+	return err == nil && tree.Metadata.EncryptedRegex == legacyEncryptedRegex
+}
+
+// Renew is UpdateKeys for a file that may also be under the earlier rule: it re-wraps the
+// data key for newRecipients and, for such a file, encrypts its annotation values under
+// the same data key, every other value keeping its exact ciphertext. A file already under
+// EncryptedRegex is handed to UpdateKeys. It needs an identity that opens the file.
+func Renew(existingEnc []byte, ids Identities, newRecipients Recipients, opts ...Option) ([]byte, error) {
+	if !UsesEarlierRule(existingEnc) {
+		return UpdateKeys(existingEnc, ids, newRecipients)
+	}
+	r, err := ParseRecipients(newRecipients)
+	if err != nil {
+		return nil, err
+	}
+	tree, err := loadEncrypted(existingEnc)
+	if err != nil {
+		return nil, err
+	}
+	cipher := sopsaes.NewCipher()
+	dataKey, err := openTree(&tree, ids, cipher)
+	if err != nil {
+		return nil, err
+	}
+	decrypted, err := emitPlain(tree.Branches)
+	if err != nil {
+		return nil, err
+	}
+	plain, err := parsePlain(decrypted)
+	if err != nil {
+		return nil, err
+	}
+	md := tree.Metadata
+	if !onlyRecipients(md, r) {
+		if err := rewrap(&md, dataKey, r); err != nil {
+			return nil, err
+		}
+	}
+	next := sops.Tree{Branches: sops.TreeBranches{plain.branch}, Metadata: md}
+	return sealTree(&next, plain, dataKey, cipher, collect(opts))
+}
+
 // NeedsUpdateKeys says whether an encrypted file is wrapped for anything
 // other than exactly r, so the writer can find the files a recipient change
 // affects and re-wrap them in one commit: with UpdateKeys when it holds an

@@ -415,3 +415,46 @@ func TestUpdateMovesAFileWrittenBeforeAnnotationsWereEncryptedToTheCurrentRule(t
 		assert.Equal(t, string(changedSecret(t)), string(got))
 	})
 }
+
+func TestRenew(t *testing.T) {
+	k, other := newKeyPair(t), newKeyPair(t)
+	legacy, err := encrypt.EncryptUnderLegacyRule(readTestdata(t, "secret.yaml"), k.recipients)
+	require.NoError(t, err)
+	current, err := encrypt.Encrypt(readTestdata(t, "secret.yaml"), k.recipients)
+	require.NoError(t, err)
+
+	t.Run("moves a file under the earlier rule to the current one, keeping every other value's ciphertext", func(t *testing.T) {
+		assert.True(t, encrypt.UsesEarlierRule(legacy))
+		out, err := encrypt.Renew(legacy, k.ids, k.recipients)
+		require.NoError(t, err)
+		assert.False(t, encrypt.UsesEarlierRule(out))
+		assert.NotContains(t, string(out), "payments")
+		assertNoSecrets(t, string(out), k.private)
+		before, after := ciphertexts(legacy), ciphertexts(out)
+		for _, key := range []string{"password", "token", "username", "config.ini"} {
+			assert.Equal(t, before[key], after[key], "%s keeps its exact ciphertext", key)
+		}
+		got, err := encrypt.Decrypt(out, k.ids)
+		require.NoError(t, err)
+		assert.Equal(t, string(readTestdata(t, "secret.yaml")), string(got))
+	})
+	t.Run("re-wraps a file under the earlier rule for new recipients in the same step", func(t *testing.T) {
+		out, err := encrypt.Renew(legacy, k.ids, other.recipients)
+		require.NoError(t, err)
+		assert.False(t, encrypt.UsesEarlierRule(out))
+		_, err = encrypt.Decrypt(out, other.ids)
+		require.NoError(t, err)
+		_, err = encrypt.Decrypt(out, k.ids)
+		assert.ErrorIs(t, err, encrypt.ErrIdentityMismatch)
+	})
+	t.Run("is UpdateKeys for a file under the current rule", func(t *testing.T) {
+		assert.False(t, encrypt.UsesEarlierRule(current))
+		out, err := encrypt.Renew(current, k.ids, k.recipients)
+		require.NoError(t, err)
+		assert.Equal(t, string(current), string(out))
+	})
+	t.Run("needs an identity that opens the file", func(t *testing.T) {
+		_, err := encrypt.Renew(legacy, other.ids, other.recipients)
+		assert.ErrorIs(t, err, encrypt.ErrIdentityMismatch)
+	})
+}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gitops-reverser/gitops-reverser/gitops/encrypt"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -77,6 +78,20 @@ func TestSecretWithoutEncryptionIsDeniedAtApplyAndDryRun(t *testing.T) {
 	assert.Contains(t, out, "would be stored in plaintext")
 	_, err = kubectlErr("", "-n", "sec-a", "get", "secret", "db")
 	assert.Error(t, err, "a denied Secret must not be stored")
+
+	// A Secret holding an age private key is never written to Git, so admission has nothing
+	// to judge: it is allowed, and a dry run says why.
+	private, _, err := encrypt.GenerateIdentity()
+	require.NoError(t, err)
+	keys := fmt.Sprintf("apiVersion: v1\nkind: Secret\nmetadata:\n  name: sops-age\n  namespace: sec-a\nstringData:\n  age.agekey: %s\n", private)
+	out, err = kubectlErr(keys, "apply", "--dry-run=server", "-f", "-")
+	require.NoError(t, err, out)
+	assert.Contains(t, out, "Secret sec-a/sops-age holds key material")
+	assert.NotContains(t, out, private)
+	kubectl(t, keys, "apply", "-f", "-")
+	kubectl(t, "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: after\n  namespace: sec-a\n", "apply", "-f", "-")
+	waitFile(t, remote, "live/sec-a/configmaps/after.yaml", func(string) bool { return true })
+	assert.NotContains(t, strings.Join(folderFiles(remote, "live"), "\n"), "sops-age", "key material never reaches Git")
 }
 
 func TestUnsupportedFolderDeniesUntilFixedInGit(t *testing.T) {
