@@ -173,7 +173,7 @@ func rekeyMessage(folder string, enc *Encryption, rp *rekeyPlan) string {
 	switch {
 	case rp.rewrapped > 0:
 		fmt.Fprintf(&b, "Re-wrap %d encrypted file(s) in %s for %d age recipient(s)\n\n", rp.rewrapped, folder, len(enc.Recipients))
-		b.WriteString("The age recipients changed: each file's data key is wrapped for the new set\n(the effect of `sops updatekeys`) and .sops.yaml follows.\n\n")
+		b.WriteString("The age recipients changed: each file's data key is wrapped for the new set\n(the effect of `sops updatekeys`) or, where a recipient was removed, the file is\nencrypted under a new data key (the effect of `sops rotate`); .sops.yaml follows.\n\n")
 	case rp.ruled > 0:
 		fmt.Fprintf(&b, "Encrypt the annotation values of %d file(s) in %s\n\n", rp.ruled, folder)
 	default:

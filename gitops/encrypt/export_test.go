@@ -31,3 +31,12 @@ func EncryptUnderLegacyRule(plainDoc []byte, r Recipients) ([]byte, error) {
 	}
 	return emitEncrypted(tree)
 }
+
+// DataKey unwraps a file's data key with ids, so tests can tell whether two files share one.
+func DataKey(encDoc []byte, ids Identities) ([]byte, error) {
+	tree, err := loadEncrypted(encDoc)
+	if err != nil {
+		return nil, err
+	}
+	return recoverDataKey(&tree.Metadata, ids)
+}

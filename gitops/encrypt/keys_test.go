@@ -2,6 +2,7 @@ package encrypt_test
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -70,12 +71,11 @@ func TestParseRecipients(t *testing.T) {
 	}
 }
 
-// sorted returns two recipients in sorted order.
-func sorted(x, y string) encrypt.Recipients {
-	if y < x {
-		x, y = y, x
-	}
-	return encrypt.Recipients{x, y}
+// sorted returns recipients in sorted order.
+func sorted(keys ...string) encrypt.Recipients {
+	out := encrypt.Recipients(slices.Clone(keys))
+	slices.Sort(out)
+	return out
 }
 
 func TestParseIdentities(t *testing.T) {

@@ -3,9 +3,11 @@ package encrypt
 import (
 	"bytes"
 	"errors"
+	"slices"
 
 	"github.com/getsops/sops/v3"
 	sopsaes "github.com/getsops/sops/v3/aes"
+	sopsage "github.com/getsops/sops/v3/age"
 )
 
 // Update returns the encrypted file that should hold newPlainDoc, given the
@@ -84,7 +86,8 @@ func updateOpened(existingEnc []byte, tree sops.Tree, plain plainDoc, r Recipien
 	case same:
 		return existingEnc, false, nil
 	}
-	if !hasOperatorRules(tree.Metadata) {
+	if !hasOperatorRules(tree.Metadata) || removesRecipient(tree.Metadata, r) {
+		// A removed recipient may have kept the data key: a new value needs a new key.
 		return encryptFresh(plain, r, o)
 	}
 	md := tree.Metadata
@@ -138,8 +141,8 @@ func updateByDigest(existingEnc []byte, tree sops.Tree, plain plainDoc, r Recipi
 // Recipients kept from before keep their wrapped key too. It needs an
 // identity that opens the file; a file already wrapped for exactly
 // newRecipients is returned unchanged. Removing a recipient this way does
-// not revoke it: it could have kept the data key, and Git history keeps the
-// old file.
+// not revoke it: it could have kept the data key, which every later value
+// would reuse; the writer uses Renew, which rotates the key then.
 func UpdateKeys(existingEnc []byte, ids Identities, newRecipients Recipients) ([]byte, error) {
 	r, err := ParseRecipients(newRecipients)
 	if err != nil {
@@ -169,14 +172,14 @@ func UsesEarlierRule(existingEnc []byte) bool {
 	return err == nil && tree.Metadata.EncryptedRegex == legacyEncryptedRegex
 }
 
-// Renew is UpdateKeys for a file that may also be under the earlier rule: it re-wraps the
-// data key for newRecipients and, for such a file, encrypts its annotation values under
-// the same data key, every other value keeping its exact ciphertext. A file already under
-// EncryptedRegex is handed to UpdateKeys. It needs an identity that opens the file.
+// Renew brings a file in step with newRecipients and the current rule, as the writer does
+// when a folder's recipients change. When a recipient was removed, the file is encrypted
+// under a new data key (the effect of `sops rotate`): the removed recipient may have kept
+// the old one, so no value written from then on is readable to it. When recipients were
+// only added, the data key is re-wrapped as UpdateKeys does, every value keeping its
+// ciphertext. A file under the earlier rule also gets its annotation values encrypted.
+// It needs an identity that opens the file.
 func Renew(existingEnc []byte, ids Identities, newRecipients Recipients, opts ...Option) ([]byte, error) {
-	if !UsesEarlierRule(existingEnc) {
-		return UpdateKeys(existingEnc, ids, newRecipients)
-	}
 	r, err := ParseRecipients(newRecipients)
 	if err != nil {
 		return nil, err
@@ -184,6 +187,10 @@ func Renew(existingEnc []byte, ids Identities, newRecipients Recipients, opts ..
 	tree, err := loadEncrypted(existingEnc)
 	if err != nil {
 		return nil, err
+	}
+	removes := removesRecipient(tree.Metadata, r)
+	if !removes && tree.Metadata.EncryptedRegex != legacyEncryptedRegex {
+		return UpdateKeys(existingEnc, ids, r)
 	}
 	cipher := sopsaes.NewCipher()
 	dataKey, err := openTree(&tree, ids, cipher)
@@ -198,6 +205,10 @@ func Renew(existingEnc []byte, ids Identities, newRecipients Recipients, opts ..
 	if err != nil {
 		return nil, err
 	}
+	o := collect(opts)
+	if removes {
+		return encryptNew(plain, r, o)
+	}
 	md := tree.Metadata
 	if !onlyRecipients(md, r) {
 		if err := rewrap(&md, dataKey, r); err != nil {
@@ -205,7 +216,21 @@ func Renew(existingEnc []byte, ids Identities, newRecipients Recipients, opts ..
 		}
 	}
 	next := sops.Tree{Branches: sops.TreeBranches{plain.branch}, Metadata: md}
-	return sealTree(&next, plain, dataKey, cipher, collect(opts))
+	return sealTree(&next, plain, dataKey, cipher, o)
+}
+
+// removesRecipient says whether md's data key is wrapped for anyone not in r: a recipient
+// being removed (or a key of another kind, which the operator never writes).
+func removesRecipient(md sops.Metadata, r Recipients) bool {
+	for _, group := range md.KeyGroups {
+		for _, key := range group {
+			ageKey, ok := key.(*sopsage.MasterKey)
+			if !ok || !slices.Contains(r, ageKey.Recipient) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // NeedsUpdateKeys says whether an encrypted file is wrapped for anything

@@ -160,6 +160,45 @@ func TestUpdateWithChangedRecipientsRewrapsTheReusedDataKey(t *testing.T) {
 	}
 }
 
+func TestARemovedRecipientNeverGetsTheDataKeyOfValuesWrittenAfterItsRemoval(t *testing.T) {
+	kept, removed := newKeyPair(t), newKeyPair(t)
+	both := sorted(kept.recipients[0], removed.recipients[0])
+	enc, err := encrypt.Encrypt(readTestdata(t, "secret.yaml"), both)
+	require.NoError(t, err)
+	old, err := encrypt.DataKey(enc, removed.ids) // what the removed recipient may have kept
+	require.NoError(t, err)
+
+	t.Run("Update encrypts a changed value under a new data key", func(t *testing.T) {
+		out, changed, err := encrypt.Update(enc, changedSecret(t), kept.recipients, &kept.ids)
+		require.NoError(t, err)
+		require.True(t, changed)
+		key, err := encrypt.DataKey(out, kept.ids)
+		require.NoError(t, err)
+		assert.NotEqual(t, old, key)
+		_, err = encrypt.Decrypt(out, removed.ids)
+		assert.ErrorIs(t, err, encrypt.ErrIdentityMismatch)
+	})
+	t.Run("Renew encrypts the file under a new data key (sops rotate)", func(t *testing.T) {
+		out, err := encrypt.Renew(enc, kept.ids, kept.recipients)
+		require.NoError(t, err)
+		key, err := encrypt.DataKey(out, kept.ids)
+		require.NoError(t, err)
+		assert.NotEqual(t, old, key)
+		got, err := encrypt.Decrypt(out, kept.ids)
+		require.NoError(t, err)
+		assert.Equal(t, string(readTestdata(t, "secret.yaml")), string(got))
+	})
+	t.Run("Renew keeps the data key when recipients are only added", func(t *testing.T) {
+		added := newKeyPair(t)
+		out, err := encrypt.Renew(enc, kept.ids, sorted(kept.recipients[0], removed.recipients[0], added.recipients[0]))
+		require.NoError(t, err)
+		key, err := encrypt.DataKey(out, added.ids)
+		require.NoError(t, err)
+		assert.Equal(t, old, key)
+		assert.Equal(t, ciphertexts(enc), ciphertexts(out), "values keep their ciphertext")
+	})
+}
+
 func TestUpdateWithDigestDetectsChangeWithoutIdentity(t *testing.T) {
 	k := newKeyPair(t)
 	key, err := encrypt.GenerateDigestKey()
