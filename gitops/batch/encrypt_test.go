@@ -406,6 +406,21 @@ func TestWriterEncryption(t *testing.T) {
 		assert.Equal(t, cfg, s.remote.Show("main", "live/.sops.yaml"))
 		assert.Equal(t, map[string]any{"password": "aHVudGVyMg=="}, decrypted(t, after, ids))
 	})
+	t.Run("a recipient change re-wraps an encrypted file a person renamed, wherever it is", func(t *testing.T) {
+		ids, recipients := identity(t)
+		s := newWriterScene(t, &batch.Encryption{Recipients: recipients, Identities: ids})
+		s.submitAndSettle(s.cluster.put(secretsGVR, "Secret", "db", map[string]any{"password": "aHVudGVyMg=="}))
+		c := s.remote.Clone("main")
+		c.Git("mv", "live/app/secrets/db.sops.yaml", "live/app/secrets/db.yaml")
+		c.CommitAndPush("main", "a person renames the file")
+		s.restart()
+
+		newIDs, newRecipients := identity(t)
+		s.spec.Encryption = &batch.Encryption{Recipients: append(append(encrypt.Recipients{}, recipients...), newRecipients...), Identities: ids}
+		s.ensure()
+		assert.Contains(t, s.remote.Log("main")[0], "Re-wrap 1 encrypted file(s) in live")
+		assert.Equal(t, map[string]any{"password": "aHVudGVyMg=="}, decrypted(t, s.remote.Show("main", "live/app/secrets/db.yaml"), newIDs))
+	})
 	t.Run("recipients only: a recipient change re-encrypts Secrets from the cluster in one commit", func(t *testing.T) {
 		_, recipients := identity(t)
 		key, err := encrypt.GenerateDigestKey()

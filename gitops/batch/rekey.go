@@ -16,7 +16,6 @@ import (
 
 	"github.com/gitops-reverser/gitops-reverser/gitops/encrypt"
 	"github.com/gitops-reverser/gitops-reverser/gitops/manifest"
-	"github.com/gitops-reverser/gitops-reverser/gitops/plan"
 	"github.com/gitops-reverser/gitops-reverser/gitops/repo"
 	"github.com/gitops-reverser/gitops-reverser/gitops/sanitize"
 )
@@ -82,10 +81,13 @@ func (w *worker) planRekey(t *target, enc *Encryption) (*rekeyPlan, error) {
 		return nil, nil
 	}
 	rp := &rekeyPlan{files: map[string][]byte{cfgPath: want}, created: len(have) == 0}
-	for _, file := range t.index.Load().encryptedFiles() {
+	for _, file := range t.index.Load().files() {
 		content, _, err := tree.ReadFile(file)
 		if err != nil {
 			return nil, fmt.Errorf("reading %s: %w", file, err)
+		}
+		if !bytes.Contains(content, []byte("sops")) {
+			continue // cannot be a sops file: skip parsing it
 		}
 		if err := w.rewrapFile(t, enc, rp, file, content); err != nil {
 			return nil, err
@@ -232,15 +234,14 @@ func (w *worker) pushRekey(ctx context.Context, t *target, enc *Encryption, rp *
 	return nil
 }
 
-// encryptedFiles lists the folder's sops files (by suffix), sorted.
-func (f *folderIndex) encryptedFiles() []string {
+// files lists the folder's indexed files, sorted. An encrypted document can sit in any of
+// them (a person may rename a .sops.yaml file; the writer keeps editing it where it is).
+func (f *folderIndex) files() []string {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	var out []string
+	out := make([]string, 0, len(f.byFile))
 	for file := range f.byFile {
-		if strings.HasSuffix(file, plan.SensitiveSuffix) {
-			out = append(out, file)
-		}
+		out = append(out, file)
 	}
 	sort.Strings(out)
 	return out
