@@ -110,6 +110,32 @@ func TestCompactIfDueWaitsForTheThresholdAndForThePush(t *testing.T) {
 	assert.Equal(t, "0", countObjects(t, r.Dir())["count"])
 }
 
+func TestACommitWhosePushFailedDoesNotHoldCompactionBack(t *testing.T) {
+	remote := repotest.NewHTTPRemote(t)
+	remote.Seed("main", map[string]string{"live/a.yaml": "v1\n"}, "seed")
+	r := openClone(t, remote.URL, nil)
+	r.SetCompactionThresholds(1_000_000, 3)
+	tip := fetch(t, r, "main") // pack 1
+	lost := commit(t, r, tip, files("live/a.yaml", "v2\n"), "loses the race")
+	remote.PushFiles("main", map[string]string{"live/a.yaml": "v2\n"}, "a person makes the same change")
+	require.ErrorIs(t, r.Push(context.Background(), "main", lost, tip), repo.ErrRemoteMoved)
+	// The writer replays on the new tip, finds nothing left to write, and commits nothing.
+	for _, v := range []string{"h1\n", "h2\n", "h3\n"} {
+		remote.PushFiles("main", map[string]string{"live/h.yaml": v}, "human "+v)
+		tip = fetch(t, r, "main")
+	}
+
+	done, _, err := r.CompactIfDue("main")
+
+	require.NoError(t, err)
+	assert.True(t, done, "packs from people's commits do not pile up behind an abandoned commit")
+	assert.Equal(t, "1", countObjects(t, r.Dir())["packs"])
+	content, found, err := r.ReadFile(tip, "live/h.yaml")
+	require.NoError(t, err)
+	require.True(t, found)
+	assert.Equal(t, "h3\n", string(content))
+}
+
 func TestCompactIfDueCountsPackfiles(t *testing.T) {
 	remote := repotest.NewHTTPRemote(t)
 	remote.Seed("main", map[string]string{"live/a.yaml": "v1\n"}, "seed")

@@ -44,6 +44,11 @@ func (r *Repo) Push(ctx context.Context, branch string, newTip, expectedRemote p
 		err = r.classifyFailure(ctx, ref, newTip, expectedRemote, err)
 	}
 	if err != nil {
+		// A commit whose push failed is never pushed again: the writer commits afresh on the
+		// tip it fetches next. Forgetting it lets compaction run (it waits for a pending
+		// commit); objects of it already stored are garbage the next compaction removes, and
+		// should the push have landed after all, the next fetch brings them back.
+		r.fresh = nil
 		return fmt.Errorf("push %s to %s: %w", branch, Redact(r.url), scrub(err, r.url))
 	}
 	// Delivered; now the clone gets the objects, before its tracking ref may point at them.
