@@ -79,6 +79,7 @@ func Open(ctx context.Context, dir, url string, auth transport.AuthMethod) (*Rep
 
 // load opens or creates the clone, repairing it when verification fails.
 func (r *Repo) load() error {
+	_ = os.RemoveAll(r.dir + removingSuffix) // best effort: what a repair killed part-way left
 	g, damage := openOrInit(r.dir)
 	if damage == nil {
 		damage = verify(g, r.url)
@@ -273,12 +274,22 @@ func verifyRefs(g *git.Repository) error {
 }
 
 // reinit deletes dir and creates an empty bare repository in its place. It
-// refuses to delete anything that does not look like a bare repository.
+// refuses to delete anything that does not look like a bare repository. The
+// clone is first renamed aside, in one step, and deleted there: a kill part-way
+// leaves either the old clone or none, never a half-deleted directory that no
+// longer looks like a repository (and so could never be repaired again).
 func reinit(dir string) (*git.Repository, error) {
 	if err := checkRemovable(dir); err != nil {
 		return nil, err
 	}
-	if err := os.RemoveAll(dir); err != nil {
+	aside := dir + removingSuffix
+	if err := os.RemoveAll(aside); err != nil { // left by an earlier kill
+		return nil, fmt.Errorf("remove %s: %w", aside, err)
+	}
+	if err := os.Rename(dir, aside); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("move clone aside: %w", err)
+	}
+	if err := os.RemoveAll(aside); err != nil {
 		return nil, fmt.Errorf("remove clone: %w", err)
 	}
 	if _, err := git.PlainInit(dir, true); err != nil {
@@ -290,6 +301,9 @@ func reinit(dir string) (*git.Repository, error) {
 	}
 	return g, nil
 }
+
+// removingSuffix names a clone being deleted (see reinit).
+const removingSuffix = ".removing"
 
 // checkRemovable guards against deleting a directory that is not a clone of
 // ours, such as a work tree or a wrong --work-dir: it must be a bare
@@ -316,7 +330,7 @@ func classifyEntries(dir string, entries []os.DirEntry) error {
 		switch e.Name() {
 		case ".git":
 			return fmt.Errorf("%w: %s has a .git directory (a work tree?)", ErrNotRepository, dir)
-		case "HEAD", "objects", "refs", "config", "packed-refs":
+		case "HEAD", "objects", "refs", "config", "packed-refs", "shallow":
 			gitLike = true
 		}
 	}

@@ -60,6 +60,21 @@ func writeFile(rel, content string) func(t *testing.T, dir string) {
 	}
 }
 
+// keepOnly removes every entry of the clone but name, as a deletion killed part-way leaves it.
+func keepOnly(name string) func(t *testing.T, dir string) {
+	return func(t *testing.T, dir string) {
+		t.Helper()
+		require.FileExists(t, filepath.Join(dir, name))
+		entries, err := os.ReadDir(dir)
+		require.NoError(t, err)
+		for _, e := range entries {
+			if e.Name() != name {
+				require.NoError(t, os.RemoveAll(filepath.Join(dir, e.Name())))
+			}
+		}
+	}
+}
+
 func TestOpenAndFetchHealADamagedClone(t *testing.T) {
 	damages := []damage{
 		{"an empty remote-tracking ref (kill -9 mid-write)", writeFile("refs/remotes/origin/main", "")},
@@ -71,6 +86,7 @@ func TestOpenAndFetchHealADamagedClone(t *testing.T) {
 		{"garbage packed-refs", writeFile("packed-refs", "zzz refs/heads/x\n\x00")},
 		{"config of a different remote", writeFile("config", "[core]\n\tbare = true\n[remote \"origin\"]\n\turl = https://elsewhere.example/other.git\n")},
 		{"an empty ref file in a nested directory", writeFile("refs/remotes/origin/feature/x", "")},
+		{"only the shallow file left (an older release killed while deleting the clone to repair it)", keepOnly("shallow")},
 	}
 	for _, d := range damages {
 		t.Run(d.name, func(t *testing.T) {
@@ -94,6 +110,23 @@ func TestOpenAndFetchHealADamagedClone(t *testing.T) {
 			remote.Fsck()
 		})
 	}
+}
+
+func TestARepairKilledPartWayLeavesEitherTheOldCloneOrNone(t *testing.T) {
+	remote := repotest.NewHTTPRemote(t)
+	remote.Seed("main", map[string]string{"live/a.yaml": "a\n"}, "one")
+	dir := filepath.Join(t.TempDir(), "clone")
+	first, err := repo.Open(context.Background(), dir, remote.URL, nil)
+	require.NoError(t, err)
+	tip := fetch(t, first, "main")
+	// Killed after moving the damaged clone aside, before deleting it or making a new one.
+	require.NoError(t, os.Rename(dir, dir+".removing"))
+
+	r, err := repo.Open(context.Background(), dir, remote.URL, nil)
+
+	require.NoError(t, err)
+	assert.Equal(t, tip, fetch(t, r, "main"))
+	assert.NoDirExists(t, dir+".removing", "what the killed repair left is cleaned up")
 }
 
 func TestVerifyDetectsDamageAndResetRepairsIt(t *testing.T) {
