@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/go-git/go-billy/v5/osfs"
@@ -219,12 +220,25 @@ func (r *Repo) reopen() error {
 	return nil
 }
 
-// removeStalePackTemps deletes what an interrupted packfile write left behind (go-git does
-// not clean up after a failed write). Only this process writes packs here, under r.mu.
+// removeStalePackTemps deletes what an interrupted object or packfile write left behind
+// (go-git does not clean up after a failed write or a kill): temporary files, and a pack
+// index without its pack. go-git writes the index before it renames the pack into place,
+// and skips writing an index that exists, so a truncated one left by a kill would later be
+// taken as the index of the same pack fetched again. Only this process writes here, under
+// r.mu (or before the clone is opened).
 func removeStalePackTemps(dir string) {
-	temps, _ := filepath.Glob(filepath.Join(dir, "objects", "pack", "tmp_pack_*"))
-	for _, f := range temps {
-		_ = os.Remove(f)
+	packDir := filepath.Join(dir, "objects", "pack")
+	for _, pattern := range []string{"tmp_pack_*", "tmp_obj_*"} {
+		temps, _ := filepath.Glob(filepath.Join(packDir, pattern))
+		for _, f := range temps {
+			_ = os.Remove(f)
+		}
+	}
+	indexes, _ := filepath.Glob(filepath.Join(packDir, "pack-*.idx"))
+	for _, idx := range indexes {
+		if _, err := os.Stat(strings.TrimSuffix(idx, ".idx") + ".pack"); errors.Is(err, os.ErrNotExist) {
+			_ = os.Remove(idx)
+		}
 	}
 }
 

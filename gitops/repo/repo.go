@@ -80,6 +80,7 @@ func Open(ctx context.Context, dir, url string, auth transport.AuthMethod) (*Rep
 // load opens or creates the clone, repairing it when verification fails.
 func (r *Repo) load() error {
 	_ = os.RemoveAll(r.dir + removingSuffix) // best effort: what a repair killed part-way left
+	removeStalePackTemps(r.dir)
 	g, damage := openOrInit(r.dir)
 	if damage == nil {
 		damage = verify(g, r.url)

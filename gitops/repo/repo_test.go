@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -127,6 +128,33 @@ func TestARepairKilledPartWayLeavesEitherTheOldCloneOrNone(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, tip, fetch(t, r, "main"))
 	assert.NoDirExists(t, dir+".removing", "what the killed repair left is cleaned up")
+}
+
+func TestOpenRemovesWhatAKilledWriteLeftInThePackDirectory(t *testing.T) {
+	remote := repotest.NewHTTPRemote(t)
+	remote.Seed("main", map[string]string{"live/a.yaml": "a\n"}, "one")
+	dir := filepath.Join(t.TempDir(), "clone")
+	first, err := repo.Open(context.Background(), dir, remote.URL, nil)
+	require.NoError(t, err)
+	tip := fetch(t, first, "main")
+	packDir := filepath.Join(dir, "objects", "pack")
+	packs, err := filepath.Glob(filepath.Join(packDir, "pack-*.pack"))
+	require.NoError(t, err)
+	require.NotEmpty(t, packs)
+	left := []string{"tmp_pack_123", "tmp_obj_456", "pack-0123456789abcdef0123456789abcdef01234567.idx"}
+	for _, name := range left {
+		require.NoError(t, os.WriteFile(filepath.Join(packDir, name), []byte("trunc"), 0o644))
+	}
+
+	r, err := repo.Open(context.Background(), dir, remote.URL, nil)
+
+	require.NoError(t, err)
+	for _, name := range left {
+		assert.NoFileExists(t, filepath.Join(packDir, name))
+	}
+	assert.FileExists(t, packs[0], "packs and their indexes stay")
+	assert.FileExists(t, strings.TrimSuffix(packs[0], ".pack")+".idx")
+	assert.Equal(t, tip, fetch(t, r, "main"))
 }
 
 func TestVerifyDetectsDamageAndResetRepairsIt(t *testing.T) {
