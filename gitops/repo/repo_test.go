@@ -113,13 +113,19 @@ func TestOpenAndFetchHealADamagedClone(t *testing.T) {
 	}
 }
 
-func TestARepairKilledPartWayLeavesEitherTheOldCloneOrNone(t *testing.T) {
+// fetchedClone is a clone under a temporary directory that fetched main of a one-commit remote.
+func fetchedClone(t *testing.T) (*repotest.Remote, string, plumbing.Hash) {
+	t.Helper()
 	remote := repotest.NewHTTPRemote(t)
 	remote.Seed("main", map[string]string{"live/a.yaml": "a\n"}, "one")
 	dir := filepath.Join(t.TempDir(), "clone")
-	first, err := repo.Open(context.Background(), dir, remote.URL, nil)
+	r, err := repo.Open(context.Background(), dir, remote.URL, nil)
 	require.NoError(t, err)
-	tip := fetch(t, first, "main")
+	return remote, dir, fetch(t, r, "main")
+}
+
+func TestARepairKilledPartWayLeavesEitherTheOldCloneOrNone(t *testing.T) {
+	remote, dir, tip := fetchedClone(t)
 	// Killed after moving the damaged clone aside, before deleting it or making a new one.
 	require.NoError(t, os.Rename(dir, dir+".removing"))
 
@@ -131,12 +137,7 @@ func TestARepairKilledPartWayLeavesEitherTheOldCloneOrNone(t *testing.T) {
 }
 
 func TestOpenRemovesWhatAKilledWriteLeftInThePackDirectory(t *testing.T) {
-	remote := repotest.NewHTTPRemote(t)
-	remote.Seed("main", map[string]string{"live/a.yaml": "a\n"}, "one")
-	dir := filepath.Join(t.TempDir(), "clone")
-	first, err := repo.Open(context.Background(), dir, remote.URL, nil)
-	require.NoError(t, err)
-	tip := fetch(t, first, "main")
+	remote, dir, tip := fetchedClone(t)
 	packDir := filepath.Join(dir, "objects", "pack")
 	packs, err := filepath.Glob(filepath.Join(packDir, "pack-*.pack"))
 	require.NoError(t, err)
