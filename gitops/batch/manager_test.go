@@ -2,12 +2,14 @@ package batch
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -23,12 +25,30 @@ var (
 // branch main of a remote that also has branch other.
 func registeredManager(t *testing.T, seed map[string]string) (*Manager, TargetSpec) {
 	t.Helper()
+	return registeredManagerWith(t, seed, Options{})
+}
+
+// pausedResolver finds no object, after pausing the first lookup until release is closed.
+type pausedResolver struct {
+	once             sync.Once
+	reached, release chan struct{}
+}
+
+func (r *pausedResolver) Current(types.NamespacedName, ObjectKey) (*unstructured.Unstructured, error) {
+	r.once.Do(func() { close(r.reached); <-r.release })
+	return nil, nil
+}
+
+// registeredManagerWith is registeredManager with the writer's options (it sets Log and WorkDir).
+func registeredManagerWith(t *testing.T, seed map[string]string, opts Options) (*Manager, TargetSpec) {
+	t.Helper()
 	remote := repotest.NewFileRemote(t)
 	remote.Seed("main", seed, "seed")
 	remote.Seed("other", seed, "seed")
 	msgs, err := ParseMessages("", "")
 	require.NoError(t, err)
-	m := NewManager(Options{Log: logr.Discard(), WorkDir: t.TempDir()})
+	opts.Log, opts.WorkDir = logr.Discard(), t.TempDir()
+	m := NewManager(opts)
 	spec := TargetSpec{Key: liveKey, URL: remote.URL, Branch: "main", Folder: "live", Messages: msgs,
 		Window: WindowConfig{Quiet: time.Hour, MaxDelay: time.Hour}, Committer: Identity{Name: "W", Email: "w@example.com"}}
 	_, err = m.EnsureTarget(context.Background(), spec)
@@ -106,6 +126,24 @@ func TestChangesSeenWhileATargetIsReRegisteredOrMoved(t *testing.T) {
 		w.qmu.Lock()
 		defer w.qmu.Unlock()
 		assert.Equal(t, "bob", w.queues[liveKey].owner[goneKey])
+	})
+	t.Run("does not queue a parked change under its older author while a newer window with the object is being committed", func(t *testing.T) {
+		planning := &pausedResolver{reached: make(chan struct{}), release: make(chan struct{})}
+		m, _ := registeredManagerWith(t, readme, Options{Resolver: planning})
+		w := m.workerOf(liveKey)
+		m.Submit(Change{Target: liveKey, Key: goneKey, AllowDelete: true, Author: "bob"})
+		flushed := make(chan struct{})
+		go func() {
+			_, _ = w.flushIfDue(context.Background(), liveKey, time.Now().Add(2*time.Hour))
+			close(flushed)
+		}()
+		<-planning.reached // bob's window is detached and being committed
+
+		w.submitOlder(Change{Target: liveKey, Key: goneKey, AllowDelete: true, Author: "alice"}) // parked before bob's
+		close(planning.release)
+		<-flushed
+
+		assert.Equal(t, 0, m.pendingOf(liveKey), "bob's commit carried the object; alice's older change adds nothing")
 	})
 }
 

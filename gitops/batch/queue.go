@@ -29,6 +29,9 @@ type queue struct {
 	windows map[string]*authorWindow
 	owner   map[ObjectKey]string
 	waiting map[string][]*CommitRequest
+	// flushing are the windows due detached and the worker is committing now: their objects
+	// are still the queue's, for holds.
+	flushing []*authorWindow
 }
 
 func newQueue() *queue {
@@ -192,10 +195,17 @@ func (q *queue) withdraw(key types.NamespacedName) {
 	}
 }
 
-// holds reports whether key is dirty in some window.
+// holds reports whether key is dirty in some window, one being committed included.
 func (q *queue) holds(key ObjectKey) bool {
-	_, ok := q.owner[key]
-	return ok
+	if _, ok := q.owner[key]; ok {
+		return true
+	}
+	for _, win := range q.flushing {
+		if _, ok := win.dirty[key]; ok {
+			return true
+		}
+	}
+	return false
 }
 
 // changes lists the queue's dirty objects as changes of target, each with the author

@@ -421,6 +421,7 @@ func (w *worker) flushIfDue(ctx context.Context, key types.NamespacedName, now t
 		var winWait time.Duration
 		wins, winWait = t.q.due(t.spec.Window, now)
 		wait = shorter(wait, winWait)
+		t.q.flushing = wins
 	}
 	w.qmu.Unlock()
 	for _, r := range timedOut {
@@ -450,6 +451,9 @@ func (w *worker) flushIfDue(ctx context.Context, key types.NamespacedName, now t
 	if err == nil && len(wins) > 0 {
 		t.backoff = 0
 	}
+	w.qmu.Lock()
+	t.q.flushing = nil
+	w.qmu.Unlock()
 	for _, a := range w.answers {
 		w.outcome(a.req, a.out)
 	}
