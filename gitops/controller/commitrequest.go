@@ -141,10 +141,11 @@ func settle(cr *v1alpha1.CommitRequest, out batch.RequestOutcome) {
 }
 
 // Settled reports whether a CommitRequest's outcome is final: Committed True, or False for
-// any reason but waiting.
+// any reason but waiting and retrying (the commit carrying the message failed to push and
+// is retried with it).
 func Settled(conds []metav1.Condition) bool {
 	c := apimeta.FindStatusCondition(conds, v1alpha1.ConditionCommitted)
-	return c != nil && c.Reason != v1alpha1.ReasonWaiting
+	return c != nil && c.Reason != v1alpha1.ReasonWaiting && c.Reason != batch.ReasonRetrying
 }
 
 // SetupWithManager registers the controller (leader only, next to the writer).

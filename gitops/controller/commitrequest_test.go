@@ -1,0 +1,78 @@
+package controller_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gitops-reverser/gitops-reverser/api/v1alpha1"
+	"github.com/gitops-reverser/gitops-reverser/gitops/batch"
+	"github.com/gitops-reverser/gitops-reverser/gitops/controller"
+)
+
+// retryingWriter answers every request as the writer does while the commit carrying its
+// message keeps failing to push (batch's TestACommitRequestSaysWhyItsMessageIsNotCommittedYet
+// causes that with a real remote); it stands in here so the controller's side can be
+// checked in isolation, and records what it is told to forget.
+type retryingWriter struct{ forgot []types.NamespacedName }
+
+func (w *retryingWriter) Request(batch.CommitRequest) (batch.RequestOutcome, error) {
+	return batch.RequestOutcome{Reason: batch.ReasonRetrying, Message: "push failed: remote unreachable; retried"}, nil
+}
+
+func (w *retryingWriter) Forget(k types.NamespacedName) { w.forgot = append(w.forgot, k) }
+
+func TestACommitRequestWhoseCommitIsRetriedStaysWithItsWindow(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t)
+	require.NoError(t, k8s.Create(ctx, target(ns, "main", "live")))
+	cr := &v1alpha1.CommitRequest{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "release"}, Spec: v1alpha1.CommitRequestSpec{
+		TargetRef: v1alpha1.LocalObjectReference{Name: "live"}, Message: "release 1.2",
+		Requester: &v1alpha1.Requester{Username: "alice"}}}
+	require.NoError(t, k8s.Create(ctx, cr))
+	w := &retryingWriter{}
+	r := &controller.CommitRequestReconciler{Client: k8s, Writer: w}
+	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(cr)}
+
+	for range 2 { // the second is what the status patch's own event brings
+		_, err := r.Reconcile(ctx, req)
+		require.NoError(t, err)
+	}
+
+	assert.Empty(t, w.forgot, "a retried commit still carries the message: the request must stay attached")
+	require.NoError(t, k8s.Get(ctx, req.NamespacedName, cr))
+	c := apimeta.FindStatusCondition(cr.Status.Conditions, v1alpha1.ConditionCommitted)
+	require.NotNil(t, c)
+	assert.Equal(t, metav1.ConditionFalse, c.Status)
+	assert.Equal(t, batch.ReasonRetrying, c.Reason)
+	assert.False(t, controller.Settled(cr.Status.Conditions))
+}
+
+func TestSettled(t *testing.T) {
+	committed := func(status metav1.ConditionStatus, reason string) []metav1.Condition {
+		return []metav1.Condition{{Type: v1alpha1.ConditionCommitted, Status: status, Reason: reason}}
+	}
+	tests := []struct {
+		name  string
+		conds []metav1.Condition
+		want  bool
+	}{
+		{name: "is not settled before any outcome", want: false},
+		{name: "is not settled while waiting for the requester's change", conds: committed(metav1.ConditionFalse, v1alpha1.ReasonWaiting), want: false},
+		{name: "is not settled while the commit carrying the message is retried", conds: committed(metav1.ConditionFalse, batch.ReasonRetrying), want: false},
+		{name: "is settled once committed", conds: committed(metav1.ConditionTrue, "Committed"), want: true},
+		{name: "is settled once the message was not used", conds: committed(metav1.ConditionFalse, batch.ReasonTimedOut), want: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, controller.Settled(tt.conds))
+		})
+	}
+}
