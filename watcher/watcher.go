@@ -300,9 +300,19 @@ func (w *Watcher) onEvent(gvr schema.GroupVersionResource, oldObj, newObj interf
 	gr := gvr.GroupResource()
 	noiseNow := w.opts.Noise.SkipObject(gr, u)
 	noiseBefore := old != nil && w.opts.Noise.SkipObject(gr, old)
+	key, keyed := attribution.KeyForEvent(old, u)
+	unchanged := keyed && attribution.SameContent(key, old)
+	if unchanged && w.opts.Attribution != nil {
+		w.opts.Attribution.Join(key) // a record of a write that changed nothing is used up here
+	}
 	for _, c := range claims {
 		now := !noiseNow && c.Matches(u.GetNamespace(), u.GetLabels(), w.opts.NamespaceLabels)
 		was := old != nil && !noiseBefore && c.Matches(old.GetNamespace(), old.GetLabels(), w.opts.NamespaceLabels)
+		if now && was && unchanged {
+			// A status write, or a write of the same content: nothing for Git, so the object
+			// stays in the window (and with the author) of the change that made its content.
+			continue
+		}
 		switch {
 		case now && old == nil && c.Create, now && old != nil && (c.Update || (!was && c.Create)):
 			changes = append(changes, change(c, u))
@@ -310,10 +320,8 @@ func (w *Watcher) onEvent(gvr schema.GroupVersionResource, oldObj, newObj interf
 			changes = append(changes, change(c, u))
 		}
 	}
-	if len(changes) > 0 {
-		if k, ok := attribution.KeyForEvent(old, u); ok {
-			w.attribute(changes, k, old)
-		}
+	if len(changes) > 0 && keyed {
+		w.attribute(changes, key, old)
 	}
 	w.opts.Sink.Submit(changes...)
 }

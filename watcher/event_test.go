@@ -1,0 +1,85 @@
+package watcher
+
+import (
+	"testing"
+
+	"github.com/go-logr/logr"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/gitops-reverser/gitops-reverser/gitops/batch"
+	"github.com/gitops-reverser/gitops-reverser/watcher/attribution"
+)
+
+// submissions records the changes the watcher hands the writer, one entry per Submit.
+type submissions struct{ got [][]batch.Change }
+
+func (s *submissions) Submit(cs ...batch.Change) { s.got = append(s.got, cs) }
+func (s *submissions) Snapshot(batch.Snapshot)   {}
+
+// deployment is the Deployment team-a/api at resourceVersion rv with replicas and, when
+// set, a status.
+func deployment(rv string, replicas int64, ready int64) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "apps/v1", "kind": "Deployment",
+		"metadata": map[string]any{"name": "api", "namespace": "team-a", "uid": "u-1", "resourceVersion": rv},
+		"spec":     map[string]any{"replicas": replicas},
+	}}
+	if ready > 0 {
+		u.Object["status"] = map[string]any{"readyReplicas": ready}
+	}
+	return u
+}
+
+func TestAnUpdateThatChangesNothingForGit(t *testing.T) {
+	deployments := Resource{GVR: schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}, Kind: "Deployment", Namespaced: true}
+	claim := Claim{Target: types.NamespacedName{Namespace: "ops", Name: "live"}, Resource: deployments, Namespace: "team-a",
+		ObjectSelector: labels.Everything(), Create: true, Update: true, Delete: true}
+	setup := func(t *testing.T) (*Watcher, *submissions, *attribution.Book) {
+		t.Helper()
+		book := attribution.NewBook(0, 0)
+		sink := &submissions{}
+		w := New(Options{Sink: sink, Log: logr.Discard(), Attribution: book})
+		w.byGVR[deployments.GVR] = []Claim{claim}
+		return w, sink, book
+	}
+	record := func(t *testing.T, book *attribution.Book, user string, obj, old *unstructured.Unstructured) {
+		t.Helper()
+		k, ok := attribution.KeyForRequest(attribution.Update, obj, old)
+		require.True(t, ok)
+		book.Record(k, attribution.Author{Username: user})
+	}
+
+	t.Run("leaves a user's pending change with its author when a controller writes status", func(t *testing.T) {
+		w, sink, book := setup(t)
+		record(t, book, "alice", deployment("5", 3, 0), deployment("5", 2, 0))
+		w.onEvent(deployments.GVR, deployment("5", 2, 0), deployment("6", 3, 0), false) // alice scales
+		w.onEvent(deployments.GVR, deployment("6", 3, 0), deployment("7", 3, 3), false) // the controller's status write
+		require.Len(t, sink.got, 2)
+		require.Len(t, sink.got[0], 1)
+		assert.Equal(t, "alice", sink.got[0][0].Author)
+		assert.Empty(t, sink.got[1], "nothing for Git: the object stays in alice's window")
+	})
+	t.Run("does not hand a pending change to the author of a write of the same content", func(t *testing.T) {
+		w, sink, book := setup(t)
+		record(t, book, "alice", deployment("5", 3, 0), deployment("5", 2, 0))
+		record(t, book, "bob", deployment("6", 3, 0), deployment("6", 3, 0))
+		w.onEvent(deployments.GVR, deployment("5", 2, 0), deployment("6", 3, 0), false) // alice scales
+		w.onEvent(deployments.GVR, deployment("6", 3, 0), deployment("7", 3, 0), false) // bob applies the same
+		require.Len(t, sink.got, 2)
+		assert.Equal(t, "alice", sink.got[0][0].Author)
+		assert.Empty(t, sink.got[1])
+	})
+	t.Run("hands on a change of content with its author", func(t *testing.T) {
+		w, sink, book := setup(t)
+		record(t, book, "bob", deployment("6", 4, 0), deployment("6", 3, 0))
+		w.onEvent(deployments.GVR, deployment("6", 3, 0), deployment("7", 4, 0), false)
+		require.Len(t, sink.got, 1)
+		require.Len(t, sink.got[0], 1)
+		assert.Equal(t, "bob", sink.got[0][0].Author)
+	})
+}
