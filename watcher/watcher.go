@@ -3,6 +3,7 @@ package watcher
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -51,7 +52,9 @@ type Options struct {
 
 // informer is one shared informer for one resource, started while any claim needs it.
 type informer struct {
-	inf    cache.SharedIndexInformer
+	inf cache.SharedIndexInformer
+	// ctx ends when the informer stops (cancel), so nothing waits on it for longer.
+	ctx    context.Context
 	cancel context.CancelFunc
 }
 
@@ -129,26 +132,30 @@ func (w *Watcher) Resync(target types.NamespacedName) {
 			return
 		}
 		w.mu.RLock()
-		ctx := w.ctx
 		claims := map[schema.GroupVersionResource][]Claim{}
-		infs := map[schema.GroupVersionResource]cache.SharedIndexInformer{}
+		infs := map[schema.GroupVersionResource]*informer{}
 		for gvr, cs := range w.byGVR {
 			for _, c := range cs {
 				if c.Target == target {
 					claims[gvr] = append(claims[gvr], c)
 					if i := w.informers[gvr]; i != nil {
-						infs[gvr] = i.inf
+						infs[gvr] = i
 					}
 				}
 			}
 		}
 		w.mu.RUnlock()
+		// Each resource on its own: one whose list keeps failing (a conversion webhook or
+		// an aggregated API down) must not hold back the others; its wait ends when its
+		// informer stops.
 		for gvr, cs := range claims {
-			inf := infs[gvr]
-			if inf == nil || !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
-				continue
+			if inf := infs[gvr]; inf != nil {
+				go func() {
+					if cache.WaitForCacheSync(inf.ctx.Done(), inf.inf.HasSynced) {
+						w.snapshot(target, cs, inf.inf.GetStore().List())
+					}
+				}()
 			}
-			w.snapshot(target, cs, inf.GetStore().List())
 		}
 	}()
 }
@@ -195,14 +202,21 @@ func (w *Watcher) covered(cs []Claim, deleting bool) func(ns string) bool {
 }
 
 // Current implements batch.Resolver from the informer caches: the object as last seen, or
-// nil when it is gone or no claim of target selects it any more.
+// nil when it is gone or no longer selected by a claim of target that covers its
+// namespace. It is batch.ErrNotWatched when the caches cannot tell: no claim of target
+// covers the object's resource and namespace any more (its rule was deleted or narrowed),
+// or the informer is gone or not synced yet — absence from an incomplete cache is no
+// deletion.
 func (w *Watcher) Current(target types.NamespacedName, key batch.ObjectKey) (*unstructured.Unstructured, error) {
 	w.mu.RLock()
 	inf := w.informers[key.GVR]
 	claims := w.byGVR[key.GVR]
 	w.mu.RUnlock()
-	if inf == nil {
-		return nil, nil
+	covered := slices.ContainsFunc(claims, func(c Claim) bool {
+		return c.Target == target && (!c.Resource.Namespaced || c.Namespace == "" || c.Namespace == key.Namespace)
+	})
+	if inf == nil || !covered || !inf.inf.HasSynced() {
+		return nil, batch.ErrNotWatched
 	}
 	storeKey := key.Name
 	if key.Namespace != "" {
@@ -273,7 +287,7 @@ func (w *Watcher) startInformer(gvr schema.GroupVersionResource) *informer {
 	})
 	go inf.RunWithContext(ctx)
 	w.opts.Log.Info("watching", "resource", gvr.String())
-	return &informer{inf: inf, cancel: cancel}
+	return &informer{inf: inf, ctx: ctx, cancel: cancel}
 }
 
 // dropManagedFields keeps informer memory down when the writer does not read ownership;

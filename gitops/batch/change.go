@@ -1,6 +1,7 @@
 package batch
 
 import (
+	"errors"
 	"sort"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -41,6 +42,13 @@ type Change struct {
 type Resolver interface {
 	Current(target types.NamespacedName, key ObjectKey) (*unstructured.Unstructured, error)
 }
+
+// ErrNotWatched is a Resolver's answer when it cannot tell an object's state for a target:
+// nothing of the target watches it any more (its rule was deleted or narrowed), or the cache
+// is not complete yet. The writer then leaves the object as Git has it — neither written nor
+// removed — since a missing object there is no deletion; a rule that watches it again
+// hands over its complete list.
+var ErrNotWatched = errors.New("the object is not watched for this target")
 
 // CoreSecretsOnly is the default sensitivity: core Secrets must never reach Git in plaintext.
 func CoreSecretsOnly(gr schema.GroupResource) bool {

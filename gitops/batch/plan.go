@@ -130,6 +130,9 @@ func (w *worker) plan(ctx context.Context, t *target, dirty map[ObjectKey]bool) 
 func (w *worker) planOne(t *target, p *writePlan, read func(string) ([]byte, error), k ObjectKey, allowDelete bool) error {
 	id := k.Identity()
 	obj, err := w.opts.Resolver.Current(t.spec.Key, k)
+	if errors.Is(err, ErrNotWatched) {
+		return nil // left as Git has it
+	}
 	if err != nil {
 		return fmt.Errorf("reading %s: %w", id, err)
 	}

@@ -148,6 +148,9 @@ func (w *worker) reencryptFromCluster(t *target, enc *Encryption, content []byte
 	id := docs[0].Identity
 	k := ObjectKey{GVR: secretsGVR, Kind: id.Kind, Namespace: id.Namespace, Name: id.Name}
 	obj, err := w.opts.Resolver.Current(t.spec.Key, k)
+	if errors.Is(err, ErrNotWatched) {
+		return nil, false, nil // left for its object's next change
+	}
 	if err != nil || obj == nil {
 		return nil, false, err
 	}

@@ -228,3 +228,27 @@ spec:
 	msg := kubectl(t, "", "-n", "team-d", "get", "gittarget", "live", "-o", `jsonpath={.status.conditions[?(@.type=="Stalled")].message}`)
 	assert.Contains(t, msg, "live/run.sh")
 }
+
+func TestDeletingAWatchRuleLeavesTheFilesOfItsObjects(t *testing.T) {
+	remote := newRemote(t)
+	startOperator(t, t.TempDir())
+	setupTarget(t, "rule-gone", remote, "live", "4s")
+	watchConfigMaps(t, "rule-gone", "")
+	cm := func(value string) string {
+		return "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\n  namespace: rule-gone\ndata:\n  greeting: " + value + "\n"
+	}
+	kubectl(t, cm("one"), "apply", "-f", "-")
+	path := "live/rule-gone/configmaps/app.yaml"
+	waitFile(t, remote, path, func(c string) bool { return strings.Contains(c, "greeting: one") })
+	before := commits(t, remote)
+
+	kubectl(t, cm("two"), "apply", "-f", "-") // waits 4 s in its window
+	time.Sleep(time.Second)
+	kubectl(t, "", "-n", "rule-gone", "delete", "watchrule", "configmaps")
+	time.Sleep(8 * time.Second) // the window's time, twice: a wrong deletion would have landed
+
+	content, ok := fileAt(remote, path)
+	require.True(t, ok, "a deleted rule is no deleted object: the file stays")
+	assert.Contains(t, content, "greeting: one")
+	assert.Equal(t, before, commits(t, remote))
+}
