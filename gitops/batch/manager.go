@@ -75,7 +75,8 @@ type Options struct {
 	Sensitive func(schema.GroupResource) bool
 	// Metrics records the writer's metrics; nil records nothing.
 	Metrics *Metrics
-	// OnFolderReady is called when a target's folder became writable, so the watcher can
+	// OnFolderReady is called when a target's folder became writable, or it writes to a new
+	// folder, so the watcher can
 	// send it a full snapshot.
 	OnFolderReady func(types.NamespacedName)
 	// AuthorEmailDomain completes authors' e-mail addresses; DefaultAuthorEmailDomain if empty.

@@ -163,3 +163,16 @@ func TestASnapshotForgetsRefusalsOfObjectsItNoLongerLists(t *testing.T) {
 		assert.Empty(t, st.Refused)
 	})
 }
+
+func TestATargetWhoseFolderChangesAsksForASnapshotOfTheNewFolder(t *testing.T) {
+	var ready []types.NamespacedName
+	m, spec := registeredManagerWith(t, map[string]string{"live/README.md": "objects\n", "moved/README.md": "objects\n"},
+		Options{OnFolderReady: func(k types.NamespacedName) { ready = append(ready, k) }})
+	require.Equal(t, []types.NamespacedName{liveKey}, ready, "the first registration asks for the initial snapshot")
+
+	spec.Folder = "moved" // e.g. the GitTarget deleted and created again with another path, seen as one change
+	_, err := m.EnsureTarget(context.Background(), spec)
+	require.NoError(t, err)
+
+	assert.Equal(t, []types.NamespacedName{liveKey, liveKey}, ready, "the new folder gets its initial snapshot too")
+}

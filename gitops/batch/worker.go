@@ -214,7 +214,8 @@ func (w *worker) removeTarget(key types.NamespacedName) []Change {
 }
 
 // ensureTarget registers the target, fetches the branch and re-reads folders when the
-// remote moved. It reports a folder that became writable through OnFolderReady.
+// remote moved. It reports a folder that became writable, or a new folder, through
+// OnFolderReady.
 func (w *worker) ensureTarget(ctx context.Context, spec TargetSpec) (*target, TargetStatus, error) {
 	w.mu.Lock()
 	t, ok := w.targets[spec.Key]
@@ -245,7 +246,7 @@ func (w *worker) ensureTarget(ctx context.Context, spec TargetSpec) (*target, Ta
 	if err != nil {
 		return t, st, err
 	}
-	if nowSupported && !wasSupported {
+	if nowSupported && (!wasSupported || folderChanged) { // a new folder needs its own snapshot
 		w.opts.OnFolderReady(spec.Key)
 		w.poke()
 	}
