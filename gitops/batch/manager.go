@@ -76,8 +76,7 @@ type Options struct {
 	// Metrics records the writer's metrics; nil records nothing.
 	Metrics *Metrics
 	// OnFolderReady is called when a target's folder became writable, or it writes to a new
-	// folder, so the watcher can
-	// send it a full snapshot.
+	// folder, so the watcher can send it a full snapshot.
 	OnFolderReady func(types.NamespacedName)
 	// AuthorEmailDomain completes authors' e-mail addresses; DefaultAuthorEmailDomain if empty.
 	AuthorEmailDomain string
