@@ -43,6 +43,19 @@ func TestSnapshotScopes(t *testing.T) {
 			listed: map[string]bool{"team-a": true},
 			pruned: map[string]bool{"team-a": true}},
 	}
+	t.Run("prunes only what a rule that mirrors deletions selects, beside one that does not in the same namespace", func(t *testing.T) {
+		selecting := func(app string, del bool) Claim {
+			c := claim("team-a", del)
+			c.ObjectSelector = labels.SelectorFromSet(labels.Set{"app": app})
+			return c
+		}
+		sink := &snapshots{}
+		New(Options{Sink: sink, Log: logr.Discard()}).snapshot(target, []Claim{selecting("a", true), selecting("b", false)}, nil)
+		require.Len(t, sink.got, 1)
+		assert.True(t, sink.got[0].Prunable("team-a", map[string]string{"app": "a"}))
+		assert.False(t, sink.got[0].Prunable("team-a", map[string]string{"app": "b"}), "rule b keeps its documents")
+		assert.False(t, sink.got[0].Prunable("team-a", nil), "a document no rule selects is kept")
+	})
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			sink := &snapshots{}
@@ -52,7 +65,7 @@ func TestSnapshotScopes(t *testing.T) {
 				assert.Equal(t, want, sink.got[0].InScope(ns), "listed %s", ns)
 			}
 			for ns, want := range tt.pruned {
-				assert.Equal(t, want, sink.got[0].Prunable(ns), "pruned %s", ns)
+				assert.Equal(t, want, sink.got[0].Prunable(ns, nil), "pruned %s", ns)
 			}
 		})
 	}

@@ -183,21 +183,25 @@ func (w *Watcher) snapshot(target types.NamespacedName, cs []Claim, objs []inter
 	}
 	w.opts.Sink.Snapshot(batch.Snapshot{
 		Target: target, GVR: cs[0].Resource.GVR, Kind: cs[0].Resource.Kind, Present: present,
-		InScope:  w.covered(cs, false),
-		Prunable: w.covered(cs, true),
+		InScope:  w.covered(cs),
+		Prunable: w.prunable(cs),
 	})
 }
 
-// covered says whether any of cs covers a namespace; with deleting, only those of cs that
-// mirror deletions count.
-func (w *Watcher) covered(cs []Claim, deleting bool) func(ns string) bool {
+// covered says whether any of cs covers a namespace.
+func (w *Watcher) covered(cs []Claim) func(ns string) bool {
 	return func(ns string) bool {
-		for _, c := range cs {
-			if (c.Delete || !deleting) && c.CoversNamespace(ns, w.opts.NamespaceLabels) {
-				return true
-			}
-		}
-		return false
+		return slices.ContainsFunc(cs, func(c Claim) bool { return c.CoversNamespace(ns, w.opts.NamespaceLabels) })
+	}
+}
+
+// prunable says whether one of cs that mirrors deletions selects an object of a namespace
+// with labels.
+func (w *Watcher) prunable(cs []Claim) func(ns string, objLabels map[string]string) bool {
+	return func(ns string, objLabels map[string]string) bool {
+		return slices.ContainsFunc(cs, func(c Claim) bool {
+			return c.Delete && c.Matches(ns, objLabels, w.opts.NamespaceLabels)
+		})
 	}
 }
 

@@ -65,10 +65,11 @@ type Snapshot struct {
 	// InScope says whether a namespace ("" for cluster-scoped objects) was listed.
 	InScope func(namespace string) bool
 	Present []ObjectKey
-	// Prunable says whether the rules covering a namespace mirror deletions (nil: none
-	// do). Under prune mode Always only orphans it covers are removed: a rule without
-	// DELETE keeps its documents whatever the mode.
-	Prunable func(namespace string) bool
+	// Prunable says whether a rule that mirrors deletions would have selected an object
+	// of namespace with labels (those of its document in Git) — nil: none mirrors them.
+	// Under prune mode Always only such orphans are removed: a rule without DELETE keeps
+	// its documents whatever the mode, even next to one with DELETE in the same namespace.
+	Prunable func(namespace string, labels map[string]string) bool
 }
 
 // Orphans lists the identities held in Git that a snapshot's scope covers but its list

@@ -1,6 +1,8 @@
 package batch
 
 import (
+	"github.com/gitops-reverser/gitops-reverser/gitops/manifest"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
@@ -50,19 +52,44 @@ func (w *worker) snapshot(s Snapshot) {
 	changed := t.st.Orphans != total || forgot
 	t.st.Orphans = total
 	mode := t.spec.Prune
-	w.mu.Unlock()
+	var prune []manifest.Identity
 	if mode == PruneAlways && s.Prunable != nil {
-		for _, id := range orphans {
-			if !s.Prunable(id.Namespace) {
-				continue
-			}
-			w.submit(Change{Target: s.Target, AllowDelete: true,
-				Key: ObjectKey{GVR: s.GVR, Kind: id.Kind, Namespace: id.Namespace, Name: id.Name}})
-		}
+		prune = w.prunable(t, orphans, s.Prunable)
+	}
+	w.mu.Unlock()
+	for _, id := range prune {
+		w.submit(Change{Target: s.Target, AllowDelete: true,
+			Key: ObjectKey{GVR: s.GVR, Kind: id.Kind, Namespace: id.Namespace, Name: id.Name}})
 	}
 	if changed {
 		w.opts.OnStatus(s.Target)
 	}
+}
+
+// prunable picks the orphans a rule that mirrors deletions would have selected, judged by
+// the labels of their documents in Git at the remote tip; an orphan whose document cannot
+// be read is kept. Callers hold w.mu.
+func (w *worker) prunable(t *target, orphans []manifest.Identity, selects func(string, map[string]string) bool) []manifest.Identity {
+	ix, tree := t.index.Load(), w.repo.TreeReader(w.remoteTip)
+	var out []manifest.Identity
+	for _, id := range orphans {
+		at, ok := ix.lookup(id)
+		if !ok {
+			continue
+		}
+		content, _, err := tree.ReadFile(at.File)
+		if err != nil {
+			continue
+		}
+		doc, err := manifest.Document(content, id)
+		if err != nil || doc == nil {
+			continue
+		}
+		if selects(id.Namespace, (&unstructured.Unstructured{Object: doc}).GetLabels()) {
+			out = append(out, id)
+		}
+	}
+	return out
 }
 
 // forgetRefusalsOfGone drops the refusals of objects a complete list of their resource no
