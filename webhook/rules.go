@@ -40,7 +40,7 @@ func desiredRules(routes []route) []RuleSpec {
 				if rt.create {
 					ops[g][r][admissionv1.Create] = true
 				}
-				if rt.update || rt.del {
+				if rt.update || rt.del || rt.create { // an update into a selector is a create for Git
 					ops[g][r][admissionv1.Update] = true
 				}
 				if rt.del {

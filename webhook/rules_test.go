@@ -31,6 +31,9 @@ func TestDesiredRules(t *testing.T) {
 		{"judges updates of a rule without UPDATE that mirrors deletes, since leaving a selector is a delete", []route{
 			rt([]string{"apps"}, []string{"deployments"}, true, false, true),
 		}, []RuleSpec{rule("apps", []string{"deployments"}, admissionv1.Create, admissionv1.Update, admissionv1.Delete)}},
+		{"judges updates of a rule with only CREATE, since moving into its selector is a create", []route{
+			rt([]string{""}, []string{"secrets"}, true, false, false),
+		}, []RuleSpec{rule("", []string{"secrets"}, admissionv1.Create, admissionv1.Update)}},
 		{"unions the operations of two rules on one resource", []route{
 			rt([]string{""}, []string{"configmaps"}, true, false, false),
 			rt([]string{""}, []string{"configmaps"}, false, true, false),
@@ -87,6 +90,10 @@ func TestRouteMatches(t *testing.T) {
 	cluster := route{groups: set([]string{""}), resources: set([]string{"configmaps"}), cluster: true, objects: labels.Everything(),
 		nsSelector: labels.SelectorFromSet(labels.Set{"env": "prod"}), create: true, update: true, del: true}
 	noDelete := rt([]string{""}, []string{"configmaps"}, true, true, false)
+	createOnly := sel
+	createOnly.update, createOnly.del = false, false
+	deleteOnly := sel
+	deleteOnly.create, deleteOnly.update = false, false
 	cases := []struct {
 		name     string
 		route    route
@@ -102,6 +109,10 @@ func TestRouteMatches(t *testing.T) {
 		{"routes a cluster rule by namespace labels", cluster, cmReq(Create, "prod"), labels.Set{}, nil, true},
 		{"skips namespaces the cluster rule does not select", cluster, cmReq(Create, "dev"), labels.Set{}, nil, false},
 		{"does not judge deletes a rule does not mirror", noDelete, cmReq(Delete, "a"), nil, labels.Set{}, false},
+		{"routes an update into the selector of a rule with only CREATE, as the watcher writes it", createOnly, cmReq(Update, "a"), labels.Set{"gitops": "on"}, labels.Set{}, true},
+		{"does not route an update within the selector of a rule with only CREATE", createOnly, cmReq(Update, "a"), labels.Set{"gitops": "on"}, labels.Set{"gitops": "on"}, false},
+		{"does not judge a plain update for a rule with only DELETE", deleteOnly, cmReq(Update, "a"), labels.Set{"gitops": "on"}, labels.Set{"gitops": "on"}, false},
+		{"routes an update out of the selector of a rule with only DELETE", deleteOnly, cmReq(Update, "a"), labels.Set{}, labels.Set{"gitops": "on"}, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -54,6 +54,9 @@ type TargetState struct {
 	// condition is True); EncryptionMessage is that condition's message, naming what to fix.
 	EncryptionReady   bool
 	EncryptionMessage string
+	// Leaving says the update moves the object out of every rule of this target that
+	// selects it: the target deletes its document, so nothing of it is written.
+	Leaving bool
 	// SensitiveResources are the target's own sensitive resources
 	// (spec.encryption.sensitiveResources), besides the operator-wide ones.
 	SensitiveResources []schema.GroupResource
@@ -104,7 +107,7 @@ func Decide(req Request, targets []TargetState, sensitive bool, warn bool) Verdi
 			return deny(ReasonTargetStalled, fmt.Sprintf("%s cannot be mirrored: GitTarget %s (%s branch %s, folder %s) cannot be written: %s",
 				obj, t.Key, t.URL, t.Branch, t.Folder, t.StalledMessage))
 		}
-		if req.Operation == Delete {
+		if req.Operation == Delete || t.Leaving {
 			continue
 		}
 		if isSensitive := sensitive || slices.Contains(t.SensitiveResources, req.Resource); isSensitive && !t.EncryptionReady {
@@ -120,7 +123,7 @@ func Decide(req Request, targets []TargetState, sensitive bool, warn bool) Verdi
 	v := Verdict{Allowed: true, Reason: ReasonAllowed}
 	if warn {
 		for _, t := range targets {
-			if t.Path != "" {
+			if t.Path != "" && !t.Leaving {
 				v.Warnings = append(v.Warnings, fmt.Sprintf("%s %s:%s", t.URL, t.Branch, t.Path))
 			}
 		}

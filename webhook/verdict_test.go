@@ -31,6 +31,10 @@ func TestDecide(t *testing.T) {
 	delSecret.Operation = Delete
 	keys := secret
 	keys.Name, keys.KeyMaterial = "sops-age", true
+	updSecret := secret
+	updSecret.Operation = Update
+	leaving := live
+	leaving.Leaving = true
 	role := Request{Operation: Update, Resource: schema.GroupResource{Group: "rbac.authorization.k8s.io", Resource: "clusterroles"}, Kind: "ClusterRole", Name: "admin"}
 
 	cases := []struct {
@@ -68,6 +72,8 @@ func TestDecide(t *testing.T) {
 		{name: "warns on a dry run that a Secret holding key material is never written", req: keys, targets: []TargetState{live}, sensitive: true, warn: true,
 			allowed: true, reason: ReasonKeyMaterial,
 			warnings: []string{"Secret team-a/sops-age holds key material (an age private key, or the reverser.gitops.dev/key-material label) and is never written to Git, whichever rule routes it"}},
+		{name: "allows a Secret whose update moves it out of the target's selector even without encryption: Git deletes it", req: updSecret,
+			targets: []TargetState{leaving}, sensitive: true, allowed: true, reason: ReasonAllowed},
 		{name: "denies a path held by a different object", req: cm, targets: []TargetState{clash}, reason: ReasonPathConflict,
 			contains: []string{"already holds ConfigMap team-a/other"}},
 		{name: "denies when any one of several targets cannot write", req: cm, targets: []TargetState{live, stalled}, reason: ReasonTargetStalled},

@@ -211,17 +211,22 @@ func set(xs []string) map[string]bool {
 // deletes): an object leaving a selector is a deletion for Git, so either matching routes it.
 func (v *View) Targets(ctx context.Context, req Request, objLabels, oldLabels labels.Set) []TargetState {
 	s := v.snap.Load()
-	seen := map[types.NamespacedName]bool{}
-	var out []TargetState
+	writes := map[types.NamespacedName]bool{} // false: only leaving, so far
+	var order []types.NamespacedName
 	for _, rt := range s.routes {
-		if seen[rt.target] || !rt.matches(req, objLabels, oldLabels, v.nsLabels(ctx)) {
+		routed, leaving := rt.routes(req, objLabels, oldLabels, v.nsLabels(ctx))
+		if _, ok := s.targets[rt.target]; !routed || !ok {
 			continue
 		}
-		t, ok := s.targets[rt.target]
-		if !ok {
-			continue
+		if _, seen := writes[rt.target]; !seen {
+			order = append(order, rt.target)
 		}
-		seen[rt.target] = true
+		writes[rt.target] = writes[rt.target] || !leaving
+	}
+	out := make([]TargetState, 0, len(order))
+	for _, key := range order {
+		t := s.targets[key]
+		t.Leaving = !writes[key]
 		out = append(out, t)
 	}
 	return out
@@ -238,33 +243,44 @@ func (v *View) nsLabels(ctx context.Context) func(string) labels.Set {
 }
 
 func (rt route) matches(req Request, objLabels, oldLabels labels.Set, nsLabels func(string) labels.Set) bool {
+	routed, _ := rt.routes(req, objLabels, oldLabels, nsLabels)
+	return routed
+}
+
+// routes says whether the route's target acts on the request, as the watcher decides from
+// the resulting event: a create it selects (CREATE); an update it selects now, under
+// UPDATE, or that moves the object into its selector, under CREATE; an update that moves
+// the object out of its selector, under DELETE — leaving is then true, since for Git that
+// is a deletion; a delete it selected (DELETE).
+func (rt route) routes(req Request, objLabels, oldLabels labels.Set, nsLabels func(string) labels.Set) (routed, leaving bool) {
 	if !(rt.groups["*"] || rt.groups[req.Resource.Group]) || !(rt.resources["*"] || rt.resources[req.Resource.Resource]) {
-		return false
-	}
-	switch req.Operation {
-	case Create:
-		if !rt.create {
-			return false
-		}
-	case Update:
-		if !rt.update && !rt.del {
-			return false
-		}
-	case Delete:
-		if !rt.del {
-			return false
-		}
+		return false, false
 	}
 	switch {
 	case req.Namespace == "" && !rt.cluster:
-		return false
+		return false, false
 	case req.Namespace != "" && !rt.cluster && req.Namespace != rt.namespace:
-		return false
+		return false, false
 	case req.Namespace != "" && rt.cluster && (rt.nsSelector == nil || !rt.nsSelector.Matches(nsLabels(req.Namespace))):
-		return false
+		return false, false
 	}
-	return (objLabels != nil && rt.objects.Matches(objLabels)) || (oldLabels != nil && rt.objects.Matches(oldLabels)) ||
-		(objLabels == nil && oldLabels == nil && rt.objects.Empty())
+	selects := func(l labels.Set) bool { return l != nil && rt.objects.Matches(l) }
+	switch req.Operation {
+	case Create:
+		return rt.create && (selects(objLabels) || (objLabels == nil && rt.objects.Empty())), false
+	case Update:
+		now, was := selects(objLabels), selects(oldLabels)
+		if objLabels == nil && oldLabels == nil && rt.objects.Empty() {
+			now, was = true, true // no labels decoded: an update within the rule
+		}
+		if now && (rt.update || (rt.create && !was)) {
+			return true, false
+		}
+		return !now && was && rt.del, true
+	case Delete:
+		return rt.del && (selects(oldLabels) || selects(objLabels) || (objLabels == nil && oldLabels == nil && rt.objects.Empty())), false
+	}
+	return false, false
 }
 
 // WatchedRules lists, per group, the resources and operations any rule routes, for the
