@@ -54,6 +54,10 @@ type TargetState struct {
 	// condition is True); EncryptionMessage is that condition's message, naming what to fix.
 	EncryptionReady   bool
 	EncryptionMessage string
+	// KeepsDeleted says the target never removes a document (spec.prune.mode Never): a
+	// deletion changes nothing in its folder, so it is never denied — not even while the
+	// folder is Stalled, which would otherwise keep a namespace from terminating.
+	KeepsDeleted bool
 	// Leaving says the update moves the object out of every rule of this target that
 	// selects it: the target deletes its document, so nothing of it is written.
 	Leaving bool
@@ -103,6 +107,9 @@ func Decide(req Request, targets []TargetState, sensitive bool, warn bool) Verdi
 		return v
 	}
 	for _, t := range targets {
+		if t.KeepsDeleted && (req.Operation == Delete || t.Leaving) {
+			continue // nothing to write
+		}
 		if t.Stalled {
 			return deny(ReasonTargetStalled, fmt.Sprintf("%s cannot be mirrored: GitTarget %s (%s branch %s, folder %s) cannot be written: %s",
 				obj, t.Key, t.URL, t.Branch, t.Folder, t.StalledMessage))

@@ -35,6 +35,8 @@ func TestDecide(t *testing.T) {
 	updSecret.Operation = Update
 	leaving := live
 	leaving.Leaving = true
+	keeping := stalled
+	keeping.KeepsDeleted = true
 	role := Request{Operation: Update, Resource: schema.GroupResource{Group: "rbac.authorization.k8s.io", Resource: "clusterroles"}, Kind: "ClusterRole", Name: "admin"}
 
 	cases := []struct {
@@ -74,6 +76,8 @@ func TestDecide(t *testing.T) {
 			warnings: []string{"Secret team-a/sops-age holds key material (an age private key, or the reverser.gitops.dev/key-material label) and is never written to Git, whichever rule routes it"}},
 		{name: "allows a Secret whose update moves it out of the target's selector even without encryption: Git deletes it", req: updSecret,
 			targets: []TargetState{leaving}, sensitive: true, allowed: true, reason: ReasonAllowed},
+		{name: "allows deleting when the folder cannot be written but the target never removes documents", req: delSecret, targets: []TargetState{keeping},
+			sensitive: true, allowed: true, reason: ReasonAllowed},
 		{name: "denies a path held by a different object", req: cm, targets: []TargetState{clash}, reason: ReasonPathConflict,
 			contains: []string{"already holds ConfigMap team-a/other"}},
 		{name: "denies when any one of several targets cannot write", req: cm, targets: []TargetState{live, stalled}, reason: ReasonTargetStalled},

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gitops-reverser/gitops-reverser/api/v1alpha1"
+	"github.com/gitops-reverser/gitops-reverser/gitops/batch"
 	"github.com/gitops-reverser/gitops-reverser/gitops/repo"
 	"github.com/gitops-reverser/gitops-reverser/watcher"
 )
@@ -161,7 +162,8 @@ func (v *View) rebuild(ctx context.Context) error {
 
 // targetState reads what admission needs from a GitTarget's spec and status.
 func targetState(t *v1alpha1.GitTarget, url string) TargetState {
-	st := TargetState{Key: client.ObjectKeyFromObject(t), URL: url, Branch: t.Spec.Branch, Folder: t.Spec.Path}
+	st := TargetState{Key: client.ObjectKeyFromObject(t), URL: url, Branch: t.Spec.Branch, Folder: t.Spec.Path,
+		KeepsDeleted: t.Spec.Prune.Mode == batch.PruneNever}
 	if c := apimeta.FindStatusCondition(t.Status.Conditions, v1alpha1.ConditionStalled); c != nil && c.Status == metav1.ConditionTrue {
 		st.Stalled, st.StalledMessage = true, c.Message
 	}
