@@ -9,6 +9,7 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -54,7 +55,10 @@ type Locator interface {
 // View keeps the webhook's in-memory picture of GitTargets and rules current from the
 // manager's cache, on every replica.
 type View struct {
-	Cache   cache.Cache
+	Cache cache.Cache
+	// Live reads a namespace the cache has not seen yet (one created a moment before the
+	// object being judged, e.g. by the same kubectl apply); nil: the cache only.
+	Live    client.Reader
 	Log     logr.Logger
 	Locator Locator
 	// OnChange is called after each rebuild (the rule syncer listens).
@@ -237,7 +241,11 @@ func (v *View) Targets(ctx context.Context, req Request, objLabels, oldLabels la
 func (v *View) nsLabels(ctx context.Context) func(string) labels.Set {
 	return func(name string) labels.Set {
 		var ns corev1.Namespace
-		if err := v.Cache.Get(ctx, types.NamespacedName{Name: name}, &ns); err != nil {
+		err := v.Cache.Get(ctx, types.NamespacedName{Name: name}, &ns)
+		if apierrors.IsNotFound(err) && v.Live != nil {
+			err = v.Live.Get(ctx, types.NamespacedName{Name: name}, &ns)
+		}
+		if err != nil {
 			return nil
 		}
 		return ns.Labels

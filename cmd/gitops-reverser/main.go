@@ -26,6 +26,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -180,7 +181,14 @@ func run(ctx context.Context, cfg *rest.Config, opts Options) error {
 		AttributionMetrics: attrMetrics,
 		NamespaceLabels: func(name string) labels.Set {
 			var ns corev1.Namespace
-			if err := nsCache.Get(context.Background(), types.NamespacedName{Name: name}, &ns); err != nil {
+			key := types.NamespacedName{Name: name}
+			err := nsCache.Get(context.Background(), key, &ns)
+			if apierrors.IsNotFound(err) {
+				// A namespace created a moment before its objects (one kubectl apply) may
+				// not be in the cache yet: ask the API server rather than drop the change.
+				err = mgr.GetAPIReader().Get(context.Background(), key, &ns)
+			}
+			if err != nil {
 				return nil
 			}
 			return ns.Labels

@@ -30,6 +30,7 @@ func setupWebhooks(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, opts
 	}
 	log := ctrl.Log.WithName("webhook")
 	view := webhook.NewView(mgr.GetCache(), log)
+	view.Live = mgr.GetAPIReader()
 	view.Locator = writer
 	excluded := []string{"kube-system", "kube-node-lease"}
 	if opts.Namespace != "" {

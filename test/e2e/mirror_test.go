@@ -252,3 +252,36 @@ func TestDeletingAWatchRuleLeavesTheFilesOfItsObjects(t *testing.T) {
 	assert.Contains(t, content, "greeting: one")
 	assert.Equal(t, before, commits(t, remote))
 }
+
+func TestAClusterWatchRuleCapturesObjectsAppliedTogetherWithTheirNamespace(t *testing.T) {
+	remote := newRemote(t)
+	startOperator(t, t.TempDir())
+	setupTarget(t, "platform-ns", remote, "cluster", "0s")
+	kubectl(t, `apiVersion: reverser.gitops.dev/v1alpha1
+kind: ClusterWatchRule
+metadata:
+  name: team-configmaps
+spec:
+  targetRef:
+    namespace: platform-ns
+    name: live
+  rules:
+  - apiGroups: [""]
+    resources: ["configmaps"]
+    namespaceSelector:
+      matchLabels:
+        team: fresh
+`, "apply", "-f", "-")
+	kubectl(t, "", "wait", "--for=condition=Ready", "--timeout=60s", "clusterwatchrule/team-configmaps")
+	// One apply: the ConfigMap's events can reach the operator before its caches know the
+	// namespace and its labels.
+	var manifest strings.Builder
+	for i := range 5 {
+		fmt.Fprintf(&manifest, "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: fresh-%d\n  labels:\n    team: fresh\n---\n", i)
+		fmt.Fprintf(&manifest, "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n  namespace: fresh-%d\ndata:\n  k: v\n---\n", i)
+	}
+	kubectl(t, manifest.String(), "apply", "-f", "-")
+	for i := range 5 {
+		waitFile(t, remote, fmt.Sprintf("cluster/fresh-%d/configmaps/settings.yaml", i), func(c string) bool { return strings.Contains(c, "k: v") })
+	}
+}
