@@ -9,9 +9,10 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/gitops-reverser/gitops-reverser/gitops/batch"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/gitops-reverser/gitops-reverser/gitops/batch"
 )
 
 // Operation is an admission operation.

@@ -212,9 +212,10 @@ func set(xs []string) map[string]bool {
 	return m
 }
 
-// Targets returns the states of the GitTargets the request routes to. objLabels are the
-// labels of the object being written (and oldLabels of the stored one, for updates and
-// deletes): an object leaving a selector is a deletion for Git, so either matching routes it.
+// Targets returns the states of the GitTargets the request routes to (route.routes).
+// objLabels are the labels of the object being written (and oldLabels of the stored one,
+// for updates and deletes). A target that only sees the object leave its selectors is
+// Leaving: for Git that update is a deletion.
 func (v *View) Targets(ctx context.Context, req Request, objLabels, oldLabels labels.Set) []TargetState {
 	s := v.snap.Load()
 	writes := map[types.NamespacedName]bool{} // false: only leaving, so far

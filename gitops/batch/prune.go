@@ -1,9 +1,10 @@
 package batch
 
 import (
-	"github.com/gitops-reverser/gitops-reverser/gitops/manifest"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/gitops-reverser/gitops-reverser/gitops/manifest"
 )
 
 // Prune modes (GitTarget spec.prune.mode).
