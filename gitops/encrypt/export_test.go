@@ -12,6 +12,12 @@ const LegacyEncryptedRegex = legacyEncryptedRegex
 // EncryptUnderLegacyRule writes plainDoc the way releases before annotation encryption did:
 // a sops file whose encrypted_regex is legacyEncryptedRegex, so tests can start from such a file.
 func EncryptUnderLegacyRule(plainDoc []byte, r Recipients) ([]byte, error) {
+	return EncryptUnderRule(plainDoc, r, legacyEncryptedRegex)
+}
+
+// EncryptUnderRule writes plainDoc as a sops file with encrypted_regex regex, as a person
+// with the sops CLI might.
+func EncryptUnderRule(plainDoc []byte, r Recipients, regex string) ([]byte, error) {
 	plain, err := parsePlain(plainDoc)
 	if err != nil {
 		return nil, err
@@ -20,7 +26,7 @@ func EncryptUnderLegacyRule(plainDoc []byte, r Recipients) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	md.EncryptedRegex = legacyEncryptedRegex
+	md.EncryptedRegex = regex
 	tree := sops.Tree{Branches: sops.TreeBranches{plain.branch}, Metadata: md}
 	dataKey, errs := tree.GenerateDataKey()
 	if len(errs) > 0 {

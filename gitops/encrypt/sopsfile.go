@@ -142,7 +142,7 @@ func newMetadata(r Recipients) (sops.Metadata, error) {
 
 // hasOperatorRules says whether md encrypts what this package encrypts (or
 // did before annotations were added), so its data key and ciphertext can be
-// reused; sealTree moves a legacy file to EncryptedRegex.
+// reused; callers move a legacy file to EncryptedRegex.
 func hasOperatorRules(md sops.Metadata) bool {
 	return (md.EncryptedRegex == EncryptedRegex || md.EncryptedRegex == legacyEncryptedRegex) &&
 		md.UnencryptedSuffix == "" && md.EncryptedSuffix == "" &&
@@ -157,6 +157,27 @@ func encryptNew(plain plainDoc, r Recipients, o options) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	return encryptUnder(plain, md, r, o)
+}
+
+// encryptKeepingRules encrypts a plaintext tree under a fresh data key wrapped for r,
+// selecting the values to encrypt with the rules of rules (a file someone else wrote):
+// a file that encrypts more than the operator would must not come out encrypting less.
+func encryptKeepingRules(plain plainDoc, r Recipients, rules sops.Metadata, o options) ([]byte, error) {
+	md, err := newMetadata(r)
+	if err != nil {
+		return nil, err
+	}
+	md.EncryptedRegex, md.UnencryptedRegex = rules.EncryptedRegex, rules.UnencryptedRegex
+	md.EncryptedSuffix, md.UnencryptedSuffix = rules.EncryptedSuffix, rules.UnencryptedSuffix
+	md.EncryptedCommentRegex, md.UnencryptedCommentRegex = rules.EncryptedCommentRegex, rules.UnencryptedCommentRegex
+	md.MACOnlyEncrypted = rules.MACOnlyEncrypted
+	return encryptUnder(plain, md, r, o)
+}
+
+// encryptUnder encrypts a plaintext tree with md's rules under a fresh data key wrapped
+// for md's key group (r).
+func encryptUnder(plain plainDoc, md sops.Metadata, r Recipients, o options) ([]byte, error) {
 	tree := sops.Tree{Branches: sops.TreeBranches{plain.branch}, Metadata: md}
 	dataKey, errs := tree.GenerateDataKey()
 	if len(errs) > 0 {
@@ -177,7 +198,6 @@ func sealTree(tree *sops.Tree, plain plainDoc, dataKey []byte, cipher sops.Ciphe
 		tree.Branches[0] = withDigest(tree.Branches[0], d)
 	}
 	tree.Metadata.Version = version.Version
-	tree.Metadata.EncryptedRegex = EncryptedRegex
 	err := common.EncryptTree(common.EncryptTreeOpts{Tree: tree, Cipher: cipher, DataKey: dataKey})
 	if err != nil {
 		// sops' message can quote a value it failed to encrypt.

@@ -91,6 +91,7 @@ func updateOpened(existingEnc []byte, tree sops.Tree, plain plainDoc, r Recipien
 		return encryptFresh(plain, r, o)
 	}
 	md := tree.Metadata
+	md.EncryptedRegex = EncryptedRegex // a legacy file moves to the current rule
 	if !onlyRecipients(md, r) {
 		if err := rewrap(&md, dataKey, r); err != nil {
 			return nil, false, err
@@ -206,10 +207,14 @@ func Renew(existingEnc []byte, ids Identities, newRecipients Recipients, opts ..
 		return nil, err
 	}
 	o := collect(opts)
-	if removes {
+	switch {
+	case removes && hasOperatorRules(tree.Metadata):
 		return encryptNew(plain, r, o)
+	case removes: // a file someone wrote with other rules keeps them
+		return encryptKeepingRules(plain, r, tree.Metadata, o)
 	}
 	md := tree.Metadata
+	md.EncryptedRegex = EncryptedRegex // only a legacy file gets here
 	if !onlyRecipients(md, r) {
 		if err := rewrap(&md, dataKey, r); err != nil {
 			return nil, err

@@ -188,6 +188,19 @@ func TestARemovedRecipientNeverGetsTheDataKeyOfValuesWrittenAfterItsRemoval(t *t
 		require.NoError(t, err)
 		assert.Equal(t, string(readTestdata(t, "secret.yaml")), string(got))
 	})
+	t.Run("Renew keeps the rules of a file someone wrote with other rules, never encrypting less", func(t *testing.T) {
+		const custom = "apiVersion: example.com/v1\nkind: Database\nmetadata:\n  name: db\n  namespace: team-a\nspec:\n  password: hunter2\n"
+		theirs, err := encrypt.EncryptUnderRule([]byte(custom), both, "^(spec)$")
+		require.NoError(t, err)
+		require.NotContains(t, string(theirs), "hunter2")
+		out, err := encrypt.Renew(theirs, kept.ids, kept.recipients)
+		require.NoError(t, err)
+		assert.NotContains(t, string(out), "hunter2")
+		assert.Contains(t, string(out), "encrypted_regex: ^(spec)$")
+		got, err := encrypt.Decrypt(out, kept.ids)
+		require.NoError(t, err)
+		assert.Equal(t, custom, string(got))
+	})
 	t.Run("Renew keeps the data key when recipients are only added", func(t *testing.T) {
 		added := newKeyPair(t)
 		out, err := encrypt.Renew(enc, kept.ids, sorted(kept.recipients[0], removed.recipients[0], added.recipients[0]))
