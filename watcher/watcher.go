@@ -34,7 +34,12 @@ type Options struct {
 	Sink   Sink
 	// NamespaceLabels returns a namespace's labels (from a cache) for namespace selectors.
 	NamespaceLabels func(name string) labels.Set
-	Log             logr.Logger
+	// FreshNamespaceLabels is NamespaceLabels for events: it also asks the API server for a
+	// namespace the cache has not seen yet (created a moment before the object, by the same
+	// kubectl apply), so the change is not dropped. Only the event handlers use it, never
+	// code under the writer's lock. Nil: NamespaceLabels.
+	FreshNamespaceLabels func(name string) labels.Set
+	Log                  logr.Logger
 	// Resync is the informers' resync period; 0 disables periodic resync.
 	Resync time.Duration
 	// Noise says which cluster-made objects are skipped.
@@ -75,6 +80,9 @@ type Watcher struct {
 func New(opts Options) *Watcher {
 	if opts.NamespaceLabels == nil {
 		opts.NamespaceLabels = func(string) labels.Set { return nil }
+	}
+	if opts.FreshNamespaceLabels == nil {
+		opts.FreshNamespaceLabels = opts.NamespaceLabels
 	}
 	return &Watcher{
 		opts:      opts,
@@ -324,8 +332,8 @@ func (w *Watcher) onEvent(gvr schema.GroupVersionResource, oldObj, newObj interf
 		w.opts.Attribution.Join(key) // a record of a write that changed nothing is used up here
 	}
 	for _, c := range claims {
-		now := !noiseNow && c.Matches(u.GetNamespace(), u.GetLabels(), w.opts.NamespaceLabels)
-		was := old != nil && !noiseBefore && c.Matches(old.GetNamespace(), old.GetLabels(), w.opts.NamespaceLabels)
+		now := !noiseNow && c.Matches(u.GetNamespace(), u.GetLabels(), w.opts.FreshNamespaceLabels)
+		was := old != nil && !noiseBefore && c.Matches(old.GetNamespace(), old.GetLabels(), w.opts.FreshNamespaceLabels)
 		if now && was && unchanged {
 			// A status write, or a write of the same content: nothing for Git, so the object
 			// stays in the window (and with the author) of the change that made its content.
@@ -379,7 +387,7 @@ func (w *Watcher) onDelete(gvr schema.GroupVersionResource, o interface{}) {
 	}
 	var changes []batch.Change
 	for _, c := range claims {
-		if c.Delete && c.Matches(u.GetNamespace(), u.GetLabels(), w.opts.NamespaceLabels) {
+		if c.Delete && c.Matches(u.GetNamespace(), u.GetLabels(), w.opts.FreshNamespaceLabels) {
 			changes = append(changes, change(c, u))
 		}
 	}

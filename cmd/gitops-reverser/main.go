@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"time"
 
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/discovery"
@@ -177,22 +178,10 @@ func run(ctx context.Context, cfg *rest.Config, opts Options) error {
 		Sink:   writer,
 		Log:    log.WithName("watcher"),
 
-		Attribution:        book,
-		AttributionMetrics: attrMetrics,
-		NamespaceLabels: func(name string) labels.Set {
-			var ns corev1.Namespace
-			key := types.NamespacedName{Name: name}
-			err := nsCache.Get(context.Background(), key, &ns)
-			if apierrors.IsNotFound(err) {
-				// A namespace created a moment before its objects (one kubectl apply) may
-				// not be in the cache yet: ask the API server rather than drop the change.
-				err = mgr.GetAPIReader().Get(context.Background(), key, &ns)
-			}
-			if err != nil {
-				return nil
-			}
-			return ns.Labels
-		},
+		Attribution:          book,
+		AttributionMetrics:   attrMetrics,
+		NamespaceLabels:      namespaceLabels(nsCache, nil),
+		FreshNamespaceLabels: namespaceLabels(nsCache, mgr.GetAPIReader()),
 		// The writer reads field ownership from managedFields unless it writes every field.
 		KeepManagedFields: !opts.KeepDefaultedFields,
 	})
@@ -264,4 +253,24 @@ type resolverFunc func() batch.Resolver
 
 func (f resolverFunc) Current(t types.NamespacedName, k batch.ObjectKey) (*unstructured.Unstructured, error) {
 	return f().Current(t, k)
+}
+
+// namespaceLabels reads a namespace's labels from the cache and, when live is set, from
+// the API server for a namespace the cache has not seen yet (created a moment before the
+// object, by the same kubectl apply), within a few seconds. Unknown: nil.
+func namespaceLabels(cached, live client.Reader) func(string) labels.Set {
+	return func(name string) labels.Set {
+		var ns corev1.Namespace
+		key := types.NamespacedName{Name: name}
+		err := cached.Get(context.Background(), key, &ns)
+		if apierrors.IsNotFound(err) && live != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			err = live.Get(ctx, key, &ns)
+		}
+		if err != nil {
+			return nil
+		}
+		return ns.Labels
+	}
 }
