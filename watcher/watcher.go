@@ -2,6 +2,7 @@ package watcher
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -54,6 +55,9 @@ type Options struct {
 	// memory (they are 20-30 % of an object).
 	KeepManagedFields bool
 }
+
+// errNotSynced says an informer's cache is not complete yet; the writer retries.
+var errNotSynced = errors.New("the cache of a watched resource has not synced yet")
 
 // informer is one shared informer for one resource, started while any claim needs it.
 type informer struct {
@@ -215,10 +219,11 @@ func (w *Watcher) prunable(cs []Claim) func(ns string, objLabels map[string]stri
 
 // Current implements batch.Resolver from the informer caches: the object as last seen, or
 // nil when it is gone or no longer selected by a claim of target that covers its
-// namespace. It is batch.ErrNotWatched when the caches cannot tell: no claim of target
-// covers the object's resource and namespace any more (its rule was deleted or narrowed),
-// or the informer is gone or not synced yet — absence from an incomplete cache is no
-// deletion.
+// namespace. It is batch.ErrNotWatched when no claim of target covers the object's
+// resource and namespace any more (its rule was deleted or narrowed), and errNotSynced —
+// a transient error, so the writer retries the window — while a covering claim's informer
+// has not synced yet (a rule just replaced): absence from an incomplete cache is no
+// deletion, and a deletion waiting in the window must not be dropped either.
 func (w *Watcher) Current(target types.NamespacedName, key batch.ObjectKey) (*unstructured.Unstructured, error) {
 	w.mu.RLock()
 	inf := w.informers[key.GVR]
@@ -227,8 +232,11 @@ func (w *Watcher) Current(target types.NamespacedName, key batch.ObjectKey) (*un
 	covered := slices.ContainsFunc(claims, func(c Claim) bool {
 		return c.Target == target && (!c.Resource.Namespaced || c.Namespace == "" || c.Namespace == key.Namespace)
 	})
-	if inf == nil || !covered || !inf.inf.HasSynced() {
+	switch {
+	case !covered:
 		return nil, batch.ErrNotWatched
+	case inf == nil || !inf.inf.HasSynced():
+		return nil, fmt.Errorf("%w: %s", errNotSynced, key.GVR.Resource)
 	}
 	storeKey := key.Name
 	if key.Namespace != "" {
