@@ -1,8 +1,10 @@
 package webhook
 
 import (
+	"context"
 	"testing"
 
+	"github.com/go-logr/logr"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	admissionv1 "k8s.io/api/admissionregistration/v1"
@@ -116,7 +118,39 @@ func TestRouteMatches(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			assert.Equal(t, tc.want, tc.route.matches(tc.req, tc.obj, tc.old, nsLabels))
+			assert.Equal(t, tc.want, tc.route.routes(tc.req, tc.obj, tc.old, nsLabels))
+		})
+	}
+}
+
+func TestTargetsMarksAnUpdateLeavingOnlyWhenNoRuleOfTheTargetSelectsTheObject(t *testing.T) {
+	key := types.NamespacedName{Namespace: "a", Name: "t"}
+	selecting := func(l labels.Set, create, update, del bool) route {
+		r := rt([]string{""}, []string{"secrets"}, create, update, del)
+		r.objects = labels.SelectorFromSet(l)
+		return r
+	}
+	deleteApp := selecting(labels.Set{"app": "a"}, false, false, true)
+	createTier := selecting(labels.Set{"tier": "x"}, true, false, false)
+	upd := Request{Operation: Update, Resource: schema.GroupResource{Resource: "secrets"}, Namespace: "a", Name: "db"}
+	cases := []struct {
+		name     string
+		routes   []route
+		obj, old labels.Set
+		leaving  bool
+	}{
+		{name: "is leaving when the update moves the object out of the only rule that selected it",
+			routes: []route{deleteApp}, obj: labels.Set{}, old: labels.Set{"app": "a"}, leaving: true},
+		{name: "is not leaving when another rule of the target still selects the object, which the writer then writes",
+			routes: []route{deleteApp, createTier}, obj: labels.Set{"tier": "x"}, old: labels.Set{"app": "a", "tier": "x"}, leaving: false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			v := NewView(nil, logr.Discard())
+			v.snap.Store(&snapshot{routes: tc.routes, targets: map[types.NamespacedName]TargetState{key: {Key: key}}})
+			got := v.Targets(context.Background(), upd, tc.obj, tc.old)
+			require.Len(t, got, 1)
+			assert.Equal(t, tc.leaving, got[0].Leaving)
 		})
 	}
 }

@@ -218,22 +218,28 @@ func set(xs []string) map[string]bool {
 // Leaving: for Git that update is a deletion.
 func (v *View) Targets(ctx context.Context, req Request, objLabels, oldLabels labels.Set) []TargetState {
 	s := v.snap.Load()
-	writes := map[types.NamespacedName]bool{} // false: only leaving, so far
+	nsLabels := v.nsLabels(ctx)
+	routed := map[types.NamespacedName]bool{}
+	selected := map[types.NamespacedName]bool{} // the object as written, by any rule of the target
 	var order []types.NamespacedName
 	for _, rt := range s.routes {
-		routed, leaving := rt.routes(req, objLabels, oldLabels, v.nsLabels(ctx))
-		if _, ok := s.targets[rt.target]; !routed || !ok {
+		if _, ok := s.targets[rt.target]; !ok {
 			continue
 		}
-		if _, seen := writes[rt.target]; !seen {
+		if req.Operation == Update && rt.selects(req, objLabels, nsLabels) {
+			selected[rt.target] = true
+		}
+		if rt.routes(req, objLabels, oldLabels, nsLabels) && !routed[rt.target] {
+			routed[rt.target] = true
 			order = append(order, rt.target)
 		}
-		writes[rt.target] = writes[rt.target] || !leaving
 	}
 	out := make([]TargetState, 0, len(order))
 	for _, key := range order {
 		t := s.targets[key]
-		t.Leaving = !writes[key]
+		// The writer writes whatever a rule of the target still selects, whichever rule's
+		// operations brought the change: only an object none selects any more is leaving.
+		t.Leaving = req.Operation == Update && !selected[key]
 		out = append(out, t)
 	}
 	return out
@@ -253,45 +259,52 @@ func (v *View) nsLabels(ctx context.Context) func(string) labels.Set {
 	}
 }
 
-func (rt route) matches(req Request, objLabels, oldLabels labels.Set, nsLabels func(string) labels.Set) bool {
-	routed, _ := rt.routes(req, objLabels, oldLabels, nsLabels)
-	return routed
+
+// selects says whether the route selects the object as written (resource, namespace and
+// object labels), whatever its operations: the writer's Current decides the same way.
+func (rt route) selects(req Request, objLabels labels.Set, nsLabels func(string) labels.Set) bool {
+	return rt.covers(req, nsLabels) && ((objLabels != nil && rt.objects.Matches(objLabels)) || (objLabels == nil && rt.objects.Empty()))
+}
+
+// covers says whether the request's resource and namespace are the route's.
+func (rt route) covers(req Request, nsLabels func(string) labels.Set) bool {
+	if !(rt.groups["*"] || rt.groups[req.Resource.Group]) || !(rt.resources["*"] || rt.resources[req.Resource.Resource]) {
+		return false
+	}
+	switch {
+	case req.Namespace == "" && !rt.cluster:
+		return false
+	case req.Namespace != "" && !rt.cluster && req.Namespace != rt.namespace:
+		return false
+	case req.Namespace != "" && rt.cluster && (rt.nsSelector == nil || !rt.nsSelector.Matches(nsLabels(req.Namespace))):
+		return false
+	}
+	return true
 }
 
 // routes says whether the route's target acts on the request, as the watcher decides from
 // the resulting event: a create it selects (CREATE); an update it selects now, under
 // UPDATE, or that moves the object into its selector, under CREATE; an update that moves
-// the object out of its selector, under DELETE — leaving is then true, since for Git that
-// is a deletion; a delete it selected (DELETE).
-func (rt route) routes(req Request, objLabels, oldLabels labels.Set, nsLabels func(string) labels.Set) (routed, leaving bool) {
-	if !(rt.groups["*"] || rt.groups[req.Resource.Group]) || !(rt.resources["*"] || rt.resources[req.Resource.Resource]) {
-		return false, false
-	}
-	switch {
-	case req.Namespace == "" && !rt.cluster:
-		return false, false
-	case req.Namespace != "" && !rt.cluster && req.Namespace != rt.namespace:
-		return false, false
-	case req.Namespace != "" && rt.cluster && (rt.nsSelector == nil || !rt.nsSelector.Matches(nsLabels(req.Namespace))):
-		return false, false
+// the object out of its selector, under DELETE (for Git a deletion, unless another rule of
+// the target still selects it: see Targets); a delete it selected (DELETE).
+func (rt route) routes(req Request, objLabels, oldLabels labels.Set, nsLabels func(string) labels.Set) bool {
+	if !rt.covers(req, nsLabels) {
+		return false
 	}
 	selects := func(l labels.Set) bool { return l != nil && rt.objects.Matches(l) }
 	switch req.Operation {
 	case Create:
-		return rt.create && (selects(objLabels) || (objLabels == nil && rt.objects.Empty())), false
+		return rt.create && (selects(objLabels) || (objLabels == nil && rt.objects.Empty()))
 	case Update:
 		now, was := selects(objLabels), selects(oldLabels)
 		if objLabels == nil && oldLabels == nil && rt.objects.Empty() {
 			now, was = true, true // no labels decoded: an update within the rule
 		}
-		if now && (rt.update || (rt.create && !was)) {
-			return true, false
-		}
-		return !now && was && rt.del, true
+		return (now && (rt.update || (rt.create && !was))) || (!now && was && rt.del)
 	case Delete:
-		return rt.del && (selects(oldLabels) || selects(objLabels) || (objLabels == nil && oldLabels == nil && rt.objects.Empty())), false
+		return rt.del && (selects(oldLabels) || selects(objLabels) || (objLabels == nil && oldLabels == nil && rt.objects.Empty()))
 	}
-	return false, false
+	return false
 }
 
 // WatchedRules lists, per group, the resources and operations any rule routes, for the
