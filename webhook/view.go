@@ -259,7 +259,6 @@ func (v *View) nsLabels(ctx context.Context) func(string) labels.Set {
 	}
 }
 
-
 // selects says whether the route selects the object as written (resource, namespace and
 // object labels), whatever its operations: the writer's Current decides the same way.
 func (rt route) selects(req Request, objLabels labels.Set, nsLabels func(string) labels.Set) bool {
