@@ -74,6 +74,35 @@ func TestAnUpdateThatChangesNothingForGit(t *testing.T) {
 		assert.Equal(t, "alice", sink.got[0][0].Author)
 		assert.Empty(t, sink.got[1])
 	})
+	owned := func(u *unstructured.Unstructured, entries ...map[string]any) *unstructured.Unstructured {
+		list := make([]any, len(entries))
+		for i, e := range entries {
+			list[i] = e
+		}
+		require.NoError(t, unstructured.SetNestedSlice(u.Object, list, "metadata", "managedFields"))
+		return u
+	}
+	apply := func(fields map[string]any, at string) map[string]any {
+		return map[string]any{"manager": "kubectl", "operation": "Apply", "apiVersion": "apps/v1", "time": at, "fieldsType": "FieldsV1", "fieldsV1": fields}
+	}
+	statusBy := func(at string) map[string]any {
+		return map[string]any{"manager": "kube-controller-manager", "operation": "Update", "apiVersion": "apps/v1", "time": at,
+			"fieldsType": "FieldsV1", "fieldsV1": map[string]any{"f:status": map[string]any{}}, "subresource": "status"}
+	}
+	replicas := map[string]any{"f:spec": map[string]any{"f:replicas": map[string]any{}}}
+	t.Run("hands on a write that only changes who owns a field, since the writer keeps owned fields", func(t *testing.T) {
+		w, sink, _ := setup(t)
+		w.onEvent(deployments.GVR, owned(deployment("6", 3, 0)), owned(deployment("7", 3, 0), apply(replicas, "t1")), false)
+		require.Len(t, sink.got, 1)
+		assert.Len(t, sink.got[0], 1, "a server-side apply pinning replicas at its value")
+	})
+	t.Run("still leaves out a status write that moves its own managedFields entry and the times", func(t *testing.T) {
+		w, sink, _ := setup(t)
+		w.onEvent(deployments.GVR, owned(deployment("6", 3, 0), apply(replicas, "t1"), statusBy("t1")),
+			owned(deployment("7", 3, 3), apply(replicas, "t2"), statusBy("t2")), false)
+		require.Len(t, sink.got, 1)
+		assert.Empty(t, sink.got[0])
+	})
 	t.Run("hands on a change of content with its author", func(t *testing.T) {
 		w, sink, book := setup(t)
 		record(t, book, "bob", deployment("6", 4, 0), deployment("6", 3, 0))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"sort"
 	"sync"
@@ -335,7 +336,7 @@ func (w *Watcher) onEvent(gvr schema.GroupVersionResource, oldObj, newObj interf
 	noiseNow := w.opts.Noise.SkipObject(gr, u)
 	noiseBefore := old != nil && w.opts.Noise.SkipObject(gr, old)
 	key, keyed := attribution.KeyForEvent(old, u)
-	unchanged := keyed && attribution.SameContent(key, old)
+	unchanged := keyed && attribution.SameContent(key, old) && sameOwnership(old, u)
 	if unchanged && w.opts.Attribution != nil {
 		w.opts.Attribution.Join(key) // a record of a write that changed nothing is used up here
 	}
@@ -420,6 +421,43 @@ func targetsOf(claims []Claim) map[types.NamespacedName]bool {
 	out := map[types.NamespacedName]bool{}
 	for _, c := range claims {
 		out[c.Target] = true
+	}
+	return out
+}
+
+// lastAppliedAnnotation is where kubectl apply keeps what it applied.
+const lastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
+
+// sameOwnership says whether two versions of an object give the writer the same idea of
+// who owns which field: the same managedFields entries of the object itself (status
+// subresource entries and timestamps aside) and the same last-applied configuration. The
+// writer keeps only owned fields by default, so a write that changes ownership alone (a
+// server-side apply pinning a field at its current value) changes what it writes.
+func sameOwnership(old, obj *unstructured.Unstructured) bool {
+	return old.GetAnnotations()[lastAppliedAnnotation] == obj.GetAnnotations()[lastAppliedAnnotation] &&
+		reflect.DeepEqual(objectOwnership(old), objectOwnership(obj))
+}
+
+// objectOwnership lists the managedFields entries of the object itself, without times.
+func objectOwnership(obj *unstructured.Unstructured) []any {
+	entries, _, _ := unstructured.NestedSlice(obj.Object, "metadata", "managedFields")
+	var out []any
+	for _, e := range entries {
+		entry, ok := e.(map[string]any)
+		if !ok {
+			out = append(out, e)
+			continue
+		}
+		if sub, _ := entry["subresource"].(string); sub != "" {
+			continue
+		}
+		kept := make(map[string]any, len(entry))
+		for k, v := range entry {
+			if k != "time" {
+				kept[k] = v
+			}
+		}
+		out = append(out, kept)
 	}
 	return out
 }
