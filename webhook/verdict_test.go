@@ -148,3 +148,19 @@ func TestCanonicalLocation(t *testing.T) {
 	p, _ = CanonicalLocation("live", gvr, "team-a", "db", false)
 	assert.Equal(t, "live/team-a/secrets/db.yaml", p)
 }
+
+func TestObjectNamespace(t *testing.T) {
+	tests := []struct {
+		name                                    string
+		group, resource, requestNamespace, want string
+	}{
+		{name: "takes a namespaced object's namespace from the request", resource: "configmaps", requestNamespace: "team-a", want: "team-a"},
+		{name: "treats a Namespace, whose own name the API server sends as the namespace, as cluster-scoped", resource: "namespaces", requestNamespace: "team-a", want: ""},
+		{name: "keeps a cluster-scoped object without a namespace", group: "rbac.authorization.k8s.io", resource: "clusterroles", want: ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, objectNamespace(tt.group, tt.resource, tt.requestNamespace))
+		})
+	}
+}

@@ -46,7 +46,7 @@ func (w *Watched) Handle(ctx context.Context, req admission.Request) admission.R
 		Operation: Operation(req.Operation),
 		Resource:  schema.GroupResource{Group: req.Resource.Group, Resource: req.Resource.Resource},
 		Kind:      req.Kind.Kind,
-		Namespace: req.Namespace,
+		Namespace: objectNamespace(req.Resource.Group, req.Resource.Resource, req.Namespace),
 		Name:      req.Name,
 		DryRun:    dry,
 	}
@@ -194,4 +194,14 @@ func (m *partialMeta) labels() labels.Set {
 		return labels.Set{}
 	}
 	return m.Metadata.Labels
+}
+
+// objectNamespace is the namespace of the object a request is about: the API server puts a
+// Namespace's own name in request.namespace (kubernetes/kubernetes#95012), but a Namespace
+// is cluster-scoped, and is routed and located as such.
+func objectNamespace(group, resource, requestNamespace string) string {
+	if group == "" && resource == "namespaces" {
+		return ""
+	}
+	return requestNamespace
 }

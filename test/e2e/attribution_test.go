@@ -145,3 +145,37 @@ func TestAReplicaThatDoesNotLeadForwardsWhoMadeTheChange(t *testing.T) {
 	assert.Equal(t, "dave <dave@cluster.local>|GitOps Reverser|Create ConfigMap replicas/app", history(t, remote)[0])
 	assert.NotContains(t, follower.logs.String(), "Successfully acquired lease", "the replica the API server calls never led")
 }
+
+func TestNamespaceWritesAreAuthoredByTheirUsers(t *testing.T) {
+	remote := newRemote(t)
+	startOperator(t, t.TempDir())
+	setupTarget(t, "ns-authors", remote, "cluster", "0s")
+	kubectl(t, `apiVersion: reverser.gitops.dev/v1alpha1
+kind: ClusterWatchRule
+metadata:
+  name: namespaces
+spec:
+  targetRef:
+    namespace: ns-authors
+    name: live
+  rules:
+  - apiGroups: [""]
+    resources: ["namespaces"]
+    objectSelector:
+      matchLabels:
+        mirrored: "yes"
+`, "apply", "-f", "-")
+	kubectl(t, "", "wait", "--for=condition=Ready", "--timeout=60s", "clusterwatchrule/namespaces")
+	path := "cluster/_cluster/namespaces/authored-ns.yaml"
+	// The API server sends a Namespace's own name as request.namespace; it must still be
+	// routed (and recorded) as the cluster-scoped object it is.
+	eventually(t, 30*time.Second, "the Namespace create authored by alice", func() (bool, string) {
+		kubectl(t, "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: authored-ns\n  labels:\n    mirrored: \"yes\"\n", as("alice", "apply", "-f", "-")...)
+		_, ok := fileAt(remote, path)
+		return ok, "not yet"
+	})
+	assert.Contains(t, history(t, remote)[0], "alice <", "the create")
+	kubectl(t, "", as("bob", "label", "namespace", "authored-ns", "extra=1")...)
+	waitFile(t, remote, path, func(c string) bool { return strings.Contains(c, "extra") })
+	assert.Contains(t, history(t, remote)[0], "bob <", "the update")
+}
