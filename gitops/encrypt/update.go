@@ -90,19 +90,25 @@ func updateOpened(existingEnc []byte, tree sops.Tree, plain plainDoc, r Recipien
 		// A removed recipient may have kept the data key: a new value needs a new key.
 		return encryptFresh(plain, r, o)
 	}
-	md := tree.Metadata
-	md.EncryptedRegex = EncryptedRegex // a legacy file moves to the current rule
-	if !onlyRecipients(md, r) {
-		if err := rewrap(&md, dataKey, r); err != nil {
-			return nil, false, err
-		}
-	}
-	next := sops.Tree{Branches: sops.TreeBranches{plain.branch}, Metadata: md}
-	out, err := sealTree(&next, plain, dataKey, cipher, o)
+	out, err := resealUnderSameKey(tree.Metadata, plain, dataKey, cipher, r, o)
 	if err != nil {
 		return nil, false, err
 	}
 	return out, true, nil
+}
+
+// resealUnderSameKey encrypts plain under the data key of a file with the operator's rules
+// (md), moved to the current rule and wrapped for exactly r: values whose plaintext and
+// path cipher saw while decrypting keep their ciphertext.
+func resealUnderSameKey(md sops.Metadata, plain plainDoc, dataKey []byte, cipher sops.Cipher, r Recipients, o options) ([]byte, error) {
+	md.EncryptedRegex = EncryptedRegex // a legacy file moves to the current rule
+	if !onlyRecipients(md, r) {
+		if err := rewrap(&md, dataKey, r); err != nil {
+			return nil, err
+		}
+	}
+	next := sops.Tree{Branches: sops.TreeBranches{plain.branch}, Metadata: md}
+	return sealTree(&next, plain, dataKey, cipher, o)
 }
 
 // samePlaintext compares decrypted branches with the new document in
@@ -213,15 +219,7 @@ func Renew(existingEnc []byte, ids Identities, newRecipients Recipients, opts ..
 	case removes: // a file someone wrote with other rules keeps them
 		return encryptKeepingRules(plain, r, tree.Metadata, o)
 	}
-	md := tree.Metadata
-	md.EncryptedRegex = EncryptedRegex // only a legacy file gets here
-	if !onlyRecipients(md, r) {
-		if err := rewrap(&md, dataKey, r); err != nil {
-			return nil, err
-		}
-	}
-	next := sops.Tree{Branches: sops.TreeBranches{plain.branch}, Metadata: md}
-	return sealTree(&next, plain, dataKey, cipher, o)
+	return resealUnderSameKey(tree.Metadata, plain, dataKey, cipher, r, o) // a legacy file
 }
 
 // removesRecipient says whether md's data key is wrapped for anyone not in r: a recipient
