@@ -64,12 +64,19 @@ func (w *Watched) Handle(ctx context.Context, req admission.Request) admission.R
 	if r.Name == "" && obj != nil {
 		r.Name = obj.Metadata.Name
 	}
+	objLabels, oldLabels := obj.labels(), old.labels()
 	if w.isNoise(r, obj, old) {
 		v := Verdict{Allowed: true, Reason: ReasonSkipped}
 		w.observe(v, dry, start)
+		if !dry && obj != nil && old != nil && !w.isNoise(r, old) &&
+			len(w.View.Targets(ctx, r, objLabels, oldLabels)) > 0 {
+			// Adopted (it gains a controller): the watcher removes it from Git like a deleted
+			// object, so the removal is authored by who made this write. It is not judged:
+			// the cluster's controllers are never blocked.
+			w.record(ctx, req)
+		}
 		return admission.Allowed("")
 	}
-	objLabels, oldLabels := obj.labels(), old.labels()
 	targets := w.View.Targets(ctx, r, objLabels, oldLabels)
 	w.inspect(&r, req, targets)
 	w.locate(targets, r, req)
@@ -161,7 +168,8 @@ func (w *Watched) observe(v Verdict, dry bool, start time.Time) {
 	w.Metrics.Latency.Observe(time.Since(start).Seconds())
 }
 
-// isNoise applies the watcher's noise rules to the stored (or, for deletes, old) object.
+// isNoise applies the watcher's noise rules to the stored (or, for deletes, old) object:
+// the first of objs that is present.
 func (w *Watched) isNoise(r Request, objs ...*partialMeta) bool {
 	for _, m := range objs {
 		if m == nil {

@@ -57,6 +57,17 @@ func TestCommitAuthorIsTheUserTheAPIServerAuthenticated(t *testing.T) {
 	h = history(t, remote)
 	assert.Equal(t, "carol <carol@cluster.local>|GitOps Reverser|Delete ConfigMap authors/bob-app", h[0])
 	assert.Equal(t, "bob <bob@cluster.local>|GitOps Reverser|Update ConfigMap authors/alice-app", h[1])
+
+	// An object a controller adopts leaves Git like a deleted one: authored by who adopted
+	// it (there is no garbage collector here to remove it for its unknown owner).
+	adopt := `{"metadata":{"ownerReferences":[{"apiVersion":"apps/v1","kind":"Deployment","name":"api",` +
+		`"uid":"6b1c7d3e-0000-4000-8000-000000000002","controller":true}]}}`
+	kubectl(t, "", as("dave", "-n", "authors", "patch", "configmap", "alice-db", "--type=merge", "-p", adopt)...)
+	eventually(t, commitWait, "the adopted object's removal", func() (bool, string) {
+		_, ok := fileAt(remote, "live/authors/configmaps/alice-db.yaml")
+		return !ok, ""
+	})
+	assert.Equal(t, "dave <dave@cluster.local>|GitOps Reverser|Delete ConfigMap authors/alice-db", history(t, remote)[0])
 	assert.NotContains(t, op.logs.String(), "panic")
 }
 
