@@ -36,17 +36,21 @@ type Claim struct {
 	Delete            bool
 }
 
-// Resolve matches rules against the server's discovery data: every named resource must exist
-// and support list and watch. Problems name each resource that does not, so the rule can
-// report them; the resources that do resolve are returned either way. namespaced says
-// whether the rule may capture namespaced resources (true) or cluster-scoped ones too.
-func Resolve(rule v1alpha1.ResourceRule, lists []*metav1.APIResourceList, allowClusterScoped bool) ([]Resource, []string) {
+// Resolve matches rules against the server's discovery data the way RBAC reads a rule:
+// every listed group with every listed resource, where a combination the server does not
+// have is simply not there (apiGroups ["", "apps"] with configmaps and deployments means
+// configmaps and deployments.apps). A named resource that exists in none of the groups, or
+// cannot be listed and watched, is a problem; so is a named cluster-scoped resource in a
+// namespaced rule. "*" takes every watchable resource of the groups that the rule may
+// capture, except the cluster's runtime state (see RuntimeState). Problems name each
+// resource; the resources that do resolve are returned either way.
+func Resolve(rule v1alpha1.ResourceRule, lists []*metav1.APIResourceList, scope Scope) ([]Resource, []string) {
 	var out []Resource
 	var problems []string
 	seen := map[schema.GroupVersionResource]bool{}
-	for _, group := range rule.APIGroups {
-		for _, name := range rule.Resources {
-			found := false
+	for _, name := range rule.Resources {
+		found := false
+		for _, group := range rule.APIGroups {
 			for _, list := range lists {
 				gv, err := schema.ParseGroupVersion(list.GroupVersion)
 				if err != nil || (group != "*" && gv.Group != group) {
@@ -56,16 +60,12 @@ func Resolve(rule v1alpha1.ResourceRule, lists []*metav1.APIResourceList, allowC
 					if strings.Contains(r.Name, "/") || (name != "*" && r.Name != name) {
 						continue
 					}
-					if name == "*" && !watchable(r) {
+					if name == "*" && (!watchable(r) || !scope.takes(r) || RuntimeState(gv.Group, r.Name)) {
 						continue
 					}
 					found = true
-					if !watchable(r) {
-						problems = append(problems, fmt.Sprintf("%s is not watchable (needs list and watch)", groupResource(gv.Group, r.Name)))
-						continue
-					}
-					if !r.Namespaced && !allowClusterScoped {
-						problems = append(problems, fmt.Sprintf("%s is cluster-scoped: use a ClusterWatchRule", groupResource(gv.Group, r.Name)))
+					if problem := unwatchable(gv.Group, r, scope); problem != "" {
+						problems = append(problems, problem)
 						continue
 					}
 					gvr := gv.WithResource(r.Name)
@@ -76,13 +76,71 @@ func Resolve(rule v1alpha1.ResourceRule, lists []*metav1.APIResourceList, allowC
 					out = append(out, Resource{GVR: gvr, Kind: r.Kind, Namespaced: r.Namespaced})
 				}
 			}
-			if !found && name != "*" {
-				problems = append(problems, fmt.Sprintf("%s not found on the server", groupResource(group, name)))
-			}
+		}
+		if !found && name != "*" {
+			problems = append(problems, notFound(rule.APIGroups, name))
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].GVR.String() < out[j].GVR.String() })
 	return out, problems
+}
+
+// Scope is which resources a rule may capture.
+type Scope struct {
+	// Namespaced resources: a WatchRule, or a ClusterWatchRule rule with a namespaceSelector.
+	Namespaced bool
+	// ClusterScoped resources: a ClusterWatchRule.
+	ClusterScoped bool
+}
+
+// Scopes of the rules.
+var (
+	// WatchRuleScope is a WatchRule's: the namespaced resources of its namespace.
+	WatchRuleScope = Scope{Namespaced: true}
+)
+
+func (s Scope) takes(r metav1.APIResource) bool {
+	if r.Namespaced {
+		return s.Namespaced
+	}
+	return s.ClusterScoped
+}
+
+// unwatchable says why a named resource cannot be captured by the rule ("" when it can).
+func unwatchable(group string, r metav1.APIResource, scope Scope) string {
+	switch {
+	case !watchable(r):
+		return fmt.Sprintf("%s is not watchable (needs list and watch)", groupResource(group, r.Name))
+	case !r.Namespaced && !scope.ClusterScoped:
+		return fmt.Sprintf("%s is cluster-scoped: use a ClusterWatchRule", groupResource(group, r.Name))
+	case r.Namespaced && !scope.Namespaced:
+		return fmt.Sprintf("%s is namespaced: set namespaceSelector ({} for all namespaces)", groupResource(group, r.Name))
+	}
+	return ""
+}
+
+// notFound names a resource that none of the rule's groups has.
+func notFound(groups []string, name string) string {
+	if len(groups) == 1 {
+		return fmt.Sprintf("%s not found on the server", groupResource(groups[0], name))
+	}
+	quoted := make([]string, 0, len(groups))
+	for _, g := range groups {
+		quoted = append(quoted, fmt.Sprintf("%q", g))
+	}
+	return fmt.Sprintf("%s not found on the server in any of the groups %s", name, strings.Join(quoted, ", "))
+}
+
+// RuntimeState reports whether a resource holds what the cluster records about itself
+// rather than what people declare: Events, Leases, Endpoints and EndpointSlices change many
+// times a minute and are never deployed from Git. "*" leaves them out (as Argo CD excludes
+// them by default); a rule that names one still captures it.
+func RuntimeState(group, resource string) bool {
+	switch groupResource(group, resource) {
+	case "events", "events.events.k8s.io", "leases.coordination.k8s.io", "endpoints", "endpointslices.discovery.k8s.io":
+		return true
+	}
+	return false
 }
 
 // seenGroupResource keeps one version per group/resource: discovery lists the preferred

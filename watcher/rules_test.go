@@ -18,6 +18,10 @@ func discoveryFixture() []*metav1.APIResourceList {
 			{Name: "secrets", Kind: "Secret", Namespaced: true, Verbs: rw},
 			{Name: "pods/log", Kind: "Pod", Namespaced: true, Verbs: metav1.Verbs{"get"}},
 			{Name: "bindings", Kind: "Binding", Namespaced: true, Verbs: metav1.Verbs{"create"}},
+			{Name: "events", Kind: "Event", Namespaced: true, Verbs: rw},
+		}},
+		{GroupVersion: "coordination.k8s.io/v1", APIResources: []metav1.APIResource{
+			{Name: "leases", Kind: "Lease", Namespaced: true, Verbs: rw},
 		}},
 		{GroupVersion: "apps/v1", APIResources: []metav1.APIResource{
 			{Name: "deployments", Kind: "Deployment", Namespaced: true, Verbs: rw},
@@ -32,27 +36,48 @@ func TestResolve(t *testing.T) {
 	cases := []struct {
 		name     string
 		rule     v1alpha1.ResourceRule
-		cluster  bool
+		scope    Scope
 		want     []string
 		problems []string
 	}{
-		{"resolves a core resource by plural name", v1alpha1.ResourceRule{APIGroups: []string{""}, Resources: []string{"configmaps"}}, false,
+		{"resolves a core resource by plural name", v1alpha1.ResourceRule{APIGroups: []string{""}, Resources: []string{"configmaps"}}, WatchRuleScope,
 			[]string{"/v1, Resource=configmaps"}, nil},
-		{"expands * to the watchable resources of the group, skipping subresources and unwatchable ones",
-			v1alpha1.ResourceRule{APIGroups: []string{""}, Resources: []string{"*"}}, false,
+		{"expands * to the watchable resources of the group, skipping subresources, unwatchable ones and events",
+			v1alpha1.ResourceRule{APIGroups: []string{""}, Resources: []string{"*"}}, WatchRuleScope,
 			[]string{"/v1, Resource=configmaps", "/v1, Resource=secrets"}, nil},
-		{"names a resource the server does not have", v1alpha1.ResourceRule{APIGroups: []string{"example.com"}, Resources: []string{"widgets"}}, false,
+		{"reads groups × resources as RBAC does: a combination the server lacks is no problem",
+			v1alpha1.ResourceRule{APIGroups: []string{"", "apps"}, Resources: []string{"configmaps", "deployments", "secrets"}}, WatchRuleScope,
+			[]string{"/v1, Resource=configmaps", "/v1, Resource=secrets", "apps/v1, Resource=deployments"}, nil},
+		{"names a resource that none of the groups has",
+			v1alpha1.ResourceRule{APIGroups: []string{"", "apps"}, Resources: []string{"configmaps", "widgets"}}, WatchRuleScope,
+			[]string{"/v1, Resource=configmaps"}, []string{`widgets not found on the server in any of the groups "", "apps"`}},
+		{"takes with * in a namespaced rule only namespaced resources, leaving out the cluster's runtime state",
+			v1alpha1.ResourceRule{APIGroups: []string{"*"}, Resources: []string{"*"}}, WatchRuleScope,
+			[]string{"/v1, Resource=configmaps", "/v1, Resource=secrets", "apps/v1, Resource=deployments"}, nil},
+		{"takes with * in a cluster rule cluster-scoped resources too",
+			v1alpha1.ResourceRule{APIGroups: []string{"*"}, Resources: []string{"*"}}, Scope{Namespaced: true, ClusterScoped: true},
+			[]string{"/v1, Resource=configmaps", "/v1, Resource=secrets", "apps/v1, Resource=deployments", "rbac.authorization.k8s.io/v1, Resource=clusterroles"}, nil},
+		{"takes with * in a cluster rule without a namespaceSelector only cluster-scoped resources",
+			v1alpha1.ResourceRule{APIGroups: []string{"*"}, Resources: []string{"*"}}, Scope{ClusterScoped: true},
+			[]string{"rbac.authorization.k8s.io/v1, Resource=clusterroles"}, nil},
+		{"asks for a namespaceSelector when a cluster rule without one names a namespaced resource",
+			v1alpha1.ResourceRule{APIGroups: []string{""}, Resources: []string{"configmaps"}}, Scope{ClusterScoped: true},
+			nil, []string{"configmaps is namespaced: set namespaceSelector ({} for all namespaces)"}},
+		{"captures events and leases when a rule names them",
+			v1alpha1.ResourceRule{APIGroups: []string{"", "coordination.k8s.io"}, Resources: []string{"events", "leases"}}, WatchRuleScope,
+			[]string{"/v1, Resource=events", "coordination.k8s.io/v1, Resource=leases"}, nil},
+		{"names a resource the server does not have", v1alpha1.ResourceRule{APIGroups: []string{"example.com"}, Resources: []string{"widgets"}}, WatchRuleScope,
 			nil, []string{"widgets.example.com not found on the server"}},
-		{"names a resource that cannot be watched", v1alpha1.ResourceRule{APIGroups: []string{""}, Resources: []string{"bindings"}}, false,
+		{"names a resource that cannot be watched", v1alpha1.ResourceRule{APIGroups: []string{""}, Resources: []string{"bindings"}}, WatchRuleScope,
 			nil, []string{"bindings is not watchable (needs list and watch)"}},
-		{"refuses a cluster-scoped resource in a namespaced rule", v1alpha1.ResourceRule{APIGroups: []string{"rbac.authorization.k8s.io"}, Resources: []string{"clusterroles"}}, false,
+		{"refuses a cluster-scoped resource in a namespaced rule", v1alpha1.ResourceRule{APIGroups: []string{"rbac.authorization.k8s.io"}, Resources: []string{"clusterroles"}}, WatchRuleScope,
 			nil, []string{"clusterroles.rbac.authorization.k8s.io is cluster-scoped: use a ClusterWatchRule"}},
-		{"accepts a cluster-scoped resource in a cluster rule", v1alpha1.ResourceRule{APIGroups: []string{"rbac.authorization.k8s.io"}, Resources: []string{"clusterroles"}}, true,
+		{"accepts a cluster-scoped resource in a cluster rule", v1alpha1.ResourceRule{APIGroups: []string{"rbac.authorization.k8s.io"}, Resources: []string{"clusterroles"}}, Scope{Namespaced: true, ClusterScoped: true},
 			[]string{"rbac.authorization.k8s.io/v1, Resource=clusterroles"}, nil},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got, problems := Resolve(tc.rule, discoveryFixture(), tc.cluster)
+			got, problems := Resolve(tc.rule, discoveryFixture(), tc.scope)
 			var names []string
 			for _, r := range got {
 				names = append(names, r.GVR.String())

@@ -55,6 +55,9 @@ type Options struct {
 	// that leaves out the fields no manager owns; otherwise a transform drops them to save
 	// memory (they are 20-30 % of an object).
 	KeepManagedFields bool
+	// OnWatchedChange is called (outside the watcher's lock) whenever the set of watched
+	// resources or their operations may have changed: the admission webhook's rules follow.
+	OnWatchedChange func()
 }
 
 // errNotSynced says an informer's cache is not complete yet; the writer retries.
@@ -128,9 +131,37 @@ func (w *Watcher) SetRule(ruleKey string, claims []Claim) {
 	w.rebuildLocked()
 	w.syncInformersLocked()
 	w.mu.Unlock()
+	if w.opts.OnWatchedChange != nil {
+		w.opts.OnWatchedChange()
+	}
 	for t := range targetsOf(claims) {
 		w.Resync(t)
 	}
+}
+
+// WatchedResource is a resource the watcher captures, with the operations any claim on it
+// acts on.
+type WatchedResource struct {
+	GVR                    schema.GroupVersionResource
+	Create, Update, Delete bool
+}
+
+// Watched lists the resources captured now, sorted, for the admission webhook's rules: the
+// API server then sends exactly the writes the watcher acts on, never those of a resource a
+// "*" left out.
+func (w *Watcher) Watched() []WatchedResource {
+	w.mu.RLock()
+	defer w.mu.RUnlock()
+	out := make([]WatchedResource, 0, len(w.byGVR))
+	for gvr, claims := range w.byGVR {
+		r := WatchedResource{GVR: gvr}
+		for _, c := range claims {
+			r.Create, r.Update, r.Delete = r.Create || c.Create, r.Update || c.Update, r.Delete || c.Delete
+		}
+		out = append(out, r)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].GVR.String() < out[j].GVR.String() })
+	return out
 }
 
 // Resync marks every object claimed by target dirty once the informers it needs have synced

@@ -16,6 +16,8 @@ import (
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gitops-reverser/gitops-reverser/watcher"
 )
 
 // RuleSpec is one rule of the ValidatingWebhookConfiguration.
@@ -144,14 +146,29 @@ func celList(xs []string) string {
 // +kubebuilder:rbac:groups=authentication.k8s.io,resources=selfsubjectreviews,verbs=create
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
 
+// RulesFor turns the watcher's resolved resources into the watched entry's rules: the API
+// server sends exactly the writes the watcher acts on, so a "*" never brings it the
+// cluster's Events or Leases.
+func RulesFor(watched []watcher.WatchedResource) []RuleSpec {
+	routes := make([]route, 0, len(watched))
+	for _, r := range watched {
+		routes = append(routes, route{groups: map[string]bool{r.GVR.Group: true}, resources: map[string]bool{r.GVR.Resource: true},
+			create: r.Create, update: r.Update, del: r.Delete})
+	}
+	return desiredRules(routes)
+}
+
 // RuleSync keeps the named ValidatingWebhookConfiguration's watched entry in step with the
-// view. It runs on the leader only and never touches clientConfig.
+// watched resources. It runs on the leader only and never touches clientConfig.
 type RuleSync struct {
 	Client client.Client
 	View   *View
-	Name   string
-	Policy WebhookPolicy
-	Log    logr.Logger
+	// Watched returns the resources to judge (the watcher's, through RulesFor); nil takes
+	// the rules as the view's WatchRules name them.
+	Watched func() []RuleSpec
+	Name    string
+	Policy  WebhookPolicy
+	Log     logr.Logger
 
 	changed chan struct{}
 }
@@ -193,6 +210,9 @@ func (s *RuleSync) Start(ctx context.Context) error {
 
 func (s *RuleSync) sync(ctx context.Context) error {
 	rules := s.View.WatchedRules()
+	if s.Watched != nil {
+		rules = s.Watched()
+	}
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		var vwc admissionv1.ValidatingWebhookConfiguration
 		if err := s.Client.Get(ctx, types.NamespacedName{Name: s.Name}, &vwc); err != nil {

@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+
+	"github.com/gitops-reverser/gitops-reverser/watcher"
 )
 
 func rt(groups, resources []string, create, update, del bool) route {
@@ -51,6 +53,26 @@ func TestDesiredRules(t *testing.T) {
 			assert.Equal(t, tc.want, got)
 		})
 	}
+}
+
+func TestRulesFor(t *testing.T) {
+	cm := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	secrets := schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
+	deploy := schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
+	t.Run("names exactly the resources the watcher resolved, never *", func(t *testing.T) {
+		got := RulesFor([]watcher.WatchedResource{
+			{GVR: cm, Create: true, Update: true, Delete: true},
+			{GVR: secrets, Create: true, Update: true, Delete: true},
+			{GVR: deploy, Create: true},
+		})
+		assert.ElementsMatch(t, []RuleSpec{
+			rule("", []string{"configmaps", "secrets"}, admissionv1.Create, admissionv1.Update, admissionv1.Delete),
+			rule("apps", []string{"deployments"}, admissionv1.Create, admissionv1.Update),
+		}, got)
+	})
+	t.Run("has no rules when nothing is watched", func(t *testing.T) {
+		assert.Empty(t, RulesFor(nil))
+	})
 }
 
 func rule(group string, resources []string, ops ...admissionv1.OperationType) RuleSpec {
@@ -96,6 +118,7 @@ func TestRouteMatches(t *testing.T) {
 	createOnly.update, createOnly.del = false, false
 	deleteOnly := sel
 	deleteOnly.create, deleteOnly.update = false, false
+	anything := rt([]string{"*"}, []string{"*"}, true, true, true)
 	cases := []struct {
 		name     string
 		route    route
@@ -115,6 +138,11 @@ func TestRouteMatches(t *testing.T) {
 		{"does not route an update within the selector of a rule with only CREATE", createOnly, cmReq(Update, "a"), labels.Set{"gitops": "on"}, labels.Set{"gitops": "on"}, false},
 		{"does not judge a plain update for a rule with only DELETE", deleteOnly, cmReq(Update, "a"), labels.Set{"gitops": "on"}, labels.Set{"gitops": "on"}, false},
 		{"routes an update out of the selector of a rule with only DELETE", deleteOnly, cmReq(Update, "a"), labels.Set{}, labels.Set{"gitops": "on"}, true},
+		{"routes any resource of a * rule", anything, cmReq(Create, "a"), labels.Set{}, nil, true},
+		{"never judges Events for a * rule, which the watcher leaves out too", anything,
+			Request{Operation: Create, Resource: schema.GroupResource{Resource: "events"}, Namespace: "a"}, labels.Set{}, nil, false},
+		{"never judges Leases for a * rule", anything,
+			Request{Operation: Update, Resource: schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"}, Namespace: "a"}, labels.Set{}, labels.Set{}, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -267,7 +267,8 @@ func (rt route) selects(req Request, objLabels labels.Set, nsLabels func(string)
 
 // covers says whether the request's resource and namespace are the route's.
 func (rt route) covers(req Request, nsLabels func(string) labels.Set) bool {
-	if !(rt.groups["*"] || rt.groups[req.Resource.Group]) || !(rt.resources["*"] || rt.resources[req.Resource.Resource]) {
+	anyResource := rt.resources["*"] && !watcher.RuntimeState(req.Resource.Group, req.Resource.Resource) // as watcher.Resolve
+	if !(rt.groups["*"] || rt.groups[req.Resource.Group]) || !(anyResource || rt.resources[req.Resource.Resource]) {
 		return false
 	}
 	switch {
@@ -307,7 +308,9 @@ func (rt route) routes(req Request, objLabels, oldLabels labels.Set, nsLabels fu
 }
 
 // WatchedRules lists, per group, the resources and operations any rule routes, for the
-// ValidatingWebhookConfiguration.
+// ValidatingWebhookConfiguration, as the rules name them ("*" stays "*"). The operator
+// uses the watcher's resolved resources instead (RulesFor); this is for a RuleSync
+// without them.
 func (v *View) WatchedRules() []RuleSpec {
 	return desiredRules(v.snap.Load().routes)
 }

@@ -172,6 +172,7 @@ func run(ctx context.Context, cfg *rest.Config, opts Options) error {
 		CompactLooseObjects: opts.compactLooseObjects(),
 	})
 	nsCache := mgr.GetCache()
+	var watchedChanged func() // the webhook rules' sync, set up below before anything runs
 	w = watcher.New(watcher.Options{
 		Client: dyn,
 		Noise:  opts.Noise,
@@ -184,6 +185,11 @@ func run(ctx context.Context, cfg *rest.Config, opts Options) error {
 		FreshNamespaceLabels: namespaceLabels(nsCache, mgr.GetAPIReader()),
 		// The writer reads field ownership from managedFields unless it writes every field.
 		KeepManagedFields: !opts.KeepDefaultedFields,
+		OnWatchedChange: func() {
+			if watchedChanged != nil {
+				watchedChanged()
+			}
+		},
 	})
 	if err := mgr.Add(writer); err != nil {
 		return err
@@ -226,7 +232,7 @@ func run(ctx context.Context, cfg *rest.Config, opts Options) error {
 			leader := &attribution.LeaseLeader{Reader: mgr.GetAPIReader(), Lease: types.NamespacedName{Namespace: leaderNS, Name: leaderElectionID}}
 			router.Forwarder = &attribution.Forwarder{Own: cachedKeyPair(servingCertDir(opts)), Leader: leader.Address, Forget: leader.Forget}
 		}
-		if err := setupWebhooks(ctx, mgr, cfg, opts, writer, router); err != nil {
+		if watchedChanged, err = setupWebhooks(ctx, mgr, cfg, opts, writer, router, w); err != nil {
 			return fmt.Errorf("setting up the admission webhooks: %w", err)
 		}
 	}

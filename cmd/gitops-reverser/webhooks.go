@@ -13,20 +13,23 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/gitops-reverser/gitops-reverser/gitops/batch"
+	"github.com/gitops-reverser/gitops-reverser/watcher"
 	"github.com/gitops-reverser/gitops-reverser/watcher/attribution"
 	"github.com/gitops-reverser/gitops-reverser/webhook"
 )
 
-// setupWebhooks registers both admission webhooks, the view they decide on, and the
-// leader's sync of the watched-objects rules.
-func setupWebhooks(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, opts Options, writer *batch.Manager, router *attribution.Router) error {
+// setupWebhooks registers the admission webhooks, the view they decide on, and the
+// leader's sync of the watched-objects rules, which follow the resources w watches; the
+// returned function asks for that sync when they change.
+func setupWebhooks(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, opts Options, writer *batch.Manager,
+	router *attribution.Router, w *watcher.Watcher) (func(), error) {
 	policy, err := opts.failurePolicy()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	self, err := whoAmI(ctx, cfg)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	log := ctrl.Log.WithName("webhook")
 	view := webhook.NewView(mgr.GetCache(), log)
@@ -43,10 +46,10 @@ func setupWebhooks(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, opts
 		FailurePolicy:      policy,
 		TimeoutSecond:      int32(opts.WebhookTimeout),
 	}, log)
-	view.OnChange = sync.Notify
+	sync.Watched = func() []webhook.RuleSpec { return webhook.RulesFor(w.Watched()) }
 	metrics, err := webhook.NewMetrics(ctrlmetrics.Registry)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	srv := mgr.GetWebhookServer()
 	srv.Register(webhook.WatchedPath, &admission.Webhook{Handler: &webhook.Watched{
@@ -60,9 +63,9 @@ func setupWebhooks(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, opts
 	}})
 	srv.Register(webhook.RequesterPath, &admission.Webhook{Handler: webhook.StampRequester{}})
 	if err := mgr.Add(view); err != nil {
-		return err
+		return nil, err
 	}
-	return mgr.Add(sync)
+	return sync.Notify, mgr.Add(sync)
 }
 
 // whoAmI asks the API server which user the operator is, so its own writes (status, key

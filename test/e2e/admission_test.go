@@ -204,10 +204,33 @@ spec:
 		r := webhookRules(t)
 		return strings.Contains(r, "statefulsets") && !strings.Contains(r, "services"), r
 	})
-	kubectl(t, "", "-n", "rules-a", "delete", "watchrule", "svc")
+
+	// As in RBAC, every group meets every resource: the README's rule is Ready.
+	kubectl(t, `apiVersion: reverser.gitops.dev/v1alpha1
+kind: WatchRule
+metadata:
+  name: svc
+  namespace: rules-a
+spec:
+  targetRef:
+    name: live
+  rules:
+  - apiGroups: ["", "apps"]
+    resources: ["configmaps", "deployments", "secrets"]
+`, "apply", "-f", "-")
+	kubectl(t, "", "-n", "rules-a", "wait", "--for=condition=Ready", "--timeout=30s", "watchrule/svc")
+	// "*" brings the webhook the resources the watcher resolved, never "*" itself, nor the
+	// cluster's Events and Leases.
+	watchRule(t, "rules-a", "everything", `"*"`)
+	eventually(t, 30*time.Second, "rules of the resolved resources", func() (bool, string) {
+		r := webhookRules(t)
+		return strings.Contains(r, "services") && strings.Contains(r, "deployments") && !strings.Contains(r, `"*"`) &&
+			!strings.Contains(r, "events") && !strings.Contains(r, "leases") && !strings.Contains(r, "namespaces"), r
+	})
+	kubectl(t, "", "-n", "rules-a", "delete", "watchrule", "svc", "everything")
 	eventually(t, 30*time.Second, "rules removed", func() (bool, string) {
 		r := webhookRules(t)
-		return !strings.Contains(r, "statefulsets"), r
+		return !strings.Contains(r, "statefulsets") && !strings.Contains(r, "configmaps"), r
 	})
 }
 

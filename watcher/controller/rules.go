@@ -42,7 +42,11 @@ func discover(dc discovery.DiscoveryInterface) ([]*metav1.APIResourceList, error
 // claimsFor compiles one rule into claims for target; namespace "" means cluster-wide.
 func claimsFor(target types.NamespacedName, namespace string, rule v1alpha1.ResourceRule, nsSel *metav1.LabelSelector,
 	lists []*metav1.APIResourceList, clusterRule bool) ([]watcher.Claim, []string, error) {
-	resources, problems := watcher.Resolve(rule, lists, clusterRule)
+	scope := watcher.WatchRuleScope
+	if clusterRule {
+		scope = watcher.Scope{Namespaced: nsSel != nil, ClusterScoped: true}
+	}
+	resources, problems := watcher.Resolve(rule, lists, scope)
 	objSel, err := watcher.Selector(rule.ObjectSelector)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: objectSelector: %v", errConfig, err)
@@ -51,11 +55,7 @@ func claimsFor(target types.NamespacedName, namespace string, rule v1alpha1.Reso
 	var claims []watcher.Claim
 	for _, r := range resources {
 		c := watcher.Claim{Target: target, Resource: r, Namespace: namespace, ObjectSelector: objSel, Create: create, Update: update, Delete: del}
-		if r.Namespaced && clusterRule {
-			if nsSel == nil {
-				problems = append(problems, fmt.Sprintf("%s is namespaced: set namespaceSelector ({} for all namespaces)", r.GVR.GroupResource()))
-				continue
-			}
+		if r.Namespaced && clusterRule { // Resolve took it only with a namespaceSelector
 			if c.NamespaceSelector, err = watcher.Selector(nsSel); err != nil {
 				return nil, nil, fmt.Errorf("%w: namespaceSelector: %v", errConfig, err)
 			}
