@@ -54,7 +54,7 @@ func (w *worker) forms(obj *unstructured.Unstructured, compare bool) writtenForm
 		w.log.V(1).Info("field ownership unknown: writing every field the managed fields cannot rule out",
 			"object", manifest.IdentityOf(obj).String(), "reason", err.Error())
 	}
-	trimmed := sanitize.Object(owned)
+	trimmed := sanitize.OwnedObject(owned, obj)
 	if !compare {
 		return writtenForms{trimmed: trimmed}
 	}
@@ -69,7 +69,7 @@ func (f writtenForms) over(obj *unstructured.Unstructured, existing map[string]a
 		return f.trimmed
 	}
 	owned, _ := sanitize.DropUnowned(obj, existing)
-	return sanitize.Object(owned)
+	return sanitize.OwnedObject(owned, obj)
 }
 
 // unchangedAtTip reports whether the document of id at the remote tip already holds what

@@ -88,6 +88,24 @@ func TestWritable(t *testing.T) {
 			},
 		},
 		{
+			name: "keeps the clusterIP a manifest pinned and the None of a headless Service, not the allocated clusterIPs",
+			live: func() *unstructured.Unstructured { return liveService("10.96.0.10") },
+			want: map[string]any{
+				"apiVersion": "v1", "kind": "Service",
+				"metadata": map[string]any{"name": "dns", "namespace": "team-a"},
+				"spec":     map[string]any{"clusterIP": "10.96.0.10", "selector": map[string]any{"app": "dns"}},
+			},
+		},
+		{
+			name: "keeps clusterIP None of a headless Service",
+			live: func() *unstructured.Unstructured { return liveService("None") },
+			want: map[string]any{
+				"apiVersion": "v1", "kind": "Service",
+				"metadata": map[string]any{"name": "dns", "namespace": "team-a"},
+				"spec":     map[string]any{"clusterIP": "None", "selector": map[string]any{"app": "dns"}},
+			},
+		},
+		{
 			name:    "writes every field with KeepDefaultedFields",
 			keepAll: true,
 			want: map[string]any{
@@ -107,6 +125,23 @@ func TestWritable(t *testing.T) {
 			assert.Equal(t, tt.want, got.Object)
 		})
 	}
+}
+
+// liveService is a Service whose manifest, applied server-side, set clusterIP (an address,
+// or None for a headless Service); the server derived clusterIPs from it.
+func liveService(clusterIP string) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "v1", "kind": "Service",
+		"metadata": map[string]any{
+			"name": "dns", "namespace": "team-a", "uid": "u", "resourceVersion": "7",
+			"managedFields": []any{map[string]any{
+				"apiVersion": "v1", "fieldsType": "FieldsV1", "manager": "kubectl", "operation": "Apply",
+				"fieldsV1": map[string]any{"f:spec": map[string]any{"f:clusterIP": map[string]any{}, "f:selector": map[string]any{}}},
+			}},
+		},
+		"spec": map[string]any{"clusterIP": clusterIP, "clusterIPs": []any{clusterIP}, "selector": map[string]any{"app": "dns"},
+			"type": "ClusterIP", "sessionAffinity": "None"},
+	}}
 }
 
 func TestUnchangedAtTip(t *testing.T) {

@@ -34,20 +34,39 @@ func serverOwnedMetadata() []string {
 // Object returns a deep copy of obj without server-owned state: status, the
 // server-owned metadata fields, the kubectl last-applied annotation (the
 // annotations map is dropped when that leaves it empty) and controller-set
-// fields of known kinds (core/v1 Service spec.clusterIP and spec.clusterIPs).
+// fields of known kinds (core/v1 Service spec.clusterIP and spec.clusterIPs,
+// unless people chose them: see chosenClusterIPs).
 // Every other field survives. obj itself is never modified; a nil obj yields
 // nil.
 func Object(obj *unstructured.Unstructured) *unstructured.Unstructured {
 	if obj == nil {
 		return nil
 	}
+	return object(obj, chosenClusterIPs(obj.Object))
+}
+
+// OwnedObject is Object for owned, the result of DropUnowned(from, …): which values people
+// chose (see chosenClusterIPs) is read from from's managedFields, which DropUnowned leaves
+// out.
+func OwnedObject(owned, from *unstructured.Unstructured) *unstructured.Unstructured {
+	if owned == nil {
+		return nil
+	}
+	var kept map[string]bool
+	if from != nil {
+		kept = chosenClusterIPs(from.Object)
+	}
+	return object(owned, kept)
+}
+
+func object(obj *unstructured.Unstructured, keptClusterIPs map[string]bool) *unstructured.Unstructured {
 	out := &unstructured.Unstructured{Object: copyMap(obj.Object)}
 	if out.Object == nil {
 		out.Object = map[string]any{}
 	}
 	delete(out.Object, "status")
 	dropMetadata(out.Object)
-	dropControllerFields(out.Object)
+	dropControllerFields(out.Object, keptClusterIPs)
 	return out
 }
 
@@ -73,17 +92,21 @@ func dropMetadata(object map[string]any) {
 
 // dropControllerFields removes fields the server sets for known kinds, in
 // place: a core/v1 Service's cluster IPs, allocated by the API server and
-// different in every cluster, and the status (`phase: Pending`) the API server
-// gives each of an apps/v1 StatefulSet's volumeClaimTemplates.
-func dropControllerFields(object map[string]any) {
+// different in every cluster (except those in kept, which people chose), and
+// the status (`phase: Pending`) the API server gives each of an apps/v1
+// StatefulSet's volumeClaimTemplates.
+func dropControllerFields(object map[string]any, kept map[string]bool) {
 	spec, ok := object["spec"].(map[string]any)
 	if !ok {
 		return
 	}
 	switch {
 	case isKind(object, "v1", "Service"):
-		delete(spec, "clusterIP")
-		delete(spec, "clusterIPs")
+		for _, field := range []string{"clusterIP", "clusterIPs"} {
+			if !kept[field] {
+				delete(spec, field)
+			}
+		}
 	case isKind(object, "apps/v1", "StatefulSet"):
 		templates, _ := spec["volumeClaimTemplates"].([]any)
 		for _, template := range templates {
@@ -92,6 +115,38 @@ func dropControllerFields(object map[string]any) {
 			}
 		}
 	}
+}
+
+// chosenClusterIPs says which of a core/v1 Service's spec.clusterIP and
+// spec.clusterIPs people chose rather than the API server allocated: "None"
+// (a headless Service, which a StatefulSet's pod DNS needs; the server never
+// allocates it), or a value some field manager owns (an address pinned in the
+// manifest).
+func chosenClusterIPs(object map[string]any) map[string]bool {
+	if !isKind(object, "v1", "Service") {
+		return nil
+	}
+	spec, _ := object["spec"].(map[string]any)
+	kept := map[string]bool{}
+	if ip, _ := spec["clusterIP"].(string); ip == "None" {
+		kept["clusterIP"] = true
+	}
+	if ips, _ := spec["clusterIPs"].([]any); len(ips) > 0 && ips[0] == "None" {
+		kept["clusterIPs"] = true
+	}
+	metadata, _ := object["metadata"].(map[string]any)
+	entries, _ := metadata["managedFields"].([]any)
+	for _, e := range entries {
+		entry, _ := e.(map[string]any)
+		fields, _ := entry["fieldsV1"].(map[string]any)
+		specFields, _ := fields["f:spec"].(map[string]any)
+		for _, field := range []string{"clusterIP", "clusterIPs"} {
+			if _, owned := specFields["f:"+field]; owned {
+				kept[field] = true
+			}
+		}
+	}
+	return kept
 }
 
 // isKind reports whether the object has exactly this apiVersion and kind; CRDs

@@ -150,6 +150,39 @@ func TestObject(t *testing.T) {
 			},
 		},
 		{
+			name: "keeps clusterIP None of a headless Service, which the server never allocates",
+			in: map[string]any{
+				"apiVersion": "v1",
+				"kind":       "Service",
+				"metadata":   map[string]any{"name": "db"},
+				"spec":       map[string]any{"clusterIP": "None", "clusterIPs": []any{"None"}, "selector": map[string]any{"app": "db"}},
+			},
+			want: map[string]any{
+				"apiVersion": "v1",
+				"kind":       "Service",
+				"metadata":   map[string]any{"name": "db"},
+				"spec":       map[string]any{"clusterIP": "None", "clusterIPs": []any{"None"}, "selector": map[string]any{"app": "db"}},
+			},
+		},
+		{
+			name: "keeps a clusterIP a field manager owns (pinned in the manifest), dropping the clusterIPs the server derived",
+			in: map[string]any{
+				"apiVersion": "v1",
+				"kind":       "Service",
+				"metadata": map[string]any{"name": "dns", "managedFields": []any{map[string]any{
+					"manager": "kubectl", "operation": "Apply", "apiVersion": "v1", "fieldsType": "FieldsV1",
+					"fieldsV1": map[string]any{"f:spec": map[string]any{"f:clusterIP": map[string]any{}, "f:ports": map[string]any{}}},
+				}}},
+				"spec": map[string]any{"clusterIP": "10.96.0.10", "clusterIPs": []any{"10.96.0.10"}},
+			},
+			want: map[string]any{
+				"apiVersion": "v1",
+				"kind":       "Service",
+				"metadata":   map[string]any{"name": "dns"},
+				"spec":       map[string]any{"clusterIP": "10.96.0.10"},
+			},
+		},
+		{
 			name: "keeps clusterIP of a custom resource that is also called Service",
 			in: map[string]any{
 				"apiVersion": "serving.knative.dev/v1",
