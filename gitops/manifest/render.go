@@ -86,6 +86,8 @@ func numberNode(n json.Number) (*yaml.Node, error) {
 func stringNode(s string) *yaml.Node {
 	node := &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: s}
 	switch {
+	case needsEscapes(s):
+		node.Style = yaml.DoubleQuotedStyle
 	case strings.Contains(s, "\n"):
 		node.Style = yaml.LiteralStyle
 	case isYAML11Word(s) || isSexagesimal(s) || s == "<<":
@@ -138,9 +140,17 @@ func digitsOrUnderscores(s string, i int) int {
 // safeScalarStyle double-quotes a multi-line string that must not be a
 // block scalar (see blockUnsafe).
 func safeScalarStyle(n *yaml.Node) {
-	if n.Tag == "!!str" && blockUnsafe(n.Value) {
+	if n.Tag == "!!str" && (blockUnsafe(n.Value) || needsEscapes(n.Value)) {
 		n.Style = yaml.DoubleQuotedStyle
 	}
+}
+
+// needsEscapes reports whether a string holds a carriage return or a line break other
+// than LF (NEL, LS, PS): printed raw, YAML readers would take it for a line break (and
+// checkLineBreaks refuses such files), so only a double-quoted string, which escapes it,
+// reads back the same.
+func needsEscapes(s string) bool {
+	return strings.ContainsAny(s, "\r\u0085\u2028\u2029")
 }
 
 // blockUnsafe reports whether a multi-line string must not be written as a
@@ -217,7 +227,7 @@ func keepScalarStyle(node, old *yaml.Node) {
 		return
 	}
 	kept := old.Style & (yaml.DoubleQuotedStyle | yaml.SingleQuotedStyle | yaml.LiteralStyle | yaml.FoldedStyle)
-	if kept == 0 {
+	if kept == 0 || needsEscapes(node.Value) {
 		return
 	}
 	block := kept&(yaml.LiteralStyle|yaml.FoldedStyle) != 0

@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	yaml "go.yaml.in/yaml/v3"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	sigsyaml "sigs.k8s.io/yaml"
 )
 
@@ -35,5 +36,21 @@ func TestIsSexagesimal(t *testing.T) {
 	for s, want := range map[string]bool{"1:30": true, "-1:30": true, "+190:20:30.15": true, "1_0:5": true, "1:60": false, "1:7": true,
 		"1:75": false, ":30": false, "1:": false, "1": false, "a:1": false, "1:30x": false, "_1:30": false} {
 		assert.Equal(t, want, isSexagesimal(s), s)
+	}
+}
+
+func TestAStringHoldingALineBreakOtherThanLFIsWrittenEscapedAndReadsBackTheSame(t *testing.T) {
+	for _, s := range []string{"a\u2028b", "para\u2029", "n\u0085m", "lone\rcr", "crlf\r\nline", "multi\nline\u2028x"} {
+		for _, existing := range []string{"", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  namespace: b\ndata:\n  d: 'old' # kept\n"} {
+			obj := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+				"metadata": map[string]any{"name": "a", "namespace": "b", "annotations": map[string]any{"key" + s: s}},
+				"data":     map[string]any{"d": s}}}
+			out, _, err := Upsert([]byte(existing), obj)
+			require.NoError(t, err, "%q into %q", s, existing)
+			assert.NotContains(t, string(out), "\u2028", "written escaped")
+			if existing != "" {
+				assert.Contains(t, string(out), "# kept", "edited in place, comment kept")
+			}
+		}
 	}
 }
