@@ -2,7 +2,9 @@ package webhook
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/http"
 	"sort"
 	"sync/atomic"
 	"time"
@@ -65,7 +67,22 @@ type View struct {
 	OnChange func()
 
 	snap atomic.Pointer[snapshot]
-	kick chan struct{}
+	// built is set once the snapshot reflects the synced cache: before that every request
+	// would look routed nowhere and be allowed unjudged.
+	built atomic.Bool
+	kick  chan struct{}
+}
+
+// errNotBuilt says the view has not read the synced cache yet.
+var errNotBuilt = errors.New("the admission view has not read the GitTargets and watch rules yet")
+
+// Ready is a readiness check (healthz.Checker): a replica takes admission traffic only once
+// its view holds the targets and rules, so a rollout never admits writes unjudged.
+func (v *View) Ready(*http.Request) error {
+	if !v.built.Load() {
+		return errNotBuilt
+	}
+	return nil
 }
 
 // NewView builds a View; Start fills it.
@@ -111,6 +128,7 @@ func (v *View) Start(ctx context.Context) error {
 				v.poke()
 				continue
 			}
+			v.built.Store(true)
 			if v.OnChange != nil {
 				v.OnChange()
 			}

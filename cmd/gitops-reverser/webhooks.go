@@ -65,6 +65,13 @@ func setupWebhooks(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, opts
 	if err := mgr.Add(view); err != nil {
 		return nil, err
 	}
+	// Ready only once this replica can judge: serving TLS, with its view built.
+	if err := mgr.AddReadyzCheck("webhook", srv.StartedChecker()); err != nil {
+		return nil, err
+	}
+	if err := mgr.AddReadyzCheck("admission-view", view.Ready); err != nil {
+		return nil, err
+	}
 	return sync.Notify, mgr.Add(sync)
 }
 

@@ -376,3 +376,24 @@ spec:
 	require.Error(t, err, "choosing the recipients of a namespace's Secrets needs the right to read them")
 	assert.Contains(t, out, "eve may not get secrets in namespace authz")
 }
+
+func TestAReplicaIsReadyOnlyOnceItCanJudge(t *testing.T) {
+	port, err := freePort()
+	require.NoError(t, err)
+	startOperator(t, t.TempDir(), "--health-probe-bind-address", "127.0.0.1:"+strconv.Itoa(port))
+	var body string
+	eventually(t, 30*time.Second, "ready", func() (bool, string) {
+		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/readyz?verbose", port))
+		if err != nil {
+			return false, err.Error()
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		body = string(b)
+		return resp.StatusCode == http.StatusOK, body
+	})
+	// Serving TLS with certificates, and a view that holds the targets and rules: before
+	// that, a replica taking traffic would refuse connections or admit writes unjudged.
+	assert.Contains(t, body, "[+]webhook ok")
+	assert.Contains(t, body, "[+]admission-view ok")
+}
