@@ -49,7 +49,8 @@ type snapshot struct {
 }
 
 // Locator tells where an object would land and whether something else holds that path. The
-// Git writer implements it on the leader; elsewhere it is nil and the canonical path is used.
+// Git writer implements it; for a target it does not write (on any replica but the leader)
+// it answers "", "" and the canonical path is used.
 type Locator interface {
 	Locate(target types.NamespacedName, gvr schema.GroupVersionResource, kind, namespace, name string) (path, problem string)
 }

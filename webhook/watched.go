@@ -106,14 +106,18 @@ func (w *Watched) record(ctx context.Context, req admission.Request) {
 	}
 }
 
-// locate fills in where the object would land in each target.
+// locate fills in where the object would land in each target: where the writer says (on
+// the leader), else, for a target the writer does not know (any other replica's), the
+// canonical path, so every replica gives the same verdict and warning.
 func (w *Watched) locate(targets []TargetState, r Request, req admission.Request) {
 	gvr := schema.GroupVersionResource{Group: req.Resource.Group, Version: req.Resource.Version, Resource: req.Resource.Resource}
 	for i := range targets {
 		t := &targets[i]
 		if w.View.Locator != nil {
 			t.Path, t.PathProblem = w.View.Locator.Locate(t.Key, gvr, r.Kind, r.Namespace, r.Name)
-			continue
+			if t.Path != "" || t.PathProblem != "" {
+				continue
+			}
 		}
 		sensitive := w.Sensitive(r.Resource) || slices.Contains(t.SensitiveResources, r.Resource)
 		t.Path, t.PathProblem = CanonicalLocation(t.Folder, gvr, r.Namespace, r.Name, sensitive)
