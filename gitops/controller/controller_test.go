@@ -107,6 +107,14 @@ func TestGitProvider(t *testing.T) {
 		assert.Contains(t, msg, "known_hosts")
 		assert.NotContains(t, msg, "PRIVATE KEY")
 	})
+	t.Run("is Stalled saying what to set for SSH without a secretRef, which has no anonymous access", func(t *testing.T) {
+		ns := namespace(t)
+		p := provider(ns, "ssh://git@127.0.0.1:1/repo.git")
+		require.NoError(t, k8s.Create(ctx, p))
+		msg := waitCondition(t, p, func() []metav1.Condition { return p.Status.Conditions }, v1alpha1.ConditionStalled, metav1.ConditionTrue)
+		assert.Contains(t, msg, "needs spec.secretRef")
+		assert.Contains(t, msg, "known_hosts")
+	})
 	t.Run("authenticates over HTTP with basic auth from the Secret", func(t *testing.T) {
 		ns := namespace(t)
 		srv := repotest.NewHTTPRemote(t, repotest.WithBasicAuth("alice", "s3cret"))

@@ -71,7 +71,11 @@ func (r *GitProviderReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 // malformed Secret wraps ErrCredentials; the message never contains secret values.
 func ProviderAuth(ctx context.Context, c client.Client, p *v1alpha1.GitProvider) (transport.AuthMethod, error) {
 	if p.Spec.SecretRef == nil {
-		return repo.AuthFromSecret(p.Spec.URL, nil)
+		auth, err := repo.AuthFromSecret(p.Spec.URL, nil)
+		if err != nil { // e.g. SSH, which has no anonymous access: a configuration error
+			return nil, fmt.Errorf("%w: %s needs spec.secretRef: %v", ErrCredentials, repo.Redact(p.Spec.URL), err)
+		}
+		return auth, nil
 	}
 	var s corev1.Secret
 	key := types.NamespacedName{Namespace: p.Namespace, Name: p.Spec.SecretRef.Name}
