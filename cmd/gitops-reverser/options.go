@@ -114,6 +114,16 @@ func (o *Options) failurePolicy() (admissionv1.FailurePolicyType, error) {
 	return "", fmt.Errorf("--webhook-failure-policy must be Ignore or Fail, not %q", o.WebhookFailure)
 }
 
+// webhookTimeout is --webhook-timeout-seconds, checked against the API server's range: a
+// value outside it would make every update of the webhook configuration fail, leaving the
+// watched entry without rules (nothing judged) and only log lines to say so.
+func (o *Options) webhookTimeout() (int32, error) {
+	if o.WebhookTimeout < 1 || o.WebhookTimeout > 30 {
+		return 0, fmt.Errorf("--webhook-timeout-seconds must be between 1 and 30 (the API server's limits), not %d", o.WebhookTimeout)
+	}
+	return int32(o.WebhookTimeout), nil
+}
+
 // sensitive says which resources must be encrypted: core Secrets always, plus the flag's.
 func (o *Options) sensitive() func(schema.GroupResource) bool {
 	extra := map[schema.GroupResource]bool{}

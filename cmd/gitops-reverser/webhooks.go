@@ -27,6 +27,10 @@ func setupWebhooks(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, opts
 	if err != nil {
 		return nil, err
 	}
+	timeout, err := opts.webhookTimeout()
+	if err != nil {
+		return nil, err
+	}
 	self, err := whoAmI(ctx, cfg)
 	if err != nil {
 		return nil, err
@@ -44,7 +48,7 @@ func setupWebhooks(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, opts
 		SkipUsers:          append([]string{self}, opts.WebhookSkipUsers...),
 		SkipFieldManagers:  opts.WebhookSkipManagers,
 		FailurePolicy:      policy,
-		TimeoutSecond:      int32(opts.WebhookTimeout),
+		TimeoutSecond:      timeout,
 	}, log)
 	sync.Watched = func() []webhook.RuleSpec { return webhook.RulesFor(w.Watched()) }
 	metrics, err := webhook.NewMetrics(ctrlmetrics.Registry)
