@@ -13,10 +13,12 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/gitops-reverser/gitops-reverser/config"
 )
@@ -70,6 +72,9 @@ func runSuite(m *testing.M) (int, error) {
 		return 0, err
 	}
 	shared.env = &envtest.Environment{CRDInstallOptions: envtest.CRDInstallOptions{CRDs: crds}}
+	// As OpenShift does by default: setting an ownerReference with blockOwnerDeletion needs
+	// update on the owner's finalizers, which the operator's role must grant.
+	shared.env.ControlPlane.GetAPIServer().Configure().Append("enable-admission-plugins", "OwnerReferencesPermissionEnforcement")
 	cfg, err := shared.env.Start()
 	if err != nil {
 		return 0, fmt.Errorf("starting the control plane: %w", err)
@@ -87,9 +92,13 @@ func runSuite(m *testing.M) (int, error) {
 	if err := os.WriteFile(shared.kubeconfig, kc, 0o600); err != nil {
 		return 0, err
 	}
-	// The operator runs as its own user, as in a cluster: its writes skip the webhook.
-	op, err := shared.env.ControlPlane.AddUser(envtest.User{Name: "gitops-reverser", Groups: []string{"system:masters"}}, nil)
+	// The operator runs as its own user, as in a cluster (its writes skip the webhook),
+	// with exactly the ClusterRole the project ships: a verb missing from it fails here.
+	op, err := shared.env.ControlPlane.AddUser(envtest.User{Name: operatorUser}, nil)
 	if err != nil {
+		return 0, err
+	}
+	if err := bindShippedRole(cfg, filepath.Join(filepath.Dir(here), "..", "..", "config", "rbac", "role.yaml")); err != nil {
 		return 0, err
 	}
 	if kc, err = op.KubeConfig(); err != nil {
@@ -103,6 +112,35 @@ func runSuite(m *testing.M) (int, error) {
 		return 0, err
 	}
 	return m.Run(), nil
+}
+
+// operatorUser is the user the binary authenticates as.
+const operatorUser = "gitops-reverser"
+
+// bindShippedRole creates the ClusterRole of config/rbac/role.yaml and binds operatorUser
+// to it.
+func bindShippedRole(cfg *rest.Config, rolePath string) error {
+	data, err := os.ReadFile(rolePath)
+	if err != nil {
+		return err
+	}
+	var role rbacv1.ClusterRole
+	if err := sigsyaml.UnmarshalStrict(data, &role); err != nil {
+		return fmt.Errorf("reading %s: %w", rolePath, err)
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	ctx := context.Background()
+	if _, err := cs.RbacV1().ClusterRoles().Create(ctx, &role, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: role.Name},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: operatorUser}}}
+	_, err = cs.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{})
+	return err
 }
 
 func setupWebhook(cfg *rest.Config) error {
