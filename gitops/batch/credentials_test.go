@@ -126,3 +126,24 @@ func TestOneTargetsTroubleStaysItsOwn(t *testing.T) {
 			time.Second, 20*time.Millisecond)
 	})
 }
+
+func TestAKustomizeFileAboveTheFolderThatListsItsFilesStallsTheTarget(t *testing.T) {
+	remote := repotest.NewFileRemote(t)
+	remote.Seed("main", map[string]string{
+		"live/app.yaml":      "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\n  namespace: ops\n",
+		"other/README.md":    "objects\n",
+		"kustomization.yaml": "resources:\n- live/app.yaml\n- base/\n",
+	}, "seed")
+	writer, _ := startWriter(t)
+	ctx := context.Background()
+	live, other := targetSpec(t, "live", remote.URL, nil), targetSpec(t, "other", remote.URL, nil)
+	for _, s := range []batch.TargetSpec{live, other} {
+		_, err := writer.EnsureTarget(ctx, s)
+		require.NoError(t, err)
+	}
+	st, _ := writer.Status(live.Key)
+	assert.False(t, st.Verdict.Supported, "a file the writer removed would break the build above it")
+	assert.Contains(t, st.Verdict.Message(), "kustomization.yaml is a Kustomize file above the folder that refers to live/app.yaml")
+	st, _ = writer.Status(other.Key)
+	assert.True(t, st.Verdict.Supported, "a folder the Kustomize file does not refer to is fine: %s", st.Verdict.Message())
+}

@@ -323,6 +323,26 @@ func (w *worker) pushed(t *target, sha plumbing.Hash, files map[string][]byte, p
 	return nil
 }
 
+// kustomizeAbove judges the Kustomize files in the directories above folder at the remote
+// tip (layout.KustomizeAbove).
+func (w *worker) kustomizeAbove(folder string) (layout.Verdict, error) {
+	tree := w.repo.TreeReader(w.remoteTip)
+	var found []layout.File
+	for _, p := range layout.KustomizationsAbove(folder) {
+		content, ok, err := tree.ReadFile(p)
+		if errors.Is(err, repo.ErrPathConflict) {
+			continue // not a regular file: not a Kustomize file either
+		}
+		if err != nil {
+			return layout.Verdict{}, fmt.Errorf("reading %s: %w", p, err)
+		}
+		if ok {
+			found = append(found, layout.File{Path: p, Content: content, Kind: layout.Regular})
+		}
+	}
+	return layout.KustomizeAbove(folder, found), nil
+}
+
 // touches reports whether any of files lies in folder.
 func touches(files map[string][]byte, folder string) bool {
 	for p := range files {
@@ -343,6 +363,15 @@ func (w *worker) analyze(t *target) error {
 	verdict, ix := layout.Analyze(t.spec.Folder, lf)
 	if err != nil { // the folder, or a folder above it, is a file: a person's commit to fix
 		verdict, ix = layout.Verdict{Reason: layout.ReasonNotAFolder, File: t.spec.Folder, Folder: t.spec.Folder}, nil
+	}
+	if verdict.Supported {
+		above, err := w.kustomizeAbove(t.spec.Folder)
+		if err != nil {
+			return err
+		}
+		if !above.Supported {
+			verdict, ix = above, nil
+		}
 	}
 	t.style = folderStyle(lf)
 	idx := newFolderIndex(ix, files)

@@ -1,0 +1,55 @@
+package layout
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+)
+
+func TestKustomizationsAbove(t *testing.T) {
+	assert.Equal(t, []string{
+		"live/kustomization.yaml", "live/kustomization.yml", "live/Kustomization",
+		"kustomization.yaml", "kustomization.yml", "Kustomization",
+	}, KustomizationsAbove("live/team-a"))
+	assert.Empty(t, KustomizationsAbove("."), "nothing is above the repository root")
+}
+
+func TestKustomizeAbove(t *testing.T) {
+	kustomization := func(p, content string) []File {
+		return []File{{Path: p, Content: []byte(content), Kind: Regular}}
+	}
+	cases := []struct {
+		name   string
+		files  []File
+		reason string // "" when supported
+	}{
+		{"supports a folder with no Kustomize file above it", nil, ""},
+		{"supports a Kustomize file above that refers only to other folders",
+			kustomization("live/kustomization.yaml", "resources:\n- team-b/app.yaml\n- ../base\n- https://github.com/org/repo//base?ref=v1\n"), ""},
+		{"supports a namespace that happens to be named like the folder",
+			kustomization("live/kustomization.yaml", "namespace: team-a\nresources:\n- other.yaml\n"), ""},
+		{"refuses a Kustomize file above that lists a file of the folder",
+			kustomization("live/kustomization.yaml", "resources:\n- team-a/app.yaml\n"), fmt.Sprintf(ReasonListedAbove, "team-a/app.yaml")},
+		{"refuses one that lists the folder itself",
+			kustomization("kustomization.yaml", "resources:\n- ./live/team-a\n"), fmt.Sprintf(ReasonListedAbove, "./live/team-a")},
+		{"refuses a patch read from the folder",
+			kustomization("live/kustomization.yaml", "patches:\n- path: team-a/patch.yaml\n"), fmt.Sprintf(ReasonListedAbove, "team-a/patch.yaml")},
+		{"refuses a generator input in the folder, key=path form included",
+			kustomization("live/kustomization.yaml", "configMapGenerator:\n- name: c\n  files:\n  - conf=team-a/app.conf\n"), fmt.Sprintf(ReasonListedAbove, "team-a/app.conf")},
+		{"refuses a Kustomize file above that does not parse, which cannot be told apart",
+			kustomization("live/kustomization.yaml", "resources: [\n"), "does not parse"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			v := KustomizeAbove("live/team-a", tc.files)
+			if tc.reason == "" {
+				assert.True(t, v.Supported, v.Message())
+				return
+			}
+			assert.False(t, v.Supported)
+			assert.Contains(t, v.Reason, tc.reason)
+			assert.Equal(t, tc.files[0].Path, v.File, "names the Kustomize file")
+		})
+	}
+}
