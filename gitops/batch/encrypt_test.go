@@ -446,3 +446,26 @@ func valueLine(content, prefix string) string {
 	}
 	return ""
 }
+
+func TestAnObjectIsNeverWrittenBesideADocumentOfItWithoutANamespace(t *testing.T) {
+	s := newWriterScene(t, nil)
+	co := s.remote.Clone("main")
+	co.WriteFile("live/app.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\ndata:\n  k: old\n")
+	co.CommitAndPush("main", "a person writes the ConfigMap as for kubectl apply -n")
+	s.restart()
+	before := s.commits()
+	st := s.submitAndSettle(
+		s.cluster.put(cmGVR, "ConfigMap", "app", map[string]any{"k": "v"}),
+		s.cluster.put(cmGVR, "ConfigMap", "other", map[string]any{"k": "v"}))
+	require.Len(t, st.Refused, 1)
+	assert.Contains(t, st.Refused[0], "live/app.yaml defines ConfigMap app without metadata.namespace")
+	assert.Contains(t, st.Refused[0], "add namespace: app")
+	assert.Equal(t, before+1, s.commits(), "the other ConfigMap is written")
+	tree := s.remote.LsTree("main")
+	assert.NotContains(t, tree, "live/app/configmaps/app.yaml", "never defined twice for whoever deploys the folder")
+	assert.Contains(t, tree, "live/app/configmaps/other.yaml")
+
+	path, problem := s.writer.Locate(targetKey, cmGVR, "ConfigMap", "app", "app")
+	assert.Equal(t, "live/app.yaml", path)
+	assert.Contains(t, problem, "without metadata.namespace", "admission denies it with the same reason")
+}

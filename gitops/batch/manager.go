@@ -445,6 +445,9 @@ func (m *Manager) Locate(target types.NamespacedName, gvr schema.GroupVersionRes
 		if loc, ok := idx.lookup(id); ok {
 			return loc.File, ""
 		}
+		if other, ok := namespaceless(&writePlan{}, idx, id); ok {
+			return other, namespacelessProblem(id, other)
+		}
 	}
 	p, err := plan.CanonicalPath(folder, gvr, namespace, name, sensitive)
 	if err != nil {

@@ -151,6 +151,12 @@ func (w *worker) planOne(t *target, p *writePlan, read func(string) ([]byte, err
 		p.actions = append(p.actions, action{"Delete", id, file})
 		return nil
 	}
+	if !exists {
+		if other, ok := namespaceless(p, t.index.Load(), id); ok {
+			p.refuse(k, fmt.Sprintf("%s: not written: %s", id, namespacelessProblem(id, other)))
+			return nil
+		}
+	}
 	if w.isSensitive(t, k.GVR.GroupResource()) {
 		return w.planSensitive(t, p, read, k, obj, file, exists)
 	}
@@ -204,6 +210,25 @@ func (w *worker) planOne(t *target, p *writePlan, read func(string) ([]byte, err
 	p.actions = append(p.actions, action{verb, id, path})
 	p.located[id] = path
 	return nil
+}
+
+// namespaceless finds the file holding a document that may be id's written without a
+// namespace (as kubectl apply -n and Argo CD folders often are): same group, kind and name,
+// no metadata.namespace. Writing id beside it would define the object twice for whoever
+// deploys the folder.
+func namespaceless(p *writePlan, ix *folderIndex, id manifest.Identity) (string, bool) {
+	if id.Namespace == "" {
+		return "", false
+	}
+	bare := id
+	bare.Namespace = ""
+	return p.lookup(ix, bare)
+}
+
+// namespacelessProblem says why id is not written beside a document without a namespace.
+func namespacelessProblem(id manifest.Identity, file string) string {
+	return fmt.Sprintf("%s defines %s %s without metadata.namespace, which may be this object: "+
+		"add namespace: %s to that document (or rename it) so the writer knows which object it is", file, id.Kind, id.Name, id.Namespace)
 }
 
 // errUnwritable marks a failure that concerns one object's file, not the window: the plan
