@@ -258,15 +258,19 @@ func appendDocument(f *file, doc []byte, eol string) []byte {
 }
 
 // cutDocument returns content without the i-th document's segment. The
-// comments before the file's first "---" stay (they describe the file), and
-// the segment's "..." marker stays when the next document has no "---" and
+// comments before the file's first document stay (they describe the file:
+// those before its "---", or before its content when it has none), and the
+// segment's "..." marker stays when the next document has no "---" and
 // relies on it to end the previous one.
 func cutDocument(f *file, i int) []byte {
 	index := f.docs[i].segment
 	seg := f.segments[index]
 	from := seg.start
-	if i == 0 && seg.hasSep {
+	switch {
+	case i == 0 && seg.hasSep:
 		from = seg.sepStart
+	case i == 0 && index == 0:
+		from = seg.bodyStart
 	}
 	to := seg.end
 	nextIsBare := index+1 < len(f.segments) && !f.segments[index+1].hasSep

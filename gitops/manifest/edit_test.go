@@ -173,6 +173,12 @@ func TestRemove(t *testing.T) {
 			want:    "---\n" + deploymentAPI,
 		},
 		{
+			name:    "keeps the file's header comment when its bare first document goes",
+			content: "# Team A config, owned by platform\n" + configMapApp + "---\n" + deploymentAPI,
+			id:      appID,
+			want:    "# Team A config, owned by platform\n---\n" + deploymentAPI,
+		},
+		{
 			name:    "removes the last document with its separator",
 			content: configMapApp + "---\n" + deploymentAPI,
 			id:      apiID,
