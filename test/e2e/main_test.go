@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -98,9 +99,6 @@ func runSuite(m *testing.M) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	if err := bindShippedRole(cfg, filepath.Join(filepath.Dir(here), "..", "..", "config", "rbac", "role.yaml")); err != nil {
-		return 0, err
-	}
 	if kc, err = op.KubeConfig(); err != nil {
 		return 0, err
 	}
@@ -111,36 +109,65 @@ func runSuite(m *testing.M) (int, error) {
 	if err := setupWebhook(cfg); err != nil {
 		return 0, err
 	}
+	if err := bindShippedRoles(cfg, filepath.Join(filepath.Dir(here), "..", "..", "config", "rbac", "role.yaml")); err != nil {
+		return 0, err
+	}
 	return m.Run(), nil
 }
 
 // operatorUser is the user the binary authenticates as.
 const operatorUser = "gitops-reverser"
 
-// bindShippedRole creates the ClusterRole of config/rbac/role.yaml and binds operatorUser
-// to it.
-func bindShippedRole(cfg *rest.Config, rolePath string) error {
+// bindShippedRoles creates the ClusterRole and the Role (the leader election Lease, in the
+// operator's namespace) of config/rbac/role.yaml and binds operatorUser to them.
+func bindShippedRoles(cfg *rest.Config, rolePath string) error {
 	data, err := os.ReadFile(rolePath)
 	if err != nil {
 		return err
-	}
-	var role rbacv1.ClusterRole
-	if err := sigsyaml.UnmarshalStrict(data, &role); err != nil {
-		return fmt.Errorf("reading %s: %w", rolePath, err)
 	}
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return err
 	}
 	ctx := context.Background()
-	if _, err := cs.RbacV1().ClusterRoles().Create(ctx, &role, metav1.CreateOptions{}); err != nil {
-		return err
+	subjects := []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: operatorUser}}
+	for _, doc := range strings.Split(string(data), "\n---\n") {
+		var meta metav1.TypeMeta
+		if err := sigsyaml.Unmarshal([]byte(doc), &meta); err != nil {
+			return fmt.Errorf("reading %s: %w", rolePath, err)
+		}
+		switch meta.Kind {
+		case "ClusterRole":
+			var role rbacv1.ClusterRole
+			if err := sigsyaml.UnmarshalStrict([]byte(doc), &role); err != nil {
+				return fmt.Errorf("reading %s: %w", rolePath, err)
+			}
+			if _, err := cs.RbacV1().ClusterRoles().Create(ctx, &role, metav1.CreateOptions{}); err != nil {
+				return err
+			}
+			binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: role.Name}, Subjects: subjects,
+				RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name}}
+			if _, err := cs.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+				return err
+			}
+		case "Role":
+			var role rbacv1.Role
+			if err := sigsyaml.UnmarshalStrict([]byte(doc), &role); err != nil {
+				return fmt.Errorf("reading %s: %w", rolePath, err)
+			}
+			if _, err := cs.RbacV1().Roles(role.Namespace).Create(ctx, &role, metav1.CreateOptions{}); err != nil {
+				return err
+			}
+			binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: role.Name, Namespace: role.Namespace}, Subjects: subjects,
+				RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name}}
+			if _, err := cs.RbacV1().RoleBindings(role.Namespace).Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+				return err
+			}
+		default:
+			return fmt.Errorf("%s: unexpected kind %q", rolePath, meta.Kind)
+		}
 	}
-	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: role.Name},
-		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
-		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: operatorUser}}}
-	_, err = cs.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{})
-	return err
+	return nil
 }
 
 func setupWebhook(cfg *rest.Config) error {
