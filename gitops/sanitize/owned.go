@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
@@ -81,6 +82,9 @@ func ownedFields(object map[string]any, applied map[string]any) (*fieldpath.Set,
 	secret := isKind(object, "v1", "Secret")
 	owned := &fieldpath.Set{}
 	for i, entry := range entries {
+		if byClusterController(entry) {
+			continue
+		}
 		set, err := entryFields(entry, apiVersion)
 		if err != nil {
 			return nil, fmt.Errorf("%w: managedFields[%d]: %w", ErrOwnershipUnknown, i, err)
@@ -94,6 +98,25 @@ func ownedFields(object map[string]any, applied map[string]any) (*fieldpath.Set,
 		owned = withDataForStringData(owned)
 	}
 	return owned, nil
+}
+
+// clusterControllers are the field managers of the cluster's own control loops. What only
+// they own is the cluster's record of its own work, never intent to deploy: a Deployment's
+// deployment.kubernetes.io/revision annotation (bumped at every rollout), the volume a
+// PersistentVolumeClaim was bound to and the binder's pv.kubernetes.io annotations (a
+// restore elsewhere would wait for a volume that does not exist), the replicas a
+// HorizontalPodAutoscaler set. Written to Git, such a field is a commit per rollout and,
+// applied back by Flux or Argo CD, a tug of war with the controller. A field someone else
+// owns too stays.
+func clusterControllers() []string {
+	return []string{"kube-controller-manager", "cloud-controller-manager", "kube-scheduler", "kubelet"}
+}
+
+// byClusterController reports whether a managedFields entry is one of clusterControllers'.
+func byClusterController(entry any) bool {
+	m, _ := entry.(map[string]any)
+	manager, _ := m["manager"].(string)
+	return slices.Contains(clusterControllers(), manager)
 }
 
 // entryFields parses the fields of one managedFields entry. Entries of another apiVersion

@@ -363,7 +363,7 @@ steps:
 `,
 		},
 		{
-			name: "unites the fields of every manager",
+			name: "unites the fields of every manager but the cluster's own controllers",
 			live: `
 apiVersion: apps/v1
 kind: Deployment
@@ -371,6 +371,7 @@ metadata:
   name: api
   annotations:
     deployment.kubernetes.io/revision: "1"
+    team: a
   managedFields:
   - apiVersion: apps/v1
     fieldsType: FieldsV1
@@ -379,6 +380,14 @@ metadata:
     fieldsV1:
       f:spec:
         f:replicas: {}
+  - apiVersion: apps/v1
+    fieldsType: FieldsV1
+    manager: kubectl-annotate
+    operation: Update
+    fieldsV1:
+      f:metadata:
+        f:annotations:
+          f:team: {}
   - apiVersion: apps/v1
     fieldsType: FieldsV1
     manager: kube-controller-manager
@@ -398,9 +407,93 @@ kind: Deployment
 metadata:
   name: api
   annotations:
-    deployment.kubernetes.io/revision: "1"
+    team: a
 spec:
   replicas: 2
+`,
+		},
+		{
+			name: "leaves out the volume a PersistentVolumeClaim was bound to, which only the binder set",
+			live: `
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata:
+  name: data
+  annotations:
+    pv.kubernetes.io/bind-completed: "yes"
+  managedFields:
+  - apiVersion: v1
+    fieldsType: FieldsV1
+    manager: kubectl
+    operation: Apply
+    fieldsV1:
+      f:spec:
+        f:accessModes: {}
+        f:resources:
+          f:requests:
+            f:storage: {}
+  - apiVersion: v1
+    fieldsType: FieldsV1
+    manager: kube-controller-manager
+    operation: Update
+    fieldsV1:
+      f:metadata:
+        f:annotations:
+          .: {}
+          f:pv.kubernetes.io/bind-completed: {}
+      f:spec:
+        f:volumeName: {}
+spec:
+  accessModes: [ReadWriteOnce]
+  resources:
+    requests:
+      storage: 1Gi
+  volumeName: pvc-6b1c7d3e
+`,
+			want: `
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata:
+  name: data
+spec:
+  accessModes: [ReadWriteOnce]
+  resources:
+    requests:
+      storage: 1Gi
+`,
+		},
+		{
+			name: "keeps replicas a HorizontalPodAutoscaler set only when someone else owns them too",
+			live: `
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+  managedFields:
+  - apiVersion: apps/v1
+    fieldsType: FieldsV1
+    manager: kubectl
+    operation: Apply
+    fieldsV1:
+      f:spec:
+        f:replicas: {}
+  - apiVersion: apps/v1
+    fieldsType: FieldsV1
+    manager: kube-controller-manager
+    operation: Update
+    fieldsV1:
+      f:spec:
+        f:replicas: {}
+spec:
+  replicas: 5
+`,
+			want: `
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+spec:
+  replicas: 5
 `,
 		},
 		{
