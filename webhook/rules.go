@@ -3,6 +3,7 @@ package webhook
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -26,6 +27,12 @@ type RuleSpec = admissionv1.RuleWithOperations
 // WatchedWebhookName is the webhook entry (inside the named configuration) whose rules the
 // operator keeps equal to the watched resources.
 const WatchedWebhookName = "watched.reverser.gitops.dev"
+
+// RecordedWebhookName is the entry that only records who made the writes the watched entry
+// skips (GitOps controllers, by user or field manager), so their changes are authored by
+// them too, never by an earlier request for the same object. It never judges and fails
+// open. Optional: a configuration without it records nothing for those writes.
+const RecordedWebhookName = "recorded.reverser.gitops.dev"
 
 // desiredRules merges routes into the fewest rules: one per (group, operations).
 func desiredRules(routes []route) []RuleSpec {
@@ -98,25 +105,16 @@ type WebhookPolicy struct {
 	SkipFieldManagers []string
 	FailurePolicy     admissionv1.FailurePolicyType
 	TimeoutSecond     int32
+	// Self is the operator's own user (also in SkipUsers): its writes are neither judged nor
+	// recorded.
+	Self string
 }
 
 // ApplyPolicy sets rules and policy on the watched webhook entry and leaves everything else
 // (clientConfig above all) as it was. It reports whether anything changed.
 func ApplyPolicy(w *admissionv1.ValidatingWebhook, rules []RuleSpec, p WebhookPolicy) bool {
 	before := w.DeepCopy()
-	if rules == nil {
-		rules = []RuleSpec{}
-	}
-	w.Rules = rules
-	w.SideEffects = ptr.To(admissionv1.SideEffectClassNone)
-	w.AdmissionReviewVersions = []string{"v1"}
-	w.FailurePolicy = ptr.To(p.FailurePolicy)
-	w.TimeoutSeconds = ptr.To(p.TimeoutSecond)
-	w.MatchPolicy = ptr.To(admissionv1.Equivalent)
-	w.NamespaceSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
-		Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpNotIn, Values: p.ExcludedNamespaces,
-	}}}
-	w.MatchConditions = nil
+	setEntry(w, rules, p, p.FailurePolicy)
 	if len(p.SkipUsers) > 0 {
 		w.MatchConditions = append(w.MatchConditions, admissionv1.MatchCondition{
 			Name:       "skip-gitops-controllers",
@@ -131,6 +129,52 @@ func ApplyPolicy(w *admissionv1.ValidatingWebhook, rules []RuleSpec, p WebhookPo
 		})
 	}
 	return !equality.Semantic.DeepEqual(before, w)
+}
+
+// ApplyRecordPolicy sets the recorded entry to the watched entry's rules, narrowed by
+// matchConditions to the writes the watched entry skips (a skip user's, or a skip field
+// manager's), never the operator's own; failurePolicy Ignore, so it never blocks them. With
+// nothing skipped but the operator, it gets no rules. It reports whether anything changed.
+func ApplyRecordPolicy(w *admissionv1.ValidatingWebhook, rules []RuleSpec, p WebhookPolicy) bool {
+	before := w.DeepCopy()
+	users := slices.DeleteFunc(slices.Clone(p.SkipUsers), func(u string) bool { return u == p.Self })
+	var skipped []string
+	if len(users) > 0 {
+		skipped = append(skipped, fmt.Sprintf("request.userInfo.username in [%s]", celList(users)))
+	}
+	if len(p.SkipFieldManagers) > 0 {
+		skipped = append(skipped, fmt.Sprintf("(has(request.options) && has(request.options.fieldManager) && request.options.fieldManager in [%s])",
+			celList(p.SkipFieldManagers)))
+	}
+	if len(skipped) == 0 {
+		rules = nil
+	}
+	setEntry(w, rules, p, admissionv1.Ignore)
+	if len(skipped) > 0 {
+		w.MatchConditions = []admissionv1.MatchCondition{
+			{Name: "skipped-by-the-watched-entry", Expression: strings.Join(skipped, " || ")},
+			{Name: "not-the-operator", Expression: fmt.Sprintf("request.userInfo.username != %q", p.Self)},
+		}
+	}
+	return !equality.Semantic.DeepEqual(before, w)
+}
+
+// setEntry sets what both kept entries share: rules (none for nil), the namespaces left
+// out, failure policy and timeout, and no matchConditions yet.
+func setEntry(w *admissionv1.ValidatingWebhook, rules []RuleSpec, p WebhookPolicy, failure admissionv1.FailurePolicyType) {
+	if rules == nil {
+		rules = []RuleSpec{}
+	}
+	w.Rules = rules
+	w.SideEffects = ptr.To(admissionv1.SideEffectClassNone)
+	w.AdmissionReviewVersions = []string{"v1"}
+	w.FailurePolicy = ptr.To(failure)
+	w.TimeoutSeconds = ptr.To(p.TimeoutSecond)
+	w.MatchPolicy = ptr.To(admissionv1.Equivalent)
+	w.NamespaceSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
+		Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpNotIn, Values: p.ExcludedNamespaces,
+	}}}
+	w.MatchConditions = nil
 }
 
 // celList renders strings as a CEL list literal body.
@@ -225,9 +269,12 @@ func (s *RuleSync) sync(ctx context.Context) error {
 		changed := false
 		found := false
 		for i := range vwc.Webhooks {
-			if vwc.Webhooks[i].Name == WatchedWebhookName {
+			switch vwc.Webhooks[i].Name {
+			case WatchedWebhookName:
 				found = true
 				changed = ApplyPolicy(&vwc.Webhooks[i], rules, s.Policy) || changed
+			case RecordedWebhookName:
+				changed = ApplyRecordPolicy(&vwc.Webhooks[i], rules, s.Policy) || changed
 			}
 		}
 		if !found {

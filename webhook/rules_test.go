@@ -182,3 +182,28 @@ func TestTargetsMarksAnUpdateLeavingOnlyWhenNoRuleOfTheTargetSelectsTheObject(t 
 		})
 	}
 }
+
+func TestApplyRecordPolicy(t *testing.T) {
+	rules := []RuleSpec{rule("", []string{"configmaps"}, admissionv1.Create, admissionv1.Update, admissionv1.Delete)}
+	policy := WebhookPolicy{ExcludedNamespaces: []string{"kube-system"}, Self: "system:serviceaccount:ops:reverser",
+		SkipUsers:         []string{"system:serviceaccount:ops:reverser", "system:serviceaccount:flux-system:kustomize-controller"},
+		SkipFieldManagers: []string{"kustomize-controller"}, FailurePolicy: admissionv1.Fail, TimeoutSecond: 3}
+	t.Run("records exactly the writes the watched entry skips, never the operator's, and fails open", func(t *testing.T) {
+		var w admissionv1.ValidatingWebhook
+		assert.True(t, ApplyRecordPolicy(&w, rules, policy))
+		assert.Equal(t, rules, w.Rules)
+		assert.Equal(t, admissionv1.Ignore, *w.FailurePolicy, "never blocks a GitOps controller, whatever the watched entry's policy")
+		require.Len(t, w.MatchConditions, 2)
+		assert.Equal(t, `request.userInfo.username in ["system:serviceaccount:flux-system:kustomize-controller"] || `+
+			`(has(request.options) && has(request.options.fieldManager) && request.options.fieldManager in ["kustomize-controller"])`,
+			w.MatchConditions[0].Expression)
+		assert.Equal(t, `request.userInfo.username != "system:serviceaccount:ops:reverser"`, w.MatchConditions[1].Expression)
+		assert.False(t, ApplyRecordPolicy(&w, rules, policy), "nothing changes the second time")
+	})
+	t.Run("gets no rules when nothing but the operator is skipped", func(t *testing.T) {
+		var w admissionv1.ValidatingWebhook
+		ApplyRecordPolicy(&w, rules, WebhookPolicy{Self: "me", SkipUsers: []string{"me"}, TimeoutSecond: 3})
+		assert.Empty(t, w.Rules)
+		assert.Empty(t, w.MatchConditions)
+	})
+}

@@ -38,32 +38,42 @@ type Watched struct {
 	Attribution *attribution.Router
 }
 
-// Handle implements admission.Handler.
-func (w *Watched) Handle(ctx context.Context, req admission.Request) admission.Response {
-	start := time.Now()
-	dry := req.DryRun != nil && *req.DryRun
+// requestOf reads what routing needs from an admission request: the Request, and the
+// parts of the new and old objects decisions read (nil when absent).
+func requestOf(req admission.Request) (Request, *partialMeta, *partialMeta, error) {
 	r := Request{
 		Operation: Operation(req.Operation),
 		Resource:  schema.GroupResource{Group: req.Resource.Group, Resource: req.Resource.Resource},
 		Kind:      req.Kind.Kind,
 		Namespace: objectNamespace(req.Resource.Group, req.Resource.Resource, req.Namespace),
 		Name:      req.Name,
-		DryRun:    dry,
-	}
-	if req.SubResource != "" {
-		return admission.Allowed("")
+		DryRun:    req.DryRun != nil && *req.DryRun,
 	}
 	obj, err := decodeMeta(req.Object.Raw)
 	if err != nil {
-		return admission.Errored(http.StatusBadRequest, err)
+		return r, nil, nil, err
 	}
 	old, err := decodeMeta(req.OldObject.Raw)
 	if err != nil {
-		return admission.Errored(http.StatusBadRequest, err)
+		return r, nil, nil, err
 	}
 	if r.Name == "" && obj != nil {
 		r.Name = obj.Metadata.Name
 	}
+	return r, obj, old, nil
+}
+
+// Handle implements admission.Handler.
+func (w *Watched) Handle(ctx context.Context, req admission.Request) admission.Response {
+	start := time.Now()
+	if req.SubResource != "" {
+		return admission.Allowed("")
+	}
+	r, obj, old, err := requestOf(req)
+	if err != nil {
+		return admission.Errored(http.StatusBadRequest, err)
+	}
+	dry := r.DryRun
 	objLabels, oldLabels := obj.labels(), old.labels()
 	if w.isNoise(r, obj, old) {
 		v := Verdict{Allowed: true, Reason: ReasonSkipped}
@@ -91,6 +101,32 @@ func (w *Watched) Handle(ctx context.Context, req admission.Request) admission.R
 		w.record(ctx, req)
 	}
 	return admission.Allowed("").WithWarnings(v.Warnings...)
+}
+
+// RecordedPath is where the recorded entry (RecordedWebhookName) is served.
+const RecordedPath = "/record/skipped"
+
+// Recorded serves the recorded entry: it records who made a write the watched entry skips
+// (a GitOps controller's), when a target captures the object, and never judges it. Without
+// it, such a change would be committed under the committer, or, worse, joined to an earlier
+// request for the same object that another admission step then denied.
+type Recorded struct {
+	Watched *Watched
+}
+
+// Handle implements admission.Handler: always allowed.
+func (h *Recorded) Handle(ctx context.Context, req admission.Request) admission.Response {
+	if req.SubResource != "" || (req.DryRun != nil && *req.DryRun) {
+		return admission.Allowed("")
+	}
+	r, obj, old, err := requestOf(req)
+	if err != nil || h.Watched.isNoise(r, obj, old) {
+		return admission.Allowed("")
+	}
+	if len(h.Watched.View.Targets(ctx, r, obj.labels(), old.labels())) > 0 {
+		h.Watched.record(ctx, req)
+	}
+	return admission.Allowed("")
 }
 
 // record remembers who asked for an admitted write so the watcher can author its commit.

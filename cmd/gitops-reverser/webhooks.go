@@ -49,6 +49,7 @@ func setupWebhooks(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, opts
 		SkipFieldManagers:  opts.WebhookSkipManagers,
 		FailurePolicy:      policy,
 		TimeoutSecond:      timeout,
+		Self:               self,
 	}, log)
 	sync.Watched = func() []webhook.RuleSpec { return webhook.RulesFor(w.Watched()) }
 	metrics, err := webhook.NewMetrics(ctrlmetrics.Registry)
@@ -56,10 +57,12 @@ func setupWebhooks(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, opts
 		return nil, err
 	}
 	srv := mgr.GetWebhookServer()
-	srv.Register(webhook.WatchedPath, &admission.Webhook{Handler: &webhook.Watched{
+	watched := &webhook.Watched{
 		View: view, Sensitive: opts.sensitive(), WarnAlways: opts.WebhookWarnAlways, Metrics: metrics, Noise: opts.Noise,
 		Attribution: router,
-	}})
+	}
+	srv.Register(webhook.WatchedPath, &admission.Webhook{Handler: watched})
+	srv.Register(webhook.RecordedPath, &admission.Webhook{Handler: &webhook.Recorded{Watched: watched}})
 	srv.Register(attribution.RecordsPath, &attribution.Receiver{Book: router.Book, Own: cachedKeyPair(servingCertDir(opts)), Elected: mgr.Elected(), Log: log.WithName("attribution")})
 	srv.Register(webhook.OwnPath, &admission.Webhook{Handler: &webhook.Own{
 		Client: mgr.GetCache(), Decoder: admission.NewDecoder(mgr.GetScheme()),

@@ -1,13 +1,20 @@
 package e2e
 
 import (
+	"encoding/base64"
+	"encoding/json"
+	"encoding/pem"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	admissionv1 "k8s.io/api/admission/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // as runs kubectl impersonating user: the API server then authenticates the request as
@@ -189,4 +196,83 @@ spec:
 	kubectl(t, "", as("bob", "label", "namespace", "authored-ns", "extra=1")...)
 	waitFile(t, remote, path, func(c string) bool { return strings.Contains(c, "extra") })
 	assert.Contains(t, history(t, remote)[0], "bob <", "the update")
+}
+
+// denyingWebhook serves one more validating webhook, as another admission controller would
+// (OPA, Kyverno), that denies every delete by user: its TLS certificate is httptest's, so
+// the API server reaches it at 127.0.0.1 with that CA.
+func denyingWebhook(t *testing.T, ns, user string) {
+	t.Helper()
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var review admissionv1.AdmissionReview
+		if err := json.NewDecoder(r.Body).Decode(&review); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		allowed := review.Request.UserInfo.Username != user || review.Request.Operation != admissionv1.Delete
+		review.Response = &admissionv1.AdmissionResponse{UID: review.Request.UID, Allowed: allowed,
+			Result: &metav1.Status{Message: "denied by another admission controller"}}
+		review.Request = nil
+		_ = json.NewEncoder(w).Encode(&review)
+	}))
+	t.Cleanup(srv.Close)
+	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
+	kubectl(t, fmt.Sprintf(`apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingWebhookConfiguration
+metadata:
+  name: deny-%[1]s-deletes
+webhooks:
+- name: deny.example.com
+  admissionReviewVersions: ["v1"]
+  sideEffects: None
+  failurePolicy: Fail
+  clientConfig:
+    url: %[2]s
+    caBundle: %[3]s
+  namespaceSelector:
+    matchLabels:
+      kubernetes.io/metadata.name: %[4]s
+  rules:
+  - apiGroups: [""]
+    apiVersions: ["v1"]
+    operations: ["DELETE"]
+    resources: ["configmaps"]
+`, user, srv.URL, base64.StdEncoding.EncodeToString(ca), ns), "apply", "-f", "-")
+	t.Cleanup(func() { _, _ = kubectlErr("", "delete", "validatingwebhookconfiguration", "deny-"+user+"-deletes") })
+}
+
+func TestAGitOpsControllersDeleteIsNeverCreditedToAnEarlierDeniedRequest(t *testing.T) {
+	remote := newRemote(t)
+	startOperator(t, t.TempDir())
+	const ns = "skipped-authors"
+	setupTarget(t, ns, remote, "live", "0s")
+	watchConfigMaps(t, ns, "")
+	flux := "system:serviceaccount:flux-system:kustomize-controller" // a default skip user
+	for _, name := range []string{"app", "db"} {
+		kubectl(t, configMap(ns, name, "1"), as("alice", "apply", "-f", "-")...)
+		waitFile(t, remote, "live/"+ns+"/configmaps/"+name+".yaml", func(string) bool { return true })
+	}
+	denyingWebhook(t, ns, "alice")
+	eventually(t, 30*time.Second, "alice's delete denied by the other controller", func() (bool, string) {
+		out, err := kubectlErr("", as("alice", "-n", ns, "delete", "configmap", "app")...)
+		return err != nil && strings.Contains(out, "denied by another admission controller"), out
+	})
+
+	// Flux deletes it: this webhook never judges Flux, but its recorded entry sees who
+	// deleted, so alice's record (her request passed this webhook) cannot claim the deletion.
+	kubectl(t, "", as(flux, "-n", ns, "delete", "configmap", "app")...)
+	eventually(t, commitWait, "the delete commit", func() (bool, string) {
+		_, ok := fileAt(remote, "live/"+ns+"/configmaps/app.yaml")
+		return !ok, ""
+	})
+	assert.NotContains(t, history(t, remote)[0], "alice", "never credited to a request that was denied")
+
+	// A change of Flux's alone is authored by Flux.
+	kubectl(t, "", as(flux, "-n", ns, "delete", "configmap", "db")...)
+	eventually(t, commitWait, "the second delete commit", func() (bool, string) {
+		_, ok := fileAt(remote, "live/"+ns+"/configmaps/db.yaml")
+		return !ok, ""
+	})
+	assert.Equal(t, flux+" <system-serviceaccount-flux-system-kustomize-controller@cluster.local>|GitOps Reverser|Delete ConfigMap "+ns+"/db",
+		history(t, remote)[0])
 }

@@ -27,12 +27,12 @@ const (
 	operatorNamespace = "gitops-reverser-system"
 )
 
-// injectedCABundle returns the caBundle the operator wrote into both webhooks, once it has.
+// injectedCABundle returns the caBundle the operator wrote into every entry, once it has.
 func injectedCABundle(timeout time.Duration) ([]byte, error) {
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) {
 		out, err := kubectlErr("", "get", "validatingwebhookconfiguration", webhookConfigName, "-o", "jsonpath={.webhooks[*].clientConfig.caBundle}")
-		if f := strings.Fields(out); err == nil && len(f) == 2 && f[0] == f[1] {
+		if f := strings.Fields(out); err == nil && len(f) == 3 && f[0] == f[1] && f[1] == f[2] {
 			return base64.StdEncoding.DecodeString(f[0])
 		}
 		time.Sleep(100 * time.Millisecond)
@@ -61,6 +61,13 @@ func installWebhookConfiguration(cs kubernetes.Interface, port int) error {
 			{
 				Name:                    "watched.reverser.gitops.dev",
 				ClientConfig:            admissionv1.WebhookClientConfig{URL: ptr.To(base + "/validate/watched")},
+				SideEffects:             ptr.To(admissionv1.SideEffectClassNone),
+				AdmissionReviewVersions: []string{"v1"},
+				FailurePolicy:           ptr.To(admissionv1.Ignore),
+			},
+			{
+				Name:                    webhook.RecordedWebhookName,
+				ClientConfig:            admissionv1.WebhookClientConfig{URL: ptr.To(base + webhook.RecordedPath)},
 				SideEffects:             ptr.To(admissionv1.SideEffectClassNone),
 				AdmissionReviewVersions: []string{"v1"},
 				FailurePolicy:           ptr.To(admissionv1.Ignore),
