@@ -3,9 +3,11 @@ package watcher
 import (
 	"testing"
 
+	"github.com/go-logr/logr"
 	"github.com/stretchr/testify/assert"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/gitops-reverser/gitops-reverser/api/v1alpha1"
 )
@@ -134,4 +136,21 @@ func TestSameClaims(t *testing.T) {
 	assert.True(t, sameClaims([]Claim{a}, []Claim{a}), "a re-reconcile with the same rule changes nothing")
 	assert.False(t, sameClaims([]Claim{a}, []Claim{b}), "a new selector is a change")
 	assert.False(t, sameClaims(nil, []Claim{a}))
+}
+
+func TestRegistered(t *testing.T) {
+	wr, cwr := RuleKey("WatchRule", "team-a", "live"), RuleKey("ClusterWatchRule", "", "all")
+	t.Run("names a namespaced rule by its namespace and a cluster rule without one", func(t *testing.T) {
+		assert.Equal(t, "WatchRule/team-a/live", wr)
+		assert.Equal(t, "ClusterWatchRule/all", cwr)
+	})
+	t.Run("is false until every rule has been set once, with or without claims", func(t *testing.T) {
+		w := New(Options{Log: logr.Discard()})
+		assert.True(t, w.Registered(nil), "no rules: nothing to wait for")
+		assert.False(t, w.Registered([]string{wr, cwr}))
+		w.SetRule(wr, nil) // a rule whose target is missing still counts as loaded
+		assert.False(t, w.Registered([]string{wr, cwr}))
+		w.SetRule(cwr, []Claim{{Resource: Resource{GVR: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}}, Create: true}})
+		assert.True(t, w.Registered([]string{wr, cwr}))
+	})
 }

@@ -81,7 +81,10 @@ type Watcher struct {
 	rules     map[string][]Claim // by rule key ("ns/name" or "cluster/name")
 	byGVR     map[schema.GroupVersionResource][]Claim
 	informers map[schema.GroupVersionResource]*informer
-	started   chan struct{}
+	// registered holds every rule key SetRule has seen, with or without claims, so a new
+	// leader can tell when it has loaded each existing rule once.
+	registered map[string]bool
+	started    chan struct{}
 }
 
 // New builds a Watcher; Start runs it.
@@ -93,11 +96,12 @@ func New(opts Options) *Watcher {
 		opts.FreshNamespaceLabels = opts.NamespaceLabels
 	}
 	return &Watcher{
-		opts:      opts,
-		rules:     map[string][]Claim{},
-		byGVR:     map[schema.GroupVersionResource][]Claim{},
-		informers: map[schema.GroupVersionResource]*informer{},
-		started:   make(chan struct{}),
+		opts:       opts,
+		rules:      map[string][]Claim{},
+		byGVR:      map[schema.GroupVersionResource][]Claim{},
+		informers:  map[schema.GroupVersionResource]*informer{},
+		registered: map[string]bool{},
+		started:    make(chan struct{}),
 	}
 }
 
@@ -119,6 +123,7 @@ func (w *Watcher) NeedLeaderElection() bool { return true }
 // snapshot of every target whose claims changed.
 func (w *Watcher) SetRule(ruleKey string, claims []Claim) {
 	w.mu.Lock()
+	w.registered[ruleKey] = true
 	if sameClaims(w.rules[ruleKey], claims) {
 		w.mu.Unlock()
 		return // a re-reconcile with nothing new must not trigger a full snapshot
@@ -137,6 +142,28 @@ func (w *Watcher) SetRule(ruleKey string, claims []Claim) {
 	for t := range targetsOf(claims) {
 		w.Resync(t)
 	}
+}
+
+// RuleKey names a rule for SetRule: kind "WatchRule" with its namespace, or
+// "ClusterWatchRule" with an empty one.
+func RuleKey(kind, namespace, name string) string {
+	if namespace == "" {
+		return kind + "/" + name
+	}
+	return kind + "/" + namespace + "/" + name
+}
+
+// Registered says whether SetRule has seen every one of the keys: until it has, Watched
+// lacks some rule's resources, and a new leader must not narrow the webhook's rules to it.
+func (w *Watcher) Registered(keys []string) bool {
+	w.mu.RLock()
+	defer w.mu.RUnlock()
+	for _, k := range keys {
+		if !w.registered[k] {
+			return false
+		}
+	}
+	return true
 }
 
 // WatchedResource is a resource the watcher captures, with the operations any claim on it

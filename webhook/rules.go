@@ -2,6 +2,7 @@ package webhook
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -211,11 +212,16 @@ type RuleSync struct {
 	// Watched returns the resources to judge (the watcher's, through RulesFor); nil takes
 	// the rules as the view's WatchRules name them.
 	Watched func() []RuleSpec
-	Name    string
-	Policy  WebhookPolicy
-	Log     logr.Logger
+	// Loaded says whether Watched already covers every existing rule; until it first does,
+	// the configuration is left as it is (a new leader's watcher starts empty, and its
+	// rules would otherwise take every watched resource out of the webhook). Nil: always.
+	Loaded func() bool
+	Name   string
+	Policy WebhookPolicy
+	Log    logr.Logger
 
 	changed chan struct{}
+	loaded  bool
 }
 
 // NewRuleSync builds a RuleSync; wire Notify into View.OnChange.
@@ -246,14 +252,26 @@ func (s *RuleSync) Start(ctx context.Context) error {
 		case <-s.changed:
 		case <-tick.C:
 		}
-		if err := s.sync(ctx); err != nil {
+		err := s.sync(ctx)
+		switch {
+		case errors.Is(err, errRulesLoading):
+			s.Log.V(1).Info("keeping webhook rules until every WatchRule is loaded", "validatingWebhookConfiguration", s.Name)
+			time.AfterFunc(time.Second, s.Notify)
+		case err != nil:
 			s.Log.Error(err, "syncing webhook rules", "validatingWebhookConfiguration", s.Name)
 			time.AfterFunc(2*time.Second, s.Notify)
 		}
 	}
 }
 
+// errRulesLoading says the watcher has not loaded every rule yet; the sync waits.
+var errRulesLoading = errors.New("the watcher has not loaded every rule yet")
+
 func (s *RuleSync) sync(ctx context.Context) error {
+	if !s.loaded && s.Loaded != nil && !s.Loaded() {
+		return errRulesLoading
+	}
+	s.loaded = true
 	rules := s.View.WatchedRules()
 	if s.Watched != nil {
 		rules = s.Watched()

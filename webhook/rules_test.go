@@ -207,3 +207,13 @@ func TestApplyRecordPolicy(t *testing.T) {
 		assert.Empty(t, w.MatchConditions)
 	})
 }
+
+func TestRuleSyncWaitsForANewLeadersWatcher(t *testing.T) {
+	t.Run("leaves the configuration alone until the watcher has loaded every rule", func(t *testing.T) {
+		// No client: a sync that reached the API server would fail with a nil dereference.
+		s := NewRuleSync(nil, nil, "gitops-reverser", WebhookPolicy{}, logr.Discard())
+		s.Loaded = func() bool { return false }
+		assert.ErrorIs(t, s.sync(context.Background()), errRulesLoading)
+		assert.False(t, s.loaded)
+	})
+}

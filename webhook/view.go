@@ -46,6 +46,8 @@ type route struct {
 type snapshot struct {
 	targets map[types.NamespacedName]TargetState
 	routes  []route
+	// rules names every WatchRule and ClusterWatchRule, as watcher.RuleKey does.
+	rules []string
 }
 
 // Locator tells where an object would land and whether something else holds that path. The
@@ -84,6 +86,15 @@ func (v *View) Ready(*http.Request) error {
 		return errNotBuilt
 	}
 	return nil
+}
+
+// RuleKeys names every WatchRule and ClusterWatchRule the view holds, as watcher.RuleKey
+// does; ok is false until the view is built.
+func (v *View) RuleKeys() (keys []string, ok bool) {
+	if !v.built.Load() {
+		return nil, false
+	}
+	return v.snap.Load().rules, true
 }
 
 // NewView builds a View; Start fills it.
@@ -163,6 +174,7 @@ func (v *View) rebuild(ctx context.Context) error {
 		s.targets[client.ObjectKeyFromObject(&t)] = targetState(&t, urls[types.NamespacedName{Namespace: t.Namespace, Name: t.Spec.ProviderRef.Name}])
 	}
 	for _, r := range rules.Items {
+		s.rules = append(s.rules, watcher.RuleKey("WatchRule", r.Namespace, r.Name))
 		target := types.NamespacedName{Namespace: r.Namespace, Name: r.Spec.TargetRef.Name}
 		for _, rr := range r.Spec.Rules {
 			if rt, err := compile(target, r.Namespace, false, rr, nil); err == nil {
@@ -171,6 +183,7 @@ func (v *View) rebuild(ctx context.Context) error {
 		}
 	}
 	for _, r := range crules.Items {
+		s.rules = append(s.rules, watcher.RuleKey("ClusterWatchRule", "", r.Name))
 		target := types.NamespacedName{Namespace: r.Spec.TargetRef.Namespace, Name: r.Spec.TargetRef.Name}
 		for _, rr := range r.Spec.Rules {
 			if rt, err := compile(target, "", true, rr.ResourceRule, rr.NamespaceSelector); err == nil {

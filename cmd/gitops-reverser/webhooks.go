@@ -52,6 +52,10 @@ func setupWebhooks(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, opts
 		Self:               self,
 	}, log)
 	sync.Watched = func() []webhook.RuleSpec { return webhook.RulesFor(w.Watched()) }
+	sync.Loaded = func() bool {
+		keys, ok := view.RuleKeys()
+		return ok && w.Registered(keys)
+	}
 	metrics, err := webhook.NewMetrics(ctrlmetrics.Registry)
 	if err != nil {
 		return nil, err

@@ -30,7 +30,7 @@ type ClusterWatchRuleReconciler struct {
 
 // Reconcile fetches the rule, defers the status patch and registers its claims.
 func (r *ClusterWatchRuleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, err error) {
-	key := "ClusterWatchRule/" + req.Name
+	key := watcher.RuleKey("ClusterWatchRule", "", req.Name)
 	var cr v1alpha1.ClusterWatchRule
 	if err := r.Client.Get(ctx, req.NamespacedName, &cr); err != nil {
 		if apierrors.IsNotFound(err) {

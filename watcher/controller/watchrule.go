@@ -32,7 +32,7 @@ type WatchRuleReconciler struct {
 
 // Reconcile fetches the rule, defers the status patch and registers its claims.
 func (r *WatchRuleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, err error) {
-	key := "WatchRule/" + req.String()
+	key := watcher.RuleKey("WatchRule", req.Namespace, req.Name)
 	var wr v1alpha1.WatchRule
 	if err := r.Client.Get(ctx, req.NamespacedName, &wr); err != nil {
 		if apierrors.IsNotFound(err) {
