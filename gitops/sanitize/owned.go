@@ -81,8 +81,9 @@ func ownedFields(object map[string]any, applied map[string]any) (*fieldpath.Set,
 	apiVersion, _ := object["apiVersion"].(string)
 	secret := isKind(object, "v1", "Secret")
 	owned := &fieldpath.Set{}
+	skipCluster := slices.ContainsFunc(entries, func(e any) bool { return !byClusterController(e) })
 	for i, entry := range entries {
-		if byClusterController(entry) {
+		if skipCluster && byClusterController(entry) {
 			continue
 		}
 		set, err := entryFields(entry, apiVersion)
@@ -107,7 +108,9 @@ func ownedFields(object map[string]any, applied map[string]any) (*fieldpath.Set,
 // restore elsewhere would wait for a volume that does not exist), the replicas a
 // HorizontalPodAutoscaler set. Written to Git, such a field is a commit per rollout and,
 // applied back by Flux or Argo CD, a tug of war with the controller. A field someone else
-// owns too stays.
+// owns too stays. An object only the cluster's controllers ever wrote (a namespace's
+// kube-root-ca.crt, an owned ReplicaSet, captured on purpose) is theirs through and
+// through, so there their entries count like any other.
 func clusterControllers() []string {
 	return []string{"kube-controller-manager", "cloud-controller-manager", "kube-scheduler", "kubelet"}
 }

@@ -497,6 +497,42 @@ spec:
 `,
 		},
 		{
+			name: "keeps what the cluster's controllers set on an object nobody else ever wrote",
+			live: `
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: kube-root-ca.crt
+  annotations:
+    kubernetes.io/description: Contains a CA bundle
+  managedFields:
+  - apiVersion: v1
+    fieldsType: FieldsV1
+    manager: kube-controller-manager
+    operation: Update
+    fieldsV1:
+      f:data:
+        .: {}
+        f:ca.crt: {}
+      f:metadata:
+        f:annotations:
+          .: {}
+          f:kubernetes.io/description: {}
+data:
+  ca.crt: PEM
+`,
+			want: `
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: kube-root-ca.crt
+  annotations:
+    kubernetes.io/description: Contains a CA bundle
+data:
+  ca.crt: PEM
+`,
+		},
+		{
 			name: "counts ownership of a Secret's stringData key as ownership of its data key",
 			live: `
 apiVersion: v1
