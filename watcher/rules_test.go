@@ -31,6 +31,12 @@ func discoveryFixture() []*metav1.APIResourceList {
 		{GroupVersion: "rbac.authorization.k8s.io/v1", APIResources: []metav1.APIResource{
 			{Name: "clusterroles", Kind: "ClusterRole", Namespaced: false, Verbs: rw},
 		}},
+		{GroupVersion: "v1", APIResources: []metav1.APIResource{
+			{Name: "nodes", Kind: "Node", Namespaced: false, Verbs: rw},
+		}},
+		{GroupVersion: "storage.k8s.io/v1", APIResources: []metav1.APIResource{
+			{Name: "volumeattachments", Kind: "VolumeAttachment", Namespaced: false, Verbs: rw},
+		}},
 	}
 }
 
@@ -59,7 +65,7 @@ func TestResolve(t *testing.T) {
 		{"takes with * in a cluster rule cluster-scoped resources too",
 			v1alpha1.ResourceRule{APIGroups: []string{"*"}, Resources: []string{"*"}}, Scope{Namespaced: true, ClusterScoped: true},
 			[]string{"/v1, Resource=configmaps", "/v1, Resource=secrets", "apps/v1, Resource=deployments", "rbac.authorization.k8s.io/v1, Resource=clusterroles"}, nil},
-		{"takes with * in a cluster rule without a namespaceSelector only cluster-scoped resources",
+		{"takes with * in a cluster rule without a namespaceSelector only cluster-scoped resources, never nodes or volume attachments",
 			v1alpha1.ResourceRule{APIGroups: []string{"*"}, Resources: []string{"*"}}, Scope{ClusterScoped: true},
 			[]string{"rbac.authorization.k8s.io/v1, Resource=clusterroles"}, nil},
 		{"asks for a namespaceSelector when a cluster rule without one names a namespaced resource",
@@ -68,6 +74,9 @@ func TestResolve(t *testing.T) {
 		{"captures events and leases when a rule names them",
 			v1alpha1.ResourceRule{APIGroups: []string{"", "coordination.k8s.io"}, Resources: []string{"events", "leases"}}, WatchRuleScope,
 			[]string{"/v1, Resource=events", "coordination.k8s.io/v1, Resource=leases"}, nil},
+		{"captures nodes when a cluster rule names them",
+			v1alpha1.ResourceRule{APIGroups: []string{""}, Resources: []string{"nodes"}}, Scope{ClusterScoped: true},
+			[]string{"/v1, Resource=nodes"}, nil},
 		{"names a resource the server does not have", v1alpha1.ResourceRule{APIGroups: []string{"example.com"}, Resources: []string{"widgets"}}, WatchRuleScope,
 			nil, []string{"widgets.example.com not found on the server"}},
 		{"names a resource that cannot be watched", v1alpha1.ResourceRule{APIGroups: []string{""}, Resources: []string{"bindings"}}, WatchRuleScope,
