@@ -74,20 +74,17 @@ func (w *Watched) Handle(ctx context.Context, req admission.Request) admission.R
 		return admission.Errored(http.StatusBadRequest, err)
 	}
 	dry := r.DryRun
-	objLabels, oldLabels := obj.labels(), old.labels()
-	if w.isNoise(r, obj, old) {
-		v := Verdict{Allowed: true, Reason: ReasonSkipped}
-		w.observe(v, dry, start)
-		if !dry && obj != nil && old != nil && !w.isNoise(r, old) &&
-			len(w.View.Targets(ctx, r, objLabels, oldLabels)) > 0 {
-			// Adopted (it gains a controller): the watcher removes it from Git like a deleted
-			// object, so the removal is authored by who made this write. It is not judged:
-			// the cluster's controllers are never blocked.
+	targets, judge := w.route(ctx, r, obj, old)
+	if !judge {
+		w.observe(Verdict{Allowed: true, Reason: ReasonSkipped}, dry, start)
+		if !dry && len(targets) > 0 {
+			// Adopted: removed from Git like a deleted object, so the removal is authored by
+			// who made this write. It is not judged: the cluster's controllers are never
+			// blocked.
 			w.record(ctx, req)
 		}
 		return admission.Allowed("")
 	}
-	targets := w.View.Targets(ctx, r, objLabels, oldLabels)
 	w.inspect(&r, req, targets)
 	w.locate(targets, r, req)
 	v := Decide(r, targets, w.Sensitive(r.Resource), dry || w.WarnAlways)
@@ -101,6 +98,32 @@ func (w *Watched) Handle(ctx context.Context, req admission.Request) admission.R
 		w.record(ctx, req)
 	}
 	return admission.Allowed("").WithWarnings(v.Warnings...)
+}
+
+// route finds the targets whose folders a write changes, as the watcher will see it, and
+// whether it is judged. A write the noise rules skip is not; its targets are those that
+// lose the object when it is adopted (gains a controller), none otherwise. An orphaned
+// object (it loses its controller) arrives in Git as if created.
+func (w *Watched) route(ctx context.Context, r Request, obj, old *partialMeta) (targets []TargetState, judge bool) {
+	if w.isNoise(r, obj, old) {
+		if obj != nil && old != nil && !w.isNoise(r, old) {
+			return w.View.Targets(ctx, adopted(r), nil, old.labels()), false
+		}
+		return nil, false
+	}
+	oldLabels := old.labels()
+	if old != nil && w.isNoise(r, old) {
+		oldLabels = nil
+	}
+	return w.View.Targets(ctx, r, obj.labels(), oldLabels), true
+}
+
+// adopted turns the update that makes an object noise (it gains a controller) into what it
+// is for Git, a delete: the watcher removes it under the rules that capture deletes and
+// selected it before.
+func adopted(r Request) Request {
+	r.Operation = Delete
+	return r
 }
 
 // RecordedPath is where the recorded entry (RecordedWebhookName) is served.
@@ -120,10 +143,10 @@ func (h *Recorded) Handle(ctx context.Context, req admission.Request) admission.
 		return admission.Allowed("")
 	}
 	r, obj, old, err := requestOf(req)
-	if err != nil || h.Watched.isNoise(r, obj, old) {
+	if err != nil {
 		return admission.Allowed("")
 	}
-	if len(h.Watched.View.Targets(ctx, r, obj.labels(), old.labels())) > 0 {
+	if targets, _ := h.Watched.route(ctx, r, obj, old); len(targets) > 0 {
 		h.Watched.record(ctx, req)
 	}
 	return admission.Allowed("")

@@ -1,13 +1,16 @@
 package webhook
 
 import (
+	"context"
 	"testing"
 
+	"github.com/go-logr/logr"
 	"github.com/stretchr/testify/assert"
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 )
 
@@ -33,4 +36,39 @@ func TestLocateUsesTheCanonicalPathForATargetTheWriterDoesNotKnow(t *testing.T) 
 	assert.Equal(t, "already held", targets[0].PathProblem)
 	assert.Equal(t, "live/a/configmaps/app.yaml", targets[1].Path, "the same verdict and warning on every replica")
 	assert.Empty(t, targets[1].PathProblem)
+}
+
+func TestRouteFollowsTheWatcherWhenAControllerAdoptsOrOrphansAnObject(t *testing.T) {
+	key := types.NamespacedName{Namespace: "a", Name: "t"}
+	free := &partialMeta{}
+	owned := &partialMeta{}
+	owned.Metadata.OwnerReferences = []metav1.OwnerReference{{Kind: "Deployment", Name: "web", Controller: ptr.To(true)}}
+	upd := Request{Operation: Update, Resource: schema.GroupResource{Resource: "configmaps"}, Namespace: "a", Name: "app"}
+	cases := []struct {
+		name                   string
+		create, update, delete bool
+		obj, old               *partialMeta
+		targets, judged        bool
+	}{
+		{name: "records an adoption under a rule that captures deletes but not updates, which removes it from Git",
+			delete: true, obj: owned, old: free, targets: true},
+		{name: "records no adoption under a rule that captures updates but not deletes, which leaves Git alone",
+			update: true, obj: owned, old: free},
+		{name: "judges an orphaned object under a rule that captures creates only, which writes it",
+			create: true, obj: free, old: owned, targets: true, judged: true},
+		{name: "judges an orphaned object under a rule that captures updates only, which writes it",
+			update: true, obj: free, old: owned, targets: true, judged: true},
+		{name: "skips a write to an object a controller owns before and after",
+			create: true, update: true, delete: true, obj: owned, old: owned},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			v := NewView(nil, logr.Discard())
+			v.snap.Store(&snapshot{routes: []route{rt([]string{""}, []string{"configmaps"}, tc.create, tc.update, tc.delete)},
+				targets: map[types.NamespacedName]TargetState{key: {Key: key}}})
+			targets, judged := (&Watched{View: v}).route(context.Background(), upd, tc.obj, tc.old)
+			assert.Equal(t, tc.targets, len(targets) > 0, "targets")
+			assert.Equal(t, tc.judged, judged, "judged")
+		})
+	}
 }
