@@ -163,3 +163,13 @@ func TestRegistered(t *testing.T) {
 		assert.True(t, w.Registered([]string{wr, cwr}))
 	})
 }
+
+func TestOwnershipSanitized(t *testing.T) {
+	t.Run("keeps a Service's managedFields, which tell a pinned clusterIP from an allocated one", func(t *testing.T) {
+		assert.True(t, ownershipSanitized(schema.GroupVersionResource{Version: "v1", Resource: "services"}))
+	})
+	t.Run("drops every other resource's, to save memory", func(t *testing.T) {
+		assert.False(t, ownershipSanitized(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}))
+		assert.False(t, ownershipSanitized(schema.GroupVersionResource{Group: "serving.knative.dev", Version: "v1", Resource: "services"}))
+	})
+}

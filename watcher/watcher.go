@@ -356,7 +356,7 @@ func (w *Watcher) syncInformersLocked() {
 func (w *Watcher) startInformer(gvr schema.GroupVersionResource) *informer {
 	ctx, cancel := context.WithCancel(w.ctx)
 	inf := dynamicinformer.NewFilteredDynamicInformer(w.opts.Client, gvr, "", w.opts.Resync, cache.Indexers{}, nil).Informer()
-	if !w.opts.KeepManagedFields {
+	if !w.opts.KeepManagedFields && !ownershipSanitized(gvr) {
 		_ = inf.SetTransform(dropManagedFields)
 	}
 	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
@@ -367,6 +367,13 @@ func (w *Watcher) startInformer(gvr schema.GroupVersionResource) *informer {
 	go inf.RunWithContext(ctx)
 	w.opts.Log.Info("watching", "resource", gvr.String())
 	return &informer{inf: inf, ctx: ctx, cancel: cancel}
+}
+
+// ownershipSanitized says whether sanitizing the resource reads managedFields even when
+// the writer keeps defaulted fields: a core Service's pinned clusterIP is told from an
+// allocated one by who owns it (sanitize.Object). Services are few; their entries stay.
+func ownershipSanitized(gvr schema.GroupVersionResource) bool {
+	return gvr == schema.GroupVersionResource{Version: "v1", Resource: "services"}
 }
 
 // dropManagedFields keeps informer memory down when the writer does not read ownership;
