@@ -5,6 +5,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -171,5 +172,26 @@ func TestOwnershipSanitized(t *testing.T) {
 	t.Run("drops every other resource's, to save memory", func(t *testing.T) {
 		assert.False(t, ownershipSanitized(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}))
 		assert.False(t, ownershipSanitized(schema.GroupVersionResource{Group: "serving.knative.dev", Version: "v1", Resource: "services"}))
+	})
+}
+
+func TestWatchedNamesTheNamespacesOfWatchRules(t *testing.T) {
+	cm := Resource{GVR: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, Namespaced: true}
+	claim := func(ns string) Claim { return Claim{Resource: cm, Namespace: ns, Create: true} }
+	t.Run("lists each WatchRule's namespace once, sorted", func(t *testing.T) {
+		w := New(Options{Log: logr.Discard()})
+		w.SetRule(RuleKey("WatchRule", "team-b", "r"), []Claim{claim("team-b")})
+		w.SetRule(RuleKey("WatchRule", "team-a", "r"), []Claim{claim("team-a"), claim("team-a")})
+		got := w.Watched()
+		require.Len(t, got, 1)
+		assert.Equal(t, []string{"team-a", "team-b"}, got[0].Namespaces)
+	})
+	t.Run("names none once a ClusterWatchRule takes the resource in any namespace", func(t *testing.T) {
+		w := New(Options{Log: logr.Discard()})
+		w.SetRule(RuleKey("WatchRule", "team-a", "r"), []Claim{claim("team-a")})
+		w.SetRule(RuleKey("ClusterWatchRule", "", "all"), []Claim{claim("")})
+		got := w.Watched()
+		require.Len(t, got, 1)
+		assert.Nil(t, got[0].Namespaces)
 	})
 }

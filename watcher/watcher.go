@@ -171,6 +171,10 @@ func (w *Watcher) Registered(keys []string) bool {
 type WatchedResource struct {
 	GVR                    schema.GroupVersionResource
 	Create, Update, Delete bool
+	// Namespaces lists the only namespaces any claim captures the resource in, sorted, when
+	// every claim is a WatchRule's; nil when some claim takes any namespace (a
+	// ClusterWatchRule's) or the resource is cluster-scoped.
+	Namespaces []string
 }
 
 // Watched lists the resources captured now, sorted, for the admission webhook's rules: the
@@ -182,9 +186,18 @@ func (w *Watcher) Watched() []WatchedResource {
 	out := make([]WatchedResource, 0, len(w.byGVR))
 	for gvr, claims := range w.byGVR {
 		r := WatchedResource{GVR: gvr}
+		anywhere := false
 		for _, c := range claims {
 			r.Create, r.Update, r.Delete = r.Create || c.Create, r.Update || c.Update, r.Delete || c.Delete
+			anywhere = anywhere || c.Namespace == ""
+			if c.Namespace != "" && !slices.Contains(r.Namespaces, c.Namespace) {
+				r.Namespaces = append(r.Namespaces, c.Namespace)
+			}
 		}
+		if anywhere {
+			r.Namespaces = nil
+		}
+		slices.Sort(r.Namespaces)
 		out = append(out, r)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].GVR.String() < out[j].GVR.String() })

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
@@ -109,6 +110,9 @@ type WebhookPolicy struct {
 	// Self is the operator's own user (also in SkipUsers): its writes are neither judged nor
 	// recorded.
 	Self string
+	// Scoped lists the only namespaces from which writes of a resource are sent (see
+	// NamespacesFor); a resource not in it is sent from every namespace not excluded.
+	Scoped map[schema.GroupResource][]string
 }
 
 // ApplyPolicy sets rules and policy on the watched webhook entry and leaves everything else
@@ -152,16 +156,17 @@ func ApplyRecordPolicy(w *admissionv1.ValidatingWebhook, rules []RuleSpec, p Web
 	}
 	setEntry(w, rules, p, admissionv1.Ignore)
 	if len(skipped) > 0 {
-		w.MatchConditions = []admissionv1.MatchCondition{
-			{Name: "skipped-by-the-watched-entry", Expression: strings.Join(skipped, " || ")},
-			{Name: "not-the-operator", Expression: fmt.Sprintf("request.userInfo.username != %q", p.Self)},
-		}
+		w.MatchConditions = append(w.MatchConditions,
+			admissionv1.MatchCondition{Name: "skipped-by-the-watched-entry", Expression: strings.Join(skipped, " || ")},
+			admissionv1.MatchCondition{Name: "not-the-operator", Expression: fmt.Sprintf("request.userInfo.username != %q", p.Self)},
+		)
 	}
 	return !equality.Semantic.DeepEqual(before, w)
 }
 
 // setEntry sets what both kept entries share: rules (none for nil), the namespaces left
-// out, failure policy and timeout, and no matchConditions yet.
+// out, failure policy and timeout, and the namespace-scope match condition (see
+// namespaceCondition) as the only one yet.
 func setEntry(w *admissionv1.ValidatingWebhook, rules []RuleSpec, p WebhookPolicy, failure admissionv1.FailurePolicyType) {
 	if rules == nil {
 		rules = []RuleSpec{}
@@ -176,6 +181,9 @@ func setEntry(w *admissionv1.ValidatingWebhook, rules []RuleSpec, p WebhookPolic
 		Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpNotIn, Values: p.ExcludedNamespaces,
 	}}}
 	w.MatchConditions = nil
+	if c := namespaceCondition(p.Scoped); c != nil {
+		w.MatchConditions = append(w.MatchConditions, *c)
+	}
 }
 
 // celList renders strings as a CEL list literal body.
@@ -204,14 +212,76 @@ func RulesFor(watched []watcher.WatchedResource) []RuleSpec {
 	return desiredRules(routes)
 }
 
+// NamespacesFor lists, per resource, the only namespaces the watcher captures it in (every
+// claim a WatchRule's), for the namespace-scope match condition: a write elsewhere never
+// reaches the webhook, so an operator outage cannot block it.
+func NamespacesFor(watched []watcher.WatchedResource) map[schema.GroupResource][]string {
+	out := map[schema.GroupResource][]string{}
+	anywhere := map[schema.GroupResource]bool{} // two versions of one resource: any one unscoped wins
+	for _, r := range watched {
+		gr := r.GVR.GroupResource()
+		if len(r.Namespaces) == 0 {
+			anywhere[gr] = true
+			continue
+		}
+		for _, ns := range r.Namespaces {
+			if !slices.Contains(out[gr], ns) {
+				out[gr] = append(out[gr], ns)
+			}
+		}
+	}
+	pairs := 0
+	for gr := range out {
+		if anywhere[gr] {
+			delete(out, gr)
+			continue
+		}
+		sort.Strings(out[gr])
+		pairs += len(out[gr])
+	}
+	if pairs > maxScopedPairs {
+		return nil
+	}
+	return out
+}
+
+// maxScopedPairs keeps the namespace condition far below the API server's limit on a CEL
+// expression (100,000 characters): beyond it, writes are sent from every namespace.
+const maxScopedPairs = 1000
+
+// namespaceCondition is the match condition that sends a write of a resource only some
+// WatchRules capture only from their namespaces; nil when there is none. It is one
+// expression of two lists, "group/resource" and "group/resource/namespace", so it stays one
+// of the 64 conditions an entry may have however many rules there are.
+func namespaceCondition(scoped map[schema.GroupResource][]string) *admissionv1.MatchCondition {
+	if len(scoped) == 0 {
+		return nil
+	}
+	var resources, pairs []string
+	for gr, namespaces := range scoped {
+		key := gr.Group + "/" + gr.Resource
+		resources = append(resources, key)
+		for _, ns := range namespaces {
+			pairs = append(pairs, key+"/"+ns)
+		}
+	}
+	sort.Strings(resources)
+	sort.Strings(pairs)
+	const key = "request.resource.group + '/' + request.resource.resource"
+	return &admissionv1.MatchCondition{
+		Name:       "only-watched-namespaces",
+		Expression: fmt.Sprintf("!((%s) in [%s]) || (%s + '/' + request.namespace) in [%s]", key, celList(resources), key, celList(pairs)),
+	}
+}
+
 // RuleSync keeps the named ValidatingWebhookConfiguration's watched entry in step with the
 // watched resources. It runs on the leader only and never touches clientConfig.
 type RuleSync struct {
 	Client client.Client
 	View   *View
-	// Watched returns the resources to judge (the watcher's, through RulesFor); nil takes
-	// the rules as the view's WatchRules name them.
-	Watched func() []RuleSpec
+	// Watched returns the resources to judge (the watcher's, through RulesFor and
+	// NamespacesFor); nil takes the rules as the view's WatchRules name them, unscoped.
+	Watched func() []watcher.WatchedResource
 	// Loaded says whether Watched already covers every existing rule; until it first does,
 	// the configuration is left as it is (a new leader's watcher starts empty, and its
 	// rules would otherwise take every watched resource out of the webhook). Nil: always.
@@ -272,9 +342,10 @@ func (s *RuleSync) sync(ctx context.Context) error {
 		return errRulesLoading
 	}
 	s.loaded = true
-	rules := s.View.WatchedRules()
+	rules, p := s.View.WatchedRules(), s.Policy
 	if s.Watched != nil {
-		rules = s.Watched()
+		watched := s.Watched()
+		rules, p.Scoped = RulesFor(watched), NamespacesFor(watched)
 	}
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		var vwc admissionv1.ValidatingWebhookConfiguration
@@ -290,9 +361,9 @@ func (s *RuleSync) sync(ctx context.Context) error {
 			switch vwc.Webhooks[i].Name {
 			case WatchedWebhookName:
 				found = true
-				changed = ApplyPolicy(&vwc.Webhooks[i], rules, s.Policy) || changed
+				changed = ApplyPolicy(&vwc.Webhooks[i], rules, p) || changed
 			case RecordedWebhookName:
-				changed = ApplyRecordPolicy(&vwc.Webhooks[i], rules, s.Policy) || changed
+				changed = ApplyRecordPolicy(&vwc.Webhooks[i], rules, p) || changed
 			}
 		}
 		if !found {

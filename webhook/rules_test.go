@@ -2,6 +2,7 @@ package webhook
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/go-logr/logr"
@@ -72,6 +73,61 @@ func TestRulesFor(t *testing.T) {
 	})
 	t.Run("has no rules when nothing is watched", func(t *testing.T) {
 		assert.Empty(t, RulesFor(nil))
+	})
+}
+
+func TestNamespaceScope(t *testing.T) {
+	cm := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	deploy := schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
+	roles := schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "clusterroles"}
+	watched := []watcher.WatchedResource{
+		{GVR: cm, Create: true, Namespaces: []string{"team-a", "team-b"}},
+		{GVR: deploy, Create: true, Namespaces: []string{"team-a"}},
+		{GVR: roles, Create: true},
+	}
+	t.Run("scopes only resources every claim of which names its namespace", func(t *testing.T) {
+		assert.Equal(t, map[schema.GroupResource][]string{
+			cm.GroupResource():     {"team-a", "team-b"},
+			deploy.GroupResource(): {"team-a"},
+		}, NamespacesFor(watched))
+	})
+	t.Run("sends a scoped resource's writes only from its namespaces, in one condition", func(t *testing.T) {
+		c := namespaceCondition(NamespacesFor(watched))
+		require.NotNil(t, c)
+		assert.Equal(t, "only-watched-namespaces", c.Name)
+		assert.Equal(t, `!((request.resource.group + '/' + request.resource.resource) in ["/configmaps", "apps/deployments"]) || `+
+			`(request.resource.group + '/' + request.resource.resource + '/' + request.namespace) in ["/configmaps/team-a", "/configmaps/team-b", "apps/deployments/team-a"]`,
+			c.Expression)
+	})
+	t.Run("merges two versions of one resource, and scopes none when one takes any namespace", func(t *testing.T) {
+		v2 := schema.GroupVersionResource{Group: "example.com", Version: "v2", Resource: "widgets"}
+		v1 := schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}
+		assert.Equal(t, map[schema.GroupResource][]string{v1.GroupResource(): {"team-a", "team-b"}},
+			NamespacesFor([]watcher.WatchedResource{{GVR: v2, Namespaces: []string{"team-b"}}, {GVR: v1, Namespaces: []string{"team-a"}}}))
+		assert.Empty(t, NamespacesFor([]watcher.WatchedResource{{GVR: v2, Namespaces: []string{"team-b"}}, {GVR: v1}}))
+	})
+	t.Run("scopes nothing rather than outgrow the API server's limit on an expression", func(t *testing.T) {
+		many := make([]string, maxScopedPairs+1)
+		for i := range many {
+			many[i] = fmt.Sprintf("team-%04d", i)
+		}
+		assert.Nil(t, NamespacesFor([]watcher.WatchedResource{{GVR: cm, Namespaces: many}}))
+		assert.Len(t, NamespacesFor([]watcher.WatchedResource{{GVR: cm, Namespaces: many[:maxScopedPairs]}}), 1)
+	})
+	t.Run("adds no condition when no resource is scoped", func(t *testing.T) {
+		assert.Nil(t, namespaceCondition(NamespacesFor([]watcher.WatchedResource{{GVR: roles, Create: true}})))
+	})
+	t.Run("puts the condition on both entries, before the skip conditions", func(t *testing.T) {
+		p := WebhookPolicy{SkipUsers: []string{"op", "flux"}, Self: "op", Scoped: NamespacesFor(watched)}
+		var judged, recorded admissionv1.ValidatingWebhook
+		ApplyPolicy(&judged, RulesFor(watched), p)
+		ApplyRecordPolicy(&recorded, RulesFor(watched), p)
+		for _, w := range []admissionv1.ValidatingWebhook{judged, recorded} {
+			require.NotEmpty(t, w.MatchConditions)
+			assert.Equal(t, "only-watched-namespaces", w.MatchConditions[0].Name)
+		}
+		assert.Len(t, judged.MatchConditions, 2)
+		assert.Len(t, recorded.MatchConditions, 3)
 	})
 }
 

@@ -51,7 +51,7 @@ func setupWebhooks(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, opts
 		TimeoutSecond:      timeout,
 		Self:               self,
 	}, log)
-	sync.Watched = func() []webhook.RuleSpec { return webhook.RulesFor(w.Watched()) }
+	sync.Watched = w.Watched
 	sync.Loaded = func() bool {
 		keys, ok := view.RuleKeys()
 		return ok && w.Registered(keys)

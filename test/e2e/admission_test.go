@@ -185,6 +185,9 @@ func TestWebhookRulesFollowWatchRulesAndSkipUnwatched(t *testing.T) {
 	assert.Equal(t, before, verdicts(t, metricsPort), "unwatched objects and excluded namespaces never reach the webhook")
 	kubectl(t, "", "-n", "rules-a", "create", "service", "clusterip", "watched", "--tcp=80:80", "--dry-run=server")
 	assert.Equal(t, before+1, verdicts(t, metricsPort), "a watched object reaches the webhook")
+	kubectl(t, "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: rules-elsewhere\n", "apply", "-f", "-")
+	kubectl(t, "", "-n", "rules-elsewhere", "create", "service", "clusterip", "unwatched", "--tcp=80:80", "--dry-run=server")
+	assert.Equal(t, before+1, verdicts(t, metricsPort), "a watched type outside every WatchRule's namespace never reaches the webhook")
 	kubectl(t, "", "-n", "rules-a", "create", "service", "clusterip", "from-flux", "--tcp=80:80", "--dry-run=server", "--field-manager=kustomize-controller")
 	assert.Equal(t, before+1, verdicts(t, metricsPort), "a GitOps controller's field manager skips the webhook (loop guard)")
 
