@@ -292,6 +292,7 @@ type RuleSync struct {
 
 	changed chan struct{}
 	loaded  bool
+	started time.Time
 }
 
 // NewRuleSync builds a RuleSync; wire Notify into View.OnChange.
@@ -314,6 +315,7 @@ func (s *RuleSync) NeedLeaderElection() bool { return true }
 func (s *RuleSync) Start(ctx context.Context) error {
 	tick := time.NewTicker(time.Minute)
 	defer tick.Stop()
+	s.started = time.Now()
 	s.Notify()
 	for {
 		select {
@@ -334,11 +336,20 @@ func (s *RuleSync) Start(ctx context.Context) error {
 	}
 }
 
+// loadDeadline bounds a new leader's wait for its watcher: a rule that keeps failing before
+// it is registered (a discovery error) must not freeze the webhook's rules for good.
+const loadDeadline = 2 * time.Minute
+
+// waitForRules says whether a sync still waits for the watcher to load every rule.
+func waitForRules(loaded func() bool, waited time.Duration) bool {
+	return loaded != nil && waited < loadDeadline && !loaded()
+}
+
 // errRulesLoading says the watcher has not loaded every rule yet; the sync waits.
 var errRulesLoading = errors.New("the watcher has not loaded every rule yet")
 
 func (s *RuleSync) sync(ctx context.Context) error {
-	if !s.loaded && s.Loaded != nil && !s.Loaded() {
+	if !s.loaded && waitForRules(s.Loaded, time.Since(s.started)) {
 		return errRulesLoading
 	}
 	s.loaded = true

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/stretchr/testify/assert"
@@ -269,7 +270,15 @@ func TestRuleSyncWaitsForANewLeadersWatcher(t *testing.T) {
 		// No client: a sync that reached the API server would fail with a nil dereference.
 		s := NewRuleSync(nil, nil, "gitops-reverser", WebhookPolicy{}, logr.Discard())
 		s.Loaded = func() bool { return false }
+		s.started = time.Now()
 		assert.ErrorIs(t, s.sync(context.Background()), errRulesLoading)
 		assert.False(t, s.loaded)
+	})
+	t.Run("stops waiting once every rule is loaded, or after the deadline", func(t *testing.T) {
+		no, yes := func() bool { return false }, func() bool { return true }
+		assert.True(t, waitForRules(no, time.Second))
+		assert.False(t, waitForRules(yes, time.Second))
+		assert.False(t, waitForRules(no, loadDeadline), "a rule that never registers must not freeze the rules")
+		assert.False(t, waitForRules(nil, 0))
 	})
 }
