@@ -78,7 +78,7 @@ type Watcher struct {
 
 	mu        sync.RWMutex
 	ctx       context.Context
-	rules     map[string][]Claim // by rule key ("ns/name" or "cluster/name")
+	rules     map[string][]Claim // by RuleKey
 	byGVR     map[schema.GroupVersionResource][]Claim
 	informers map[schema.GroupVersionResource]*informer
 	// registered holds every rule key SetRule has seen, with or without claims, so a new
