@@ -75,7 +75,13 @@ func runSuite(m *testing.M) (int, error) {
 	shared.env = &envtest.Environment{CRDInstallOptions: envtest.CRDInstallOptions{CRDs: crds}}
 	// As OpenShift does by default: setting an ownerReference with blockOwnerDeletion needs
 	// update on the owner's finalizers, which the operator's role must grant.
-	shared.env.ControlPlane.GetAPIServer().Configure().Append("enable-admission-plugins", "OwnerReferencesPermissionEnforcement")
+	apiServer := shared.env.ControlPlane.GetAPIServer().Configure()
+	apiServer.Append("enable-admission-plugins", "OwnerReferencesPermissionEnforcement")
+	// PodTemplates are watched straight from etcd, which is compacted every second, so a
+	// watch resumed after a few seconds' cut has lost its history and must re-list
+	// (TestChangesMadeWhileTheWatchWasCutReachGitAfterTheRelist; no other test uses them).
+	apiServer.Append("watch-cache-sizes", "podtemplates#0")
+	apiServer.Set("etcd-compaction-interval", "1s")
 	cfg, err := shared.env.Start()
 	if err != nil {
 		return 0, fmt.Errorf("starting the control plane: %w", err)
