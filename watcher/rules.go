@@ -132,15 +132,16 @@ func notFound(groups []string, name string) string {
 }
 
 // RuntimeState reports whether a resource holds what the cluster records about itself
-// rather than what people declare: Events, Leases, Endpoints and EndpointSlices change many
-// times a minute; Nodes, CSINodes, VolumeAttachments, CSIStorageCapacities, ResourceSlices
+// rather than what people declare: Events, Leases, LeaseCandidates, Endpoints and
+// EndpointSlices change many times a minute; Nodes, CSINodes, VolumeAttachments, CSIStorageCapacities, ResourceSlices
 // and IPAddresses are registered or allocated by the kubelet, drivers and the API server;
 // CertificateSigningRequests and cert-manager's CertificateRequests, Orders and Challenges
 // are one-off steps of an issuance. None is ever deployed from Git. "*" leaves them out
 // (as Argo CD excludes most of them by default); a rule that names one still captures it.
 func RuntimeState(group, resource string) bool {
 	switch groupResource(group, resource) {
-	case "events", "events.events.k8s.io", "leases.coordination.k8s.io", "endpoints", "endpointslices.discovery.k8s.io",
+	case "events", "events.events.k8s.io", "leases.coordination.k8s.io", "leasecandidates.coordination.k8s.io",
+		"endpoints", "endpointslices.discovery.k8s.io",
 		"nodes", "csinodes.storage.k8s.io", "volumeattachments.storage.k8s.io", "csistoragecapacities.storage.k8s.io",
 		"resourceslices.resource.k8s.io", "ipaddresses.networking.k8s.io",
 		"certificatesigningrequests.certificates.k8s.io", "certificaterequests.cert-manager.io",

@@ -26,6 +26,9 @@ func discoveryFixture() []*metav1.APIResourceList {
 		{GroupVersion: "coordination.k8s.io/v1", APIResources: []metav1.APIResource{
 			{Name: "leases", Kind: "Lease", Namespaced: true, Verbs: rw},
 		}},
+		{GroupVersion: "coordination.k8s.io/v1beta1", APIResources: []metav1.APIResource{
+			{Name: "leasecandidates", Kind: "LeaseCandidate", Namespaced: true, Verbs: rw},
+		}},
 		{GroupVersion: "apps/v1", APIResources: []metav1.APIResource{
 			{Name: "deployments", Kind: "Deployment", Namespaced: true, Verbs: rw},
 		}},
