@@ -1,0 +1,129 @@
+package watcher
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/gitops-reverser/gitops-reverser/gitops/batch"
+)
+
+// listedInformer is a real shared informer over a fixed list: Current reads only the
+// informer's cache, so the list stands in for the API server (envtest suites cover the
+// watch itself). Unstarted, it has not synced.
+func listedInformer(t *testing.T, started bool, objs ...*unstructured.Unstructured) *informer {
+	t.Helper()
+	lw := &cache.ListWatch{
+		ListFunc: func(metav1.ListOptions) (runtime.Object, error) {
+			list := &unstructured.UnstructuredList{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMapList"}}
+			list.SetResourceVersion("1")
+			for _, o := range objs {
+				list.Items = append(list.Items, *o.DeepCopy())
+			}
+			return list, nil
+		},
+		WatchFunc: func(metav1.ListOptions) (watch.Interface, error) { return watch.NewFake(), nil },
+	}
+	inf := cache.NewSharedIndexInformer(listOnly{lw}, &unstructured.Unstructured{}, 0, cache.Indexers{})
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	if started {
+		go inf.Run(ctx.Done())
+		require.Eventually(t, inf.HasSynced, 10*time.Second, 10*time.Millisecond)
+	}
+	return &informer{inf: inf, ctx: ctx, cancel: cancel}
+}
+
+// listOnly tells the reflector to list, not to stream the list through a watch: the fixed
+// list has no watch that could.
+type listOnly struct{ *cache.ListWatch }
+
+func (listOnly) IsWatchListSemanticsUnSupported() bool { return true }
+
+func configMap(ns, name string, lbls map[string]string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap"}}
+	u.SetNamespace(ns)
+	u.SetName(name)
+	u.SetLabels(lbls)
+	return u
+}
+
+func TestCurrent(t *testing.T) {
+	target := types.NamespacedName{Namespace: "team-a", Name: "live"}
+	other := types.NamespacedName{Namespace: "team-b", Name: "live"}
+	gvr := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	cms := Resource{GVR: gvr, Kind: "ConfigMap", Namespaced: true}
+	team := labels.SelectorFromSet(labels.Set{"team": "a"})
+	claim := func(t types.NamespacedName, sel labels.Selector) Claim {
+		return Claim{Target: t, Resource: cms, Namespace: t.Namespace, ObjectSelector: sel, Create: true, Update: true, Delete: true}
+	}
+	key := func(ns, name string) batch.ObjectKey {
+		return batch.ObjectKey{GVR: gvr, Kind: "ConfigMap", Namespace: ns, Name: name}
+	}
+	listed := []*unstructured.Unstructured{
+		configMap("team-a", "app", map[string]string{"team": "a"}),
+		configMap("team-a", "relabelled", map[string]string{"team": "b"}),
+	}
+	tests := []struct {
+		name     string
+		claims   []Claim
+		informer string // "synced", "unsynced" or "" for none yet
+		key      batch.ObjectKey
+		want     string // the object's name; "" for none
+		wantErr  error
+	}{
+		{name: "returns the object a claim of the target selects",
+			claims: []Claim{claim(target, team)}, informer: "synced", key: key("team-a", "app"), want: "app"},
+		{name: "answers nothing for an object the synced cache does not have: it was deleted",
+			claims: []Claim{claim(target, team)}, informer: "synced", key: key("team-a", "gone")},
+		{name: "answers nothing for an object no claim selects any more: its labels changed",
+			claims: []Claim{claim(target, team)}, informer: "synced", key: key("team-a", "relabelled")},
+		{name: "says the resource is not watched when only another target's rule covers it",
+			claims: []Claim{claim(other, labels.Everything())}, informer: "synced", key: key("team-a", "app"), wantErr: batch.ErrNotWatched},
+		{name: "says the resource is not watched in a namespace no rule of the target covers",
+			claims: []Claim{claim(target, team)}, informer: "synced", key: key("team-c", "app"), wantErr: batch.ErrNotWatched},
+		{name: "fails transiently while the covering informer has not synced, so a waiting deletion is not taken for one",
+			claims: []Claim{claim(target, team)}, informer: "unsynced", key: key("team-a", "gone"), wantErr: errNotSynced},
+		{name: "fails transiently while a rule's informer is not there yet",
+			claims: []Claim{claim(target, team)}, key: key("team-a", "app"), wantErr: errNotSynced},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := New(Options{Sink: &snapshots{}, Log: logr.Discard()})
+			w.rules = map[string][]Claim{"rule": tt.claims}
+			w.rebuildLocked()
+			if tt.informer != "" {
+				w.informers[gvr] = listedInformer(t, tt.informer == "synced", listed...)
+			}
+			got, err := w.Current(target, tt.key)
+			if tt.wantErr != nil {
+				require.ErrorIs(t, err, tt.wantErr)
+				assert.Nil(t, got)
+				return
+			}
+			require.NoError(t, err)
+			if tt.want == "" {
+				assert.Nil(t, got)
+				return
+			}
+			require.NotNil(t, got)
+			assert.Equal(t, tt.want, got.GetName())
+			got.SetName("changed")
+			again, err := w.Current(target, tt.key)
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, again.GetName(), "a copy: the caller cannot change the cache")
+		})
+	}
+}
