@@ -95,9 +95,9 @@ func TestCurrent(t *testing.T) {
 		{name: "says the resource is not watched in a namespace no rule of the target covers",
 			claims: []Claim{claim(target, team)}, informer: "synced", key: key("team-c", "app"), wantErr: batch.ErrNotWatched},
 		{name: "fails transiently while the covering informer has not synced, so a waiting deletion is not taken for one",
-			claims: []Claim{claim(target, team)}, informer: "unsynced", key: key("team-a", "gone"), wantErr: errNotSynced},
+			claims: []Claim{claim(target, team)}, informer: "unsynced", key: key("team-a", "gone"), wantErr: batch.ErrNotSynced},
 		{name: "fails transiently while a rule's informer is not there yet",
-			claims: []Claim{claim(target, team)}, key: key("team-a", "app"), wantErr: errNotSynced},
+			claims: []Claim{claim(target, team)}, key: key("team-a", "app"), wantErr: batch.ErrNotSynced},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

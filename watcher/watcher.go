@@ -2,7 +2,6 @@ package watcher
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"reflect"
 	"slices"
@@ -59,9 +58,6 @@ type Options struct {
 	// resources or their operations may have changed: the admission webhook's rules follow.
 	OnWatchedChange func()
 }
-
-// errNotSynced says an informer's cache is not complete yet; the writer retries.
-var errNotSynced = errors.New("the cache of a watched resource has not synced yet")
 
 // informer is one shared informer for one resource, started while any claim needs it.
 type informer struct {
@@ -292,10 +288,10 @@ func (w *Watcher) prunable(cs []Claim) func(ns string, objLabels map[string]stri
 // Current implements batch.Resolver from the informer caches: the object as last seen, or
 // nil when it is gone or no longer selected by a claim of target that covers its
 // namespace. It is batch.ErrNotWatched when no claim of target covers the object's
-// resource and namespace any more (its rule was deleted or narrowed), and errNotSynced —
-// a transient error, so the writer retries the window — while a covering claim's informer
-// has not synced yet (a rule just replaced): absence from an incomplete cache is no
-// deletion, and a deletion waiting in the window must not be dropped either.
+// resource and namespace any more (its rule was deleted or narrowed), and
+// batch.ErrNotSynced — the writer keeps the object dirty and retries it — while a covering
+// claim's informer has not synced yet (a rule just replaced): absence from an incomplete
+// cache is no deletion, and a deletion waiting in the window must not be dropped either.
 func (w *Watcher) Current(target types.NamespacedName, key batch.ObjectKey) (*unstructured.Unstructured, error) {
 	w.mu.RLock()
 	inf := w.informers[key.GVR]
@@ -308,7 +304,7 @@ func (w *Watcher) Current(target types.NamespacedName, key batch.ObjectKey) (*un
 	case !covered:
 		return nil, batch.ErrNotWatched
 	case inf == nil || !inf.inf.HasSynced():
-		return nil, fmt.Errorf("%w: %s", errNotSynced, key.GVR.Resource)
+		return nil, fmt.Errorf("%w: %s", batch.ErrNotSynced, key.GVR.Resource)
 	}
 	storeKey := key.Name
 	if key.Namespace != "" {

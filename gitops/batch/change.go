@@ -43,12 +43,17 @@ type Resolver interface {
 	Current(target types.NamespacedName, key ObjectKey) (*unstructured.Unstructured, error)
 }
 
-// ErrNotWatched is a Resolver's answer when it cannot tell an object's state for a target:
-// nothing of the target watches it any more (its rule was deleted or narrowed), or the cache
-// is not complete yet. The writer then leaves the object as Git has it — neither written nor
-// removed — since a missing object there is no deletion; a rule that watches it again
-// hands over its complete list.
+// ErrNotWatched is a Resolver's answer when nothing of the target watches an object any
+// more (its rule was deleted or narrowed). The writer then leaves the object as Git has it —
+// neither written nor removed — since a missing object there is no deletion; a rule that
+// watches it again hands over its complete list.
 var ErrNotWatched = errors.New("the object is not watched for this target")
+
+// ErrNotSynced is a Resolver's answer while the cache that would hold an object is not
+// complete (a rule just replaced, a resource whose list keeps failing): absence there is no
+// deletion. The writer commits the rest of the window and keeps that object dirty, retried
+// with backoff, so one broken resource never holds back an author's other changes.
+var ErrNotSynced = errors.New("the cache of a watched resource has not synced yet")
 
 // CoreSecretsOnly is the default sensitivity: core Secrets must never reach Git in plaintext.
 func CoreSecretsOnly(gr schema.GroupResource) bool {

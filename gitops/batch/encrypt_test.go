@@ -32,15 +32,30 @@ var (
 type cluster struct {
 	mu   sync.Mutex
 	objs map[batch.ObjectKey]*unstructured.Unstructured
+	// unsynced are the objects whose cache is not complete: Current answers ErrNotSynced.
+	unsynced map[batch.ObjectKey]bool
 }
 
 func (c *cluster) Current(_ types.NamespacedName, k batch.ObjectKey) (*unstructured.Unstructured, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.unsynced[k] {
+		return nil, batch.ErrNotSynced
+	}
 	if o := c.objs[k]; o != nil {
 		return o.DeepCopy(), nil
 	}
 	return nil, nil
+}
+
+// setSynced says whether the cache of k is complete.
+func (c *cluster) setSynced(k batch.ObjectKey, synced bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.unsynced == nil {
+		c.unsynced = map[batch.ObjectKey]bool{}
+	}
+	c.unsynced[k] = !synced
 }
 
 // put stores an object and returns its key.

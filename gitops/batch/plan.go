@@ -33,6 +33,10 @@ type writePlan struct {
 	// parsed holds the documents the YAML editor read back while verifying its last edit of
 	// a file, so the index takes them after the push instead of parsing the file again.
 	parsed map[string]parsedFile
+	// deferred are the objects whose cache is not complete (ErrNotSynced), with their
+	// allowDelete, and why: they stay dirty for a later commit.
+	deferred    map[ObjectKey]bool
+	deferredErr error
 }
 
 // parsedFile is a file's content with its documents as manifest.Parse returns them.
@@ -132,6 +136,14 @@ func (w *worker) planOne(t *target, p *writePlan, read func(string) ([]byte, err
 	obj, err := w.opts.Resolver.Current(t.spec.Key, k)
 	if errors.Is(err, ErrNotWatched) {
 		return nil // left as Git has it
+	}
+	if errors.Is(err, ErrNotSynced) {
+		if p.deferred == nil {
+			p.deferred = map[ObjectKey]bool{}
+		}
+		p.deferred[k] = allowDelete
+		p.deferredErr = fmt.Errorf("reading %s: %w", id, err)
+		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("reading %s: %w", id, err)

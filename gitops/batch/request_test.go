@@ -170,3 +170,30 @@ func TestASuspendedTargetKeepsItsPendingChanges(t *testing.T) {
 		}, 10*time.Second, 50*time.Millisecond, "both deletes reach Git")
 	})
 }
+
+func TestAnObjectWhoseCacheIsIncompleteHoldsBackNothingElse(t *testing.T) {
+	t.Run("commits an author's other changes while one object's cache has not synced, and that object once it has", func(t *testing.T) {
+		remote := repotest.NewFileRemote(t)
+		remote.Seed("main", map[string]string{"live/README.md": "objects\n"}, "seed")
+		writer, c := startWriter(t)
+		spec := targetSpec(t, "live", remote.URL, nil)
+		spec.Window = batch.WindowConfig{Quiet: 100 * time.Millisecond, MaxDelay: time.Hour, MaxChanges: 100}
+		_, err := writer.EnsureTarget(context.Background(), spec)
+		require.NoError(t, err)
+
+		broken := c.put(cmGVR, "ConfigMap", "broken", map[string]any{"k": "v"})
+		c.setSynced(broken, false)
+		app := c.put(cmGVR, "ConfigMap", "app", map[string]any{"k": "v"})
+		writer.Submit(batch.Change{Target: targetKey, Key: broken, AllowDelete: true, Author: "alice"},
+			batch.Change{Target: targetKey, Key: app, AllowDelete: true, Author: "alice"})
+
+		require.Eventually(t, func() bool { return strings.Contains(remote.LsTree("main"), "live/app/configmaps/app.yaml") },
+			10*time.Second, 50*time.Millisecond, "the synced object is committed")
+		assert.NotContains(t, remote.LsTree("main"), "broken.yaml", "absent from an incomplete cache is no state to write")
+
+		c.setSynced(broken, true)
+		require.Eventually(t, func() bool { return strings.Contains(remote.LsTree("main"), "live/app/configmaps/broken.yaml") },
+			15*time.Second, 100*time.Millisecond, "the deferred object is committed once its cache is complete")
+		remote.Fsck()
+	})
+}

@@ -520,6 +520,11 @@ func (w *worker) flush(ctx context.Context, t *target, win *authorWindow) (bool,
 		if err != nil {
 			return false, err
 		}
+		if len(p.deferred) > 0 && len(p.files) == 0 {
+			// Nothing to commit but what waits for a cache: the whole window is retried, its
+			// requests still attached, with the target's backoff.
+			return false, p.deferredErr
+		}
 		refusedBefore := t.st.Refused
 		t.noteRefusals(win.dirty, p.refused)
 		refusals := p.refusals()
@@ -532,6 +537,9 @@ func (w *worker) flush(ctx context.Context, t *target, win *authorWindow) (bool,
 		author := authorSignature(win.author, t.spec.Committer, w.opts.AuthorEmailDomain, when)
 		committer := object.Signature{Name: t.spec.Committer.Name, Email: t.spec.Committer.Email, When: when}
 		sha, err := w.repo.Commit(w.remoteTip, p.files, author, committer, p.message(t, win))
+		if errors.Is(err, repo.ErrNoChange) && len(p.deferred) > 0 {
+			return false, p.deferredErr // as above: nothing committed but what waits
+		}
 		if errors.Is(err, repo.ErrNoChange) {
 			w.answer(win, "", refusals)
 			return !slices.Equal(refusedBefore, t.st.Refused), nil
@@ -571,9 +579,23 @@ func (w *worker) flush(ctx context.Context, t *target, win *authorWindow) (bool,
 		w.log.Info("pushed", "gitTarget", t.spec.Key.String(), "sha", sha.String(), "files", len(p.files), "author", author.Name,
 			"plan", planned.String(), "build", built.Sub(when).String(), "push", pushedAt.Sub(built).String())
 		w.answer(win, sha.String(), nil)
+		w.keepDeferred(t, win, p.deferred)
 		w.compactIfDue()
 		return true, nil
 	}
+}
+
+// keepDeferred puts the objects a plan deferred (their cache not complete) back into their
+// author's window, keeping its age, so they commit once the cache is; the rest of the
+// window committed without them. Callers hold w.mu.
+func (w *worker) keepDeferred(t *target, win *authorWindow, deferred map[ObjectKey]bool) {
+	if len(deferred) == 0 {
+		return
+	}
+	w.qmu.Lock()
+	t.q.restore(&authorWindow{author: win.author, dirty: deferred, Window: Window{First: win.First}}, time.Now())
+	w.qmu.Unlock()
+	w.poke() // the pass that flushed win computed its sleep without this window
 }
 
 // retrying tells the CommitRequests of a window put back after a failure why their message
