@@ -20,6 +20,9 @@ const (
 	// ReasonRetrying is not final: the commit carrying the message failed (the remote
 	// refused or could not be reached) and is retried with backoff.
 	ReasonRetrying = "Retrying"
+	// ReasonTargetStalled is not final either: the author's changes wait with the message
+	// because the target's folder cannot be written; they commit once it is fixed.
+	ReasonTargetStalled = "TargetStalled"
 )
 
 // authorSignature is the Git author of a window: the Kubernetes user the API server

@@ -411,14 +411,17 @@ func (m *Manager) moveAway(key types.NamespacedName, to workerKey) {
 }
 
 // rehome hands the target's CommitRequests that lost their queue to its current worker,
-// where they wait for their author's next change (or time out, saying so).
+// where they wait for their author's next change (or time out, saying so). One the old
+// worker's last push answered while the target moved is settled and stays so.
 func (m *Manager) rehome(key types.NamespacedName, w *worker) {
 	var moved []*CommitRequest
 	m.mu.Lock()
 	for _, st := range m.requests {
 		if st.req.Target == key && st.rehome {
 			st.rehome = false
-			moved = append(moved, &st.req)
+			if !st.outcome.Done {
+				moved = append(moved, &st.req)
+			}
 		}
 	}
 	m.mu.Unlock()

@@ -176,3 +176,41 @@ func TestATargetWhoseFolderChangesAsksForASnapshotOfTheNewFolder(t *testing.T) {
 
 	assert.Equal(t, []types.NamespacedName{liveKey, liveKey}, ready, "the new folder gets its initial snapshot too")
 }
+
+func TestSettlingCommitRequests(t *testing.T) {
+	key := types.NamespacedName{Namespace: "ops", Name: "release"}
+	target := types.NamespacedName{Namespace: "ops", Name: "live"}
+	done := RequestOutcome{Done: true, Reason: ReasonCommitted, SHA: "abc"}
+	newManager := func() (*Manager, *int) {
+		calls := 0
+		return NewManager(Options{OnRequest: func(types.NamespacedName) { calls++ }}), &calls
+	}
+	t.Run("ignores an answer for a deleted request that reaches a new one of the same name", func(t *testing.T) {
+		m, calls := newManager()
+		deleted := &CommitRequest{Key: key, Target: target, Message: "old"}
+		m.requests[key] = &requestState{req: CommitRequest{Key: key, Target: target, Message: "new"}}
+		m.settle(deleted, done)
+		assert.False(t, m.requests[key].outcome.Done)
+		assert.Zero(t, *calls)
+		m.settle(&m.requests[key].req, done)
+		assert.Equal(t, done, m.requests[key].outcome)
+		assert.Equal(t, 1, *calls)
+	})
+	t.Run("tells the controller only what changed", func(t *testing.T) {
+		m, calls := newManager()
+		m.requests[key] = &requestState{req: CommitRequest{Key: key, Target: target}}
+		retrying := RequestOutcome{Reason: ReasonRetrying, Message: "the remote is down"}
+		m.settle(&m.requests[key].req, retrying)
+		m.settle(&m.requests[key].req, retrying)
+		assert.Equal(t, 1, *calls)
+	})
+	t.Run("does not hand a request its old worker committed while the target moved to the new worker", func(t *testing.T) {
+		m, _ := newManager()
+		m.requests[key] = &requestState{req: CommitRequest{Key: key, Target: target, Author: "alice"}, outcome: done, rehome: true}
+		w := newWorker(workerKey{}, nil, m.opts, m.settle)
+		w.queues[target] = newQueue()
+		m.rehome(target, w)
+		assert.Empty(t, w.queues[target].waiting, "its message was used already")
+		assert.False(t, m.requests[key].rehome)
+	})
+}

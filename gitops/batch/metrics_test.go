@@ -5,8 +5,10 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 func TestBuiltCommitTimesEveryBuildButTheChangeOnlyAtItsFirstCommit(t *testing.T) {
@@ -32,4 +34,23 @@ func sampleCount(t *testing.T, h prometheus.Histogram) uint64 {
 	require.NoError(t, err)
 	require.Len(t, families, 1)
 	return families[0].GetMetric()[0].GetHistogram().GetSampleCount()
+}
+
+func TestPendingChangesLeaveTheGaugeWithTheirTarget(t *testing.T) {
+	m, err := NewMetrics(prometheus.NewRegistry())
+	require.NoError(t, err)
+	key := workerKey{url: "https://git.example/repo.git", branch: "main"}
+	w := newWorker(key, nil, Options{Metrics: m}, func(*CommitRequest, RequestOutcome) {})
+	target := types.NamespacedName{Namespace: "ops", Name: "live"}
+	q := w.openQueue(target)
+	w.qmu.Lock()
+	q.add(qkey("a"), true, "alice", time.Now())
+	q.add(qkey("b"), true, "alice", time.Now())
+	w.qmu.Unlock()
+	w.reportPending()
+	assert.Equal(t, 2.0, testutil.ToFloat64(m.Pending.WithLabelValues(key.url, key.branch)))
+
+	moved := w.removeTarget(target)
+	assert.Len(t, moved, 2)
+	assert.Zero(t, testutil.ToFloat64(m.Pending.WithLabelValues(key.url, key.branch)), "they went with the target to its next worker")
 }

@@ -146,6 +146,12 @@ func (q *queue) restore(win *authorWindow, now time.Time) {
 		cur := q.window(win.author)
 		cur.requests, cur.now = append(win.requests, cur.requests...), true
 	}
+	// Requests that came while the window was being committed waited for a change; the
+	// author's changes are pending again, so they ride this window, as add would attach them.
+	if cur := q.windows[win.author]; cur != nil && len(cur.dirty) > 0 && len(q.waiting[win.author]) > 0 {
+		cur.requests = append(cur.requests, q.waiting[win.author]...)
+		delete(q.waiting, win.author)
+	}
 }
 
 // expired removes and returns the waiting requests whose deadline passed; wait is how long

@@ -119,3 +119,17 @@ func TestQueueWindowsPerAuthor(t *testing.T) {
 		assert.Empty(t, out)
 	})
 }
+
+func TestAFailedWindowTakesTheRequestsThatCameWhileItWasCommitted(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	q := newQueue()
+	q.add(qkey("a"), true, "alice", t0)
+	wins, _ := q.due(WindowConfig{}, t0)
+	require.Len(t, wins, 1)
+	q.request(&CommitRequest{Author: "alice", Message: "release 1.2", Deadline: t0.Add(time.Minute)})
+	require.Len(t, q.waiting["alice"], 1, "no open window: it waits for a change")
+	q.restore(wins[0], t0.Add(time.Second))
+	require.NotNil(t, q.windows["alice"])
+	assert.Len(t, q.windows["alice"].requests, 1, "alice's changes are pending again: the retry carries her message")
+	assert.Empty(t, q.waiting, "nor does it time out saying no change came")
+}

@@ -56,7 +56,9 @@ func (m *Manager) Forget(key types.NamespacedName) {
 func (m *Manager) settle(r *CommitRequest, out RequestOutcome) {
 	m.mu.Lock()
 	st, ok := m.requests[r.Key]
-	if ok && st.outcome.Done {
+	// An answer for a deleted request (still in a window being committed) is not for a new
+	// one of the same name; an unchanged outcome is news to nobody.
+	if ok && (st.outcome.Done || &st.req != r || st.outcome == out) {
 		ok = false
 	}
 	if ok {

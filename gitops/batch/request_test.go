@@ -197,3 +197,37 @@ func TestAnObjectWhoseCacheIsIncompleteHoldsBackNothingElse(t *testing.T) {
 		remote.Fsck()
 	})
 }
+
+func TestACommitRequestWaitingOnAStalledFolderSaysSo(t *testing.T) {
+	t.Run("reports TargetStalled, not final, while the folder cannot be written, then the commit with the message", func(t *testing.T) {
+		remote := repotest.NewFileRemote(t)
+		remote.Seed("main", map[string]string{"live/README.md": "objects\n", "live/run.sh": "#!/bin/sh\n"}, "seed")
+		writer, c := startWriter(t)
+		ctx := context.Background()
+		spec := targetSpec(t, "live", remote.URL, nil)
+		_, err := writer.EnsureTarget(ctx, spec)
+		require.NoError(t, err)
+
+		req := alicesRelease(t, writer, c)
+		var out batch.RequestOutcome
+		require.Eventually(t, func() bool {
+			out, err = writer.Request(req)
+			return err == nil && out.Reason == batch.ReasonTargetStalled
+		}, 10*time.Second, 50*time.Millisecond, "the request learns why its message waits")
+		assert.False(t, out.Done, "not final: the changes commit once the folder is fixed")
+		assert.Contains(t, out.Message, "live/run.sh")
+
+		co := remote.Clone("main")
+		co.Git("rm", "-q", "live/run.sh")
+		co.CommitAndPush("main", "a person removes the script")
+		time.Sleep(5100 * time.Millisecond) // the writer fetches at most every 5 s
+		_, err = writer.EnsureTarget(ctx, spec)
+		require.NoError(t, err)
+		require.Eventually(t, func() bool {
+			out, err = writer.Request(req)
+			return err == nil && out.Done
+		}, 15*time.Second, 100*time.Millisecond, "the commit carries the message once the folder is fixed")
+		assert.Equal(t, batch.ReasonCommitted, out.Reason, out.Message)
+		assert.Contains(t, remote.Log("main")[0], "release 1.2")
+	})
+}

@@ -161,17 +161,18 @@ func (w *worker) withdraw(target, key types.NamespacedName) {
 	w.qmu.Unlock()
 }
 
-// reportPending publishes the number of dirty objects on this worker.
+// reportPending publishes the number of dirty objects on this worker. It counts and sets
+// under qmu, so two reports cannot land in the opposite order of their counts.
 func (w *worker) reportPending() {
 	if w.opts.Metrics == nil {
 		return
 	}
 	n := 0
 	w.qmu.Lock()
+	defer w.qmu.Unlock()
 	for _, q := range w.queues {
 		n += q.pending()
 	}
-	w.qmu.Unlock()
 	w.opts.Metrics.pending(w.key, n)
 }
 
@@ -198,11 +199,13 @@ func (w *worker) openQueue(key types.NamespacedName) *queue {
 	return q
 }
 
-// removeTarget drops the target and returns the changes its queue still held.
+// removeTarget drops the target and returns the changes its queue still held (they are no
+// longer this worker's pending work).
 func (w *worker) removeTarget(key types.NamespacedName) []Change {
 	w.mu.Lock()
 	delete(w.targets, key)
 	w.mu.Unlock()
+	defer w.reportPending()
 	w.qmu.Lock()
 	defer w.qmu.Unlock()
 	q := w.queues[key]
@@ -414,7 +417,6 @@ func (w *worker) loop(ctx context.Context) {
 // commit, and only the failing target backs off before retrying.
 func (w *worker) flushDue(ctx context.Context) time.Duration {
 	next := time.Hour
-	now := time.Now()
 	w.mu.Lock()
 	keys := make([]types.NamespacedName, 0, len(w.targets))
 	for k := range w.targets {
@@ -423,7 +425,8 @@ func (w *worker) flushDue(ctx context.Context) time.Duration {
 	w.mu.Unlock()
 	sort.Slice(keys, func(i, j int) bool { return keys[i].String() < keys[j].String() })
 	for _, k := range keys {
-		wait, err := w.flushIfDue(ctx, k, now)
+		// Now, not when the pass began: the target before may have spent seconds pushing.
+		wait, err := w.flushIfDue(ctx, k, time.Now())
 		if err != nil {
 			w.log.Error(err, "commit failed; retrying", "gitTarget", k.String(), "retryIn", wait.String())
 		}
@@ -447,6 +450,10 @@ func (w *worker) flushIfDue(ctx context.Context, key types.NamespacedName, now t
 	switch {
 	case now.Before(t.retryAt):
 		wait = shorter(wait, t.retryAt.Sub(now))
+	case t.st.Known && !t.verdict.Supported:
+		for _, win := range t.q.windows {
+			w.waitOnFolder(win, t)
+		}
 	case t.st.Known && t.verdict.Supported:
 		var winWait time.Duration
 		wins, winWait = t.q.due(t.spec.Window, now)
@@ -510,6 +517,7 @@ func (w *worker) flush(ctx context.Context, t *target, win *authorWindow) (bool,
 	w.actFor(t.spec)
 	for attempt := 1; ; attempt++ {
 		if !t.verdict.Supported {
+			w.waitOnFolder(win, t)
 			w.qmu.Lock()
 			t.q.restore(win, time.Now()) // kept until the folder is fixed; the cluster holds the state
 			w.qmu.Unlock()
@@ -582,6 +590,17 @@ func (w *worker) flush(ctx context.Context, t *target, win *authorWindow) (bool,
 		w.keepDeferred(t, win, p.deferred)
 		w.compactIfDue()
 		return true, nil
+	}
+}
+
+// waitOnFolder tells the CommitRequests of a window why their message waits: the target's
+// folder cannot be written (Stalled). Their author's changes are pending, so spec.timeout
+// no longer applies; the commit that carries the message, once the folder is fixed,
+// replaces this outcome. Callers hold w.mu.
+func (w *worker) waitOnFolder(win *authorWindow, t *target) {
+	for _, r := range win.requests {
+		w.answers = append(w.answers, answer{r, RequestOutcome{Reason: ReasonTargetStalled,
+			Message: fmt.Sprintf("the message waits with %s's changes until GitTarget %s's folder can be written: %s", r.Author, r.Target, t.verdict.Message())}})
 	}
 }
 

@@ -141,11 +141,11 @@ func settle(cr *v1alpha1.CommitRequest, out batch.RequestOutcome) {
 }
 
 // Settled reports whether a CommitRequest's outcome is final: Committed True, or False for
-// any reason but waiting and retrying (the commit carrying the message failed to push and
-// is retried with it).
+// any reason but waiting, retrying (the commit carrying the message failed to push and is
+// retried with it) and waiting on a Stalled target's folder.
 func Settled(conds []metav1.Condition) bool {
 	c := apimeta.FindStatusCondition(conds, v1alpha1.ConditionCommitted)
-	return c != nil && c.Reason != v1alpha1.ReasonWaiting && c.Reason != batch.ReasonRetrying
+	return c != nil && c.Reason != v1alpha1.ReasonWaiting && c.Reason != batch.ReasonRetrying && c.Reason != batch.ReasonTargetStalled
 }
 
 // SetupWithManager registers the controller (leader only, next to the writer).
