@@ -75,7 +75,11 @@ func TestCurrent(t *testing.T) {
 	listed := []*unstructured.Unstructured{
 		configMap("team-a", "app", map[string]string{"team": "a"}),
 		configMap("team-a", "relabelled", map[string]string{"team": "b"}),
+		configMap("brand-new", "app", map[string]string{"team": "a"}),
 	}
+	bySelector := Claim{Target: target, Resource: cms, NamespaceSelector: labels.SelectorFromSet(labels.Set{"env": "prod"}),
+		ObjectSelector: labels.Everything(), Create: true, Update: true, Delete: true}
+	known := func(ns string) bool { return ns != "brand-new" }
 	tests := []struct {
 		name     string
 		claims   []Claim
@@ -98,10 +102,16 @@ func TestCurrent(t *testing.T) {
 			claims: []Claim{claim(target, team)}, informer: "unsynced", key: key("team-a", "gone"), wantErr: batch.ErrNotSynced},
 		{name: "fails transiently while a rule's informer is not there yet",
 			claims: []Claim{claim(target, team)}, key: key("team-a", "app"), wantErr: batch.ErrNotSynced},
+		{name: "fails transiently for an object a namespaceSelector may select in a namespace the cache has not seen yet",
+			claims: []Claim{bySelector}, informer: "synced", key: key("brand-new", "app"), wantErr: batch.ErrNotSynced},
+		{name: "answers nothing for an object in a known namespace the namespaceSelector does not select",
+			claims: []Claim{bySelector}, informer: "synced", key: key("team-a", "app")},
+		{name: "answers nothing, not a wait, for an object gone from a namespace the cache has not seen",
+			claims: []Claim{bySelector}, informer: "synced", key: key("brand-new", "gone")},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			w := New(Options{Sink: &snapshots{}, Log: logr.Discard()})
+			w := New(Options{Sink: &snapshots{}, Log: logr.Discard(), NamespaceKnown: known})
 			w.rules = map[string][]Claim{"rule": tt.claims}
 			w.rebuildLocked()
 			if tt.informer != "" {

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/gitops-reverser/gitops-reverser/gitops/batch"
 	"github.com/gitops-reverser/gitops-reverser/watcher/attribution"
@@ -111,4 +112,31 @@ func TestAnUpdateThatChangesNothingForGit(t *testing.T) {
 		require.Len(t, sink.got[0], 1)
 		assert.Equal(t, "bob", sink.got[0][0].Author)
 	})
+}
+
+func TestADeleteInANamespaceSelectedByLabels(t *testing.T) {
+	cms := Resource{GVR: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, Kind: "ConfigMap", Namespaced: true}
+	claim := Claim{Target: types.NamespacedName{Namespace: "ops", Name: "live"}, Resource: cms,
+		NamespaceSelector: labels.SelectorFromSet(labels.Set{"env": "prod"}), ObjectSelector: labels.Everything(), Delete: true}
+	nsLabels := map[string]labels.Set{"shop": {"env": "prod"}, "dev": {"env": "dev"}}
+	watcherWith := func() (*Watcher, *submissions) {
+		sink := &submissions{}
+		w := New(Options{Sink: sink, Log: logr.Discard(),
+			NamespaceLabels: func(ns string) labels.Set { return nsLabels[ns] },
+			NamespaceKnown:  func(ns string) bool { _, ok := nsLabels[ns]; return ok }})
+		w.byGVR[cms.GVR] = []Claim{claim}
+		return w, sink
+	}
+	deleted := func(ns string) int {
+		w, sink := watcherWith()
+		w.onDelete(cms.GVR, cache.DeletedFinalStateUnknown{Key: ns + "/app", Obj: configMap(ns, "app", nil)})
+		n := 0
+		for _, cs := range sink.got {
+			n += len(cs)
+		}
+		return n
+	}
+	assert.Equal(t, 1, deleted("shop"), "a selected namespace's delete is mirrored")
+	assert.Equal(t, 0, deleted("dev"), "a namespace the selector leaves out is not")
+	assert.Equal(t, 1, deleted("gone"), "a namespace deleted before its objects' deletes were handled still has them mirrored")
 }

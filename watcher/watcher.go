@@ -40,7 +40,12 @@ type Options struct {
 	// kubectl apply), so the change is not dropped. Only the event handlers use it, never
 	// code under the writer's lock. Nil: NamespaceLabels.
 	FreshNamespaceLabels func(name string) labels.Set
-	Log                  logr.Logger
+	// NamespaceKnown says whether NamespaceLabels' cache has the namespace. Current answers
+	// batch.ErrNotSynced for an object a namespaceSelector might select in a namespace the
+	// cache has not seen yet (created with the object), instead of "not selected", which
+	// would leave it out of Git. Nil: every namespace is known.
+	NamespaceKnown func(name string) bool
+	Log            logr.Logger
 	// Resync is the informers' resync period; 0 disables periodic resync.
 	Resync time.Duration
 	// Noise says which cluster-made objects are skipped.
@@ -326,7 +331,31 @@ func (w *Watcher) Current(target types.NamespacedName, key batch.ObjectKey) (*un
 			return u.DeepCopy(), nil
 		}
 	}
+	if w.namespaceUnknown(target, claims, u) {
+		return nil, fmt.Errorf("%w: namespace %s", batch.ErrNotSynced, u.GetNamespace())
+	}
 	return nil, nil
+}
+
+// namespaceUnknown says whether a claim of target selects namespaces by label, matches the
+// object's labels, and the namespace cache has not seen the object's namespace yet: whether
+// the object is selected cannot be told.
+func (w *Watcher) namespaceUnknown(target types.NamespacedName, claims []Claim, u *unstructured.Unstructured) bool {
+	if w.namespaceKnown(u.GetNamespace()) {
+		return false
+	}
+	return slices.ContainsFunc(claims, func(c Claim) bool { return c.Target == target && mayMatchByNamespace(c, u) })
+}
+
+// namespaceKnown says whether the namespace cache has ns (always, without NamespaceKnown).
+func (w *Watcher) namespaceKnown(ns string) bool {
+	return w.opts.NamespaceKnown == nil || ns == "" || w.opts.NamespaceKnown(ns)
+}
+
+// mayMatchByNamespace says whether c selects namespaces by label and matches u's labels: it
+// selects u if u's namespace has the right labels.
+func mayMatchByNamespace(c Claim, u *unstructured.Unstructured) bool {
+	return c.Resource.Namespaced && c.Namespace == "" && c.NamespaceSelector != nil && c.ObjectSelector.Matches(labels.Set(u.GetLabels()))
 }
 
 func (w *Watcher) rebuildLocked() {
@@ -468,9 +497,13 @@ func (w *Watcher) onDelete(gvr schema.GroupVersionResource, o interface{}) {
 	if w.opts.Noise.SkipObject(gvr.GroupResource(), u) {
 		return
 	}
+	// The namespace may be gone already (its objects' deletes handled after it, or a
+	// re-list's tombstones): a claim that selects namespaces by label then still passes the
+	// delete on; the writer removes a document only where one was written.
+	gone := !w.namespaceKnown(u.GetNamespace())
 	var changes []batch.Change
 	for _, c := range claims {
-		if c.Delete && c.Matches(u.GetNamespace(), u.GetLabels(), w.opts.FreshNamespaceLabels) {
+		if c.Delete && (c.Matches(u.GetNamespace(), u.GetLabels(), w.opts.FreshNamespaceLabels) || gone && mayMatchByNamespace(c, u)) {
 			changes = append(changes, change(c, u))
 		}
 	}

@@ -183,6 +183,7 @@ func run(ctx context.Context, cfg *rest.Config, opts Options) error {
 		AttributionMetrics:   attrMetrics,
 		NamespaceLabels:      namespaceLabels(nsCache, nil),
 		FreshNamespaceLabels: namespaceLabels(nsCache, mgr.GetAPIReader()),
+		NamespaceKnown:       namespaceKnown(nsCache),
 		// The writer reads field ownership from managedFields unless it writes every field.
 		KeepManagedFields: !opts.KeepDefaultedFields,
 		OnWatchedChange: func() {
@@ -251,6 +252,15 @@ func notifier[T client.Object](ch chan<- event.TypedGenericEvent[T], empty func(
 		case ch <- event.TypedGenericEvent[T]{Object: obj}:
 		default:
 		}
+	}
+}
+
+// namespaceKnown says whether the cache holds a namespace (a cache read only: the writer
+// asks under its lock).
+func namespaceKnown(cached client.Reader) func(string) bool {
+	return func(name string) bool {
+		var ns corev1.Namespace
+		return !apierrors.IsNotFound(cached.Get(context.Background(), types.NamespacedName{Name: name}, &ns))
 	}
 }
 
