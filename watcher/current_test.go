@@ -36,7 +36,7 @@ func listedInformer(t *testing.T, started bool, objs ...*unstructured.Unstructur
 		},
 		WatchFunc: func(metav1.ListOptions) (watch.Interface, error) { return watch.NewFake(), nil },
 	}
-	inf := cache.NewSharedIndexInformer(listOnly{lw}, &unstructured.Unstructured{}, 0, cache.Indexers{})
+	inf := cache.NewSharedIndexInformer(listOnly{lw}, &unstructured.Unstructured{}, 0, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	if started {

@@ -1,6 +1,7 @@
 package watcher
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/go-logr/logr"
@@ -139,4 +140,45 @@ func TestADeleteInANamespaceSelectedByLabels(t *testing.T) {
 	assert.Equal(t, 1, deleted("shop"), "a selected namespace's delete is mirrored")
 	assert.Equal(t, 0, deleted("dev"), "a namespace the selector leaves out is not")
 	assert.Equal(t, 1, deleted("gone"), "a namespace deleted before its objects' deletes were handled still has them mirrored")
+}
+
+func TestANamespaceWhoseLabelsChange(t *testing.T) {
+	cms := Resource{GVR: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, Kind: "ConfigMap", Namespaced: true}
+	prod := labels.SelectorFromSet(labels.Set{"env": "prod"})
+	claim := func(create, del bool) Claim {
+		return Claim{Target: types.NamespacedName{Namespace: "ops", Name: "live"}, Resource: cms, NamespaceSelector: prod,
+			ObjectSelector: labels.SelectorFromSet(labels.Set{"app": "shop"}), Create: create, Update: create, Delete: del}
+	}
+	listed := []*unstructured.Unstructured{
+		configMap("shop", "app", map[string]string{"app": "shop"}),
+		configMap("shop", "other-app", map[string]string{"app": "blog"}),
+		configMap("elsewhere", "app", map[string]string{"app": "shop"}),
+	}
+	relabel := func(t *testing.T, c Claim, before, after labels.Set) []string {
+		t.Helper()
+		sink := &submissions{}
+		w := New(Options{Sink: sink, Log: logr.Discard()})
+		w.byGVR[cms.GVR] = []Claim{c}
+		w.informers[cms.GVR] = listedInformer(t, true, listed...)
+		w.NamespaceRelabelled("shop", before, after)
+		var got []string
+		for _, cs := range sink.got {
+			for _, ch := range cs {
+				got = append(got, fmt.Sprintf("%s/%s delete=%v", ch.Key.Namespace, ch.Key.Name, ch.AllowDelete))
+			}
+		}
+		return got
+	}
+	t.Run("hands over the selected objects of a namespace that joins", func(t *testing.T) {
+		assert.Equal(t, []string{"shop/app delete=true"}, relabel(t, claim(true, true), labels.Set{"env": "dev"}, labels.Set{"env": "prod"}))
+	})
+	t.Run("hands over those of a namespace that leaves, for the rule that deletes", func(t *testing.T) {
+		assert.Equal(t, []string{"shop/app delete=true"}, relabel(t, claim(true, true), labels.Set{"env": "prod"}, nil))
+	})
+	t.Run("keeps the documents of a namespace that leaves a rule without DELETE", func(t *testing.T) {
+		assert.Empty(t, relabel(t, claim(true, false), labels.Set{"env": "prod"}, nil))
+	})
+	t.Run("does nothing when the selector's answer stays the same", func(t *testing.T) {
+		assert.Empty(t, relabel(t, claim(true, true), labels.Set{"env": "prod"}, labels.Set{"env": "prod", "team": "a"}))
+	})
 }

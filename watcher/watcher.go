@@ -273,6 +273,50 @@ func (w *Watcher) snapshot(target types.NamespacedName, cs []Claim, objs []inter
 	})
 }
 
+// NamespaceRelabelled hands the writer the objects of namespace ns that a claim's
+// namespaceSelector selects with one of its label sets and not the other: they join their
+// target (written, where the rule creates or updates) or leave it (removed, where the rule
+// deletes). Call it after the cache NamespaceLabels reads has the new labels.
+func (w *Watcher) NamespaceRelabelled(ns string, before, after labels.Set) {
+	type flipped struct {
+		c   Claim
+		inf *informer
+	}
+	var todo []flipped
+	w.mu.RLock()
+	for gvr, cs := range w.byGVR {
+		for _, c := range cs {
+			if c.Resource.Namespaced && c.Namespace == "" && c.NamespaceSelector != nil &&
+				c.NamespaceSelector.Matches(before) != c.NamespaceSelector.Matches(after) && w.informers[gvr] != nil {
+				todo = append(todo, flipped{c, w.informers[gvr]})
+			}
+		}
+	}
+	w.mu.RUnlock()
+	var changes []batch.Change
+	for _, f := range todo {
+		joins := f.c.NamespaceSelector.Matches(after)
+		if joins && !f.c.Create && !f.c.Update || !joins && !f.c.Delete || !f.inf.inf.HasSynced() {
+			continue // a claim still syncing hands over its whole list when it has
+		}
+		objs, err := f.inf.inf.GetIndexer().ByIndex(cache.NamespaceIndex, ns)
+		if err != nil {
+			w.opts.Log.Error(err, "listing a relabelled namespace's objects", "namespace", ns, "resource", f.c.Resource.GVR.String())
+			continue
+		}
+		for _, o := range objs {
+			u, ok := o.(*unstructured.Unstructured)
+			if ok && f.c.ObjectSelector.Matches(labels.Set(u.GetLabels())) && !w.opts.Noise.SkipObject(f.c.Resource.GVR.GroupResource(), u) {
+				changes = append(changes, change(f.c, u))
+			}
+		}
+	}
+	if len(changes) > 0 {
+		w.opts.Log.V(1).Info("namespace relabelled", "namespace", ns, "objects", len(changes))
+	}
+	w.opts.Sink.Submit(changes...)
+}
+
 // covered says whether any of cs covers a namespace.
 func (w *Watcher) covered(cs []Claim) func(ns string) bool {
 	return func(ns string) bool {
@@ -393,7 +437,9 @@ func (w *Watcher) syncInformersLocked() {
 
 func (w *Watcher) startInformer(gvr schema.GroupVersionResource) *informer {
 	ctx, cancel := context.WithCancel(w.ctx)
-	inf := dynamicinformer.NewFilteredDynamicInformer(w.opts.Client, gvr, "", w.opts.Resync, cache.Indexers{}, nil).Informer()
+	// Indexed by namespace: a namespace's new labels re-evaluate its objects only.
+	indexers := cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}
+	inf := dynamicinformer.NewFilteredDynamicInformer(w.opts.Client, gvr, "", w.opts.Resync, indexers, nil).Informer()
 	if !w.opts.KeepManagedFields && !ownershipSanitized(gvr) {
 		_ = inf.SetTransform(dropManagedFields)
 	}

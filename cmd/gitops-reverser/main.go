@@ -7,6 +7,7 @@ import (
 	"crypto/tls"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"time"
 
@@ -14,8 +15,10 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	ctrl "sigs.k8s.io/controller-runtime"
+	ctrlcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/config"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -198,6 +201,9 @@ func run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	if err := mgr.Add(w); err != nil {
 		return err
 	}
+	if err := followNamespaceLabels(ctx, nsCache, w); err != nil {
+		return err
+	}
 	c := mgr.GetClient()
 	setups := []func() error{
 		func() error {
@@ -253,6 +259,26 @@ func notifier[T client.Object](ch chan<- event.TypedGenericEvent[T], empty func(
 		default:
 		}
 	}
+}
+
+// followNamespaceLabels tells the watcher when a namespace's labels change, after the cache
+// its namespace selectors read has them: objects there may join or leave their targets.
+func followNamespaceLabels(ctx context.Context, cached ctrlcache.Cache, w *watcher.Watcher) error {
+	inf, err := cached.GetInformer(ctx, &corev1.Namespace{})
+	if err != nil {
+		return fmt.Errorf("watching namespaces: %w", err)
+	}
+	_, err = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{UpdateFunc: func(oldObj, newObj any) {
+		before, ok1 := oldObj.(*corev1.Namespace)
+		after, ok2 := newObj.(*corev1.Namespace)
+		if ok1 && ok2 && !maps.Equal(before.Labels, after.Labels) {
+			w.NamespaceRelabelled(after.Name, before.Labels, after.Labels)
+		}
+	}})
+	if err != nil {
+		return fmt.Errorf("watching namespaces: %w", err)
+	}
+	return nil
 }
 
 // namespaceKnown says whether the cache holds a namespace (a cache read only: the writer

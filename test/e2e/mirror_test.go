@@ -284,4 +284,16 @@ spec:
 	for i := range 5 {
 		waitFile(t, remote, fmt.Sprintf("cluster/fresh-%d/configmaps/settings.yaml", i), func(c string) bool { return strings.Contains(c, "k: v") })
 	}
+
+	// A namespace's labels decide too: one that leaves the selector takes its objects out of
+	// Git, one that joins brings them in, with no change to the objects themselves.
+	kubectl(t, "", "label", "namespace", "fresh-0", "team-")
+	eventually(t, commitWait, "fresh-0's document removed", func() (bool, string) {
+		_, ok := fileAt(remote, "cluster/fresh-0/configmaps/settings.yaml")
+		return !ok, "still present"
+	})
+	kubectl(t, "", "create", "namespace", "joins-later")
+	kubectl(t, "", "-n", "joins-later", "create", "configmap", "settings", "--from-literal=k=v")
+	kubectl(t, "", "label", "namespace", "joins-later", "team=fresh")
+	waitFile(t, remote, "cluster/joins-later/configmaps/settings.yaml", func(c string) bool { return strings.Contains(c, "k: v") })
 }
