@@ -273,6 +273,13 @@ func (w *Watcher) snapshot(target types.NamespacedName, cs []Claim, objs []inter
 	})
 }
 
+// Claims returns the claims registered for a rule, nil when none.
+func (w *Watcher) Claims(ruleKey string) []Claim {
+	w.mu.RLock()
+	defer w.mu.RUnlock()
+	return slices.Clone(w.rules[ruleKey])
+}
+
 // NamespaceRelabelled hands the writer the objects of namespace ns that a claim's
 // namespaceSelector selects with one of its label sets and not the other: they join their
 // target (written, where the rule creates or updates) or leave it (removed, where the rule

@@ -48,6 +48,9 @@ const (
 	ReasonInvalidTemplate    = "InvalidTemplate"
 	ReasonWaiting            = "Waiting"
 	ReasonRequesterUnknown   = "RequesterUnknown"
+	// ReasonDiscoveryFailed: an API a rule's registered resources belong to could not be
+	// discovered (an aggregated API down); the rule keeps watching them as before.
+	ReasonDiscoveryFailed = "DiscoveryFailed"
 )
 
 // EncryptionReady reasons: each names what to fix.

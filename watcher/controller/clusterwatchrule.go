@@ -52,9 +52,13 @@ func (r *ClusterWatchRuleReconciler) Reconcile(ctx context.Context, req ctrl.Req
 		}
 		return ctrl.Result{}, err
 	}
-	lists, err := discover(r.Discovery)
+	lists, failed, err := discover(r.Discovery)
 	if err != nil {
 		return ctrl.Result{}, err
+	}
+	if msg, ok := undiscovered(r.Registry.Claims(key), failed); ok {
+		v1alpha1.SetReconciling(&cr.Status.Conditions, cr.Generation, v1alpha1.ReasonDiscoveryFailed, msg)
+		return ctrl.Result{RequeueAfter: discoveryRetry}, nil
 	}
 	var claims []watcher.Claim
 	var problems []string

@@ -13,9 +13,14 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gitops-reverser/gitops-reverser/api/v1alpha1"
+	"github.com/gitops-reverser/gitops-reverser/watcher"
 )
 
 // nonName matches what a namespace name cannot hold.
@@ -142,4 +147,36 @@ func widgetCRD() *apiextensionsv1.CustomResourceDefinition {
 			}},
 		},
 	}
+}
+
+// TestARuleKeepsItsResourcesWhileTheirAPICannotBeDiscovered registers an aggregated API
+// whose service does not exist, so the API server reports its group-version as failing
+// discovery, as it would for a metrics server that is restarting. The rule registered
+// claims for that API when it was up (seeded in the recording registry): they stay.
+func TestARuleKeepsItsResourcesWhileTheirAPICannotBeDiscovered(t *testing.T) {
+	ctx := context.Background()
+	apiService := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
+		"metadata": map[string]any{"name": "v1beta1.metrics.example.com"},
+		"spec": map[string]any{"group": "metrics.example.com", "version": "v1beta1", "insecureSkipTLSVerify": true,
+			"groupPriorityMinimum": int64(100), "versionPriority": int64(100),
+			"service": map[string]any{"namespace": "default", "name": "no-such-service", "port": int64(443)}},
+	}}
+	require.NoError(t, k8s.Create(ctx, apiService))
+	t.Cleanup(func() { _ = k8s.Delete(ctx, apiService) })
+
+	ns := namespace(t)
+	gitTarget(t, ns)
+	registered := []watcher.Claim{{Target: types.NamespacedName{Namespace: ns, Name: "live"}, Namespace: ns,
+		Resource: watcher.Resource{GVR: schema.GroupVersionResource{Group: "metrics.example.com", Version: "v1beta1", Resource: "podmetrics"},
+			Kind: "PodMetrics", Namespaced: true}, ObjectSelector: labels.Everything(), Create: true, Update: true}}
+	key := watcher.RuleKey("WatchRule", ns, "rule")
+	registry.SetRule(key, registered)
+
+	wr := rule(ns, []string{"metrics.example.com"}, []string{"podmetrics"})
+	require.NoError(t, k8s.Create(ctx, wr))
+	msg := waitCondition(t, wr, func() []metav1.Condition { return wr.Status.Conditions }, v1alpha1.ConditionReconciling, metav1.ConditionTrue)
+	assert.Contains(t, msg, "metrics.example.com/v1beta1")
+	assert.Equal(t, v1alpha1.ReasonDiscoveryFailed, apimeta.FindStatusCondition(wr.Status.Conditions, v1alpha1.ConditionReconciling).Reason)
+	assert.Equal(t, registered, registry.claims(key), "the informer keeps running: changes waiting for it are not dropped")
 }

@@ -6,10 +6,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -24,20 +26,49 @@ import (
 // Registry is the part of the watcher the rule controllers drive.
 type Registry interface {
 	SetRule(ruleKey string, claims []watcher.Claim)
+	// Claims are those registered for a rule (none when unknown).
+	Claims(ruleKey string) []watcher.Claim
 }
 
 // errConfig marks a rule a human must fix.
 var errConfig = errors.New("invalid rule")
 
 // discover lists the server's preferred resources; partial discovery failures (an
-// aggregated API down) still return what was found.
-func discover(dc discovery.DiscoveryInterface) ([]*metav1.APIResourceList, error) {
+// aggregated API down) still return what was found, with the group-versions that failed.
+func discover(dc discovery.DiscoveryInterface) ([]*metav1.APIResourceList, map[schema.GroupVersion]error, error) {
 	lists, err := dc.ServerPreferredResources()
-	if err != nil && !discovery.IsGroupDiscoveryFailedError(err) {
-		return nil, fmt.Errorf("discovering API resources: %w", err)
+	var partial *discovery.ErrGroupDiscoveryFailed
+	if errors.As(err, &partial) {
+		return lists, partial.Groups, nil
 	}
-	return lists, nil
+	if err != nil {
+		return nil, nil, fmt.Errorf("discovering API resources: %w", err)
+	}
+	return lists, nil, nil
 }
+
+// undiscovered names a group-version of the rule's registered claims that discovery failed
+// to list this time, and why: the rule must then keep its claims as they are. An API that
+// is briefly unavailable (an aggregated server restarting) is no rule change; registering
+// claims without it would stop its informer and drop the changes waiting for it.
+func undiscovered(registered []watcher.Claim, failed map[schema.GroupVersion]error) (string, bool) {
+	var names []string
+	for _, c := range registered {
+		gv := c.Resource.GVR.GroupVersion()
+		if err, ok := failed[gv]; ok {
+			names = append(names, fmt.Sprintf("%s (%v)", gv, err))
+		}
+	}
+	if len(names) == 0 {
+		return "", false
+	}
+	slices.Sort(names)
+	names = slices.Compact(names)
+	return fmt.Sprintf("discovery of %s failed: the rule's resources are kept as they were until it succeeds", strings.Join(names, ", ")), true
+}
+
+// discoveryRetry is how soon a rule kept through a discovery failure looks again.
+const discoveryRetry = 30 * time.Second
 
 // claimsFor compiles one rule into claims for target; namespace "" means cluster-wide.
 func claimsFor(target types.NamespacedName, namespace string, rule v1alpha1.ResourceRule, nsSel *metav1.LabelSelector,

@@ -32,6 +32,8 @@ type recordingRegistry struct {
 	rules map[string][]watcher.Claim
 }
 
+func (r *recordingRegistry) Claims(key string) []watcher.Claim { return r.claims(key) }
+
 func (r *recordingRegistry) SetRule(key string, claims []watcher.Claim) {
 	r.mu.Lock()
 	defer r.mu.Unlock()

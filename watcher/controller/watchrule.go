@@ -54,9 +54,13 @@ func (r *WatchRuleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		}
 		return ctrl.Result{}, err
 	}
-	lists, err := discover(r.Discovery)
+	lists, failed, err := discover(r.Discovery)
 	if err != nil {
 		return ctrl.Result{}, err
+	}
+	if msg, ok := undiscovered(r.Registry.Claims(key), failed); ok {
+		v1alpha1.SetReconciling(&wr.Status.Conditions, wr.Generation, v1alpha1.ReasonDiscoveryFailed, msg)
+		return ctrl.Result{RequeueAfter: discoveryRetry}, nil
 	}
 	var claims []watcher.Claim
 	var problems []string
