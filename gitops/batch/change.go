@@ -52,7 +52,7 @@ var ErrNotWatched = errors.New("the object is not watched for this target")
 // ErrNotSynced is a Resolver's answer while the cache that would hold an object is not
 // complete (a rule just replaced, a resource whose list keeps failing): absence there is no
 // deletion. The writer commits the rest of the window and keeps that object dirty, retried
-// with backoff, so one broken resource never holds back an author's other changes.
+// with a backoff of its own, so one broken resource never holds back other changes.
 var ErrNotSynced = errors.New("the cache of a watched resource has not synced yet")
 
 // CoreSecretsOnly is the default sensitivity: core Secrets must never reach Git in plaintext.

@@ -20,6 +20,11 @@ type authorWindow struct {
 	requests []*CommitRequest
 	// now closes the window at once: its author asked to commit (CommitRequest).
 	now bool
+	// notBefore holds back a window whose objects all wait for their cache (ErrNotSynced),
+	// without holding back the target's other windows; deferrals counts those attempts, for
+	// the backoff.
+	notBefore time.Time
+	deferrals int
 }
 
 // queue is one target's pending work: a window per author, which window holds each dirty
@@ -96,6 +101,12 @@ func (q *queue) request(r *CommitRequest) {
 // queue; wait is how long until the next one must (0 when none is open).
 func (q *queue) due(cfg WindowConfig, now time.Time) (out []*authorWindow, wait time.Duration) {
 	for _, win := range q.windows {
+		if now.Before(win.notBefore) {
+			if in := win.notBefore.Sub(now); wait == 0 || in < wait {
+				wait = in
+			}
+			continue
+		}
 		ok, in := Due(win.Window, cfg, now)
 		if ok || win.now || (len(win.requests) > 0 && len(win.dirty) == 0) {
 			out = append(out, win)
@@ -146,12 +157,35 @@ func (q *queue) restore(win *authorWindow, now time.Time) {
 		cur := q.window(win.author)
 		cur.requests, cur.now = append(win.requests, cur.requests...), true
 	}
-	// Requests that came while the window was being committed waited for a change; the
-	// author's changes are pending again, so they ride this window, as add would attach them.
+}
+
+// retry puts back a window whose commit failed: restore, and the requests that came while
+// it was being committed (they waited for a change) ride it, since the author's changes
+// are pending again, as add would attach them.
+func (q *queue) retry(win *authorWindow, now time.Time) {
+	q.restore(win, now)
 	if cur := q.windows[win.author]; cur != nil && len(cur.dirty) > 0 && len(q.waiting[win.author]) > 0 {
 		cur.requests = append(cur.requests, q.waiting[win.author]...)
 		delete(q.waiting, win.author)
 	}
+}
+
+// deferWindow puts back a window whose objects all wait for their cache. When the author
+// changed nothing else meanwhile, it is held back with a backoff of its own (1 s doubling
+// to 2 min); the target's other windows go on.
+func (q *queue) deferWindow(win *authorWindow, now time.Time) {
+	q.restore(win, now)
+	cur := q.windows[win.author]
+	if cur == nil {
+		return
+	}
+	for k := range cur.dirty {
+		if _, ok := win.dirty[k]; !ok {
+			return // new changes: the next attempt commits them, deferring the rest again
+		}
+	}
+	cur.deferrals = win.deferrals + 1
+	cur.notBefore = now.Add(min(time.Second<<min(win.deferrals, 7), 2*time.Minute))
 }
 
 // expired removes and returns the waiting requests whose deadline passed; wait is how long

@@ -128,8 +128,36 @@ func TestAFailedWindowTakesTheRequestsThatCameWhileItWasCommitted(t *testing.T) 
 	require.Len(t, wins, 1)
 	q.request(&CommitRequest{Author: "alice", Message: "release 1.2", Deadline: t0.Add(time.Minute)})
 	require.Len(t, q.waiting["alice"], 1, "no open window: it waits for a change")
-	q.restore(wins[0], t0.Add(time.Second))
+	q.retry(wins[0], t0.Add(time.Second))
 	require.NotNil(t, q.windows["alice"])
 	assert.Len(t, q.windows["alice"].requests, 1, "alice's changes are pending again: the retry carries her message")
 	assert.Empty(t, q.waiting, "nor does it time out saying no change came")
+}
+
+func TestAWindowWhoseObjectsAllWaitForTheirCache(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	cfg := WindowConfig{Quiet: time.Second}
+	t.Run("is held back with a backoff of its own, while other windows commit", func(t *testing.T) {
+		q := newQueue()
+		q.add(qkey("a"), true, "alice", t0)
+		q.add(qkey("b"), true, "bob", t0)
+		wins, _ := q.due(cfg, t0.Add(time.Second))
+		require.Equal(t, []string{"alice", "bob"}, authors(wins))
+		q.deferWindow(wins[0], t0.Add(time.Second))
+		again, wait := q.due(cfg, t0.Add(1500*time.Millisecond))
+		assert.Empty(t, again)
+		assert.Equal(t, 500*time.Millisecond, wait)
+		again, _ = q.due(cfg, t0.Add(2*time.Second))
+		require.Equal(t, []string{"alice"}, authors(again))
+		q.deferWindow(again[0], t0.Add(2*time.Second))
+		assert.Equal(t, t0.Add(4*time.Second), q.windows["alice"].notBefore, "the hold doubles")
+	})
+	t.Run("is not held back once its author changed something else", func(t *testing.T) {
+		q := newQueue()
+		q.add(qkey("a"), true, "alice", t0)
+		wins, _ := q.due(cfg, t0.Add(time.Second))
+		q.add(qkey("c"), true, "alice", t0.Add(1100*time.Millisecond))
+		q.deferWindow(wins[0], t0.Add(1200*time.Millisecond))
+		assert.True(t, q.windows["alice"].notBefore.IsZero(), "c commits after its quiet time; a is deferred again then")
+	})
 }

@@ -196,6 +196,26 @@ func TestAnObjectWhoseCacheIsIncompleteHoldsBackNothingElse(t *testing.T) {
 			15*time.Second, 100*time.Millisecond, "the deferred object is committed once its cache is complete")
 		remote.Fsck()
 	})
+	t.Run("holds back no other author's window, nor marks the target failed, while one author's objects all wait", func(t *testing.T) {
+		remote := repotest.NewFileRemote(t)
+		remote.Seed("main", map[string]string{"live/README.md": "objects\n"}, "seed")
+		writer, c := startWriter(t)
+		spec := targetSpec(t, "live", remote.URL, nil)
+		spec.Window = batch.WindowConfig{Quiet: 100 * time.Millisecond, MaxDelay: time.Hour, MaxChanges: 100}
+		_, err := writer.EnsureTarget(context.Background(), spec)
+		require.NoError(t, err)
+
+		broken := c.put(cmGVR, "ConfigMap", "broken", map[string]any{"k": "v"})
+		c.setSynced(broken, false)
+		writer.Submit(batch.Change{Target: targetKey, Key: broken, AllowDelete: true, Author: "alice"})
+		time.Sleep(2 * time.Second) // alice's window is tried and deferred, twice
+		app := c.put(cmGVR, "ConfigMap", "app", map[string]any{"k": "v"})
+		writer.Submit(batch.Change{Target: targetKey, Key: app, AllowDelete: true, Author: "bob"})
+		require.Eventually(t, func() bool { return strings.Contains(remote.LsTree("main"), "live/app/configmaps/app.yaml") },
+			3*time.Second, 50*time.Millisecond, "bob's change commits after his quiet time, not after alice's backoff")
+		st, _ := writer.Status(targetKey)
+		assert.Empty(t, st.LastError, "waiting for a cache is no failed write")
+	})
 }
 
 func TestACommitRequestWaitingOnAStalledFolderSaysSo(t *testing.T) {

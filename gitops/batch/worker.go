@@ -472,7 +472,7 @@ func (w *worker) flushIfDue(ctx context.Context, key types.NamespacedName, now t
 		if c, err = w.flush(ctx, t, win); err != nil {
 			w.qmu.Lock()
 			for _, rest := range wins[i:] {
-				t.q.restore(rest, time.Now())
+				t.q.retry(rest, time.Now())
 			}
 			w.qmu.Unlock()
 			w.retrying(win, err)
@@ -529,9 +529,8 @@ func (w *worker) flush(ctx context.Context, t *target, win *authorWindow) (bool,
 			return false, err
 		}
 		if len(p.deferred) > 0 && len(p.files) == 0 {
-			// Nothing to commit but what waits for a cache: the whole window is retried, its
-			// requests still attached, with the target's backoff.
-			return false, p.deferredErr
+			w.deferAll(t, win, p.deferredErr)
+			return false, nil
 		}
 		refusedBefore := t.st.Refused
 		t.noteRefusals(win.dirty, p.refused)
@@ -546,7 +545,8 @@ func (w *worker) flush(ctx context.Context, t *target, win *authorWindow) (bool,
 		committer := object.Signature{Name: t.spec.Committer.Name, Email: t.spec.Committer.Email, When: when}
 		sha, err := w.repo.Commit(w.remoteTip, p.files, author, committer, p.message(t, win))
 		if errors.Is(err, repo.ErrNoChange) && len(p.deferred) > 0 {
-			return false, p.deferredErr // as above: nothing committed but what waits
+			w.deferAll(t, win, p.deferredErr) // as above: nothing committed but what waits
+			return false, nil
 		}
 		if errors.Is(err, repo.ErrNoChange) {
 			w.answer(win, "", refusals)
@@ -602,6 +602,20 @@ func (w *worker) waitOnFolder(win *authorWindow, t *target) {
 		w.answers = append(w.answers, answer{r, RequestOutcome{Reason: ReasonTargetStalled,
 			Message: fmt.Sprintf("the message waits with %s's changes until GitTarget %s's folder can be written: %s", r.Author, r.Target, t.verdict.Message())}})
 	}
+}
+
+// deferAll puts back a window with nothing to commit but objects waiting for their cache:
+// held back on its own (queue.deferWindow), its requests told why, the target's other
+// windows and status untouched. Callers hold w.mu.
+func (w *worker) deferAll(t *target, win *authorWindow, why error) {
+	for _, r := range win.requests {
+		w.answers = append(w.answers, answer{r, RequestOutcome{Reason: ReasonRetrying,
+			Message: fmt.Sprintf("the commit carrying the message waits for the cluster state it needs: %v", why)}})
+	}
+	w.qmu.Lock()
+	t.q.deferWindow(win, time.Now())
+	w.qmu.Unlock()
+	w.poke()
 }
 
 // keepDeferred puts the objects a plan deferred (their cache not complete) back into their
