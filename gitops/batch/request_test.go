@@ -171,18 +171,25 @@ func TestASuspendedTargetKeepsItsPendingChanges(t *testing.T) {
 	})
 }
 
+// unsyncedScene runs a writer (quiet 100 ms) on a seeded remote with ConfigMap app/broken
+// in the cluster, its cache not synced.
+func unsyncedScene(t *testing.T) (*repotest.Remote, *batch.Manager, *cluster, batch.ObjectKey) {
+	t.Helper()
+	remote := repotest.NewFileRemote(t)
+	remote.Seed("main", map[string]string{"live/README.md": "objects\n"}, "seed")
+	writer, c := startWriter(t)
+	spec := targetSpec(t, "live", remote.URL, nil)
+	spec.Window = batch.WindowConfig{Quiet: 100 * time.Millisecond, MaxDelay: time.Hour, MaxChanges: 100}
+	_, err := writer.EnsureTarget(context.Background(), spec)
+	require.NoError(t, err)
+	broken := c.put(cmGVR, "ConfigMap", "broken", map[string]any{"k": "v"})
+	c.setSynced(broken, false)
+	return remote, writer, c, broken
+}
+
 func TestAnObjectWhoseCacheIsIncompleteHoldsBackNothingElse(t *testing.T) {
 	t.Run("commits an author's other changes while one object's cache has not synced, and that object once it has", func(t *testing.T) {
-		remote := repotest.NewFileRemote(t)
-		remote.Seed("main", map[string]string{"live/README.md": "objects\n"}, "seed")
-		writer, c := startWriter(t)
-		spec := targetSpec(t, "live", remote.URL, nil)
-		spec.Window = batch.WindowConfig{Quiet: 100 * time.Millisecond, MaxDelay: time.Hour, MaxChanges: 100}
-		_, err := writer.EnsureTarget(context.Background(), spec)
-		require.NoError(t, err)
-
-		broken := c.put(cmGVR, "ConfigMap", "broken", map[string]any{"k": "v"})
-		c.setSynced(broken, false)
+		remote, writer, c, broken := unsyncedScene(t)
 		app := c.put(cmGVR, "ConfigMap", "app", map[string]any{"k": "v"})
 		writer.Submit(batch.Change{Target: targetKey, Key: broken, AllowDelete: true, Author: "alice"},
 			batch.Change{Target: targetKey, Key: app, AllowDelete: true, Author: "alice"})
@@ -197,16 +204,7 @@ func TestAnObjectWhoseCacheIsIncompleteHoldsBackNothingElse(t *testing.T) {
 		remote.Fsck()
 	})
 	t.Run("holds back no other author's window, nor marks the target failed, while one author's objects all wait", func(t *testing.T) {
-		remote := repotest.NewFileRemote(t)
-		remote.Seed("main", map[string]string{"live/README.md": "objects\n"}, "seed")
-		writer, c := startWriter(t)
-		spec := targetSpec(t, "live", remote.URL, nil)
-		spec.Window = batch.WindowConfig{Quiet: 100 * time.Millisecond, MaxDelay: time.Hour, MaxChanges: 100}
-		_, err := writer.EnsureTarget(context.Background(), spec)
-		require.NoError(t, err)
-
-		broken := c.put(cmGVR, "ConfigMap", "broken", map[string]any{"k": "v"})
-		c.setSynced(broken, false)
+		remote, writer, c, broken := unsyncedScene(t)
 		writer.Submit(batch.Change{Target: targetKey, Key: broken, AllowDelete: true, Author: "alice"})
 		time.Sleep(2 * time.Second) // alice's window is tried and deferred, twice
 		app := c.put(cmGVR, "ConfigMap", "app", map[string]any{"k": "v"})
