@@ -56,10 +56,6 @@ func (r *ClusterWatchRuleReconciler) Reconcile(ctx context.Context, req ctrl.Req
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if msg, ok := undiscovered(r.Registry.Claims(key), failed); ok {
-		v1alpha1.SetReconciling(&cr.Status.Conditions, cr.Generation, v1alpha1.ReasonDiscoveryFailed, msg)
-		return ctrl.Result{RequeueAfter: discoveryRetry}, nil
-	}
 	var claims []watcher.Claim
 	var problems []string
 	for _, rule := range cr.Spec.Rules {
@@ -71,8 +67,13 @@ func (r *ClusterWatchRuleReconciler) Reconcile(ctx context.Context, req ctrl.Req
 		}
 		claims, problems = append(claims, c...), append(problems, p...)
 	}
+	resourceRules := make([]v1alpha1.ResourceRule, 0, len(cr.Spec.Rules))
+	for _, rule := range cr.Spec.Rules {
+		resourceRules = append(resourceRules, rule.ResourceRule)
+	}
+	claims, kept := keepUndiscovered(claims, r.Registry.Claims(key), failed, resourceRules)
 	r.Registry.SetRule(key, claims)
-	return applyResult(&cr.Status, cr.Generation, claims, problems), nil
+	return degraded(&cr.Status, cr.Generation, applyResult(&cr.Status, cr.Generation, claims, problems), kept), nil
 }
 
 // SetupWithManager watches rules, targets and CRDs.

@@ -47,28 +47,49 @@ func discover(dc discovery.DiscoveryInterface) ([]*metav1.APIResourceList, map[s
 	return lists, nil, nil
 }
 
-// undiscovered names a group-version of the rule's registered claims that discovery failed
-// to list this time, and why: the rule must then keep its claims as they are. An API that
-// is briefly unavailable (an aggregated server restarting) is no rule change; registering
-// claims without it would stop its informer and drop the changes waiting for it.
-func undiscovered(registered []watcher.Claim, failed map[schema.GroupVersion]error) (string, bool) {
-	var names []string
+// keepUndiscovered adds to claims, compiled from a partial discovery, the registered claims
+// whose group-version failed discovery this time and that the rules still name, and says
+// which ("" when none). An API that is briefly unavailable (an aggregated server
+// restarting) is no rule change: registering claims without it would stop its informer and
+// drop the changes waiting for it. The rest of the rule is applied as usual, so an edit or
+// a new CRD never waits for a broken API.
+func keepUndiscovered(claims, registered []watcher.Claim, failed map[schema.GroupVersion]error, rules []v1alpha1.ResourceRule) ([]watcher.Claim, string) {
+	var kept []string
 	for _, c := range registered {
-		gv := c.Resource.GVR.GroupVersion()
-		if err, ok := failed[gv]; ok {
-			names = append(names, fmt.Sprintf("%s (%v)", gv, err))
+		gvr := c.Resource.GVR
+		err, down := failed[gvr.GroupVersion()]
+		if !down || !slices.ContainsFunc(rules, func(r v1alpha1.ResourceRule) bool { return ruleNames(r, gvr) }) {
+			continue
 		}
+		claims = append(claims, c)
+		kept = append(kept, fmt.Sprintf("%s (%v)", gvr.GroupVersion(), err))
 	}
-	if len(names) == 0 {
-		return "", false
+	if len(kept) == 0 {
+		return claims, ""
 	}
-	slices.Sort(names)
-	names = slices.Compact(names)
-	return fmt.Sprintf("discovery of %s failed: the rule's resources are kept as they were until it succeeds", strings.Join(names, ", ")), true
+	slices.Sort(kept)
+	return claims, fmt.Sprintf("discovery of %s failed: its resources are watched as before until it succeeds", strings.Join(slices.Compact(kept), ", "))
 }
 
-// discoveryRetry is how soon a rule kept through a discovery failure looks again.
+// ruleNames says whether a rule names a resource, by its group and plural or by "*".
+func ruleNames(r v1alpha1.ResourceRule, gvr schema.GroupVersionResource) bool {
+	return (slices.Contains(r.APIGroups, "*") || slices.Contains(r.APIGroups, gvr.Group)) &&
+		(slices.Contains(r.Resources, "*") || slices.Contains(r.Resources, gvr.Resource))
+}
+
+// discoveryRetry is how soon a rule that keeps resources through a discovery failure looks
+// again.
 const discoveryRetry = 30 * time.Second
+
+// degraded marks a rule Reconciling (DiscoveryFailed) while it keeps resources whose API
+// failed discovery (kept names them; "" leaves res and the status as they are).
+func degraded(st *v1alpha1.WatchRuleStatus, gen int64, res ctrl.Result, kept string) ctrl.Result {
+	if kept == "" {
+		return res
+	}
+	v1alpha1.SetReconciling(&st.Conditions, gen, v1alpha1.ReasonDiscoveryFailed, kept)
+	return ctrl.Result{RequeueAfter: discoveryRetry}
+}
 
 // claimsFor compiles one rule into claims for target; namespace "" means cluster-wide.
 func claimsFor(target types.NamespacedName, namespace string, rule v1alpha1.ResourceRule, nsSel *metav1.LabelSelector,

@@ -58,10 +58,6 @@ func (r *WatchRuleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if msg, ok := undiscovered(r.Registry.Claims(key), failed); ok {
-		v1alpha1.SetReconciling(&wr.Status.Conditions, wr.Generation, v1alpha1.ReasonDiscoveryFailed, msg)
-		return ctrl.Result{RequeueAfter: discoveryRetry}, nil
-	}
 	var claims []watcher.Claim
 	var problems []string
 	for _, rule := range wr.Spec.Rules {
@@ -73,8 +69,9 @@ func (r *WatchRuleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		}
 		claims, problems = append(claims, c...), append(problems, p...)
 	}
+	claims, kept := keepUndiscovered(claims, r.Registry.Claims(key), failed, wr.Spec.Rules)
 	r.Registry.SetRule(key, claims)
-	return applyResult(&wr.Status, wr.Generation, claims, problems), nil
+	return degraded(&wr.Status, wr.Generation, applyResult(&wr.Status, wr.Generation, claims, problems), kept), nil
 }
 
 // SetupWithManager watches rules, their targets and CRDs.
