@@ -3,6 +3,7 @@ package watcher
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/stretchr/testify/assert"
@@ -119,17 +120,22 @@ func TestADeleteInANamespaceSelectedByLabels(t *testing.T) {
 	cms := Resource{GVR: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, Kind: "ConfigMap", Namespaced: true}
 	claim := Claim{Target: types.NamespacedName{Namespace: "ops", Name: "live"}, Resource: cms,
 		NamespaceSelector: labels.SelectorFromSet(labels.Set{"env": "prod"}), ObjectSelector: labels.Everything(), Delete: true}
-	nsLabels := map[string]labels.Set{"shop": {"env": "prod"}, "dev": {"env": "dev"}}
-	watcherWith := func() (*Watcher, *submissions) {
-		sink := &submissions{}
-		w := New(Options{Sink: sink, Log: logr.Discard(),
-			NamespaceLabels: func(ns string) labels.Set { return nsLabels[ns] },
-			NamespaceKnown:  func(ns string) bool { _, ok := nsLabels[ns]; return ok }})
-		w.byGVR[cms.GVR] = []Claim{claim}
-		return w, sink
+	live := map[string]labels.Set{"shop": {"env": "prod"}, "dev": {"env": "dev"}}
+	deleted := NewDeletedNamespaces(time.Minute)
+	deleted.Remember("old-shop", labels.Set{"env": "prod"})
+	deleted.Remember("old-dev", labels.Set{"env": "dev"})
+	// As the binary wires it: the cache, then the labels of namespaces deleted lately.
+	nsLabels := func(ns string) labels.Set {
+		if l, ok := live[ns]; ok {
+			return l
+		}
+		l, _ := deleted.Labels(ns)
+		return l
 	}
-	deleted := func(ns string) int {
-		w, sink := watcherWith()
+	deletes := func(ns string) int {
+		sink := &submissions{}
+		w := New(Options{Sink: sink, Log: logr.Discard(), NamespaceLabels: nsLabels})
+		w.byGVR[cms.GVR] = []Claim{claim}
 		w.onDelete(cms.GVR, cache.DeletedFinalStateUnknown{Key: ns + "/app", Obj: configMap(ns, "app", nil)})
 		n := 0
 		for _, cs := range sink.got {
@@ -137,9 +143,27 @@ func TestADeleteInANamespaceSelectedByLabels(t *testing.T) {
 		}
 		return n
 	}
-	assert.Equal(t, 1, deleted("shop"), "a selected namespace's delete is mirrored")
-	assert.Equal(t, 0, deleted("dev"), "a namespace the selector leaves out is not")
-	assert.Equal(t, 1, deleted("gone"), "a namespace deleted before its objects' deletes were handled still has them mirrored")
+	assert.Equal(t, 1, deletes("shop"), "a selected namespace's delete is mirrored")
+	assert.Equal(t, 0, deletes("dev"), "a namespace the selector leaves out is not")
+	assert.Equal(t, 1, deletes("old-shop"), "a selected namespace deleted before its objects' deletes were handled still has them mirrored")
+	assert.Equal(t, 0, deletes("old-dev"), "nor does a deleted namespace the selector left out reach the target")
+}
+
+func TestDeletedNamespacesAreRememberedForAWhile(t *testing.T) {
+	now := time.Unix(1000, 0)
+	d := NewDeletedNamespaces(10 * time.Minute)
+	d.now = func() time.Time { return now }
+	d.Remember("shop", labels.Set{"env": "prod"})
+	got, ok := d.Labels("shop")
+	assert.True(t, ok)
+	assert.Equal(t, labels.Set{"env": "prod"}, got)
+	_, ok = d.Labels("never-seen")
+	assert.False(t, ok)
+	now = now.Add(11 * time.Minute)
+	_, ok = d.Labels("shop")
+	assert.False(t, ok, "forgotten after the memory's time")
+	d.Remember("blog", nil)
+	assert.NotContains(t, d.labels, "shop", "expired entries are dropped, so the memory stays small")
 }
 
 func TestANamespaceWhoseLabelsChange(t *testing.T) {

@@ -550,13 +550,11 @@ func (w *Watcher) onDelete(gvr schema.GroupVersionResource, o interface{}) {
 	if w.opts.Noise.SkipObject(gvr.GroupResource(), u) {
 		return
 	}
-	// The namespace may be gone already (its objects' deletes handled after it, or a
-	// re-list's tombstones): a claim that selects namespaces by label then still passes the
-	// delete on; the writer removes a document only where one was written.
-	gone := !w.namespaceKnown(u.GetNamespace())
+	// A namespace deleted before its objects' deletes are handled still has its labels here
+	// (FreshNamespaceLabels remembers them for a while: DeletedNamespaces).
 	var changes []batch.Change
 	for _, c := range claims {
-		if c.Delete && (c.Matches(u.GetNamespace(), u.GetLabels(), w.opts.FreshNamespaceLabels) || gone && mayMatchByNamespace(c, u)) {
+		if c.Delete && c.Matches(u.GetNamespace(), u.GetLabels(), w.opts.FreshNamespaceLabels) {
 			changes = append(changes, change(c, u))
 		}
 	}

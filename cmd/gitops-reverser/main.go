@@ -175,6 +175,7 @@ func run(ctx context.Context, cfg *rest.Config, opts Options) error {
 		CompactLooseObjects: opts.compactLooseObjects(),
 	})
 	nsCache := mgr.GetCache()
+	deletedNamespaces := watcher.NewDeletedNamespaces(deletedNamespaceMemory)
 	var watchedChanged func() // the webhook rules' sync, set up below before anything runs
 	w = watcher.New(watcher.Options{
 		Client: dyn,
@@ -184,8 +185,8 @@ func run(ctx context.Context, cfg *rest.Config, opts Options) error {
 
 		Attribution:          book,
 		AttributionMetrics:   attrMetrics,
-		NamespaceLabels:      namespaceLabels(nsCache, nil),
-		FreshNamespaceLabels: namespaceLabels(nsCache, mgr.GetAPIReader()),
+		NamespaceLabels:      namespaceLabels(nsCache, nil, deletedNamespaces),
+		FreshNamespaceLabels: namespaceLabels(nsCache, mgr.GetAPIReader(), deletedNamespaces),
 		NamespaceKnown:       namespaceKnown(nsCache),
 		// The writer reads field ownership from managedFields unless it writes every field.
 		KeepManagedFields: !opts.KeepDefaultedFields,
@@ -201,7 +202,7 @@ func run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	if err := mgr.Add(w); err != nil {
 		return err
 	}
-	if err := followNamespaceLabels(ctx, nsCache, w); err != nil {
+	if err := followNamespaceLabels(ctx, nsCache, w, deletedNamespaces); err != nil {
 		return err
 	}
 	c := mgr.GetClient()
@@ -261,20 +262,35 @@ func notifier[T client.Object](ch chan<- event.TypedGenericEvent[T], empty func(
 	}
 }
 
+// deletedNamespaceMemory is how long a deleted namespace's labels are kept for the deletes
+// of its objects handled after it.
+const deletedNamespaceMemory = 10 * time.Minute
+
 // followNamespaceLabels tells the watcher when a namespace's labels change, after the cache
-// its namespace selectors read has them: objects there may join or leave their targets.
-func followNamespaceLabels(ctx context.Context, cached ctrlcache.Cache, w *watcher.Watcher) error {
+// its namespace selectors read has them (objects there may join or leave their targets),
+// and remembers the labels of deleted namespaces.
+func followNamespaceLabels(ctx context.Context, cached ctrlcache.Cache, w *watcher.Watcher, deleted *watcher.DeletedNamespaces) error {
 	inf, err := cached.GetInformer(ctx, &corev1.Namespace{})
 	if err != nil {
 		return fmt.Errorf("watching namespaces: %w", err)
 	}
-	_, err = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{UpdateFunc: func(oldObj, newObj any) {
-		before, ok1 := oldObj.(*corev1.Namespace)
-		after, ok2 := newObj.(*corev1.Namespace)
-		if ok1 && ok2 && !maps.Equal(before.Labels, after.Labels) {
-			w.NamespaceRelabelled(after.Name, before.Labels, after.Labels)
-		}
-	}})
+	_, err = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		UpdateFunc: func(oldObj, newObj any) {
+			before, ok1 := oldObj.(*corev1.Namespace)
+			after, ok2 := newObj.(*corev1.Namespace)
+			if ok1 && ok2 && !maps.Equal(before.Labels, after.Labels) {
+				w.NamespaceRelabelled(after.Name, before.Labels, after.Labels)
+			}
+		},
+		DeleteFunc: func(obj any) {
+			if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+				obj = d.Obj
+			}
+			if ns, ok := obj.(*corev1.Namespace); ok {
+				deleted.Remember(ns.Name, ns.Labels)
+			}
+		},
+	})
 	if err != nil {
 		return fmt.Errorf("watching namespaces: %w", err)
 	}
@@ -299,8 +315,9 @@ func (f resolverFunc) Current(t types.NamespacedName, k batch.ObjectKey) (*unstr
 
 // namespaceLabels reads a namespace's labels from the cache and, when live is set, from
 // the API server for a namespace the cache has not seen yet (created a moment before the
-// object, by the same kubectl apply), within a few seconds. Unknown: nil.
-func namespaceLabels(cached, live client.Reader) func(string) labels.Set {
+// object, by the same kubectl apply), within a few seconds; for a namespace deleted a
+// short while ago, the labels it had. Unknown: nil.
+func namespaceLabels(cached, live client.Reader, deleted *watcher.DeletedNamespaces) func(string) labels.Set {
 	return func(name string) labels.Set {
 		var ns corev1.Namespace
 		key := types.NamespacedName{Name: name}
@@ -309,6 +326,10 @@ func namespaceLabels(cached, live client.Reader) func(string) labels.Set {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
 			err = live.Get(ctx, key, &ns)
+		}
+		if apierrors.IsNotFound(err) {
+			l, _ := deleted.Labels(name)
+			return l
 		}
 		if err != nil {
 			return nil
