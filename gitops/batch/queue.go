@@ -55,6 +55,9 @@ func (q *queue) add(key ObjectKey, allowDelete bool, author string, now time.Tim
 		win.requests = append(win.requests, rs...)
 		delete(q.waiting, author)
 	}
+	if _, held := win.dirty[key]; !held {
+		win.notBefore, win.deferrals = time.Time{}, 0 // something new to commit: no more holding back
+	}
 	win.dirty[key] = allowDelete
 	win.Count = len(win.dirty)
 	q.owner[key] = author
@@ -92,6 +95,7 @@ func (q *queue) window(author string) *authorWindow {
 func (q *queue) request(r *CommitRequest) {
 	if win := q.windows[r.Author]; win != nil && len(win.dirty) > 0 {
 		win.requests, win.now = append(win.requests, r), true
+		win.notBefore = time.Time{} // tried at once: the request learns what it waits for
 		return
 	}
 	q.waiting[r.Author] = append(q.waiting[r.Author], r)
@@ -170,11 +174,11 @@ func (q *queue) retry(win *authorWindow, now time.Time) {
 	}
 }
 
-// deferWindow puts back a window whose objects all wait for their cache. When the author
-// changed nothing else meanwhile, it is held back with a backoff of its own (1 s doubling
-// to 2 min); the target's other windows go on.
+// deferWindow puts back a window whose objects all wait for their cache, with the requests
+// that came meanwhile (as retry). When the author changed nothing else meanwhile, it is held
+// back with a backoff of its own (1 s doubling to 2 min); the target's other windows go on.
 func (q *queue) deferWindow(win *authorWindow, now time.Time) {
-	q.restore(win, now)
+	q.retry(win, now)
 	cur := q.windows[win.author]
 	if cur == nil {
 		return

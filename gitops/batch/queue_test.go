@@ -160,4 +160,31 @@ func TestAWindowWhoseObjectsAllWaitForTheirCache(t *testing.T) {
 		q.deferWindow(wins[0], t0.Add(1200*time.Millisecond))
 		assert.True(t, q.windows["alice"].notBefore.IsZero(), "c commits after its quiet time; a is deferred again then")
 	})
+	t.Run("is released by its author's next change or CommitRequest", func(t *testing.T) {
+		for _, next := range []string{"change", "request"} {
+			q := newQueue()
+			q.add(qkey("a"), true, "alice", t0)
+			wins, _ := q.due(cfg, t0.Add(time.Second))
+			q.deferWindow(wins[0], t0.Add(time.Second))
+			require.False(t, q.windows["alice"].notBefore.IsZero())
+			if next == "change" {
+				q.add(qkey("c"), true, "alice", t0.Add(1500*time.Millisecond))
+			} else {
+				q.request(&CommitRequest{Author: "alice", Deadline: t0.Add(time.Minute)})
+			}
+			assert.True(t, q.windows["alice"].notBefore.IsZero(), "a %s is not held back", next)
+			if next == "change" {
+				assert.Zero(t, q.windows["alice"].deferrals, "new content starts the backoff again")
+			}
+		}
+	})
+	t.Run("takes the requests that came while it was tried", func(t *testing.T) {
+		q := newQueue()
+		q.add(qkey("a"), true, "alice", t0)
+		wins, _ := q.due(cfg, t0.Add(time.Second))
+		q.request(&CommitRequest{Author: "alice", Deadline: t0.Add(time.Minute)})
+		q.deferWindow(wins[0], t0.Add(time.Second))
+		assert.Len(t, q.windows["alice"].requests, 1, "alice's change is pending: no TimedOut saying none came")
+		assert.Empty(t, q.waiting)
+	})
 }
