@@ -56,10 +56,11 @@ func (r *ClusterWatchRuleReconciler) Reconcile(ctx context.Context, req ctrl.Req
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	d := discovered{lists: lists, failed: failed, undiscovered: undiscovered(r.Registry.Claims(key), failed)}
 	var claims []watcher.Claim
 	var problems []string
 	for _, rule := range cr.Spec.Rules {
-		c, p, err := claimsFor(target, "", rule.ResourceRule, rule.NamespaceSelector, lists, true)
+		c, p, err := claimsFor(target, "", rule.ResourceRule, rule.NamespaceSelector, d, true)
 		if err != nil {
 			r.Registry.SetRule(key, nil)
 			v1alpha1.SetStalled(&cr.Status.Conditions, cr.Generation, v1alpha1.ReasonInvalidRule, err.Error())
@@ -67,13 +68,8 @@ func (r *ClusterWatchRuleReconciler) Reconcile(ctx context.Context, req ctrl.Req
 		}
 		claims, problems = append(claims, c...), append(problems, p...)
 	}
-	resourceRules := make([]v1alpha1.ResourceRule, 0, len(cr.Spec.Rules))
-	for _, rule := range cr.Spec.Rules {
-		resourceRules = append(resourceRules, rule.ResourceRule)
-	}
-	claims, kept := keepUndiscovered(claims, r.Registry.Claims(key), failed, resourceRules)
 	r.Registry.SetRule(key, claims)
-	return degraded(&cr.Status, cr.Generation, applyResult(&cr.Status, cr.Generation, claims, problems), kept), nil
+	return degraded(&cr.Status, cr.Generation, applyResult(&cr.Status, cr.Generation, claims, problems), keptMessage(claims, failed)), nil
 }
 
 // SetupWithManager watches rules, targets and CRDs.

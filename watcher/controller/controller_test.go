@@ -178,5 +178,8 @@ func TestARuleKeepsItsResourcesWhileTheirAPICannotBeDiscovered(t *testing.T) {
 	msg := waitCondition(t, wr, func() []metav1.Condition { return wr.Status.Conditions }, v1alpha1.ConditionReconciling, metav1.ConditionTrue)
 	assert.Contains(t, msg, "metrics.example.com/v1beta1")
 	assert.Equal(t, v1alpha1.ReasonDiscoveryFailed, apimeta.FindStatusCondition(wr.Status.Conditions, v1alpha1.ConditionReconciling).Reason)
-	assert.Equal(t, registered, registry.claims(key), "the informer keeps running: changes waiting for it are not dropped")
+	got := registry.claims(key)
+	require.Len(t, got, 1, "the informer keeps running: changes waiting for it are not dropped")
+	assert.Equal(t, registered[0].Resource, got[0].Resource)
+	assert.True(t, got[0].Delete, "compiled from the rule as it is now (all operations), not as registered")
 }

@@ -5,64 +5,66 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/gitops-reverser/gitops-reverser/api/v1alpha1"
 	"github.com/gitops-reverser/gitops-reverser/watcher"
 )
 
-func TestKeepUndiscovered(t *testing.T) {
-	metrics := schema.GroupVersionResource{Group: "metrics.example.com", Version: "v1beta1", Resource: "podmetrics"}
-	configMaps := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
-	secrets := schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
-	claim := func(gvr schema.GroupVersionResource) watcher.Claim {
-		return watcher.Claim{Resource: watcher.Resource{GVR: gvr}}
-	}
-	rule := func(groups, resources []string) []v1alpha1.ResourceRule {
-		return []v1alpha1.ResourceRule{{APIGroups: groups, Resources: resources}}
-	}
-	down := map[schema.GroupVersion]error{metrics.GroupVersion(): errors.New("the server is currently unable to handle the request")}
-	gvrs := func(cs []watcher.Claim) []string {
+func TestARuleCompiledWhileAnAPIFailsDiscovery(t *testing.T) {
+	rw := metav1.Verbs{"get", "list", "watch"}
+	lists := []*metav1.APIResourceList{{GroupVersion: "v1", APIResources: []metav1.APIResource{
+		{Name: "configmaps", Kind: "ConfigMap", Namespaced: true, Verbs: rw},
+		{Name: "secrets", Kind: "Secret", Namespaced: true, Verbs: rw},
+	}}}
+	podMetrics := watcher.Resource{GVR: schema.GroupVersionResource{Group: "metrics.example.com", Version: "v1beta1", Resource: "podmetrics"},
+		Kind: "PodMetrics", Namespaced: true}
+	nodeMetrics := watcher.Resource{GVR: schema.GroupVersionResource{Group: "metrics.example.com", Version: "v1beta1", Resource: "nodemetrics"},
+		Kind: "NodeMetrics"}
+	failed := map[schema.GroupVersion]error{podMetrics.GVR.GroupVersion(): errors.New("the server is currently unable to handle the request")}
+	d := discovered{lists: lists, failed: failed, undiscovered: []watcher.Resource{podMetrics, nodeMetrics}}
+	target := types.NamespacedName{Namespace: "team-a", Name: "live"}
+	resources := func(cs []watcher.Claim) []string {
 		out := []string{}
 		for _, c := range cs {
 			out = append(out, c.Resource.GVR.Resource)
 		}
 		return out
 	}
-	tests := []struct {
-		name       string
-		compiled   []watcher.Claim
-		registered []watcher.Claim
-		failed     map[schema.GroupVersion]error
-		rules      []v1alpha1.ResourceRule
-		want       []string
-		kept       bool
-	}{
-		{"keeps a registered resource whose API could not be discovered",
-			[]watcher.Claim{claim(configMaps)}, []watcher.Claim{claim(configMaps), claim(metrics)}, down,
-			rule([]string{"", "metrics.example.com"}, []string{"configmaps", "podmetrics"}), []string{"configmaps", "podmetrics"}, true},
-		{"keeps it for a rule that names every resource of every group",
-			[]watcher.Claim{claim(configMaps)}, []watcher.Claim{claim(metrics)}, down,
-			rule([]string{"*"}, []string{"*"}), []string{"configmaps", "podmetrics"}, true},
-		{"applies an edit to the rest of the rule meanwhile",
-			[]watcher.Claim{claim(configMaps), claim(secrets)}, []watcher.Claim{claim(configMaps), claim(metrics)}, down,
-			rule([]string{"*"}, []string{"*"}), []string{"configmaps", "secrets", "podmetrics"}, true},
-		{"drops a resource the edited rule no longer names, reachable or not",
-			[]watcher.Claim{claim(configMaps)}, []watcher.Claim{claim(configMaps), claim(metrics)}, down,
-			rule([]string{""}, []string{"configmaps"}), []string{"configmaps"}, false},
-		{"keeps nothing when discovery succeeded",
-			[]watcher.Claim{claim(configMaps)}, []watcher.Claim{claim(metrics)}, nil,
-			rule([]string{"*"}, []string{"*"}), []string{"configmaps"}, false},
+	compile := func(t *testing.T, rule v1alpha1.ResourceRule) []watcher.Claim {
+		t.Helper()
+		claims, _, err := claimsFor(target, "team-a", rule, nil, d, false)
+		require.NoError(t, err)
+		return claims
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, msg := keepUndiscovered(tt.compiled, tt.registered, tt.failed, tt.rules)
-			assert.Equal(t, tt.want, gvrs(got))
-			assert.Equal(t, tt.kept, msg != "")
-			if tt.kept {
-				assert.Contains(t, msg, "metrics.example.com/v1beta1")
-				assert.Contains(t, msg, "unable to handle the request")
-			}
-		})
-	}
+
+	t.Run("keeps an undiscovered resource the rule names, and compiles the rest as usual", func(t *testing.T) {
+		claims := compile(t, v1alpha1.ResourceRule{APIGroups: []string{"*"}, Resources: []string{"*"}})
+		assert.Equal(t, []string{"configmaps", "secrets", "podmetrics"}, resources(claims), "nodemetrics is cluster-scoped: out of a WatchRule's scope")
+		assert.Contains(t, keptMessage(claims, failed), "metrics.example.com/v1beta1 (the server is currently unable to handle the request)")
+	})
+	t.Run("gives the kept resource the rule's current target and operations", func(t *testing.T) {
+		claims := compile(t, v1alpha1.ResourceRule{APIGroups: []string{"metrics.example.com"}, Resources: []string{"podmetrics"}, Operations: []v1alpha1.Operation{"CREATE"}})
+		require.Equal(t, []string{"podmetrics"}, resources(claims))
+		assert.Equal(t, target, claims[0].Target)
+		assert.Equal(t, "team-a", claims[0].Namespace)
+		assert.True(t, claims[0].Create)
+		assert.False(t, claims[0].Delete, "an edit dropping DELETE applies to it too")
+	})
+	t.Run("drops an undiscovered resource the edited rule no longer names", func(t *testing.T) {
+		claims := compile(t, v1alpha1.ResourceRule{APIGroups: []string{""}, Resources: []string{"configmaps"}})
+		assert.Equal(t, []string{"configmaps"}, resources(claims))
+		assert.Empty(t, keptMessage(claims, failed))
+	})
+	t.Run("keeps nothing when another version of the resource was discovered", func(t *testing.T) {
+		other := discovered{lists: append(lists, &metav1.APIResourceList{GroupVersion: "metrics.example.com/v1", APIResources: []metav1.APIResource{
+			{Name: "podmetrics", Kind: "PodMetrics", Namespaced: true, Verbs: rw}}}), failed: failed, undiscovered: []watcher.Resource{podMetrics}}
+		claims, _, err := claimsFor(target, "team-a", v1alpha1.ResourceRule{APIGroups: []string{"metrics.example.com"}, Resources: []string{"podmetrics"}}, nil, other, false)
+		require.NoError(t, err)
+		require.Len(t, claims, 1)
+		assert.Equal(t, "v1", claims[0].Resource.GVR.Version)
+	})
 }

@@ -47,34 +47,61 @@ func discover(dc discovery.DiscoveryInterface) ([]*metav1.APIResourceList, map[s
 	return lists, nil, nil
 }
 
-// keepUndiscovered adds to claims, compiled from a partial discovery, the registered claims
-// whose group-version failed discovery this time and that the rules still name, and says
-// which ("" when none). An API that is briefly unavailable (an aggregated server
-// restarting) is no rule change: registering claims without it would stop its informer and
-// drop the changes waiting for it. The rest of the rule is applied as usual, so an edit or
-// a new CRD never waits for a broken API.
-func keepUndiscovered(claims, registered []watcher.Claim, failed map[schema.GroupVersion]error, rules []v1alpha1.ResourceRule) ([]watcher.Claim, string) {
-	var kept []string
+// discovered is what the rule controllers learned from the API server: the resources it
+// listed, and the registered resources of the rule at hand whose group-version failed to
+// list this time (with why). An API that is briefly unavailable (an aggregated server
+// restarting) is no rule change: compiling the rule without its resources would stop their
+// informer and drop the changes waiting for it.
+type discovered struct {
+	lists        []*metav1.APIResourceList
+	undiscovered []watcher.Resource
+	failed       map[schema.GroupVersion]error
+}
+
+// undiscovered are the resources of registered claims whose group-version failed discovery.
+func undiscovered(registered []watcher.Claim, failed map[schema.GroupVersion]error) []watcher.Resource {
+	var out []watcher.Resource
 	for _, c := range registered {
-		gvr := c.Resource.GVR
-		err, down := failed[gvr.GroupVersion()]
-		if !down || !slices.ContainsFunc(rules, func(r v1alpha1.ResourceRule) bool { return ruleNames(r, gvr) }) {
-			continue
+		if _, down := failed[c.Resource.GVR.GroupVersion()]; down && !slices.Contains(out, c.Resource) {
+			out = append(out, c.Resource)
 		}
-		claims = append(claims, c)
-		kept = append(kept, fmt.Sprintf("%s (%v)", gvr.GroupVersion(), err))
 	}
-	if len(kept) == 0 {
-		return claims, ""
+	return out
+}
+
+// withUndiscovered adds to what discovery resolved for a rule the undiscovered resources
+// the rule names within its scope, unless a version of the same resource resolved.
+func withUndiscovered(resolved []watcher.Resource, rule v1alpha1.ResourceRule, scope watcher.Scope, extra []watcher.Resource) []watcher.Resource {
+	for _, r := range extra {
+		inScope := r.Namespaced && scope.Namespaced || !r.Namespaced && scope.ClusterScoped
+		resolvedAlready := slices.ContainsFunc(resolved, func(x watcher.Resource) bool { return x.GVR.GroupResource() == r.GVR.GroupResource() })
+		if inScope && !resolvedAlready && ruleNames(rule, r.GVR) {
+			resolved = append(resolved, r)
+		}
 	}
-	slices.Sort(kept)
-	return claims, fmt.Sprintf("discovery of %s failed: its resources are watched as before until it succeeds", strings.Join(slices.Compact(kept), ", "))
+	return resolved
 }
 
 // ruleNames says whether a rule names a resource, by its group and plural or by "*".
 func ruleNames(r v1alpha1.ResourceRule, gvr schema.GroupVersionResource) bool {
 	return (slices.Contains(r.APIGroups, "*") || slices.Contains(r.APIGroups, gvr.Group)) &&
 		(slices.Contains(r.Resources, "*") || slices.Contains(r.Resources, gvr.Resource))
+}
+
+// keptMessage names the group-versions of claims that failed discovery and why, "" when
+// none did.
+func keptMessage(claims []watcher.Claim, failed map[schema.GroupVersion]error) string {
+	var kept []string
+	for _, c := range claims {
+		if err, down := failed[c.Resource.GVR.GroupVersion()]; down {
+			kept = append(kept, fmt.Sprintf("%s (%v)", c.Resource.GVR.GroupVersion(), err))
+		}
+	}
+	if len(kept) == 0 {
+		return ""
+	}
+	slices.Sort(kept)
+	return fmt.Sprintf("discovery of %s failed: its resources are watched as before until it succeeds", strings.Join(slices.Compact(kept), ", "))
 }
 
 // discoveryRetry is how soon a rule that keeps resources through a discovery failure looks
@@ -93,12 +120,13 @@ func degraded(st *v1alpha1.WatchRuleStatus, gen int64, res ctrl.Result, kept str
 
 // claimsFor compiles one rule into claims for target; namespace "" means cluster-wide.
 func claimsFor(target types.NamespacedName, namespace string, rule v1alpha1.ResourceRule, nsSel *metav1.LabelSelector,
-	lists []*metav1.APIResourceList, clusterRule bool) ([]watcher.Claim, []string, error) {
+	d discovered, clusterRule bool) ([]watcher.Claim, []string, error) {
 	scope := watcher.WatchRuleScope
 	if clusterRule {
 		scope = watcher.Scope{Namespaced: nsSel != nil, ClusterScoped: true}
 	}
-	resources, problems := watcher.Resolve(rule, lists, scope)
+	resources, problems := watcher.Resolve(rule, d.lists, scope)
+	resources = withUndiscovered(resources, rule, scope, d.undiscovered)
 	objSel, err := watcher.Selector(rule.ObjectSelector)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: objectSelector: %v", errConfig, err)

@@ -58,10 +58,11 @@ func (r *WatchRuleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	d := discovered{lists: lists, failed: failed, undiscovered: undiscovered(r.Registry.Claims(key), failed)}
 	var claims []watcher.Claim
 	var problems []string
 	for _, rule := range wr.Spec.Rules {
-		c, p, err := claimsFor(target, wr.Namespace, rule, nil, lists, false)
+		c, p, err := claimsFor(target, wr.Namespace, rule, nil, d, false)
 		if err != nil {
 			r.Registry.SetRule(key, nil)
 			v1alpha1.SetStalled(&wr.Status.Conditions, wr.Generation, v1alpha1.ReasonInvalidRule, err.Error())
@@ -69,9 +70,8 @@ func (r *WatchRuleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		}
 		claims, problems = append(claims, c...), append(problems, p...)
 	}
-	claims, kept := keepUndiscovered(claims, r.Registry.Claims(key), failed, wr.Spec.Rules)
 	r.Registry.SetRule(key, claims)
-	return degraded(&wr.Status, wr.Generation, applyResult(&wr.Status, wr.Generation, claims, problems), kept), nil
+	return degraded(&wr.Status, wr.Generation, applyResult(&wr.Status, wr.Generation, claims, problems), keptMessage(claims, failed)), nil
 }
 
 // SetupWithManager watches rules, their targets and CRDs.
