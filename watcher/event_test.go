@@ -164,6 +164,9 @@ func TestDeletedNamespacesAreRememberedForAWhile(t *testing.T) {
 	assert.False(t, ok, "forgotten after the memory's time")
 	d.Remember("blog", nil)
 	assert.NotContains(t, d.labels, "shop", "expired entries are dropped, so the memory stays small")
+	d.Forget("blog")
+	_, ok = d.Labels("blog")
+	assert.False(t, ok, "a namespace created again has its own labels")
 }
 
 func TestANamespaceWhoseLabelsChange(t *testing.T) {

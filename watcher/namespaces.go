@@ -43,6 +43,13 @@ func (d *DeletedNamespaces) Remember(name string, l labels.Set) {
 	d.labels[name] = deletedNamespace{labels: labels.Merge(nil, l), at: now}
 }
 
+// Forget drops what is remembered of a namespace: one of that name exists again.
+func (d *DeletedNamespaces) Forget(name string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	delete(d.labels, name)
+}
+
 // Labels returns the labels a namespace had when it was deleted, if that was recent.
 func (d *DeletedNamespaces) Labels(name string) (labels.Set, bool) {
 	d.mu.Lock()

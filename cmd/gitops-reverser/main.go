@@ -275,6 +275,11 @@ func followNamespaceLabels(ctx context.Context, cached ctrlcache.Cache, w *watch
 		return fmt.Errorf("watching namespaces: %w", err)
 	}
 	_, err = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) {
+			if ns, ok := obj.(*corev1.Namespace); ok {
+				deleted.Forget(ns.Name) // created again: its own labels count
+			}
+		},
 		UpdateFunc: func(oldObj, newObj any) {
 			before, ok1 := oldObj.(*corev1.Namespace)
 			after, ok2 := newObj.(*corev1.Namespace)
@@ -315,8 +320,8 @@ func (f resolverFunc) Current(t types.NamespacedName, k batch.ObjectKey) (*unstr
 
 // namespaceLabels reads a namespace's labels from the cache and, when live is set, from
 // the API server for a namespace the cache has not seen yet (created a moment before the
-// object, by the same kubectl apply), within a few seconds; for a namespace deleted a
-// short while ago, the labels it had. Unknown: nil.
+// object, by the same kubectl apply), within a few seconds, and then, for a namespace
+// deleted a short while ago, the labels it had. Unknown: nil.
 func namespaceLabels(cached, live client.Reader, deleted *watcher.DeletedNamespaces) func(string) labels.Set {
 	return func(name string) labels.Set {
 		var ns corev1.Namespace
@@ -327,7 +332,7 @@ func namespaceLabels(cached, live client.Reader, deleted *watcher.DeletedNamespa
 			defer cancel()
 			err = live.Get(ctx, key, &ns)
 		}
-		if apierrors.IsNotFound(err) {
+		if apierrors.IsNotFound(err) && live != nil { // gone for the API server too
 			l, _ := deleted.Labels(name)
 			return l
 		}
