@@ -2,6 +2,7 @@ package watcher
 
 import (
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -208,4 +209,40 @@ func TestANamespaceWhoseLabelsChange(t *testing.T) {
 	t.Run("does nothing when the selector's answer stays the same", func(t *testing.T) {
 		assert.Empty(t, relabel(t, claim(true, true), labels.Set{"env": "prod"}, labels.Set{"env": "prod", "team": "a"}))
 	})
+}
+
+// lockedSubmissions is submissions for changes handed over from another goroutine.
+type lockedSubmissions struct {
+	mu  sync.Mutex
+	got []batch.Change
+}
+
+func (s *lockedSubmissions) Submit(cs ...batch.Change) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.got = append(s.got, cs...)
+}
+func (s *lockedSubmissions) Snapshot(batch.Snapshot) {}
+
+func (s *lockedSubmissions) count() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.got)
+}
+
+func TestANamespaceThatLeavesWhileItsInformerSyncs(t *testing.T) {
+	cms := Resource{GVR: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, Kind: "ConfigMap", Namespaced: true}
+	claim := Claim{Target: types.NamespacedName{Namespace: "ops", Name: "live"}, Resource: cms,
+		NamespaceSelector: labels.SelectorFromSet(labels.Set{"env": "prod"}), ObjectSelector: labels.Everything(), Create: true, Update: true, Delete: true}
+	sink := &lockedSubmissions{}
+	w := New(Options{Sink: sink, Log: logr.Discard()})
+	inf := listedInformer(t, false, configMap("shop", "app", nil))
+	w.byGVR[cms.GVR] = []Claim{claim}
+	w.informers[cms.GVR] = inf
+
+	w.NamespaceRelabelled("shop", labels.Set{"env": "prod"}, nil)
+	assert.Zero(t, sink.count(), "nothing to list before the informer has synced")
+	go inf.inf.Run(inf.ctx.Done())
+	require.Eventually(t, func() bool { return sink.count() == 1 }, 10*time.Second, 10*time.Millisecond,
+		"the objects are handed over once it has: the snapshot that follows would not see a namespace that left")
 }

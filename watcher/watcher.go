@@ -303,25 +303,42 @@ func (w *Watcher) NamespaceRelabelled(ns string, before, after labels.Set) {
 	var changes []batch.Change
 	for _, f := range todo {
 		joins := f.c.NamespaceSelector.Matches(after)
-		if joins && !f.c.Create && !f.c.Update || !joins && !f.c.Delete || !f.inf.inf.HasSynced() {
-			continue // a claim still syncing hands over its whole list when it has
-		}
-		objs, err := f.inf.inf.GetIndexer().ByIndex(cache.NamespaceIndex, ns)
-		if err != nil {
-			w.opts.Log.Error(err, "listing a relabelled namespace's objects", "namespace", ns, "resource", f.c.Resource.GVR.String())
-			continue
-		}
-		for _, o := range objs {
-			u, ok := o.(*unstructured.Unstructured)
-			if ok && f.c.ObjectSelector.Matches(labels.Set(u.GetLabels())) && !w.opts.Noise.SkipObject(f.c.Resource.GVR.GroupResource(), u) {
-				changes = append(changes, change(f.c, u))
-			}
+		switch {
+		case joins && !f.c.Create && !f.c.Update, !joins && !f.c.Delete:
+		case !f.inf.inf.HasSynced():
+			// Its list is not complete yet, and the snapshot that follows it would not see a
+			// namespace that left: hand the objects over once it is.
+			go func() {
+				if cache.WaitForCacheSync(f.inf.ctx.Done(), f.inf.inf.HasSynced) {
+					w.opts.Sink.Submit(w.inNamespace(f.c, f.inf, ns)...)
+				}
+			}()
+		default:
+			changes = append(changes, w.inNamespace(f.c, f.inf, ns)...)
 		}
 	}
 	if len(changes) > 0 {
 		w.opts.Log.V(1).Info("namespace relabelled", "namespace", ns, "objects", len(changes))
 	}
 	w.opts.Sink.Submit(changes...)
+}
+
+// inNamespace is a change of c for every object of inf in namespace ns that c's object
+// selector takes and that is not noise.
+func (w *Watcher) inNamespace(c Claim, inf *informer, ns string) []batch.Change {
+	objs, err := inf.inf.GetIndexer().ByIndex(cache.NamespaceIndex, ns)
+	if err != nil {
+		w.opts.Log.Error(err, "listing a relabelled namespace's objects", "namespace", ns, "resource", c.Resource.GVR.String())
+		return nil
+	}
+	var changes []batch.Change
+	for _, o := range objs {
+		u, ok := o.(*unstructured.Unstructured)
+		if ok && c.ObjectSelector.Matches(labels.Set(u.GetLabels())) && !w.opts.Noise.SkipObject(c.Resource.GVR.GroupResource(), u) {
+			changes = append(changes, change(c, u))
+		}
+	}
+	return changes
 }
 
 // covered says whether any of cs covers a namespace.
