@@ -214,3 +214,100 @@ func TestSettlingCommitRequests(t *testing.T) {
 		assert.False(t, m.requests[key].rehome)
 	})
 }
+
+// fixedResolver answers with a copy of the object it holds for a key, and nil (deleted) for
+// any other.
+type fixedResolver map[ObjectKey]*unstructured.Unstructured
+
+func (r fixedResolver) Current(_ types.NamespacedName, k ObjectKey) (*unstructured.Unstructured, error) {
+	if o := r[k]; o != nil {
+		return o.DeepCopy(), nil
+	}
+	return nil, nil
+}
+
+// configMapDoc is the document of ConfigMap app/name with data.k set to v.
+func configMapDoc(name, v string) string {
+	return "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: " + name + "\n  namespace: app\ndata:\n  k: " + v + "\n"
+}
+
+func TestAFolderThatBecomesWritableAsksForItsSnapshot(t *testing.T) {
+	t.Run("asks even when another target's fetch re-read the folder first", func(t *testing.T) {
+		remote := repotest.NewFileRemote(t)
+		remote.Seed("main", map[string]string{"a/README.md": "x\n", "b/kustomization.yaml": "resources: []\n"}, "seed")
+		var mu sync.Mutex
+		var ready []types.NamespacedName
+		msgs, err := ParseMessages("", "")
+		require.NoError(t, err)
+		m := NewManager(Options{Log: logr.Discard(), WorkDir: t.TempDir(), OnFolderReady: func(k types.NamespacedName) {
+			mu.Lock()
+			defer mu.Unlock()
+			ready = append(ready, k)
+		}})
+		spec := func(name string) TargetSpec {
+			return TargetSpec{Key: types.NamespacedName{Namespace: "ops", Name: name}, URL: remote.URL, Branch: "main", Folder: name,
+				Messages: msgs, Window: WindowConfig{Quiet: time.Hour}, Committer: Identity{Name: "W", Email: "w@example.com"}}
+		}
+		a, b := spec("a"), spec("b")
+		_, err = m.EnsureTarget(context.Background(), a)
+		require.NoError(t, err)
+		st, err := m.EnsureTarget(context.Background(), b)
+		require.NoError(t, err)
+		require.False(t, st.Verdict.Supported, "b's kustomization.yaml lists no file of the writer: not writable")
+
+		c := remote.Clone("main")
+		c.Git("rm", "-q", "b/kustomization.yaml")
+		c.WriteFile("b/README.md", "fixed\n")
+		c.CommitAndPush("main", "fix b")
+		w := m.workerOf(a.Key)
+		w.mu.Lock()
+		w.lastFetch = time.Time{} // a's registration fetches first and re-reads b's folder
+		w.mu.Unlock()
+		_, err = m.EnsureTarget(context.Background(), a)
+		require.NoError(t, err)
+		st, err = m.EnsureTarget(context.Background(), b)
+		require.NoError(t, err)
+		require.True(t, st.Verdict.Supported)
+
+		mu.Lock()
+		defer mu.Unlock()
+		assert.Equal(t, []types.NamespacedName{a.Key, b.Key}, ready, "a's first snapshot, then b's once it was fixed")
+	})
+}
+
+func TestACommitIsPlannedFromAnIndexOfTheTip(t *testing.T) {
+	t.Run("re-reads a folder whose index a failed re-read left behind before writing an object a person moved", func(t *testing.T) {
+		key := ObjectKey{GVR: goneKey.GVR, Kind: "ConfigMap", Namespace: "app", Name: "a"}
+		live := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+			"metadata": map[string]any{"name": "a", "namespace": "app"}, "data": map[string]any{"k": "new"}}}
+		remote := repotest.NewFileRemote(t)
+		remote.Seed("main", map[string]string{"live/app/pair.yaml": configMapDoc("a", "old") + "---\n" + configMapDoc("b", "old")}, "seed")
+		msgs, err := ParseMessages("", "")
+		require.NoError(t, err)
+		m := NewManager(Options{Log: logr.Discard(), WorkDir: t.TempDir(), Resolver: fixedResolver{key: live}})
+		spec := TargetSpec{Key: liveKey, URL: remote.URL, Branch: "main", Folder: "live", Messages: msgs,
+			Window: WindowConfig{Quiet: time.Hour, MaxDelay: time.Hour}, Committer: Identity{Name: "W", Email: "w@example.com"}}
+		_, err = m.EnsureTarget(context.Background(), spec)
+		require.NoError(t, err)
+
+		c := remote.Clone("main")
+		c.WriteFile("live/app/pair.yaml", configMapDoc("b", "old"))
+		c.WriteFile("live/app/moved.yaml", configMapDoc("a", "old"))
+		c.CommitAndPush("main", "move a into its own file")
+		w := m.workerOf(liveKey)
+		w.mu.Lock()
+		// What a fetch whose re-read of this folder failed leaves: the tip moved, the index not.
+		tip, err := w.repo.Fetch(context.Background(), "main")
+		require.NoError(t, err)
+		w.remoteTip = tip
+		w.mu.Unlock()
+
+		m.Submit(Change{Target: liveKey, Key: key, AllowDelete: true})
+		_, err = w.flushIfDue(context.Background(), liveKey, time.Now().Add(2*time.Hour))
+		require.NoError(t, err)
+
+		show := func(path string) string { return remote.Show("main", path) + "\n" } // Show drops the last line break
+		assert.Equal(t, configMapDoc("b", "old"), show("live/app/pair.yaml"))
+		assert.Equal(t, configMapDoc("a", "new"), show("live/app/moved.yaml"))
+	})
+}

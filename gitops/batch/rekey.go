@@ -48,7 +48,9 @@ type rekeyPlan struct {
 // registration (every poll interval).
 func (w *worker) syncKeys(ctx context.Context, key types.NamespacedName) (TargetStatus, error) {
 	w.mu.Lock()
-	defer w.mu.Unlock()
+	var ready []types.NamespacedName
+	defer func() { w.reportReady(ready) }() // runs after the unlock below
+	defer func() { ready = w.takeReady(); w.mu.Unlock() }()
 	t, ok := w.targets[key]
 	if !ok {
 		return TargetStatus{}, nil

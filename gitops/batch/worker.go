@@ -56,6 +56,12 @@ type target struct {
 	retryAt time.Time
 	// orphans counts, per resource, documents whose objects a full list did not find.
 	orphans map[schema.GroupVersionResource]int
+	// readFolder is the folder the index was last read from; folderReady says it became
+	// writable (or is new) since OnFolderReady was last called for it. Whichever path
+	// re-read it (this target's registration, another target's fetch, a push replay)
+	// sets the flag; the next release of the worker's lock reports it.
+	readFolder  string
+	folderReady bool
 }
 
 // worker serialises every Git operation of one (repository, branch).
@@ -226,7 +232,6 @@ func (w *worker) ensureTarget(ctx context.Context, spec TargetSpec) (*target, Ta
 		t = &target{spec: spec, q: w.openQueue(spec.Key)}
 		w.targets[spec.Key] = t
 	}
-	wasSupported := t.st.Known && t.verdict.Supported
 	folderChanged := ok && t.spec.Folder != spec.Folder
 	if ok && !reflect.DeepEqual(t.spec.Auth, spec.Auth) {
 		t.backoff, t.retryAt = 0, time.Time{} // new credentials: try them now
@@ -244,16 +249,39 @@ func (w *worker) ensureTarget(ctx context.Context, spec TargetSpec) (*target, Ta
 		}
 	}
 	st := t.st
-	nowSupported := t.st.Known && t.verdict.Supported
+	ready := w.takeReady()
 	w.mu.Unlock()
+	w.reportReady(ready)
 	if err != nil {
 		return t, st, err
 	}
-	if nowSupported && (!wasSupported || folderChanged) { // a new folder needs its own snapshot
-		w.opts.OnFolderReady(spec.Key)
+	return t, st, nil
+}
+
+// takeReady returns the targets whose folder became writable, or is new, since they were
+// last taken, and clears their flag. Callers hold w.mu and pass the result to reportReady
+// once they released it.
+func (w *worker) takeReady() []types.NamespacedName {
+	var ready []types.NamespacedName
+	for k, t := range w.targets {
+		if t.folderReady {
+			t.folderReady = false
+			ready = append(ready, k)
+		}
+	}
+	return ready
+}
+
+// reportReady asks for a snapshot of each folder that became writable (OnFolderReady): its
+// objects were not written while it was refused, or it is new. Called without w.mu, since
+// the snapshot submits changes to this worker.
+func (w *worker) reportReady(keys []types.NamespacedName) {
+	for _, k := range keys {
+		w.opts.OnFolderReady(k)
+	}
+	if len(keys) > 0 {
 		w.poke()
 	}
-	return t, st, nil
 }
 
 // actFor makes the clone's next fetches and pushes use spec's credentials. Targets of
@@ -376,6 +404,10 @@ func (w *worker) analyze(t *target) error {
 			verdict, ix = above, nil
 		}
 	}
+	if verdict.Supported && (!t.st.Known || !t.verdict.Supported || t.readFolder != t.spec.Folder) {
+		t.folderReady = true // a new folder, or a fixed one, needs its own snapshot
+	}
+	t.readFolder = t.spec.Folder
 	t.style = folderStyle(lf)
 	idx := newFolderIndex(ix, files)
 	idx.tip = w.remoteTip
@@ -495,7 +527,9 @@ func (w *worker) flushIfDue(ctx context.Context, key types.NamespacedName, now t
 		w.outcome(a.req, a.out)
 	}
 	w.answers = nil
+	ready := w.takeReady()
 	w.mu.Unlock()
+	w.reportReady(ready)
 	w.reportPending()
 	if changed {
 		w.opts.OnStatus(key)
@@ -516,6 +550,14 @@ func shorter(a, b time.Duration) time.Duration {
 func (w *worker) flush(ctx context.Context, t *target, win *authorWindow) (bool, error) {
 	w.actFor(t.spec)
 	for attempt := 1; ; attempt++ {
+		if ix := t.index.Load(); ix == nil || ix.describes() != w.remoteTip {
+			// A re-read that failed (of another target's fetch, or of an earlier replay) or
+			// a push whose index update failed left the index behind the tip: a plan from
+			// it would miss people's moves and write an object twice.
+			if err := w.analyze(t); err != nil {
+				return false, err
+			}
+		}
 		if !t.verdict.Supported {
 			w.waitOnFolder(win, t)
 			w.qmu.Lock()
