@@ -6,6 +6,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -14,9 +15,12 @@ import (
 )
 
 // snapshots records what the watcher hands the writer.
-type snapshots struct{ got []batch.Snapshot }
+type snapshots struct {
+	got     []batch.Snapshot
+	changes []batch.Change
+}
 
-func (s *snapshots) Submit(...batch.Change)       {}
+func (s *snapshots) Submit(chs ...batch.Change)   { s.changes = append(s.changes, chs...) }
 func (s *snapshots) Snapshot(snap batch.Snapshot) { s.got = append(s.got, snap) }
 
 func TestSnapshotScopes(t *testing.T) {
@@ -69,4 +73,18 @@ func TestSnapshotScopes(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestASnapshotLetsADeleteRemoveTheDocumentWhenAnySelectingRuleMirrorsDeletes(t *testing.T) {
+	target := types.NamespacedName{Namespace: "ops", Name: "live"}
+	cms := Resource{GVR: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, Kind: "ConfigMap", Namespaced: true}
+	keep := Claim{Target: target, Resource: cms, Namespace: "team-a", ObjectSelector: labels.Everything(), Create: true, Update: true}
+	mirror := keep
+	mirror.Delete = true
+	cm := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+		"metadata": map[string]any{"name": "x", "namespace": "team-a"}}}
+	sink := &snapshots{}
+	New(Options{Sink: sink, Log: logr.Discard()}).snapshot(target, []Claim{keep, mirror}, []any{cm})
+	require.Len(t, sink.changes, 1)
+	assert.True(t, sink.changes[0].AllowDelete, "the second rule mirrors deletes")
 }

@@ -253,11 +253,21 @@ func (w *Watcher) snapshot(target types.NamespacedName, cs []Claim, objs []inter
 		if !ok || w.opts.Noise.SkipObject(cs[0].Resource.GVR.GroupResource(), u) {
 			continue
 		}
+		var ch *batch.Change
 		for _, c := range cs {
-			if c.Matches(u.GetNamespace(), u.GetLabels(), w.opts.NamespaceLabels) {
-				changes = append(changes, change(c, u))
-				break
+			if !c.Matches(u.GetNamespace(), u.GetLabels(), w.opts.NamespaceLabels) {
+				continue
 			}
+			if ch == nil {
+				first := change(c, u)
+				ch = &first
+			}
+			// Any selecting rule that mirrors deletes lets a delete seen before the commit
+			// remove the document, as its event would.
+			ch.AllowDelete = ch.AllowDelete || c.Delete
+		}
+		if ch != nil {
+			changes = append(changes, *ch)
 		}
 	}
 	w.opts.Log.V(1).Info("snapshot", "gitTarget", target.String(), "resource", cs[0].Resource.GVR.String(), "objects", len(changes))

@@ -47,8 +47,15 @@ func newQueue() *queue {
 // changed it last: its state is read from the cluster at commit time, so that is whose
 // change the commit carries. Requests waiting for this author attach to the window.
 func (q *queue) add(key ObjectKey, allowDelete bool, author string, now time.Time) {
-	if prev, ok := q.owner[key]; ok && prev != author {
-		q.take(prev, key)
+	if prev, ok := q.owner[key]; ok {
+		// A delete already seen stays allowed: a snapshot's copy of the object, listed
+		// before the delete, must not turn the delete into a kept document.
+		if win := q.windows[prev]; win != nil {
+			allowDelete = allowDelete || win.dirty[key]
+		}
+		if prev != author {
+			q.take(prev, key)
+		}
 	}
 	win := q.window(author)
 	if rs := q.waiting[author]; len(rs) > 0 {

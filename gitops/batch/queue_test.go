@@ -44,6 +44,20 @@ func TestQueueWindowsPerAuthor(t *testing.T) {
 		wins, _ := q.due(cfg, t0.Add(10*time.Second))
 		require.Equal(t, []string{"bob"}, authors(wins))
 	})
+	t.Run("a change that does not allow deletes keeps a delete already seen allowed", func(t *testing.T) {
+		q := newQueue()
+		q.add(qkey("a"), true, "alice", t0)  // alice deleted it, through a rule that mirrors deletes
+		q.add(qkey("a"), false, "", t0)      // a snapshot listed before the delete, through one that does not
+		q.add(qkey("b"), false, "alice", t0) // nothing allowed it for b
+		wins, _ := q.due(cfg, t0.Add(10*time.Second))
+		dirty := map[ObjectKey]bool{}
+		for _, w := range wins {
+			for k, v := range w.dirty {
+				dirty[k] = v
+			}
+		}
+		assert.Equal(t, map[ObjectKey]bool{qkey("a"): true, qkey("b"): false}, dirty)
+	})
 	t.Run("one author's silence does not wait for another author's activity", func(t *testing.T) {
 		q := newQueue()
 		q.add(qkey("a"), true, "alice", t0)
