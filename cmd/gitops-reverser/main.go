@@ -173,6 +173,7 @@ func run(ctx context.Context, cfg *rest.Config, opts Options) error {
 		// Server defaults nobody set stay out of Git unless --keep-defaulted-fields.
 		KeepDefaultedFields: opts.KeepDefaultedFields,
 		CompactLooseObjects: opts.compactLooseObjects(),
+		GitTimeout:          opts.gitTimeout(),
 	})
 	nsCache := mgr.GetCache()
 	deletedNamespaces := watcher.NewDeletedNamespaces(deletedNamespaceMemory)
@@ -208,7 +209,7 @@ func run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	c := mgr.GetClient()
 	setups := []func() error{
 		func() error {
-			return (&gitopsctrl.GitProviderReconciler{Client: c, Interval: opts.ProviderCheckInterval}).SetupWithManager(mgr)
+			return (&gitopsctrl.GitProviderReconciler{Client: c, Interval: opts.ProviderCheckInterval, Timeout: opts.gitTimeout()}).SetupWithManager(mgr)
 		},
 		func() error {
 			return (&gitopsctrl.GitTargetReconciler{Client: c, Writer: writer, PollInterval: opts.GitPollInterval, StatusEvents: statusEvents,

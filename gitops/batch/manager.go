@@ -91,6 +91,22 @@ type Options struct {
 	// CompactPacks is how many packfiles make a clone due for compaction, after a push or a
 	// fetch that brought something; 0 means repo.DefaultCompactPacks, negative never.
 	CompactPacks int
+	// GitTimeout bounds each fetch and push: a server that accepts the connection and then
+	// stops answering would otherwise hold its branch's worker (and every registration and
+	// status read waiting for it) forever. 0 means DefaultGitTimeout.
+	GitTimeout time.Duration
+}
+
+// DefaultGitTimeout is Options.GitTimeout's default: room for pushing a first snapshot of
+// tens of thousands of files over a slow link, short enough that a hung server is noticed.
+const DefaultGitTimeout = 2 * time.Minute
+
+// gitTimeout resolves GitTimeout's default.
+func (o Options) gitTimeout() time.Duration {
+	if o.GitTimeout <= 0 {
+		return DefaultGitTimeout
+	}
+	return o.GitTimeout
 }
 
 // compactLooseObjects resolves CompactLooseObjects' default and "never".

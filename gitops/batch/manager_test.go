@@ -2,6 +2,7 @@ package batch
 
 import (
 	"context"
+	"net"
 	"sync"
 	"testing"
 	"time"
@@ -310,4 +311,44 @@ func TestACommitIsPlannedFromAnIndexOfTheTip(t *testing.T) {
 		assert.Equal(t, configMapDoc("b", "old"), show("live/app/pair.yaml"))
 		assert.Equal(t, configMapDoc("a", "new"), show("live/app/moved.yaml"))
 	})
+}
+
+func TestARemoteThatStopsAnsweringFailsTheAttemptWithinTheGitTimeout(t *testing.T) {
+	// A server that accepts connections and never answers: what a hung proxy or
+	// receive-pack looks like from here.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	var conns []net.Conn
+	var mu sync.Mutex
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		_ = l.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			_ = c.Close()
+		}
+	})
+	msgs, err := ParseMessages("", "")
+	require.NoError(t, err)
+	m := NewManager(Options{Log: logr.Discard(), WorkDir: t.TempDir(), GitTimeout: 300 * time.Millisecond})
+	spec := TargetSpec{Key: liveKey, URL: "http://" + l.Addr().String() + "/repo.git", Branch: "main", Folder: "live", Messages: msgs,
+		Committer: Identity{Name: "W", Email: "w@example.com"}}
+
+	start := time.Now()
+	_, err = m.EnsureTarget(context.Background(), spec)
+
+	require.Error(t, err)
+	assert.Less(t, time.Since(start), 10*time.Second)
+	assert.Contains(t, err.Error(), "fetching branch main")
 }

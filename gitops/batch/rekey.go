@@ -221,7 +221,7 @@ func (w *worker) pushRekey(ctx context.Context, t *target, enc *Encryption, rp *
 	if err != nil {
 		return fmt.Errorf("committing re-wrapped files: %w", err)
 	}
-	if err := w.repo.Push(ctx, w.key.branch, sha, w.remoteTip); err != nil {
+	if err := w.push(ctx, sha); err != nil {
 		if errors.Is(err, repo.ErrRemoteMoved) {
 			w.opts.Metrics.push("conflict")
 			return w.refresh(ctx, false, t)

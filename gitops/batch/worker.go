@@ -293,7 +293,9 @@ func (w *worker) actFor(spec TargetSpec) { w.repo.SetAuth(spec.Auth) }
 // refresh fetches the branch; when the tip moved (or force is set) every target's folder is
 // re-read, and any folder whose index does not describe the tip. Callers hold w.mu.
 func (w *worker) refresh(ctx context.Context, force bool, acting *target) error {
-	tip, err := w.repo.Fetch(ctx, w.key.branch)
+	fctx, cancel := context.WithTimeout(ctx, w.opts.gitTimeout())
+	defer cancel()
+	tip, err := w.repo.Fetch(fctx, w.key.branch)
 	if err != nil {
 		return fmt.Errorf("fetching branch %s: %w", w.key.branch, err)
 	}
@@ -315,6 +317,14 @@ func (w *worker) refresh(ctx context.Context, force bool, acting *target) error 
 		}
 	}
 	return own
+}
+
+// push pushes sha over the remote tip (repo.Push), within Options.GitTimeout. Callers hold
+// w.mu.
+func (w *worker) push(ctx context.Context, sha plumbing.Hash) error {
+	ctx, cancel := context.WithTimeout(ctx, w.opts.gitTimeout())
+	defer cancel()
+	return w.repo.Push(ctx, w.key.branch, sha, w.remoteTip)
 }
 
 // compactIfDue keeps the clone's size bounded (repo.CompactIfDue); a failure is only
@@ -599,7 +609,7 @@ func (w *worker) flush(ctx context.Context, t *target, win *authorWindow) (bool,
 		}
 		built := time.Now()
 		w.opts.Metrics.builtCommit(built.Sub(start), built.Sub(win.First), attempt == 1)
-		err = w.repo.Push(ctx, w.key.branch, sha, w.remoteTip)
+		err = w.push(ctx, sha)
 		if errors.Is(err, repo.ErrRemoteMoved) {
 			w.opts.Metrics.push("conflict")
 		}

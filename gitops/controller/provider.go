@@ -33,6 +33,9 @@ type GitProviderReconciler struct {
 	Client client.Client
 	// Interval between reachability checks of a healthy provider.
 	Interval time.Duration
+	// Timeout bounds one reachability check, so that a server that stops answering marks
+	// the provider unreachable instead of holding a reconcile worker; 0 means none.
+	Timeout time.Duration
 }
 
 // +kubebuilder:rbac:groups=reverser.gitops.dev,resources=gitproviders,verbs=get;list;watch
@@ -58,7 +61,7 @@ func (r *GitProviderReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		}
 		return ctrl.Result{}, err
 	}
-	if err := repo.LsRemote(ctx, p.Spec.URL, auth); err != nil {
+	if err := r.lsRemote(ctx, p.Spec.URL, auth); err != nil {
 		v1alpha1.SetReconciling(&p.Status.Conditions, p.Generation, v1alpha1.ReasonUnreachable,
 			fmt.Sprintf("repository %s is not reachable: %v", repo.Redact(p.Spec.URL), err))
 		return ctrl.Result{}, fmt.Errorf("checking %s: %w", repo.Redact(p.Spec.URL), err)
@@ -133,4 +136,14 @@ func (r *GitProviderReconciler) providersForSecret(ctx context.Context, o client
 		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&p)})
 	}
 	return reqs
+}
+
+// lsRemote checks that the repository answers (repo.LsRemote), within Timeout.
+func (r *GitProviderReconciler) lsRemote(ctx context.Context, url string, auth transport.AuthMethod) error {
+	if r.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, r.Timeout)
+		defer cancel()
+	}
+	return repo.LsRemote(ctx, url, auth)
 }
