@@ -3,6 +3,7 @@ package batch
 import (
 	"context"
 	"net"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/gitops-reverser/gitops-reverser/gitops/repo"
 	"github.com/gitops-reverser/gitops-reverser/gitops/repo/repotest"
 )
 
@@ -351,4 +353,42 @@ func TestARemoteThatStopsAnsweringFailsTheAttemptWithinTheGitTimeout(t *testing.
 	require.Error(t, err)
 	assert.Less(t, time.Since(start), 10*time.Second)
 	assert.Contains(t, err.Error(), "fetching branch main")
+}
+
+func TestAWriterRebuildsAClonePartOfWhichCannotBeRead(t *testing.T) {
+	t.Run("rebuilds it from the remote and commits the change that could not read its file", func(t *testing.T) {
+		key := ObjectKey{GVR: goneKey.GVR, Kind: "ConfigMap", Namespace: "app", Name: "a"}
+		live := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+			"metadata": map[string]any{"name": "a", "namespace": "app"}, "data": map[string]any{"k": "new"}}}
+		remote := repotest.NewFileRemote(t)
+		remote.Seed("main", map[string]string{"live/app/a.yaml": "# kept\n" + configMapDoc("a", "old")}, "seed")
+		msgs, err := ParseMessages("", "")
+		require.NoError(t, err)
+		m := NewManager(Options{Log: logr.Discard(), WorkDir: t.TempDir(), Resolver: fixedResolver{key: live}})
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		spec := TargetSpec{Key: liveKey, URL: remote.URL, Branch: "main", Folder: "live", Messages: msgs,
+			Committer: Identity{Name: "W", Email: "w@example.com"}}
+		_, err = m.EnsureTarget(ctx, spec)
+		require.NoError(t, err)
+		w := m.workerOf(liveKey)
+		w.mu.Lock()
+		// The file's blob turns to garbage on disk (a fault, or a write a power loss cut
+		// short); a new process opens the clone, whose check at start looks only for the
+		// presence of each blob.
+		repotest.DamageObject(t, w.repo.Dir(), "main", "live/app/a.yaml", []byte("x\x9c garbage"))
+		reopened, err := repo.Open(ctx, w.repo.Dir(), remote.URL, nil)
+		require.NoError(t, err)
+		require.NoError(t, reopened.RepairedDamage())
+		w.repo = reopened
+		w.mu.Unlock()
+		go func() { _ = m.Start(ctx) }()
+
+		m.Submit(Change{Target: liveKey, Key: key, AllowDelete: true})
+
+		require.Eventually(t, func() bool { return strings.Contains(remote.Show("main", "live/app/a.yaml"), "k: new") },
+			20*time.Second, 50*time.Millisecond, "the change is committed once the clone is rebuilt")
+		assert.Equal(t, "# kept\n"+configMapDoc("a", "new"), remote.Show("main", "live/app/a.yaml")+"\n", "edited in place")
+		remote.Fsck()
+	})
 }

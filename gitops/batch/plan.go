@@ -118,7 +118,10 @@ func (w *worker) plan(ctx context.Context, t *target, dirty map[ObjectKey]bool) 
 			return c, nil
 		}
 		c, _, err := tree.ReadFile(path)
-		return c, err
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", errCloneRead, err)
+		}
+		return c, nil
 	}
 	for _, k := range keys {
 		if err := ctx.Err(); err != nil {

@@ -242,6 +242,9 @@ func (w *worker) ensureTarget(ctx context.Context, spec TargetSpec) (*target, Ta
 	var err error
 	if !t.st.Known || folderChanged || time.Since(w.lastFetch) > minFetchInterval {
 		err = w.refresh(ctx, folderChanged || !t.st.Known, t)
+		if err != nil && w.repairIfDamaged(ctx, err) {
+			err = w.refresh(ctx, true, t)
+		}
 		if err == nil {
 			// Every fetch that brings something adds a packfile; a target that only sees
 			// people's commits would otherwise never compact (it happens after pushes).
@@ -319,6 +322,33 @@ func (w *worker) refresh(ctx context.Context, force bool, acting *target) error 
 	return own
 }
 
+// errCloneRead marks a failed read of the local clone: a sign that the clone may be
+// damaged, which repairIfDamaged then checks.
+var errCloneRead = errors.New("reading the local clone")
+
+// repairIfDamaged rebuilds the clone from the remote when err is a failed read of it and
+// repo.Verify finds it damaged (an object lost or garbled by a disk fault, or by a kill
+// while compaction deleted objects): retrying the same reads would fail forever, and a
+// restart would trust the clone again. It reports whether the clone was rebuilt; the
+// caller fetches before it reads again. Callers hold w.mu.
+func (w *worker) repairIfDamaged(ctx context.Context, err error) bool {
+	if !errors.Is(err, errCloneRead) && !errors.Is(err, plumbing.ErrObjectNotFound) {
+		return false
+	}
+	damage := w.repo.Verify()
+	if !errors.Is(damage, repo.ErrDamaged) {
+		return false
+	}
+	w.opts.Metrics.repaired()
+	w.log.Info("local clone is damaged; rebuilding it from the remote", "repository", w.key.url, "branch", w.key.branch, "damage", damage.Error())
+	if err := w.repo.Reset(); err != nil {
+		w.log.Error(err, "rebuilding the local clone; retried at the next failure", "repository", w.key.url, "branch", w.key.branch)
+		return false
+	}
+	w.fetched, w.remoteTip, w.lastFetch = false, plumbing.ZeroHash, time.Time{}
+	return true
+}
+
 // push pushes sha over the remote tip (repo.Push), within Options.GitTimeout. Callers hold
 // w.mu.
 func (w *worker) push(ctx context.Context, sha plumbing.Hash) error {
@@ -375,7 +405,7 @@ func (w *worker) kustomizeAbove(folder string) (layout.Verdict, error) {
 			continue // not a regular file: not a Kustomize file either
 		}
 		if err != nil {
-			return layout.Verdict{}, fmt.Errorf("reading %s: %w", p, err)
+			return layout.Verdict{}, fmt.Errorf("%w: reading %s: %w", errCloneRead, p, err)
 		}
 		if ok {
 			found = append(found, layout.File{Path: p, Content: content, Kind: layout.Regular})
@@ -398,7 +428,7 @@ func touches(files map[string][]byte, folder string) bool {
 func (w *worker) analyze(t *target) error {
 	files, err := w.repo.ReadTree(w.remoteTip, t.spec.Folder)
 	if err != nil && !errors.Is(err, repo.ErrPathConflict) {
-		return fmt.Errorf("reading folder %s: %w", t.spec.Folder, err)
+		return fmt.Errorf("%w: reading folder %s: %w", errCloneRead, t.spec.Folder, err)
 	}
 	lf := layoutFiles(files, t.index.Load())
 	verdict, ix := layout.Analyze(t.spec.Folder, lf)
@@ -512,6 +542,7 @@ func (w *worker) flushIfDue(ctx context.Context, key types.NamespacedName, now t
 	for i, win := range wins {
 		var c bool
 		if c, err = w.flush(ctx, t, win); err != nil {
+			w.repairIfDamaged(ctx, err) // the window is retried after the backoff, on the new clone
 			w.qmu.Lock()
 			for _, rest := range wins[i:] {
 				t.q.retry(rest, time.Now())
@@ -560,6 +591,11 @@ func shorter(a, b time.Duration) time.Duration {
 func (w *worker) flush(ctx context.Context, t *target, win *authorWindow) (bool, error) {
 	w.actFor(t.spec)
 	for attempt := 1; ; attempt++ {
+		if !w.fetched { // the clone was rebuilt (repairIfDamaged) and has not fetched since
+			if err := w.refresh(ctx, true, t); err != nil {
+				return false, err
+			}
+		}
 		if ix := t.index.Load(); ix == nil || ix.describes() != w.remoteTip {
 			// A re-read that failed (of another target's fetch, or of an earlier replay) or
 			// a push whose index update failed left the index behind the tip: a plan from
@@ -605,7 +641,7 @@ func (w *worker) flush(ctx context.Context, t *target, win *authorWindow) (bool,
 			return !slices.Equal(refusedBefore, t.st.Refused), nil
 		}
 		if err != nil {
-			return false, fmt.Errorf("committing: %w", err)
+			return false, fmt.Errorf("committing: %w: %w", errCloneRead, err)
 		}
 		built := time.Now()
 		w.opts.Metrics.builtCommit(built.Sub(start), built.Sub(win.First), attempt == 1)

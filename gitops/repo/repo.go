@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"path/filepath"
 	"sync"
 	"time"
@@ -15,7 +16,9 @@ import (
 	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/cache"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/plumbing/storer"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/storage/filesystem"
 )
@@ -83,7 +86,7 @@ func (r *Repo) load() error {
 	removeStalePackTemps(r.dir)
 	g, damage := openOrInit(r.dir)
 	if damage == nil {
-		damage = verify(g, r.url)
+		damage = verify(g, r.url, false)
 	}
 	if damage != nil {
 		closeStore(g)
@@ -116,16 +119,18 @@ func (r *Repo) RepairedDamage() error {
 	return r.repaired
 }
 
-// Verify checks the clone the way Open does and returns an error wrapping
-// ErrDamaged when it is damaged. Call it after an unexpected read error to
-// decide whether to Reset.
+// Verify checks the clone the way Open does, and also reads every blob of the refs'
+// trees, and returns an error wrapping ErrDamaged when it is damaged. Call it after an
+// unexpected read error to decide whether to Reset: it tells a clone that lost or garbled
+// an object (a kill during compaction, a disk fault) from a read that failed for another
+// reason.
 func (r *Repo) Verify() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if err := r.storeFresh(); err != nil {
 		return err
 	}
-	return verify(r.git, r.url)
+	return verify(r.git, r.url, true)
 }
 
 // storeFresh stores the last commit's objects in the clone if they are not there yet.
@@ -223,8 +228,9 @@ func isEmptyDir(dir string) (bool, error) {
 }
 
 // verify checks what a crash or an operator mistake can break: the config,
-// the remote, HEAD, and every ref (readable, pointing at a commit we have).
-func verify(g *git.Repository, url string) error {
+// the remote, HEAD, and every ref (readable, pointing at a commit we have, whose
+// whole tree is there; with readBlobs, every blob also decompresses).
+func verify(g *git.Repository, url string, readBlobs bool) error {
 	cfg, err := g.Config()
 	if err != nil {
 		return fmt.Errorf("%w: config unreadable: %v", ErrDamaged, err)
@@ -238,7 +244,7 @@ func verify(g *git.Repository, url string) error {
 	if _, err := g.Storer.Reference(plumbing.HEAD); err != nil {
 		return fmt.Errorf("%w: HEAD unreadable: %v", ErrDamaged, err)
 	}
-	return verifyRefs(g)
+	return verifyRefs(g, readBlobs)
 }
 
 // sameRemote reports whether the configured remote is url (compared in
@@ -248,9 +254,11 @@ func sameRemote(rc *config.RemoteConfig, url string) bool {
 }
 
 // verifyRefs checks that every ref is readable and that each hash ref points
-// to a commit, and a root tree, that are present and decodable. The clone has
-// a handful of refs, so this is cheap; it does not scan every object.
-func verifyRefs(g *git.Repository) error {
+// to a commit whose trees are present and decodable and whose blobs are present
+// (read in full with readBlobs). The clone has a handful of refs and keeps no
+// history the writer reads, so this walks about one tree per directory of the
+// branch; history is not checked, since the clone is shallow.
+func verifyRefs(g *git.Repository, readBlobs bool) error {
 	iter, err := g.Storer.IterReferences()
 	if err != nil {
 		return fmt.Errorf("%w: refs unreadable: %v", ErrDamaged, err)
@@ -267,11 +275,63 @@ func verifyRefs(g *git.Repository) error {
 		if err != nil {
 			return fmt.Errorf("%w: ref %s points to an unreadable commit: %v", ErrDamaged, ref.Name(), err)
 		}
-		if _, err := object.GetTree(g.Storer, c.TreeHash); err != nil {
-			return fmt.Errorf("%w: ref %s has an unreadable tree: %v", ErrDamaged, ref.Name(), err)
+		if err := verifyTree(g.Storer, c.TreeHash, "", readBlobs, map[plumbing.Hash]bool{}); err != nil {
+			return fmt.Errorf("%w: ref %s: %v", ErrDamaged, ref.Name(), err)
 		}
 		return nil
 	})
+}
+
+// verifyTree checks the tree h at dir, and what it holds, once per object (seen).
+func verifyTree(s storer.EncodedObjectStorer, h plumbing.Hash, dir string, readBlobs bool, seen map[plumbing.Hash]bool) error {
+	seen[h] = true
+	tree, err := object.GetTree(s, h)
+	if err != nil {
+		return fmt.Errorf("unreadable tree %s: %v", describeDir(dir), err)
+	}
+	for _, e := range tree.Entries {
+		if seen[e.Hash] || e.Mode == filemode.Submodule {
+			continue
+		}
+		p := path.Join(dir, e.Name)
+		if e.Mode == filemode.Dir {
+			if err := verifyTree(s, e.Hash, p, readBlobs, seen); err != nil {
+				return err
+			}
+			continue
+		}
+		seen[e.Hash] = true
+		if err := verifyBlob(s, e.Hash, readBlobs); err != nil {
+			return fmt.Errorf("unreadable blob of %s: %v", p, err)
+		}
+	}
+	return nil
+}
+
+// verifyBlob checks that blob h is present, and with read that it decompresses in full.
+func verifyBlob(s storer.EncodedObjectStorer, h plumbing.Hash, read bool) error {
+	if !read {
+		return s.HasEncodedObject(h)
+	}
+	o, err := s.EncodedObject(plumbing.BlobObject, h)
+	if err != nil {
+		return err
+	}
+	rd, err := o.Reader()
+	if err != nil {
+		return err
+	}
+	defer func() { _ = rd.Close() }()
+	_, err = io.Copy(io.Discard, rd)
+	return err
+}
+
+// describeDir names a tree's directory in a message ("the root tree" for "").
+func describeDir(dir string) string {
+	if dir == "" {
+		return "the root tree"
+	}
+	return "of " + dir
 }
 
 // reinit deletes dir and creates an empty bare repository in its place. It

@@ -76,6 +76,14 @@ func keepOnly(name string) func(t *testing.T, dir string) {
 	}
 }
 
+// damaged is repotest.DamageObject of the entry at path in branch main.
+func damaged(path string, garble []byte) func(t *testing.T, dir string) {
+	return func(t *testing.T, dir string) {
+		t.Helper()
+		repotest.DamageObject(t, dir, "main", path, garble)
+	}
+}
+
 func TestOpenAndFetchHealADamagedClone(t *testing.T) {
 	damages := []damage{
 		{"an empty remote-tracking ref (kill -9 mid-write)", writeFile("refs/remotes/origin/main", "")},
@@ -88,6 +96,7 @@ func TestOpenAndFetchHealADamagedClone(t *testing.T) {
 		{"config of a different remote", writeFile("config", "[core]\n\tbare = true\n[remote \"origin\"]\n\turl = https://elsewhere.example/other.git\n")},
 		{"an empty ref file in a nested directory", writeFile("refs/remotes/origin/feature/x", "")},
 		{"only the shallow file left (an older release killed while deleting the clone to repair it)", keepOnly("shallow")},
+		{"a subtree of the tip missing (a kill while compaction deleted objects)", damaged("live", nil)},
 	}
 	for _, d := range damages {
 		t.Run(d.name, func(t *testing.T) {
@@ -170,6 +179,21 @@ func TestVerifyDetectsDamageAndResetRepairsIt(t *testing.T) {
 	require.NoError(t, r.Reset())
 	require.NoError(t, r.Verify())
 	assert.Equal(t, tip, fetch(t, r, "main"))
+}
+
+func TestVerifyFindsABlobThatNoLongerDecompresses(t *testing.T) {
+	remote := repotest.NewFileRemote(t)
+	remote.Seed("main", map[string]string{"a.yaml": "a\n", "live/b.yaml": "b\n"}, "one")
+	r := openClone(t, remote.URL, nil)
+	fetch(t, r, "main")
+	damaged("a.yaml", []byte("x\x9c garbage"))(t, r.Dir())
+	r, err := repo.Open(context.Background(), r.Dir(), remote.URL, nil) // a new process: nothing cached
+	require.NoError(t, err)
+	require.NoError(t, r.RepairedDamage(), "at start only the presence of blobs is checked")
+
+	err = r.Verify()
+	require.ErrorIs(t, err, repo.ErrDamaged)
+	assert.Contains(t, err.Error(), "a.yaml")
 }
 
 func TestOpenRefusesToDeleteADirectoryThatIsNotABareRepository(t *testing.T) {
