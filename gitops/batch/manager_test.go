@@ -229,6 +229,13 @@ func (r fixedResolver) Current(_ types.NamespacedName, k ObjectKey) (*unstructur
 	return nil, nil
 }
 
+// clusterConfigMap is ConfigMap app/name in the cluster, data.k set to v, and its key.
+func clusterConfigMap(name, v string) (ObjectKey, *unstructured.Unstructured) {
+	return ObjectKey{GVR: goneKey.GVR, Kind: "ConfigMap", Namespace: "app", Name: name},
+		&unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+			"metadata": map[string]any{"name": name, "namespace": "app"}, "data": map[string]any{"k": v}}}
+}
+
 // configMapDoc is the document of ConfigMap app/name with data.k set to v.
 func configMapDoc(name, v string) string {
 	return "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: " + name + "\n  namespace: app\ndata:\n  k: " + v + "\n"
@@ -280,9 +287,7 @@ func TestAFolderThatBecomesWritableAsksForItsSnapshot(t *testing.T) {
 
 func TestACommitIsPlannedFromAnIndexOfTheTip(t *testing.T) {
 	t.Run("re-reads a folder whose index a failed re-read left behind before writing an object a person moved", func(t *testing.T) {
-		key := ObjectKey{GVR: goneKey.GVR, Kind: "ConfigMap", Namespace: "app", Name: "a"}
-		live := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
-			"metadata": map[string]any{"name": "a", "namespace": "app"}, "data": map[string]any{"k": "new"}}}
+		key, live := clusterConfigMap("a", "new")
 		remote := repotest.NewFileRemote(t)
 		remote.Seed("main", map[string]string{"live/app/pair.yaml": configMapDoc("a", "old") + "---\n" + configMapDoc("b", "old")}, "seed")
 		msgs, err := ParseMessages("", "")
@@ -357,9 +362,7 @@ func TestARemoteThatStopsAnsweringFailsTheAttemptWithinTheGitTimeout(t *testing.
 
 func TestAWriterRebuildsAClonePartOfWhichCannotBeRead(t *testing.T) {
 	t.Run("rebuilds it from the remote and commits the change that could not read its file", func(t *testing.T) {
-		key := ObjectKey{GVR: goneKey.GVR, Kind: "ConfigMap", Namespace: "app", Name: "a"}
-		live := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
-			"metadata": map[string]any{"name": "a", "namespace": "app"}, "data": map[string]any{"k": "new"}}}
+		key, live := clusterConfigMap("a", "new")
 		remote := repotest.NewFileRemote(t)
 		remote.Seed("main", map[string]string{"live/app/a.yaml": "# kept\n" + configMapDoc("a", "old")}, "seed")
 		msgs, err := ParseMessages("", "")
