@@ -135,6 +135,11 @@ func (r *Repo) send(ctx context.Context, sess transport.ReceivePackSession, req 
 	if err := <-done; err != nil {
 		return fmt.Errorf("encode pack: %w", err)
 	}
+	if status == nil && req.Capabilities.Supports(capability.ReportStatus) {
+		// go-git answers an empty response with no report and no error: the update may or
+		// may not have landed, which classifyFailure then asks the remote.
+		return errors.New("the remote did not report whether it took the update")
+	}
 	if status != nil {
 		if err := status.Error(); err != nil {
 			return fmt.Errorf("remote rejected the update: %w", err)

@@ -2,6 +2,9 @@ package repo_test
 
 import (
 	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -202,4 +205,47 @@ func TestPushAfterContextCancellationFails(t *testing.T) {
 	err := r.Push(ctx, "main", c, plumbing.ZeroHash)
 	require.Error(t, err)
 	assert.Empty(t, remote.Head("main"))
+}
+
+// emptyReceivePackAnswer makes the server answer a push with an empty body, after passing
+// it to git (forward) or without (a proxy that dropped it): the answer go-git reads as no
+// report and no error.
+func emptyReceivePackAnswer(forward bool) repotest.Option {
+	return repotest.WithMiddleware(func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if !repotest.IsReceivePack(r) {
+				next.ServeHTTP(w, r)
+				return
+			}
+			if forward {
+				next.ServeHTTP(httptest.NewRecorder(), r)
+			} else {
+				_, _ = io.Copy(io.Discard, r.Body)
+			}
+			w.Header().Set("Content-Type", "application/x-git-receive-pack-result")
+			w.WriteHeader(http.StatusOK)
+		})
+	})
+}
+
+func TestAPushTheRemoteDoesNotReportOnIsDeliveredOnlyWhenTheRemoteHasIt(t *testing.T) {
+	t.Run("fails when the update never reached the repository", func(t *testing.T) {
+		remote := repotest.NewHTTPRemote(t, emptyReceivePackAnswer(false))
+		r := openClone(t, remote.URL, nil)
+		c := commit(t, r, plumbing.ZeroHash, files("a.yaml", "a: 1\n"), "one")
+
+		err := r.Push(context.Background(), "main", c, plumbing.ZeroHash)
+
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "did not report")
+		assert.Empty(t, remote.Head("main"))
+	})
+	t.Run("succeeds when the update landed", func(t *testing.T) {
+		remote := repotest.NewHTTPRemote(t, emptyReceivePackAnswer(true))
+		r := openClone(t, remote.URL, nil)
+		c := commit(t, r, plumbing.ZeroHash, files("a.yaml", "a: 1\n"), "one")
+
+		require.NoError(t, r.Push(context.Background(), "main", c, plumbing.ZeroHash))
+		assert.Equal(t, c.String(), remote.Head("main"))
+	})
 }
