@@ -203,6 +203,17 @@ func TestAnObjectWhoseCacheIsIncompleteHoldsBackNothingElse(t *testing.T) {
 			15*time.Second, 100*time.Millisecond, "the deferred object is committed once its cache is complete")
 		remote.Fsck()
 	})
+	t.Run("lists an object it refuses in status while the rest of its window waits for a cache", func(t *testing.T) {
+		_, writer, c, broken := unsyncedScene(t)
+		token := c.put(secretsGVR, "Secret", "token", map[string]any{"k": "dg=="})
+		writer.Submit(batch.Change{Target: targetKey, Key: broken, AllowDelete: true, Author: "alice"},
+			batch.Change{Target: targetKey, Key: token, AllowDelete: true, Author: "alice"})
+
+		require.Eventually(t, func() bool {
+			st, _ := writer.Status(targetKey)
+			return len(st.Refused) == 1 && strings.Contains(st.Refused[0], "Secret app/token")
+		}, 5*time.Second, 50*time.Millisecond, "a Secret without encryption is refused, and says so before the ConfigMap's cache syncs")
+	})
 	t.Run("holds back no other author's window, nor marks the target failed, while one author's objects all wait", func(t *testing.T) {
 		remote, writer, c, broken := unsyncedScene(t)
 		writer.Submit(batch.Change{Target: targetKey, Key: broken, AllowDelete: true, Author: "alice"})

@@ -616,12 +616,12 @@ func (w *worker) flush(ctx context.Context, t *target, win *authorWindow) (bool,
 		if err != nil {
 			return false, err
 		}
+		refusedBefore := t.st.Refused
+		t.noteRefusals(win.dirty, p.deferred, p.refused)
 		if len(p.deferred) > 0 && len(p.files) == 0 {
 			w.deferAll(t, win, p.deferredErr)
-			return false, nil
+			return !slices.Equal(refusedBefore, t.st.Refused), nil
 		}
-		refusedBefore := t.st.Refused
-		t.noteRefusals(win.dirty, p.refused)
 		refusals := p.refusals()
 		if len(p.files) == 0 {
 			w.answer(win, "", refusals)
@@ -738,10 +738,14 @@ func attempted(win *authorWindow, sha plumbing.Hash) {
 }
 
 // noteRefusals records what a plan of the dirty objects refused, and forgets the refusals
-// of those it wrote, skipped or removed: a refusal stays in status until the object is
-// planned again, whatever other windows commit meanwhile. Callers hold w.mu.
-func (t *target) noteRefusals(dirty map[ObjectKey]bool, refused map[ObjectKey]string) {
+// of those it wrote, skipped or removed (not of those it deferred: they were not planned):
+// a refusal stays in status until the object is planned again, whatever other windows
+// commit meanwhile. Callers hold w.mu.
+func (t *target) noteRefusals(dirty, deferred map[ObjectKey]bool, refused map[ObjectKey]string) {
 	for k := range dirty {
+		if _, waits := deferred[k]; waits {
+			continue
+		}
 		if reason, ok := refused[k]; ok {
 			if t.refused == nil {
 				t.refused = map[ObjectKey]string{}
