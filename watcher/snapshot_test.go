@@ -88,3 +88,41 @@ func TestASnapshotLetsADeleteRemoveTheDocumentWhenAnySelectingRuleMirrorsDeletes
 	require.Len(t, sink.changes, 1)
 	assert.True(t, sink.changes[0].AllowDelete, "the second rule mirrors deletes")
 }
+
+func TestASnapshotFollowsTheOperationsOfTheRulesThatSelectAnObject(t *testing.T) {
+	target := types.NamespacedName{Namespace: "ops", Name: "live"}
+	cms := Resource{GVR: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, Kind: "ConfigMap", Namespaced: true}
+	claim := func(create, update, del bool) Claim {
+		return Claim{Target: target, Resource: cms, Namespace: "team-a", ObjectSelector: labels.Everything(), Create: create, Update: update, Delete: del}
+	}
+	cm := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+		"metadata": map[string]any{"name": "x", "namespace": "team-a"}}}
+	tests := []struct {
+		name    string
+		claims  []Claim
+		written bool
+		create  bool
+	}{
+		{name: "writes the current state through a rule that mirrors updates", claims: []Claim{claim(true, true, false)}, written: true},
+		{name: "only creates a missing document through a rule that mirrors creations but not updates",
+			claims: []Claim{claim(true, false, true)}, written: true, create: true},
+		{name: "writes the current state when another selecting rule mirrors updates",
+			claims: []Claim{claim(true, false, false), claim(false, true, false)}, written: true},
+		{name: "writes nothing through a rule that mirrors only deletes, yet lists the object as present",
+			claims: []Claim{claim(false, false, true)}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			sink := &snapshots{}
+			New(Options{Sink: sink, Log: logr.Discard()}).snapshot(target, tt.claims, []any{cm})
+			require.Len(t, sink.got, 1)
+			assert.Len(t, sink.got[0].Present, 1)
+			if !tt.written {
+				assert.Empty(t, sink.changes)
+				return
+			}
+			require.Len(t, sink.changes, 1)
+			assert.Equal(t, tt.create, sink.changes[0].CreateOnly)
+		})
+	}
+}

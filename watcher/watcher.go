@@ -245,15 +245,21 @@ func (w *Watcher) Resync(target types.NamespacedName) {
 	}()
 }
 
-// snapshot submits every listed object some claim selects, then the complete list.
+// snapshot submits every listed object some claim selects, then the complete list. The
+// operations of the selecting claims decide how: any that mirrors deletes lets a delete
+// seen before the commit remove the document, as its event would; claims that mirror
+// creations but not updates only create missing documents; claims that mirror neither
+// write nothing, though the object counts as present.
 func (w *Watcher) snapshot(target types.NamespacedName, cs []Claim, objs []interface{}) {
 	var changes []batch.Change
+	var present []batch.ObjectKey
 	for _, o := range objs {
 		u, ok := o.(*unstructured.Unstructured)
 		if !ok || w.opts.Noise.SkipObject(cs[0].Resource.GVR.GroupResource(), u) {
 			continue
 		}
 		var ch *batch.Change
+		create, update := false, false
 		for _, c := range cs {
 			if !c.Matches(u.GetNamespace(), u.GetLabels(), w.opts.NamespaceLabels) {
 				continue
@@ -262,20 +268,20 @@ func (w *Watcher) snapshot(target types.NamespacedName, cs []Claim, objs []inter
 				first := change(c, u)
 				ch = &first
 			}
-			// Any selecting rule that mirrors deletes lets a delete seen before the commit
-			// remove the document, as its event would.
 			ch.AllowDelete = ch.AllowDelete || c.Delete
+			create, update = create || c.Create, update || c.Update
 		}
-		if ch != nil {
+		if ch == nil {
+			continue
+		}
+		present = append(present, ch.Key)
+		if create || update {
+			ch.CreateOnly = !update
 			changes = append(changes, *ch)
 		}
 	}
-	w.opts.Log.V(1).Info("snapshot", "gitTarget", target.String(), "resource", cs[0].Resource.GVR.String(), "objects", len(changes))
+	w.opts.Log.V(1).Info("snapshot", "gitTarget", target.String(), "resource", cs[0].Resource.GVR.String(), "objects", len(present))
 	w.opts.Sink.Submit(changes...)
-	present := make([]batch.ObjectKey, 0, len(changes))
-	for _, ch := range changes {
-		present = append(present, ch.Key)
-	}
 	w.opts.Sink.Snapshot(batch.Snapshot{
 		Target: target, GVR: cs[0].Resource.GVR, Kind: cs[0].Resource.Kind, Present: present,
 		InScope:  w.covered(cs),

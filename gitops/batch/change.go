@@ -32,9 +32,22 @@ type Change struct {
 	// AllowDelete says the rule mirrors deletions: when the object is gone (or no longer
 	// claimed) at commit time, its document is removed only if this is true.
 	AllowDelete bool
+	// CreateOnly says the change comes from a snapshot through rules that mirror creations
+	// but not updates: the object's document is written only when Git has none, so such a
+	// rule does not bring existing documents up to date at every start or re-list.
+	CreateOnly bool
 	// Author is the username the API server authenticated for the change, joined from
 	// admission; empty when unknown (the commit is then authored by the committer).
 	Author string
+}
+
+// merge is what a newer change of the same object leaves waiting: its author; deletes
+// allowed when either allowed them (a delete already seen must not become a kept
+// document); create-only only when both were.
+func (c Change) merge(newer Change) Change {
+	newer.AllowDelete = c.AllowDelete || newer.AllowDelete
+	newer.CreateOnly = c.CreateOnly && newer.CreateOnly
+	return newer
 }
 
 // Resolver gives the object's current state as the watch sees it, or nil when it no longer

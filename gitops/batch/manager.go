@@ -306,7 +306,7 @@ func (m *Manager) Submit(changes ...Change) {
 		if w := m.workers[m.targets[c.Target]]; w != nil {
 			byWorker[w] = append(byWorker[w], c)
 		} else if p := m.parked[c.Target]; p != nil {
-			p[c.Key] = c // in the same critical section as the decision: unpark cannot slip between
+			p[c.Key] = keep(p, c) // in the same critical section as the decision: unpark cannot slip between
 		}
 	}
 	m.mu.Unlock()
@@ -326,7 +326,7 @@ func (m *Manager) placeLate(changes []Change) {
 	m.mu.Lock()
 	for _, c := range changes {
 		if p := m.parked[c.Target]; p != nil {
-			p[c.Key] = c
+			p[c.Key] = keep(p, c)
 		} else if w := m.workers[m.targets[c.Target]]; w != nil {
 			byWorker[w] = append(byWorker[w], c)
 		}
@@ -375,11 +375,20 @@ func (m *Manager) park(older bool, changes ...Change) {
 		if p == nil {
 			continue
 		}
-		if _, kept := p[c.Key]; kept && older {
+		if kept, ok := p[c.Key]; ok && older {
+			p[c.Key] = c.merge(kept) // the kept change is newer: its author stays
 			continue
 		}
-		p[c.Key] = c
+		p[c.Key] = keep(p, c)
 	}
+}
+
+// keep is what parked changes p hold for c's object once c is added (Change.merge).
+func keep(p map[ObjectKey]Change, c Change) Change {
+	if kept, ok := p[c.Key]; ok {
+		return kept.merge(c)
+	}
+	return c
 }
 
 // unpark hands a target whose queue now exists the changes kept while it was suspended

@@ -395,3 +395,27 @@ func TestAWriterRebuildsAClonePartOfWhichCannotBeRead(t *testing.T) {
 		remote.Fsck()
 	})
 }
+
+func TestACreateOnlyChangeWritesOnlyADocumentGitLacks(t *testing.T) {
+	keyA, a := clusterConfigMap("a", "new")
+	keyB, b := clusterConfigMap("b", "new")
+	m, _ := registeredManagerWith(t, map[string]string{"live/app/configmaps/a.yaml": configMapDoc("a", "old")},
+		Options{Resolver: fixedResolver{keyA: a, keyB: b}})
+	w := m.workerOf(liveKey)
+	remote := w.key.url
+
+	m.Submit(Change{Target: liveKey, Key: keyA, CreateOnly: true}, Change{Target: liveKey, Key: keyB, CreateOnly: true})
+	_, err := w.flushIfDue(context.Background(), liveKey, time.Now().Add(2*time.Hour))
+	require.NoError(t, err)
+
+	files, err := w.repo.ReadTree(w.remoteTip, "live")
+	require.NoError(t, err)
+	got := map[string]string{}
+	for _, f := range files {
+		got[f.Path] = string(f.Content)
+	}
+	assert.Equal(t, map[string]string{
+		"live/app/configmaps/a.yaml": configMapDoc("a", "old"),
+		"live/app/configmaps/b.yaml": configMapDoc("b", "new"),
+	}, got, "a's document stays as it was in %s; b's is created", remote)
+}

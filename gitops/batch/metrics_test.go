@@ -44,8 +44,8 @@ func TestPendingChangesLeaveTheGaugeWithTheirTarget(t *testing.T) {
 	target := types.NamespacedName{Namespace: "ops", Name: "live"}
 	q := w.openQueue(target)
 	w.qmu.Lock()
-	q.add(qkey("a"), true, "alice", time.Now())
-	q.add(qkey("b"), true, "alice", time.Now())
+	q.add(qkey("a"), mirrorsDeletes, "alice", time.Now())
+	q.add(qkey("b"), mirrorsDeletes, "alice", time.Now())
 	w.qmu.Unlock()
 	w.reportPending()
 	assert.Equal(t, 2.0, testutil.ToFloat64(m.Pending.WithLabelValues(key.url, key.branch)))

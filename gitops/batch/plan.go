@@ -35,7 +35,7 @@ type writePlan struct {
 	parsed map[string]parsedFile
 	// deferred are the objects whose cache is not complete (ErrNotSynced), with their
 	// allowDelete, and why: they stay dirty for a later commit.
-	deferred    map[ObjectKey]bool
+	deferred    map[ObjectKey]intent
 	deferredErr error
 }
 
@@ -104,7 +104,7 @@ func (p *writePlan) message(t *target, win *authorWindow) string {
 
 // plan resolves every dirty key to its current state and edits the files holding them.
 // Callers hold w.mu.
-func (w *worker) plan(ctx context.Context, t *target, dirty map[ObjectKey]bool) (*writePlan, error) {
+func (w *worker) plan(ctx context.Context, t *target, dirty map[ObjectKey]intent) (*writePlan, error) {
 	keys := make([]ObjectKey, 0, len(dirty))
 	for k := range dirty {
 		keys = append(keys, k)
@@ -134,7 +134,7 @@ func (w *worker) plan(ctx context.Context, t *target, dirty map[ObjectKey]bool) 
 	return p, nil
 }
 
-func (w *worker) planOne(t *target, p *writePlan, read func(string) ([]byte, error), k ObjectKey, allowDelete bool) error {
+func (w *worker) planOne(t *target, p *writePlan, read func(string) ([]byte, error), k ObjectKey, in intent) error {
 	id := k.Identity()
 	obj, err := w.opts.Resolver.Current(t.spec.Key, k)
 	if errors.Is(err, ErrNotWatched) {
@@ -142,9 +142,9 @@ func (w *worker) planOne(t *target, p *writePlan, read func(string) ([]byte, err
 	}
 	if errors.Is(err, ErrNotSynced) {
 		if p.deferred == nil {
-			p.deferred = map[ObjectKey]bool{}
+			p.deferred = map[ObjectKey]intent{}
 		}
-		p.deferred[k] = allowDelete
+		p.deferred[k] = in
 		p.deferredErr = fmt.Errorf("reading %s: %w", id, err)
 		return nil
 	}
@@ -153,7 +153,7 @@ func (w *worker) planOne(t *target, p *writePlan, read func(string) ([]byte, err
 	}
 	file, exists := p.lookup(t.index.Load(), id)
 	if obj == nil {
-		if !allowDelete || !exists || t.spec.Prune == PruneNever {
+		if !in.allowDelete || !exists || t.spec.Prune == PruneNever {
 			return nil
 		}
 		if err := removeFrom(p, read, id, file); errors.Is(err, errUnwritable) {
@@ -165,6 +165,9 @@ func (w *worker) planOne(t *target, p *writePlan, read func(string) ([]byte, err
 		p.located[id] = ""
 		p.actions = append(p.actions, action{"Delete", id, file})
 		return nil
+	}
+	if exists && in.createOnly {
+		return nil // its rules mirror creations only: the document Git has stays as it is
 	}
 	if !exists {
 		if other, ok := namespaceless(p, t.index.Load(), id); ok {

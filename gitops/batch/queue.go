@@ -14,7 +14,7 @@ import (
 // the message to commit with.
 type authorWindow struct {
 	author string
-	dirty  map[ObjectKey]bool
+	dirty  map[ObjectKey]intent
 	Window
 	// requests are the CommitRequests this window commits for, oldest first.
 	requests []*CommitRequest
@@ -25,6 +25,23 @@ type authorWindow struct {
 	// the backoff.
 	notBefore time.Time
 	deferrals int
+}
+
+// intent is how a waiting object may be written, merged over the changes that made it
+// dirty (see Change.merge).
+type intent struct {
+	// allowDelete: a document whose object is gone at commit time is removed.
+	allowDelete bool
+	// createOnly: the document is written only when Git has none.
+	createOnly bool
+}
+
+// intentOf is the intent a change carries.
+func intentOf(c Change) intent { return intent{allowDelete: c.AllowDelete, createOnly: c.CreateOnly} }
+
+// merge is what newer leaves waiting over i (Change.merge).
+func (i intent) merge(newer intent) intent {
+	return intent{allowDelete: i.allowDelete || newer.allowDelete, createOnly: i.createOnly && newer.createOnly}
 }
 
 // queue is one target's pending work: a window per author, which window holds each dirty
@@ -46,12 +63,14 @@ func newQueue() *queue {
 // add records that author changed key at now. An object lives in the window of whoever
 // changed it last: its state is read from the cluster at commit time, so that is whose
 // change the commit carries. Requests waiting for this author attach to the window.
-func (q *queue) add(key ObjectKey, allowDelete bool, author string, now time.Time) {
+func (q *queue) add(key ObjectKey, in intent, author string, now time.Time) {
 	if prev, ok := q.owner[key]; ok {
 		// A delete already seen stays allowed: a snapshot's copy of the object, listed
 		// before the delete, must not turn the delete into a kept document.
 		if win := q.windows[prev]; win != nil {
-			allowDelete = allowDelete || win.dirty[key]
+			if was, held := win.dirty[key]; held {
+				in = was.merge(in)
+			}
 		}
 		if prev != author {
 			q.take(prev, key)
@@ -65,7 +84,7 @@ func (q *queue) add(key ObjectKey, allowDelete bool, author string, now time.Tim
 	if _, held := win.dirty[key]; !held {
 		win.notBefore, win.deferrals = time.Time{}, 0 // something new to commit: no more holding back
 	}
-	win.dirty[key] = allowDelete
+	win.dirty[key] = in
 	win.Count = len(win.dirty)
 	q.owner[key] = author
 	if win.First.IsZero() {
@@ -91,7 +110,7 @@ func (q *queue) take(author string, key ObjectKey) {
 func (q *queue) window(author string) *authorWindow {
 	win := q.windows[author]
 	if win == nil {
-		win = &authorWindow{author: author, dirty: map[ObjectKey]bool{}}
+		win = &authorWindow{author: author, dirty: map[ObjectKey]intent{}}
 		q.windows[author] = win
 	}
 	return win
@@ -148,12 +167,19 @@ func (q *queue) due(cfg WindowConfig, now time.Time) (out []*authorWindow, wait 
 // stay where that change put them; the request stays attached. The window keeps its age:
 // maxDelay and the apply→commit latency count from its first change, not from the failure.
 func (q *queue) restore(win *authorWindow, now time.Time) {
-	for k, del := range win.dirty {
-		if _, taken := q.owner[k]; taken {
+	for k, in := range win.dirty {
+		if owner, taken := q.owner[k]; taken {
+			// Someone changed it since: it stays in that window, which keeps what this
+			// one allowed (a delete seen before the failure is still a delete).
+			if cur := q.windows[owner]; cur != nil {
+				if newer, held := cur.dirty[k]; held {
+					cur.dirty[k] = in.merge(newer)
+				}
+			}
 			continue
 		}
 		cur := q.window(win.author)
-		cur.dirty[k] = del
+		cur.dirty[k] = in
 		cur.Count = len(cur.dirty)
 		q.owner[k] = win.author
 		if first := win.First; cur.First.IsZero() || (!first.IsZero() && first.Before(cur.First)) {
@@ -264,8 +290,8 @@ func (q *queue) holds(key ObjectKey) bool {
 func (q *queue) changes(target types.NamespacedName) []Change {
 	out := make([]Change, 0, len(q.owner))
 	for _, win := range q.windows {
-		for k, del := range win.dirty {
-			out = append(out, Change{Target: target, Key: k, AllowDelete: del, Author: win.author})
+		for k, in := range win.dirty {
+			out = append(out, Change{Target: target, Key: k, AllowDelete: in.allowDelete, CreateOnly: in.createOnly, Author: win.author})
 		}
 	}
 	return out

@@ -10,6 +10,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
+// mirrorsDeletes is the intent of a change through a rule that mirrors deletes.
+var mirrorsDeletes = intent{allowDelete: true}
+
 func qkey(name string) ObjectKey {
 	return ObjectKey{GVR: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, Kind: "ConfigMap", Namespace: "team-a", Name: name}
 }
@@ -22,15 +25,27 @@ func authors(wins []*authorWindow) []string {
 	return out
 }
 
+// dirtyOf takes every window of q as due well after now and returns what they hold.
+func dirtyOf(q *queue, cfg WindowConfig, now time.Time) map[ObjectKey]intent {
+	wins, _ := q.due(cfg, now.Add(time.Hour))
+	out := map[ObjectKey]intent{}
+	for _, w := range wins {
+		for k, in := range w.dirty {
+			out[k] = in
+		}
+	}
+	return out
+}
+
 func TestQueueWindowsPerAuthor(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	cfg := WindowConfig{Quiet: 5 * time.Second, MaxDelay: 30 * time.Second}
 
 	t.Run("interleaved authors keep separate windows", func(t *testing.T) {
 		q := newQueue()
-		q.add(qkey("a"), true, "alice", t0)
-		q.add(qkey("b"), true, "bob", t0.Add(time.Second))
-		q.add(qkey("c"), true, "alice", t0.Add(2*time.Second))
+		q.add(qkey("a"), mirrorsDeletes, "alice", t0)
+		q.add(qkey("b"), mirrorsDeletes, "bob", t0.Add(time.Second))
+		q.add(qkey("c"), mirrorsDeletes, "alice", t0.Add(2*time.Second))
 		wins, _ := q.due(cfg, t0.Add(10*time.Second))
 		require.Equal(t, []string{"alice", "bob"}, authors(wins))
 		assert.Len(t, wins[0].dirty, 2)
@@ -39,37 +54,49 @@ func TestQueueWindowsPerAuthor(t *testing.T) {
 	})
 	t.Run("an object belongs to the window of whoever changed it last", func(t *testing.T) {
 		q := newQueue()
-		q.add(qkey("a"), true, "alice", t0)
-		q.add(qkey("a"), true, "bob", t0.Add(time.Second))
+		q.add(qkey("a"), mirrorsDeletes, "alice", t0)
+		q.add(qkey("a"), mirrorsDeletes, "bob", t0.Add(time.Second))
 		wins, _ := q.due(cfg, t0.Add(10*time.Second))
 		require.Equal(t, []string{"bob"}, authors(wins))
 	})
 	t.Run("a change that does not allow deletes keeps a delete already seen allowed", func(t *testing.T) {
 		q := newQueue()
-		q.add(qkey("a"), true, "alice", t0)  // alice deleted it, through a rule that mirrors deletes
-		q.add(qkey("a"), false, "", t0)      // a snapshot listed before the delete, through one that does not
-		q.add(qkey("b"), false, "alice", t0) // nothing allowed it for b
-		wins, _ := q.due(cfg, t0.Add(10*time.Second))
-		dirty := map[ObjectKey]bool{}
-		for _, w := range wins {
-			for k, v := range w.dirty {
-				dirty[k] = v
-			}
-		}
-		assert.Equal(t, map[ObjectKey]bool{qkey("a"): true, qkey("b"): false}, dirty)
+		q.add(qkey("a"), mirrorsDeletes, "alice", t0) // alice deleted it, through a rule that mirrors deletes
+		q.add(qkey("a"), intent{}, "", t0)            // a snapshot listed before the delete, through one that does not
+		q.add(qkey("b"), intent{}, "alice", t0)       // nothing allowed it for b
+		assert.Equal(t, map[ObjectKey]intent{qkey("a"): mirrorsDeletes, qkey("b"): {}}, dirtyOf(q, cfg, t0))
+	})
+	t.Run("an object is written create-only only while every change of it was", func(t *testing.T) {
+		q := newQueue()
+		createOnly := intent{createOnly: true}
+		q.add(qkey("a"), intent{}, "alice", t0) // alice's update, through a rule that mirrors updates
+		q.add(qkey("a"), createOnly, "", t0)    // then a snapshot through one that mirrors creations only
+		q.add(qkey("c"), createOnly, "", t0)
+		q.add(qkey("c"), intent{}, "alice", t0)
+		q.add(qkey("b"), createOnly, "", t0)
+		q.add(qkey("b"), createOnly, "", t0)
+		assert.Equal(t, map[ObjectKey]intent{qkey("a"): {}, qkey("b"): createOnly, qkey("c"): {}}, dirtyOf(q, cfg, t0))
+	})
+	t.Run("a failed window put back keeps its delete in the newer window that took the object", func(t *testing.T) {
+		q := newQueue()
+		q.add(qkey("a"), mirrorsDeletes, "alice", t0)
+		failed, _ := q.due(cfg, t0.Add(10*time.Second))
+		q.add(qkey("a"), intent{}, "", t0.Add(11*time.Second)) // a snapshot while alice's commit failed
+		q.restore(failed[0], t0.Add(12*time.Second))
+		assert.Equal(t, map[ObjectKey]intent{qkey("a"): mirrorsDeletes}, dirtyOf(q, cfg, t0.Add(12*time.Second)))
 	})
 	t.Run("one author's silence does not wait for another author's activity", func(t *testing.T) {
 		q := newQueue()
-		q.add(qkey("a"), true, "alice", t0)
-		q.add(qkey("b"), true, "bob", t0.Add(4*time.Second))
+		q.add(qkey("a"), mirrorsDeletes, "alice", t0)
+		q.add(qkey("b"), mirrorsDeletes, "bob", t0.Add(4*time.Second))
 		wins, wait := q.due(cfg, t0.Add(6*time.Second))
 		assert.Equal(t, []string{"alice"}, authors(wins))
 		assert.Equal(t, 3*time.Second, wait)
 	})
 	t.Run("a CommitRequest closes its author's open window at once", func(t *testing.T) {
 		q := newQueue()
-		q.add(qkey("a"), true, "alice", t0)
-		q.add(qkey("b"), true, "bob", t0)
+		q.add(qkey("a"), mirrorsDeletes, "alice", t0)
+		q.add(qkey("b"), mirrorsDeletes, "bob", t0)
 		q.request(&CommitRequest{Author: "alice", Message: "release 1.2"})
 		wins, _ := q.due(cfg, t0.Add(time.Second))
 		require.Equal(t, []string{"alice"}, authors(wins))
@@ -78,8 +105,8 @@ func TestQueueWindowsPerAuthor(t *testing.T) {
 	t.Run("a CommitRequest before any change waits and rides the author's next window", func(t *testing.T) {
 		q := newQueue()
 		q.request(&CommitRequest{Author: "alice", Message: "m", Deadline: t0.Add(time.Minute)})
-		q.add(qkey("x"), true, "bob", t0)
-		q.add(qkey("a"), true, "alice", t0.Add(time.Second))
+		q.add(qkey("x"), mirrorsDeletes, "bob", t0)
+		q.add(qkey("a"), mirrorsDeletes, "alice", t0.Add(time.Second))
 		wins, _ := q.due(cfg, t0.Add(2*time.Second))
 		assert.Empty(t, wins, "the window still closes on quiet, so a multi-object apply lands in one commit")
 		wins, _ = q.due(cfg, t0.Add(7*time.Second))
@@ -98,12 +125,12 @@ func TestQueueWindowsPerAuthor(t *testing.T) {
 	})
 	t.Run("a failed window comes back with its request, but not with objects changed since", func(t *testing.T) {
 		q := newQueue()
-		q.add(qkey("a"), true, "alice", t0)
-		q.add(qkey("b"), true, "alice", t0)
+		q.add(qkey("a"), mirrorsDeletes, "alice", t0)
+		q.add(qkey("b"), mirrorsDeletes, "alice", t0)
 		q.request(&CommitRequest{Author: "alice"})
 		wins, _ := q.due(cfg, t0)
 		require.Len(t, wins, 1)
-		q.add(qkey("b"), true, "bob", t0.Add(time.Second))
+		q.add(qkey("b"), mirrorsDeletes, "bob", t0.Add(time.Second))
 		q.restore(wins[0], t0.Add(2*time.Second))
 		assert.Equal(t, "alice", q.owner[qkey("a")])
 		assert.Equal(t, "bob", q.owner[qkey("b")])
@@ -114,10 +141,10 @@ func TestQueueWindowsPerAuthor(t *testing.T) {
 	})
 	t.Run("a window put back after a failure keeps its age, so maxDelay still counts from its first change", func(t *testing.T) {
 		q := newQueue()
-		q.add(qkey("a"), true, "alice", t0)
+		q.add(qkey("a"), mirrorsDeletes, "alice", t0)
 		wins, _ := q.due(WindowConfig{MaxDelay: 30 * time.Second}, t0.Add(31*time.Second))
 		require.Len(t, wins, 1)
-		q.add(qkey("b"), true, "alice", t0.Add(5*time.Minute))
+		q.add(qkey("b"), mirrorsDeletes, "alice", t0.Add(5*time.Minute))
 		q.restore(wins[0], t0.Add(10*time.Minute))
 		assert.Equal(t, t0, q.windows["alice"].First)
 		again, _ := q.due(WindowConfig{Quiet: time.Hour, MaxDelay: 30 * time.Second}, t0.Add(10*time.Minute))
@@ -137,7 +164,7 @@ func TestQueueWindowsPerAuthor(t *testing.T) {
 func TestAFailedWindowTakesTheRequestsThatCameWhileItWasCommitted(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	q := newQueue()
-	q.add(qkey("a"), true, "alice", t0)
+	q.add(qkey("a"), mirrorsDeletes, "alice", t0)
 	wins, _ := q.due(WindowConfig{}, t0)
 	require.Len(t, wins, 1)
 	q.request(&CommitRequest{Author: "alice", Message: "release 1.2", Deadline: t0.Add(time.Minute)})
@@ -153,8 +180,8 @@ func TestAWindowWhoseObjectsAllWaitForTheirCache(t *testing.T) {
 	cfg := WindowConfig{Quiet: time.Second}
 	t.Run("is held back with a backoff of its own, while other windows commit", func(t *testing.T) {
 		q := newQueue()
-		q.add(qkey("a"), true, "alice", t0)
-		q.add(qkey("b"), true, "bob", t0)
+		q.add(qkey("a"), mirrorsDeletes, "alice", t0)
+		q.add(qkey("b"), mirrorsDeletes, "bob", t0)
 		wins, _ := q.due(cfg, t0.Add(time.Second))
 		require.Equal(t, []string{"alice", "bob"}, authors(wins))
 		q.deferWindow(wins[0], t0.Add(time.Second))
@@ -168,21 +195,21 @@ func TestAWindowWhoseObjectsAllWaitForTheirCache(t *testing.T) {
 	})
 	t.Run("is not held back once its author changed something else", func(t *testing.T) {
 		q := newQueue()
-		q.add(qkey("a"), true, "alice", t0)
+		q.add(qkey("a"), mirrorsDeletes, "alice", t0)
 		wins, _ := q.due(cfg, t0.Add(time.Second))
-		q.add(qkey("c"), true, "alice", t0.Add(1100*time.Millisecond))
+		q.add(qkey("c"), mirrorsDeletes, "alice", t0.Add(1100*time.Millisecond))
 		q.deferWindow(wins[0], t0.Add(1200*time.Millisecond))
 		assert.True(t, q.windows["alice"].notBefore.IsZero(), "c commits after its quiet time; a is deferred again then")
 	})
 	t.Run("is released by its author's next change or CommitRequest", func(t *testing.T) {
 		for _, next := range []string{"change", "request"} {
 			q := newQueue()
-			q.add(qkey("a"), true, "alice", t0)
+			q.add(qkey("a"), mirrorsDeletes, "alice", t0)
 			wins, _ := q.due(cfg, t0.Add(time.Second))
 			q.deferWindow(wins[0], t0.Add(time.Second))
 			require.False(t, q.windows["alice"].notBefore.IsZero())
 			if next == "change" {
-				q.add(qkey("c"), true, "alice", t0.Add(1500*time.Millisecond))
+				q.add(qkey("c"), mirrorsDeletes, "alice", t0.Add(1500*time.Millisecond))
 			} else {
 				q.request(&CommitRequest{Author: "alice", Deadline: t0.Add(time.Minute)})
 			}
@@ -194,7 +221,7 @@ func TestAWindowWhoseObjectsAllWaitForTheirCache(t *testing.T) {
 	})
 	t.Run("takes the requests that came while it was tried", func(t *testing.T) {
 		q := newQueue()
-		q.add(qkey("a"), true, "alice", t0)
+		q.add(qkey("a"), mirrorsDeletes, "alice", t0)
 		wins, _ := q.due(cfg, t0.Add(time.Second))
 		q.request(&CommitRequest{Author: "alice", Deadline: t0.Add(time.Minute)})
 		q.deferWindow(wins[0], t0.Add(time.Second))

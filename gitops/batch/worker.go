@@ -137,7 +137,7 @@ func (w *worker) enqueue(changes []Change, older bool) (unplaced []Change) {
 			unplaced = append(unplaced, c)
 		case older && q.holds(c.Key):
 		default:
-			q.add(c.Key, c.AllowDelete, c.Author, now)
+			q.add(c.Key, intentOf(c), c.Author, now)
 		}
 	}
 	w.qmu.Unlock()
@@ -709,7 +709,7 @@ func (w *worker) deferAll(t *target, win *authorWindow, why error) {
 // keepDeferred puts the objects a plan deferred (their cache not complete) back into their
 // author's window, keeping its age, so they commit once the cache is; the rest of the
 // window committed without them. Callers hold w.mu.
-func (w *worker) keepDeferred(t *target, win *authorWindow, deferred map[ObjectKey]bool) {
+func (w *worker) keepDeferred(t *target, win *authorWindow, deferred map[ObjectKey]intent) {
 	if len(deferred) == 0 {
 		return
 	}
@@ -741,7 +741,7 @@ func attempted(win *authorWindow, sha plumbing.Hash) {
 // of those it wrote, skipped or removed (not of those it deferred: they were not planned):
 // a refusal stays in status until the object is planned again, whatever other windows
 // commit meanwhile. Callers hold w.mu.
-func (t *target) noteRefusals(dirty, deferred map[ObjectKey]bool, refused map[ObjectKey]string) {
+func (t *target) noteRefusals(dirty, deferred map[ObjectKey]intent, refused map[ObjectKey]string) {
 	for k := range dirty {
 		if _, waits := deferred[k]; waits {
 			continue
