@@ -3,6 +3,7 @@ package batch
 import (
 	"context"
 	"net"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -418,4 +419,35 @@ func TestACreateOnlyChangeWritesOnlyADocumentGitLacks(t *testing.T) {
 		"live/app/configmaps/a.yaml": configMapDoc("a", "old"),
 		"live/app/configmaps/b.yaml": configMapDoc("b", "new"),
 	}, got, "a's document stays as it was in %s; b's is created", remote)
+}
+
+func TestATargetMovedToAnotherFolderWhileTheRemoteIsDownWritesOnlyToTheNewFolder(t *testing.T) {
+	key, live := clusterConfigMap("a", "new")
+	m, spec := registeredManagerWith(t, map[string]string{"live/app/configmaps/a.yaml": configMapDoc("a", "old")},
+		Options{Resolver: fixedResolver{key: live}})
+	w := m.workerOf(liveKey)
+	remoteDir := strings.TrimPrefix(w.repo.URL(), "file://")
+	require.NoError(t, os.Rename(remoteDir, remoteDir+".away")) // the remote is unreachable
+	spec.Folder = "moved"
+	w.mu.Lock()
+	w.lastFetch = time.Time{}
+	w.mu.Unlock()
+	_, err := m.EnsureTarget(context.Background(), spec)
+	require.Error(t, err, "the fetch that would re-read the folder fails")
+	require.NoError(t, os.Rename(remoteDir+".away", remoteDir))
+
+	m.Submit(Change{Target: liveKey, Key: key, AllowDelete: true})
+	_, err = w.flushIfDue(context.Background(), liveKey, time.Now().Add(2*time.Hour))
+	require.NoError(t, err)
+
+	files, err := w.repo.ReadTree(w.remoteTip, "")
+	require.NoError(t, err)
+	got := map[string]string{}
+	for _, f := range files {
+		got[f.Path] = string(f.Content)
+	}
+	assert.Equal(t, map[string]string{
+		"live/app/configmaps/a.yaml":  configMapDoc("a", "old"),
+		"moved/app/configmaps/a.yaml": configMapDoc("a", "new"),
+	}, got, "the folder the target left stays as it was")
 }

@@ -261,6 +261,14 @@ func (w *worker) ensureTarget(ctx context.Context, spec TargetSpec) (*target, Ta
 	return t, st, nil
 }
 
+// stale reports whether the target's index is not of its folder at tip: never read, read
+// at another commit, or read from the folder the target had before its spec changed.
+// Callers hold w.mu.
+func (t *target) stale(tip plumbing.Hash) bool {
+	ix := t.index.Load()
+	return ix == nil || ix.describes() != tip || t.readFolder != t.spec.Folder
+}
+
 // takeReady returns the targets whose folder became writable, or is new, since they were
 // last taken, and clears their flag. Callers hold w.mu and pass the result to reportReady
 // once they released it.
@@ -309,7 +317,7 @@ func (w *worker) refresh(ctx context.Context, force bool, acting *target) error 
 		// An index left behind by a failed re-read is read again, even when the tip did
 		// not move since; one target's failure does not leave the others behind, nor
 		// fail them: each learns of its own when it registers or commits.
-		if moved || force || !t.st.Known || t.index.Load() == nil || t.index.Load().describes() != tip {
+		if moved || force || !t.st.Known || t.stale(tip) {
 			if err := w.analyze(t); err != nil {
 				if t == acting {
 					own = err
@@ -596,10 +604,11 @@ func (w *worker) flush(ctx context.Context, t *target, win *authorWindow) (bool,
 				return false, err
 			}
 		}
-		if ix := t.index.Load(); ix == nil || ix.describes() != w.remoteTip {
-			// A re-read that failed (of another target's fetch, or of an earlier replay) or
-			// a push whose index update failed left the index behind the tip: a plan from
-			// it would miss people's moves and write an object twice.
+		if t.stale(w.remoteTip) {
+			// A re-read that failed (of another target's fetch, of an earlier replay, of the
+			// registration that moved the target to another folder) or a push whose index
+			// update failed left the index behind: a plan from it would miss people's moves
+			// and write an object twice, or write to the folder the target left.
 			if err := w.analyze(t); err != nil {
 				return false, err
 			}
@@ -634,7 +643,7 @@ func (w *worker) flush(ctx context.Context, t *target, win *authorWindow) (bool,
 		sha, err := w.repo.Commit(w.remoteTip, p.files, author, committer, p.message(t, win))
 		if errors.Is(err, repo.ErrNoChange) && len(p.deferred) > 0 {
 			w.deferAll(t, win, p.deferredErr) // as above: nothing committed but what waits
-			return false, nil
+			return !slices.Equal(refusedBefore, t.st.Refused), nil
 		}
 		if errors.Is(err, repo.ErrNoChange) {
 			w.answer(win, "", refusals)
