@@ -237,6 +237,18 @@ func clusterConfigMap(name, v string) (ObjectKey, *unstructured.Unstructured) {
 			"metadata": map[string]any{"name": name, "namespace": "app"}, "data": map[string]any{"k": v}}}
 }
 
+// filesAtTip reads the files under folder at the worker's remote tip, by path.
+func filesAtTip(t *testing.T, w *worker, folder string) map[string]string {
+	t.Helper()
+	files, err := w.repo.ReadTree(w.remoteTip, folder)
+	require.NoError(t, err)
+	got := map[string]string{}
+	for _, f := range files {
+		got[f.Path] = string(f.Content)
+	}
+	return got
+}
+
 // configMapDoc is the document of ConfigMap app/name with data.k set to v.
 func configMapDoc(name, v string) string {
 	return "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: " + name + "\n  namespace: app\ndata:\n  k: " + v + "\n"
@@ -409,12 +421,7 @@ func TestACreateOnlyChangeWritesOnlyADocumentGitLacks(t *testing.T) {
 	_, err := w.flushIfDue(context.Background(), liveKey, time.Now().Add(2*time.Hour))
 	require.NoError(t, err)
 
-	files, err := w.repo.ReadTree(w.remoteTip, "live")
-	require.NoError(t, err)
-	got := map[string]string{}
-	for _, f := range files {
-		got[f.Path] = string(f.Content)
-	}
+	got := filesAtTip(t, w, "live")
 	assert.Equal(t, map[string]string{
 		"live/app/configmaps/a.yaml": configMapDoc("a", "old"),
 		"live/app/configmaps/b.yaml": configMapDoc("b", "new"),
@@ -440,12 +447,7 @@ func TestATargetMovedToAnotherFolderWhileTheRemoteIsDownWritesOnlyToTheNewFolder
 	_, err = w.flushIfDue(context.Background(), liveKey, time.Now().Add(2*time.Hour))
 	require.NoError(t, err)
 
-	files, err := w.repo.ReadTree(w.remoteTip, "")
-	require.NoError(t, err)
-	got := map[string]string{}
-	for _, f := range files {
-		got[f.Path] = string(f.Content)
-	}
+	got := filesAtTip(t, w, "")
 	assert.Equal(t, map[string]string{
 		"live/app/configmaps/a.yaml":  configMapDoc("a", "old"),
 		"moved/app/configmaps/a.yaml": configMapDoc("a", "new"),
