@@ -390,8 +390,7 @@ func TestAWriterRebuildsAClonePartOfWhichCannotBeRead(t *testing.T) {
 		w := m.workerOf(liveKey)
 		w.mu.Lock()
 		// The file's blob turns to garbage on disk (a fault, or a write a power loss cut
-		// short); a new process opens the clone, whose check at start looks only for the
-		// presence of each blob.
+		// short); a new process opens the clone, whose check at start reads trees, not blobs.
 		repotest.DamageObject(t, w.repo.Dir(), "main", "live/app/a.yaml", []byte("x\x9c garbage"))
 		reopened, err := repo.Open(ctx, w.repo.Dir(), remote.URL, nil)
 		require.NoError(t, err)

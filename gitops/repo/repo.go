@@ -229,7 +229,10 @@ func isEmptyDir(dir string) (bool, error) {
 
 // verify checks what a crash or an operator mistake can break: the config,
 // the remote, HEAD, and every ref (readable, pointing at a commit we have, whose
-// whole tree is there; with readBlobs, every blob also decompresses).
+// trees are all there; with readBlobs, every blob also decompresses). Without
+// readBlobs blobs are not looked at: asking for each one costs a failed open() of
+// its loose path first (a 50,000-file tip took 0.9 s instead of 20 ms), under the
+// Manager's lock; a missing blob is found when a read of it fails (Verify).
 func verify(g *git.Repository, url string, readBlobs bool) error {
 	cfg, err := g.Config()
 	if err != nil {
@@ -254,10 +257,10 @@ func sameRemote(rc *config.RemoteConfig, url string) bool {
 }
 
 // verifyRefs checks that every ref is readable and that each hash ref points
-// to a commit whose trees are present and decodable and whose blobs are present
-// (read in full with readBlobs). The clone has a handful of refs and keeps no
-// history the writer reads, so this walks about one tree per directory of the
-// branch; history is not checked, since the clone is shallow.
+// to a commit whose trees are present and decodable, and with readBlobs whose
+// blobs are too. The clone has a handful of refs and keeps no history the
+// writer reads, so this reads one tree per directory of the branch; history is
+// not checked, since the clone is shallow.
 func verifyRefs(g *git.Repository, readBlobs bool) error {
 	iter, err := g.Storer.IterReferences()
 	if err != nil {
@@ -300,19 +303,19 @@ func verifyTree(s storer.EncodedObjectStorer, h plumbing.Hash, dir string, readB
 			}
 			continue
 		}
+		if !readBlobs {
+			continue
+		}
 		seen[e.Hash] = true
-		if err := verifyBlob(s, e.Hash, readBlobs); err != nil {
+		if err := verifyBlob(s, e.Hash); err != nil {
 			return fmt.Errorf("unreadable blob of %s: %v", p, err)
 		}
 	}
 	return nil
 }
 
-// verifyBlob checks that blob h is present, and with read that it decompresses in full.
-func verifyBlob(s storer.EncodedObjectStorer, h plumbing.Hash, read bool) error {
-	if !read {
-		return s.HasEncodedObject(h)
-	}
+// verifyBlob checks that blob h is present and decompresses in full.
+func verifyBlob(s storer.EncodedObjectStorer, h plumbing.Hash) error {
 	o, err := s.EncodedObject(plumbing.BlobObject, h)
 	if err != nil {
 		return err

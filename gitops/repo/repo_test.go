@@ -189,7 +189,7 @@ func TestVerifyFindsABlobThatNoLongerDecompresses(t *testing.T) {
 	damaged("a.yaml", []byte("x\x9c garbage"))(t, r.Dir())
 	r, err := repo.Open(context.Background(), r.Dir(), remote.URL, nil) // a new process: nothing cached
 	require.NoError(t, err)
-	require.NoError(t, r.RepairedDamage(), "at start only the presence of blobs is checked")
+	require.NoError(t, r.RepairedDamage(), "at start blobs are not read")
 
 	err = r.Verify()
 	require.ErrorIs(t, err, repo.ErrDamaged)
