@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
@@ -179,8 +180,15 @@ func (r *Repo) packWindow() (uint, error) {
 // branch is at newTip the update landed (only the answer was lost); if it is
 // neither there nor at expected, another writer won the race.
 func (r *Repo) classifyFailure(ctx context.Context, ref plumbing.ReferenceName, newTip, expected plumbing.Hash, cause error) error {
-	if errors.Is(cause, ErrRemoteMoved) || errors.Is(cause, ErrNotFastForward) || ctx.Err() != nil {
+	if errors.Is(cause, ErrRemoteMoved) || errors.Is(cause, ErrNotFastForward) || errors.Is(ctx.Err(), context.Canceled) {
 		return cause
+	}
+	if ctx.Err() != nil {
+		// The push's deadline passed, perhaps after the server took the update: ask
+		// anyway, briefly, so a landed push is not reported (and retried) as failed.
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), classifyTimeout)
+		defer cancel()
 	}
 	current, err := r.remoteTip(ctx, ref)
 	switch {
@@ -194,6 +202,9 @@ func (r *Repo) classifyFailure(ctx context.Context, ref plumbing.ReferenceName, 
 		return cause
 	}
 }
+
+// classifyTimeout bounds the look at the remote after a push whose own deadline passed.
+const classifyTimeout = 15 * time.Second
 
 // remoteTip lists the remote's refs and returns where ref points (ZeroHash
 // when absent or the repository is empty).

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/stretchr/testify/assert"
@@ -248,4 +249,29 @@ func TestAPushTheRemoteDoesNotReportOnIsDeliveredOnlyWhenTheRemoteHasIt(t *testi
 		require.NoError(t, r.Push(context.Background(), "main", c, plumbing.ZeroHash))
 		assert.Equal(t, c.String(), remote.Head("main"))
 	})
+}
+
+func TestAPushWhoseDeadlinePassesAfterTheRemoteTookItIsDelivered(t *testing.T) {
+	// The server stores the update, then does not answer until the client gives up.
+	remote := repotest.NewHTTPRemote(t, repotest.WithMiddleware(func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if !repotest.IsReceivePack(r) {
+				next.ServeHTTP(w, r)
+				return
+			}
+			rec := httptest.NewRecorder()
+			next.ServeHTTP(rec, r)
+			select {
+			case <-r.Context().Done():
+			case <-time.After(10 * time.Second):
+			}
+		})
+	}))
+	r := openClone(t, remote.URL, nil)
+	c := commit(t, r, plumbing.ZeroHash, files("a.yaml", "a: 1\n"), "one")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+
+	require.NoError(t, r.Push(ctx, "main", c, plumbing.ZeroHash))
+	assert.Equal(t, c.String(), remote.Head("main"))
 }
