@@ -141,6 +141,9 @@ func TestADeleteInANamespaceSelectedByLabels(t *testing.T) {
 		n := 0
 		for _, cs := range sink.got {
 			n += len(cs)
+			for _, c := range cs {
+				assert.True(t, c.Deleted, "a delete stays one whatever the object's later changes say")
+			}
 		}
 		return n
 	}
@@ -192,16 +195,16 @@ func TestANamespaceWhoseLabelsChange(t *testing.T) {
 		var got []string
 		for _, cs := range sink.got {
 			for _, ch := range cs {
-				got = append(got, fmt.Sprintf("%s/%s delete=%v", ch.Key.Namespace, ch.Key.Name, ch.AllowDelete))
+				got = append(got, fmt.Sprintf("%s/%s delete=%v deleted=%v", ch.Key.Namespace, ch.Key.Name, ch.AllowDelete, ch.Deleted))
 			}
 		}
 		return got
 	}
 	t.Run("hands over the selected objects of a namespace that joins", func(t *testing.T) {
-		assert.Equal(t, []string{"shop/app delete=true"}, relabel(t, claim(true, true), labels.Set{"env": "dev"}, labels.Set{"env": "prod"}))
+		assert.Equal(t, []string{"shop/app delete=true deleted=false"}, relabel(t, claim(true, true), labels.Set{"env": "dev"}, labels.Set{"env": "prod"}))
 	})
-	t.Run("hands over those of a namespace that leaves, for the rule that deletes", func(t *testing.T) {
-		assert.Equal(t, []string{"shop/app delete=true"}, relabel(t, claim(true, true), labels.Set{"env": "prod"}, nil))
+	t.Run("hands over those of a namespace that leaves, for the rule that deletes, as removals", func(t *testing.T) {
+		assert.Equal(t, []string{"shop/app delete=true deleted=true"}, relabel(t, claim(true, true), labels.Set{"env": "prod"}, nil))
 	})
 	t.Run("keeps the documents of a namespace that leaves a rule without DELETE", func(t *testing.T) {
 		assert.Empty(t, relabel(t, claim(true, false), labels.Set{"env": "prod"}, nil))

@@ -326,11 +326,11 @@ func (w *Watcher) NamespaceRelabelled(ns string, before, after labels.Set) {
 			// namespace that left: hand the objects over once it is.
 			go func() {
 				if cache.WaitForCacheSync(f.inf.ctx.Done(), f.inf.inf.HasSynced) {
-					w.opts.Sink.Submit(w.inNamespace(f.c, f.inf, ns)...)
+					w.opts.Sink.Submit(w.inNamespace(f.c, f.inf, ns, !joins)...)
 				}
 			}()
 		default:
-			changes = append(changes, w.inNamespace(f.c, f.inf, ns)...)
+			changes = append(changes, w.inNamespace(f.c, f.inf, ns, !joins)...)
 		}
 	}
 	if len(changes) > 0 {
@@ -340,8 +340,8 @@ func (w *Watcher) NamespaceRelabelled(ns string, before, after labels.Set) {
 }
 
 // inNamespace is a change of c for every object of inf in namespace ns that c's object
-// selector takes and that is not noise.
-func (w *Watcher) inNamespace(c Claim, inf *informer, ns string) []batch.Change {
+// selector takes and that is not noise: a removal when the namespace leaves c's selector.
+func (w *Watcher) inNamespace(c Claim, inf *informer, ns string, leaves bool) []batch.Change {
 	objs, err := inf.inf.GetIndexer().ByIndex(cache.NamespaceIndex, ns)
 	if err != nil {
 		w.opts.Log.Error(err, "listing a relabelled namespace's objects", "namespace", ns, "resource", c.Resource.GVR.String())
@@ -351,7 +351,9 @@ func (w *Watcher) inNamespace(c Claim, inf *informer, ns string) []batch.Change 
 	for _, o := range objs {
 		u, ok := o.(*unstructured.Unstructured)
 		if ok && c.ObjectSelector.Matches(labels.Set(u.GetLabels())) && !w.opts.Noise.SkipObject(c.Resource.GVR.GroupResource(), u) {
-			changes = append(changes, change(c, u))
+			ch := change(c, u)
+			ch.Deleted = leaves
+			changes = append(changes, ch)
 		}
 	}
 	return changes
@@ -541,7 +543,7 @@ func (w *Watcher) onEvent(gvr schema.GroupVersionResource, oldObj, newObj interf
 		case now && old == nil && c.Create, now && old != nil && (c.Update || (!was && c.Create)):
 			changes = append(changes, change(c, u))
 		case !now && was && c.Delete:
-			changes = append(changes, change(c, u))
+			changes = append(changes, removal(c, u))
 		}
 	}
 	if len(changes) > 0 && keyed {
@@ -588,13 +590,20 @@ func (w *Watcher) onDelete(gvr schema.GroupVersionResource, o interface{}) {
 	var changes []batch.Change
 	for _, c := range claims {
 		if c.Delete && c.Matches(u.GetNamespace(), u.GetLabels(), w.opts.FreshNamespaceLabels) {
-			changes = append(changes, change(c, u))
+			changes = append(changes, removal(c, u))
 		}
 	}
 	if len(changes) > 0 && u.GetUID() != "" {
 		w.attribute(changes, attribution.DeleteKey(u.GetUID()), nil)
 	}
 	w.opts.Sink.Submit(changes...)
+}
+
+// removal is change for an object deleted, or gone out of c's selection, which c mirrors.
+func removal(c Claim, u *unstructured.Unstructured) batch.Change {
+	ch := change(c, u)
+	ch.Deleted = true
+	return ch
 }
 
 func change(c Claim, u *unstructured.Unstructured) batch.Change {

@@ -32,6 +32,11 @@ type Change struct {
 	// AllowDelete says the rule mirrors deletions: when the object is gone (or no longer
 	// claimed) at commit time, its document is removed only if this is true.
 	AllowDelete bool
+	// Deleted says the change is a delete its rule mirrors: the object was deleted, or
+	// left the rule's selection. Unlike AllowDelete, which a later change of the object
+	// replaces (its rule may have stopped mirroring deletes), it stays until the commit,
+	// so that a snapshot listed before the delete cannot turn it into a kept document.
+	Deleted bool
 	// CreateOnly says the change comes from a snapshot through rules that mirror creations
 	// but not updates: the object's document is written only when Git has none, so such a
 	// rule does not bring existing documents up to date at every start or re-list.
@@ -41,11 +46,11 @@ type Change struct {
 	Author string
 }
 
-// merge is what a newer change of the same object leaves waiting: its author; deletes
-// allowed when either allowed them (a delete already seen must not become a kept
-// document); create-only only when both were.
+// merge is what a newer change of the same object leaves waiting: its author and its
+// AllowDelete (the rules as they are now); a delete when either was one (a delete already
+// seen must not become a kept document); create-only only when both were.
 func (c Change) merge(newer Change) Change {
-	newer.AllowDelete = c.AllowDelete || newer.AllowDelete
+	newer.Deleted = c.Deleted || newer.Deleted
 	newer.CreateOnly = c.CreateOnly && newer.CreateOnly
 	return newer
 }

@@ -153,7 +153,7 @@ func (w *worker) planOne(t *target, p *writePlan, read func(string) ([]byte, err
 	}
 	file, exists := p.lookup(t.index.Load(), id)
 	if obj == nil {
-		if !in.allowDelete || !exists || t.spec.Prune == PruneNever {
+		if !(in.allowDelete || in.deleted) || !exists || t.spec.Prune == PruneNever {
 			return nil
 		}
 		if err := removeFrom(p, read, id, file); errors.Is(err, errUnwritable) {

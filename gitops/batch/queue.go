@@ -32,16 +32,21 @@ type authorWindow struct {
 type intent struct {
 	// allowDelete: a document whose object is gone at commit time is removed.
 	allowDelete bool
+	// deleted: a delete was seen; the document is removed when the object is gone at
+	// commit time, whatever allowDelete became since.
+	deleted bool
 	// createOnly: the document is written only when Git has none.
 	createOnly bool
 }
 
 // intentOf is the intent a change carries.
-func intentOf(c Change) intent { return intent{allowDelete: c.AllowDelete, createOnly: c.CreateOnly} }
+func intentOf(c Change) intent {
+	return intent{allowDelete: c.AllowDelete, deleted: c.Deleted, createOnly: c.CreateOnly}
+}
 
 // merge is what newer leaves waiting over i (Change.merge).
 func (i intent) merge(newer intent) intent {
-	return intent{allowDelete: i.allowDelete || newer.allowDelete, createOnly: i.createOnly && newer.createOnly}
+	return intent{allowDelete: newer.allowDelete, deleted: i.deleted || newer.deleted, createOnly: i.createOnly && newer.createOnly}
 }
 
 // queue is one target's pending work: a window per author, which window holds each dirty
@@ -65,8 +70,8 @@ func newQueue() *queue {
 // change the commit carries. Requests waiting for this author attach to the window.
 func (q *queue) add(key ObjectKey, in intent, author string, now time.Time) {
 	if prev, ok := q.owner[key]; ok {
-		// A delete already seen stays allowed: a snapshot's copy of the object, listed
-		// before the delete, must not turn the delete into a kept document.
+		// A delete already seen stays a delete: a snapshot's copy of the object, listed
+		// before the delete, must not turn it into a kept document.
 		if win := q.windows[prev]; win != nil {
 			if was, held := win.dirty[key]; held {
 				in = was.merge(in)
@@ -169,8 +174,8 @@ func (q *queue) due(cfg WindowConfig, now time.Time) (out []*authorWindow, wait 
 func (q *queue) restore(win *authorWindow, now time.Time) {
 	for k, in := range win.dirty {
 		if owner, taken := q.owner[k]; taken {
-			// Someone changed it since: it stays in that window, which keeps what this
-			// one allowed (a delete seen before the failure is still a delete).
+			// Someone changed it since: it stays in that window, which keeps a delete
+			// this one saw before the failure.
 			if cur := q.windows[owner]; cur != nil {
 				if newer, held := cur.dirty[k]; held {
 					cur.dirty[k] = in.merge(newer)
@@ -291,7 +296,7 @@ func (q *queue) changes(target types.NamespacedName) []Change {
 	out := make([]Change, 0, len(q.owner))
 	for _, win := range q.windows {
 		for k, in := range win.dirty {
-			out = append(out, Change{Target: target, Key: k, AllowDelete: in.allowDelete, CreateOnly: in.createOnly, Author: win.author})
+			out = append(out, Change{Target: target, Key: k, AllowDelete: in.allowDelete, Deleted: in.deleted, CreateOnly: in.createOnly, Author: win.author})
 		}
 	}
 	return out

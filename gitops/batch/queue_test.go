@@ -10,8 +10,12 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// mirrorsDeletes is the intent of a change through a rule that mirrors deletes.
-var mirrorsDeletes = intent{allowDelete: true}
+// mirrorsDeletes is the intent of a change through a rule that mirrors deletes, and
+// seenDelete that of a delete it mirrors.
+var (
+	mirrorsDeletes = intent{allowDelete: true}
+	seenDelete     = intent{allowDelete: true, deleted: true}
+)
 
 func qkey(name string) ObjectKey {
 	return ObjectKey{GVR: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, Kind: "ConfigMap", Namespace: "team-a", Name: name}
@@ -59,12 +63,18 @@ func TestQueueWindowsPerAuthor(t *testing.T) {
 		wins, _ := q.due(cfg, t0.Add(10*time.Second))
 		require.Equal(t, []string{"bob"}, authors(wins))
 	})
-	t.Run("a change that does not allow deletes keeps a delete already seen allowed", func(t *testing.T) {
+	t.Run("a delete already seen stays a delete when a snapshot lists the object again", func(t *testing.T) {
 		q := newQueue()
-		q.add(qkey("a"), mirrorsDeletes, "alice", t0) // alice deleted it, through a rule that mirrors deletes
-		q.add(qkey("a"), intent{}, "", t0)            // a snapshot listed before the delete, through one that does not
-		q.add(qkey("b"), intent{}, "alice", t0)       // nothing allowed it for b
-		assert.Equal(t, map[ObjectKey]intent{qkey("a"): mirrorsDeletes, qkey("b"): {}}, dirtyOf(q, cfg, t0))
+		q.add(qkey("a"), seenDelete, "alice", t0) // alice deleted it, through a rule that mirrors deletes
+		q.add(qkey("a"), intent{}, "", t0)        // a snapshot listed before the delete, through one that does not
+		q.add(qkey("b"), intent{}, "alice", t0)   // nothing allowed it for b
+		assert.Equal(t, map[ObjectKey]intent{qkey("a"): {deleted: true}, qkey("b"): {}}, dirtyOf(q, cfg, t0))
+	})
+	t.Run("whether a delete found at commit time removes the document follows the newest change", func(t *testing.T) {
+		q := newQueue()
+		q.add(qkey("a"), mirrorsDeletes, "alice", t0) // alice's update, through a rule that mirrors deletes
+		q.add(qkey("a"), intent{}, "", t0)            // the rule no longer does: its resync
+		assert.Equal(t, map[ObjectKey]intent{qkey("a"): {}}, dirtyOf(q, cfg, t0))
 	})
 	t.Run("an object is written create-only only while every change of it was", func(t *testing.T) {
 		q := newQueue()
@@ -79,11 +89,11 @@ func TestQueueWindowsPerAuthor(t *testing.T) {
 	})
 	t.Run("a failed window put back keeps its delete in the newer window that took the object", func(t *testing.T) {
 		q := newQueue()
-		q.add(qkey("a"), mirrorsDeletes, "alice", t0)
+		q.add(qkey("a"), seenDelete, "alice", t0)
 		failed, _ := q.due(cfg, t0.Add(10*time.Second))
 		q.add(qkey("a"), intent{}, "", t0.Add(11*time.Second)) // a snapshot while alice's commit failed
 		q.restore(failed[0], t0.Add(12*time.Second))
-		assert.Equal(t, map[ObjectKey]intent{qkey("a"): mirrorsDeletes}, dirtyOf(q, cfg, t0.Add(12*time.Second)))
+		assert.Equal(t, map[ObjectKey]intent{qkey("a"): {deleted: true}}, dirtyOf(q, cfg, t0.Add(12*time.Second)))
 	})
 	t.Run("one author's silence does not wait for another author's activity", func(t *testing.T) {
 		q := newQueue()
