@@ -74,7 +74,7 @@ func (o *Options) bind(fs *flag.FlagSet) {
 	fs.StringVar(&o.WorkDir, "work-dir", defaultWorkDir(), "Directory for the persistent local clones (a cache; the remote is the truth).")
 	fs.IntVar(&o.CompactLooseObjects, "clone-compaction-loose-objects", repo.DefaultCompactLooseObjects, "Loose objects in a local clone that make the writer compact it to the branch tip after a push (git gc --auto's threshold); 0 never compacts on that count.")
 	fs.DurationVar(&o.GitPollInterval, "git-poll-interval", time.Minute, "How often each branch is fetched to notice changes pushed by others.")
-	fs.DurationVar(&o.GitTimeout, "git-timeout", batch.DefaultGitTimeout, "Longest one fetch, push or reachability check of a Git remote may take; a server that stops answering fails that attempt (retried with backoff) instead of holding its branch's writer. Not positive: the default.")
+	fs.DurationVar(&o.GitTimeout, "git-timeout", batch.DefaultGitTimeout, "Longest one fetch, push or reachability check of a Git remote may take; a server that stops answering fails that attempt (retried with backoff) instead of holding its branch's writer. It bounds the whole operation: raise it if a first fetch of a very large repository needs longer. Not positive: the default.")
 	fs.DurationVar(&o.ProviderCheckInterval, "provider-check-interval", 5*time.Minute, "How often a healthy GitProvider's repository is checked for reachability.")
 	fs.StringVar(&o.Namespace, "namespace", os.Getenv("POD_NAMESPACE"), "The operator's own namespace (default $POD_NAMESPACE); excluded from the watched-objects webhook.")
 	fs.StringVar(&o.WebhookHost, "webhook-host", "", "Address the webhook server binds to (default: all).")
