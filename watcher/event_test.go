@@ -249,3 +249,21 @@ func TestANamespaceThatLeavesWhileItsInformerSyncs(t *testing.T) {
 	require.Eventually(t, func() bool { return sink.count() == 1 }, 10*time.Second, 10*time.Millisecond,
 		"the objects are handed over once it has: the snapshot that follows would not see a namespace that left")
 }
+
+func TestAnEventSeenByTwoRulesOfATargetAllowsDeletesWhenEitherDoes(t *testing.T) {
+	cms := Resource{GVR: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, Kind: "ConfigMap", Namespaced: true}
+	target := types.NamespacedName{Namespace: "ops", Name: "live"}
+	claim := func(del bool) Claim {
+		return Claim{Target: target, Resource: cms, Namespace: "shop", ObjectSelector: labels.Everything(), Create: true, Update: true, Delete: del}
+	}
+	for _, order := range [][]Claim{{claim(true), claim(false)}, {claim(false), claim(true)}} {
+		sink := &submissions{}
+		w := New(Options{Sink: sink, Log: logr.Discard()})
+		w.byGVR[cms.GVR] = order
+		w.onEvent(cms.GVR, nil, configMap("shop", "app", nil), false)
+		require.Len(t, sink.got, 1)
+		for _, c := range sink.got[0] {
+			assert.True(t, c.AllowDelete, "whichever rule comes last")
+		}
+	}
+}

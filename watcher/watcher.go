@@ -420,7 +420,7 @@ func (w *Watcher) Current(target types.NamespacedName, key batch.ObjectKey) (*un
 	if w.namespaceUnknown(target, claims, u) {
 		return nil, fmt.Errorf("%w: namespace %s", batch.ErrNotSynced, u.GetNamespace())
 	}
-	return nil, nil
+	return nil, batch.ErrNotSelected
 }
 
 // namespaceUnknown says whether a claim of target selects namespaces by label, matches the
@@ -546,10 +546,24 @@ func (w *Watcher) onEvent(gvr schema.GroupVersionResource, oldObj, newObj interf
 			changes = append(changes, removal(c, u))
 		}
 	}
+	allowDeletesPerTarget(changes)
 	if len(changes) > 0 && keyed {
 		w.attribute(changes, key, old)
 	}
 	w.opts.Sink.Submit(changes...)
+}
+
+// allowDeletesPerTarget lets every change of one event allow deletes on its target when
+// any does: several rules of a target may select the object, and the writer keeps the
+// newest change's AllowDelete, which would otherwise depend on the order of the rules.
+func allowDeletesPerTarget(changes []batch.Change) {
+	allow := map[types.NamespacedName]bool{}
+	for _, c := range changes {
+		allow[c.Target] = allow[c.Target] || c.AllowDelete
+	}
+	for i := range changes {
+		changes[i].AllowDelete = allow[changes[i].Target]
+	}
 }
 
 // attribute sets the author of a stored change's Changes from the admission record, when

@@ -67,6 +67,13 @@ type Resolver interface {
 // watches it again hands over its complete list.
 var ErrNotWatched = errors.New("the object is not watched for this target")
 
+// ErrNotSelected is a Resolver's answer for an object that exists but that no rule of the
+// target selects any more (by its labels, or its namespace's). The writer removes its
+// document only when the change it waits with is a delete its rule mirrored (the object
+// left the selection: Change.Deleted); otherwise it leaves the document as Git has it,
+// since deleting or narrowing a rule while a change waits deletes nothing.
+var ErrNotSelected = errors.New("no rule of the target selects the object")
+
 // ErrNotSynced is a Resolver's answer while the cache that would hold an object is not
 // complete (a rule just replaced, a resource whose list keeps failing): absence there is no
 // deletion. The writer commits the rest of the window and keeps that object dirty, retried

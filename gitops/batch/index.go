@@ -26,7 +26,13 @@ type folderIndex struct {
 	// tip is the commit the index describes; a failed re-analysis leaves it behind the
 	// worker's remote tip, and digests are trusted only when they match (unchangedAtTip).
 	tip plumbing.Hash
+	// folder is the folder it was read from (fixed once built): a target moved to another
+	// folder whose re-read failed must not plan, nor tell admission, from the old one.
+	folder string
 }
+
+// of reports whether the index was read from folder.
+func (f *folderIndex) of(folder string) bool { return f.folder == folder }
 
 // describes returns the commit the index describes.
 func (f *folderIndex) describes() plumbing.Hash {

@@ -468,6 +468,9 @@ func (m *Manager) Locate(target types.NamespacedName, gvr schema.GroupVersionRes
 	}
 	folder := t.folder()
 	idx := t.index.Load()
+	if idx != nil && !idx.of(folder) {
+		idx = nil // moved to another folder not read yet: the old one's files say nothing
+	}
 	id := ObjectKey{GVR: gvr, Kind: kind, Namespace: namespace, Name: name}.Identity()
 	if idx != nil {
 		if loc, ok := idx.lookup(id); ok {

@@ -440,6 +440,9 @@ func TestATargetMovedToAnotherFolderWhileTheRemoteIsDownWritesOnlyToTheNewFolder
 	w.mu.Unlock()
 	_, err := m.EnsureTarget(context.Background(), spec)
 	require.Error(t, err, "the fetch that would re-read the folder fails")
+	at, problem := m.Locate(liveKey, key.GVR, "ConfigMap", "app", "a")
+	assert.Equal(t, "moved/app/configmaps/a.yaml", at, "admission names the new folder too")
+	assert.Empty(t, problem)
 	require.NoError(t, os.Rename(remoteDir+".away", remoteDir))
 
 	m.Submit(Change{Target: liveKey, Key: key, AllowDelete: true})
@@ -451,4 +454,37 @@ func TestATargetMovedToAnotherFolderWhileTheRemoteIsDownWritesOnlyToTheNewFolder
 		"live/app/configmaps/a.yaml":  configMapDoc("a", "old"),
 		"moved/app/configmaps/a.yaml": configMapDoc("a", "new"),
 	}, got, "the folder the target left stays as it was")
+}
+
+// notSelected answers ErrNotSelected for every object: it exists, but no rule selects it.
+type notSelected struct{}
+
+func (notSelected) Current(types.NamespacedName, ObjectKey) (*unstructured.Unstructured, error) {
+	return nil, ErrNotSelected
+}
+
+func TestAnObjectNoRuleSelectsAnyMore(t *testing.T) {
+	doc := map[string]string{"live/app/configmaps/a.yaml": configMapDoc("a", "old")}
+	key, _ := clusterConfigMap("a", "old")
+	tests := []struct {
+		name   string
+		change Change
+		kept   bool
+	}{
+		{name: "keeps the document of an object whose rule was deleted while its update waited",
+			change: Change{Target: liveKey, Key: key, AllowDelete: true}, kept: true},
+		{name: "removes the document of an object that left the selection of a rule mirroring that",
+			change: Change{Target: liveKey, Key: key, AllowDelete: true, Deleted: true}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m, _ := registeredManagerWith(t, doc, Options{Resolver: notSelected{}})
+			w := m.workerOf(liveKey)
+			m.Submit(tt.change)
+			_, err := w.flushIfDue(context.Background(), liveKey, time.Now().Add(2*time.Hour))
+			require.NoError(t, err)
+			_, kept := filesAtTip(t, w, "live")["live/app/configmaps/a.yaml"]
+			assert.Equal(t, tt.kept, kept)
+		})
+	}
 }

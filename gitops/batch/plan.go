@@ -140,6 +140,12 @@ func (w *worker) planOne(t *target, p *writePlan, read func(string) ([]byte, err
 	if errors.Is(err, ErrNotWatched) {
 		return nil // left as Git has it
 	}
+	if errors.Is(err, ErrNotSelected) {
+		if !in.deleted {
+			return nil // no removal seen: a rule deleted or narrowed meanwhile deletes nothing
+		}
+		obj, err = nil, nil // it left the selection of a rule that mirrors that: a removal
+	}
 	if errors.Is(err, ErrNotSynced) {
 		if p.deferred == nil {
 			p.deferred = map[ObjectKey]intent{}

@@ -59,7 +59,9 @@ func (w *worker) snapshot(s Snapshot) {
 	}
 	w.mu.Unlock()
 	for _, id := range prune {
-		w.submit(Change{Target: s.Target, AllowDelete: true,
+		// A removal the complete list showed: the object is gone, or out of the selection
+		// of the rule that took its document in.
+		w.submit(Change{Target: s.Target, AllowDelete: true, Deleted: true,
 			Key: ObjectKey{GVR: s.GVR, Kind: id.Kind, Namespace: id.Namespace, Name: id.Name}})
 	}
 	if changed {

@@ -290,6 +290,17 @@ func (q *queue) holds(key ObjectKey) bool {
 	return false
 }
 
+// mergeOlder folds into the window holding key what a change older than that window's
+// carried (a delete seen stays one; create-only only when both were). A window being
+// committed is left alone: its plan reads it without the queue's lock.
+func (q *queue) mergeOlder(key ObjectKey, older intent) {
+	if win := q.windows[q.owner[key]]; win != nil {
+		if held, ok := win.dirty[key]; ok {
+			win.dirty[key] = older.merge(held)
+		}
+	}
+}
+
 // changes lists the queue's dirty objects as changes of target, each with the author
 // whose window holds it.
 func (q *queue) changes(target types.NamespacedName) []Change {

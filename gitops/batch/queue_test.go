@@ -76,6 +76,12 @@ func TestQueueWindowsPerAuthor(t *testing.T) {
 		q.add(qkey("a"), intent{}, "", t0)            // the rule no longer does: its resync
 		assert.Equal(t, map[ObjectKey]intent{qkey("a"): {}}, dirtyOf(q, cfg, t0))
 	})
+	t.Run("a change older than the window holding its object still adds what it saw", func(t *testing.T) {
+		q := newQueue()
+		q.add(qkey("a"), intent{createOnly: true}, "", t0) // a snapshot through a CREATE-only rule
+		q.mergeOlder(qkey("a"), seenDelete)                // kept while the target was suspended
+		assert.Equal(t, map[ObjectKey]intent{qkey("a"): {deleted: true}}, dirtyOf(q, cfg, t0))
+	})
 	t.Run("an object is written create-only only while every change of it was", func(t *testing.T) {
 		q := newQueue()
 		createOnly := intent{createOnly: true}

@@ -150,7 +150,7 @@ func (w *worker) reencryptFromCluster(t *target, enc *Encryption, content []byte
 	id := docs[0].Identity
 	k := ObjectKey{GVR: secretsGVR, Kind: id.Kind, Namespace: id.Namespace, Name: id.Name}
 	obj, err := w.opts.Resolver.Current(t.spec.Key, k)
-	if errors.Is(err, ErrNotWatched) {
+	if errors.Is(err, ErrNotWatched) || errors.Is(err, ErrNotSelected) {
 		return nil, false, nil // left for its object's next change
 	}
 	if err != nil || obj == nil {

@@ -56,11 +56,10 @@ type target struct {
 	retryAt time.Time
 	// orphans counts, per resource, documents whose objects a full list did not find.
 	orphans map[schema.GroupVersionResource]int
-	// readFolder is the folder the index was last read from; folderReady says it became
-	// writable (or is new) since OnFolderReady was last called for it. Whichever path
-	// re-read it (this target's registration, another target's fetch, a push replay)
-	// sets the flag; the next release of the worker's lock reports it.
-	readFolder  string
+	// folderReady says the folder became writable (or is new) since OnFolderReady was
+	// last called for it. Whichever path re-read it (this target's registration, another
+	// target's fetch, a push replay) sets the flag; the next release of the worker's lock
+	// reports it.
 	folderReady bool
 }
 
@@ -136,6 +135,7 @@ func (w *worker) enqueue(changes []Change, older bool) (unplaced []Change) {
 		case !ok:
 			unplaced = append(unplaced, c)
 		case older && q.holds(c.Key):
+			q.mergeOlder(c.Key, intentOf(c))
 		default:
 			q.add(c.Key, intentOf(c), c.Author, now)
 		}
@@ -266,7 +266,7 @@ func (w *worker) ensureTarget(ctx context.Context, spec TargetSpec) (*target, Ta
 // Callers hold w.mu.
 func (t *target) stale(tip plumbing.Hash) bool {
 	ix := t.index.Load()
-	return ix == nil || ix.describes() != tip || t.readFolder != t.spec.Folder
+	return ix == nil || ix.describes() != tip || !ix.of(t.spec.Folder)
 }
 
 // takeReady returns the targets whose folder became writable, or is new, since they were
@@ -452,13 +452,13 @@ func (w *worker) analyze(t *target) error {
 			verdict, ix = above, nil
 		}
 	}
-	if verdict.Supported && (!t.st.Known || !t.verdict.Supported || t.readFolder != t.spec.Folder) {
+	prev := t.index.Load()
+	if verdict.Supported && (!t.st.Known || !t.verdict.Supported || prev == nil || !prev.of(t.spec.Folder)) {
 		t.folderReady = true // a new folder, or a fixed one, needs its own snapshot
 	}
-	t.readFolder = t.spec.Folder
 	t.style = folderStyle(lf)
 	idx := newFolderIndex(ix, files)
-	idx.tip = w.remoteTip
+	idx.tip, idx.folder = w.remoteTip, t.spec.Folder
 	t.verdict = verdict
 	t.index.Store(idx)
 	t.st.Known, t.st.Verdict, t.st.ObjectCount = true, verdict, idx.len()
