@@ -76,6 +76,7 @@ func TestCurrent(t *testing.T) {
 		configMap("team-a", "app", map[string]string{"team": "a"}),
 		configMap("team-a", "relabelled", map[string]string{"team": "b"}),
 		configMap("brand-new", "app", map[string]string{"team": "a"}),
+		configMap("team-a", "kube-root-ca.crt", map[string]string{"team": "a"}),
 	}
 	bySelector := Claim{Target: target, Resource: cms, NamespaceSelector: labels.SelectorFromSet(labels.Set{"env": "prod"}),
 		ObjectSelector: labels.Everything(), Create: true, Update: true, Delete: true}
@@ -92,6 +93,8 @@ func TestCurrent(t *testing.T) {
 			claims: []Claim{claim(target, team)}, informer: "synced", key: key("team-a", "app"), want: "app"},
 		{name: "answers nothing for an object the synced cache does not have: it was deleted",
 			claims: []Claim{claim(target, team)}, informer: "synced", key: key("team-a", "gone")},
+		{name: "says no claim selects an object that is noise (kube-root-ca.crt), not that it is gone",
+			claims: []Claim{claim(target, team)}, informer: "synced", key: key("team-a", "kube-root-ca.crt"), wantErr: batch.ErrNotSelected},
 		{name: "says no claim selects an object whose labels changed",
 			claims: []Claim{claim(target, team)}, informer: "synced", key: key("team-a", "relabelled"), wantErr: batch.ErrNotSelected},
 		{name: "says the resource is not watched when only another target's rule covers it",

@@ -267,3 +267,42 @@ func TestAnEventSeenByTwoRulesOfATargetAllowsDeletesWhenEitherDoes(t *testing.T)
 		}
 	}
 }
+
+func TestAnObjectThatLeavesOneRuleOfATargetButNotAnother(t *testing.T) {
+	cms := Resource{GVR: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, Kind: "ConfigMap", Namespaced: true}
+	target := types.NamespacedName{Namespace: "ops", Name: "live"}
+	byLabel := func(k, v string) Claim {
+		return Claim{Target: target, Resource: cms, Namespace: "shop", ObjectSelector: labels.SelectorFromSet(labels.Set{k: v}),
+			Create: true, Update: true, Delete: true}
+	}
+	t.Run("is no removal when its labels leave one rule's selector", func(t *testing.T) {
+		sink := &submissions{}
+		w := New(Options{Sink: sink, Log: logr.Discard()})
+		w.byGVR[cms.GVR] = []Claim{byLabel("app", "web"), byLabel("env", "prod")}
+		before := configMap("shop", "x", map[string]string{"app": "web", "env": "prod"})
+		before.SetResourceVersion("1")
+		after := configMap("shop", "x", map[string]string{"env": "prod"})
+		after.SetResourceVersion("2")
+		w.onEvent(cms.GVR, before, after, false)
+		require.Len(t, sink.got, 1)
+		require.NotEmpty(t, sink.got[0])
+		for _, c := range sink.got[0] {
+			assert.False(t, c.Deleted, "the other rule still selects it")
+		}
+	})
+	t.Run("is no removal when its namespace leaves one rule's namespaceSelector", func(t *testing.T) {
+		sink := &submissions{}
+		byNamespace := Claim{Target: target, Resource: cms, NamespaceSelector: labels.SelectorFromSet(labels.Set{"env": "prod"}),
+			ObjectSelector: labels.Everything(), Create: true, Update: true, Delete: true}
+		w := New(Options{Sink: sink, Log: logr.Discard(), NamespaceLabels: func(string) labels.Set { return nil }})
+		w.byGVR[cms.GVR] = []Claim{byNamespace, byLabel("app", "web")}
+		w.informers[cms.GVR] = listedInformer(t, true, configMap("shop", "x", map[string]string{"app": "web"}))
+		w.NamespaceRelabelled("shop", labels.Set{"env": "prod"}, nil)
+		require.NotEmpty(t, sink.got)
+		for _, cs := range sink.got {
+			for _, c := range cs {
+				assert.False(t, c.Deleted, "the WatchRule-like claim in shop still selects it")
+			}
+		}
+	})
+}

@@ -352,11 +352,21 @@ func (w *Watcher) inNamespace(c Claim, inf *informer, ns string, leaves bool) []
 		u, ok := o.(*unstructured.Unstructured)
 		if ok && c.ObjectSelector.Matches(labels.Set(u.GetLabels())) && !w.opts.Noise.SkipObject(c.Resource.GVR.GroupResource(), u) {
 			ch := change(c, u)
-			ch.Deleted = leaves
+			ch.Deleted = leaves && !w.selects(c.Target, c.Resource.GVR, u)
 			changes = append(changes, ch)
 		}
 	}
 	return changes
+}
+
+// selects says whether a claim of target on gvr selects u now.
+func (w *Watcher) selects(target types.NamespacedName, gvr schema.GroupVersionResource, u *unstructured.Unstructured) bool {
+	w.mu.RLock()
+	claims := w.byGVR[gvr]
+	w.mu.RUnlock()
+	return slices.ContainsFunc(claims, func(c Claim) bool {
+		return c.Target == target && c.Matches(u.GetNamespace(), u.GetLabels(), w.opts.NamespaceLabels)
+	})
 }
 
 // covered says whether any of cs covers a namespace.
@@ -409,8 +419,11 @@ func (w *Watcher) Current(target types.NamespacedName, key batch.ObjectKey) (*un
 		return nil, nil
 	}
 	u, ok := o.(*unstructured.Unstructured)
-	if !ok || w.opts.Noise.SkipObject(key.GVR.GroupResource(), u) {
+	if !ok {
 		return nil, nil
+	}
+	if w.opts.Noise.SkipObject(key.GVR.GroupResource(), u) {
+		return nil, batch.ErrNotSelected // became noise: a removal only when one was seen
 	}
 	for _, c := range claims {
 		if c.Target == target && c.Matches(u.GetNamespace(), u.GetLabels(), w.opts.NamespaceLabels) {
@@ -531,9 +544,11 @@ func (w *Watcher) onEvent(gvr schema.GroupVersionResource, oldObj, newObj interf
 	if unchanged && w.opts.Attribution != nil {
 		w.opts.Attribution.Join(key) // a record of a write that changed nothing is used up here
 	}
+	selected := map[types.NamespacedName]bool{} // targets some claim of which selects the object now
 	for _, c := range claims {
 		now := !noiseNow && c.Matches(u.GetNamespace(), u.GetLabels(), w.opts.FreshNamespaceLabels)
 		was := old != nil && !noiseBefore && c.Matches(old.GetNamespace(), old.GetLabels(), w.opts.FreshNamespaceLabels)
+		selected[c.Target] = selected[c.Target] || now
 		if now && was && unchanged {
 			// A status write, or a write of the same content: nothing for Git, so the object
 			// stays in the window (and with the author) of the change that made its content.
@@ -546,23 +561,25 @@ func (w *Watcher) onEvent(gvr schema.GroupVersionResource, oldObj, newObj interf
 			changes = append(changes, removal(c, u))
 		}
 	}
-	allowDeletesPerTarget(changes)
+	perTarget(changes, selected)
 	if len(changes) > 0 && keyed {
 		w.attribute(changes, key, old)
 	}
 	w.opts.Sink.Submit(changes...)
 }
 
-// allowDeletesPerTarget lets every change of one event allow deletes on its target when
-// any does: several rules of a target may select the object, and the writer keeps the
-// newest change's AllowDelete, which would otherwise depend on the order of the rules.
-func allowDeletesPerTarget(changes []batch.Change) {
+// perTarget makes the changes one event gives a target agree, since several rules of it
+// may select the object: each allows deletes when any does (the writer keeps the newest
+// change's AllowDelete, which would otherwise depend on the order of the rules), and none
+// is a removal while another rule of the target still selects the object (selected).
+func perTarget(changes []batch.Change, selected map[types.NamespacedName]bool) {
 	allow := map[types.NamespacedName]bool{}
 	for _, c := range changes {
 		allow[c.Target] = allow[c.Target] || c.AllowDelete
 	}
 	for i := range changes {
 		changes[i].AllowDelete = allow[changes[i].Target]
+		changes[i].Deleted = changes[i].Deleted && !selected[changes[i].Target]
 	}
 }
 
