@@ -340,7 +340,8 @@ func (w *Watcher) NamespaceRelabelled(ns string, before, after labels.Set) {
 }
 
 // inNamespace is a change of c for every object of inf in namespace ns that c's object
-// selector takes and that is not noise: a removal when the namespace leaves c's selector.
+// selector takes and that is not noise: a removal when the namespace leaves c's selector,
+// unless another claim of c's target still selects the object.
 func (w *Watcher) inNamespace(c Claim, inf *informer, ns string, leaves bool) []batch.Change {
 	objs, err := inf.inf.GetIndexer().ByIndex(cache.NamespaceIndex, ns)
 	if err != nil {
@@ -350,11 +351,15 @@ func (w *Watcher) inNamespace(c Claim, inf *informer, ns string, leaves bool) []
 	var changes []batch.Change
 	for _, o := range objs {
 		u, ok := o.(*unstructured.Unstructured)
-		if ok && c.ObjectSelector.Matches(labels.Set(u.GetLabels())) && !w.opts.Noise.SkipObject(c.Resource.GVR.GroupResource(), u) {
-			ch := change(c, u)
-			ch.Deleted = leaves && !w.selects(c.Target, c.Resource.GVR, u)
-			changes = append(changes, ch)
+		if !ok || !c.ObjectSelector.Matches(labels.Set(u.GetLabels())) || w.opts.Noise.SkipObject(c.Resource.GVR.GroupResource(), u) {
+			continue
 		}
+		if leaves && w.selects(c.Target, c.Resource.GVR, u) {
+			continue // another rule of the target still selects it: its operations decide
+		}
+		ch := change(c, u)
+		ch.Deleted = leaves
+		changes = append(changes, ch)
 	}
 	return changes
 }
@@ -386,9 +391,9 @@ func (w *Watcher) prunable(cs []Claim) func(ns string, objLabels map[string]stri
 	}
 }
 
-// Current implements batch.Resolver from the informer caches: the object as last seen, or
-// nil when it is gone or no longer selected by a claim of target that covers its
-// namespace. It is batch.ErrNotWatched when no claim of target covers the object's
+// Current implements batch.Resolver from the informer caches: the object as last seen, nil
+// when it is gone, or batch.ErrNotSelected when it exists but no claim of target selects
+// it (its labels, its namespace's, or it became noise). It is batch.ErrNotWatched when no claim of target covers the object's
 // resource and namespace any more (its rule was deleted or narrowed), and
 // batch.ErrNotSynced — the writer keeps the object dirty and retries it — while a covering
 // claim's informer has not synced yet (a rule just replaced): absence from an incomplete
@@ -561,7 +566,7 @@ func (w *Watcher) onEvent(gvr schema.GroupVersionResource, oldObj, newObj interf
 			changes = append(changes, removal(c, u))
 		}
 	}
-	perTarget(changes, selected)
+	changes = perTarget(changes, selected)
 	if len(changes) > 0 && keyed {
 		w.attribute(changes, key, old)
 	}
@@ -569,18 +574,24 @@ func (w *Watcher) onEvent(gvr schema.GroupVersionResource, oldObj, newObj interf
 }
 
 // perTarget makes the changes one event gives a target agree, since several rules of it
-// may select the object: each allows deletes when any does (the writer keeps the newest
-// change's AllowDelete, which would otherwise depend on the order of the rules), and none
-// is a removal while another rule of the target still selects the object (selected).
-func perTarget(changes []batch.Change, selected map[types.NamespacedName]bool) {
+// may select the object. A rule's removal is dropped while another rule of the target
+// still selects the object (selected): those rules, with their own operations, decide.
+// Each remaining change allows deletes when any does (the writer keeps the newest change's
+// AllowDelete, which would otherwise depend on the order of the rules).
+func perTarget(changes []batch.Change, selected map[types.NamespacedName]bool) []batch.Change {
+	kept := changes[:0]
 	allow := map[types.NamespacedName]bool{}
 	for _, c := range changes {
+		if c.Deleted && selected[c.Target] {
+			continue
+		}
+		kept = append(kept, c)
 		allow[c.Target] = allow[c.Target] || c.AllowDelete
 	}
-	for i := range changes {
-		changes[i].AllowDelete = allow[changes[i].Target]
-		changes[i].Deleted = changes[i].Deleted && !selected[changes[i].Target]
+	for i := range kept {
+		kept[i].AllowDelete = allow[kept[i].Target]
 	}
+	return kept
 }
 
 // attribute sets the author of a stored change's Changes from the admission record, when

@@ -39,7 +39,7 @@ type Change struct {
 	Deleted bool
 	// CreateOnly says the change comes from a snapshot through rules that mirror creations
 	// but not updates: the object's document is written only when Git has none, so such a
-	// rule does not bring existing documents up to date at every start or re-list.
+	// rule does not bring existing documents up to date at every start or rule change.
 	CreateOnly bool
 	// Author is the username the API server authenticated for the change, joined from
 	// admission; empty when unknown (the commit is then authored by the committer).
@@ -55,8 +55,8 @@ func (c Change) merge(newer Change) Change {
 	return newer
 }
 
-// Resolver gives the object's current state as the watch sees it, or nil when it no longer
-// exists or the target no longer claims it. The watcher implements it from informer caches.
+// Resolver gives the object's current state as the watch sees it, nil when it no longer
+// exists, or one of the errors below. The watcher implements it from informer caches.
 type Resolver interface {
 	Current(target types.NamespacedName, key ObjectKey) (*unstructured.Unstructured, error)
 }
