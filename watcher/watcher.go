@@ -393,8 +393,9 @@ func (w *Watcher) prunable(cs []Claim) func(ns string, objLabels map[string]stri
 
 // Current implements batch.Resolver from the informer caches: the object as last seen, nil
 // when it is gone, or batch.ErrNotSelected when it exists but no claim of target selects
-// it (its labels, its namespace's, or it became noise). It is batch.ErrNotWatched when no claim of target covers the object's
-// resource and namespace any more (its rule was deleted or narrowed), and
+// it (its labels, its namespace's, or it became noise). It is batch.ErrNotWatched when no
+// claim of target covers the object's resource and namespace any more (its rule was
+// deleted or narrowed), and
 // batch.ErrNotSynced — the writer keeps the object dirty and retries it — while a covering
 // claim's informer has not synced yet (a rule just replaced): absence from an incomplete
 // cache is no deletion, and a deletion waiting in the window must not be dropped either.
