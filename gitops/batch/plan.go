@@ -34,7 +34,7 @@ type writePlan struct {
 	// a file, so the index takes them after the push instead of parsing the file again.
 	parsed map[string]parsedFile
 	// deferred are the objects whose cache is not complete (ErrNotSynced), with their
-	// allowDelete, and why: they stay dirty for a later commit.
+	// intent, and why: they stay dirty for a later commit.
 	deferred    map[ObjectKey]intent
 	deferredErr error
 }
