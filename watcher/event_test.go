@@ -309,3 +309,43 @@ func TestAnObjectThatLeavesOneRuleOfATargetButNotAnother(t *testing.T) {
 		}
 	})
 }
+
+func TestAnObjectEnteringTheSelectionOfARuleThatMirrorsOnlyCreations(t *testing.T) {
+	cms := Resource{GVR: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, Kind: "ConfigMap", Namespaced: true}
+	target := types.NamespacedName{Namespace: "ops", Name: "live"}
+	createOnly := Claim{Target: target, Resource: cms, Namespace: "shop", ObjectSelector: labels.SelectorFromSet(labels.Set{"env": "prod"}), Create: true}
+	t.Run("writes it only if Git has no document for it when its labels bring it in", func(t *testing.T) {
+		sink := &submissions{}
+		w := New(Options{Sink: sink, Log: logr.Discard()})
+		w.byGVR[cms.GVR] = []Claim{createOnly}
+		before := configMap("shop", "x", nil)
+		before.SetResourceVersion("1")
+		after := configMap("shop", "x", map[string]string{"env": "prod"})
+		after.SetResourceVersion("2")
+		w.onEvent(cms.GVR, before, after, false)
+		require.Len(t, sink.got, 1)
+		require.Len(t, sink.got[0], 1)
+		assert.True(t, sink.got[0][0].CreateOnly)
+	})
+	t.Run("writes a new object in full", func(t *testing.T) {
+		sink := &submissions{}
+		w := New(Options{Sink: sink, Log: logr.Discard()})
+		w.byGVR[cms.GVR] = []Claim{createOnly}
+		w.onEvent(cms.GVR, nil, configMap("shop", "x", map[string]string{"env": "prod"}), false)
+		require.Len(t, sink.got, 1)
+		require.Len(t, sink.got[0], 1)
+		assert.False(t, sink.got[0][0].CreateOnly, "a created object's state is written, even over an old document of its name")
+	})
+	t.Run("writes it only if Git has no document for it when its namespace's labels bring it in", func(t *testing.T) {
+		sink := &submissions{}
+		byNamespace := Claim{Target: target, Resource: cms, NamespaceSelector: labels.SelectorFromSet(labels.Set{"env": "prod"}),
+			ObjectSelector: labels.Everything(), Create: true}
+		w := New(Options{Sink: sink, Log: logr.Discard(), NamespaceLabels: func(string) labels.Set { return labels.Set{"env": "prod"} }})
+		w.byGVR[cms.GVR] = []Claim{byNamespace}
+		w.informers[cms.GVR] = listedInformer(t, true, configMap("shop", "x", nil))
+		w.NamespaceRelabelled("shop", nil, labels.Set{"env": "prod"})
+		require.Len(t, sink.got, 1)
+		require.Len(t, sink.got[0], 1)
+		assert.True(t, sink.got[0][0].CreateOnly)
+	})
+}

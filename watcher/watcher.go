@@ -359,6 +359,7 @@ func (w *Watcher) inNamespace(c Claim, inf *informer, ns string, leaves bool) []
 		}
 		ch := change(c, u)
 		ch.Deleted = leaves
+		ch.CreateOnly = !leaves && !c.Update // joins a rule that mirrors creations only
 		changes = append(changes, ch)
 	}
 	return changes
@@ -562,7 +563,11 @@ func (w *Watcher) onEvent(gvr schema.GroupVersionResource, oldObj, newObj interf
 		}
 		switch {
 		case now && old == nil && c.Create, now && old != nil && (c.Update || (!was && c.Create)):
-			changes = append(changes, change(c, u))
+			ch := change(c, u)
+			// Entering the selection of a rule that mirrors creations but not updates: a
+			// creation for it, so only a document Git lacks is written (as a snapshot would).
+			ch.CreateOnly = old != nil && !c.Update
+			changes = append(changes, ch)
 		case !now && was && c.Delete:
 			changes = append(changes, removal(c, u))
 		}
