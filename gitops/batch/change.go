@@ -50,8 +50,8 @@ type Change struct {
 // AllowDelete (the rules as they are now); a delete when either was one (a delete already
 // seen must not become a kept document); create-only only when both were.
 func (c Change) merge(newer Change) Change {
-	newer.Deleted = c.Deleted || newer.Deleted
-	newer.CreateOnly = c.CreateOnly && newer.CreateOnly
+	in := intentOf(c).merge(intentOf(newer)) // one rule for parked changes and queued ones
+	newer.AllowDelete, newer.Deleted, newer.CreateOnly = in.allowDelete, in.deleted, in.createOnly
 	return newer
 }
 
