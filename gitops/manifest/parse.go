@@ -116,7 +116,7 @@ func parseFile(content []byte) (*file, error) {
 	}
 	f := &file{content: content, segments: splitSegments(content)}
 	for i, seg := range f.segments {
-		if !seg.hasBody {
+		if !seg.hasBody && seg.end > seg.start {
 			// No content, but directives or markers can still be malformed.
 			if err := checkNoDocument(content[seg.start:seg.end]); err != nil {
 				return nil, fmt.Errorf("%w: line %d: %s", ErrUnparseable, seg.startLine, fileLines(err.Error(), seg.startLine-1))

@@ -28,6 +28,9 @@ type Style struct {
 // going to the first seen.
 func DetectStyle(content []byte) (Style, bool) {
 	var votes styleVotes
+	if len(content) == 0 {
+		return votes.verdict() // a new file: nothing to vote, and a parser costs 12 KB
+	}
 	dec := yaml.NewDecoder(bytes.NewReader(content))
 	for {
 		var doc yaml.Node

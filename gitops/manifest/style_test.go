@@ -29,6 +29,7 @@ func TestDetectStyle(t *testing.T) {
 		{name: "lets the more frequent style win", content: indentedSequences + "---\n" + compactSequences + "---\n" + compactSequences, want: manifest.Style{}, wantOK: true},
 		{name: "lets the first style win a tie", content: indentedSequences + "---\n" + compactSequences, want: manifest.Style{IndentSequences: true}, wantOK: true},
 		{name: "says nothing about YAML that does not parse", content: "a: [", wantOK: false},
+		{name: "says nothing about a new, empty file", content: "", wantOK: false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
