@@ -488,3 +488,39 @@ func TestAnObjectNoRuleSelectsAnyMore(t *testing.T) {
 		})
 	}
 }
+
+func TestABranchSomeoneDeletedIsWrittenWholeAgain(t *testing.T) {
+	t.Run("asks for a snapshot of each folder on the branch once its next commit finds the branch gone", func(t *testing.T) {
+		key, live := clusterConfigMap("a", "new")
+		remote := repotest.NewFileRemote(t)
+		remote.Seed("main", map[string]string{"live/README.md": "objects\n"}, "seed")
+		msgs, err := ParseMessages("", "")
+		require.NoError(t, err)
+		var mu sync.Mutex
+		var ready []types.NamespacedName
+		m := NewManager(Options{Log: logr.Discard(), WorkDir: t.TempDir(), Resolver: fixedResolver{key: live},
+			OnFolderReady: func(k types.NamespacedName) {
+				mu.Lock()
+				defer mu.Unlock()
+				ready = append(ready, k)
+			}})
+		spec := TargetSpec{Key: liveKey, URL: remote.URL, Branch: "main", Folder: "live", Messages: msgs,
+			Window: WindowConfig{Quiet: time.Hour, MaxDelay: time.Hour}, Committer: Identity{Name: "W", Email: "w@example.com"}}
+		_, err = m.EnsureTarget(context.Background(), spec)
+		require.NoError(t, err)
+		repotest.Git(t, remote.Dir, "update-ref", "-d", "refs/heads/main")
+
+		m.Submit(Change{Target: liveKey, Key: key, AllowDelete: true})
+		w := m.workerOf(liveKey)
+		_, err = w.flushIfDue(context.Background(), liveKey, time.Now().Add(2*time.Hour))
+		require.NoError(t, err)
+
+		require.Len(t, remote.Log("main"), 1, "the window is written at once, on a new branch")
+		files := filesAtTip(t, w, "live")
+		assert.NotContains(t, files, "live/README.md")
+		assert.Len(t, files, 1)
+		mu.Lock()
+		defer mu.Unlock()
+		assert.Equal(t, []types.NamespacedName{liveKey, liveKey}, ready, "then a snapshot writes the rest of the folder")
+	})
+}

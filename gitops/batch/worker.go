@@ -311,6 +311,10 @@ func (w *worker) refresh(ctx context.Context, force bool, acting *target) error 
 		return fmt.Errorf("fetching branch %s: %w", w.key.branch, err)
 	}
 	moved := !w.fetched || tip != w.remoteTip
+	// A branch someone deleted: every folder on it is gone from Git while the cluster still
+	// holds its objects. Writing only the next window would recreate the branch with those
+	// few files; each target asks for a snapshot instead, which writes the whole folder.
+	deleted := w.fetched && !w.remoteTip.IsZero() && tip.IsZero()
 	w.remoteTip, w.fetched, w.lastFetch = tip, true, time.Now()
 	var own error
 	for _, t := range w.targets {
@@ -325,6 +329,9 @@ func (w *worker) refresh(ctx context.Context, force bool, acting *target) error 
 					w.log.Error(err, "re-reading a folder failed; retried at the next fetch", "gitTarget", t.spec.Key.String())
 				}
 			}
+		}
+		if deleted && t.verdict.Supported {
+			t.folderReady = true
 		}
 	}
 	return own
