@@ -154,7 +154,13 @@ type Manager struct {
 	// while a target cannot write has no other way back (a snapshot only finds it as an
 	// orphan).
 	parked map[types.NamespacedName]map[ObjectKey]Change
-	wg     sync.WaitGroup
+	// joining counts, per worker, registrations between finding the worker and routing the
+	// target to it, so that a worker about to gain a target is not retired meanwhile.
+	joining map[workerKey]int
+	// retiring holds, per worker being retired, a channel closed once its goroutine ended
+	// and its clone was closed: a new worker for the same clone waits for it.
+	retiring map[workerKey]chan struct{}
+	wg       sync.WaitGroup
 }
 
 // requestState is a CommitRequest the writer knows and, once done, its outcome.
@@ -182,7 +188,8 @@ func NewManager(opts Options) *Manager {
 	}
 	return &Manager{opts: opts, workers: map[workerKey]*worker{}, targets: map[types.NamespacedName]workerKey{},
 		known: map[types.NamespacedName]*target{}, requests: map[types.NamespacedName]*requestState{},
-		sensitive: map[types.NamespacedName][]schema.GroupResource{}, parked: map[types.NamespacedName]map[ObjectKey]Change{}}
+		sensitive: map[types.NamespacedName][]schema.GroupResource{}, parked: map[types.NamespacedName]map[ObjectKey]Change{},
+		joining: map[workerKey]int{}, retiring: map[workerKey]chan struct{}{}}
 }
 
 // Start runs until ctx ends; workers created before or after Start run under ctx.
@@ -201,12 +208,55 @@ func (m *Manager) Start(ctx context.Context) error {
 // NeedLeaderElection keeps writers on the leader only, so replicas never race on pushes.
 func (m *Manager) NeedLeaderElection() bool { return true }
 
+// run starts w's loop under its own context, so that retiring w stops it. Callers hold m.mu.
 func (m *Manager) run(w *worker) {
+	ctx, cancel := context.WithCancel(m.ctx)
+	w.stop, w.done = cancel, make(chan struct{})
 	m.wg.Add(1)
 	go func() {
 		defer m.wg.Done()
-		w.loop(m.ctx)
+		defer close(w.done)
+		w.loop(ctx)
 	}()
+}
+
+// retireIfIdle stops the worker of wk once no GitTarget uses it (its last one deleted,
+// suspended or moved to another repository or branch): its goroutine ends, its clone's
+// open packfiles and caches are released and its metric series removed. A long-running
+// operator whose targets come and go would otherwise keep every clone it ever opened. The
+// clone stays on disk, so a target that comes back fetches only what changed.
+func (m *Manager) retireIfIdle(wk workerKey) {
+	m.mu.Lock()
+	w := m.workers[wk]
+	if w == nil || m.joining[wk] > 0 || m.routesTo(wk) {
+		m.mu.Unlock()
+		return
+	}
+	delete(m.workers, wk)
+	retired := make(chan struct{})
+	m.retiring[wk] = retired
+	stop, done := w.stop, w.done
+	m.mu.Unlock()
+	if stop != nil {
+		stop()
+		<-done
+	}
+	w.retire()
+	m.mu.Lock()
+	delete(m.retiring, wk)
+	m.mu.Unlock()
+	close(retired)
+}
+
+// routesTo reports whether any registered target is routed to the worker of wk. Callers
+// hold m.mu.
+func (m *Manager) routesTo(wk workerKey) bool {
+	for _, k := range m.targets {
+		if k == wk {
+			return true
+		}
+	}
+	return false
 }
 
 // EnsureTarget registers or updates a target, refreshes its folder from the remote and
@@ -216,6 +266,7 @@ func (m *Manager) EnsureTarget(ctx context.Context, spec TargetSpec) (TargetStat
 	if err != nil {
 		return TargetStatus{}, err
 	}
+	defer m.joined(wk)
 	// The queue exists before changes are routed to the worker: none arrives to find no
 	// place (making it waits for nothing, while ensureTarget may wait for a push).
 	w.openQueue(spec.Key)
@@ -233,6 +284,15 @@ func (m *Manager) EnsureTarget(ctx context.Context, spec TargetSpec) (TargetStat
 	m.mu.Unlock()
 	m.rehome(spec.Key, w)
 	return st, err
+}
+
+// joined ends a registration that workerFor counted in m.joining.
+func (m *Manager) joined(wk workerKey) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.joining[wk]--; m.joining[wk] <= 0 {
+		delete(m.joining, wk)
+	}
 }
 
 // Status returns the last known status of a target.
@@ -281,6 +341,7 @@ func (m *Manager) stopTarget(key types.NamespacedName, park bool) {
 		if pending := w.removeTarget(key); park {
 			m.park(true, pending...)
 		}
+		defer m.retireIfIdle(wk)
 	}
 	var orphaned []*CommitRequest
 	m.mu.Lock()
@@ -342,6 +403,12 @@ func (m *Manager) workerFor(ctx context.Context, spec TargetSpec) (*worker, work
 	m.moveAway(spec.Key, wk)
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	for m.retiring[wk] != nil { // its clone is still being closed
+		retired := m.retiring[wk]
+		m.mu.Unlock()
+		<-retired
+		m.mu.Lock()
+	}
 	w, ok := m.workers[wk]
 	if !ok {
 		sum := sha256.Sum256([]byte(wk.url + "\x00" + wk.branch))
@@ -361,6 +428,7 @@ func (m *Manager) workerFor(ctx context.Context, spec TargetSpec) (*worker, work
 			m.run(w)
 		}
 	}
+	m.joining[wk]++
 	return w, wk, nil
 }
 
@@ -432,6 +500,7 @@ func (m *Manager) moveAway(key types.NamespacedName, to workerKey) {
 	if old != nil {
 		// Its pending changes follow it: EnsureTarget hands them to the new worker.
 		m.park(true, old.removeTarget(key)...)
+		m.retireIfIdle(from)
 	}
 }
 

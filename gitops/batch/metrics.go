@@ -68,6 +68,13 @@ func (m *Metrics) pending(k workerKey, n int) {
 	}
 }
 
+// forget removes the pending-changes series of a retired worker.
+func (m *Metrics) forget(k workerKey) {
+	if m != nil {
+		m.Pending.DeleteLabelValues(k.url, k.branch)
+	}
+}
+
 func (m *Metrics) delivered(changeAge, commitAge float64) {
 	if m != nil {
 		// Commit first: a reader that saw change-to-push move finds commit-to-push moved too.

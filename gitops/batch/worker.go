@@ -88,6 +88,13 @@ type worker struct {
 	// (which waits for w.mu) never overtakes a commit that carried a request's message.
 	outcome func(*CommitRequest, RequestOutcome)
 	answers []answer
+
+	// stop ends the loop and done is closed once it ended; both are set when the Manager
+	// runs the worker (guarded by the Manager's lock). retired, guarded by qmu, keeps a
+	// late pending-count report from bringing back the metric series retire removed.
+	stop    context.CancelFunc
+	done    chan struct{}
+	retired bool
 }
 
 // answer is a CommitRequest outcome waiting to be reported.
@@ -176,10 +183,27 @@ func (w *worker) reportPending() {
 	n := 0
 	w.qmu.Lock()
 	defer w.qmu.Unlock()
+	if w.retired {
+		return
+	}
 	for _, q := range w.queues {
 		n += q.pending()
 	}
 	w.opts.Metrics.pending(w.key, n)
+}
+
+// retire releases what the worker holds once its loop ended and no target uses it: the
+// clone's open files and caches, and its pending-changes series.
+func (w *worker) retire() {
+	w.qmu.Lock()
+	w.retired = true
+	w.opts.Metrics.forget(w.key)
+	w.qmu.Unlock()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if err := w.repo.Close(); err != nil {
+		w.log.Error(err, "closing the local clone of a worker no target uses any more")
+	}
 }
 
 func (w *worker) status(key types.NamespacedName) (TargetStatus, bool) {

@@ -148,6 +148,20 @@ func (r *Repo) storeFresh() error {
 	return nil
 }
 
+// Close releases the clone's open packfiles and its in-memory caches; the clone stays on
+// disk for the next Open. A closed Repo still works (the store reopens files as it needs
+// them), so a late call is slow, never wrong. Every commit's objects are already stored by
+// then: Push stores them once delivered and forgets those of a failed push.
+func (r *Repo) Close() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	err := r.storeFresh()
+	r.fresh = nil
+	r.trees = newTreeCache()
+	closeStore(r.git)
+	return err
+}
+
 // Reset discards the local clone and starts again from an empty one; the next
 // Fetch downloads the branch afresh. It is the remedy for local corruption,
 // since the remote is the truth.
