@@ -118,13 +118,20 @@ func (rw *runningWriter) workers() int {
 	return len(rw.m.workers)
 }
 
+// writingTarget is a running writer with GitTarget ops/live on main, which wrote one object.
+func writingTarget(t *testing.T) (*runningWriter, TargetSpec) {
+	t.Helper()
+	rw := newRunningWriter(t)
+	live := rw.spec("live", "main")
+	_, err := rw.m.EnsureTarget(context.Background(), live)
+	require.NoError(t, err)
+	rw.write(t, live.Key, "main", "a", "one")
+	return rw, live
+}
+
 func TestAWorkerNoTargetUsesIsRetired(t *testing.T) {
 	t.Run("releases the worker, its open files and its metric series once its last target is deleted", func(t *testing.T) {
-		rw := newRunningWriter(t)
-		live := rw.spec("live", "main")
-		_, err := rw.m.EnsureTarget(context.Background(), live)
-		require.NoError(t, err)
-		rw.write(t, live.Key, "main", "a", "one")
+		rw, live := writingTarget(t)
 		w := rw.m.workerOf(live.Key)
 		require.Positive(t, openFilesUnder(t, rw.workDir), "the clone's packfile is open while it writes")
 		require.Equal(t, 1, testutil.CollectAndCount(rw.metrics.Pending))
@@ -137,11 +144,7 @@ func TestAWorkerNoTargetUsesIsRetired(t *testing.T) {
 		assert.True(t, ended(w), "the worker's loop ended")
 	})
 	t.Run("writes again, on the clone it kept, when the target comes back", func(t *testing.T) {
-		rw := newRunningWriter(t)
-		live := rw.spec("live", "main")
-		_, err := rw.m.EnsureTarget(context.Background(), live)
-		require.NoError(t, err)
-		rw.write(t, live.Key, "main", "a", "one")
+		rw, live := writingTarget(t)
 		rw.m.RemoveTarget(live.Key)
 		clones, err := os.ReadDir(rw.workDir)
 		require.NoError(t, err)
