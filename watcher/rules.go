@@ -224,6 +224,13 @@ func (c Claim) CoversNamespace(namespace string, nsLabels func(string) labels.Se
 	return namespace != "" && c.NamespaceSelector != nil && c.NamespaceSelector.Matches(nsLabels(namespace))
 }
 
+// couldHaveCovered reports whether the claim could have covered objects in namespace ns
+// whatever ns's labels were: a claim of that namespace by name, or one selecting
+// namespaces by label. It judges documents of a namespace that no longer exists.
+func (c Claim) couldHaveCovered(ns string) bool {
+	return c.Resource.Namespaced && (c.Namespace == ns || (c.Namespace == "" && c.NamespaceSelector != nil))
+}
+
 // key renders a claim canonically, for comparing claim sets.
 func (c Claim) key() string {
 	nsSel := "<none>"

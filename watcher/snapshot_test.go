@@ -126,3 +126,57 @@ func TestASnapshotFollowsTheOperationsOfTheRulesThatSelectAnObject(t *testing.T)
 		})
 	}
 }
+
+func TestASnapshotJudgesTheDocumentsOfANamespaceDeletedWhileNobodyWatched(t *testing.T) {
+	target := types.NamespacedName{Namespace: "ops", Name: "live"}
+	cms := Resource{GVR: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, Kind: "ConfigMap", Namespaced: true}
+	bySelector := func(del bool, app string) Claim {
+		c := Claim{Target: target, Resource: cms, NamespaceSelector: labels.SelectorFromSet(labels.Set{"team": "a"}),
+			ObjectSelector: labels.Everything(), Create: true, Update: true, Delete: del}
+		if app != "" {
+			c.ObjectSelector = labels.SelectorFromSet(labels.Set{"app": app})
+		}
+		return c
+	}
+	byName := func(ns string, del bool) Claim {
+		return Claim{Target: target, Resource: cms, Namespace: ns, ObjectSelector: labels.Everything(), Create: true, Update: true, Delete: del}
+	}
+	nsLabels := map[string]labels.Set{"team-a": {"team": "a"}, "left": {"team": "b"}}
+	tests := []struct {
+		name     string
+		claims   []Claim
+		ns       string
+		docLabel map[string]string
+		listed   bool
+		pruned   bool
+	}{
+		{name: "prunes them when every rule that could have selected them mirrors deletions",
+			claims: []Claim{bySelector(true, "")}, ns: "gone", listed: true, pruned: true},
+		{name: "keeps them when a rule that could have selected them does not mirror deletions",
+			claims: []Claim{bySelector(true, ""), bySelector(false, "")}, ns: "gone", listed: true, pruned: false},
+		{name: "keeps them when a rule naming that namespace does not mirror deletions",
+			claims: []Claim{bySelector(true, ""), byName("gone", false)}, ns: "gone", listed: true, pruned: false},
+		{name: "judges only the rules whose object selector matches the document",
+			claims: []Claim{bySelector(true, "web"), bySelector(false, "db")}, ns: "gone", docLabel: map[string]string{"app": "web"}, listed: true, pruned: true},
+		{name: "keeps a document no rule could have selected",
+			claims: []Claim{bySelector(true, "web")}, ns: "gone", docLabel: map[string]string{"app": "db"}, listed: true, pruned: false},
+		{name: "does not list a namespace that exists but left the selector, since a narrowed rule looks the same",
+			claims: []Claim{bySelector(true, "")}, ns: "left", listed: false, pruned: false},
+		{name: "lists and prunes a namespace the selector still takes in, as before",
+			claims: []Claim{bySelector(true, "")}, ns: "team-a", listed: true, pruned: true},
+		{name: "leaves a deleted namespace to a rule of other namespaces by name",
+			claims: []Claim{byName("team-a", true)}, ns: "gone", listed: false, pruned: false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			sink := &snapshots{}
+			New(Options{Sink: sink, Log: logr.Discard(),
+				NamespaceLabels: func(ns string) labels.Set { return nsLabels[ns] },
+				NamespaceKnown:  func(ns string) bool { _, ok := nsLabels[ns]; return ok },
+			}).snapshot(target, tt.claims, nil)
+			require.Len(t, sink.got, 1)
+			assert.Equal(t, tt.listed, sink.got[0].InScope(tt.ns), "listed")
+			assert.Equal(t, tt.pruned, sink.got[0].Prunable(tt.ns, tt.docLabel), "pruned")
+		})
+	}
+}

@@ -378,18 +378,41 @@ func (w *Watcher) selects(target types.NamespacedName, gvr schema.GroupVersionRe
 // covered says whether any of cs covers a namespace.
 func (w *Watcher) covered(cs []Claim) func(ns string) bool {
 	return func(ns string) bool {
-		return slices.ContainsFunc(cs, func(c Claim) bool { return c.CoversNamespace(ns, w.opts.NamespaceLabels) })
+		return slices.ContainsFunc(cs, func(c Claim) bool { return c.CoversNamespace(ns, w.opts.NamespaceLabels) }) ||
+			(w.namespaceGone(ns) && slices.ContainsFunc(cs, func(c Claim) bool { return c.couldHaveCovered(ns) }))
 	}
 }
 
 // prunable says whether one of cs that mirrors deletions selects an object of a namespace
-// with labels.
+// with labels. For a namespace that no longer exists, whose labels are lost, it says
+// whether every claim that could have selected the object mirrors deletions (and one
+// could): its objects are gone for sure, but which rule took the document in cannot be
+// told, and a rule without DELETE keeps its documents.
 func (w *Watcher) prunable(cs []Claim) func(ns string, objLabels map[string]string) bool {
 	return func(ns string, objLabels map[string]string) bool {
-		return slices.ContainsFunc(cs, func(c Claim) bool {
-			return c.Delete && c.Matches(ns, objLabels, w.opts.NamespaceLabels)
-		})
+		if slices.ContainsFunc(cs, func(c Claim) bool { return c.Delete && c.Matches(ns, objLabels, w.opts.NamespaceLabels) }) {
+			return true
+		}
+		if !w.namespaceGone(ns) {
+			return false
+		}
+		could := 0
+		for _, c := range cs {
+			if c.couldHaveCovered(ns) && c.ObjectSelector.Matches(labels.Set(objLabels)) {
+				if !c.Delete {
+					return false
+				}
+				could++
+			}
+		}
+		return could > 0
 	}
+}
+
+// namespaceGone says whether namespace ns does not exist (the namespace cache, synced
+// before any snapshot, lacks it). Without NamespaceKnown no namespace is gone.
+func (w *Watcher) namespaceGone(ns string) bool {
+	return ns != "" && w.opts.NamespaceKnown != nil && !w.opts.NamespaceKnown(ns)
 }
 
 // Current implements batch.Resolver from the informer caches: the object as last seen, nil
