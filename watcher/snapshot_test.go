@@ -141,12 +141,21 @@ func TestASnapshotJudgesTheDocumentsOfANamespaceDeletedWhileNobodyWatched(t *tes
 	byName := func(ns string, del bool) Claim {
 		return Claim{Target: target, Resource: cms, Namespace: ns, ObjectSelector: labels.Everything(), Create: true, Update: true, Delete: del}
 	}
+	everyNamespace := func(del bool) Claim {
+		return Claim{Target: target, Resource: cms, NamespaceSelector: labels.Everything(), ObjectSelector: labels.Everything(),
+			Create: true, Update: true, Delete: del}
+	}
+	objectIn := func(ns string) *unstructured.Unstructured {
+		return &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+			"metadata": map[string]any{"name": "other", "namespace": ns}}}
+	}
 	nsLabels := map[string]labels.Set{"team-a": {"team": "a"}, "left": {"team": "b"}}
 	tests := []struct {
 		name     string
 		claims   []Claim
 		ns       string
 		docLabel map[string]string
+		objs     []any
 		listed   bool
 		pruned   bool
 	}{
@@ -166,6 +175,12 @@ func TestASnapshotJudgesTheDocumentsOfANamespaceDeletedWhileNobodyWatched(t *tes
 			claims: []Claim{bySelector(true, "")}, ns: "team-a", listed: true, pruned: true},
 		{name: "leaves a deleted namespace to a rule of other namespaces by name",
 			claims: []Claim{byName("team-a", true)}, ns: "gone", listed: false, pruned: false},
+		{name: "keeps them when a rule for every namespace mirrors deletions but one whose selector took that namespace in does not",
+			claims: []Claim{everyNamespace(true), bySelector(false, "")}, ns: "gone", listed: true, pruned: false},
+		{name: "prunes them when the only rule, for every namespace, mirrors deletions",
+			claims: []Claim{everyNamespace(true)}, ns: "gone", listed: true, pruned: true},
+		{name: "judges a namespace with a listed object by its labels, though the namespace cache has not seen it yet",
+			claims: []Claim{bySelector(true, "")}, ns: "new", objs: []any{objectIn("new")}, listed: false, pruned: false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -173,7 +188,7 @@ func TestASnapshotJudgesTheDocumentsOfANamespaceDeletedWhileNobodyWatched(t *tes
 			New(Options{Sink: sink, Log: logr.Discard(),
 				NamespaceLabels: func(ns string) labels.Set { return nsLabels[ns] },
 				NamespaceKnown:  func(ns string) bool { _, ok := nsLabels[ns]; return ok },
-			}).snapshot(target, tt.claims, nil)
+			}).snapshot(target, tt.claims, tt.objs)
 			require.Len(t, sink.got, 1)
 			assert.Equal(t, tt.listed, sink.got[0].InScope(tt.ns), "listed")
 			assert.Equal(t, tt.pruned, sink.got[0].Prunable(tt.ns, tt.docLabel), "pruned")

@@ -253,8 +253,14 @@ func (w *Watcher) Resync(target types.NamespacedName) {
 func (w *Watcher) snapshot(target types.NamespacedName, cs []Claim, objs []interface{}) {
 	var changes []batch.Change
 	var present []batch.ObjectKey
+	// A namespace holding a listed object exists, whatever the namespace cache says (it may
+	// lag for one created a moment ago): its documents are judged by its labels.
+	listedIn := map[string]bool{}
 	for _, o := range objs {
 		u, ok := o.(*unstructured.Unstructured)
+		if ok {
+			listedIn[u.GetNamespace()] = true
+		}
 		if !ok || w.opts.Noise.SkipObject(cs[0].Resource.GVR.GroupResource(), u) {
 			continue
 		}
@@ -284,8 +290,8 @@ func (w *Watcher) snapshot(target types.NamespacedName, cs []Claim, objs []inter
 	w.opts.Sink.Submit(changes...)
 	w.opts.Sink.Snapshot(batch.Snapshot{
 		Target: target, GVR: cs[0].Resource.GVR, Kind: cs[0].Resource.Kind, Present: present,
-		InScope:  w.covered(cs),
-		Prunable: w.prunable(cs),
+		InScope:  w.covered(cs, listedIn),
+		Prunable: w.prunable(cs, listedIn),
 	})
 }
 
@@ -376,10 +382,12 @@ func (w *Watcher) selects(target types.NamespacedName, gvr schema.GroupVersionRe
 }
 
 // covered says whether any of cs covers a namespace.
-func (w *Watcher) covered(cs []Claim) func(ns string) bool {
+// A namespace that no longer exists (not in listedIn, nor in the namespace cache) counts as
+// covered by every claim that could have covered it.
+func (w *Watcher) covered(cs []Claim, listedIn map[string]bool) func(ns string) bool {
 	return func(ns string) bool {
 		return slices.ContainsFunc(cs, func(c Claim) bool { return c.CoversNamespace(ns, w.opts.NamespaceLabels) }) ||
-			(w.namespaceGone(ns) && slices.ContainsFunc(cs, func(c Claim) bool { return c.couldHaveCovered(ns) }))
+			(w.namespaceGone(ns, listedIn) && slices.ContainsFunc(cs, func(c Claim) bool { return c.couldHaveCovered(ns) }))
 	}
 }
 
@@ -388,13 +396,14 @@ func (w *Watcher) covered(cs []Claim) func(ns string) bool {
 // whether every claim that could have selected the object mirrors deletions (and one
 // could): its objects are gone for sure, but which rule took the document in cannot be
 // told, and a rule without DELETE keeps its documents.
-func (w *Watcher) prunable(cs []Claim) func(ns string, objLabels map[string]string) bool {
+//
+// A selector that matches no labels at all (an all-namespaces rule, `notin`) would take in
+// a gone namespace by itself; the every-claim judgement keeps a rule without DELETE, whose
+// selector took the namespace in while it existed, in charge of its documents.
+func (w *Watcher) prunable(cs []Claim, listedIn map[string]bool) func(ns string, objLabels map[string]string) bool {
 	return func(ns string, objLabels map[string]string) bool {
-		if slices.ContainsFunc(cs, func(c Claim) bool { return c.Delete && c.Matches(ns, objLabels, w.opts.NamespaceLabels) }) {
-			return true
-		}
-		if !w.namespaceGone(ns) {
-			return false
+		if !w.namespaceGone(ns, listedIn) {
+			return slices.ContainsFunc(cs, func(c Claim) bool { return c.Delete && c.Matches(ns, objLabels, w.opts.NamespaceLabels) })
 		}
 		could := 0
 		for _, c := range cs {
@@ -409,10 +418,11 @@ func (w *Watcher) prunable(cs []Claim) func(ns string, objLabels map[string]stri
 	}
 }
 
-// namespaceGone says whether namespace ns does not exist (the namespace cache, synced
-// before any snapshot, lacks it). Without NamespaceKnown no namespace is gone.
-func (w *Watcher) namespaceGone(ns string) bool {
-	return ns != "" && w.opts.NamespaceKnown != nil && !w.opts.NamespaceKnown(ns)
+// namespaceGone says whether namespace ns does not exist: no listed object is in it and the
+// namespace cache, synced before any snapshot, lacks it. Without NamespaceKnown no
+// namespace is gone.
+func (w *Watcher) namespaceGone(ns string, listedIn map[string]bool) bool {
+	return ns != "" && !listedIn[ns] && w.opts.NamespaceKnown != nil && !w.opts.NamespaceKnown(ns)
 }
 
 // Current implements batch.Resolver from the informer caches: the object as last seen, nil

@@ -286,12 +286,17 @@ func (m *Manager) EnsureTarget(ctx context.Context, spec TargetSpec) (TargetStat
 	return st, err
 }
 
-// joined ends a registration that workerFor counted in m.joining.
+// joined ends a registration that workerFor counted in m.joining, and retires the worker
+// should the target have been removed meanwhile.
 func (m *Manager) joined(wk workerKey) {
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	if m.joining[wk]--; m.joining[wk] <= 0 {
 		delete(m.joining, wk)
+	}
+	idle := m.joining[wk] == 0 && !m.routesTo(wk)
+	m.mu.Unlock()
+	if idle {
+		m.retireIfIdle(wk)
 	}
 }
 
