@@ -249,3 +249,40 @@ func TestTheCloneNeverKeepsMoreThanItsBoundOfPackfilesOpen(t *testing.T) {
 	assert.LessOrEqual(t, open, repo.MaxOpenPackfiles)
 	assert.Positive(t, open)
 }
+
+// go-git rewrites the clone's shallow list in place, so a kill during compaction can leave
+// it empty or torn, with history deleted that the list no longer names. That clone still
+// works (fetches negotiate from the tip, and nothing reads history), and the next fetch
+// marks its new tip shallow, leaving the torn history unreferenced; so it is no damage to
+// repair.
+func TestAShallowListAKillLeftEmptyOrTornDoesNotStopTheWriter(t *testing.T) {
+	for name, content := range map[string]string{
+		"emptied (a kill after go-git truncated it)": "",
+		"torn (a kill half way through a hash)":      "0123456789abcdef01\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			remote := repotest.NewHTTPRemote(t)
+			remote.Seed("main", map[string]string{"live/a.yaml": "v1\n"}, "seed")
+			r := openClone(t, remote.URL, nil)
+			tip := pushSeries(t, r, fetch(t, r, "main"), "v2\n", "v3\n")
+			_, err := r.Compact("main") // the tip is marked shallow, its history deleted
+			require.NoError(t, err)
+			tip = pushSeries(t, r, tip, "v4\n")
+			require.NoError(t, os.WriteFile(filepath.Join(r.Dir(), "shallow"), []byte(content), 0o644))
+
+			reopened, err := repo.Open(context.Background(), r.Dir(), remote.URL, nil)
+
+			require.NoError(t, err)
+			require.NoError(t, reopened.RepairedDamage())
+			human := remote.PushFiles("main", map[string]string{"live/b.yaml": "b\n"}, "a person's commit")
+			got := fetch(t, reopened, "main")
+			require.Equal(t, human, got.String())
+			next := commit(t, reopened, got, files("live/a.yaml", "v5\n"), "after the kill")
+			push(t, reopened, "main", next, got)
+			remote.Fsck()
+			assert.Equal(t, next.String(), remote.Head("main"))
+			// The fetch marked its tip shallow, and no ref names the torn history any more.
+			repotest.Git(t, reopened.Dir(), "fsck", "--full", "--strict", "--no-dangling", "--no-progress")
+		})
+	}
+}
