@@ -349,3 +349,28 @@ func TestAnObjectEnteringTheSelectionOfARuleThatMirrorsOnlyCreations(t *testing.
 		assert.True(t, sink.got[0][0].CreateOnly)
 	})
 }
+
+func TestANamespaceThatJoinsTwoRulesOfATargetAgreesPerObject(t *testing.T) {
+	cms := Resource{GVR: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, Kind: "ConfigMap", Namespaced: true}
+	target := types.NamespacedName{Namespace: "ops", Name: "live"}
+	byNamespace := func(update, del bool) Claim {
+		return Claim{Target: target, Resource: cms, NamespaceSelector: labels.SelectorFromSet(labels.Set{"env": "prod"}),
+			ObjectSelector: labels.Everything(), Create: true, Update: update, Delete: del}
+	}
+	for _, order := range [][]Claim{{byNamespace(true, true), byNamespace(false, false)}, {byNamespace(false, false), byNamespace(true, true)}} {
+		sink := &submissions{}
+		w := New(Options{Sink: sink, Log: logr.Discard(), NamespaceLabels: func(string) labels.Set { return labels.Set{"env": "prod"} }})
+		w.byGVR[cms.GVR] = order
+		w.informers[cms.GVR] = listedInformer(t, true, configMap("shop", "x", nil))
+		w.NamespaceRelabelled("shop", nil, labels.Set{"env": "prod"})
+		var got []batch.Change
+		for _, cs := range sink.got {
+			got = append(got, cs...)
+		}
+		require.NotEmpty(t, got)
+		for _, c := range got {
+			assert.True(t, c.AllowDelete, "either rule mirrors deletes, whichever comes last")
+			assert.False(t, c.CreateOnly, "one rule mirrors updates, whichever comes last")
+		}
+	}
+}

@@ -307,42 +307,68 @@ func (w *Watcher) Claims(ruleKey string) []Claim {
 // target (written, where the rule creates or updates) or leave it (removed, where the rule
 // deletes). Call it after the cache NamespaceLabels reads has the new labels.
 func (w *Watcher) NamespaceRelabelled(ns string, before, after labels.Set) {
-	type flipped struct {
-		c   Claim
-		inf *informer
-	}
-	var todo []flipped
+	flipped := map[*informer][]Claim{}
 	w.mu.RLock()
 	for gvr, cs := range w.byGVR {
 		for _, c := range cs {
 			if c.Resource.Namespaced && c.Namespace == "" && c.NamespaceSelector != nil &&
 				c.NamespaceSelector.Matches(before) != c.NamespaceSelector.Matches(after) && w.informers[gvr] != nil {
-				todo = append(todo, flipped{c, w.informers[gvr]})
+				joins := c.NamespaceSelector.Matches(after)
+				if (joins && (c.Create || c.Update)) || (!joins && c.Delete) {
+					flipped[w.informers[gvr]] = append(flipped[w.informers[gvr]], c)
+				}
 			}
 		}
 	}
 	w.mu.RUnlock()
 	var changes []batch.Change
-	for _, f := range todo {
-		joins := f.c.NamespaceSelector.Matches(after)
-		switch {
-		case joins && !f.c.Create && !f.c.Update, !joins && !f.c.Delete:
-		case !f.inf.inf.HasSynced():
+	for inf, cs := range flipped {
+		if !inf.inf.HasSynced() {
 			// Its list is not complete yet, and the snapshot that follows it would not see a
 			// namespace that left: hand the objects over once it is.
 			go func() {
-				if cache.WaitForCacheSync(f.inf.ctx.Done(), f.inf.inf.HasSynced) {
-					w.opts.Sink.Submit(w.inNamespace(f.c, f.inf, ns, !joins)...)
+				if cache.WaitForCacheSync(inf.ctx.Done(), inf.inf.HasSynced) {
+					w.opts.Sink.Submit(w.flippedChanges(cs, inf, ns, after)...)
 				}
 			}()
-		default:
-			changes = append(changes, w.inNamespace(f.c, f.inf, ns, !joins)...)
+			continue
 		}
+		changes = append(changes, w.flippedChanges(cs, inf, ns, after)...)
 	}
 	if len(changes) > 0 {
 		w.opts.Log.V(1).Info("namespace relabelled", "namespace", ns, "objects", len(changes))
 	}
 	w.opts.Sink.Submit(changes...)
+}
+
+// flippedChanges is the changes of the claims cs of one resource whose namespaceSelector
+// flipped for namespace ns, now labelled after, with each object's changes agreeing per
+// target as an event's do: a delete is allowed when any of the target's claims mirrors
+// deletes, and the object is create-only only when every claim that takes it in is.
+func (w *Watcher) flippedChanges(cs []Claim, inf *informer, ns string, after labels.Set) []batch.Change {
+	var changes []batch.Change
+	for _, c := range cs {
+		changes = append(changes, w.inNamespace(c, inf, ns, !c.NamespaceSelector.Matches(after))...)
+	}
+	type object struct {
+		target types.NamespacedName
+		key    batch.ObjectKey
+	}
+	allow, createOnly := map[object]bool{}, map[object]bool{}
+	for _, ch := range changes {
+		o := object{ch.Target, ch.Key}
+		allow[o] = allow[o] || ch.AllowDelete
+		if prev, seen := createOnly[o]; seen {
+			createOnly[o] = prev && ch.CreateOnly
+		} else {
+			createOnly[o] = ch.CreateOnly
+		}
+	}
+	for i := range changes {
+		o := object{changes[i].Target, changes[i].Key}
+		changes[i].AllowDelete, changes[i].CreateOnly = allow[o], createOnly[o]
+	}
+	return changes
 }
 
 // inNamespace is a change of c for every object of inf in namespace ns that c's object
