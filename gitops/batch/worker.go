@@ -336,8 +336,8 @@ func (w *worker) refresh(ctx context.Context, force bool, acting *target) error 
 	}
 	moved := !w.fetched || tip != w.remoteTip
 	// A branch someone deleted: every folder on it is gone from Git while the cluster still
-	// holds its objects. Writing only the next window would recreate the branch with those
-	// few files; each target asks for a snapshot instead, which writes the whole folder.
+	// holds its objects. The next window alone would recreate the branch with its few
+	// files, so each target also asks for a snapshot, which writes the whole folder.
 	deleted := w.fetched && !w.remoteTip.IsZero() && tip.IsZero()
 	w.remoteTip, w.fetched, w.lastFetch = tip, true, time.Now()
 	var own error
