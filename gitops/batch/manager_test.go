@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -489,38 +490,78 @@ func TestAnObjectNoRuleSelectsAnyMore(t *testing.T) {
 	}
 }
 
+// readyRecorder records the targets whose folder asked for a snapshot (OnFolderReady).
+type readyRecorder struct {
+	mu    sync.Mutex
+	ready []types.NamespacedName
+}
+
+func (r *readyRecorder) add(k types.NamespacedName) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.ready = append(r.ready, k)
+}
+
+func (r *readyRecorder) got() []types.NamespacedName {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.ready)
+}
+
+// snapshotAskingTarget is GitTarget ops/live registered on main of a remote seeded with
+// seed, whose cluster holds ConfigMap app/a ("new"); it returns the change of a.
+func snapshotAskingTarget(t *testing.T, seed map[string]string) (*Manager, *repotest.Remote, *readyRecorder, Change) {
+	t.Helper()
+	key, live := clusterConfigMap("a", "new")
+	remote := repotest.NewFileRemote(t)
+	remote.Seed("main", seed, "seed")
+	msgs, err := ParseMessages("", "")
+	require.NoError(t, err)
+	rec := &readyRecorder{}
+	m := NewManager(Options{Log: logr.Discard(), WorkDir: t.TempDir(), Resolver: fixedResolver{key: live}, OnFolderReady: rec.add})
+	spec := TargetSpec{Key: liveKey, URL: remote.URL, Branch: "main", Folder: "live", Messages: msgs,
+		Window: WindowConfig{Quiet: time.Hour, MaxDelay: time.Hour}, Committer: Identity{Name: "W", Email: "w@example.com"}}
+	_, err = m.EnsureTarget(context.Background(), spec)
+	require.NoError(t, err)
+	return m, remote, rec, Change{Target: liveKey, Key: key, AllowDelete: true}
+}
+
 func TestABranchSomeoneDeletedIsWrittenWholeAgain(t *testing.T) {
 	t.Run("asks for a snapshot of each folder on the branch once its next commit finds the branch gone", func(t *testing.T) {
-		key, live := clusterConfigMap("a", "new")
-		remote := repotest.NewFileRemote(t)
-		remote.Seed("main", map[string]string{"live/README.md": "objects\n"}, "seed")
-		msgs, err := ParseMessages("", "")
-		require.NoError(t, err)
-		var mu sync.Mutex
-		var ready []types.NamespacedName
-		m := NewManager(Options{Log: logr.Discard(), WorkDir: t.TempDir(), Resolver: fixedResolver{key: live},
-			OnFolderReady: func(k types.NamespacedName) {
-				mu.Lock()
-				defer mu.Unlock()
-				ready = append(ready, k)
-			}})
-		spec := TargetSpec{Key: liveKey, URL: remote.URL, Branch: "main", Folder: "live", Messages: msgs,
-			Window: WindowConfig{Quiet: time.Hour, MaxDelay: time.Hour}, Committer: Identity{Name: "W", Email: "w@example.com"}}
-		_, err = m.EnsureTarget(context.Background(), spec)
-		require.NoError(t, err)
+		m, remote, rec, change := snapshotAskingTarget(t, map[string]string{"live/README.md": "objects\n"})
 		repotest.Git(t, remote.Dir, "update-ref", "-d", "refs/heads/main")
 
-		m.Submit(Change{Target: liveKey, Key: key, AllowDelete: true})
+		m.Submit(change)
 		w := m.workerOf(liveKey)
-		_, err = w.flushIfDue(context.Background(), liveKey, time.Now().Add(2*time.Hour))
+		_, err := w.flushIfDue(context.Background(), liveKey, time.Now().Add(2*time.Hour))
 		require.NoError(t, err)
 
 		require.Len(t, remote.Log("main"), 1, "the window is written at once, on a new branch")
 		files := filesAtTip(t, w, "live")
 		assert.NotContains(t, files, "live/README.md")
 		assert.Len(t, files, 1)
-		mu.Lock()
-		defer mu.Unlock()
-		assert.Equal(t, []types.NamespacedName{liveKey, liveKey}, ready, "then a snapshot writes the rest of the folder")
+		assert.Equal(t, []types.NamespacedName{liveKey, liveKey}, rec.got(), "then a snapshot writes the rest of the folder")
+	})
+	t.Run("asks too when the commit that finds the branch gone first rebuilt a damaged clone", func(t *testing.T) {
+		m, remote, rec, change := snapshotAskingTarget(t, map[string]string{"live/app/a.yaml": configMapDoc("a", "old"), "live/app/b.yaml": configMapDoc("b", "old")})
+		w := m.workerOf(liveKey)
+		w.mu.Lock()
+		// The file's blob turns to garbage on disk; a new process opens the clone, whose
+		// check at start reads trees, not blobs.
+		repotest.DamageObject(t, w.repo.Dir(), "main", "live/app/a.yaml", []byte("x\x9c garbage"))
+		reopened, err := repo.Open(context.Background(), w.repo.Dir(), remote.URL, nil)
+		require.NoError(t, err)
+		w.repo = reopened
+		w.mu.Unlock()
+		repotest.Git(t, remote.Dir, "update-ref", "-d", "refs/heads/main")
+
+		m.Submit(change)
+		_, err = w.flushIfDue(context.Background(), liveKey, time.Now().Add(2*time.Hour))
+		require.Error(t, err, "the damaged file fails the first attempt, and the clone is rebuilt")
+		_, err = w.flushIfDue(context.Background(), liveKey, time.Now().Add(3*time.Hour))
+		require.NoError(t, err)
+
+		require.Len(t, remote.Log("main"), 1, "the window is written on a new branch")
+		assert.Equal(t, []types.NamespacedName{liveKey, liveKey}, rec.got(), "and a snapshot writes the rest of the folder")
 	})
 }

@@ -73,9 +73,12 @@ type worker struct {
 	// mu guards the clone, remoteTip and targets' Git-side state.
 	mu        sync.Mutex
 	remoteTip plumbing.Hash
-	fetched   bool
-	lastFetch time.Time
-	targets   map[types.NamespacedName]*target
+	// tipBeforeRepair is the remote tip a rebuild of the clone forgot, so that the fetch
+	// after it still tells a branch someone deleted meanwhile (see refresh).
+	tipBeforeRepair plumbing.Hash
+	fetched         bool
+	lastFetch       time.Time
+	targets         map[types.NamespacedName]*target
 
 	// qmu guards queues (and every queue's fields), so submitting never waits for a push.
 	qmu    sync.Mutex
@@ -338,7 +341,12 @@ func (w *worker) refresh(ctx context.Context, force bool, acting *target) error 
 	// A branch someone deleted: every folder on it is gone from Git while the cluster still
 	// holds its objects. The next window alone would recreate the branch with its few
 	// files, so each target also asks for a snapshot, which writes the whole folder.
-	deleted := w.fetched && !w.remoteTip.IsZero() && tip.IsZero()
+	known := w.remoteTip
+	if !w.fetched {
+		known = w.tipBeforeRepair
+	}
+	deleted := !known.IsZero() && tip.IsZero()
+	w.tipBeforeRepair = plumbing.ZeroHash
 	w.remoteTip, w.fetched, w.lastFetch = tip, true, time.Now()
 	var own error
 	for _, t := range w.targets {
@@ -383,6 +391,9 @@ func (w *worker) repairIfDamaged(ctx context.Context, err error) bool {
 	if err := w.repo.Reset(); err != nil {
 		w.log.Error(err, "rebuilding the local clone; retried at the next failure", "repository", w.key.url, "branch", w.key.branch)
 		return false
+	}
+	if w.fetched {
+		w.tipBeforeRepair = w.remoteTip
 	}
 	w.fetched, w.remoteTip, w.lastFetch = false, plumbing.ZeroHash, time.Time{}
 	return true
