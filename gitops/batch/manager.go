@@ -223,9 +223,10 @@ func (m *Manager) run(w *worker) {
 // retireIfIdle stops the worker of wk once no GitTarget uses it (its last one deleted,
 // suspended or moved to another repository or branch): its goroutine ends, its clone's
 // open packfiles and caches are released and its metric series removed. A long-running
-// operator whose targets come and go would otherwise keep every clone it ever opened. The
-// clone stays on disk, so a target that comes back fetches only what changed.
-func (m *Manager) retireIfIdle(wk workerKey) {
+// operator whose targets come and go would otherwise keep every clone it ever opened.
+// With forget (the last target was deleted) the clone is deleted from disk too; otherwise
+// it stays, so a target that comes back fetches only what changed.
+func (m *Manager) retireIfIdle(wk workerKey, forget bool) {
 	m.mu.Lock()
 	w := m.workers[wk]
 	if w == nil || m.joining[wk] > 0 || m.routesTo(wk) {
@@ -241,7 +242,7 @@ func (m *Manager) retireIfIdle(wk workerKey) {
 		stop()
 		<-done
 	}
-	w.retire()
+	w.retire(forget)
 	m.mu.Lock()
 	delete(m.retiring, wk)
 	m.mu.Unlock()
@@ -296,7 +297,7 @@ func (m *Manager) joined(wk workerKey) {
 	idle := m.joining[wk] == 0 && !m.routesTo(wk)
 	m.mu.Unlock()
 	if idle {
-		m.retireIfIdle(wk)
+		m.retireIfIdle(wk, false)
 	}
 }
 
@@ -313,7 +314,7 @@ func (m *Manager) Status(key types.NamespacedName) (TargetStatus, bool) {
 }
 
 // RemoveTarget forgets a deleted GitTarget and its pending changes; files in Git stay as
-// they are.
+// they are. The local clone goes too when no other target uses it.
 func (m *Manager) RemoveTarget(key types.NamespacedName) {
 	m.stopTarget(key, false)
 }
@@ -346,7 +347,7 @@ func (m *Manager) stopTarget(key types.NamespacedName, park bool) {
 		if pending := w.removeTarget(key); park {
 			m.park(true, pending...)
 		}
-		defer m.retireIfIdle(wk)
+		defer m.retireIfIdle(wk, !park)
 	}
 	var orphaned []*CommitRequest
 	m.mu.Lock()
@@ -505,7 +506,7 @@ func (m *Manager) moveAway(key types.NamespacedName, to workerKey) {
 	if old != nil {
 		// Its pending changes follow it: EnsureTarget hands them to the new worker.
 		m.park(true, old.removeTarget(key)...)
-		m.retireIfIdle(from)
+		m.retireIfIdle(from, false)
 	}
 }
 

@@ -130,33 +130,42 @@ func writingTarget(t *testing.T) (*runningWriter, TargetSpec) {
 }
 
 func TestAWorkerNoTargetUsesIsRetired(t *testing.T) {
-	t.Run("releases the worker, its open files and its metric series once its last target is deleted", func(t *testing.T) {
+	t.Run("releases the worker, its open files and its metric series once its last target is suspended", func(t *testing.T) {
 		rw, live := writingTarget(t)
 		w := rw.m.workerOf(live.Key)
 		require.Positive(t, openFilesUnder(t, rw.workDir), "the clone's packfile is open while it writes")
 		require.Equal(t, 1, testutil.CollectAndCount(rw.metrics.Pending))
 
-		rw.m.RemoveTarget(live.Key)
+		rw.m.SuspendTarget(live.Key)
 
 		assert.Zero(t, rw.workers())
 		assert.Zero(t, openFilesUnder(t, rw.workDir))
 		assert.Zero(t, testutil.CollectAndCount(rw.metrics.Pending))
 		assert.True(t, ended(w), "the worker's loop ended")
 	})
-	t.Run("writes again, on the clone it kept, when the target comes back", func(t *testing.T) {
-		rw, live := writingTarget(t)
-		rw.m.RemoveTarget(live.Key)
-		clones, err := os.ReadDir(rw.workDir)
-		require.NoError(t, err)
-		require.Len(t, clones, 1, "the clone stays on disk")
+	for _, tt := range []struct {
+		name   string
+		stop   func(*Manager, types.NamespacedName)
+		clones int
+	}{
+		{"keeps the clone of a suspended target and writes on it when the target comes back", (*Manager).SuspendTarget, 1},
+		{"deletes the clone of a deleted target and clones afresh for one created again", (*Manager).RemoveTarget, 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			rw, live := writingTarget(t)
+			tt.stop(rw.m, live.Key)
+			clones, err := os.ReadDir(rw.workDir)
+			require.NoError(t, err)
+			require.Len(t, clones, tt.clones)
 
-		_, err = rw.m.EnsureTarget(context.Background(), live)
-		require.NoError(t, err)
-		rw.write(t, live.Key, "main", "a", "two")
+			_, err = rw.m.EnsureTarget(context.Background(), live)
+			require.NoError(t, err)
+			rw.write(t, live.Key, "main", "a", "two")
 
-		assert.Equal(t, configMapDoc("a", "two"), rw.remote.Show("main", "live/app/configmaps/a.yaml")+"\n")
-		rw.remote.Fsck()
-	})
+			assert.Equal(t, configMapDoc("a", "two"), rw.remote.Show("main", "live/app/configmaps/a.yaml")+"\n")
+			rw.remote.Fsck()
+		})
+	}
 	t.Run("retires the old worker of a target moved to another branch", func(t *testing.T) {
 		rw := newRunningWriter(t)
 		live := rw.spec("live", "main")

@@ -196,14 +196,21 @@ func (w *worker) reportPending() {
 }
 
 // retire releases what the worker holds once its loop ended and no target uses it: the
-// clone's open files and caches, and its pending-changes series.
-func (w *worker) retire() {
+// clone's open files and caches, and its pending-changes series; with remove, the clone on
+// disk too.
+func (w *worker) retire(remove bool) {
 	w.qmu.Lock()
 	w.retired = true
 	w.opts.Metrics.forget(w.key)
 	w.qmu.Unlock()
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if remove {
+		if err := w.repo.Remove(); err != nil {
+			w.log.Error(err, "deleting the local clone no GitTarget uses any more", "path", w.repo.Dir())
+		}
+		return
+	}
 	if err := w.repo.Close(); err != nil {
 		w.log.Error(err, "closing the local clone of a worker no target uses any more")
 	}

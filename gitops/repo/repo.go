@@ -162,6 +162,17 @@ func (r *Repo) Close() error {
 	return err
 }
 
+// Remove closes the clone and deletes it from disk (removeClone), for a clone no GitTarget
+// needs any more. The Repo must not be used afterwards.
+func (r *Repo) Remove() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.fresh = nil
+	r.trees = newTreeCache()
+	closeStore(r.git)
+	return removeClone(r.dir)
+}
+
 // Reset discards the local clone and starts again from an empty one; the next
 // Fetch downloads the branch afresh. It is the remedy for local corruption,
 // since the remote is the truth.
@@ -357,18 +368,8 @@ func describeDir(dir string) string {
 // leaves either the old clone or none, never a half-deleted directory that no
 // longer looks like a repository (and so could never be repaired again).
 func reinit(dir string) (*git.Repository, error) {
-	if err := checkRemovable(dir); err != nil {
+	if err := removeClone(dir); err != nil {
 		return nil, err
-	}
-	aside := dir + removingSuffix
-	if err := os.RemoveAll(aside); err != nil { // left by an earlier kill
-		return nil, fmt.Errorf("remove %s: %w", aside, err)
-	}
-	if err := os.Rename(dir, aside); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("move clone aside: %w", err)
-	}
-	if err := os.RemoveAll(aside); err != nil {
-		return nil, fmt.Errorf("remove clone: %w", err)
 	}
 	if _, err := git.PlainInit(dir, true); err != nil {
 		return nil, fmt.Errorf("init clone: %w", err)
@@ -380,7 +381,27 @@ func reinit(dir string) (*git.Repository, error) {
 	return g, nil
 }
 
-// removingSuffix names a clone being deleted (see reinit).
+// removeClone deletes the clone in dir (missing is fine), refusing a directory that is not
+// a bare repository. It is moved aside first, so a kill part-way leaves either the whole
+// clone or a leftover that the next Open of dir clears.
+func removeClone(dir string) error {
+	if err := checkRemovable(dir); err != nil {
+		return err
+	}
+	aside := dir + removingSuffix
+	if err := os.RemoveAll(aside); err != nil { // left by an earlier kill
+		return fmt.Errorf("remove %s: %w", aside, err)
+	}
+	if err := os.Rename(dir, aside); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("move clone aside: %w", err)
+	}
+	if err := os.RemoveAll(aside); err != nil {
+		return fmt.Errorf("remove clone: %w", err)
+	}
+	return nil
+}
+
+// removingSuffix names a clone being deleted (see removeClone).
 const removingSuffix = ".removing"
 
 // checkRemovable guards against deleting a directory that is not a clone of
