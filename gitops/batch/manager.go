@@ -160,7 +160,10 @@ type Manager struct {
 	// retiring holds, per worker being retired, a channel closed once its goroutine ended
 	// and its clone was closed: a new worker for the same clone waits for it.
 	retiring map[workerKey]chan struct{}
-	wg       sync.WaitGroup
+	// home is the (repository, branch) of each registered or suspended target: its clone is
+	// kept while any target calls it home, and deleted once none does.
+	home map[types.NamespacedName]workerKey
+	wg   sync.WaitGroup
 }
 
 // requestState is a CommitRequest the writer knows and, once done, its outcome.
@@ -189,7 +192,7 @@ func NewManager(opts Options) *Manager {
 	return &Manager{opts: opts, workers: map[workerKey]*worker{}, targets: map[types.NamespacedName]workerKey{},
 		known: map[types.NamespacedName]*target{}, requests: map[types.NamespacedName]*requestState{},
 		sensitive: map[types.NamespacedName][]schema.GroupResource{}, parked: map[types.NamespacedName]map[ObjectKey]Change{},
-		joining: map[workerKey]int{}, retiring: map[workerKey]chan struct{}{}}
+		joining: map[workerKey]int{}, retiring: map[workerKey]chan struct{}{}, home: map[types.NamespacedName]workerKey{}}
 }
 
 // Start runs until ctx ends; workers created before or after Start run under ctx.
@@ -224,29 +227,61 @@ func (m *Manager) run(w *worker) {
 // suspended or moved to another repository or branch): its goroutine ends, its clone's
 // open packfiles and caches are released and its metric series removed. A long-running
 // operator whose targets come and go would otherwise keep every clone it ever opened.
-// With forget (the last target was deleted) the clone is deleted from disk too; otherwise
-// it stays, so a target that comes back fetches only what changed.
-func (m *Manager) retireIfIdle(wk workerKey, forget bool) {
+// Once no target calls wk home either (none is suspended there), the clone is deleted
+// from disk too, with or without a worker; a suspended target's stays, so it fetches only
+// what changed when it comes back.
+func (m *Manager) retireIfIdle(wk workerKey) {
 	m.mu.Lock()
+	for m.retiring[wk] != nil { // another retirement of wk first: this one may go further
+		retired := m.retiring[wk]
+		m.mu.Unlock()
+		<-retired
+		m.mu.Lock()
+	}
 	w := m.workers[wk]
-	if w == nil || m.joining[wk] > 0 || m.routesTo(wk) {
+	forget := !m.isHome(wk)
+	if m.joining[wk] > 0 || m.routesTo(wk) || (w == nil && !forget) {
 		m.mu.Unlock()
 		return
 	}
 	delete(m.workers, wk)
 	retired := make(chan struct{})
 	m.retiring[wk] = retired
-	stop, done := w.stop, w.done
+	var stop context.CancelFunc
+	var done chan struct{}
+	if w != nil {
+		stop, done = w.stop, w.done
+	}
 	m.mu.Unlock()
 	if stop != nil {
 		stop()
 		<-done
 	}
-	w.retire(forget)
+	if w != nil {
+		w.retire(forget)
+	} else if err := repo.RemoveDir(m.cloneDir(wk)); err != nil {
+		m.opts.Log.Error(err, "deleting the local clone no GitTarget uses any more", "repository", wk.url, "branch", wk.branch)
+	}
 	m.mu.Lock()
 	delete(m.retiring, wk)
 	m.mu.Unlock()
 	close(retired)
+}
+
+// isHome reports whether a registered or suspended target calls wk home. Callers hold m.mu.
+func (m *Manager) isHome(wk workerKey) bool {
+	for _, k := range m.home {
+		if k == wk {
+			return true
+		}
+	}
+	return false
+}
+
+// cloneDir is where the clone of wk lives under the work directory.
+func (m *Manager) cloneDir(wk workerKey) string {
+	sum := sha256.Sum256([]byte(wk.url + "\x00" + wk.branch))
+	return filepath.Join(m.opts.WorkDir, hex.EncodeToString(sum[:8]))
 }
 
 // routesTo reports whether any registered target is routed to the worker of wk. Callers
@@ -272,8 +307,12 @@ func (m *Manager) EnsureTarget(ctx context.Context, spec TargetSpec) (TargetStat
 	// place (making it waits for nothing, while ensureTarget may wait for a push).
 	w.openQueue(spec.Key)
 	m.mu.Lock()
-	m.targets[spec.Key] = wk
+	prev, had := m.home[spec.Key]
+	m.targets[spec.Key], m.home[spec.Key] = wk, wk
 	m.mu.Unlock()
+	if had && prev != wk { // it comes back from suspension elsewhere: its old clone may go
+		defer m.retireIfIdle(prev)
+	}
 	t, st, err := w.ensureTarget(ctx, spec)
 	m.unpark(spec.Key, w) // its queue exists now, whether or not the fetch worked
 	if err == nil {
@@ -297,7 +336,7 @@ func (m *Manager) joined(wk workerKey) {
 	idle := m.joining[wk] == 0 && !m.routesTo(wk)
 	m.mu.Unlock()
 	if idle {
-		m.retireIfIdle(wk, false)
+		m.retireIfIdle(wk)
 	}
 }
 
@@ -314,7 +353,7 @@ func (m *Manager) Status(key types.NamespacedName) (TargetStatus, bool) {
 }
 
 // RemoveTarget forgets a deleted GitTarget and its pending changes; files in Git stay as
-// they are. The local clone goes too when no other target uses it.
+// they are. Its local clone goes too when no other target, registered or suspended, uses it.
 func (m *Manager) RemoveTarget(key types.NamespacedName) {
 	m.stopTarget(key, false)
 }
@@ -330,6 +369,7 @@ func (m *Manager) SuspendTarget(key types.NamespacedName) {
 func (m *Manager) stopTarget(key types.NamespacedName, park bool) {
 	m.mu.Lock()
 	wk, ok := m.targets[key]
+	home, housed := m.home[key]
 	delete(m.targets, key)
 	delete(m.known, key)
 	delete(m.sensitive, key)
@@ -340,6 +380,7 @@ func (m *Manager) stopTarget(key types.NamespacedName, park bool) {
 		}
 	} else {
 		delete(m.parked, key)
+		delete(m.home, key)
 	}
 	m.mu.Unlock()
 	if ok && w != nil {
@@ -347,7 +388,12 @@ func (m *Manager) stopTarget(key types.NamespacedName, park bool) {
 		if pending := w.removeTarget(key); park {
 			m.park(true, pending...)
 		}
-		defer m.retireIfIdle(wk, !park)
+	}
+	switch {
+	case ok:
+		defer m.retireIfIdle(wk)
+	case housed && !park: // deleted while suspended: its clone may be the last trace
+		defer m.retireIfIdle(home)
 	}
 	var orphaned []*CommitRequest
 	m.mu.Lock()
@@ -417,9 +463,7 @@ func (m *Manager) workerFor(ctx context.Context, spec TargetSpec) (*worker, work
 	}
 	w, ok := m.workers[wk]
 	if !ok {
-		sum := sha256.Sum256([]byte(wk.url + "\x00" + wk.branch))
-		dir := filepath.Join(m.opts.WorkDir, hex.EncodeToString(sum[:8]))
-		r, err := repo.Open(ctx, dir, spec.URL, spec.Auth)
+		r, err := repo.Open(ctx, m.cloneDir(wk), spec.URL, spec.Auth)
 		if err != nil {
 			return nil, wk, fmt.Errorf("opening the local clone of %s: %w", repo.Redact(spec.URL), err)
 		}
@@ -494,6 +538,7 @@ func (m *Manager) moveAway(key types.NamespacedName, to workerKey) {
 	}
 	old := m.workers[from]
 	delete(m.targets, key)
+	m.home[key] = to          // the old clone goes once no other target calls it home
 	if m.parked[key] == nil { // changes arriving while it moves are kept for the new worker
 		m.parked[key] = map[ObjectKey]Change{}
 	}
@@ -506,8 +551,8 @@ func (m *Manager) moveAway(key types.NamespacedName, to workerKey) {
 	if old != nil {
 		// Its pending changes follow it: EnsureTarget hands them to the new worker.
 		m.park(true, old.removeTarget(key)...)
-		m.retireIfIdle(from, false)
 	}
+	m.retireIfIdle(from)
 }
 
 // rehome hands the target's CommitRequests that lost their queue to its current worker,

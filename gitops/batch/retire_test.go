@@ -112,6 +112,14 @@ func ended(w *worker) bool {
 	}
 }
 
+// clones counts the clones under the work directory.
+func (rw *runningWriter) clones(t *testing.T) int {
+	t.Helper()
+	entries, err := os.ReadDir(rw.workDir)
+	require.NoError(t, err)
+	return len(entries)
+}
+
 func (rw *runningWriter) workers() int {
 	rw.m.mu.Lock()
 	defer rw.m.mu.Unlock()
@@ -154,11 +162,9 @@ func TestAWorkerNoTargetUsesIsRetired(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			rw, live := writingTarget(t)
 			tt.stop(rw.m, live.Key)
-			clones, err := os.ReadDir(rw.workDir)
-			require.NoError(t, err)
-			require.Len(t, clones, tt.clones)
+			require.Equal(t, tt.clones, rw.clones(t))
 
-			_, err = rw.m.EnsureTarget(context.Background(), live)
+			_, err := rw.m.EnsureTarget(context.Background(), live)
 			require.NoError(t, err)
 			rw.write(t, live.Key, "main", "a", "two")
 
@@ -180,6 +186,38 @@ func TestAWorkerNoTargetUsesIsRetired(t *testing.T) {
 		assert.Equal(t, 1, rw.workers())
 		assert.NotSame(t, old, rw.m.workerOf(live.Key))
 		assert.True(t, ended(old), "the old worker's loop ended")
+		assert.Equal(t, 1, rw.clones(t), "no target calls the old clone home any more")
+		rw.write(t, live.Key, "other", "a", "one")
+	})
+	t.Run("deletes the clone of a target deleted while suspended", func(t *testing.T) {
+		rw, live := writingTarget(t)
+		rw.m.SuspendTarget(live.Key) // e.g. its GitProvider deleted first
+		require.Equal(t, 1, rw.clones(t))
+
+		rw.m.RemoveTarget(live.Key)
+
+		assert.Zero(t, rw.clones(t))
+	})
+	t.Run("keeps the clone a suspended target calls home when another target on it is deleted", func(t *testing.T) {
+		rw, live := writingTarget(t)
+		second := rw.spec("second", "main")
+		_, err := rw.m.EnsureTarget(context.Background(), second)
+		require.NoError(t, err)
+		rw.m.SuspendTarget(second.Key)
+
+		rw.m.RemoveTarget(live.Key)
+
+		assert.Equal(t, 1, rw.clones(t))
+		assert.Zero(t, rw.workers())
+	})
+	t.Run("deletes the old clone of a suspended target that comes back on another branch", func(t *testing.T) {
+		rw, live := writingTarget(t)
+		rw.m.SuspendTarget(live.Key)
+
+		_, err := rw.m.EnsureTarget(context.Background(), rw.spec("live", "other"))
+		require.NoError(t, err)
+
+		assert.Equal(t, 1, rw.clones(t))
 		rw.write(t, live.Key, "other", "a", "one")
 	})
 	t.Run("keeps a worker another target still uses", func(t *testing.T) {

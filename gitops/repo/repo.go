@@ -162,6 +162,12 @@ func (r *Repo) Close() error {
 	return err
 }
 
+// RemoveDir deletes the clone in dir that no Repo has open (removeClone), for a clone no
+// GitTarget needs any more; a missing dir is fine.
+func RemoveDir(dir string) error {
+	return removeClone(dir)
+}
+
 // Remove closes the clone and deletes it from disk (removeClone), for a clone no GitTarget
 // needs any more. The Repo must not be used afterwards.
 func (r *Repo) Remove() error {
