@@ -156,10 +156,14 @@ func (r *Repo) Close() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	err := r.storeFresh()
-	r.fresh = nil
-	r.trees = newTreeCache()
-	closeStore(r.git)
+	r.release()
 	return err
+}
+
+// release drops the in-memory caches and closes the store's open packfiles. Callers hold r.mu.
+func (r *Repo) release() {
+	r.fresh, r.trees = nil, newTreeCache()
+	closeStore(r.git)
 }
 
 // RemoveDir deletes the clone in dir that no Repo has open (removeClone), for a clone no
@@ -173,9 +177,7 @@ func RemoveDir(dir string) error {
 func (r *Repo) Remove() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.fresh = nil
-	r.trees = newTreeCache()
-	closeStore(r.git)
+	r.release()
 	return removeClone(r.dir)
 }
 
