@@ -383,7 +383,9 @@ func TestAWriterRebuildsAClonePartOfWhichCannotBeRead(t *testing.T) {
 		require.NoError(t, err)
 		m := NewManager(Options{Log: logr.Discard(), WorkDir: t.TempDir(), Resolver: fixedResolver{key: live}})
 		ctx, cancel := context.WithCancel(context.Background())
-		defer cancel()
+		stopped := make(chan struct{})
+		// The worker stops before the work dir is removed, which it may still be repairing.
+		defer func() { cancel(); <-stopped }()
 		spec := TargetSpec{Key: liveKey, URL: remote.URL, Branch: "main", Folder: "live", Messages: msgs,
 			Committer: Identity{Name: "W", Email: "w@example.com"}}
 		_, err = m.EnsureTarget(ctx, spec)
@@ -398,7 +400,7 @@ func TestAWriterRebuildsAClonePartOfWhichCannotBeRead(t *testing.T) {
 		require.NoError(t, reopened.RepairedDamage())
 		w.repo = reopened
 		w.mu.Unlock()
-		go func() { _ = m.Start(ctx) }()
+		go func() { _ = m.Start(ctx); close(stopped) }()
 
 		m.Submit(Change{Target: liveKey, Key: key, AllowDelete: true})
 
