@@ -203,6 +203,10 @@ func run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	if err := mgr.Add(w); err != nil {
 		return err
 	}
+	// Clones of GitTargets deleted while no replica ran; the API reader lists them all.
+	if err := mgr.Add(&gitopsctrl.CloneSweeper{Reader: mgr.GetAPIReader(), Writer: writer, Log: log.WithName("clones")}); err != nil {
+		return err
+	}
 	if err := followNamespaceLabels(ctx, nsCache, w, deletedNamespaces); err != nil {
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -411,6 +412,13 @@ func removeClone(dir string) error {
 
 // removingSuffix names a clone being deleted (see removeClone).
 const removingSuffix = ".removing"
+
+// CloneOfRemoval returns the name of the clone whose deletion a kill interrupted, leaving
+// the directory name behind (removeClone moves a clone aside first), and true; for any
+// other name, name itself and false. RemoveDir of that clone finishes the deletion.
+func CloneOfRemoval(name string) (string, bool) {
+	return strings.CutSuffix(name, removingSuffix)
+}
 
 // checkRemovable guards against deleting a directory that is not a clone of
 // ours, such as a work tree or a wrong --work-dir: it must be a bare

@@ -1,0 +1,117 @@
+package batch
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/go-logr/logr"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gitops-reverser/gitops-reverser/gitops/repo"
+)
+
+func TestStaleClones(t *testing.T) {
+	const (
+		used   = "00112233445566aa"
+		unused = "ffeeddccbbaa9988"
+	)
+	for _, tt := range []struct {
+		name  string
+		names []string
+		want  []string
+	}{
+		{"deletes a clone no GitTarget uses", []string{used, unused}, []string{unused}},
+		{"keeps every clone in use", []string{used}, nil},
+		{"finishes the deletion a kill interrupted of a clone no GitTarget uses", []string{unused + ".removing"}, []string{unused}},
+		{"leaves an interrupted deletion of a clone in use to that clone", []string{used + ".removing"}, nil},
+		{"names a clone once when it and its interrupted deletion are both there", []string{unused + ".removing", unused}, []string{unused}},
+		{"never touches a directory not named as the Manager names clones",
+			[]string{"notes", "FFEEDDCCBBAA9988", "ffeeddccbbaa998", "ffeeddccbbaa99880", "ffeeddccbbaa998g", "notes.removing"}, nil},
+		{"lists what it deletes in order", []string{"ffffffffffffffff", unused, "0000000000000000"},
+			[]string{"0000000000000000", unused, "ffffffffffffffff"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, staleClones(tt.names, map[string]bool{used: true}))
+		})
+	}
+}
+
+func TestAStartSweepDeletesTheClonesNoGitTargetUses(t *testing.T) {
+	// An earlier process cloned main for ops/live and other for ops/gone; ops/gone was
+	// deleted while no process ran, and a new one starts on the same work directory.
+	rw := newRunningWriter(t)
+	dir := t.TempDir()
+	live, gone := rw.spec("live", "main"), rw.spec("gone", "other")
+	earlier := NewManager(Options{Log: logr.Discard(), WorkDir: dir, Resolver: rw.cluster})
+	for _, s := range []TargetSpec{live, gone} {
+		_, err := earlier.EnsureTarget(context.Background(), s)
+		require.NoError(t, err)
+	}
+	liveClone := filepath.Base(earlier.cloneDir(workerKey{url: repo.NormalizeURL(live.URL), branch: "main"}))
+	goneClone := filepath.Base(earlier.cloneDir(workerKey{url: repo.NormalizeURL(gone.URL), branch: "other"}))
+	require.ElementsMatch(t, []string{liveClone, goneClone}, dirNames(t, dir))
+	require.NoError(t, os.Mkdir(filepath.Join(dir, "notes"), 0o755))
+	// Named like a clone, but it holds a work tree: never deleted.
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "0123456789abcdef", ".git"), 0o755))
+
+	t.Run("deletes the clone of a target deleted while the operator was down and keeps the others", func(t *testing.T) {
+		after := NewManager(Options{Log: logr.Discard(), WorkDir: dir, Resolver: rw.cluster})
+		removed, err := after.SweepClones([]Clone{{URL: live.URL + ".git/", Branch: "main"}}) // another spelling of its URL
+		require.ErrorContains(t, err, "0123456789abcdef", "a directory that is not a clone is refused, by name")
+		assert.Equal(t, []string{goneClone}, removed)
+		assert.ElementsMatch(t, []string{liveClone, "notes", "0123456789abcdef"}, dirNames(t, dir))
+
+		_, err = after.EnsureTarget(context.Background(), live)
+		require.NoError(t, err, "the kept clone serves its target")
+	})
+	t.Run("keeps the clone of a target registered after the list was read", func(t *testing.T) {
+		rw := newRunningWriter(t)
+		spec := rw.spec("new", "other")
+		_, err := rw.m.EnsureTarget(context.Background(), spec)
+		require.NoError(t, err)
+		removed, err := rw.m.SweepClones(nil)
+		require.NoError(t, err)
+		assert.Empty(t, removed)
+		rw.write(t, spec.Key, "other", "b", "one")
+	})
+	t.Run("keeps the clone of a suspended target", func(t *testing.T) {
+		rw, spec := writingTarget(t)
+		rw.m.SuspendTarget(spec.Key)
+		removed, err := rw.m.SweepClones(nil)
+		require.NoError(t, err)
+		assert.Empty(t, removed)
+		assert.Equal(t, 1, rw.clones(t))
+	})
+	t.Run("finishes a deletion a kill interrupted", func(t *testing.T) {
+		dir := t.TempDir()
+		aside := filepath.Join(dir, "ffeeddccbbaa9988.removing")
+		require.NoError(t, os.MkdirAll(filepath.Join(aside, "objects", "pack"), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(aside, "HEAD"), []byte("ref: refs/heads/main\n"), 0o644))
+		m := NewManager(Options{Log: logr.Discard(), WorkDir: dir})
+		removed, err := m.SweepClones(nil)
+		require.NoError(t, err)
+		assert.Equal(t, []string{"ffeeddccbbaa9988"}, removed)
+		assert.Empty(t, dirNames(t, dir))
+	})
+	t.Run("has nothing to do without a work directory", func(t *testing.T) {
+		m := NewManager(Options{Log: logr.Discard(), WorkDir: filepath.Join(t.TempDir(), "none")})
+		removed, err := m.SweepClones(nil)
+		require.NoError(t, err)
+		assert.Empty(t, removed)
+	})
+}
+
+// dirNames lists the names of dir's entries.
+func dirNames(t *testing.T, dir string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	names := make([]string, 0, len(entries))
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	return names
+}

@@ -1,0 +1,43 @@
+package controller_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gitops-reverser/gitops-reverser/api/v1alpha1"
+	"github.com/gitops-reverser/gitops-reverser/gitops/batch"
+	"github.com/gitops-reverser/gitops-reverser/gitops/controller"
+)
+
+// TestClonesInUse: the repository and branch of every GitTarget whose GitProvider exists.
+func TestClonesInUse(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t)
+	url := "file://" + bareRemote(t)
+	require.NoError(t, k8s.Create(ctx, provider(ns, url, "main", "env/*")))
+	require.NoError(t, k8s.Create(ctx, target(ns, "main", "live")))
+	prod := target(ns, "env/prod", "prod")
+	prod.Name = "prod"
+	require.NoError(t, k8s.Create(ctx, prod))
+	orphan := target(ns, "main", "orphan")
+	orphan.Name, orphan.Spec.ProviderRef = "orphan", v1alpha1.LocalObjectReference{Name: "missing"}
+	require.NoError(t, k8s.Create(ctx, orphan))
+	t.Run("elsewhere", func(t *testing.T) {
+		// A GitProvider of the same name in another namespace is not this target's.
+		require.NoError(t, k8s.Create(ctx, target(namespace(t), "other", "live")))
+	})
+
+	inUse, err := controller.ClonesInUse(ctx, k8s)
+	require.NoError(t, err)
+	var mine []batch.Clone
+	for _, c := range inUse {
+		if c.URL == url {
+			mine = append(mine, c)
+		}
+	}
+	assert.ElementsMatch(t, []batch.Clone{{URL: url, Branch: "main"}, {URL: url, Branch: "env/prod"}}, mine,
+		"a target whose GitProvider is missing, here or in its own namespace, has no repository")
+}
