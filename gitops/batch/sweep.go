@@ -19,14 +19,16 @@ type Clone struct {
 }
 
 // SweepClones deletes from the work directory the clones no GitTarget uses: those of
-// targets deleted, or moved to another repository or branch, while the operator was not
+// targets deleted, or moved to another GitProvider's repository, while the operator was not
 // running (retireIfIdle deletes the others as it happens), and what a kill left of a
 // deletion. inUse are the repository and branch of every GitTarget in the cluster. The
 // clone of a worker, of a registration in progress or of a registered or suspended target
-// is kept whatever inUse says; a directory whose name is not one the Manager gives a
-// clone is never touched, and one that is not a bare repository is refused by
-// repo.RemoveDir. It holds the Manager's lock while it deletes, so no registration opens a
-// clone it is deleting. It returns the directories it deleted.
+// is kept whatever inUse says. A directory whose name is not one the Manager gives a clone
+// is never touched; one that is not a bare repository (repo.MoveAside), or a leftover
+// holding a work tree (repo.CheckLeftover), is refused by name. Under the Manager's lock it
+// only decides and moves clones aside, so no registration opens a clone being deleted and
+// none waits for the deletion, which follows without the lock. It returns the clones it
+// deleted.
 func (m *Manager) SweepClones(inUse []Clone) ([]string, error) {
 	entries, err := os.ReadDir(m.opts.WorkDir)
 	if errors.Is(err, os.ErrNotExist) {
@@ -41,18 +43,39 @@ func (m *Manager) SweepClones(inUse []Clone) ([]string, error) {
 			names = append(names, e.Name())
 		}
 	}
+	removed, asides, errs := m.moveStaleAside(names, inUse)
+	for _, aside := range asides {
+		if err := os.RemoveAll(aside); err != nil {
+			errs = append(errs, fmt.Errorf("deleting %s: %w", aside, err))
+		}
+	}
+	return removed, errors.Join(errs...)
+}
+
+// moveStaleAside moves the stale clones among names aside (repo.MoveAside), with the
+// Manager's lock held, and returns their names, the directories to delete and what it
+// refused.
+func (m *Manager) moveStaleAside(names []string, inUse []Clone) (removed, asides []string, errs []error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	var removed []string
-	var errs []error
 	for _, name := range staleClones(names, m.keptClones(inUse)) {
-		if err := repo.RemoveDir(filepath.Join(m.opts.WorkDir, name)); err != nil {
+		dir := filepath.Join(m.opts.WorkDir, name)
+		leftover, err := repo.CheckLeftover(dir)
+		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		removed = append(removed, name)
+		if _, err := os.Lstat(dir); errors.Is(err, os.ErrNotExist) && !leftover {
+			continue // a retirement deleted it since the listing
+		}
+		aside, err := repo.MoveAside(dir)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		removed, asides = append(removed, name), append(asides, aside)
 	}
-	return removed, errors.Join(errs...)
+	return removed, asides, errs
 }
 
 // keptClones are the directory names of the clones of inUse and of every clone the

@@ -2,11 +2,14 @@ package batch
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 
 	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -95,6 +98,44 @@ func TestAStartSweepDeletesTheClonesNoGitTargetUses(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, []string{"ffeeddccbbaa9988"}, removed)
 		assert.Empty(t, dirNames(t, dir))
+	})
+	t.Run("refuses, by name, a leftover named as a deletion that holds a work tree", func(t *testing.T) {
+		dir := t.TempDir()
+		require.NoError(t, os.MkdirAll(filepath.Join(dir, "ffeeddccbbaa9988.removing", ".git"), 0o755))
+		m := NewManager(Options{Log: logr.Discard(), WorkDir: dir})
+		removed, err := m.SweepClones(nil)
+		require.ErrorContains(t, err, "ffeeddccbbaa9988.removing")
+		assert.Empty(t, removed)
+		assert.Equal(t, []string{"ffeeddccbbaa9988.removing"}, dirNames(t, dir))
+	})
+	t.Run("never takes the clone of a target registering, writing or being removed meanwhile", func(t *testing.T) {
+		rw := newRunningWriter(t)
+		live, second := rw.spec("live", "main"), rw.spec("second", "other")
+		_, err := rw.m.EnsureTarget(context.Background(), live)
+		require.NoError(t, err)
+		for i := range 20 {
+			var wg sync.WaitGroup
+			wg.Add(3)
+			go func() {
+				defer wg.Done()
+				_, err := rw.m.EnsureTarget(context.Background(), second)
+				assert.NoError(t, err)
+			}()
+			go func() { defer wg.Done(); rw.m.RemoveTarget(second.Key) }()
+			go func() {
+				defer wg.Done()
+				_, err := rw.m.SweepClones(nil)
+				assert.NoError(t, err)
+			}()
+			wg.Wait()
+			rw.write(t, live.Key, "main", "a", fmt.Sprint(i))
+		}
+		_, err = rw.m.EnsureTarget(context.Background(), second)
+		require.NoError(t, err)
+		rw.write(t, second.Key, "other", "b", "one")
+		rw.remote.Fsck()
+		assert.Zero(t, testutil.ToFloat64(rw.metrics.Repairs), "no clone in use was damaged")
+		assert.Equal(t, 2, rw.clones(t), "each branch has its clone, nothing else is left")
 	})
 	t.Run("has nothing to do without a work directory", func(t *testing.T) {
 		m := NewManager(Options{Log: logr.Discard(), WorkDir: filepath.Join(t.TempDir(), "none")})

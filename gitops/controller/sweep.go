@@ -20,7 +20,7 @@ type Sweeper interface {
 }
 
 // CloneSweeper deletes, once when this replica starts leading, the local clones of
-// GitTargets deleted (or moved to another repository or branch) while no replica ran:
+// GitTargets deleted (or moved to another repository) while no replica ran:
 // the writer deletes the others as it sees their last target go, but these it never saw,
 // and each would keep a repository's branch on disk for good.
 type CloneSweeper struct {

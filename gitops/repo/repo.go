@@ -394,15 +394,9 @@ func reinit(dir string) (*git.Repository, error) {
 // a bare repository. It is moved aside first, so a kill part-way leaves either the whole
 // clone or a leftover that the next Open of dir clears.
 func removeClone(dir string) error {
-	if err := checkRemovable(dir); err != nil {
+	aside, err := MoveAside(dir)
+	if err != nil {
 		return err
-	}
-	aside := dir + removingSuffix
-	if err := os.RemoveAll(aside); err != nil { // left by an earlier kill
-		return fmt.Errorf("remove %s: %w", aside, err)
-	}
-	if err := os.Rename(dir, aside); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("move clone aside: %w", err)
 	}
 	if err := os.RemoveAll(aside); err != nil {
 		return fmt.Errorf("remove clone: %w", err)
@@ -410,8 +404,42 @@ func removeClone(dir string) error {
 	return nil
 }
 
+// MoveAside moves the clone in dir to the name a deletion uses (CloneOfRemoval), so that
+// dir is free at once and the slow part, os.RemoveAll of the returned directory, can run
+// later without holding anything; a kill in between leaves what the next Open of dir, or a
+// sweep, clears. It refuses a dir that is not a bare repository (checkRemovable); a missing
+// dir is fine.
+func MoveAside(dir string) (string, error) {
+	if err := checkRemovable(dir); err != nil {
+		return "", err
+	}
+	aside := dir + removingSuffix
+	if err := os.RemoveAll(aside); err != nil { // left by an earlier kill
+		return "", fmt.Errorf("remove %s: %w", aside, err)
+	}
+	if err := os.Rename(dir, aside); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return "", fmt.Errorf("move clone aside: %w", err)
+	}
+	return aside, nil
+}
+
 // removingSuffix names a clone being deleted (see removeClone).
 const removingSuffix = ".removing"
+
+// CheckLeftover reports whether a deletion of the clone in dir that a kill cut short left
+// something behind (the directory MoveAside moves it to), and refuses to treat that as a
+// clone's when it holds a work tree: a half-deleted clone may have lost the entries that
+// make it look like a bare repository, but it never had a .git.
+func CheckLeftover(dir string) (bool, error) {
+	aside := dir + removingSuffix
+	if _, err := os.Lstat(aside); errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	}
+	if _, err := os.Lstat(filepath.Join(aside, ".git")); err == nil {
+		return true, fmt.Errorf("%w: %s has a .git directory (a work tree?)", ErrNotRepository, aside)
+	}
+	return true, nil
+}
 
 // CloneOfRemoval returns the name of the clone whose deletion a kill interrupted, leaving
 // the directory name behind (removeClone moves a clone aside first), and true; for any

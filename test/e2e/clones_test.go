@@ -38,9 +38,8 @@ func TestAGitTargetDeletedWhileTheOperatorWasDownLeavesNoClone(t *testing.T) {
 	kubectl(t, "", "-n", ns, "delete", "gittarget", "live")
 	op = startOperator(t, work)
 
-	eventually(t, 60*time.Second, "the clone deleted", func() (bool, string) {
+	eventually(t, 60*time.Second, "the clone deleted, and the deletion logged", func() (bool, string) {
 		left := clonesOf(t, work, remote)
-		return len(left) == 0, strings.Join(left, ", ")
+		return len(left) == 0 && strings.Contains(op.logs.String(), "deleted a local clone no GitTarget uses"), strings.Join(left, ", ")
 	})
-	require.Contains(t, op.logs.String(), "deleted a local clone no GitTarget uses")
 }
