@@ -28,8 +28,10 @@ type Style struct {
 // going to the first seen.
 func DetectStyle(content []byte) (Style, bool) {
 	var votes styleVotes
-	if len(content) == 0 {
-		return votes.verdict() // a new file: nothing to vote, and a parser costs 12 KB
+	if !hasSequenceEntry(content) {
+		// Nothing to vote (a new file, a ConfigMap), and a parse costs 12 KB and 40 µs:
+		// a folder of 10,000 ConfigMaps was parsed whole for its style at every analysis.
+		return votes.verdict()
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(content))
 	for {
@@ -41,6 +43,52 @@ func DetectStyle(content []byte) (Style, bool) {
 		votes.count(&doc)
 	}
 	return votes.verdict()
+}
+
+// hasSequenceEntry reports whether content may hold a block sequence entry: a "-" followed
+// by a blank, a line break or the end, with only blanks and the indicators "?", ":" and "-"
+// (each followed by a blank) between it and the start of its line. A file without one has
+// no block sequence; a "-" inside a scalar may still say yes, and the parse that follows
+// decides. Every line break YAML knows ends a line here (LF, CR, and the last byte of NEL,
+// LS and PS, taken loosely).
+func hasSequenceEntry(content []byte) bool {
+	for i, c := range content {
+		if c != '-' || !entryFollows(content[i+1:]) {
+			continue
+		}
+		if startsLine(content[:i]) {
+			return true
+		}
+	}
+	return false
+}
+
+// entryFollows says whether what follows a "-" makes it an entry indicator.
+func entryFollows(rest []byte) bool {
+	if len(rest) == 0 {
+		return true
+	}
+	switch rest[0] {
+	case ' ', '\t', '\r', '\n', 0xC2, 0xE2: // the last two may start NEL, LS or PS
+		return true
+	}
+	return false
+}
+
+// startsLine says whether before, the text ahead of a "-", ends with a line's start and
+// only blanks and indicators followed by blanks.
+func startsLine(before []byte) bool {
+	for i := len(before) - 1; i >= 0; i-- {
+		switch c := before[i]; {
+		case c == ' ' || c == '\t':
+		case c == '\n' || c == '\r' || c == 0x85 || c == 0xA8 || c == 0xA9:
+			return true
+		case (c == '?' || c == ':' || c == '-') && i+1 < len(before) && (before[i+1] == ' ' || before[i+1] == '\t'):
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // styleVotes counts the sequence indentations seen in a file.

@@ -30,6 +30,9 @@ func TestDetectStyle(t *testing.T) {
 		{name: "lets the first style win a tie", content: indentedSequences + "---\n" + compactSequences, want: manifest.Style{IndentSequences: true}, wantOK: true},
 		{name: "says nothing about YAML that does not parse", content: "a: [", wantOK: false},
 		{name: "says nothing about a new, empty file", content: "", wantOK: false},
+		{name: "says nothing about a file whose only dashes start document markers and scalars", content: "---\nkind: ConfigMap\ndata:\n  k: -1\n  s: a-b\n---\n", wantOK: false},
+		{name: "reads an entry whose item starts on the next line", content: "spec:\n  items:\n    -\n      name: a\n", want: manifest.Style{IndentSequences: true}, wantOK: true},
+		{name: "reads an entry in a file with CRLF line ends", content: "items:\r\n  -\r\n    a: 1\r\n", want: manifest.Style{IndentSequences: true}, wantOK: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
