@@ -174,6 +174,7 @@ func run(ctx context.Context, cfg *rest.Config, opts Options) error {
 		KeepDefaultedFields: opts.KeepDefaultedFields,
 		CompactLooseObjects: opts.compactLooseObjects(),
 		GitTimeout:          opts.gitTimeout(),
+		IndexKey:            buildKey(),
 	})
 	nsCache := mgr.GetCache()
 	deletedNamespaces := watcher.NewDeletedNamespaces(deletedNamespaceMemory)

@@ -2,6 +2,7 @@ package batch
 
 import (
 	"fmt"
+	"path/filepath"
 	"testing"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -135,22 +136,29 @@ func TestAnalysisReusingParsesEqualsAFreshOne(t *testing.T) {
 
 // BenchmarkReanalyse is the folder analysis after a person changed one file of a
 // 10,000-file folder (the remote moved): parsing every file, against reusing the earlier
-// parse of the 9,999 unchanged ones.
+// parse of the 9,999 unchanged ones, and against the first analysis after a restart that
+// reads the index the last run saved (savedIndex) from disk.
 func BenchmarkReanalyse(b *testing.B) {
 	folder := map[string]string{}
 	for i := range 10_000 {
 		folder[fmt.Sprintf("live/team-a/cm-%05d.yaml", i)] = cmDoc(fmt.Sprintf("cm-%05d", i), "1")
 	}
 	_, prev := analysed(treeFiles(folder), nil)
+	saved := filepath.Join(b.TempDir(), "index.json")
+	require.NoError(b, saveIndex(saved, "build", "live", prev))
 	folder["live/team-a/cm-00042.yaml"] = cmDoc("cm-00042", "2")
 	files := treeFiles(folder)
 	for _, bc := range []struct {
 		name string
-		prev *folderIndex
-	}{{"parse-every-file", nil}, {"reuse-unchanged", prev}} {
+		prev func() *folderIndex
+	}{
+		{"parse-every-file", func() *folderIndex { return nil }},
+		{"reuse-unchanged", func() *folderIndex { return prev }},
+		{"restart-with-saved-index", func() *folderIndex { return loadIndex(saved, "build", "live") }},
+	} {
 		b.Run(bc.name, func(b *testing.B) {
 			for b.Loop() {
-				if v, _ := analysed(files, bc.prev); !v.Supported {
+				if v, _ := analysed(files, bc.prev()); !v.Supported {
 					b.Fatal(v.Message())
 				}
 			}

@@ -95,6 +95,11 @@ type Options struct {
 	// stops answering would otherwise hold its branch's worker (and every registration and
 	// status read waiting for it) forever. 0 means DefaultGitTimeout.
 	GitTimeout time.Duration
+	// IndexKey names the build of the operator. When set, each worker keeps its targets'
+	// folder indexes in its clone when it stops, and the first analysis after a restart by
+	// the same build parses only the files that changed since (savedIndex). Empty: nothing
+	// is kept.
+	IndexKey string
 }
 
 // DefaultGitTimeout is Options.GitTimeout's default: room for pushing a first snapshot of
@@ -220,6 +225,7 @@ func (m *Manager) run(w *worker) {
 		defer m.wg.Done()
 		defer close(w.done)
 		w.loop(ctx)
+		w.saveIndexes()
 	}()
 }
 

@@ -487,7 +487,7 @@ func (w *worker) analyze(t *target) error {
 	if err != nil && !errors.Is(err, repo.ErrPathConflict) {
 		return fmt.Errorf("%w: reading folder %s: %w", errCloneRead, t.spec.Folder, err)
 	}
-	lf := layoutFiles(files, t.index.Load())
+	lf := layoutFiles(files, w.reusable(t))
 	verdict, ix := layout.Analyze(t.spec.Folder, lf)
 	if err != nil { // the folder, or a folder above it, is a file: a person's commit to fix
 		verdict, ix = layout.Verdict{Reason: layout.ReasonNotAFolder, File: t.spec.Folder, Folder: t.spec.Folder}, nil

@@ -1,0 +1,184 @@
+package batch
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/gitops-reverser/gitops-reverser/gitops/layout"
+	"github.com/gitops-reverser/gitops-reverser/gitops/manifest"
+)
+
+// savedIndex is a folder index as the worker keeps it in its clone between runs, so that the
+// first analysis after a restart parses only the files that changed since (reusedParse)
+// instead of every file of the folder, about 1.3 s of CPU for 10,000 files. It is taken
+// only by the same build of the operator (Options.IndexKey: a parser that changed could
+// judge a file differently), for the same folder, and file by file only for the same blob
+// at the same path: a stale or damaged one costs a parse, never a wrong verdict.
+type savedIndex struct {
+	Key    string      `json:"key"`
+	Folder string      `json:"folder"`
+	Files  []savedFile `json:"files"`
+}
+
+// savedFile is one indexed file: its blob and the objects its documents define.
+type savedFile struct {
+	Path string     `json:"path"`
+	Blob string     `json:"blob"`
+	Docs []savedDoc `json:"docs"`
+}
+
+// savedDoc is one document of a savedFile (manifest.DocInfo without Empty: only documents
+// defining an object are indexed).
+type savedDoc struct {
+	Index     int    `json:"index"`
+	Group     string `json:"group,omitempty"`
+	Kind      string `json:"kind"`
+	Namespace string `json:"namespace,omitempty"`
+	Name      string `json:"name"`
+	Digest    string `json:"digest,omitempty"`
+}
+
+// savedIndexPath is where the clone in dir keeps the saved index of folder.
+func savedIndexPath(dir, folder string) string {
+	sum := sha256.Sum256([]byte(folder))
+	return filepath.Join(dir, "gitops-reverser", "index-"+hex.EncodeToString(sum[:8])+".json")
+}
+
+// saveIndex writes ix, read from folder, for the build key to path, replacing the earlier
+// one at once (a kill leaves either, or a temporary file the next save replaces).
+func saveIndex(path, key, folder string, ix *folderIndex) error {
+	data, err := json.Marshal(toSaved(key, folder, ix))
+	if err != nil {
+		return fmt.Errorf("encoding the index of %s: %w", folder, err)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("saving the index of %s: %w", folder, err)
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+		return fmt.Errorf("saving the index of %s: %w", folder, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("saving the index of %s: %w", folder, err)
+	}
+	return nil
+}
+
+// loadIndex reads the index saved at path for the build key and folder; nil when there is
+// none, it does not decode, or it is another build's or folder's.
+func loadIndex(path, key, folder string) *folderIndex {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil
+	}
+	var s savedIndex
+	if json.Unmarshal(data, &s) != nil || s.Key != key || s.Folder != folder {
+		return nil
+	}
+	return fromSaved(s)
+}
+
+// toSaved is ix as saved: every file with the blob it was indexed from and the objects it
+// holds, in path order.
+func toSaved(key, folder string, ix *folderIndex) savedIndex {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	s := savedIndex{Key: key, Folder: folder, Files: make([]savedFile, 0, len(ix.blobs))}
+	for path, blob := range ix.blobs {
+		f := savedFile{Path: path, Blob: blob.String()}
+		for _, id := range ix.byFile[path] {
+			loc, ok := ix.byID[id]
+			if !ok || loc.File != path {
+				continue
+			}
+			d := savedDoc{Index: loc.Doc, Group: id.Group, Kind: id.Kind, Namespace: id.Namespace, Name: id.Name}
+			if loc.Digest != (manifest.Digest{}) {
+				d.Digest = hex.EncodeToString(loc.Digest[:])
+			}
+			f.Docs = append(f.Docs, d)
+		}
+		slices.SortFunc(f.Docs, func(a, b savedDoc) int { return a.Index - b.Index })
+		s.Files = append(s.Files, f)
+	}
+	slices.SortFunc(s.Files, func(a, b savedFile) int {
+		switch {
+		case a.Path < b.Path:
+			return -1
+		case a.Path > b.Path:
+			return 1
+		}
+		return 0
+	})
+	return s
+}
+
+// fromSaved rebuilds the index s saved, for reusedParse only: it describes no commit, so
+// no digest of it is trusted for planning. A file whose entry does not decode is left out
+// (it is parsed again).
+func fromSaved(s savedIndex) *folderIndex {
+	ix := &folderIndex{byID: map[manifest.Identity]layout.Location{}, byFile: map[string][]manifest.Identity{},
+		blobs: map[string]plumbing.Hash{}, folder: s.Folder}
+	for _, f := range s.Files {
+		blob := plumbing.NewHash(f.Blob)
+		if blob.IsZero() || blob.String() != f.Blob || len(f.Docs) == 0 {
+			continue
+		}
+		locs := make(map[manifest.Identity]layout.Location, len(f.Docs))
+		for _, d := range f.Docs {
+			var digest manifest.Digest
+			if d.Digest != "" {
+				b, err := hex.DecodeString(d.Digest)
+				if err != nil || len(b) != len(digest) {
+					locs = nil
+					break
+				}
+				copy(digest[:], b)
+			}
+			locs[manifest.Identity{Group: d.Group, Kind: d.Kind, Namespace: d.Namespace, Name: d.Name}] =
+				layout.Location{File: f.Path, Doc: d.Index, Digest: digest}
+		}
+		for id, loc := range locs {
+			ix.byID[id] = loc
+			ix.byFile[f.Path] = append(ix.byFile[f.Path], id)
+		}
+		if len(locs) > 0 {
+			ix.blobs[f.Path] = blob
+		}
+	}
+	return ix
+}
+
+// reusable is the index whose parses t's next analysis may reuse: the one it has, else,
+// after a restart, the one its worker saved (Options.IndexKey).
+func (w *worker) reusable(t *target) *folderIndex {
+	if ix := t.index.Load(); ix != nil || w.opts.IndexKey == "" {
+		return ix
+	}
+	return loadIndex(savedIndexPath(w.repo.Dir(), t.spec.Folder), w.opts.IndexKey, t.spec.Folder)
+}
+
+// saveIndexes keeps every target's index in the clone for the next run (Options.IndexKey).
+// A failure costs that run a parse of the folder: it is logged, not returned.
+func (w *worker) saveIndexes() {
+	if w.opts.IndexKey == "" {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for key, t := range w.targets {
+		ix := t.index.Load()
+		if ix == nil || !ix.of(t.spec.Folder) {
+			continue
+		}
+		if err := saveIndex(savedIndexPath(w.repo.Dir(), t.spec.Folder), w.opts.IndexKey, t.spec.Folder, ix); err != nil {
+			w.log.Error(err, "keeping the folder index for the next start", "gitTarget", key.String())
+		}
+	}
+}
