@@ -2,6 +2,7 @@ package batch
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -144,7 +145,8 @@ func BenchmarkReanalyse(b *testing.B) {
 		folder[fmt.Sprintf("live/team-a/cm-%05d.yaml", i)] = cmDoc(fmt.Sprintf("cm-%05d", i), "1")
 	}
 	_, prev := analysed(treeFiles(folder), nil)
-	saved := filepath.Join(b.TempDir(), "index.json")
+	saved := b.TempDir() // a clone, as far as saveIndex looks
+	require.NoError(b, os.WriteFile(filepath.Join(saved, "HEAD"), []byte("ref: refs/heads/main\n"), 0o644))
 	require.NoError(b, saveIndex(saved, "build", "live", prev))
 	folder["live/team-a/cm-00042.yaml"] = cmDoc("cm-00042", "2")
 	files := treeFiles(folder)

@@ -3,6 +3,7 @@ package batch
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/gitops-reverser/gitops-reverser/gitops/layout"
 	"github.com/gitops-reverser/gitops-reverser/gitops/manifest"
+	"github.com/gitops-reverser/gitops-reverser/gitops/repo"
 	"github.com/gitops-reverser/gitops-reverser/gitops/repo/repotest"
 )
 
@@ -65,23 +67,24 @@ func TestAnIndexSavedAtStopSparesTheNextStartParsingUnchangedFiles(t *testing.T)
 	cancel()
 	<-done
 	w := first.workerOf(liveKey)
-	path := savedIndexPath(w.repo.Dir(), "live")
+	clone := w.repo.Dir()
+	path := savedIndexPath(clone, "live")
 	require.FileExists(t, path)
-	saved := loadIndex(path, key, "live")
+	saved := loadIndex(clone, key, "live")
 	require.NotNil(t, saved)
 	assert.Equal(t, w.targets[liveKey].index.Load().byID, saved.byID, "the saved index is the one the worker had")
 	require.NoError(t, w.repo.Close())
 
-	// To see which parse the next start takes, the saved index says a.yaml holds another
-	// object: only a file whose blob is unchanged is taken from it, never parsed.
-	tampered := manifest.Identity{Kind: "ConfigMap", Namespace: "app", Name: "from-the-saved-index"}
-	aBlob := saved.blobs["live/app/configmaps/a.yaml"]
-	saved.byID = map[manifest.Identity]layout.Location{tampered: {File: "live/app/configmaps/a.yaml"}}
-	saved.byFile = map[string][]manifest.Identity{"live/app/configmaps/a.yaml": {tampered}}
-	saved.blobs = map[string]plumbing.Hash{"live/app/configmaps/a.yaml": aBlob}
+	// To see which parse the next start takes, the saved index says each file holds another
+	// object: a file whose blob is unchanged is taken from it, never parsed.
+	const a, b = "live/app/configmaps/a.yaml", "live/app/configmaps/b.yaml"
+	savedA := manifest.Identity{Kind: "ConfigMap", Namespace: "app", Name: "a-from-the-saved-index"}
+	savedB := manifest.Identity{Kind: "ConfigMap", Namespace: "app", Name: "b-from-the-saved-index"}
+	saved.byID = map[manifest.Identity]layout.Location{savedA: {File: a}, savedB: {File: b}}
+	saved.byFile = map[string][]manifest.Identity{a: {savedA}, b: {savedB}}
 	write := func(key, folder string) {
 		t.Helper()
-		require.NoError(t, saveIndex(path, key, folder, saved))
+		require.NoError(t, saveIndex(clone, key, folder, saved))
 	}
 	indexed := func(ix *folderIndex) []string {
 		var names []string
@@ -97,25 +100,53 @@ func TestAnIndexSavedAtStopSparesTheNextStartParsingUnchangedFiles(t *testing.T)
 		key     string
 		want    []string
 	}{
-		{"takes the saved parse of a file whose blob did not change", func() { write(key, "live") }, key,
-			[]string{"from-the-saved-index", "b"}},
+		{"takes the saved parse of every file whose blob did not change", func() { write(key, "live") }, key,
+			[]string{"a-from-the-saved-index", "b-from-the-saved-index"}},
 		{"parses every file when another build saved the index", func() { write(key, "live") }, "build-2", []string{"a", "b"}},
 		{"parses every file when the index was saved for another folder", func() { write(key, "elsewhere") }, key, []string{"a", "b"}},
-		{"parses a file whose blob changed since", func() {
+		{"parses only the file whose blob changed since", func() {
 			write(key, "live")
 			c := remote.Clone("main")
-			c.WriteFile("live/app/configmaps/a.yaml", configMapDoc("a", "2"))
+			c.WriteFile(a, configMapDoc("a", "2"))
 			c.CommitAndPush("main", "a person's edit")
-		}, key, []string{"a", "b"}},
+		}, key, []string{"a", "b-from-the-saved-index"}},
 		{"parses every file when the saved index is damaged", func() {
+			require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
 			require.NoError(t, os.WriteFile(path, []byte(`{"key":"build-1","folder":"live","files":[{`), 0o644))
 		}, key, []string{"a", "b"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
+			require.NoError(t, os.RemoveAll(filepath.Join(clone, savedIndexDir)))
 			tt.prepare()
 			m, tgt := start(tt.key)
 			assert.ElementsMatch(t, tt.want, indexed(tgt.index.Load()))
 			require.NoError(t, m.workerOf(liveKey).repo.Close())
 		})
 	}
+}
+
+func TestASavedIndexIsWrittenOnlyIntoAClone(t *testing.T) {
+	ix := newFolderIndex(layout.Index{manifest.Identity{Kind: "ConfigMap", Name: "a"}: {File: "live/a.yaml"}},
+		[]repo.File{{Path: "live/a.yaml", Hash: plumbing.ComputeHash(plumbing.BlobObject, []byte("a"))}})
+	gone := filepath.Join(t.TempDir(), "clone")
+	require.NoError(t, saveIndex(gone, "build", "live", ix))
+	assert.NoDirExists(t, gone, "a clone deleted or being repaired is not made again as a directory that holds no repository")
+
+	notRepo := t.TempDir()
+	require.NoError(t, saveIndex(notRepo, "build", "live", ix))
+	assert.NoDirExists(t, filepath.Join(notRepo, savedIndexDir))
+}
+
+func TestASavedIndexLeavesOutWhatReusedParseWouldNotReuse(t *testing.T) {
+	blob := plumbing.ComputeHash(plumbing.BlobObject, []byte("x"))
+	x, y := manifest.Identity{Kind: "ConfigMap", Name: "x"}, manifest.Identity{Kind: "ConfigMap", Name: "y"}
+	moved := &folderIndex{byID: map[manifest.Identity]layout.Location{x: {File: "live/other.yaml"}, y: {File: "live/a.yaml", Doc: 1}},
+		byFile: map[string][]manifest.Identity{"live/a.yaml": {x, y}}, blobs: map[string]plumbing.Hash{"live/a.yaml": blob}}
+	require.Nil(t, moved.reusedParse("live/a.yaml", blob))
+	assert.Nil(t, fromSaved(toSaved("build", "live", moved)).reusedParse("live/a.yaml", blob),
+		"a file one of whose objects the index moved elsewhere is parsed again, as in memory")
+
+	twice := savedIndex{Key: "build", Folder: "live", Files: []savedFile{{Path: "live/a.yaml", Blob: blob.String(),
+		Docs: []savedDoc{{Index: 0, Kind: "ConfigMap", Name: "x"}, {Index: 1, Kind: "ConfigMap", Name: "x"}}}}}
+	assert.Nil(t, fromSaved(twice).reusedParse("live/a.yaml", blob), "an object listed twice is no entry toSaved writes")
 }

@@ -47,23 +47,33 @@ func DetectStyle(content []byte) (Style, bool) {
 
 // hasSequenceEntry reports whether content may hold a block sequence entry: a "-" followed
 // by a blank, a line break or the end, with only blanks and the indicators "?", ":" and "-"
-// (each followed by a blank) between it and the start of its line. A file without one has
-// no block sequence; a "-" inside a scalar may still say yes, and the parse that follows
-// decides. Every line break YAML knows ends a line here (LF, CR, and the last byte of NEL,
-// LS and PS, taken loosely).
+// (each followed by the same) between it and the start of its line. A file without one
+// has no block sequence; a "-" inside a scalar may still say yes, and the parse that
+// follows decides. Every line break YAML knows ends a line here (LF, CR, and the last byte
+// of NEL, LS and PS, taken loosely), and UTF-16 text, which yaml.v3 reads too, always says
+// yes. One pass, so that no line makes it slow.
 func hasSequenceEntry(content []byte) bool {
+	if bytes.HasPrefix(content, []byte{0xFF, 0xFE}) || bytes.HasPrefix(content, []byte{0xFE, 0xFF}) {
+		return true
+	}
+	leading := true // only blanks and indicators since the line started
 	for i, c := range content {
-		if c != '-' || !entryFollows(content[i+1:]) {
-			continue
-		}
-		if startsLine(content[:i]) {
-			return true
+		switch {
+		case c == '\n' || c == '\r' || c == 0x85 || c == 0xA8 || c == 0xA9:
+			leading = true
+		case c == ' ' || c == '\t':
+		case (c == '-' || c == '?' || c == ':') && leading && entryFollows(content[i+1:]):
+			if c == '-' {
+				return true
+			}
+		default:
+			leading = false
 		}
 	}
 	return false
 }
 
-// entryFollows says whether what follows a "-" makes it an entry indicator.
+// entryFollows says whether what follows an indicator makes it one.
 func entryFollows(rest []byte) bool {
 	if len(rest) == 0 {
 		return true
@@ -73,22 +83,6 @@ func entryFollows(rest []byte) bool {
 		return true
 	}
 	return false
-}
-
-// startsLine says whether before, the text ahead of a "-", ends with a line's start and
-// only blanks and indicators followed by blanks.
-func startsLine(before []byte) bool {
-	for i := len(before) - 1; i >= 0; i-- {
-		switch c := before[i]; {
-		case c == ' ' || c == '\t':
-		case c == '\n' || c == '\r' || c == 0x85 || c == 0xA8 || c == 0xA9:
-			return true
-		case (c == '?' || c == ':' || c == '-') && i+1 < len(before) && (before[i+1] == ' ' || before[i+1] == '\t'):
-		default:
-			return false
-		}
-	}
-	return true
 }
 
 // styleVotes counts the sequence indentations seen in a file.
