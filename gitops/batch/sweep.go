@@ -104,7 +104,7 @@ func (m *Manager) keptClones(inUse []Clone) map[string]bool {
 
 // staleClones picks, from the names of the work directory's subdirectories, the clones
 // to delete: a clone's name (cloneDir's) that keep lacks, and the clone of a deletion a
-// kill interrupted when keep lacks that clone (repo.RemoveDir finishes it). Anything else
+// kill interrupted when keep lacks that clone (moveStaleAside finishes it). Anything else
 // is not the Manager's and stays. The result is sorted and holds each clone once.
 func staleClones(names []string, keep map[string]bool) []string {
 	var out []string
