@@ -391,7 +391,7 @@ func (m *Manager) stopTarget(key types.NamespacedName, park bool) {
 	m.mu.Unlock()
 	if ok && w != nil {
 		// Waits for a flush in progress, which settles its own requests.
-		if pending := w.removeTarget(key); park {
+		if pending := w.removeTarget(key, park); park {
 			m.park(true, pending...)
 		}
 	}
@@ -556,7 +556,7 @@ func (m *Manager) moveAway(key types.NamespacedName, to workerKey) {
 	m.mu.Unlock()
 	if old != nil {
 		// Its pending changes follow it: EnsureTarget hands them to the new worker.
-		m.park(true, old.removeTarget(key)...)
+		m.park(true, old.removeTarget(key, false)...)
 	}
 	m.retireIfIdle(from)
 }

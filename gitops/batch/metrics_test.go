@@ -50,7 +50,7 @@ func TestPendingChangesLeaveTheGaugeWithTheirTarget(t *testing.T) {
 	w.reportPending()
 	assert.Equal(t, 2.0, testutil.ToFloat64(m.Pending.WithLabelValues(key.url, key.branch)))
 
-	moved := w.removeTarget(target)
+	moved := w.removeTarget(target, false)
 	assert.Len(t, moved, 2)
 	assert.Zero(t, testutil.ToFloat64(m.Pending.WithLabelValues(key.url, key.branch)), "they went with the target to its next worker")
 }

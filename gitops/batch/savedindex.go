@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/gitops-reverser/gitops-reverser/gitops/layout"
 	"github.com/gitops-reverser/gitops-reverser/gitops/manifest"
@@ -188,18 +189,38 @@ func (w *worker) reusable(t *target) *folderIndex {
 // saveIndexes keeps every target's index in the clone for the next run (Options.IndexKey).
 // A failure costs that run a parse of the folder: it is logged, not returned.
 func (w *worker) saveIndexes() {
-	if w.opts.IndexKey == "" {
-		return
-	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for key, t := range w.targets {
-		ix := t.index.Load()
-		if ix == nil || !ix.of(t.spec.Folder) {
-			continue
+		w.saveIndexOf(key, t)
+	}
+}
+
+// saveIndexOf keeps the index of target t (key) in the clone, for the next run or for its
+// return from a suspension. Callers hold w.mu.
+func (w *worker) saveIndexOf(key types.NamespacedName, t *target) {
+	if w.opts.IndexKey == "" {
+		return
+	}
+	ix := t.index.Load()
+	if ix == nil || !ix.of(t.spec.Folder) {
+		return
+	}
+	if err := saveIndex(w.repo.Dir(), w.opts.IndexKey, t.spec.Folder, ix); err != nil {
+		w.log.Error(err, "keeping the folder index in the clone", "gitTarget", key.String())
+	}
+}
+
+// forgetSavedIndex deletes the saved index of folder once no target of the worker writes
+// it (its target left the clone or moved to another folder), so that a clone shared by
+// targets that come and go does not keep every index it ever held. Callers hold w.mu.
+func (w *worker) forgetSavedIndex(folder string) {
+	for _, t := range w.targets {
+		if t.spec.Folder == folder {
+			return
 		}
-		if err := saveIndex(w.repo.Dir(), w.opts.IndexKey, t.spec.Folder, ix); err != nil {
-			w.log.Error(err, "keeping the folder index for the next start", "gitTarget", key.String())
-		}
+	}
+	if err := os.Remove(savedIndexPath(w.repo.Dir(), folder)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		w.log.Error(err, "deleting the saved index of a folder no target writes any more", "path", folder)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/gitops-reverser/gitops-reverser/gitops/layout"
 	"github.com/gitops-reverser/gitops-reverser/gitops/manifest"
@@ -123,6 +124,50 @@ func TestAnIndexSavedAtStopSparesTheNextStartParsingUnchangedFiles(t *testing.T)
 			require.NoError(t, m.workerOf(liveKey).repo.Close())
 		})
 	}
+}
+
+func TestATargetLeavesItsIndexInTheCloneOnlyWhileSuspendedThere(t *testing.T) {
+	const key = "build-1"
+	const a = "live/app/configmaps/a.yaml"
+	remote := repotest.NewFileRemote(t)
+	remote.Seed("main", map[string]string{a: configMapDoc("a", "1"), "other/app/configmaps/c.yaml": configMapDoc("c", "1")}, "seed")
+	msgs, err := ParseMessages("", "")
+	require.NoError(t, err)
+	live := TargetSpec{Key: liveKey, URL: remote.URL, Branch: "main", Folder: "live", Messages: msgs,
+		Committer: Identity{Name: "W", Email: "w@example.com"}}
+	other := live
+	other.Key, other.Folder = types.NamespacedName{Namespace: "ops", Name: "other"}, "other"
+	m := NewManager(Options{Log: logr.Discard(), WorkDir: t.TempDir(), Resolver: fixedResolver{}, IndexKey: key})
+	ensure := func(spec TargetSpec) *target {
+		t.Helper()
+		_, err := m.EnsureTarget(context.Background(), spec)
+		require.NoError(t, err)
+		return m.workerOf(spec.Key).targets[spec.Key]
+	}
+	ensure(live)
+	ensure(other) // keeps the clone, and its worker, while live is away
+	clone := m.workerOf(liveKey).repo.Dir()
+
+	m.SuspendTarget(liveKey)
+	saved := loadIndex(clone, key, "live")
+	require.NotNil(t, saved, "a suspended target leaves its index in the clone")
+	// To see which parse the return takes, the saved index says a.yaml holds another object.
+	claimed := manifest.Identity{Kind: "ConfigMap", Namespace: "app", Name: "a-from-the-saved-index"}
+	saved.byID = map[manifest.Identity]layout.Location{claimed: {File: a}}
+	saved.byFile = map[string][]manifest.Identity{a: {claimed}}
+	require.NoError(t, saveIndex(clone, key, "live", saved))
+	back := ensure(live)
+	assert.Contains(t, back.index.Load().byID, claimed, "coming back parses only the files that changed while it was away")
+
+	m.RemoveTarget(liveKey)
+	assert.NoFileExists(t, savedIndexPath(clone, "live"), "a deleted target takes its saved index along")
+	require.DirExists(t, clone, "the other target still uses the clone")
+
+	require.NoError(t, saveIndex(clone, key, "other", m.workerOf(other.Key).targets[other.Key].index.Load()))
+	other.Folder = "elsewhere"
+	ensure(other)
+	assert.NoFileExists(t, savedIndexPath(clone, "other"), "a target that moves to another folder takes the old folder's index along")
+	require.NoError(t, m.workerOf(other.Key).repo.Close())
 }
 
 func TestASavedIndexIsWrittenOnlyIntoAClone(t *testing.T) {

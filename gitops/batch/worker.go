@@ -240,10 +240,19 @@ func (w *worker) openQueue(key types.NamespacedName) *queue {
 }
 
 // removeTarget drops the target and returns the changes its queue still held (they are no
-// longer this worker's pending work).
-func (w *worker) removeTarget(key types.NamespacedName) []Change {
+// longer this worker's pending work). A target suspended here (keep) leaves its folder's
+// index in the clone, so that coming back parses only the files that changed meanwhile; one
+// that leaves the clone takes its saved index along (forgetSavedIndex).
+func (w *worker) removeTarget(key types.NamespacedName, keep bool) []Change {
 	w.mu.Lock()
-	delete(w.targets, key)
+	if t := w.targets[key]; t != nil {
+		delete(w.targets, key)
+		if keep {
+			w.saveIndexOf(key, t)
+		} else {
+			w.forgetSavedIndex(t.spec.Folder)
+		}
+	}
 	w.mu.Unlock()
 	defer w.reportPending()
 	w.qmu.Lock()
@@ -267,11 +276,15 @@ func (w *worker) ensureTarget(ctx context.Context, spec TargetSpec) (*target, Ta
 		w.targets[spec.Key] = t
 	}
 	folderChanged := ok && t.spec.Folder != spec.Folder
+	oldFolder := t.spec.Folder
 	if ok && !reflect.DeepEqual(t.spec.Auth, spec.Auth) {
 		t.backoff, t.retryAt = 0, time.Time{} // new credentials: try them now
 	}
 	t.spec = spec
 	t.folderPath.Store(&spec.Folder)
+	if folderChanged {
+		w.forgetSavedIndex(oldFolder)
+	}
 	w.actFor(spec)
 	var err error
 	if !t.st.Known || folderChanged || time.Since(w.lastFetch) > minFetchInterval {
