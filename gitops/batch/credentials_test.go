@@ -127,23 +127,53 @@ func TestOneTargetsTroubleStaysItsOwn(t *testing.T) {
 	})
 }
 
-func TestAKustomizeFileAboveTheFolderThatListsItsFilesStallsTheTarget(t *testing.T) {
+// twoTargets registers GitTargets live and other on branch main of a remote seeded with
+// files, on a started writer, and returns it with their specs.
+func twoTargets(t *testing.T, files map[string]string) (*repotest.Remote, *batch.Manager, batch.TargetSpec, batch.TargetSpec) {
+	t.Helper()
 	remote := repotest.NewFileRemote(t)
-	remote.Seed("main", map[string]string{
+	remote.Seed("main", files, "seed")
+	writer, _ := startWriter(t)
+	live, other := targetSpec(t, "live", remote.URL, nil), targetSpec(t, "other", remote.URL, nil)
+	for _, s := range []batch.TargetSpec{live, other} {
+		_, err := writer.EnsureTarget(context.Background(), s)
+		require.NoError(t, err)
+	}
+	return remote, writer, live, other
+}
+
+func TestAKustomizeFileAboveTheFolderThatListsItsFilesStallsTheTarget(t *testing.T) {
+	_, writer, live, other := twoTargets(t, map[string]string{
 		"live/app.yaml":      "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\n  namespace: ops\n",
 		"other/README.md":    "objects\n",
 		"kustomization.yaml": "resources:\n- live/app.yaml\n- base/\n",
-	}, "seed")
-	writer, _ := startWriter(t)
-	ctx := context.Background()
-	live, other := targetSpec(t, "live", remote.URL, nil), targetSpec(t, "other", remote.URL, nil)
-	for _, s := range []batch.TargetSpec{live, other} {
-		_, err := writer.EnsureTarget(ctx, s)
-		require.NoError(t, err)
-	}
+	})
 	st, _ := writer.Status(live.Key)
 	assert.False(t, st.Verdict.Supported, "a file the writer removed would break the build above it")
 	assert.Contains(t, st.Verdict.Message(), "kustomization.yaml is a Kustomize file above the folder that refers to live/app.yaml")
 	st, _ = writer.Status(other.Key)
 	assert.True(t, st.Verdict.Supported, "a folder the Kustomize file does not refer to is fine: %s", st.Verdict.Message())
+}
+
+func TestAKustomizeFileElsewhereThatReachesIntoTheFolderStallsTheTargetUntilItLetsGo(t *testing.T) {
+	remote, writer, live, other := twoTargets(t, map[string]string{
+		"live/app.yaml":                    "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\n  namespace: ops\n",
+		"other/README.md":                  "objects\n",
+		"overlays/prod/kustomization.yaml": "resources:\n- ../../live/app.yaml\n",
+		"overlays/dev/kustomization.yaml":  "resources: [\n",
+	})
+	st, _ := writer.Status(live.Key)
+	assert.False(t, st.Verdict.Supported, "a file the writer removed would break the overlay's build")
+	assert.Contains(t, st.Verdict.Message(), "overlays/prod/kustomization.yaml is a Kustomize file outside the folder that refers to ../../live/app.yaml")
+	st, _ = writer.Status(other.Key)
+	assert.True(t, st.Verdict.Supported, "a folder no Kustomize file refers to is fine, and a broken one elsewhere is passed over: %s", st.Verdict.Message())
+
+	c := remote.Clone("main")
+	c.WriteFile("overlays/prod/kustomization.yaml", "resources:\n- ../../other/\n")
+	c.CommitAndPush("main", "the overlay lets go of live")
+	require.Eventually(t, func() bool {
+		_, err := writer.EnsureTarget(context.Background(), live)
+		st, _ := writer.Status(live.Key)
+		return err == nil && st.Verdict.Supported
+	}, 10*time.Second, 100*time.Millisecond, "the next fetch finds the folder writable")
 }

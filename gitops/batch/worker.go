@@ -79,6 +79,9 @@ type worker struct {
 	fetched         bool
 	lastFetch       time.Time
 	targets         map[types.NamespacedName]*target
+	// kustomizations finds the repository's Kustomize files for kustomizeOutside,
+	// re-reading only the directories a commit changed.
+	kustomizations *repo.FileFinder
 
 	// qmu guards queues (and every queue's fields), so submitting never waits for a push.
 	qmu    sync.Mutex
@@ -109,10 +112,11 @@ type answer struct {
 func newWorker(key workerKey, r *repo.Repo, opts Options, outcome func(*CommitRequest, RequestOutcome)) *worker {
 	return &worker{
 		key: key, repo: r, opts: opts, outcome: outcome,
-		log:     opts.Log.WithValues("repository", key.url, "branch", key.branch),
-		targets: map[types.NamespacedName]*target{},
-		queues:  map[types.NamespacedName]*queue{},
-		wake:    make(chan struct{}, 1),
+		log:            opts.Log.WithValues("repository", key.url, "branch", key.branch),
+		targets:        map[types.NamespacedName]*target{},
+		kustomizations: repo.NewFileFinder(layout.KustomizationNames()...),
+		queues:         map[types.NamespacedName]*queue{},
+		wake:           make(chan struct{}, 1),
 	}
 }
 
@@ -464,16 +468,21 @@ func (w *worker) pushed(t *target, sha plumbing.Hash, files map[string][]byte, p
 	return nil
 }
 
-// kustomizeAbove judges the Kustomize files in the directories above folder at the remote
-// tip (layout.KustomizeAbove).
-func (w *worker) kustomizeAbove(folder string) (layout.Verdict, error) {
+// kustomizeOutside judges the Kustomize files of the repository outside folder at the
+// remote tip (layout.KustomizeOutside): those above it and those elsewhere that may reach
+// into it with "../". Those inside it are the folder verdict's (layout.Analyze).
+func (w *worker) kustomizeOutside(folder string) (layout.Verdict, error) {
+	paths, err := w.repo.FindFiles(w.kustomizations, w.remoteTip)
+	if err != nil {
+		return layout.Verdict{}, fmt.Errorf("%w: looking for Kustomize files: %w", errCloneRead, err)
+	}
 	tree := w.repo.TreeReader(w.remoteTip)
 	var found []layout.File
-	for _, p := range layout.KustomizationsAbove(folder) {
-		content, ok, err := tree.ReadFile(p)
-		if errors.Is(err, repo.ErrPathConflict) {
-			continue // not a regular file: not a Kustomize file either
+	for _, p := range paths {
+		if plan.Within(folder, p) {
+			continue
 		}
+		content, ok, err := tree.ReadFile(p)
 		if err != nil {
 			return layout.Verdict{}, fmt.Errorf("%w: reading %s: %w", errCloneRead, p, err)
 		}
@@ -481,7 +490,7 @@ func (w *worker) kustomizeAbove(folder string) (layout.Verdict, error) {
 			found = append(found, layout.File{Path: p, Content: content, Kind: layout.Regular})
 		}
 	}
-	return layout.KustomizeAbove(folder, found), nil
+	return layout.KustomizeOutside(folder, found), nil
 }
 
 // touches reports whether any of files lies in folder.
@@ -506,12 +515,12 @@ func (w *worker) analyze(t *target) error {
 		verdict, ix = layout.Verdict{Reason: layout.ReasonNotAFolder, File: t.spec.Folder, Folder: t.spec.Folder}, nil
 	}
 	if verdict.Supported {
-		above, err := w.kustomizeAbove(t.spec.Folder)
+		outside, err := w.kustomizeOutside(t.spec.Folder)
 		if err != nil {
 			return err
 		}
-		if !above.Supported {
-			verdict, ix = above, nil
+		if !outside.Supported {
+			verdict, ix = outside, nil
 		}
 	}
 	prev := t.index.Load()

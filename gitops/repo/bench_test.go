@@ -81,3 +81,45 @@ func BenchmarkCompact(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkFindFiles looks for Kustomize files in a repository of 50,000 files (1,000
+// namespaces of 50, as a GitTarget's folder would be), with 100 Kustomize files among them: "first" with nothing remembered, as at a
+// worker's first analysis, and "after-a-commit" once a commit changed one file, as every
+// re-analysis after a person's commit is.
+func BenchmarkFindFiles(b *testing.B) {
+	r, err := repo.Open(context.Background(), filepath.Join(b.TempDir(), "clone"), "file:///unused", nil)
+	require.NoError(b, err)
+	all := map[string][]byte{"live/app.yaml": []byte("kind: ConfigMap\n")}
+	for i := range 50000 {
+		all[fmt.Sprintf("other/ns-%03d/configmaps/cm-%02d.yaml", i/50, i%50)] = fmt.Appendf(nil, "kind: ConfigMap\n# %d\n", i)
+	}
+	for i := range 100 {
+		all[fmt.Sprintf("other/ns-%03d/kustomization.yaml", i*10)] = []byte("resources: []\n")
+	}
+	base, err := r.Commit(plumbing.ZeroHash, all, signature(), signature(), "seed")
+	require.NoError(b, err)
+	next, err := r.Commit(base, map[string][]byte{"other/ns-500/configmaps/cm-00.yaml": []byte("changed\n")}, signature(), signature(), "one file")
+	require.NoError(b, err)
+	_, _, err = r.ReadFile(next, "live/app.yaml") // stores both commits, outside the timing
+	require.NoError(b, err)
+	find := func(f *repo.FileFinder, commit plumbing.Hash) {
+		found, err := r.FindFiles(f, commit)
+		if err != nil || len(found) != 100 {
+			b.Fatalf("found %d files: %v", len(found), err)
+		}
+	}
+	b.Run("first", func(b *testing.B) {
+		for range b.N {
+			find(repo.NewFileFinder("kustomization.yaml"), next)
+		}
+	})
+	b.Run("after-a-commit", func(b *testing.B) {
+		f := repo.NewFileFinder("kustomization.yaml")
+		for range b.N {
+			b.StopTimer()
+			find(f, base)
+			b.StartTimer()
+			find(f, next)
+		}
+	})
+}

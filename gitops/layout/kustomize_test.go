@@ -7,15 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 )
 
-func TestKustomizationsAbove(t *testing.T) {
-	assert.Equal(t, []string{
-		"live/kustomization.yaml", "live/kustomization.yml", "live/Kustomization",
-		"kustomization.yaml", "kustomization.yml", "Kustomization",
-	}, KustomizationsAbove("live/team-a"))
-	assert.Empty(t, KustomizationsAbove("."), "nothing is above the repository root")
-}
-
-func TestKustomizeAbove(t *testing.T) {
+func TestKustomizeOutside(t *testing.T) {
 	kustomization := func(p, content string) []File {
 		return []File{{Path: p, Content: []byte(content), Kind: Regular}}
 	}
@@ -39,10 +31,22 @@ func TestKustomizeAbove(t *testing.T) {
 			kustomization("live/kustomization.yaml", "configMapGenerator:\n- name: c\n  files:\n  - conf=team-a/app.conf\n"), fmt.Sprintf(ReasonListedAbove, "team-a/app.conf")},
 		{"refuses a Kustomize file above that does not parse, which cannot be told apart",
 			kustomization("live/kustomization.yaml", "resources: [\n"), "does not parse"},
+		{"refuses a Kustomize file beside the folder that lists one of its files through ../",
+			kustomization("overlays/prod/kustomization.yaml", "resources:\n- ../../live/team-a/app.yaml\n"),
+			fmt.Sprintf(ReasonListedElsewhere, "../../live/team-a/app.yaml")},
+		{"refuses one elsewhere that takes a patch from the folder",
+			kustomization("overlays/prod/Kustomization", "patches:\n- path: ../../live/team-a/patch.yaml\n"),
+			fmt.Sprintf(ReasonListedElsewhere, "../../live/team-a/patch.yaml")},
+		{"supports one elsewhere that refers to a sibling of the folder whose name starts like it",
+			kustomization("overlays/prod/kustomization.yaml", "resources:\n- ../../live/team-ab/app.yaml\n- ../../live/other.yaml\n"), ""},
+		{"supports one elsewhere whose ../ climbs above the repository root",
+			kustomization("overlays/kustomization.yaml", "resources:\n- ../../live/team-a/app.yaml\n"), ""},
+		{"passes over one elsewhere that does not parse: its build is broken whatever the writer does",
+			kustomization("overlays/prod/kustomization.yaml", "resources: [\n"), ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			v := KustomizeAbove("live/team-a", tc.files)
+			v := KustomizeOutside("live/team-a", tc.files)
 			if tc.reason == "" {
 				assert.True(t, v.Supported, v.Message())
 				return

@@ -11,48 +11,55 @@ import (
 	"github.com/gitops-reverser/gitops-reverser/gitops/plan"
 )
 
-// Reasons for Kustomize files above the folder.
+// Reasons for Kustomize files outside the folder that refer into it.
 const (
 	ReasonListedAbove = "is a Kustomize file above the folder that refers to %s inside it " +
 		"(Kustomize layouts are not supported yet: a file the writer adds would not be listed there, " +
 		"one it removes would break the build)"
+	ReasonListedElsewhere = "is a Kustomize file outside the folder that refers to %s inside it " +
+		"(a file the writer removes or renames would break its build)"
 	reasonUnparseableAbove = "is a Kustomize file above the folder that does not parse, " +
 		"so whether it refers to files of the folder cannot be told: %s"
 )
 
-// KustomizationsAbove lists where a Kustomize file may sit in the directories above folder
-// (its parent up to the repository root), nearest first, for KustomizeAbove to judge.
-func KustomizationsAbove(folder string) []string {
-	folder = path.Clean(folder)
-	var out []string
-	for dir := folder; dir != "." && dir != "/" && dir != ""; {
-		dir = path.Dir(dir)
-		for _, name := range []string{"kustomization.yaml", "kustomization.yml", "Kustomization"} {
-			out = append(out, path.Join(dir, name))
-		}
-	}
-	return out
+// KustomizationNames are the file names Kustomize reads as a kustomization, for finding
+// every Kustomize file of a repository (KustomizeOutside judges them).
+func KustomizationNames() []string {
+	return []string{"kustomization.yaml", "kustomization.yml", "Kustomization"}
 }
 
-// KustomizeAbove judges the Kustomize files found above folder (files: path and content,
-// as listed by KustomizationsAbove): one that refers to a path inside the folder (a
-// resource, component, patch, generator input, …) makes the folder unsupported, since the
-// writer would add files it does not list and remove files it lists. One that only refers
-// elsewhere is fine. A file that does not parse is refused: it cannot be told apart. Pure.
-func KustomizeAbove(folder string, files []File) Verdict {
+// KustomizeOutside judges the Kustomize files of the repository outside folder (files: path
+// and content): one that refers to a path inside the folder (a resource, component, patch,
+// generator input, …), whether from a directory above it or through "../" from elsewhere,
+// makes the folder unsupported, since the writer would add files it does not list and
+// remove or rename files it lists. One that only refers elsewhere is fine. One above the
+// folder that does not parse is refused, since it cannot be told apart and its build takes
+// in the folder's directory; one elsewhere that does not parse is already broken whatever
+// the writer does, so it is passed over rather than stalling every folder of the
+// repository. Pure.
+func KustomizeOutside(folder string, files []File) Verdict {
+	clean := path.Clean(folder)
 	for _, f := range files {
+		dir := path.Dir(f.Path)
+		above := dir == "." || plan.Within(dir, clean)
 		var k types.Kustomization
 		if err := sigsyaml.Unmarshal(f.Content, &k); err != nil {
-			return Verdict{Reason: fmt.Sprintf(reasonUnparseableAbove, err), File: f.Path, Folder: folder}
+			if above {
+				return Verdict{Reason: fmt.Sprintf(reasonUnparseableAbove, err), File: f.Path, Folder: folder}
+			}
+			continue
 		}
-		dir := path.Dir(f.Path)
 		for _, ref := range kustomizationPaths(&k) {
 			if remote(ref) {
 				continue
 			}
 			target := path.Clean(path.Join(dir, ref))
-			if target == path.Clean(folder) || plan.Within(folder, target) {
-				return Verdict{Reason: fmt.Sprintf(ReasonListedAbove, ref), File: f.Path, Folder: folder}
+			if target == clean || plan.Within(clean, target) {
+				reason := ReasonListedElsewhere
+				if above {
+					reason = ReasonListedAbove
+				}
+				return Verdict{Reason: fmt.Sprintf(reason, ref), File: f.Path, Folder: folder}
 			}
 		}
 	}
