@@ -80,8 +80,10 @@ type worker struct {
 	lastFetch       time.Time
 	targets         map[types.NamespacedName]*target
 	// kustomizations finds the repository's Kustomize files for kustomizeOutside,
-	// re-reading only the directories a commit changed.
+	// re-reading only the directories a commit changed; kustomizeRefs keeps what each of
+	// those the last search found refers to, by blob, so each is read and parsed once.
 	kustomizations *repo.FileFinder
+	kustomizeRefs  map[plumbing.Hash]layout.KustomizeRefs
 
 	// qmu guards queues (and every queue's fields), so submitting never waits for a push.
 	qmu    sync.Mutex
@@ -470,27 +472,33 @@ func (w *worker) pushed(t *target, sha plumbing.Hash, files map[string][]byte, p
 
 // kustomizeOutside judges the Kustomize files of the repository outside folder at the
 // remote tip (layout.KustomizeOutside): those above it and those elsewhere that may reach
-// into it with "../". Those inside it are the folder verdict's (layout.Analyze).
+// into it with "../". Those inside it are the folder verdict's (layout.Analyze). Callers
+// hold w.mu.
 func (w *worker) kustomizeOutside(folder string) (layout.Verdict, error) {
-	paths, err := w.repo.FindFiles(w.kustomizations, w.remoteTip)
+	found, err := w.repo.FindFiles(w.kustomizations, w.remoteTip)
 	if err != nil {
 		return layout.Verdict{}, fmt.Errorf("%w: looking for Kustomize files: %w", errCloneRead, err)
 	}
 	tree := w.repo.TreeReader(w.remoteTip)
-	var found []layout.File
-	for _, p := range paths {
-		if plan.Within(folder, p) {
+	parsed := make(map[plumbing.Hash]layout.KustomizeRefs, len(found))
+	files := make([]layout.KustomizeFile, 0, len(found))
+	for _, f := range found {
+		if plan.Within(folder, f.Path) {
 			continue
 		}
-		content, ok, err := tree.ReadFile(p)
-		if err != nil {
-			return layout.Verdict{}, fmt.Errorf("%w: reading %s: %w", errCloneRead, p, err)
+		refs, ok := w.kustomizeRefs[f.Hash]
+		if !ok {
+			content, _, err := tree.ReadFile(f.Path)
+			if err != nil {
+				return layout.Verdict{}, fmt.Errorf("%w: reading %s: %w", errCloneRead, f.Path, err)
+			}
+			refs = layout.ParseKustomization(content)
 		}
-		if ok {
-			found = append(found, layout.File{Path: p, Content: content, Kind: layout.Regular})
-		}
+		parsed[f.Hash] = refs
+		files = append(files, layout.KustomizeFile{Path: f.Path, KustomizeRefs: refs})
 	}
-	return layout.KustomizeOutside(folder, found), nil
+	w.kustomizeRefs = parsed
+	return layout.KustomizeOutside(folder, files), nil
 }
 
 // touches reports whether any of files lies in folder.

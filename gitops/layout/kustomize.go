@@ -28,31 +28,55 @@ func KustomizationNames() []string {
 	return []string{"kustomization.yaml", "kustomization.yml", "Kustomization"}
 }
 
-// KustomizeOutside judges the Kustomize files of the repository outside folder (files: path
-// and content): one that refers to a path inside the folder (a resource, component, patch,
-// generator input, …), whether from a directory above it or through "../" from elsewhere,
+// KustomizeRefs is what one Kustomize file refers to: its local paths as written, or why it
+// does not parse. It depends only on the file's content, so a caller may keep it by blob.
+type KustomizeRefs struct {
+	Paths []string
+	Err   error
+}
+
+// ParseKustomization reads a Kustomize file's content with kustomize's own types.
+func ParseKustomization(content []byte) KustomizeRefs {
+	var k types.Kustomization
+	if err := sigsyaml.Unmarshal(content, &k); err != nil {
+		return KustomizeRefs{Err: err}
+	}
+	var local []string
+	for _, ref := range kustomizationPaths(&k) {
+		if !remote(ref) {
+			local = append(local, ref)
+		}
+	}
+	return KustomizeRefs{Paths: local}
+}
+
+// KustomizeFile is a Kustomize file of the repository (Path) with what it refers to.
+type KustomizeFile struct {
+	Path string
+	KustomizeRefs
+}
+
+// KustomizeOutside judges the Kustomize files of the repository outside folder: one that
+// refers to a path inside the folder (a resource, component, patch, generator or Helm
+// values input, …), whether from a directory above it or through "../" from elsewhere,
 // makes the folder unsupported, since the writer would add files it does not list and
 // remove or rename files it lists. One that only refers elsewhere is fine. One above the
 // folder that does not parse is refused, since it cannot be told apart and its build takes
 // in the folder's directory; one elsewhere that does not parse is already broken whatever
 // the writer does, so it is passed over rather than stalling every folder of the
 // repository. Pure.
-func KustomizeOutside(folder string, files []File) Verdict {
+func KustomizeOutside(folder string, files []KustomizeFile) Verdict {
 	clean := path.Clean(folder)
 	for _, f := range files {
 		dir := path.Dir(f.Path)
 		above := dir == "." || plan.Within(dir, clean)
-		var k types.Kustomization
-		if err := sigsyaml.Unmarshal(f.Content, &k); err != nil {
+		if f.Err != nil {
 			if above {
-				return Verdict{Reason: fmt.Sprintf(reasonUnparseableAbove, err), File: f.Path, Folder: folder}
+				return Verdict{Reason: fmt.Sprintf(reasonUnparseableAbove, f.Err), File: f.Path, Folder: folder}
 			}
 			continue
 		}
-		for _, ref := range kustomizationPaths(&k) {
-			if remote(ref) {
-				continue
-			}
+		for _, ref := range f.Paths {
 			target := path.Clean(path.Join(dir, ref))
 			if target == clean || plan.Within(clean, target) {
 				reason := ReasonListedElsewhere
@@ -92,6 +116,10 @@ func kustomizationPaths(k *types.Kustomization) []string {
 	}
 	for _, g := range k.SecretGenerator {
 		out = append(out, generatorPaths(g.GeneratorArgs)...)
+	}
+	for _, h := range k.HelmCharts {
+		out = append(out, h.ValuesFile)
+		out = append(out, h.AdditionalValuesFiles...)
 	}
 	var local []string
 	for _, p := range out {

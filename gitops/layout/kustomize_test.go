@@ -8,12 +8,12 @@ import (
 )
 
 func TestKustomizeOutside(t *testing.T) {
-	kustomization := func(p, content string) []File {
-		return []File{{Path: p, Content: []byte(content), Kind: Regular}}
+	kustomization := func(p, content string) []KustomizeFile {
+		return []KustomizeFile{{Path: p, KustomizeRefs: ParseKustomization([]byte(content))}}
 	}
 	cases := []struct {
 		name   string
-		files  []File
+		files  []KustomizeFile
 		reason string // "" when supported
 	}{
 		{"supports a folder with no Kustomize file above it", nil, ""},
@@ -41,6 +41,9 @@ func TestKustomizeOutside(t *testing.T) {
 			kustomization("overlays/prod/kustomization.yaml", "resources:\n- ../../live/team-ab/app.yaml\n- ../../live/other.yaml\n"), ""},
 		{"supports one elsewhere whose ../ climbs above the repository root",
 			kustomization("overlays/kustomization.yaml", "resources:\n- ../../live/team-a/app.yaml\n"), ""},
+		{"refuses a Helm values file read from the folder",
+			kustomization("overlays/prod/kustomization.yaml", "helmCharts:\n- name: app\n  valuesFile: ../../live/team-a/values.yaml\n"),
+			fmt.Sprintf(ReasonListedElsewhere, "../../live/team-a/values.yaml")},
 		{"passes over one elsewhere that does not parse: its build is broken whatever the writer does",
 			kustomization("overlays/prod/kustomization.yaml", "resources: [\n"), ""},
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -14,22 +15,30 @@ import (
 // FileFinder finds the regular files of some names anywhere in a commit, for checks that
 // look across the whole repository rather than one folder (a Kustomize file elsewhere that
 // reaches into a GitTarget's folder). Each directory's result is remembered by its tree's
-// hash (trees are immutable) until the search after next, so a search after a commit that
+// hash (trees are immutable) from one search to the next, so a search after a commit that
 // changed a few directories reads only the trees on their paths, and memory stays bounded
 // by the trees of the last two commits searched. It searches the whole tree, so that every
 // GitTarget of a branch shares what it remembers.
 type FileFinder struct {
 	names map[string]bool
 	mu    sync.Mutex
-	// last and cur map a tree to the matching files below it, relative to it; a search
-	// takes from last what it meets again, so entries of trees gone from the repository
-	// are dropped after one search.
-	last, cur map[plumbing.Hash][]string
+	// last and cur hold what was found below each tree: cur the trees of this search, last
+	// those of the one before, which this one takes over as it meets them again, so the
+	// trees of commits no longer searched are dropped.
+	last, cur map[plumbing.Hash]*foundBelow
+	// read counts the trees the last search read, for the tests of what it remembers.
+	read int
+}
+
+// foundBelow is what a FileFinder remembers of one tree.
+type foundBelow struct {
+	files    []File          // the matching files below the tree, paths relative to it
+	subtrees []plumbing.Hash // the tree's directories, taken over with it
 }
 
 // NewFileFinder returns a finder of the regular files named one of names.
 func NewFileFinder(names ...string) *FileFinder {
-	f := &FileFinder{names: map[string]bool{}, cur: map[plumbing.Hash][]string{}}
+	f := &FileFinder{names: map[string]bool{}, cur: map[plumbing.Hash]*foundBelow{}}
 	for _, n := range names {
 		f.names[n] = true
 	}
@@ -37,8 +46,9 @@ func NewFileFinder(names ...string) *FileFinder {
 }
 
 // FindFiles lists, in path order, the regular and executable files at commit that f looks
-// for. A zero commit has none.
-func (r *Repo) FindFiles(f *FileFinder, commit plumbing.Hash) ([]string, error) {
+// for, with their blobs' hashes but not their content (TreeReader reads it). A zero commit
+// has none.
+func (r *Repo) FindFiles(f *FileFinder, commit plumbing.Hash) ([]File, error) {
 	if commit.IsZero() {
 		return nil, nil
 	}
@@ -53,31 +63,35 @@ func (r *Repo) FindFiles(f *FileFinder, commit plumbing.Hash) ([]string, error) 
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.last, f.cur = f.cur, map[plumbing.Hash][]string{}
+	f.read = 0
+	if _, again := f.cur[c.TreeHash]; !again { // the same tree again: keep what it has
+		f.last, f.cur = f.cur, map[plumbing.Hash]*foundBelow{}
+	}
 	found, err := r.findIn(f, c.TreeHash, "")
 	if err != nil {
 		return nil, fmt.Errorf("searching %s: %w", commit, err)
 	}
-	found = slices.Clone(found) // a remembered slice is never handed out
-	slices.Sort(found)
-	return found, nil
+	files := slices.Clone(found.files) // a remembered slice is never handed out
+	slices.SortFunc(files, func(a, b File) int { return strings.Compare(a.Path, b.Path) })
+	return files, nil
 }
 
-// findIn returns the files f looks for below the tree h (directory dir), relative to it.
-// A tree remembered is not even read. Callers hold r.mu and f.mu.
-func (r *Repo) findIn(f *FileFinder, h plumbing.Hash, dir string) ([]string, error) {
+// findIn returns what f finds below the tree h (directory dir). A tree remembered is not
+// even read. Callers hold r.mu and f.mu.
+func (r *Repo) findIn(f *FileFinder, h plumbing.Hash, dir string) (*foundBelow, error) {
 	if found, ok := f.cur[h]; ok {
 		return found, nil
 	}
 	if found, ok := f.last[h]; ok {
-		f.cur[h] = found
+		f.takeOver(h, found)
 		return found, nil
 	}
 	tree, err := r.tree(h)
 	if err != nil {
 		return nil, fmt.Errorf("read tree %s: %w", dir, err)
 	}
-	var found []string
+	f.read++
+	found := &foundBelow{}
 	for _, e := range tree.Entries {
 		switch {
 		case e.Mode == filemode.Dir:
@@ -85,13 +99,30 @@ func (r *Repo) findIn(f *FileFinder, h plumbing.Hash, dir string) ([]string, err
 			if err != nil {
 				return nil, err
 			}
-			for _, b := range below {
-				found = append(found, e.Name+"/"+b)
+			found.subtrees = append(found.subtrees, e.Hash)
+			for _, b := range below.files {
+				b.Path = e.Name + "/" + b.Path
+				found.files = append(found.files, b)
 			}
 		case f.names[e.Name] && (e.Mode == filemode.Regular || e.Mode == filemode.Executable || e.Mode == filemode.Deprecated):
-			found = append(found, e.Name)
+			found.files = append(found.files, File{Path: e.Name, Kind: kindOf(e.Mode), Hash: e.Hash})
 		}
 	}
 	f.cur[h] = found
 	return found, nil
+}
+
+// takeOver moves tree h, and every tree below it, from the last search into this one, so
+// that a later change below it reads only the trees on that change's path. Callers hold
+// f.mu.
+func (f *FileFinder) takeOver(h plumbing.Hash, found *foundBelow) {
+	f.cur[h] = found
+	for _, sub := range found.subtrees {
+		if _, ok := f.cur[sub]; ok {
+			continue
+		}
+		if below, ok := f.last[sub]; ok {
+			f.takeOver(sub, below)
+		}
+	}
 }

@@ -28,8 +28,14 @@ func TestFindFilesListsTheNamedFilesOfTheWholeRepository(t *testing.T) {
 
 	got, err := r.FindFiles(finder, tip)
 	require.NoError(t, err)
+	for _, f := range got {
+		content, _, err := r.ReadFile(tip, f.Path)
+		require.NoError(t, err)
+		assert.Equal(t, plumbing.ComputeHash(plumbing.BlobObject, content), f.Hash, "%s names its blob", f.Path)
+		assert.Nil(t, f.Content)
+	}
 	assert.Equal(t, []string{"kustomization.yaml", "live-b/kustomization.yml", "live/team-a/kustomization.yaml",
-		"overlays/dev/Kustomization", "overlays/prod/kustomization.yaml"}, got, "regular and executable files of the names, no symlink, in path order")
+		"overlays/dev/Kustomization", "overlays/prod/kustomization.yaml"}, paths(got), "regular and executable files of the names, no symlink, in path order")
 
 	none, err := r.FindFiles(finder, plumbing.ZeroHash)
 	require.NoError(t, err)
@@ -46,7 +52,7 @@ func TestFindFilesFollowsCommitsThatChangeWhatItRemembers(t *testing.T) {
 		t.Helper()
 		got, err := r.FindFiles(finder, commit)
 		require.NoError(t, err)
-		return got
+		return paths(got)
 	}
 
 	assert.Equal(t, []string{"a/b/kustomization.yaml"}, find(tip))
@@ -62,6 +68,41 @@ func TestFindFilesFollowsCommitsThatChangeWhatItRemembers(t *testing.T) {
 
 	got, err := r.FindFiles(finder, tip)
 	require.NoError(t, err)
-	got[0] = "changed by the caller"
+	got[0].Path = "changed by the caller"
 	assert.Equal(t, []string{"a/b/kustomization.yaml"}, find(tip), "what it remembers is never handed out")
+}
+
+func TestFindFilesReadsOnlyTheTreesACommitChanged(t *testing.T) {
+	remote := repotest.NewFileRemote(t)
+	seed := map[string]string{}
+	for _, d := range []string{"a/x", "a/y", "b/x", "b/y"} {
+		seed[d+"/kustomization.yaml"] = d + "\n"
+	}
+	remote.Seed("main", seed, "seed") // 7 trees: the root, a, b and four below them
+	r := openClone(t, remote.URL, nil)
+	tip := fetch(t, r, "main")
+	finder := repo.NewFileFinder("kustomization.yaml")
+	search := func(commit plumbing.Hash) int {
+		t.Helper()
+		_, err := r.FindFiles(finder, commit)
+		require.NoError(t, err)
+		return finder.TreesRead()
+	}
+
+	assert.Equal(t, 7, search(tip), "the first search reads every tree")
+	assert.Zero(t, search(tip), "another target's search of the same commit reads none")
+	one := commit(t, r, tip, files("b/y/kustomization.yaml", "changed\n"), "one file")
+	assert.Equal(t, 3, search(one), "a commit that changed b/y reads the root, b and b/y")
+	assert.Zero(t, search(one))
+	other := commit(t, r, one, files("a/y/kustomization.yaml", "changed too\n"), "another file")
+	assert.Equal(t, 3, search(other), "what a search took over from the one before, below a tree it met, is still remembered")
+}
+
+// paths lists the files' paths.
+func paths(files []repo.File) []string {
+	out := make([]string, len(files))
+	for i, f := range files {
+		out[i] = f.Path
+	}
+	return out
 }
