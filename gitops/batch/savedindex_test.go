@@ -164,9 +164,22 @@ func TestATargetLeavesItsIndexInTheCloneOnlyWhileSuspendedThere(t *testing.T) {
 	require.DirExists(t, clone, "the other target still uses the clone")
 
 	require.NoError(t, saveIndex(clone, key, "other", m.workerOf(other.Key).targets[other.Key].index.Load()))
-	other.Folder = "elsewhere"
+	other.Folder = "live"
 	ensure(other)
 	assert.NoFileExists(t, savedIndexPath(clone, "other"), "a target that moves to another folder takes the old folder's index along")
+
+	m.SuspendTarget(other.Key)
+	m.mu.Lock()
+	workers := len(m.workers)
+	m.mu.Unlock()
+	require.Zero(t, workers, "the worker of its last target retired")
+	saved = loadIndex(clone, key, "live")
+	require.NotNil(t, saved, "the worker's last target leaves its index in the clone too")
+	saved.byID = map[manifest.Identity]layout.Location{claimed: {File: a}}
+	saved.byFile = map[string][]manifest.Identity{a: {claimed}}
+	require.NoError(t, saveIndex(clone, key, "live", saved))
+	back = ensure(other)
+	assert.Contains(t, back.index.Load().byID, claimed, "the new worker takes the index its retired one left")
 	require.NoError(t, m.workerOf(other.Key).repo.Close())
 }
 
