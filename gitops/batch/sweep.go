@@ -13,9 +13,9 @@ import (
 )
 
 // Clone names the (repository URL, branch) a GitTarget writes to, whose local clone
-// SweepClones keeps.
+// SweepClones keeps, and the folder whose saved index (savedIndexPath) it keeps there.
 type Clone struct {
-	URL, Branch string
+	URL, Branch, Folder string
 }
 
 // SweepClones deletes from the work directory the clones no GitTarget uses: those of
@@ -27,8 +27,9 @@ type Clone struct {
 // is never touched; one that is not a bare repository (repo.MoveAside), or a leftover
 // holding a work tree (repo.CheckLeftover), is refused by name. Under the Manager's lock it
 // only decides and moves clones aside, so no registration opens a clone being deleted and
-// none waits for the deletion, which follows without the lock. It returns the clones it
-// deleted.
+// none waits for the deletion, which follows without the lock. Then, in the clones it
+// kept, it deletes the saved folder indexes no GitTarget writes (sweepIndexes). It returns
+// the clones it deleted.
 func (m *Manager) SweepClones(inUse []Clone) ([]string, error) {
 	entries, err := os.ReadDir(m.opts.WorkDir)
 	if errors.Is(err, os.ErrNotExist) {
@@ -49,7 +50,70 @@ func (m *Manager) SweepClones(inUse []Clone) ([]string, error) {
 			errs = append(errs, fmt.Errorf("deleting %s: %w", aside, err))
 		}
 	}
+	errs = append(errs, m.sweepIndexes(inUse)...)
 	return removed, errors.Join(errs...)
+}
+
+// sweepIndexes deletes, from the clones inUse names, the saved folder indexes of folders
+// that neither inUse nor a registered target writes there: those of targets deleted while
+// suspended or while the operator was down, or that came back from a suspension with
+// another folder, repository or branch. Nothing else in a clone is touched. A target
+// created after inUse was listed and suspended before this sweep loses its saved index,
+// which costs its return a parse of its folder, never a wrong verdict.
+func (m *Manager) sweepIndexes(inUse []Clone) []error {
+	written := m.foldersWritten(inUse)
+	var errs []error
+	for dir, folders := range written {
+		entries, err := os.ReadDir(filepath.Join(dir, savedIndexDir))
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("listing the saved indexes of %s: %w", dir, err))
+			continue
+		}
+		for _, e := range entries {
+			if !isSavedIndexName(e.Name()) || folders[strings.TrimSuffix(e.Name(), ".tmp")] {
+				continue
+			}
+			if err := os.Remove(filepath.Join(dir, savedIndexDir, e.Name())); err != nil && !errors.Is(err, os.ErrNotExist) {
+				errs = append(errs, fmt.Errorf("deleting a saved index no GitTarget writes: %w", err))
+			}
+		}
+	}
+	return errs
+}
+
+// foldersWritten maps the clone of each of inUse to the names of the saved indexes of the
+// folders written there, by inUse and by the registered targets. Takes m.mu.
+func (m *Manager) foldersWritten(inUse []Clone) map[string]map[string]bool {
+	written := map[string]map[string]bool{}
+	add := func(wk workerKey, folder string) {
+		dir := m.cloneDir(wk)
+		if written[dir] == nil {
+			written[dir] = map[string]bool{}
+		}
+		written[dir][filepath.Base(savedIndexPath(dir, folder))] = true
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, c := range inUse {
+		add(workerKey{url: repo.NormalizeURL(c.URL), branch: c.Branch}, c.Folder)
+	}
+	for key, t := range m.known {
+		wk, ok := m.targets[key]
+		if folder := t.folderPath.Load(); ok && folder != nil {
+			add(wk, *folder)
+		}
+	}
+	return written
+}
+
+// isSavedIndexName reports whether name is one savedIndexPath gives, or its temporary file.
+func isSavedIndexName(name string) bool {
+	digest, ok := strings.CutPrefix(strings.TrimSuffix(name, ".tmp"), "index-")
+	digest, json := strings.CutSuffix(digest, ".json")
+	return ok && json && isCloneName(digest)
 }
 
 // moveStaleAside moves the stale clones among names aside (repo.MoveAside), with the

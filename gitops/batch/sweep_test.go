@@ -156,3 +156,37 @@ func dirNames(t *testing.T, dir string) []string {
 	}
 	return names
 }
+
+func TestAStartSweepDeletesTheSavedIndexesNoGitTargetWrites(t *testing.T) {
+	rw := newRunningWriter(t)
+	live := rw.spec("live", "main")
+	_, err := rw.m.EnsureTarget(context.Background(), live)
+	require.NoError(t, err)
+	clone := rw.m.workerOf(live.Key).repo.Dir()
+	ix := newFolderIndex(nil, nil)
+	for _, folder := range []string{"live", "listed", "gone"} {
+		require.NoError(t, saveIndex(clone, "build", folder, ix))
+	}
+	indexes := filepath.Join(clone, savedIndexDir)
+	saving := filepath.Base(savedIndexPath(clone, "live")) + ".tmp" // a save of live in progress
+	require.NoError(t, os.WriteFile(filepath.Join(indexes, saving), nil, 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(indexes, "notes.txt"), nil, 0o644))
+
+	removed, err := rw.m.SweepClones([]Clone{{URL: live.URL, Branch: "main", Folder: "listed"}})
+	require.NoError(t, err)
+	assert.Empty(t, removed)
+	assert.NoFileExists(t, savedIndexPath(clone, "gone"), "the index of a folder no GitTarget writes goes")
+	assert.FileExists(t, savedIndexPath(clone, "listed"), "the index of a GitTarget listed is kept")
+	assert.FileExists(t, savedIndexPath(clone, "live"), "the index of a target registered after the list was read is kept")
+	assert.FileExists(t, filepath.Join(indexes, saving), "a save in progress of a kept folder is kept")
+	assert.FileExists(t, filepath.Join(indexes, "notes.txt"), "a file not named as saved indexes are is never touched")
+}
+
+func TestIsSavedIndexName(t *testing.T) {
+	path := savedIndexPath("/clone", "live")
+	assert.True(t, isSavedIndexName(filepath.Base(path)))
+	assert.True(t, isSavedIndexName(filepath.Base(path)+".tmp"))
+	for _, name := range []string{"index-.json", "index-0123456789ABCDEF.json", "index-0123456789abcdef.yaml", "0123456789abcdef.json", "index-0123456789abcdef.json.bak"} {
+		assert.False(t, isSavedIndexName(name), name)
+	}
+}

@@ -12,7 +12,8 @@ import (
 	"github.com/gitops-reverser/gitops-reverser/gitops/controller"
 )
 
-// TestClonesInUse: the repository and branch of every GitTarget whose GitProvider exists.
+// TestClonesInUse: the repository, branch and folder of every GitTarget whose GitProvider
+// exists.
 func TestClonesInUse(t *testing.T) {
 	ctx := context.Background()
 	ns := namespace(t)
@@ -38,6 +39,6 @@ func TestClonesInUse(t *testing.T) {
 			mine = append(mine, c)
 		}
 	}
-	assert.ElementsMatch(t, []batch.Clone{{URL: url, Branch: "main"}, {URL: url, Branch: "env/prod"}}, mine,
+	assert.ElementsMatch(t, []batch.Clone{{URL: url, Branch: "main", Folder: "live"}, {URL: url, Branch: "env/prod", Folder: "prod"}}, mine,
 		"a target whose GitProvider is missing, here or in its own namespace, has no repository")
 }
