@@ -13,7 +13,9 @@ import (
 )
 
 // Clone names the (repository URL, branch) a GitTarget writes to, whose local clone
-// SweepClones keeps, and the folder whose saved index (savedIndexPath) it keeps there.
+// SweepClones keeps, and the folder whose saved index (savedIndexPath) it keeps there. A
+// target with no repository (its GitProvider is missing: URL "") keeps no clone, and the
+// saved index of its folder in every clone.
 type Clone struct {
 	URL, Branch, Folder string
 }
@@ -54,14 +56,21 @@ func (m *Manager) SweepClones(inUse []Clone) ([]string, error) {
 	return removed, errors.Join(errs...)
 }
 
-// sweepIndexes deletes, from the clones inUse names, the saved folder indexes of folders
-// that neither inUse nor a registered target writes there: those of targets deleted while
-// suspended or while the operator was down, or that came back from a suspension with
-// another folder, repository or branch. Nothing else in a clone is touched. A target
-// created after inUse was listed and suspended before this sweep loses its saved index,
-// which costs its return a parse of its folder, never a wrong verdict.
+// sweepIndexes deletes, from the clones of inUse and of the registered targets, the saved
+// folder indexes of folders that neither inUse nor a registered target writes there: those
+// of targets deleted while suspended or while the operator was down, or that came back
+// from a suspension with another folder, repository or branch. The folder of a target with
+// no repository (Clone) is kept in every clone, for its return. Nothing else in a clone is
+// touched. A target created after inUse was listed and suspended before this sweep loses
+// its saved index, which costs its return a parse of its folder, never a wrong verdict.
 func (m *Manager) sweepIndexes(inUse []Clone) []error {
 	written := m.foldersWritten(inUse)
+	anywhere := map[string]bool{}
+	for _, c := range inUse {
+		if c.URL == "" {
+			anywhere[filepath.Base(savedIndexPath("", c.Folder))] = true
+		}
+	}
 	var errs []error
 	for dir, folders := range written {
 		entries, err := os.ReadDir(filepath.Join(dir, savedIndexDir))
@@ -73,7 +82,7 @@ func (m *Manager) sweepIndexes(inUse []Clone) []error {
 			continue
 		}
 		for _, e := range entries {
-			if !isSavedIndexName(e.Name()) || folders[strings.TrimSuffix(e.Name(), ".tmp")] {
+			if name := strings.TrimSuffix(e.Name(), ".tmp"); !isSavedIndexName(e.Name()) || folders[name] || anywhere[name] {
 				continue
 			}
 			if err := os.Remove(filepath.Join(dir, savedIndexDir, e.Name())); err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -84,8 +93,9 @@ func (m *Manager) sweepIndexes(inUse []Clone) []error {
 	return errs
 }
 
-// foldersWritten maps the clone of each of inUse to the names of the saved indexes of the
-// folders written there, by inUse and by the registered targets. Takes m.mu.
+// foldersWritten maps the clone of each of inUse (with a repository) and of each
+// registered target to the names of the saved indexes of the folders written there, by
+// either. Takes m.mu.
 func (m *Manager) foldersWritten(inUse []Clone) map[string]map[string]bool {
 	written := map[string]map[string]bool{}
 	add := func(wk workerKey, folder string) {
@@ -98,7 +108,9 @@ func (m *Manager) foldersWritten(inUse []Clone) map[string]map[string]bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, c := range inUse {
-		add(workerKey{url: repo.NormalizeURL(c.URL), branch: c.Branch}, c.Folder)
+		if c.URL != "" {
+			add(workerKey{url: repo.NormalizeURL(c.URL), branch: c.Branch}, c.Folder)
+		}
 	}
 	for key, t := range m.known {
 		wk, ok := m.targets[key]
@@ -149,7 +161,9 @@ func (m *Manager) keptClones(inUse []Clone) map[string]bool {
 	keep := map[string]bool{}
 	add := func(wk workerKey) { keep[filepath.Base(m.cloneDir(wk))] = true }
 	for _, c := range inUse {
-		add(workerKey{url: repo.NormalizeURL(c.URL), branch: c.Branch})
+		if c.URL != "" {
+			add(workerKey{url: repo.NormalizeURL(c.URL), branch: c.Branch})
+		}
 	}
 	for wk := range m.workers {
 		add(wk)

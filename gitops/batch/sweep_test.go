@@ -164,7 +164,7 @@ func TestAStartSweepDeletesTheSavedIndexesNoGitTargetWrites(t *testing.T) {
 	require.NoError(t, err)
 	clone := rw.m.workerOf(live.Key).repo.Dir()
 	ix := newFolderIndex(nil, nil)
-	for _, folder := range []string{"live", "listed", "gone"} {
+	for _, folder := range []string{"live", "listed", "gone", "suspended"} {
 		require.NoError(t, saveIndex(clone, "build", folder, ix))
 	}
 	indexes := filepath.Join(clone, savedIndexDir)
@@ -172,12 +172,13 @@ func TestAStartSweepDeletesTheSavedIndexesNoGitTargetWrites(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(indexes, saving), nil, 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(indexes, "notes.txt"), nil, 0o644))
 
-	removed, err := rw.m.SweepClones([]Clone{{URL: live.URL, Branch: "main", Folder: "listed"}})
+	removed, err := rw.m.SweepClones([]Clone{{URL: live.URL, Branch: "main", Folder: "listed"}, {Branch: "elsewhere", Folder: "suspended"}})
 	require.NoError(t, err)
 	assert.Empty(t, removed)
 	assert.NoFileExists(t, savedIndexPath(clone, "gone"), "the index of a folder no GitTarget writes goes")
 	assert.FileExists(t, savedIndexPath(clone, "listed"), "the index of a GitTarget listed is kept")
 	assert.FileExists(t, savedIndexPath(clone, "live"), "the index of a target registered after the list was read is kept")
+	assert.FileExists(t, savedIndexPath(clone, "suspended"), "the index of a target whose GitProvider is missing is kept for its return")
 	assert.FileExists(t, filepath.Join(indexes, saving), "a save in progress of a kept folder is kept")
 	assert.FileExists(t, filepath.Join(indexes, "notes.txt"), "a file not named as saved indexes are is never touched")
 }

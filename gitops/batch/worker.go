@@ -483,14 +483,20 @@ func (w *worker) kustomizeOutside(folder string) (layout.Verdict, error) {
 	parsed := make(map[plumbing.Hash]layout.KustomizeRefs, len(found))
 	files := make([]layout.KustomizeFile, 0, len(found))
 	for _, f := range found {
+		refs, ok := w.kustomizeRefs[f.Hash]
 		if plan.Within(folder, f.Path) {
+			if ok { // another target's, to keep for its next analysis
+				parsed[f.Hash] = refs
+			}
 			continue
 		}
-		refs, ok := w.kustomizeRefs[f.Hash]
 		if !ok {
-			content, _, err := tree.ReadFile(f.Path)
+			content, exists, err := tree.ReadFile(f.Path)
 			if err != nil {
 				return layout.Verdict{}, fmt.Errorf("%w: reading %s: %w", errCloneRead, f.Path, err)
+			}
+			if !exists {
+				continue
 			}
 			refs = layout.ParseKustomization(content)
 		}

@@ -67,9 +67,9 @@ func (s *CloneSweeper) Start(ctx context.Context) error {
 // NeedLeaderElection sweeps on the leader only, where the writer runs.
 func (s *CloneSweeper) NeedLeaderElection() bool { return true }
 
-// ClonesInUse lists the repository, branch and folder of every GitTarget whose GitProvider
-// exists.
-// A target whose GitProvider is missing has no repository; once it has one, it clones it.
+// ClonesInUse lists the repository, branch and folder of every GitTarget. A target whose
+// GitProvider is missing has no repository (URL ""): no clone is kept for it, and once it
+// has one, it clones it; its folder's saved index is kept wherever it is.
 func ClonesInUse(ctx context.Context, r client.Reader) ([]batch.Clone, error) {
 	var providers v1alpha1.GitProviderList
 	if err := r.List(ctx, &providers); err != nil {
@@ -85,9 +85,8 @@ func ClonesInUse(ctx context.Context, r client.Reader) ([]batch.Clone, error) {
 	}
 	inUse := make([]batch.Clone, 0, len(targets.Items))
 	for _, t := range targets.Items {
-		if url, ok := urls[types.NamespacedName{Namespace: t.Namespace, Name: t.Spec.ProviderRef.Name}]; ok {
-			inUse = append(inUse, batch.Clone{URL: url, Branch: t.Spec.Branch, Folder: t.Spec.Path})
-		}
+		url := urls[types.NamespacedName{Namespace: t.Namespace, Name: t.Spec.ProviderRef.Name}]
+		inUse = append(inUse, batch.Clone{URL: url, Branch: t.Spec.Branch, Folder: t.Spec.Path})
 	}
 	return inUse, nil
 }

@@ -2,6 +2,7 @@ package controller_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -12,8 +13,8 @@ import (
 	"github.com/gitops-reverser/gitops-reverser/gitops/controller"
 )
 
-// TestClonesInUse: the repository, branch and folder of every GitTarget whose GitProvider
-// exists.
+// TestClonesInUse: the repository, branch and folder of every GitTarget; no repository for
+// one whose GitProvider is missing.
 func TestClonesInUse(t *testing.T) {
 	ctx := context.Background()
 	ns := namespace(t)
@@ -23,22 +24,23 @@ func TestClonesInUse(t *testing.T) {
 	prod := target(ns, "env/prod", "prod")
 	prod.Name = "prod"
 	require.NoError(t, k8s.Create(ctx, prod))
-	orphan := target(ns, "main", "orphan")
+	orphan := target(ns, "main", "orphans/"+ns) // folders unique to this test, to find them
 	orphan.Name, orphan.Spec.ProviderRef = "orphan", v1alpha1.LocalObjectReference{Name: "missing"}
 	require.NoError(t, k8s.Create(ctx, orphan))
 	t.Run("elsewhere", func(t *testing.T) {
 		// A GitProvider of the same name in another namespace is not this target's.
-		require.NoError(t, k8s.Create(ctx, target(namespace(t), "other", "live")))
+		require.NoError(t, k8s.Create(ctx, target(namespace(t), "other", "elsewhere/"+ns)))
 	})
 
 	inUse, err := controller.ClonesInUse(ctx, k8s)
 	require.NoError(t, err)
 	var mine []batch.Clone
 	for _, c := range inUse {
-		if c.URL == url {
+		if c.URL == url || strings.HasSuffix(c.Folder, "/"+ns) {
 			mine = append(mine, c)
 		}
 	}
-	assert.ElementsMatch(t, []batch.Clone{{URL: url, Branch: "main", Folder: "live"}, {URL: url, Branch: "env/prod", Folder: "prod"}}, mine,
+	assert.ElementsMatch(t, []batch.Clone{{URL: url, Branch: "main", Folder: "live"}, {URL: url, Branch: "env/prod", Folder: "prod"},
+		{Branch: "main", Folder: "orphans/" + ns}, {Branch: "other", Folder: "elsewhere/" + ns}}, mine,
 		"a target whose GitProvider is missing, here or in its own namespace, has no repository")
 }

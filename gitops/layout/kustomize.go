@@ -41,6 +41,7 @@ func ParseKustomization(content []byte) KustomizeRefs {
 	if err := sigsyaml.Unmarshal(content, &k); err != nil {
 		return KustomizeRefs{Err: err}
 	}
+	k.FixKustomization() // deprecated fields into the current ones, as kustomize reads them
 	var local []string
 	for _, ref := range kustomizationPaths(&k) {
 		if !remote(ref) {
@@ -121,6 +122,10 @@ func kustomizationPaths(k *types.Kustomization) []string {
 		out = append(out, h.ValuesFile)
 		out = append(out, h.AdditionalValuesFiles...)
 	}
+	if k.HelmGlobals != nil {
+		out = append(out, k.HelmGlobals.ChartHome)
+	}
+	out = append(out, k.OpenAPI["path"])
 	var local []string
 	for _, p := range out {
 		if p != "" {
