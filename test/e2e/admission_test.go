@@ -147,6 +147,20 @@ data:
 		return err == nil, o
 	})
 	waitFile(t, remote, "live/fold-a/configmaps/app.yaml", func(c string) bool { return strings.Contains(c, "k: v") })
+
+	// An overlay beside the folder starts listing that file: the writer would break its
+	// build by renaming or removing it, so changes are denied again, naming the overlay.
+	for _, args := range [][]string{{"pull", "-q", "origin", "main"}} {
+		out, err := execGit(seed, args...)
+		require.NoError(t, err, out)
+	}
+	require.NoError(t, writeFile(seed+"/overlays/prod/kustomization.yaml", "resources:\n- ../../live/fold-a/configmaps/app.yaml\n"))
+	for _, args := range [][]string{{"add", "."}, {"-c", "user.name=H", "-c", "user.email=h@x", "commit", "-m", "overlay"}, {"push", "origin", "HEAD:main"}} {
+		out, err := execGit(seed, args...)
+		require.NoError(t, err, out)
+	}
+	out = waitDenied(t, strings.Replace(cm, "k: v", "k: w", 1), "apply", "--dry-run=server", "-f", "-")
+	assert.Contains(t, out, "overlays/prod/kustomization.yaml is a Kustomize file outside the folder that refers to ../../live/fold-a/configmaps/app.yaml")
 }
 
 func TestAllowedDryRunWarnsWhereTheObjectLands(t *testing.T) {
