@@ -91,6 +91,13 @@ func loadIndex(dir, key, folder string) *folderIndex {
 	if err != nil {
 		return nil
 	}
+	return decodeIndex(data, key, folder)
+}
+
+// decodeIndex is the index data saved for the build key and folder; nil when it does not
+// decode, or it is another build's or folder's. The data is whatever the disk holds, so it is
+// fuzzed (FuzzDecodeIndex): no content makes it offer a parse no entry of it says.
+func decodeIndex(data []byte, key, folder string) *folderIndex {
 	var s savedIndex
 	if json.Unmarshal(data, &s) != nil || s.Key != key || s.Folder != folder {
 		return nil
@@ -141,16 +148,20 @@ func savedFileOf(ix *folderIndex, path string, blob plumbing.Hash) (savedFile, b
 func fromSaved(s savedIndex) *folderIndex {
 	ix := &folderIndex{byID: map[manifest.Identity]layout.Location{}, byFile: map[string][]manifest.Identity{},
 		blobs: map[string]plumbing.Hash{}, folder: s.Folder}
+	paths := make(map[string]int, len(s.Files))
+	for _, f := range s.Files {
+		paths[f.Path]++
+	}
 	for _, f := range s.Files {
 		blob := plumbing.NewHash(f.Blob)
-		if blob.IsZero() || blob.String() != f.Blob || len(f.Docs) == 0 {
-			continue
+		if blob.IsZero() || blob.String() != f.Blob || len(f.Docs) == 0 || paths[f.Path] > 1 {
+			continue // a path listed twice is not what toSaved writes either: parse the file
 		}
 		locs := make(map[manifest.Identity]layout.Location, len(f.Docs))
 		positions := map[int]bool{}
 		for _, d := range f.Docs {
 			id := manifest.Identity{Group: d.Group, Kind: d.Kind, Namespace: d.Namespace, Name: d.Name}
-			if _, twice := locs[id]; twice || positions[d.Index] {
+			if _, twice := locs[id]; twice || positions[d.Index] || !parseable(d) {
 				locs = nil // not what toSaved writes: parse the file
 				break
 			}
@@ -175,6 +186,12 @@ func fromSaved(s savedIndex) *folderIndex {
 		}
 	}
 	return ix
+}
+
+// parseable reports whether a saved document is one a parse could give: at a position in the
+// file, of an object with a kind and a name.
+func parseable(d savedDoc) bool {
+	return d.Index >= 0 && d.Kind != "" && d.Name != ""
 }
 
 // reusable is the index whose parses t's next analysis may reuse: the one it has, else,

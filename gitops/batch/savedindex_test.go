@@ -18,7 +18,8 @@ import (
 	"github.com/gitops-reverser/gitops-reverser/gitops/repo/repotest"
 )
 
-func TestASavedIndexRoundTrips(t *testing.T) {
+// exampleIndex is the index of a folder of two files, one of them with two objects.
+func exampleIndex() *folderIndex {
 	ix := &folderIndex{byID: map[manifest.Identity]layout.Location{}, byFile: map[string][]manifest.Identity{},
 		blobs: map[string]plumbing.Hash{}}
 	add := func(file string, doc int, id manifest.Identity, digest manifest.Digest) {
@@ -29,6 +30,11 @@ func TestASavedIndexRoundTrips(t *testing.T) {
 	add("live/a.yaml", 0, manifest.Identity{Kind: "ConfigMap", Namespace: "app", Name: "a"}, manifest.Digest{1, 2, 3})
 	add("live/both.yaml", 2, manifest.Identity{Group: "apps", Kind: "Deployment", Namespace: "app", Name: "b"}, manifest.Digest{})
 	add("live/both.yaml", 0, manifest.Identity{Kind: "Namespace", Name: "app"}, manifest.Digest{9})
+	return ix
+}
+
+func TestASavedIndexRoundTrips(t *testing.T) {
+	ix := exampleIndex()
 
 	back := fromSaved(toSaved("build", "live", ix))
 
