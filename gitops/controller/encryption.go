@@ -67,10 +67,10 @@ func sensitiveResources(t *v1alpha1.GitTarget) []schema.GroupResource {
 	return out
 }
 
-// resolveEncryption reads the target's keys. Configuration problems come back as a verdict
-// (and a nil Encryption) so the caller reports them without retrying hot; only transient
-// API errors are returned as errors.
-func (r *GitTargetReconciler) resolveEncryption(ctx context.Context, t *v1alpha1.GitTarget) (*batch.Encryption, encryptionVerdict, error) {
+// resolveEncryption reads the target's keys; p is its GitProvider. Configuration problems
+// come back as a verdict (and a nil Encryption) so the caller reports them without retrying
+// hot; only transient API errors are returned as errors.
+func (r *GitTargetReconciler) resolveEncryption(ctx context.Context, t *v1alpha1.GitTarget, p *v1alpha1.GitProvider) (*batch.Encryption, encryptionVerdict, error) {
 	if t.Spec.Encryption == nil || t.Spec.Encryption.Age == nil {
 		return nil, notReady(v1alpha1.ReasonEncryptionNotConfigured,
 			"spec.encryption.age is not set: sensitive objects routed to this target are refused; "+
@@ -88,7 +88,7 @@ func (r *GitTargetReconciler) resolveEncryption(ctx context.Context, t *v1alpha1
 	case err != nil:
 		return nil, notReady(v1alpha1.ReasonMalformedKey, "spec.encryption.age.recipients: %v", err), nil
 	}
-	enc := &batch.Encryption{Recipients: recipients, Identities: ids, KeySecrets: keySecrets(t)}
+	enc := &batch.Encryption{Recipients: recipients, Identities: ids, KeySecrets: keySecrets(t, p)}
 	if ids.Len() == 0 {
 		if enc.DigestKey, v, err = r.digestKey(ctx, t); err != nil || v.reason != "" {
 			return nil, v, err
@@ -98,11 +98,17 @@ func (r *GitTargetReconciler) resolveEncryption(ctx context.Context, t *v1alpha1
 		message: fmt.Sprintf("encrypting for %d age recipient(s): %s", len(recipients), strings.Join(recipients, ", "))}, nil
 }
 
-// keySecrets names the target's key Secrets, which the writer never writes.
-func keySecrets(t *v1alpha1.GitTarget) []types.NamespacedName {
+// keySecrets names the Secrets of target t the writer never writes, not even encrypted: its
+// age identities, its digest key, and the Git credentials of its GitProvider p. The token
+// that pushes to the repository does not belong in it: every recipient of the repository's
+// Secrets could read it there.
+func keySecrets(t *v1alpha1.GitTarget, p *v1alpha1.GitProvider) []types.NamespacedName {
 	out := []types.NamespacedName{{Namespace: t.Namespace, Name: t.Name + DigestSecretSuffix}}
 	if ref := t.Spec.Encryption.Age.SecretRef; ref != nil {
 		out = append(out, types.NamespacedName{Namespace: t.Namespace, Name: ref.Name})
+	}
+	if p != nil && p.Spec.SecretRef != nil {
+		out = append(out, types.NamespacedName{Namespace: p.Namespace, Name: p.Spec.SecretRef.Name})
 	}
 	return out
 }

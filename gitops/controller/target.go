@@ -105,7 +105,7 @@ func (r *GitTargetReconciler) reconcile(ctx context.Context, t *v1alpha1.GitTarg
 		v1alpha1.SetStalled(conds, t.Generation, v1alpha1.ReasonInvalidTemplate, fmt.Sprintf("spec.commitMessage: %v", err))
 		return ctrl.Result{}, nil
 	}
-	enc, ev, err := r.resolveEncryption(ctx, t)
+	enc, ev, err := r.resolveEncryption(ctx, t, &p)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
