@@ -86,6 +86,31 @@ func sshKey(t *testing.T) []byte {
 	return pem.EncodeToMemory(block)
 }
 
+func TestGitProviderURLValidation(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t)
+	cases := []struct{ name, url, want string }{
+		{"rejects a token in the query, which go-git cannot fetch with", "https://git.example.com/repo.git?private_token=QU3RY", "url must not carry a query"},
+		{"rejects a URL whose password is not escaped", "https://bot:PASS^W0RD@git.example.com/repo.git", "url does not parse"},
+	}
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p := provider(ns, tc.url)
+			p.Name = fmt.Sprintf("repo-%d", i)
+			err := k8s.Create(ctx, p)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tc.want)
+		})
+	}
+	t.Run("accepts an escaped password, an ssh URL and an scp-like address", func(t *testing.T) {
+		for i, u := range []string{"https://bot:PASS%5EW0RD@git.example.com/repo.git", "ssh://git@git.example.com:2222/org/repo.git", "git@git.example.com:org/repo.git"} {
+			p := provider(ns, u)
+			p.Name = fmt.Sprintf("ok-%d", i)
+			require.NoError(t, k8s.Create(ctx, p), u)
+		}
+	})
+}
+
 func TestGitProvider(t *testing.T) {
 	ctx := context.Background()
 	t.Run("is Ready when an empty local repository is reachable", func(t *testing.T) {

@@ -337,23 +337,34 @@ func assertNoSecretIn(t *testing.T, err error, data map[string][]byte) {
 func TestErrorsNeverRepeatCredentialsCarriedInTheURL(t *testing.T) {
 	// A failing proxy: go-git quotes the URL it requested, user info included, in the error
 	// of an unexpected status.
-	remote := repotest.NewHTTPRemote(t, repotest.WithMiddleware(func(http.Handler) http.Handler {
+	failing := repotest.NewHTTPRemote(t, repotest.WithMiddleware(func(http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { http.Error(w, "bad gateway", http.StatusBadGateway) })
 	}))
-	u, err := url.Parse(remote.URL)
+	// A remote that is gone: Go's HTTP client quotes the URL, query included, in a dial error.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	for name, user := range map[string]*url.Userinfo{
-		"a token as the user name": url.User("ghp_T0KEN"),
-		"a user and a password":    url.UserPassword("bot", "PASSW0RD"),
-	} {
-		t.Run(name, func(t *testing.T) {
-			withCreds := *u
-			withCreds.User = user
-			err := repo.LsRemote(context.Background(), withCreds.String(), nil)
-			require.Error(t, err)
-			assert.NotContains(t, err.Error(), "T0KEN")
-			assert.NotContains(t, err.Error(), "PASSW0RD")
-			assert.Contains(t, err.Error(), u.Host, "the message still names the repository")
-		})
+	gone := "http://" + l.Addr().String() + "/repo.git"
+	require.NoError(t, l.Close())
+	carriers := map[string]func(string) string{
+		"a token as the user name": func(u string) string { return strings.Replace(u, "://", "://ghp_T0KEN@", 1) },
+		"a user and a password":    func(u string) string { return strings.Replace(u, "://", "://bot:PASSW0RD@", 1) },
+		"a token in the query":     func(u string) string { return u + "?private_token=QU3RY" },
+		"an escaped token, and more": func(u string) string {
+			return u + "?a=1&private_token=QU3RY%2BT0KEN"
+		},
+		"a password the URL does not escape": func(u string) string { return strings.Replace(u, "://", "://bot:PASS^W0RD@", 1) },
+	}
+	for remoteName, remote := range map[string]string{"failing": failing.URL, "gone": gone} {
+		host := strings.TrimPrefix(remote, "http://")[:strings.Index(strings.TrimPrefix(remote, "http://"), "/")]
+		for name, carry := range carriers {
+			t.Run(remoteName+"/"+name, func(t *testing.T) {
+				err := repo.LsRemote(context.Background(), carry(remote), nil)
+				require.Error(t, err)
+				for _, secret := range []string{"T0KEN", "PASSW0RD", "PASS^W0RD", "QU3RY"} {
+					assert.NotContains(t, err.Error(), secret)
+				}
+				assert.Contains(t, err.Error(), host, "the message still names the repository")
+			})
+		}
 	}
 }

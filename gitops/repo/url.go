@@ -2,6 +2,7 @@ package repo
 
 import (
 	"net/url"
+	"strconv"
 	"strings"
 )
 
@@ -26,7 +27,8 @@ func defaultPort(scheme string) string {
 // same repository?" comparisons (one branch worker per repository and branch;
 // overlapping targets). It is not meant to be dialled. Rules:
 //
-//   - surrounding spaces are trimmed; an unparseable URL is returned trimmed;
+//   - surrounding spaces are trimmed; an unparseable URL is returned trimmed, without
+//     whatever may be credentials in it (as Redact gives it);
 //   - scp-like "[user@]host:path" becomes "ssh://[user@]host/path", and an
 //     absolute local path "/p" becomes "file:///p";
 //   - "git+ssh" and "ssh+git" schemes become "ssh";
@@ -43,7 +45,10 @@ func NormalizeURL(raw string) string {
 	}
 	s = toURLSyntax(s)
 	u, err := url.Parse(s)
-	if err != nil || u.Scheme == "" {
+	if err != nil {
+		return redactUnparsed(s)
+	}
+	if u.Scheme == "" {
 		return s
 	}
 	scheme := canonicalScheme(u.Scheme)
@@ -135,14 +140,38 @@ func canonicalPath(p string) string {
 // Redact is a repository URL fit for a message (status, Event, log, admission answer):
 // its user info is dropped — a token may be the password or the user name alone — and so
 // are its query and fragment. Anything else is kept as written. Credentials belong in the
-// GitProvider's Secret, but a URL that carries them must not spread them.
+// GitProvider's Secret, but a URL that carries them must not spread them. A URL that does
+// not parse (a password with characters a URL must escape) loses whatever may be user info
+// or a query (redactUnparsed).
 func Redact(raw string) string {
 	u, err := url.Parse(raw)
-	if err != nil || u.Scheme == "" || (u.User == nil && u.RawQuery == "" && u.Fragment == "") {
+	if err != nil {
+		return redactUnparsed(raw)
+	}
+	if u.Scheme == "" || (u.User == nil && u.RawQuery == "" && u.Fragment == "") {
 		return raw // scp-like "git@host:path" does not parse, and holds no password
 	}
 	u.User, u.RawQuery, u.ForceQuery, u.Fragment, u.RawFragment = nil, "", false, "", ""
 	return u.String()
+}
+
+// redactUnparsed is Redact for a URL that does not parse: after "://", everything up to the
+// last "@" goes (a password may hold "/" or "?", so the host's end cannot be told), and so
+// does everything from the first "?" or "#" after that. Without "://" (scp-like, a local
+// path) it is kept as written. It may take more than the credentials, never less.
+func redactUnparsed(raw string) string {
+	i := strings.Index(raw, "://")
+	if i < 0 {
+		return raw
+	}
+	scheme, rest := raw[:i+3], raw[i+3:]
+	if at := strings.LastIndex(rest, "@"); at >= 0 {
+		rest = rest[at+1:]
+	}
+	if end := strings.IndexAny(rest, "?#"); end >= 0 {
+		rest = rest[:end]
+	}
+	return scheme + rest
 }
 
 // redactedError is an error whose message had credentials removed; errors.Is and As still
@@ -155,23 +184,50 @@ type redactedError struct {
 func (e *redactedError) Error() string { return e.msg }
 func (e *redactedError) Unwrap() error { return e.err }
 
-// scrub removes raw's user info wherever err's message repeats it: go-git quotes the URL
-// it requested, credentials included.
+// scrub removes raw's credentials wherever err's message repeats them: go-git and Go's HTTP
+// client quote the URL they requested, user info and query included (go-git glues its
+// "/info/refs" after the query), and a URL that does not parse is quoted whole.
 func scrub(err error, raw string) error {
-	u, perr := url.Parse(raw)
-	if err == nil || perr != nil || u.User == nil {
-		return err
+	if err == nil {
+		return nil
 	}
 	msg := err.Error()
-	for _, info := range userInfoForms(raw, u) {
-		if info != "@" { // an empty user name: its password form covers it
-			msg = strings.ReplaceAll(msg, info, "")
-		}
+	for _, form := range credentialForms(raw) {
+		msg = strings.ReplaceAll(msg, form, "")
+	}
+	if redacted := Redact(raw); redacted != raw {
+		quoted := strconv.Quote(raw) // as fmt's %q quotes it, in url.Error
+		msg = strings.ReplaceAll(strings.ReplaceAll(msg, raw, redacted), quoted[1:len(quoted)-1], redacted)
 	}
 	if msg == err.Error() {
 		return err
 	}
 	return &redactedError{msg: msg, err: err}
+}
+
+// credentialForms are the ways raw's credentials can appear in a message: its user info and
+// its query, as written, escaped and unescaped. None for a URL that does not parse: scrub
+// then replaces the URL whole.
+func credentialForms(raw string) []string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return nil
+	}
+	var forms []string
+	if u.User != nil {
+		for _, info := range userInfoForms(raw, u) {
+			if info != "@" { // an empty user name: its password form covers it
+				forms = append(forms, info)
+			}
+		}
+	}
+	if u.RawQuery != "" {
+		forms = append(forms, u.RawQuery)
+		if q, err := url.QueryUnescape(u.RawQuery); err == nil && q != u.RawQuery {
+			forms = append(forms, q)
+		}
+	}
+	return forms
 }
 
 // userInfoForms are the ways raw's user info can appear in a message: as written, escaped

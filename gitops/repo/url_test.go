@@ -37,6 +37,7 @@ func TestNormalizeURLGivesOneFormPerRepository(t *testing.T) {
 		{"git://git.example.com:9418/repo.git", "git://git.example.com/repo"},
 		{"", ""},
 		{"not a url", "not a url"},
+		{"https://bot:pa^ss@github.com/org/repo", "https://github.com/org/repo"},
 	}
 	for _, c := range cases {
 		t.Run(c.in, func(t *testing.T) {
@@ -61,6 +62,8 @@ func TestRedactLeavesNoCredentialsInARepositoryURL(t *testing.T) {
 		{"keeps a URL without credentials as written", "https://GitHub.com/org/repo.git/", "https://GitHub.com/org/repo.git/"},
 		{"keeps an scp-like address, which holds no password", "git@github.com:org/repo.git", "git@github.com:org/repo.git"},
 		{"keeps a local path", "/srv/git/repo.git", "/srv/git/repo.git"},
+		{"drops all that may be user info of a URL that does not parse", "https://bot:pa^ss/w@rd@github.com/org/repo.git", "https://github.com/org/repo.git"},
+		{"drops the query of a URL that does not parse", "https://bot:p^w@github.com/org/repo?private_token=S3CRET", "https://github.com/org/repo"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
