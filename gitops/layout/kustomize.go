@@ -8,6 +8,7 @@ import (
 	"sigs.k8s.io/kustomize/api/types"
 	sigsyaml "sigs.k8s.io/yaml"
 
+	"github.com/gitops-reverser/gitops-reverser/gitops/manifest"
 	"github.com/gitops-reverser/gitops-reverser/gitops/plan"
 )
 
@@ -39,7 +40,7 @@ type KustomizeRefs struct {
 func ParseKustomization(content []byte) KustomizeRefs {
 	var k types.Kustomization
 	if err := sigsyaml.Unmarshal(content, &k); err != nil {
-		return KustomizeRefs{Err: err}
+		return KustomizeRefs{Err: manifest.HideValues(err)} // its reason reaches admission answers
 	}
 	k.FixKustomization() // deprecated fields into the current ones, as kustomize reads them
 	var local []string

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestKustomizeOutside(t *testing.T) {
@@ -68,4 +69,13 @@ func TestKustomizeOutside(t *testing.T) {
 			assert.Equal(t, tc.files[0].Path, v.File, "names the Kustomize file")
 		})
 	}
+}
+
+func TestParseKustomizationRefusesWithoutQuotingTheFilesValues(t *testing.T) {
+	refs := ParseKustomization([]byte("secretGenerator:\n- name: db\n  literals:\n  - !!int password=TOPSECRET\n"))
+	require.Error(t, refs.Err)
+	assert.NotContains(t, refs.Err.Error(), "TOPSECRET", "the reason reaches admission answers")
+	verdict := KustomizeOutside("live", []KustomizeFile{{Path: "kustomization.yaml", KustomizeRefs: refs}})
+	assert.False(t, verdict.Supported)
+	assert.NotContains(t, verdict.Reason, "TOPSECRET")
 }

@@ -233,10 +233,52 @@ func checkNoDocument(text []byte) error {
 func yamlValue(text []byte) (any, error) {
 	jsonBytes, err := sigsyaml.YAMLToJSONStrict(text)
 	if err != nil {
-		return nil, fmt.Errorf("invalid YAML: %w", err)
+		return nil, fmt.Errorf("invalid YAML: %w", HideValues(err))
 	}
 	return decodeJSON(jsonBytes)
 }
+
+// HideValues returns err with the document values a YAML library quotes in its message left
+// out: yaml.v2 (under sigs.k8s.io/yaml) quotes a scalar it cannot decode in backquotes, and
+// sigs.k8s.io/yaml prints the whole value under a key it cannot convert after ", value: ".
+// Messages about a repository's files reach conditions and admission answers, read by people
+// who may not read the repository, and a value may be a secret. errors.Is and As still see
+// err.
+func HideValues(err error) error {
+	if err == nil {
+		return nil
+	}
+	msg := hideValues(err.Error())
+	if msg == err.Error() {
+		return err
+	}
+	return &hiddenValuesError{msg: msg, err: err}
+}
+
+// hideValues cuts a message at ", value: " and replaces everything from its first backquote
+// to its last by "`…`": a value holding a backquote is hidden whole too. Pure.
+func hideValues(msg string) string {
+	if i := strings.Index(msg, ", value: "); i >= 0 {
+		msg = msg[:i]
+	}
+	first, last := strings.IndexByte(msg, '`'), strings.LastIndexByte(msg, '`')
+	if first < 0 {
+		return msg
+	}
+	if first == last {
+		return msg[:first] + "`…"
+	}
+	return msg[:first] + "`…`" + msg[last+1:]
+}
+
+// hiddenValuesError is an error whose message had document values removed (HideValues).
+type hiddenValuesError struct {
+	msg string
+	err error
+}
+
+func (e *hiddenValuesError) Error() string { return e.msg }
+func (e *hiddenValuesError) Unwrap() error { return e.err }
 
 // decodeJSON decodes JSON keeping numbers as json.Number, so large integers
 // survive comparison.

@@ -1,6 +1,7 @@
 package manifest_test
 
 import (
+	"errors"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -242,6 +243,43 @@ func TestParseRefuses(t *testing.T) {
 			assert.Contains(t, err.Error(), tt.errSays)
 		})
 	}
+}
+
+func TestParseRefusesWithoutQuotingTheFilesValues(t *testing.T) {
+	const head = "apiVersion: v1\nkind: Secret\nmetadata:\n  name: a\nstringData:\n"
+	tests := []struct{ name, body, errSays string }{
+		{"a value that does not read as its tag", "  password: !!int TOP`SECRET\n", "cannot decode !!str `…` as a !!int"},
+		{"a null key over a value", "  null: TOPSECRET\n", "unsupported map key"},
+		{"a null key over a mapping", "  ~: {password: TOPSECRET}\n", "unsupported map key"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := manifest.Parse([]byte(head + tt.body))
+			require.ErrorIs(t, err, manifest.ErrUnparseable)
+			assert.Contains(t, err.Error(), tt.errSays)
+			assert.NotContains(t, err.Error(), "SECRET")
+		})
+	}
+}
+
+func TestHideValues(t *testing.T) {
+	tests := []struct{ name, in, want string }{
+		{"keeps a message without values", "yaml: line 3: mapping values are not allowed in this context", "yaml: line 3: mapping values are not allowed in this context"},
+		{"hides a backquoted value", "yaml: cannot decode !!str `TOPSECRET` as a !!int", "yaml: cannot decode !!str `…` as a !!int"},
+		{"hides a value holding a backquote whole", "cannot decode !!str `TOP`SECRET` as a !!int", "cannot decode !!str `…` as a !!int"},
+		{"hides every value of a list of errors, and what lies between", "line 1: `A` bad\nline 2: `B` bad", "line 1: `…` bad"},
+		{"hides what follows a lone backquote", "cannot decode `TOPSECRET", "cannot decode `…"},
+		{"cuts a converted value off", `unsupported map key of type: %!s(<nil>), key: <nil>, value: "TOPSECRET"`, "unsupported map key of type: %!s(<nil>), key: <nil>"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := manifest.HideValues(errors.New(tt.in))
+			assert.Equal(t, tt.want, err.Error())
+		})
+	}
+	assert.NoError(t, manifest.HideValues(nil))
+	sentinel := errors.New("cannot decode `x`")
+	assert.ErrorIs(t, manifest.HideValues(sentinel), sentinel, "errors.Is still sees the library's error")
 }
 
 func TestParseRefusesWhatTheEditorCannotOwn(t *testing.T) {

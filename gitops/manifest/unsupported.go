@@ -127,7 +127,7 @@ func resolveKey(key *yaml.Node) (string, error) {
 func resolvePlainKey(text string) (string, error) {
 	jsonBytes, err := sigsyaml.YAMLToJSON([]byte(text + ": 0\n"))
 	if err != nil {
-		return "", fmt.Errorf("resolving key %q: %w", text, err)
+		return "", fmt.Errorf("resolving key %q: %w", text, HideValues(err))
 	}
 	value, err := decodeJSON(jsonBytes)
 	if err != nil {
