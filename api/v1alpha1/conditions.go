@@ -33,7 +33,6 @@ const (
 // Reasons used in conditions; stable strings so alerts and tests can match on them.
 const (
 	ReasonSucceeded          = "Succeeded"
-	ReasonProgressing        = "Progressing"
 	ReasonInvalidSecret      = "InvalidSecret"
 	ReasonSecretNotFound     = "SecretNotFound"
 	ReasonUnreachable        = "Unreachable"

@@ -72,7 +72,7 @@ func (o *Options) bind(fs *flag.FlagSet) {
 	fs.BoolVar(&o.LeaderElect, "leader-elect", false, "Elect a leader so that only one replica watches and writes to Git.")
 	fs.StringVar(&o.LeaderElectionNS, "leader-election-namespace", "", "Namespace of the leader election Lease (default: --namespace).")
 	fs.StringVar(&o.WorkDir, "work-dir", defaultWorkDir(), "Directory for the persistent local clones (a cache; the remote is the truth).")
-	fs.IntVar(&o.CompactLooseObjects, "clone-compaction-loose-objects", repo.DefaultCompactLooseObjects, "Loose objects in a local clone that make the writer compact it to the branch tip after a push (git gc --auto's threshold); 0 never compacts on that count.")
+	fs.IntVar(&o.CompactLooseObjects, "clone-compaction-loose-objects", repo.DefaultCompactLooseObjects, "Loose objects in a local clone that make the writer compact it to the branch tip after a push or a fetch (git gc --auto's threshold); 0 never compacts on that count.")
 	fs.DurationVar(&o.GitPollInterval, "git-poll-interval", time.Minute, "How often each branch is fetched to notice changes pushed by others.")
 	fs.DurationVar(&o.GitTimeout, "git-timeout", batch.DefaultGitTimeout, "Longest one fetch, push or reachability check of a Git remote may take; a server that stops answering fails that attempt (retried with backoff) instead of holding its branch's writer. It bounds the whole operation: raise it if a first fetch of a very large repository needs longer. Not positive: the default.")
 	fs.DurationVar(&o.ProviderCheckInterval, "provider-check-interval", 5*time.Minute, "How often a healthy GitProvider's repository is checked for reachability.")
