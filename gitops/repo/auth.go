@@ -54,11 +54,19 @@ func AuthFromSecret(url string, data map[string][]byte) (transport.AuthMethod, e
 // splitCredentials moves the user info of an http(s) URL into basic auth, as go-git would
 // use it, unless auth is already set (then the URL's user info is ignored, as go-git does).
 // The URL returned has no user info, so it can be kept in the clone's config and compared
-// and shown without credentials. Other URLs are returned as they are: an ssh user name
-// selects the account and carries no secret.
+// and shown without credentials. An ssh URL keeps its user name, which selects the account
+// and carries no secret, and loses a password, which is never used (the key comes from the
+// Secret). Other URLs are returned as they are.
 func splitCredentials(raw string, auth transport.AuthMethod) (string, transport.AuthMethod) {
 	u, err := url.Parse(raw)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.User == nil {
+	if err != nil || u.User == nil {
+		return raw, auth
+	}
+	if _, hasPassword := u.User.Password(); u.Scheme == "ssh" && hasPassword {
+		u.User = url.User(u.User.Username())
+		return u.String(), auth
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
 		return raw, auth
 	}
 	if auth == nil && u.User.Username() != "" {

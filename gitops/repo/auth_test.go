@@ -282,6 +282,23 @@ func TestSSHRemoteWorksEndToEndWithThePinnedHostKey(t *testing.T) {
 	remote.Fsck()
 }
 
+func TestAnSSHURLsPasswordIsNeitherUsedNorKept(t *testing.T) {
+	remote := repotest.NewSSHRemote(t)
+	base := remote.Seed("main", map[string]string{"a.yaml": "a\n"}, "base")
+	withPassword := strings.Replace(remote.URL, "ssh://git@", "ssh://git:PASSW0RD@", 1)
+	auth, err := repo.AuthFromSecret(withPassword, map[string][]byte{"identity": remote.IdentityPEM, "known_hosts": remote.KnownHosts})
+	require.NoError(t, err)
+	dir := filepath.Join(t.TempDir(), "clone")
+	r, err := repo.Open(context.Background(), dir, withPassword, auth)
+	require.NoError(t, err)
+	require.Equal(t, base, fetch(t, r, "main").String(), "the Secret's key is used")
+
+	config, err := os.ReadFile(filepath.Join(dir, "config"))
+	require.NoError(t, err)
+	assert.NotContains(t, string(config), "PASSW0RD")
+	assert.Contains(t, string(config), "ssh://git@", "the account is kept")
+}
+
 func TestSSHRemoteRefusesAServerWithAnotherHostKey(t *testing.T) {
 	remote := repotest.NewSSHRemote(t)
 	impostor, _ := repotest.NewSSHKey(t)
