@@ -282,6 +282,24 @@ func TestSSHRemoteWorksEndToEndWithThePinnedHostKey(t *testing.T) {
 	remote.Fsck()
 }
 
+// goneRemote is the URL of a repository on 127.0.0.1 where nothing listens any more.
+func goneRemote(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	gone := "http://" + l.Addr().String() + "/repo.git"
+	require.NoError(t, l.Close())
+	return gone
+}
+
+func TestScrubbingAShortQueryLeavesTheRestOfTheMessageAlone(t *testing.T) {
+	err := repo.LsRemote(context.Background(), goneRemote(t)+"?e", nil)
+
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "connection refused", "only the query itself is taken out")
+	assert.NotContains(t, err.Error(), "?e")
+}
+
 func TestAnSSHURLsPasswordIsNeitherUsedNorKept(t *testing.T) {
 	remote := repotest.NewSSHRemote(t)
 	base := remote.Seed("main", map[string]string{"a.yaml": "a\n"}, "base")
@@ -358,14 +376,12 @@ func TestErrorsNeverRepeatCredentialsCarriedInTheURL(t *testing.T) {
 		return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { http.Error(w, "bad gateway", http.StatusBadGateway) })
 	}))
 	// A remote that is gone: Go's HTTP client quotes the URL, query included, in a dial error.
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	gone := "http://" + l.Addr().String() + "/repo.git"
-	require.NoError(t, l.Close())
+	gone := goneRemote(t)
 	carriers := map[string]func(string) string{
-		"a token as the user name": func(u string) string { return strings.Replace(u, "://", "://ghp_T0KEN@", 1) },
-		"a user and a password":    func(u string) string { return strings.Replace(u, "://", "://bot:PASSW0RD@", 1) },
-		"a token in the query":     func(u string) string { return u + "?private_token=QU3RY" },
+		"a token as the user name":        func(u string) string { return strings.Replace(u, "://", "://ghp_T0KEN@", 1) },
+		"a user and a password":           func(u string) string { return strings.Replace(u, "://", "://bot:PASSW0RD@", 1) },
+		"a token in the query":            func(u string) string { return u + "?private_token=QU3RY" },
+		"a query that is the token alone": func(u string) string { return u + "?QU3RY" },
 		"an escaped token, and more": func(u string) string {
 			return u + "?a=1&private_token=QU3RY%2BT0KEN"
 		},

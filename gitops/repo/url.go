@@ -221,10 +221,10 @@ func credentialForms(raw string) []string {
 			}
 		}
 	}
-	if u.RawQuery != "" {
-		forms = append(forms, u.RawQuery)
+	if u.RawQuery != "" { // with its "?", so that a short query does not match words elsewhere
+		forms = append(forms, "?"+u.RawQuery)
 		if q, err := url.QueryUnescape(u.RawQuery); err == nil && q != u.RawQuery {
-			forms = append(forms, q)
+			forms = append(forms, "?"+q)
 		}
 	}
 	return forms
