@@ -79,3 +79,9 @@ func TestParseKustomizationRefusesWithoutQuotingTheFilesValues(t *testing.T) {
 	assert.False(t, verdict.Supported)
 	assert.NotContains(t, verdict.Reason, "TOPSECRET")
 }
+
+func TestParseKustomizationRefusesAComplexKeyWithoutQuotingIt(t *testing.T) {
+	refs := ParseKustomization([]byte("? [password=TOPSECRET]\n: x\n"))
+	require.Error(t, refs.Err)
+	assert.NotContains(t, refs.Err.Error(), "TOPSECRET", "the reason reaches admission answers")
+}

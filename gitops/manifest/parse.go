@@ -239,8 +239,9 @@ func yamlValue(text []byte) (any, error) {
 }
 
 // HideValues returns err with the document values a YAML library quotes in its message left
-// out: yaml.v2 (under sigs.k8s.io/yaml) quotes a scalar it cannot decode in backquotes, and
-// sigs.k8s.io/yaml prints the whole value under a key it cannot convert after ", value: ".
+// out: yaml.v2 (under sigs.k8s.io/yaml) quotes a scalar it cannot decode in backquotes and a
+// complex key it cannot use after "invalid map key: ", and sigs.k8s.io/yaml prints the whole
+// value under a key it cannot convert after ", value: ".
 // Messages about a repository's files reach conditions and admission answers, read by people
 // who may not read the repository, and a value may be a secret. errors.Is and As still see
 // err.
@@ -255,11 +256,15 @@ func HideValues(err error) error {
 	return &hiddenValuesError{msg: msg, err: err}
 }
 
-// hideValues cuts a message at ", value: " and replaces everything from its first backquote
-// to its last by "`…`": a value holding a backquote is hidden whole too. Pure.
+// hideValues cuts a message after "invalid map key:" and at ", value: ", and replaces
+// everything from its first backquote to its last by "`…`": a value holding a backquote is
+// hidden whole too. Pure.
 func hideValues(msg string) string {
 	if i := strings.Index(msg, ", value: "); i >= 0 {
 		msg = msg[:i]
+	}
+	if i := strings.Index(msg, "invalid map key:"); i >= 0 {
+		msg = msg[:i+len("invalid map key:")] + " a mapping or sequence"
 	}
 	first, last := strings.IndexByte(msg, '`'), strings.LastIndexByte(msg, '`')
 	if first < 0 {

@@ -269,6 +269,7 @@ func TestHideValues(t *testing.T) {
 		{"hides a value holding a backquote whole", "cannot decode !!str `TOP`SECRET` as a !!int", "cannot decode !!str `…` as a !!int"},
 		{"hides every value of a list of errors, and what lies between", "line 1: `A` bad\nline 2: `B` bad", "line 1: `…` bad"},
 		{"hides what follows a lone backquote", "cannot decode `TOPSECRET", "cannot decode `…"},
+		{"cuts a complex key off", `yaml: invalid map key: []interface {}{"password=TOPSECRET"}`, "yaml: invalid map key: a mapping or sequence"},
 		{"cuts a converted value off", `unsupported map key of type: %!s(<nil>), key: <nil>, value: "TOPSECRET"`, "unsupported map key of type: %!s(<nil>), key: <nil>"},
 	}
 	for _, tt := range tests {
