@@ -34,6 +34,7 @@ const (
 const (
 	ReasonSucceeded          = "Succeeded"
 	ReasonInvalidSecret      = "InvalidSecret"
+	ReasonInvalidURL         = "InvalidURL"
 	ReasonSecretNotFound     = "SecretNotFound"
 	ReasonUnreachable        = "Unreachable"
 	ReasonProviderNotFound   = "ProviderNotFound"

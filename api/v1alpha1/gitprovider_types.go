@@ -8,13 +8,15 @@ import (
 type GitProviderSpec struct {
 	// URL of the Git repository: https://, http://, ssh://, git@host:path, or file:// for
 	// local use. Immutable: point a new GitProvider at a new repository instead. A URL must
-	// parse (a password in it has its special characters escaped) and carry no query: go-git
-	// cannot fetch from one, and either would spread credentials in error messages.
+	// parse (a password in it has its special characters escaped), have no "@" after its host
+	// (a token's "/" escaped as %2F) and carry no query or fragment: go-git cannot fetch from
+	// such a URL, and its credentials could not be kept out of messages.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=2048
 	// +kubebuilder:validation:Pattern=`^(https?://|ssh://|file://|[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:).+`
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="url is immutable"
-	// +kubebuilder:validation:XValidation:rule="!self.contains('?')",message="url must not carry a query: go-git cannot fetch from such a URL; put a token in the secretRef Secret"
+	// +kubebuilder:validation:XValidation:rule="!self.contains('?') && !self.contains('#')",message="url must not carry a query or fragment: go-git cannot fetch from such a URL; put a token in the secretRef Secret"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^(https?|ssh)://[^/]*/.*@')",message="url has an '@' after its host: escape a '/' in its user info as %2F, or better, move the credentials into the secretRef Secret"
 	// +kubebuilder:validation:XValidation:rule="!self.contains('://') || isURL(self)",message="url does not parse as a URL: escape the special characters of its user info, or better, move the credentials into the secretRef Secret"
 	URL string `json:"url"`
 

@@ -92,6 +92,8 @@ func TestGitProviderURLValidation(t *testing.T) {
 	cases := []struct{ name, url, want string }{
 		{"rejects a token in the query, which go-git cannot fetch with", "https://git.example.com/repo.git?private_token=QU3RY", "url must not carry a query"},
 		{"rejects a URL whose password is not escaped", "https://bot:PASS^W0RD@git.example.com/repo.git", "url does not parse"},
+		{"rejects a token whose slash is not escaped", "https://SL/ASH@git.example.com/repo.git", "url has an '@' after its host"},
+		{"rejects a fragment", "https://git.example.com/repo.git#FRAG", "url must not carry a query or fragment"},
 	}
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -102,8 +104,9 @@ func TestGitProviderURLValidation(t *testing.T) {
 			assert.Contains(t, err.Error(), tc.want)
 		})
 	}
-	t.Run("accepts an escaped password, an ssh URL and an scp-like address", func(t *testing.T) {
-		for i, u := range []string{"https://bot:PASS%5EW0RD@git.example.com/repo.git", "ssh://git@git.example.com:2222/org/repo.git", "git@git.example.com:org/repo.git"} {
+	t.Run("accepts an escaped password, an ssh URL, an scp-like address and a local path holding an @", func(t *testing.T) {
+		for i, u := range []string{"https://bot:PASS%5EW0RD@git.example.com/repo.git", "https://SL%2FASH@git.example.com/repo.git",
+			"ssh://git@git.example.com:2222/org/repo.git", "git@git.example.com:org/repo.git", "file:///srv/git/team@x/repo.git"} {
 			p := provider(ns, u)
 			p.Name = fmt.Sprintf("ok-%d", i)
 			require.NoError(t, k8s.Create(ctx, p), u)

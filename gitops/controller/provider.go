@@ -62,6 +62,10 @@ func (r *GitProviderReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		return ctrl.Result{}, err
 	}
 	if err := r.lsRemote(ctx, p.Spec.URL, auth); err != nil {
+		if errors.Is(err, repo.ErrOpaqueURL) { // configuration: retrying cannot help
+			v1alpha1.SetStalled(&p.Status.Conditions, p.Generation, v1alpha1.ReasonInvalidURL, err.Error())
+			return ctrl.Result{}, nil
+		}
 		v1alpha1.SetReconciling(&p.Status.Conditions, p.Generation, v1alpha1.ReasonUnreachable,
 			fmt.Sprintf("repository %s is not reachable: %v", repo.Redact(p.Spec.URL), err))
 		return ctrl.Result{}, fmt.Errorf("checking %s: %w", repo.Redact(p.Spec.URL), err)

@@ -300,6 +300,20 @@ func TestScrubbingAShortQueryLeavesTheRestOfTheMessageAlone(t *testing.T) {
 	assert.NotContains(t, err.Error(), "?e")
 }
 
+func TestAnOpaqueURLIsNeverDialledNorKept(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "clone")
+	for _, u := range []string{"https://bot:PASS^W0RD@127.0.0.1:1/repo.git", "https://SL/ASH@127.0.0.1:1/repo.git"} {
+		_, err := repo.Open(context.Background(), dir, u, nil)
+		require.ErrorIs(t, err, repo.ErrOpaqueURL)
+		assert.NoDirExists(t, dir, "nothing is written, so no config holds the URL")
+		err = repo.LsRemote(context.Background(), u, nil)
+		require.ErrorIs(t, err, repo.ErrOpaqueURL)
+		for _, secret := range []string{"PASS^W0RD", "SL/ASH"} {
+			assert.NotContains(t, err.Error(), secret)
+		}
+	}
+}
+
 func TestAnSSHURLsPasswordIsNeitherUsedNorKept(t *testing.T) {
 	remote := repotest.NewSSHRemote(t)
 	base := remote.Seed("main", map[string]string{"a.yaml": "a\n"}, "base")
@@ -386,6 +400,8 @@ func TestErrorsNeverRepeatCredentialsCarriedInTheURL(t *testing.T) {
 			return u + "?a=1&private_token=QU3RY%2BT0KEN"
 		},
 		"a password the URL does not escape": func(u string) string { return strings.Replace(u, "://", "://bot:PASS^W0RD@", 1) },
+		"a token holding a slash":            func(u string) string { return strings.Replace(u, "://", "://SL/ASH@", 1) },
+		"a token in the fragment":            func(u string) string { return u + "#FR%41G" },
 	}
 	for remoteName, remote := range map[string]string{"failing": failing.URL, "gone": gone} {
 		host := strings.TrimPrefix(remote, "http://")[:strings.Index(strings.TrimPrefix(remote, "http://"), "/")]
@@ -393,7 +409,7 @@ func TestErrorsNeverRepeatCredentialsCarriedInTheURL(t *testing.T) {
 			t.Run(remoteName+"/"+name, func(t *testing.T) {
 				err := repo.LsRemote(context.Background(), carry(remote), nil)
 				require.Error(t, err)
-				for _, secret := range []string{"T0KEN", "PASSW0RD", "PASS^W0RD", "QU3RY"} {
+				for _, secret := range []string{"T0KEN", "PASSW0RD", "PASS^W0RD", "QU3RY", "SL/ASH", "FR%41G", "FRAG"} {
 					assert.NotContains(t, err.Error(), secret)
 				}
 				assert.Contains(t, err.Error(), host, "the message still names the repository")

@@ -51,4 +51,9 @@ var (
 	// ErrInvalidSecret means the credentials Secret is incomplete or
 	// inconsistent for the repository URL.
 	ErrInvalidSecret = errors.New("invalid git credentials secret")
+
+	// ErrOpaqueURL is returned for a repository URL with "://" whose credentials cannot be told
+	// apart from the rest (see opaque); it is never dialled, nor written to a clone's config.
+	ErrOpaqueURL = errors.New("the repository URL cannot be taken apart: escape the special characters of its user info " +
+		"(%2F for /, %3F for ?, %23 for #, %40 for @), or better, move the credentials into the GitProvider's Secret")
 )

@@ -91,6 +91,9 @@ func branchRef(branch string) (plumbing.ReferenceName, error) {
 // Errors wrap go-git's transport errors (ErrAuthenticationRequired,
 // ErrAuthorizationFailed, ErrRepositoryNotFound) for errors.Is.
 func LsRemote(ctx context.Context, url string, auth transport.AuthMethod) error {
+	if opaque(url) {
+		return fmt.Errorf("list refs of %s: %w", Redact(url), ErrOpaqueURL)
+	}
 	url, auth = splitCredentials(url, auth)
 	remote := git.NewRemote(memory.NewStorage(), &config.RemoteConfig{Name: remoteName, URLs: []string{url}})
 	_, err := remote.ListContext(ctx, &git.ListOptions{Auth: auth})

@@ -68,6 +68,9 @@ func Open(ctx context.Context, dir, url string, auth transport.AuthMethod) (*Rep
 	if dir == "" || url == "" {
 		return nil, errors.New("open clone: dir and url are required")
 	}
+	if opaque(url) {
+		return nil, fmt.Errorf("open clone of %s: %w", Redact(url), ErrOpaqueURL)
+	}
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, fmt.Errorf("open clone %s: %w", dir, err)

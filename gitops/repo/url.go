@@ -1,6 +1,8 @@
 package repo
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"net/url"
 	"strconv"
 	"strings"
@@ -27,8 +29,8 @@ func defaultPort(scheme string) string {
 // same repository?" comparisons (one branch worker per repository and branch;
 // overlapping targets). It is not meant to be dialled. Rules:
 //
-//   - surrounding spaces are trimmed; an unparseable URL is returned trimmed, without
-//     whatever may be credentials in it (as Redact gives it);
+//   - surrounding spaces are trimmed; an unparseable address is returned trimmed, and an
+//     opaque URL (which is never dialled) becomes a key of its own that holds nothing of it;
 //   - scp-like "[user@]host:path" becomes "ssh://[user@]host/path", and an
 //     absolute local path "/p" becomes "file:///p";
 //   - "git+ssh" and "ssh+git" schemes become "ssh";
@@ -44,11 +46,11 @@ func NormalizeURL(raw string) string {
 		return ""
 	}
 	s = toURLSyntax(s)
-	u, err := url.Parse(s)
-	if err != nil {
-		return redactUnparsed(s)
+	if opaque(s) {
+		return opaqueKey(s)
 	}
-	if u.Scheme == "" {
+	u, err := url.Parse(s)
+	if err != nil || u.Scheme == "" {
 		return s
 	}
 	scheme := canonicalScheme(u.Scheme)
@@ -142,11 +144,14 @@ func canonicalPath(p string) string {
 // are its query and fragment. Anything else is kept as written. Credentials belong in the
 // GitProvider's Secret, but a URL that carries them must not spread them. A URL that does
 // not parse (a password with characters a URL must escape) loses whatever may be user info
-// or a query (redactUnparsed).
+// or a query, and so does one where an "@" follows the host (opaque, redactUnparsed).
 func Redact(raw string) string {
+	if opaque(raw) {
+		return redactUnparsed(raw)
+	}
 	u, err := url.Parse(raw)
 	if err != nil {
-		return redactUnparsed(raw)
+		return raw
 	}
 	if u.Scheme == "" || (u.User == nil && u.RawQuery == "" && u.Fragment == "") {
 		return raw // scp-like "git@host:path" does not parse, and holds no password
@@ -155,7 +160,31 @@ func Redact(raw string) string {
 	return u.String()
 }
 
-// redactUnparsed is Redact for a URL that does not parse: after "://", everything up to the
+// opaque reports whether raw, a URL with "://", cannot be taken apart reliably: it does not
+// parse, or an "@" follows its host in a URL that can carry credentials (a token holding
+// "/", "?" or "#" makes url.Parse read the rest of the user info as path, query or
+// fragment, with the token in it). Its credentials cannot be told apart, so it is never
+// dialled (ErrOpaqueURL), and shown only as redactUnparsed gives it. A file:// path may hold
+// "@". Addresses without "://" (scp-like, local paths) are never opaque.
+func opaque(raw string) bool {
+	if !strings.Contains(raw, "://") {
+		return false
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return true
+	}
+	return u.Scheme != "file" && strings.ContainsRune(u.Path+u.RawQuery+u.Fragment, '@')
+}
+
+// opaqueKey is NormalizeURL of an opaque URL: one key per URL as written, so that it shares
+// no branch worker or clone with another, holding nothing of it (it is logged).
+func opaqueKey(raw string) string {
+	sum := sha256.Sum256([]byte(raw))
+	return "opaque-url:" + hex.EncodeToString(sum[:8])
+}
+
+// redactUnparsed is Redact for an opaque URL: after "://", everything up to the
 // last "@" goes (a password may hold "/" or "?", so the host's end cannot be told), and so
 // does everything from the first "?" or "#" after that. Without "://" (scp-like, a local
 // path) it is kept as written. It may take more than the credentials, never less.
@@ -226,6 +255,9 @@ func credentialForms(raw string) []string {
 		if q, err := url.QueryUnescape(u.RawQuery); err == nil && q != u.RawQuery {
 			forms = append(forms, "?"+q)
 		}
+	}
+	if u.Fragment != "" { // go-git dials it as part of the path
+		forms = append(forms, "#"+u.EscapedFragment(), u.Fragment)
 	}
 	return forms
 }

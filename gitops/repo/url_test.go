@@ -1,6 +1,7 @@
 package repo_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -37,13 +38,24 @@ func TestNormalizeURLGivesOneFormPerRepository(t *testing.T) {
 		{"git://git.example.com:9418/repo.git", "git://git.example.com/repo"},
 		{"", ""},
 		{"not a url", "not a url"},
-		{"https://bot:pa^ss@github.com/org/repo", "https://github.com/org/repo"},
 	}
 	for _, c := range cases {
 		t.Run(c.in, func(t *testing.T) {
 			assert.Equal(t, c.want, repo.NormalizeURL(c.in))
 		})
 	}
+}
+
+func TestNormalizeURLGivesAnOpaqueURLAKeyOfItsOwn(t *testing.T) {
+	unparsed := repo.NormalizeURL("https://bot:PASS^W0RD@github.com/org/repo")
+	slashed := repo.NormalizeURL("https://ghp_T0/KEN@github.com/org/repo")
+	for _, key := range []string{unparsed, slashed} {
+		assert.True(t, strings.HasPrefix(key, "opaque-url:"), key)
+		assert.NotContains(t, key, "W0RD")
+		assert.NotContains(t, key, "KEN")
+	}
+	assert.NotEqual(t, unparsed, slashed)
+	assert.NotEqual(t, repo.NormalizeURL("https://github.com/org/repo"), unparsed, "an opaque URL shares no worker or clone with a working one")
 }
 
 func TestNormalizeURLIsIdempotent(t *testing.T) {
@@ -64,6 +76,8 @@ func TestRedactLeavesNoCredentialsInARepositoryURL(t *testing.T) {
 		{"keeps a local path", "/srv/git/repo.git", "/srv/git/repo.git"},
 		{"drops all that may be user info of a URL that does not parse", "https://bot:pa^ss/w@rd@github.com/org/repo.git", "https://github.com/org/repo.git"},
 		{"drops the query of a URL that does not parse", "https://bot:p^w@github.com/org/repo?private_token=S3CRET", "https://github.com/org/repo"},
+		{"drops a token holding a slash, which parses as a path", "https://ghp_T0/KEN@github.com/org/repo", "https://github.com/org/repo"},
+		{"keeps a local path holding an @", "file:///srv/git/team@x/repo.git", "file:///srv/git/team@x/repo.git"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
