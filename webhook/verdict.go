@@ -36,8 +36,8 @@ type Request struct {
 	// ReadableFields are the top-level fields a sensitive object has besides those that
 	// may stay readable (batch.ReadableFields); filled only for sensitive objects.
 	ReadableFields []string
-	// KeyMaterial says the object is a Secret no target ever writes (batch.HoldsKeyMaterial):
-	// admission has nothing to judge for Git.
+	// KeyMaterial says the object is a Secret no target ever writes (batch.HoldsKeyMaterial,
+	// or a GitProvider's credentials): admission has nothing to judge for Git.
 	KeyMaterial bool
 }
 
@@ -103,7 +103,7 @@ func Decide(req Request, targets []TargetState, sensitive bool, warn bool) Verdi
 		v := Verdict{Allowed: true, Reason: ReasonKeyMaterial}
 		if warn {
 			v.Warnings = []string{obj + " holds key material (an age private key, or the " + batch.KeyMaterialLabel +
-				" label) and is never written to Git, whichever rule routes it"}
+				" label) or a GitProvider's credentials and is never written to Git, whichever rule routes it"}
 		}
 		return v
 	}

@@ -73,7 +73,7 @@ func TestDecide(t *testing.T) {
 			allowed: true, reason: ReasonKeyMaterial},
 		{name: "warns on a dry run that a Secret holding key material is never written", req: keys, targets: []TargetState{live}, sensitive: true, warn: true,
 			allowed: true, reason: ReasonKeyMaterial,
-			warnings: []string{"Secret team-a/sops-age holds key material (an age private key, or the reverser.gitops.dev/key-material label) and is never written to Git, whichever rule routes it"}},
+			warnings: []string{"Secret team-a/sops-age holds key material (an age private key, or the reverser.gitops.dev/key-material label) or a GitProvider's credentials and is never written to Git, whichever rule routes it"}},
 		{name: "allows a Secret whose update moves it out of the target's selector even without encryption: Git deletes it", req: updSecret,
 			targets: []TargetState{leaving}, sensitive: true, allowed: true, reason: ReasonAllowed},
 		{name: "allows deleting when the folder cannot be written but the target never removes documents", req: delSecret, targets: []TargetState{keeping},

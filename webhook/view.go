@@ -48,6 +48,9 @@ type snapshot struct {
 	routes  []route
 	// rules names every WatchRule and ClusterWatchRule, as watcher.RuleKey does.
 	rules []string
+	// credentials are the Secrets GitProviders name in spec.secretRef, which no target
+	// writes (batch.Options.Credentials), so admission does not judge them either.
+	credentials map[types.NamespacedName]bool
 }
 
 // Locator tells where an object would land and whether something else holds that path. The
@@ -102,6 +105,11 @@ func NewView(c cache.Cache, log logr.Logger) *View {
 	v := &View{Cache: c, Log: log, kick: make(chan struct{}, 1)}
 	v.snap.Store(&snapshot{targets: map[types.NamespacedName]TargetState{}})
 	return v
+}
+
+// NamedAsCredentials reports whether a GitProvider names the Secret key as its credentials.
+func (v *View) NamedAsCredentials(key types.NamespacedName) bool {
+	return v.snap.Load().credentials[key]
 }
 
 // NeedLeaderElection is false: every replica serves the webhook.
@@ -165,10 +173,13 @@ func (v *View) rebuild(ctx context.Context) error {
 			return err
 		}
 	}
-	s := &snapshot{targets: map[types.NamespacedName]TargetState{}}
+	s := &snapshot{targets: map[types.NamespacedName]TargetState{}, credentials: map[types.NamespacedName]bool{}}
 	urls := map[types.NamespacedName]string{}
 	for _, p := range providers.Items {
 		urls[client.ObjectKeyFromObject(&p)] = repo.Redact(p.Spec.URL) // shown to anyone whose change it judges
+		if p.Spec.SecretRef != nil {
+			s.credentials[types.NamespacedName{Namespace: p.Namespace, Name: p.Spec.SecretRef.Name}] = true
+		}
 	}
 	for _, t := range targets.Items {
 		s.targets[client.ObjectKeyFromObject(&t)] = targetState(&t, urls[types.NamespacedName{Namespace: t.Namespace, Name: t.Spec.ProviderRef.Name}])

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/gitops-reverser/gitops-reverser/gitops/batch"
@@ -185,8 +186,9 @@ func (w *Watched) locate(targets []TargetState, r Request, req admission.Request
 
 // anySensitive reports whether the resource is sensitive for any of the targets.
 // inspect fills what the verdict needs from the whole object, decoding it only when it
-// matters: whether a Secret is key material (the old object on DELETE), and which fields a
-// sensitive object would leave readable.
+// matters: whether a Secret is key material (the old object on DELETE) or a GitProvider's
+// credentials, which the writer skips alike, and which fields a sensitive object would
+// leave readable.
 func (w *Watched) inspect(r *Request, req admission.Request, targets []TargetState) {
 	secret := r.Resource == schema.GroupResource{Resource: "secrets"}
 	sensitive := r.Operation != Delete && w.anySensitive(r.Resource, targets)
@@ -201,7 +203,8 @@ func (w *Watched) inspect(r *Request, req admission.Request, targets []TargetSta
 	if full == nil {
 		return
 	}
-	r.KeyMaterial = secret && batch.HoldsKeyMaterial(full)
+	r.KeyMaterial = secret && (batch.HoldsKeyMaterial(full) ||
+		w.View.NamedAsCredentials(types.NamespacedName{Namespace: r.Namespace, Name: r.Name}))
 	if sensitive {
 		r.ReadableFields = batch.ReadableFields(full)
 	}

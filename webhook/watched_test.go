@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -36,6 +37,19 @@ func TestLocateUsesTheCanonicalPathForATargetTheWriterDoesNotKnow(t *testing.T) 
 	assert.Equal(t, "already held", targets[0].PathProblem)
 	assert.Equal(t, "live/a/configmaps/app.yaml", targets[1].Path, "the same verdict and warning on every replica")
 	assert.Empty(t, targets[1].PathProblem)
+}
+
+func TestAGitProvidersCredentialsAreNotJudgedLikeKeyMaterial(t *testing.T) {
+	v := NewView(nil, logr.Discard())
+	v.snap.Store(&snapshot{credentials: map[types.NamespacedName]bool{{Namespace: "a", Name: "git-auth"}: true}})
+	w := &Watched{View: v, Sensitive: func(schema.GroupResource) bool { return true }}
+	targets := []TargetState{{Key: types.NamespacedName{Namespace: "a", Name: "t"}}}
+	for name, want := range map[string]bool{"git-auth": true, "db": false} {
+		r := Request{Operation: Create, Resource: schema.GroupResource{Resource: "secrets"}, Namespace: "a", Name: name}
+		raw := []byte(`{"apiVersion":"v1","kind":"Secret","metadata":{"namespace":"a","name":"` + name + `"},"data":{"password":"VDBLRU4="}}`)
+		w.inspect(&r, admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{Object: k8sruntime.RawExtension{Raw: raw}}}, targets)
+		assert.Equal(t, want, r.KeyMaterial, name)
+	}
 }
 
 func TestRouteFollowsTheWatcherWhenAControllerAdoptsOrOrphansAnObject(t *testing.T) {

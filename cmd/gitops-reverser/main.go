@@ -175,6 +175,9 @@ func run(ctx context.Context, cfg *rest.Config, opts Options) error {
 		CompactLooseObjects: opts.compactLooseObjects(),
 		GitTimeout:          opts.gitTimeout(),
 		IndexKey:            buildKey(),
+		Credentials: func(k types.NamespacedName) bool {
+			return gitopsctrl.NamedAsCredentials(context.Background(), mgr.GetCache(), k)
+		},
 	})
 	nsCache := mgr.GetCache()
 	deletedNamespaces := watcher.NewDeletedNamespaces(deletedNamespaceMemory)

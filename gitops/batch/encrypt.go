@@ -38,17 +38,19 @@ type Encryption struct {
 // created; no target writes them, whichever rule routes them.
 const KeyMaterialLabel = "reverser.gitops.dev/key-material"
 
-// isKeyMaterial says whether obj is a Secret holding encryption keys: named by the
-// target's encryption, or HoldsKeyMaterial.
-func isKeyMaterial(t *target, k ObjectKey, obj *unstructured.Unstructured) bool {
+// isKeyMaterial says whether obj is a Secret no target writes: one holding keys, named by
+// the target's encryption, or HoldsKeyMaterial, or a GitProvider's credentials
+// (Options.Credentials).
+func (w *worker) isKeyMaterial(t *target, k ObjectKey, obj *unstructured.Unstructured) bool {
 	if k.GVR.Group != "" || k.GVR.Resource != "secrets" {
 		return false
 	}
+	name := types.NamespacedName{Namespace: k.Namespace, Name: k.Name}
 	enc := t.spec.Encryption
-	if enc != nil && slices.Contains(enc.KeySecrets, types.NamespacedName{Namespace: k.Namespace, Name: k.Name}) {
+	if enc != nil && slices.Contains(enc.KeySecrets, name) {
 		return true
 	}
-	return HoldsKeyMaterial(obj)
+	return HoldsKeyMaterial(obj) || (w.opts.Credentials != nil && w.opts.Credentials(name))
 }
 
 // HoldsKeyMaterial says whether a core Secret is one no target writes, whichever rule
@@ -111,9 +113,9 @@ type sensitivePlacement struct {
 // only (it stays listed in status); there is no plaintext fallback. Callers hold w.mu.
 func (w *worker) planSensitive(t *target, p *writePlan, read func(string) ([]byte, error), k ObjectKey, obj *unstructured.Unstructured, file string, exists bool) error {
 	id := k.Identity()
-	if isKeyMaterial(t, k, obj) {
+	if w.isKeyMaterial(t, k, obj) {
 		if exists { // written by an earlier release, or by a person
-			p.refuse(k, fmt.Sprintf("%s: not written: it holds key material, which never goes to Git; "+
+			p.refuse(k, fmt.Sprintf("%s: not written: it holds key material or Git credentials, which never go to Git; "+
 				"%s was written before and is left as it is: remove it from Git", id, file))
 		}
 		return nil

@@ -290,6 +290,18 @@ func TestWriterEncryption(t *testing.T) {
 		assert.Empty(t, st.Refused)
 		assert.Equal(t, before, s.commits())
 	})
+	t.Run("never writes a GitProvider's credentials, not even encrypted, whichever provider names them", func(t *testing.T) {
+		ids, recipients := identity(t)
+		credentials := types.NamespacedName{Namespace: "app", Name: "git-auth"}
+		s := newWriterSceneWith(t, &batch.Encryption{Recipients: recipients, Identities: ids},
+			batch.Options{WorkDir: t.TempDir(), Credentials: func(n types.NamespacedName) bool { return n == credentials }})
+		st := s.submitAndSettle(s.cluster.put(secretsGVR, "Secret", "git-auth", map[string]any{"password": "VDBLRU4="}),
+			s.cluster.put(secretsGVR, "Secret", "db", map[string]any{"password": "aHVudGVyMg=="}))
+		assert.Empty(t, st.Refused)
+		files := s.remote.LsTree("main")
+		assert.Contains(t, files, "live/app/secrets/db.sops.yaml", "the other Secret of the window is written")
+		assert.NotContains(t, files, "live/app/secrets/git-auth.sops.yaml")
+	})
 	t.Run("changing one key changes only that key's ciphertext line and the sops metadata", func(t *testing.T) {
 		ids, recipients := identity(t)
 		s := newWriterScene(t, &batch.Encryption{Recipients: recipients, Identities: ids})

@@ -100,6 +100,11 @@ type Options struct {
 	// the same build parses only the files that changed since (savedIndex). Empty: nothing
 	// is kept.
 	IndexKey string
+	// Credentials says whether a Secret is some GitProvider's credentials (its
+	// spec.secretRef), which no target writes, not even encrypted: a push token in the
+	// repository would be readable by every recipient of its Secrets. nil: only the target's
+	// own provider's (Encryption.KeySecrets).
+	Credentials func(types.NamespacedName) bool
 }
 
 // DefaultGitTimeout is Options.GitTimeout's default: room for pushing a first snapshot of

@@ -156,7 +156,7 @@ func (w *worker) reencryptFromCluster(t *target, enc *Encryption, content []byte
 	if err != nil || obj == nil {
 		return nil, false, err
 	}
-	if isKeyMaterial(t, k, obj) {
+	if w.isKeyMaterial(t, k, obj) {
 		return nil, true, nil
 	}
 	plain, _, err := manifest.UpsertStyled(nil, sanitize.Object(obj), t.style)

@@ -18,10 +18,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gitops-reverser/gitops-reverser/api/v1alpha1"
+	"github.com/gitops-reverser/gitops-reverser/gitops/controller"
 	"github.com/gitops-reverser/gitops-reverser/gitops/repo/repotest"
 )
 
@@ -84,6 +86,20 @@ func sshKey(t *testing.T) []byte {
 	block, err := ssh.MarshalPrivateKey(priv, "")
 	require.NoError(t, err)
 	return pem.EncodeToMemory(block)
+}
+
+func TestNamedAsCredentials(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t)
+	other := ns + "-elsewhere" // need not exist: nothing is there
+	p := provider(ns, "file://"+bareRemote(t))
+	p.Spec.SecretRef = &v1alpha1.LocalObjectReference{Name: "git-auth"}
+	require.NoError(t, k8s.Create(ctx, p))
+	eventually(t, func() bool {
+		return controller.NamedAsCredentials(ctx, managerCache, types.NamespacedName{Namespace: ns, Name: "git-auth"})
+	})
+	assert.False(t, controller.NamedAsCredentials(ctx, managerCache, types.NamespacedName{Namespace: ns, Name: "db"}), "a Secret no provider names")
+	assert.False(t, controller.NamedAsCredentials(ctx, managerCache, types.NamespacedName{Namespace: other, Name: "git-auth"}), "the same name in another namespace")
 }
 
 func TestGitProviderURLValidation(t *testing.T) {

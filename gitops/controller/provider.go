@@ -113,6 +113,19 @@ func BranchAllowed(p *v1alpha1.GitProvider, branch string) bool {
 	return false
 }
 
+// NamedAsCredentials reports whether some GitProvider names the Secret key as its
+// credentials (spec.secretRef), read from c: the manager's cache, with the index
+// SetupWithManager registers. The writer never writes such a Secret (batch.Options.
+// Credentials). When the cache cannot answer it says true, so a token is never written
+// for want of an answer; the Secret stays in the cluster and its next change asks again.
+func NamedAsCredentials(ctx context.Context, c client.Reader, key types.NamespacedName) bool {
+	var list v1alpha1.GitProviderList
+	if err := c.List(ctx, &list, client.InNamespace(key.Namespace), client.MatchingFields{secretRefIndex: key.Name}); err != nil {
+		return true
+	}
+	return len(list.Items) > 0
+}
+
 // SetupWithManager watches providers and the Secrets they reference.
 func (r *GitProviderReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.GitProvider{}, secretRefIndex,

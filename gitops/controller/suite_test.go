@@ -25,6 +25,9 @@ import (
 // k8s is the client of the package's one control plane.
 var k8s client.Client
 
+// managerCache is the controllers' cache, with the indexes their setup registers.
+var managerCache client.Reader
+
 // noObjects resolves nothing: these tests exercise the controllers, not the watcher.
 type noObjects struct{}
 
@@ -60,6 +63,7 @@ func startControllers(cfg *rest.Config) (func(), error) {
 		Recorder: mgr.GetEventRecorder("gitops-reverser")}).SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
+	managerCache = mgr.GetCache()
 	// An uncached client: tests read what they just wrote.
 	if k8s, err = client.New(cfg, client.Options{Scheme: scheme}); err != nil {
 		return nil, err
