@@ -24,11 +24,13 @@ import (
 // and proportionally more for larger folders). It is taken only by the same build of the
 // operator (Options.IndexKey: a parser that changed could judge a file differently), for
 // the same folder, and file by file only for the same blob at the same path: a stale or
-// damaged one costs a parse, never a wrong verdict.
+// damaged one costs a parse, never a wrong verdict. Sum, a SHA-256 of the files' entries,
+// turns a damage that still decodes (a changed name or position) into one that is refused.
 type savedIndex struct {
 	Key    string      `json:"key"`
 	Folder string      `json:"folder"`
 	Files  []savedFile `json:"files"`
+	Sum    string      `json:"sum"`
 }
 
 // savedFile is one indexed file: its blob and the objects its documents define.
@@ -66,7 +68,13 @@ func saveIndex(dir, key, folder string, ix *folderIndex) error {
 	if _, err := os.Stat(filepath.Join(dir, "HEAD")); err != nil {
 		return nil
 	}
-	data, err := json.Marshal(toSaved(key, folder, ix))
+	s := toSaved(key, folder, ix)
+	sum, err := filesSum(s.Files)
+	if err != nil {
+		return fmt.Errorf("encoding the index of %s: %w", folder, err)
+	}
+	s.Sum = sum
+	data, err := json.Marshal(s)
 	if err != nil {
 		return fmt.Errorf("encoding the index of %s: %w", folder, err)
 	}
@@ -95,14 +103,29 @@ func loadIndex(dir, key, folder string) *folderIndex {
 }
 
 // decodeIndex is the index data saved for the build key and folder; nil when it does not
-// decode, or it is another build's or folder's. The data is whatever the disk holds, so it is
-// fuzzed (FuzzDecodeIndex): no content makes it offer a parse no entry of it says.
+// decode, does not match its sum, or is another build's or folder's. The data is whatever
+// the disk holds, so it is fuzzed (FuzzDecodeIndex): no content makes it offer a parse no
+// entry of it says.
 func decodeIndex(data []byte, key, folder string) *folderIndex {
 	var s savedIndex
 	if json.Unmarshal(data, &s) != nil || s.Key != key || s.Folder != folder {
 		return nil
 	}
+	if sum, err := filesSum(s.Files); err != nil || sum != s.Sum {
+		return nil
+	}
 	return fromSaved(s)
+}
+
+// filesSum is the SHA-256 of the entries' JSON encoding, hex: what encoding/json gives for
+// the same entries does not vary, so a decoded file sums as it was saved.
+func filesSum(files []savedFile) (string, error) {
+	data, err := json.Marshal(files)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:]), nil
 }
 
 // toSaved is ix as saved: every file with the blob it was indexed from and the objects it

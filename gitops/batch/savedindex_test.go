@@ -1,6 +1,7 @@
 package batch
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"path/filepath"
@@ -46,6 +47,21 @@ func TestASavedIndexRoundTrips(t *testing.T) {
 	}
 	assert.Equal(t, "live", back.folder)
 	assert.True(t, back.describes().IsZero(), "a saved index describes no commit, so planning trusts none of its digests")
+}
+
+func TestASavedIndexIsTakenOnlyWhole(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "HEAD"), []byte("ref: refs/heads/main\n"), 0o644)) // a clone
+	require.NoError(t, saveIndex(dir, "build", "live", exampleIndex()))
+	data, err := os.ReadFile(savedIndexPath(dir, "live"))
+	require.NoError(t, err)
+	require.NotNil(t, decodeIndex(data, "build", "live"))
+
+	damaged := bytes.Replace(data, []byte(`"name":"a"`), []byte(`"name":"b"`), 1) // still decodes
+	require.NotEqual(t, data, damaged)
+	assert.Nil(t, decodeIndex(damaged, "build", "live"), "a changed entry does not match the sum")
+	assert.Nil(t, decodeIndex(data, "another build", "live"))
+	assert.Nil(t, decodeIndex(data, "build", "elsewhere"))
 }
 
 func TestAnIndexSavedAtStopSparesTheNextStartParsingUnchangedFiles(t *testing.T) {
