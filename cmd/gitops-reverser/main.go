@@ -175,7 +175,7 @@ func run(ctx context.Context, cfg *rest.Config, opts Options) error {
 		CompactLooseObjects: opts.compactLooseObjects(),
 		GitTimeout:          opts.gitTimeout(),
 		IndexKey:            buildKey(),
-		Credentials: func(k types.NamespacedName) bool {
+		Credentials: func(k types.NamespacedName) (bool, error) {
 			return gitopsctrl.NamedAsCredentials(context.Background(), mgr.GetCache(), k)
 		},
 	})

@@ -41,16 +41,23 @@ const KeyMaterialLabel = "reverser.gitops.dev/key-material"
 // isKeyMaterial says whether obj is a Secret no target writes: one holding keys, named by
 // the target's encryption, or HoldsKeyMaterial, or a GitProvider's credentials
 // (Options.Credentials).
-func (w *worker) isKeyMaterial(t *target, k ObjectKey, obj *unstructured.Unstructured) bool {
+func (w *worker) isKeyMaterial(t *target, k ObjectKey, obj *unstructured.Unstructured) (bool, error) {
 	if k.GVR.Group != "" || k.GVR.Resource != "secrets" {
-		return false
+		return false, nil
 	}
 	name := types.NamespacedName{Namespace: k.Namespace, Name: k.Name}
 	enc := t.spec.Encryption
-	if enc != nil && slices.Contains(enc.KeySecrets, name) {
-		return true
+	if (enc != nil && slices.Contains(enc.KeySecrets, name)) || HoldsKeyMaterial(obj) {
+		return true, nil
 	}
-	return HoldsKeyMaterial(obj) || (w.opts.Credentials != nil && w.opts.Credentials(name))
+	if w.opts.Credentials == nil {
+		return false, nil
+	}
+	credentials, err := w.opts.Credentials(name)
+	if err != nil {
+		return false, fmt.Errorf("telling whether Secret %s is a GitProvider's credentials: %w", name, err)
+	}
+	return credentials, nil
 }
 
 // HoldsKeyMaterial says whether a core Secret is one no target writes, whichever rule
@@ -113,7 +120,9 @@ type sensitivePlacement struct {
 // only (it stays listed in status); there is no plaintext fallback. Callers hold w.mu.
 func (w *worker) planSensitive(t *target, p *writePlan, read func(string) ([]byte, error), k ObjectKey, obj *unstructured.Unstructured, file string, exists bool) error {
 	id := k.Identity()
-	if w.isKeyMaterial(t, k, obj) {
+	if skip, err := w.isKeyMaterial(t, k, obj); err != nil {
+		return err
+	} else if skip {
 		if exists { // written by an earlier release, or by a person
 			p.refuse(k, fmt.Sprintf("%s: not written: it holds key material or Git credentials, which never go to Git; "+
 				"%s was written before and is left as it is: remove it from Git", id, file))

@@ -3,8 +3,10 @@ package batch_test
 import (
 	"context"
 	"encoding/base64"
+	"errors"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -294,13 +296,36 @@ func TestWriterEncryption(t *testing.T) {
 		ids, recipients := identity(t)
 		credentials := types.NamespacedName{Namespace: "app", Name: "git-auth"}
 		s := newWriterSceneWith(t, &batch.Encryption{Recipients: recipients, Identities: ids},
-			batch.Options{WorkDir: t.TempDir(), Credentials: func(n types.NamespacedName) bool { return n == credentials }})
+			batch.Options{WorkDir: t.TempDir(), Credentials: func(n types.NamespacedName) (bool, error) { return n == credentials, nil }})
 		st := s.submitAndSettle(s.cluster.put(secretsGVR, "Secret", "git-auth", map[string]any{"password": "VDBLRU4="}),
 			s.cluster.put(secretsGVR, "Secret", "db", map[string]any{"password": "aHVudGVyMg=="}))
 		assert.Empty(t, st.Refused)
 		files := s.remote.LsTree("main")
 		assert.Contains(t, files, "live/app/secrets/db.sops.yaml", "the other Secret of the window is written")
 		assert.NotContains(t, files, "live/app/secrets/git-auth.sops.yaml")
+	})
+	t.Run("waits, with the reason in status, while it cannot tell whether a Secret is a GitProvider's credentials", func(t *testing.T) {
+		ids, recipients := identity(t)
+		var unanswered atomic.Bool
+		unanswered.Store(true)
+		s := newWriterSceneWith(t, &batch.Encryption{Recipients: recipients, Identities: ids},
+			batch.Options{WorkDir: t.TempDir(), Credentials: func(types.NamespacedName) (bool, error) {
+				if unanswered.Load() {
+					return false, errors.New("cache not started")
+				}
+				return false, nil
+			}})
+		s.writer.Submit(batch.Change{Target: targetKey, Key: s.cluster.put(secretsGVR, "Secret", "db", map[string]any{"password": "aHVudGVyMg=="})})
+		var st batch.TargetStatus
+		require.Eventually(t, func() bool {
+			st, _ = s.writer.Status(targetKey)
+			return strings.Contains(st.LastError, "GitProvider's credentials")
+		}, 10*time.Second, 50*time.Millisecond)
+		assert.NotContains(t, s.remote.LsTree("main"), "live/app/secrets/db.sops.yaml", "nothing is written on a guess")
+
+		unanswered.Store(false)
+		s.submitAndSettle()
+		assert.Contains(t, s.remote.LsTree("main"), "live/app/secrets/db.sops.yaml", "the Secret lands once the answer comes")
 	})
 	t.Run("changing one key changes only that key's ciphertext line and the sops metadata", func(t *testing.T) {
 		ids, recipients := identity(t)

@@ -102,9 +102,10 @@ type Options struct {
 	IndexKey string
 	// Credentials says whether a Secret is some GitProvider's credentials (its
 	// spec.secretRef), which no target writes, not even encrypted: a push token in the
-	// repository would be readable by every recipient of its Secrets. nil: only the target's
-	// own provider's (Encryption.KeySecrets).
-	Credentials func(types.NamespacedName) bool
+	// repository would be readable by every recipient of its Secrets. An error fails the
+	// window's plan, which is retried with backoff. nil: only the target's own provider's
+	// (Encryption.KeySecrets).
+	Credentials func(types.NamespacedName) (bool, error)
 }
 
 // DefaultGitTimeout is Options.GitTimeout's default: room for pushing a first snapshot of

@@ -156,8 +156,8 @@ func (w *worker) reencryptFromCluster(t *target, enc *Encryption, content []byte
 	if err != nil || obj == nil {
 		return nil, false, err
 	}
-	if w.isKeyMaterial(t, k, obj) {
-		return nil, true, nil
+	if skip, err := w.isKeyMaterial(t, k, obj); err != nil || skip {
+		return nil, skip, err
 	}
 	plain, _, err := manifest.UpsertStyled(nil, sanitize.Object(obj), t.style)
 	if err != nil {

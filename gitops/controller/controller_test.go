@@ -95,11 +95,14 @@ func TestNamedAsCredentials(t *testing.T) {
 	p := provider(ns, "file://"+bareRemote(t))
 	p.Spec.SecretRef = &v1alpha1.LocalObjectReference{Name: "git-auth"}
 	require.NoError(t, k8s.Create(ctx, p))
-	eventually(t, func() bool {
-		return controller.NamedAsCredentials(ctx, managerCache, types.NamespacedName{Namespace: ns, Name: "git-auth"})
-	})
-	assert.False(t, controller.NamedAsCredentials(ctx, managerCache, types.NamespacedName{Namespace: ns, Name: "db"}), "a Secret no provider names")
-	assert.False(t, controller.NamedAsCredentials(ctx, managerCache, types.NamespacedName{Namespace: other, Name: "git-auth"}), "the same name in another namespace")
+	named := func(ns, name string) bool {
+		ok, err := controller.NamedAsCredentials(ctx, managerCache, types.NamespacedName{Namespace: ns, Name: name})
+		require.NoError(t, err)
+		return ok
+	}
+	eventually(t, func() bool { return named(ns, "git-auth") })
+	assert.False(t, named(ns, "db"), "a Secret no provider names")
+	assert.False(t, named(other, "git-auth"), "the same name in another namespace")
 }
 
 func TestGitProviderURLValidation(t *testing.T) {

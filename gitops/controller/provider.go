@@ -116,14 +116,13 @@ func BranchAllowed(p *v1alpha1.GitProvider, branch string) bool {
 // NamedAsCredentials reports whether some GitProvider names the Secret key as its
 // credentials (spec.secretRef), read from c: the manager's cache, with the index
 // SetupWithManager registers. The writer never writes such a Secret (batch.Options.
-// Credentials). When the cache cannot answer it says true, so a token is never written
-// for want of an answer; the Secret stays in the cluster and its next change asks again.
-func NamedAsCredentials(ctx context.Context, c client.Reader, key types.NamespacedName) bool {
+// Credentials); when the cache cannot answer, the writer retries rather than guess.
+func NamedAsCredentials(ctx context.Context, c client.Reader, key types.NamespacedName) (bool, error) {
 	var list v1alpha1.GitProviderList
 	if err := c.List(ctx, &list, client.InNamespace(key.Namespace), client.MatchingFields{secretRefIndex: key.Name}); err != nil {
-		return true
+		return false, fmt.Errorf("listing GitProviders: %w", err)
 	}
-	return len(list.Items) > 0
+	return len(list.Items) > 0, nil
 }
 
 // SetupWithManager watches providers and the Secrets they reference.
