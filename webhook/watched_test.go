@@ -39,16 +39,21 @@ func TestLocateUsesTheCanonicalPathForATargetTheWriterDoesNotKnow(t *testing.T) 
 	assert.Empty(t, targets[1].PathProblem)
 }
 
-func TestAGitProvidersCredentialsAreNotJudgedLikeKeyMaterial(t *testing.T) {
+func TestAGitProvidersCredentialsAreSkippedLikeKeyMaterial(t *testing.T) {
 	v := NewView(nil, logr.Discard())
 	v.snap.Store(&snapshot{credentials: map[types.NamespacedName]bool{{Namespace: "a", Name: "git-auth"}: true}})
 	w := &Watched{View: v, Sensitive: func(schema.GroupResource) bool { return true }}
 	targets := []TargetState{{Key: types.NamespacedName{Namespace: "a", Name: "t"}}}
 	for name, want := range map[string]bool{"git-auth": true, "db": false} {
-		r := Request{Operation: Create, Resource: schema.GroupResource{Resource: "secrets"}, Namespace: "a", Name: name}
 		raw := []byte(`{"apiVersion":"v1","kind":"Secret","metadata":{"namespace":"a","name":"` + name + `"},"data":{"password":"VDBLRU4="}}`)
-		w.inspect(&r, admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{Object: k8sruntime.RawExtension{Raw: raw}}}, targets)
-		assert.Equal(t, want, r.KeyMaterial, name)
+		for op, req := range map[Operation]admissionv1.AdmissionRequest{
+			Create: {Object: k8sruntime.RawExtension{Raw: raw}},
+			Delete: {OldObject: k8sruntime.RawExtension{Raw: raw}},
+		} {
+			r := Request{Operation: op, Resource: schema.GroupResource{Resource: "secrets"}, Namespace: "a", Name: name}
+			w.inspect(&r, admission.Request{AdmissionRequest: req}, targets)
+			assert.Equal(t, want, r.KeyMaterial, "%s of %s", op, name)
+		}
 	}
 }
 

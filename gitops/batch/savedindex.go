@@ -104,8 +104,8 @@ func loadIndex(dir, key, folder string) *folderIndex {
 
 // decodeIndex is the index data saved for the build key and folder; nil when it does not
 // decode, does not match its sum, or is another build's or folder's. The data is whatever
-// the disk holds, so it is fuzzed (FuzzDecodeIndex): no content makes it offer a parse no
-// entry of it says.
+// the disk holds: TestASavedIndexIsTakenOnlyWhole checks the sum, and FuzzFromSaved that no
+// entries make the index offer a parse they do not say.
 func decodeIndex(data []byte, key, folder string) *folderIndex {
 	var s savedIndex
 	if json.Unmarshal(data, &s) != nil || s.Key != key || s.Folder != folder {

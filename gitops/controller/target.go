@@ -117,6 +117,10 @@ func (r *GitTargetReconciler) reconcile(ctx context.Context, t *v1alpha1.GitTarg
 		Sensitive: sensitiveResources(t), Encryption: enc,
 	})
 	applyWriterStatus(t, st)
+	if errors.Is(err, repo.ErrOpaqueURL) { // the provider is Stalled for it: retrying cannot help
+		v1alpha1.SetStalled(conds, t.Generation, v1alpha1.ReasonProviderNotReady, fmt.Sprintf("GitProvider %s: %v", pkey, err))
+		return ctrl.Result{}, nil
+	}
 	if err != nil {
 		v1alpha1.SetReconciling(conds, t.Generation, v1alpha1.ReasonUnreachable,
 			fmt.Sprintf("branch %s of %s: %v", t.Spec.Branch, repo.Redact(p.Spec.URL), err))

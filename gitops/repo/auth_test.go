@@ -300,6 +300,11 @@ func TestScrubbingAShortQueryLeavesTheRestOfTheMessageAlone(t *testing.T) {
 	assert.NotContains(t, err.Error(), "?e")
 }
 
+func TestAnSCPLikeAddressWithAnAtInItsPathStillNeedsSSHCredentials(t *testing.T) {
+	_, err := repo.AuthFromSecret("git@github.com:team@x/repo.git", nil)
+	require.ErrorIs(t, err, repo.ErrNoKnownHosts, "read as SSH, which never trusts an unknown host")
+}
+
 func TestAnOpaqueURLIsNeverDialledNorKept(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "clone")
 	for _, u := range []string{"https://bot:PASS^W0RD@127.0.0.1:1/repo.git", "https://SL/ASH@127.0.0.1:1/repo.git"} {
@@ -409,7 +414,7 @@ func TestErrorsNeverRepeatCredentialsCarriedInTheURL(t *testing.T) {
 			t.Run(remoteName+"/"+name, func(t *testing.T) {
 				err := repo.LsRemote(context.Background(), carry(remote), nil)
 				require.Error(t, err)
-				for _, secret := range []string{"T0KEN", "PASSW0RD", "PASS^W0RD", "QU3RY", "SL/ASH", "FR%41G", "FRAG"} {
+				for _, secret := range []string{"T0KEN", "PASSW0RD", "PASS^W0RD", "QU3RY", "SL/ASH", "FR%41G", "#FRAG"} {
 					assert.NotContains(t, err.Error(), secret)
 				}
 				assert.Contains(t, err.Error(), host, "the message still names the repository")

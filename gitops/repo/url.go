@@ -45,10 +45,10 @@ func NormalizeURL(raw string) string {
 	if s == "" {
 		return ""
 	}
-	s = toURLSyntax(s)
 	if opaque(s) {
 		return opaqueKey(s)
 	}
+	s = toURLSyntax(s)
 	u, err := url.Parse(s)
 	if err != nil || u.Scheme == "" {
 		return s
@@ -174,7 +174,7 @@ func opaque(raw string) bool {
 	if err != nil {
 		return true
 	}
-	return u.Scheme != "file" && strings.ContainsRune(u.Path+u.RawQuery+u.Fragment, '@')
+	return u.Scheme != "file" && strings.ContainsRune(u.EscapedPath()+u.RawQuery+u.EscapedFragment(), '@')
 }
 
 // opaqueKey is NormalizeURL of an opaque URL: one key per URL as written, so that it shares
@@ -256,8 +256,8 @@ func credentialForms(raw string) []string {
 			forms = append(forms, "?"+q)
 		}
 	}
-	if u.Fragment != "" { // go-git dials it as part of the path
-		forms = append(forms, "#"+u.EscapedFragment(), u.Fragment)
+	if u.Fragment != "" { // with its "#", as for the query
+		forms = append(forms, "#"+u.EscapedFragment(), "#"+u.Fragment)
 	}
 	return forms
 }
