@@ -176,7 +176,9 @@ func run(ctx context.Context, cfg *rest.Config, opts Options) error {
 		GitTimeout:          opts.gitTimeout(),
 		IndexKey:            buildKey(),
 		Credentials: func(k types.NamespacedName) (bool, error) {
-			return gitopsctrl.NamedAsCredentials(context.Background(), mgr.GetCache(), k)
+			ctx, cancel := context.WithTimeout(context.Background(), credentialsLookupTimeout)
+			defer cancel()
+			return gitopsctrl.NamedAsCredentials(ctx, mgr.GetCache(), k)
 		},
 	})
 	nsCache := mgr.GetCache()
@@ -274,6 +276,11 @@ func notifier[T client.Object](ch chan<- event.TypedGenericEvent[T], empty func(
 // deletedNamespaceMemory is how long a deleted namespace's labels are kept for the deletes
 // of its objects handled after it.
 const deletedNamespaceMemory = 10 * time.Minute
+
+// credentialsLookupTimeout bounds the writer's question whether a Secret is a GitProvider's
+// credentials: it is asked under its branch worker's lock, and a cache that cannot answer
+// must fail the window (retried with backoff), not hold every target of the branch.
+const credentialsLookupTimeout = 10 * time.Second
 
 // followNamespaceLabels tells the watcher when a namespace's labels change, after the cache
 // its namespace selectors read has them (objects there may join or leave their targets),

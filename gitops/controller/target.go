@@ -118,6 +118,7 @@ func (r *GitTargetReconciler) reconcile(ctx context.Context, t *v1alpha1.GitTarg
 	})
 	applyWriterStatus(t, st)
 	if errors.Is(err, repo.ErrOpaqueURL) { // the provider is Stalled for it: retrying cannot help
+		r.Writer.SuspendTarget(client.ObjectKeyFromObject(t)) // settles what a move away left pending
 		v1alpha1.SetStalled(conds, t.Generation, v1alpha1.ReasonProviderNotReady, fmt.Sprintf("GitProvider %s: %v", pkey, err))
 		return ctrl.Result{}, nil
 	}

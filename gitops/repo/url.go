@@ -167,14 +167,21 @@ func Redact(raw string) string {
 // dialled (ErrOpaqueURL), and shown only as redactUnparsed gives it. A file:// path may hold
 // "@". Addresses without "://" (scp-like, local paths) are never opaque.
 func opaque(raw string) bool {
-	if !strings.Contains(raw, "://") {
+	i := strings.Index(raw, "://")
+	if i < 0 {
 		return false
 	}
 	u, err := url.Parse(raw)
 	if err != nil {
 		return true
 	}
-	return u.Scheme != "file" && strings.ContainsRune(u.EscapedPath()+u.RawQuery+u.EscapedFragment(), '@')
+	if u.Scheme == "file" {
+		return false
+	}
+	// As written, as the API server's rule reads it: an "@" anywhere after the authority.
+	rest := raw[i+3:]
+	end := strings.IndexAny(rest, "/?#")
+	return end >= 0 && strings.Contains(rest[end:], "@")
 }
 
 // opaqueKey is NormalizeURL of an opaque URL: one key per URL as written, so that it shares

@@ -57,7 +57,9 @@ func TestNormalizeURLGivesAnOpaqueURLAKeyOfItsOwn(t *testing.T) {
 	assert.NotEqual(t, unparsed, slashed)
 	assert.NotEqual(t, repo.NormalizeURL("https://github.com/org/repo"), unparsed, "an opaque URL shares no worker or clone with a working one")
 	assert.Equal(t, "ssh://git@github.com/team@x/repo", repo.NormalizeURL("git@github.com:team@x/repo.git"), "an scp-like address is never opaque")
-	assert.NotContains(t, repo.NormalizeURL("https://github.com/org%40x/repo.git"), "opaque-url:", "an escaped @ in the path is no user info")
+	for _, escaped := range []string{"https://github.com/org%40x/repo.git", "https://github.com/a|b%40c/repo.git"} {
+		assert.NotContains(t, repo.NormalizeURL(escaped), "opaque-url:", "an escaped @ in the path is no user info: %s", escaped)
+	}
 }
 
 func TestNormalizeURLIsIdempotent(t *testing.T) {
