@@ -52,8 +52,10 @@ func TestSelfManagedRotationKeepsTheWebhookServing(t *testing.T) {
 		ExtraIPs:                      []net.IP{net.ParseIP("127.0.0.1")},
 		WebhookConfigurations:         []string{vwc.Name},
 		MutatingWebhookConfigurations: []string{mwc.Name},
-		CAValidity:                    12 * time.Second, CARenewBefore: 6 * time.Second,
-		CertValidity: 4 * time.Second, RenewBefore: 2 * time.Second,
+		// Short enough to rotate twice within the test, long enough that a loaded machine
+		// reloads each certificate well before the one it replaces expires.
+		CAValidity: 30 * time.Second, CARenewBefore: 15 * time.Second,
+		CertValidity: 10 * time.Second, RenewBefore: 5 * time.Second,
 	}
 	var replicas []*operator
 	for _, port := range ports {

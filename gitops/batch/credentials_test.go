@@ -110,11 +110,14 @@ func TestOneTargetsTroubleStaysItsOwn(t *testing.T) {
 		other.Auth = &githttp.BasicAuth{Username: "alice", Password: "read-only"}
 		_, _ = writer.EnsureTarget(ctx, other)
 		writer.Submit(batch.Change{Target: other.Key, Key: c.put(cmGVR, "ConfigMap", "a", map[string]any{"k": "v"}), AllowDelete: true})
-		time.Sleep(3 * time.Second) // other fails and backs off: 1 s, 2 s, ...
+		// other fails and backs off: it retries at about 1, 3 and 7 s, then not before 15 s. The
+		// checks below fall between 7.5 and 15 s: well within other's backoff, and clear of
+		// its retries, whose pushes would hold the branch's worker for a moment.
+		time.Sleep(7500 * time.Millisecond)
 
 		writer.Submit(batch.Change{Target: live.Key, Key: c.put(cmGVR, "ConfigMap", "b", map[string]any{"k": "v"}), AllowDelete: true})
 		require.Eventually(t, func() bool { return strings.Contains(remote.LsTree("main"), "live/app/configmaps/b.yaml") },
-			time.Second, 20*time.Millisecond, "live commits at once, whatever other's backoff")
+			3*time.Second, 20*time.Millisecond, "live commits at once, whatever other's backoff")
 		st, _ := writer.Status(other.Key)
 		assert.NotEmpty(t, st.LastError)
 
@@ -123,7 +126,7 @@ func TestOneTargetsTroubleStaysItsOwn(t *testing.T) {
 		require.NoError(t, err)
 		writer.Submit(batch.Change{Target: other.Key, Key: c.put(cmGVR, "ConfigMap", "c", map[string]any{"k": "v"}), AllowDelete: true})
 		require.Eventually(t, func() bool { return strings.Contains(remote.LsTree("main"), "other/app/configmaps/c.yaml") },
-			time.Second, 20*time.Millisecond)
+			3*time.Second, 20*time.Millisecond, "a fixed token is tried at once, not after the backoff")
 	})
 }
 

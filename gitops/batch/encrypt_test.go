@@ -132,15 +132,16 @@ func (s *writerScene) ensure() batch.TargetStatus {
 	return st
 }
 
-// submitAndSettle marks keys dirty and waits until the writer has nothing pending.
+// submitAndSettle marks keys dirty and waits until the writer has nothing pending or being
+// committed, and no error: what it was given has landed.
 func (s *writerScene) submitAndSettle(keys ...batch.ObjectKey) batch.TargetStatus {
 	s.t.Helper()
 	for _, k := range keys {
 		s.writer.Submit(batch.Change{Target: targetKey, Key: k, AllowDelete: true})
 	}
 	time.Sleep(300 * time.Millisecond) // a zero quiet window commits at once
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		if st, ok := s.writer.Status(targetKey); ok && st.LastError == "" {
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if st, ok := s.writer.Status(targetKey); ok && st.LastError == "" && s.writer.Settled(targetKey) {
 			return st
 		}
 	}

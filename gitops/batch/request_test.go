@@ -212,7 +212,7 @@ func TestAnObjectWhoseCacheIsIncompleteHoldsBackNothingElse(t *testing.T) {
 		require.Eventually(t, func() bool {
 			st, _ := writer.Status(targetKey)
 			return len(st.Refused) == 1 && strings.Contains(st.Refused[0], "Secret app/token")
-		}, 5*time.Second, 50*time.Millisecond, "a Secret without encryption is refused, and says so before the ConfigMap's cache syncs")
+		}, 10*time.Second, 50*time.Millisecond, "a Secret without encryption is refused, and says so before the ConfigMap's cache syncs")
 	})
 	t.Run("holds back no other author's window, nor marks the target failed, while one author's objects all wait", func(t *testing.T) {
 		remote, writer, c, broken := unsyncedScene(t)
@@ -220,8 +220,10 @@ func TestAnObjectWhoseCacheIsIncompleteHoldsBackNothingElse(t *testing.T) {
 		time.Sleep(2 * time.Second) // alice's window is tried and deferred, twice
 		app := c.put(cmGVR, "ConfigMap", "app", map[string]any{"k": "v"})
 		writer.Submit(batch.Change{Target: targetKey, Key: app, AllowDelete: true, Author: "bob"})
+		// Alice's window never commits (her cache never syncs): were bob's held behind it, it
+		// would not commit at all.
 		require.Eventually(t, func() bool { return strings.Contains(remote.LsTree("main"), "live/app/configmaps/app.yaml") },
-			3*time.Second, 50*time.Millisecond, "bob's change commits after his quiet time, not after alice's backoff")
+			10*time.Second, 50*time.Millisecond, "bob's change commits after his quiet time, not after alice's backoff")
 		st, _ := writer.Status(targetKey)
 		assert.Empty(t, st.LastError, "waiting for a cache is no failed write")
 	})

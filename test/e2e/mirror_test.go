@@ -232,7 +232,9 @@ spec:
 func TestDeletingAWatchRuleLeavesTheFilesOfItsObjects(t *testing.T) {
 	remote := newRemote(t)
 	startOperator(t, t.TempDir())
-	setupTarget(t, "rule-gone", remote, "live", "4s")
+	// Quiet long enough that the rule's deletion reaches the writer before the window
+	// closes, even on a loaded machine.
+	setupTarget(t, "rule-gone", remote, "live", "8s")
 	watchConfigMaps(t, "rule-gone", "")
 	cm := func(value string) string {
 		return "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\n  namespace: rule-gone\ndata:\n  greeting: " + value + "\n"
@@ -242,10 +244,10 @@ func TestDeletingAWatchRuleLeavesTheFilesOfItsObjects(t *testing.T) {
 	waitFile(t, remote, path, func(c string) bool { return strings.Contains(c, "greeting: one") })
 	before := commits(t, remote)
 
-	kubectl(t, cm("two"), "apply", "-f", "-") // waits 4 s in its window
+	kubectl(t, cm("two"), "apply", "-f", "-") // waits 8 s in its window
 	time.Sleep(time.Second)
 	kubectl(t, "", "-n", "rule-gone", "delete", "watchrule", "configmaps")
-	time.Sleep(8 * time.Second) // the window's time, twice: a wrong deletion would have landed
+	time.Sleep(16 * time.Second) // the window's time, twice: a wrong deletion would have landed
 
 	content, ok := fileAt(remote, path)
 	require.True(t, ok, "a deleted rule is no deleted object: the file stays")

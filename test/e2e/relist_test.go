@@ -56,7 +56,12 @@ func TestChangesMadeWhileTheWatchWasCutReachGitAfterTheRelist(t *testing.T) {
 	waitHistoryCompacted(t, ns, seen)
 	proxy.restore()
 
-	waitFile(t, remote, path("changed"), func(c string) bool { return strings.Contains(c, "image: registry.example/app:v2") })
+	// The informer reconnects after its backoff, which grew while the proxy was cut (up to
+	// 30 s, with jitter): the first change may take that long on top of a commit.
+	eventually(t, 3*commitWait, path("changed")+" at v2", func() (bool, string) {
+		c, ok := fileAt(remote, path("changed"))
+		return ok && strings.Contains(c, "image: registry.example/app:v2"), c
+	})
 	waitFile(t, remote, path("created"), func(string) bool { return true })
 	eventually(t, commitWait, path("deleted")+" removed", func() (bool, string) {
 		_, ok := fileAt(remote, path("deleted"))

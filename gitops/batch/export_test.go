@@ -1,0 +1,16 @@
+package batch
+
+import "k8s.io/apimachinery/pkg/types"
+
+// Settled reports, for the package's external tests, whether target key has no change
+// pending and no window being committed: what the writer was given has landed or failed.
+func (m *Manager) Settled(key types.NamespacedName) bool {
+	w := m.workerOf(key)
+	if w == nil {
+		return true
+	}
+	w.qmu.Lock()
+	defer w.qmu.Unlock()
+	q := w.queues[key]
+	return q == nil || (q.pending() == 0 && len(q.flushing) == 0)
+}
