@@ -2,6 +2,7 @@ package controller_test
 
 import (
 	"context"
+	"errors"
 	"regexp"
 	"strings"
 	"testing"
@@ -17,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/discovery"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gitops-reverser/gitops-reverser/api/v1alpha1"
@@ -172,6 +174,13 @@ func TestARuleKeepsItsResourcesWhileTheirAPICannotBeDiscovered(t *testing.T) {
 			Kind: "PodMetrics", Namespaced: true}, ObjectSelector: labels.Everything(), Create: true, Update: true}}
 	key := watcher.RuleKey("WatchRule", ns, "rule")
 	registry.SetRule(key, registered)
+	// Until the aggregator has tried the missing service, the group-version is merely absent
+	// from discovery, not failing: the rule would go Stalled instead.
+	require.Eventually(t, func() bool {
+		_, err := discoveryClient.ServerPreferredResources()
+		var failed *discovery.ErrGroupDiscoveryFailed
+		return errors.As(err, &failed) && failed.Groups[schema.GroupVersion{Group: "metrics.example.com", Version: "v1beta1"}] != nil
+	}, 60*time.Second, 200*time.Millisecond, "discovery reports metrics.example.com/v1beta1 as failing")
 
 	wr := rule(ns, []string{"metrics.example.com"}, []string{"podmetrics"})
 	require.NoError(t, k8s.Create(ctx, wr))

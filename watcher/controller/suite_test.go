@@ -23,6 +23,8 @@ import (
 var (
 	k8s      client.Client
 	registry = &recordingRegistry{rules: map[string][]watcher.Claim{}}
+	// discoveryClient is the one the reconcilers ask.
+	discoveryClient discovery.DiscoveryInterface
 )
 
 // recordingRegistry stands in for the watcher so tests can read the registered claims; the
@@ -64,6 +66,7 @@ func startControllers(cfg *rest.Config) (func(), error) {
 	if err != nil {
 		return nil, err
 	}
+	discoveryClient = dc
 	if err := (&controller.WatchRuleReconciler{Client: mgr.GetClient(), Discovery: dc, Registry: registry}).SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
