@@ -31,6 +31,8 @@ type ReadAccess struct {
 	Namespace string // "" = every namespace
 }
 
+// String names the permission as a denial quotes it, in kubectl's words ("list
+// configmaps in namespace team-a"), so the author knows what to ask for.
 func (a ReadAccess) String() string {
 	gr := a.Resource
 	if a.Group != "" {
