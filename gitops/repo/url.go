@@ -151,10 +151,10 @@ func Redact(raw string) string {
 	}
 	u, err := url.Parse(raw)
 	if err != nil {
-		return raw
+		return raw // scp-like "git@host:path" does not parse, and holds no password
 	}
 	if u.Scheme == "" || (u.User == nil && u.RawQuery == "" && u.Fragment == "") {
-		return raw // scp-like "git@host:path" does not parse, and holds no password
+		return raw
 	}
 	u.User, u.RawQuery, u.ForceQuery, u.Fragment, u.RawFragment = nil, "", false, "", ""
 	return u.String()
