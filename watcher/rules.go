@@ -119,16 +119,20 @@ func unwatchable(group string, r metav1.APIResource, scope Scope) string {
 	return ""
 }
 
-// notFound names a resource that none of the rule's groups has.
+// notFoundHint follows a resource the server does not have, naming the usual causes: a
+// singular or Kind-style name, the wrong group, a CRD not installed yet.
+const notFoundHint = " (use the plural `kubectl api-resources` lists, e.g. configmaps, in its API group; or install its CRD)"
+
+// notFound names a resource that none of the rule's groups has, and what to check.
 func notFound(groups []string, name string) string {
 	if len(groups) == 1 {
-		return fmt.Sprintf("%s not found on the server", groupResource(groups[0], name))
+		return fmt.Sprintf("%s not found on the server", groupResource(groups[0], name)) + notFoundHint
 	}
 	quoted := make([]string, 0, len(groups))
 	for _, g := range groups {
 		quoted = append(quoted, fmt.Sprintf("%q", g))
 	}
-	return fmt.Sprintf("%s not found on the server in any of the groups %s", name, strings.Join(quoted, ", "))
+	return fmt.Sprintf("%s not found on the server in any of the groups %s", name, strings.Join(quoted, ", ")) + notFoundHint
 }
 
 // RuntimeState reports whether a resource holds what the cluster records about itself

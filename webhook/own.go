@@ -49,7 +49,8 @@ func ValidateTarget(t *v1alpha1.GitTarget, provider *v1alpha1.GitProvider, other
 		return nil // the reconciler reports a missing provider; it may be created next
 	}
 	if !controller.BranchAllowed(provider, t.Spec.Branch) {
-		return fmt.Errorf("GitTarget %s/%s: branch %q is not allowed by GitProvider %s/%s (allowedBranches %v)",
+		return fmt.Errorf("GitTarget %s/%s: branch %q is not allowed by GitProvider %s/%s (allowedBranches %v): "+
+			"add a matching pattern to the provider's spec.allowedBranches, or choose an allowed branch",
 			t.Namespace, t.Name, t.Spec.Branch, provider.Namespace, provider.Name, provider.Spec.AllowedBranches)
 	}
 	me := Place{Key: types.NamespacedName{Namespace: t.Namespace, Name: t.Name}, URL: repo.NormalizeURL(provider.Spec.URL), Branch: t.Spec.Branch, Folder: t.Spec.Path}

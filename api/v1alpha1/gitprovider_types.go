@@ -14,7 +14,7 @@ type GitProviderSpec struct {
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=2048
 	// +kubebuilder:validation:Pattern=`^(https?://|ssh://|file://|[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:).+`
-	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="url is immutable"
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="url is immutable: create a GitProvider for the new repository and point GitTargets at it"
 	// +kubebuilder:validation:XValidation:rule="!self.contains('?') && !self.contains('#')",message="url must not carry a query or fragment: go-git cannot fetch from such a URL; put a token in the secretRef Secret"
 	// +kubebuilder:validation:XValidation:rule="!self.matches('^(https?|ssh)://[^/]*/.*@')",message="url has an '@' after its host: escape a '/' in its user info as %2F, or better, move the credentials into the secretRef Secret"
 	// +kubebuilder:validation:XValidation:rule="!self.contains('://') || isURL(self)",message="url does not parse as a URL: escape the special characters of its user info, or better, move the credentials into the secretRef Secret"

@@ -15,7 +15,7 @@ type GitTargetSpec struct {
 	// +kubebuilder:validation:MaxLength=255
 	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9._/-]+$`
 	// +kubebuilder:validation:XValidation:rule="!self.contains('..') && !self.startsWith('/') && !self.endsWith('/') && !self.endsWith('.lock')",message="branch must be a valid Git branch name"
-	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="branch is immutable"
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="branch is immutable: create a GitTarget for the new branch and delete this one"
 	Branch string `json:"branch"`
 
 	// Path of the folder inside the repository, relative to its root, e.g. `clusters/prod`.
@@ -24,7 +24,7 @@ type GitTargetSpec struct {
 	// +kubebuilder:validation:MaxLength=512
 	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$`
 	// +kubebuilder:validation:XValidation:rule="!self.split('/').exists(s, s == '..' || s == '.')",message="path must not contain '.' or '..' segments"
-	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="path is immutable"
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="path is immutable: create a GitTarget for the new folder and delete this one"
 	Path string `json:"path"`
 
 	// CommitWindow says how changes are grouped into commits.

@@ -87,10 +87,14 @@ func parseOne(name, text string) (*template.Template, error) {
 func render(t *template.Template, data MessageData) (string, error) {
 	var buf bytes.Buffer
 	if err := t.Execute(&buf, data); err != nil {
-		return "", fmt.Errorf("%w: %s: %v", ErrInvalidTemplate, t.Name(), err)
+		return "", fmt.Errorf("%w: %s: %v (the variables are %s; see docs/configuration.md)", ErrInvalidTemplate, t.Name(), err, messageVariables)
 	}
 	return buf.String(), nil
 }
+
+// messageVariables lists what a commit message template may use, for the error of one that
+// uses something else.
+const messageVariables = ".Verb, .Object, .Kind, .Group, .Namespace, .Name, .Path, .Target, .Author and .Changes"
 
 // Render writes the commit message for changes: the single template for one change, the
 // group template for several. A failing or empty rendering falls back to the defaults, so a

@@ -39,4 +39,5 @@ func TestParseMessagesRefusesBadTemplates(t *testing.T) {
 	assert.ErrorContains(t, err, "single")
 	_, err = ParseMessages("", "{{.NoSuchField}}")
 	assert.ErrorIs(t, err, ErrInvalidTemplate, "a template naming an unknown variable is refused before any commit")
+	assert.ErrorContains(t, err, ".Verb, .Object", "the refusal lists the variables there are")
 }

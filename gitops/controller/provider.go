@@ -88,7 +88,7 @@ func ProviderAuth(ctx context.Context, c client.Client, p *v1alpha1.GitProvider)
 	key := types.NamespacedName{Namespace: p.Namespace, Name: p.Spec.SecretRef.Name}
 	if err := c.Get(ctx, key, &s); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, fmt.Errorf("%w: Secret %s not found", ErrCredentials, key)
+			return nil, fmt.Errorf("%w: Secret %s not found: create it, or fix spec.secretRef.name", ErrCredentials, key)
 		}
 		return nil, fmt.Errorf("reading Secret %s: %w", key, err)
 	}

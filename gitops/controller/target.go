@@ -89,7 +89,8 @@ func (r *GitTargetReconciler) reconcile(ctx context.Context, t *v1alpha1.GitTarg
 	if !BranchAllowed(&p, t.Spec.Branch) {
 		r.Writer.SuspendTarget(client.ObjectKeyFromObject(t))
 		v1alpha1.SetStalled(conds, t.Generation, v1alpha1.ReasonBranchNotAllowed,
-			fmt.Sprintf("branch %q is not in GitProvider %s allowedBranches %v", t.Spec.Branch, pkey, p.Spec.AllowedBranches))
+			fmt.Sprintf("branch %q is not in GitProvider %s allowedBranches %v: add a matching pattern there, "+
+				"or create a GitTarget on an allowed branch (spec.branch is immutable)", t.Spec.Branch, pkey, p.Spec.AllowedBranches))
 		return ctrl.Result{}, nil
 	}
 	auth, err := ProviderAuth(ctx, r.Client, &p)

@@ -72,6 +72,7 @@ func TestFetchAndPushFailWithWrongCredentials(t *testing.T) {
 	require.NoError(t, err)
 	_, err = anonymous.Fetch(context.Background(), "main")
 	require.ErrorIs(t, err, transport.ErrAuthenticationRequired)
+	assert.ErrorContains(t, err, "check the GitProvider's Secret", "the error says what to fix")
 
 	wrong, err := repo.Open(context.Background(), good.Dir(), remote.URL, &githttp.BasicAuth{Username: "alice", Password: "nope"})
 	require.NoError(t, err)
@@ -80,6 +81,7 @@ func TestFetchAndPushFailWithWrongCredentials(t *testing.T) {
 	err = wrong.Push(context.Background(), "main", c, tip)
 	require.Error(t, err)
 	assert.NotErrorIs(t, err, repo.ErrRemoteMoved, "an auth failure is not a lost race")
+	assert.ErrorContains(t, err, "the GitProvider's", "the error says what to fix")
 	assert.NotContains(t, err.Error(), "nope")
 	assert.Equal(t, base, remote.Head("main"))
 }

@@ -44,7 +44,7 @@ func (r *Repo) Fetch(ctx context.Context, branch string) (plumbing.Hash, error) 
 	case errors.Is(err, transport.ErrEmptyRemoteRepository), errors.Is(err, git.NoMatchingRefSpecError{}):
 		return plumbing.ZeroHash, r.dropTracking(branch)
 	default:
-		return plumbing.ZeroHash, fmt.Errorf("fetch %s from %s: %w", branch, Redact(r.url), scrub(err, r.url))
+		return plumbing.ZeroHash, fmt.Errorf("fetch %s from %s: %w%s", branch, Redact(r.url), scrub(err, r.url), remoteHint(err, false))
 	}
 }
 
@@ -98,7 +98,7 @@ func LsRemote(ctx context.Context, url string, auth transport.AuthMethod) error 
 	remote := git.NewRemote(memory.NewStorage(), &config.RemoteConfig{Name: remoteName, URLs: []string{url}})
 	_, err := remote.ListContext(ctx, &git.ListOptions{Auth: auth})
 	if err != nil && !errors.Is(err, transport.ErrEmptyRemoteRepository) {
-		return fmt.Errorf("list refs of %s: %w", Redact(url), scrub(err, url))
+		return fmt.Errorf("list refs of %s: %w%s", Redact(url), scrub(err, url), remoteHint(err, false))
 	}
 	return nil
 }
