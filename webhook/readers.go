@@ -9,10 +9,12 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	authnv1 "k8s.io/api/authentication/v1"
 	authzv1 "k8s.io/api/authorization/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/gitops-reverser/gitops-reverser/api/v1alpha1"
+	"github.com/gitops-reverser/gitops-reverser/watcher"
 )
 
 // The operator reads every watched resource with its own, broad permissions and copies it
@@ -132,16 +134,45 @@ func (o *Own) validateRule(ctx context.Context, req admission.Request) admission
 		if err := o.Decoder.Decode(req, &r); err != nil {
 			return admission.Errored(http.StatusBadRequest, err)
 		}
-		return o.requireAccess(ctx, req, fmt.Sprintf("WatchRule %s/%s", req.Namespace, r.Name), RuleReadAccess(req.Namespace, r.Spec.Rules))
+		what := fmt.Sprintf("WatchRule %s/%s", req.Namespace, r.Name)
+		if err := SelectorsProblem(what, r.Spec.Rules, nil); err != nil {
+			return admission.Denied(err.Error())
+		}
+		return o.requireAccess(ctx, req, what, RuleReadAccess(req.Namespace, r.Spec.Rules))
 	default:
 		var r v1alpha1.ClusterWatchRule
 		if err := o.Decoder.Decode(req, &r); err != nil {
 			return admission.Errored(http.StatusBadRequest, err)
 		}
 		rules := make([]v1alpha1.ResourceRule, 0, len(r.Spec.Rules))
+		namespaces := make([]*metav1.LabelSelector, 0, len(r.Spec.Rules))
 		for _, cr := range r.Spec.Rules {
 			rules = append(rules, cr.ResourceRule)
+			namespaces = append(namespaces, cr.NamespaceSelector)
 		}
-		return o.requireAccess(ctx, req, "ClusterWatchRule "+r.Name, RuleReadAccess("", rules))
+		what := "ClusterWatchRule " + r.Name
+		if err := SelectorsProblem(what, rules, namespaces); err != nil {
+			return admission.Denied(err.Error())
+		}
+		return o.requireAccess(ctx, req, what, RuleReadAccess("", rules))
 	}
+}
+
+// SelectorsProblem says which label selector of a rule cannot be used, and why (a typo such
+// as operator "in", an invalid label value), or nil: caught at admission, not only once the
+// rule is stored and its controller marks it Stalled. namespaceSelectors, by rule index, are
+// a ClusterWatchRule's. Pure.
+func SelectorsProblem(what string, rules []v1alpha1.ResourceRule, namespaceSelectors []*metav1.LabelSelector) error {
+	const fix = "operators are In, NotIn, Exists and DoesNotExist, and keys and values must be valid label keys and values"
+	for i, r := range rules {
+		if _, err := watcher.Selector(r.ObjectSelector); err != nil {
+			return fmt.Errorf("%s: spec.rules[%d].objectSelector: %v (%s)", what, i, err, fix)
+		}
+		if i < len(namespaceSelectors) {
+			if _, err := watcher.Selector(namespaceSelectors[i]); err != nil {
+				return fmt.Errorf("%s: spec.rules[%d].namespaceSelector: %v (%s)", what, i, err, fix)
+			}
+		}
+	}
+	return nil
 }

@@ -374,6 +374,11 @@ subjects:
 	_, err = kubectlErr(rule(`"configmaps", "secrets"`), eve("apply", "-f", "-")...)
 	require.Error(t, err, "an update that widens the rule is checked too")
 
+	typo := rule(`"configmaps"`) + "    objectSelector:\n      matchExpressions:\n      - {key: team, operator: in, values: [a]}\n"
+	out, err = kubectlErr(typo, eve("apply", "--dry-run=server", "-f", "-")...)
+	require.Error(t, err, "a selector the rule's controller could not use is refused at once")
+	assert.Contains(t, out, "WatchRule authz/eve: spec.rules[0].objectSelector")
+
 	out, err = kubectlErr(`apiVersion: reverser.gitops.dev/v1alpha1
 kind: GitTarget
 metadata:
