@@ -32,6 +32,7 @@ type ClusterWatchRuleSpec struct {
 	TargetRef NamespacedObjectReference `json:"targetRef"`
 	// Rules select the resources to capture.
 	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=100
 	Rules []ClusterResourceRule `json:"rules"`
 }
 

@@ -13,7 +13,7 @@ type GitProviderSpec struct {
 	// such a URL, and its credentials could not be kept out of messages.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=2048
-	// +kubebuilder:validation:Pattern=`^(https?://|ssh://|file://|[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:).+`
+	// +kubebuilder:validation:XValidation:rule="self.matches('^(https?://|ssh://|file://|[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:).+')",message="url must start with https://, http://, ssh:// or file://, or be an scp-like address such as git@github.com:org/repo.git"
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="url is immutable: create a GitProvider for the new repository and point GitTargets at it"
 	// +kubebuilder:validation:XValidation:rule="!self.contains('?') && !self.contains('#')",message="url must not carry a query or fragment: go-git cannot fetch from such a URL; put a token in the secretRef Secret"
 	// +kubebuilder:validation:XValidation:rule="!self.matches('^(https?|ssh)://[^/]*/.*@')",message="url has an '@' after its host: escape a '/' in its user info as %2F, or better, move the credentials into the secretRef Secret"

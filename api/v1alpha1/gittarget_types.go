@@ -13,7 +13,7 @@ type GitTargetSpec struct {
 	// allowedBranches. Immutable.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=255
-	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9._/-]+$`
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[A-Za-z0-9._/-]+$')",message="branch may hold only letters, digits, '.', '_', '-' and '/', e.g. main or env/prod"
 	// +kubebuilder:validation:XValidation:rule="!self.contains('..') && !self.startsWith('/') && !self.endsWith('/') && !self.endsWith('.lock')",message="branch must be a valid Git branch name"
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="branch is immutable: create a GitTarget for the new branch and delete this one"
 	Branch string `json:"branch"`
@@ -22,7 +22,7 @@ type GitTargetSpec struct {
 	// Nothing is ever written outside it. Immutable.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=512
-	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$`
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$')",message="path must be relative to the repository's root, with segments of letters, digits, '.', '_' and '-' joined by single '/' and no '/' at either end, e.g. clusters/prod"
 	// +kubebuilder:validation:XValidation:rule="!self.split('/').exists(s, s == '..' || s == '.')",message="path must not contain '.' or '..' segments"
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="path is immutable: create a GitTarget for the new folder and delete this one"
 	Path string `json:"path"`
@@ -75,7 +75,7 @@ type GroupResource struct {
 	// Resource is the plural resource name, e.g. `sealedsecrets`.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=63
-	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="resource must be a plural resource name in lower case, e.g. sealedsecrets (the NAME column of kubectl api-resources)"
 	Resource string `json:"resource"`
 }
 

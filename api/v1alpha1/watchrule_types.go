@@ -25,7 +25,9 @@ type ResourceRule struct {
 	// Resources by plural name (e.g. `configmaps`, `deployments`); "*" means every
 	// listable and watchable resource of the groups. Subresources are not allowed.
 	// +kubebuilder:validation:MinItems=1
-	// +kubebuilder:validation:items:Pattern=`^(\*|[a-z0-9.-]+)$`
+	// +kubebuilder:validation:MaxItems=100
+	// +kubebuilder:validation:items:MaxLength=253
+	// +kubebuilder:validation:items:XValidation:rule="self.matches('^([*]|[a-z0-9.-]+)$')",message="resources must be plural resource names in lower case, e.g. deployments rather than Deployment (the NAME column of kubectl api-resources), or *; subresources such as deployments/scale are not watched"
 	// +listType=set
 	Resources []string `json:"resources"`
 	// ObjectSelector captures only objects whose labels match. An object that stops
@@ -46,6 +48,7 @@ type WatchRuleSpec struct {
 	TargetRef LocalObjectReference `json:"targetRef"`
 	// Rules select the namespaced resources to capture.
 	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=100
 	Rules []ResourceRule `json:"rules"`
 }
 

@@ -113,6 +113,7 @@ func TestGitProviderURLValidation(t *testing.T) {
 		{"rejects a URL whose password is not escaped", "https://bot:PASS^W0RD@git.example.com/repo.git", "url does not parse"},
 		{"rejects a token whose slash is not escaped", "https://SL/ASH@git.example.com/repo.git", "url has an '@' after its host"},
 		{"rejects a fragment", "https://git.example.com/repo.git#FRAG", "url must not carry a query or fragment"},
+		{"rejects an address without a scheme, saying which forms are taken", "github.com/org/repo.git", "url must start with https://, http://, ssh:// or file://, or be an scp-like address"},
 	}
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -243,19 +244,26 @@ func TestGitTargetValidation(t *testing.T) {
 	ctx := context.Background()
 	ns := namespace(t)
 	cases := []struct {
-		name, path, branch, want string
+		name, path, branch, resource, want string
 	}{
-		{"rejects a path that climbs out with ..", "live/../etc", "main", "path"},
-		{"rejects an absolute path", "/live", "main", "path"},
-		{"rejects a branch with ..", "live", "a..b", "branch"},
+		{"rejects a path that climbs out with ..", "live/../etc", "main", "", "path must not contain '.' or '..' segments"},
+		{"rejects an absolute path, saying what a path looks like", "/live", "main", "", "path must be relative to the repository's root"},
+		{"rejects a path with an empty segment, saying what a path looks like", "live//prod", "main", "", "e.g. clusters/prod"},
+		{"rejects a branch with ..", "live", "a..b", "", "branch must be a valid Git branch name"},
+		{"rejects a branch with a space, saying which characters a branch may hold", "live", "my branch", "", "branch may hold only letters, digits"},
+		{"rejects a sensitive resource given as a kind, saying to use the plural name", "live", "main", "SealedSecret", "NAME column of kubectl api-resources"},
 	}
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			gt := target(ns, tc.branch, tc.path)
 			gt.Name = fmt.Sprintf("bad-%d", i)
+			if tc.resource != "" {
+				gt.Spec.Encryption = &v1alpha1.Encryption{SensitiveResources: []v1alpha1.GroupResource{{Group: "bitnami.com", Resource: tc.resource}}}
+			}
 			err := k8s.Create(ctx, gt)
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), tc.want)
+			assert.NotContains(t, err.Error(), "should match", "the API server's bare-regex message stays hidden")
 		})
 	}
 	t.Run("keeps path and branch immutable", func(t *testing.T) {

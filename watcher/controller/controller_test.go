@@ -3,6 +3,7 @@ package controller_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
@@ -191,4 +192,34 @@ func TestARuleKeepsItsResourcesWhileTheirAPICannotBeDiscovered(t *testing.T) {
 	require.Len(t, got, 1, "the informer keeps running: changes waiting for it are not dropped")
 	assert.Equal(t, registered[0].Resource, got[0].Resource)
 	assert.True(t, got[0].Delete, "compiled from the rule as it is now (all operations), not as registered")
+}
+
+func TestRuleResourcesValidation(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t)
+	cases := []struct{ name, resource string }{
+		{"refuses a kind where the plural resource name belongs, saying where to find it", "Deployment"},
+		{"refuses a subresource, saying it is not watched", "deployments/scale"},
+	}
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			wr := rule(ns, []string{"apps"}, []string{tc.resource})
+			wr.Name = fmt.Sprintf("bad-%d", i)
+			err := k8s.Create(ctx, wr)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), "the NAME column of kubectl api-resources")
+			assert.NotContains(t, err.Error(), "should match", "the API server's bare-regex message stays hidden")
+
+			cr := &v1alpha1.ClusterWatchRule{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-bad-%d", ns, i)},
+				Spec: v1alpha1.ClusterWatchRuleSpec{TargetRef: v1alpha1.NamespacedObjectReference{Namespace: ns, Name: "live"},
+					Rules: []v1alpha1.ClusterResourceRule{{ResourceRule: v1alpha1.ResourceRule{APIGroups: []string{"apps"}, Resources: []string{tc.resource}}}}}}
+			err = k8s.Create(ctx, cr)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), "subresources such as deployments/scale are not watched")
+		})
+	}
+	t.Run("accepts plural names, dotted names and *", func(t *testing.T) {
+		wr := rule(ns, []string{"apps"}, []string{"deployments", "widgets.v1.example.com", "*"})
+		require.NoError(t, k8s.Create(ctx, wr))
+	})
 }
