@@ -522,3 +522,24 @@ func TestAnObjectIsNeverWrittenBesideADocumentOfItWithoutANamespace(t *testing.T
 	assert.Equal(t, "live/app.yaml", path)
 	assert.Contains(t, problem, "without metadata.namespace", "admission denies it with the same reason")
 }
+
+func TestAnObjectIsNeverWrittenIntoItsPathWhenAnotherObjectHoldsIt(t *testing.T) {
+	s := newWriterScene(t, nil)
+	co := s.remote.Clone("main")
+	co.WriteFile("live/app/configmaps/app.yaml", "# the team's settings\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n  namespace: app\ndata:\n  k: mine\n")
+	co.CommitAndPush("main", "a person names a file after another object")
+	s.restart()
+	before := s.commits()
+	st := s.submitAndSettle(
+		s.cluster.put(cmGVR, "ConfigMap", "app", map[string]any{"k": "v"}),
+		s.cluster.put(cmGVR, "ConfigMap", "other", map[string]any{"k": "v"}))
+	require.Len(t, st.Refused, 1)
+	assert.Contains(t, st.Refused[0], "ConfigMap app/app: not written: live/app/configmaps/app.yaml already holds ConfigMap app/settings")
+	assert.Contains(t, st.Refused[0], "move or rename that document in Git")
+	assert.Equal(t, before+1, s.commits(), "the other ConfigMap is written")
+	assert.Equal(t, "# the team's settings\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n  namespace: app\ndata:\n  k: mine",
+		s.remote.Show("main", "live/app/configmaps/app.yaml"), "the person's file is left as it was (Show trims the last line break)")
+
+	_, problem := s.writer.Locate(targetKey, cmGVR, "ConfigMap", "app", "app")
+	assert.Equal(t, st.Refused[0], "ConfigMap app/app: not written: "+problem, "admission denies it with the same reason")
+}

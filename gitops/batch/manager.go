@@ -618,7 +618,7 @@ func (m *Manager) Locate(target types.NamespacedName, gvr schema.GroupVersionRes
 	}
 	if idx != nil {
 		if others := idx.holders(p); len(others) > 0 {
-			return p, fmt.Sprintf("%s already holds %s; move or rename that document in Git", p, others[0])
+			return p, heldProblem(p, others[0])
 		}
 	}
 	return p, ""

@@ -207,6 +207,12 @@ func (w *worker) planOne(t *target, p *writePlan, read func(string) ([]byte, err
 	if err != nil {
 		return fmt.Errorf("reading %s: %w", path, err)
 	}
+	if !exists {
+		if other, ok := heldByAnother(p.parsed, path, content, id); ok {
+			p.refuse(k, fmt.Sprintf("%s: not written: %s", id, heldProblem(path, other)))
+			return nil
+		}
+	}
 	// IsEncrypted parses the file; a file without "sops" anywhere cannot have its key.
 	if exists && bytes.Contains(content, []byte("sops")) && encrypt.IsEncrypted(content) {
 		// Encrypted in Git: never written back in plaintext, even once its resource is no
@@ -253,6 +259,43 @@ func namespaceless(p *writePlan, ix *folderIndex, id manifest.Identity) (string,
 func namespacelessProblem(id manifest.Identity, file string) string {
 	return fmt.Sprintf("%s defines %s %s without metadata.namespace, which may be this object: "+
 		"add namespace: %s to that document (or rename it) so the writer knows which object it is", file, id.Kind, id.Name, id.Namespace)
+}
+
+// heldByAnother returns an object that the file at path, holding content, defines while it
+// does not define id: the canonical path of id is taken by someone else's document, which
+// the writer neither edits around nor writes beside. A file that does not parse is left to
+// the edit, which refuses it with its reason.
+func heldByAnother(parsed map[string]parsedFile, path string, content []byte, id manifest.Identity) (manifest.Identity, bool) {
+	if len(content) == 0 {
+		return manifest.Identity{}, false
+	}
+	docs, ok := docsOf(parsed, path, content)
+	if !ok {
+		var err error
+		if docs, err = manifest.Parse(content); err != nil {
+			return manifest.Identity{}, false
+		}
+	}
+	var other manifest.Identity
+	held := false
+	for _, d := range docs {
+		if d.Empty {
+			continue
+		}
+		if d.Identity == id {
+			return manifest.Identity{}, false
+		}
+		if !held {
+			other, held = d.Identity, true
+		}
+	}
+	return other, held
+}
+
+// heldProblem says why an object is not written to its canonical path, which another
+// object's document holds; admission (Locate) and the writer give the same reason.
+func heldProblem(path string, other manifest.Identity) string {
+	return fmt.Sprintf("%s already holds %s; move or rename that document in Git (the writer never puts two objects in a file it names after one)", path, other)
 }
 
 // errUnwritable marks a failure that concerns one object's file, not the window: the plan
