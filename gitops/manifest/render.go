@@ -299,7 +299,8 @@ func (ed *editor) renderPairValue(path []string, col int, want any, old *yaml.No
 	}
 	first, ok := strings.CutPrefix(lines[0], "k:")
 	if !ok {
-		return "", nil, fmt.Errorf("%w: unexpected rendering %q", errLayout, lines[0])
+		// The line holds the value: never quoted, since the error reaches status and a value may be a secret.
+		return "", nil, fmt.Errorf("%w: unexpected rendering of the value at %s", errLayout, strings.Join(path, "."))
 	}
 	return first, indentLines(lines[1:], col), nil
 }
