@@ -212,6 +212,31 @@ func TestGitTarget(t *testing.T) {
 		msg := waitCondition(t, gt, func() []metav1.Condition { return gt.Status.Conditions }, v1alpha1.ConditionStalled, metav1.ConditionTrue)
 		assert.Contains(t, msg, `branch "feature" is not in GitProvider`)
 	})
+	t.Run("stops writing while its provider's credentials Secret is gone, and writes again once it is back", func(t *testing.T) {
+		ns := namespace(t)
+		creds := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "creds"}, Data: map[string][]byte{"username": []byte("bot")}}
+		require.NoError(t, k8s.Create(ctx, creds))
+		p := provider(ns, "file://"+bareRemote(t))
+		p.Spec.SecretRef = &v1alpha1.LocalObjectReference{Name: "creds"}
+		require.NoError(t, k8s.Create(ctx, p))
+		gt := target(ns, "main", "live")
+		require.NoError(t, k8s.Create(ctx, gt))
+		key := client.ObjectKeyFromObject(gt)
+		waitCondition(t, gt, func() []metav1.Condition { return gt.Status.Conditions }, v1alpha1.ConditionReady, metav1.ConditionTrue)
+		_, registered := writer.Status(key)
+		require.True(t, registered)
+
+		require.NoError(t, k8s.Delete(ctx, creds))
+		msg := waitConditionSaying(t, gt, func() []metav1.Condition { return gt.Status.Conditions }, v1alpha1.ConditionStalled, metav1.ConditionTrue, "creds not found")
+		assert.Contains(t, msg, "GitProvider "+ns+"/repo")
+		_, registered = writer.Status(key)
+		assert.False(t, registered, "the writer no longer pushes with the credentials it had")
+
+		require.NoError(t, k8s.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "creds"}, Data: creds.Data}))
+		waitCondition(t, gt, func() []metav1.Condition { return gt.Status.Conditions }, v1alpha1.ConditionReady, metav1.ConditionTrue)
+		_, registered = writer.Status(key)
+		assert.True(t, registered)
+	})
 	t.Run("is Ready on an empty repository and on an allowed glob branch", func(t *testing.T) {
 		ns := namespace(t)
 		require.NoError(t, k8s.Create(ctx, provider(ns, "file://"+bareRemote(t), "main", "env/*")))

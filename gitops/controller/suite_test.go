@@ -28,6 +28,9 @@ var k8s client.Client
 // managerCache is the controllers' cache, with the indexes their setup registers.
 var managerCache client.Reader
 
+// writer is the controllers' real writer, which tests ask what it has registered.
+var writer *batch.Manager
+
 // noObjects resolves nothing: these tests exercise the controllers, not the watcher.
 type noObjects struct{}
 
@@ -52,7 +55,7 @@ func startControllers(cfg *rest.Config) (func(), error) {
 	if err != nil {
 		return nil, err
 	}
-	writer := batch.NewManager(batch.Options{WorkDir: filepath.Join(work, "clones"), Resolver: noObjects{}, Log: ctrl.Log})
+	writer = batch.NewManager(batch.Options{WorkDir: filepath.Join(work, "clones"), Resolver: noObjects{}, Log: ctrl.Log})
 	if err := mgr.Add(writer); err != nil {
 		return nil, err
 	}

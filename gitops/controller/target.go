@@ -96,6 +96,8 @@ func (r *GitTargetReconciler) reconcile(ctx context.Context, t *v1alpha1.GitTarg
 	auth, err := ProviderAuth(ctx, r.Client, &p)
 	if err != nil {
 		if errors.Is(err, ErrCredentials) {
+			// Credentials deleted or made unusable revoke the writer's access, not only the status.
+			r.Writer.SuspendTarget(client.ObjectKeyFromObject(t))
 			v1alpha1.SetStalled(conds, t.Generation, v1alpha1.ReasonProviderNotReady, fmt.Sprintf("GitProvider %s: %v", pkey, err))
 			return ctrl.Result{}, nil
 		}
@@ -103,6 +105,7 @@ func (r *GitTargetReconciler) reconcile(ctx context.Context, t *v1alpha1.GitTarg
 	}
 	messages, err := batch.ParseMessages(t.Spec.CommitMessage.Single, t.Spec.CommitMessage.Group)
 	if err != nil {
+		r.Writer.SuspendTarget(client.ObjectKeyFromObject(t)) // never writes with the templates of an older generation
 		v1alpha1.SetStalled(conds, t.Generation, v1alpha1.ReasonInvalidTemplate, fmt.Sprintf("spec.commitMessage: %v", err))
 		return ctrl.Result{}, nil
 	}
