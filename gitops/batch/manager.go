@@ -106,7 +106,16 @@ type Options struct {
 	// window's plan, which is retried with backoff. nil: only the target's own provider's
 	// (Encryption.KeySecrets).
 	Credentials func(types.NamespacedName) (bool, error)
+	// DrainTimeout bounds the last commits when the operator stops: each worker commits
+	// and pushes its open windows at once instead of abandoning them, so a rolling upgrade
+	// keeps the authors of the changes in flight and the deletions a restart could not see
+	// again. 0 means DefaultDrainTimeout, negative abandons the windows (as a kill does).
+	DrainTimeout time.Duration
 }
+
+// DefaultDrainTimeout is Options.DrainTimeout's default: within controller-runtime's
+// 30 s graceful shutdown, with room for the other runnables to stop.
+const DefaultDrainTimeout = 15 * time.Second
 
 // DefaultGitTimeout is Options.GitTimeout's default: room for pushing a first snapshot of
 // tens of thousands of files over a slow link, short enough that a hung server is noticed.
@@ -227,10 +236,14 @@ func (m *Manager) run(w *worker) {
 	ctx, cancel := context.WithCancel(m.ctx)
 	w.stop, w.done = cancel, make(chan struct{})
 	m.wg.Add(1)
+	stopping := m.ctx // ends when the operator stops; ctx also ends when w retires
 	go func() {
 		defer m.wg.Done()
 		defer close(w.done)
 		w.loop(ctx)
+		if stopping.Err() != nil {
+			w.drain(m.opts.DrainTimeout)
+		}
 		w.saveIndexes()
 	}()
 }

@@ -577,6 +577,41 @@ func (w *worker) loop(ctx context.Context) {
 	}
 }
 
+// drain commits every open window at once, when the operator stops, within timeout (0:
+// DefaultDrainTimeout, negative: nothing). Abandoned windows would come back after the
+// restart only as the snapshot finds them: changes under the committer instead of their
+// authors, and deletions not at all under prune mode OnEvent. A target backing off is
+// tried once more, since the stop may have cut its last push short; one whose folder
+// cannot be written keeps its windows, which the snapshot after the restart recovers.
+func (w *worker) drain(timeout time.Duration) {
+	if timeout < 0 {
+		return
+	}
+	if timeout == 0 {
+		timeout = DefaultDrainTimeout
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	w.mu.Lock()
+	keys := make([]types.NamespacedName, 0, len(w.targets))
+	for k, t := range w.targets {
+		w.qmu.Lock()
+		for _, win := range t.q.windows {
+			win.now = true
+		}
+		w.qmu.Unlock()
+		t.retryAt = time.Time{}
+		keys = append(keys, k)
+	}
+	w.mu.Unlock()
+	sort.Slice(keys, func(i, j int) bool { return keys[i].String() < keys[j].String() })
+	for _, k := range keys {
+		if _, err := w.flushIfDue(ctx, k, time.Now()); err != nil {
+			w.log.Error(err, "last commit before stopping failed; the snapshot after the restart recovers the changes", "gitTarget", k.String())
+		}
+	}
+}
+
 // flushDue commits every target whose window closed and returns how long to sleep. A
 // target whose commit fails does not hold back the others of the branch: they still
 // commit, and only the failing target backs off before retrying.
