@@ -217,32 +217,42 @@ func (w *Watcher) Resync(target types.NamespacedName) {
 			return
 		}
 		w.mu.RLock()
-		claims := map[schema.GroupVersionResource][]Claim{}
 		infs := map[schema.GroupVersionResource]*informer{}
 		for gvr, cs := range w.byGVR {
-			for _, c := range cs {
-				if c.Target == target {
-					claims[gvr] = append(claims[gvr], c)
-					if i := w.informers[gvr]; i != nil {
-						infs[gvr] = i
-					}
-				}
+			if i := w.informers[gvr]; i != nil && slices.ContainsFunc(cs, func(c Claim) bool { return c.Target == target }) {
+				infs[gvr] = i
 			}
 		}
 		w.mu.RUnlock()
 		// Each resource on its own: one whose list keeps failing (a conversion webhook or
 		// an aggregated API down) must not hold back the others; its wait ends when its
 		// informer stops.
-		for gvr, cs := range claims {
-			if inf := infs[gvr]; inf != nil {
-				go func() {
-					if cache.WaitForCacheSync(inf.ctx.Done(), inf.inf.HasSynced) {
-						w.snapshot(target, cs, inf.inf.GetStore().List())
-					}
-				}()
-			}
+		for gvr, inf := range infs {
+			go func() {
+				if !cache.WaitForCacheSync(inf.ctx.Done(), inf.inf.HasSynced) {
+					return
+				}
+				// The rules may have changed during a long wait: the snapshot, and what it
+				// lets the writer prune, follows the target's claims as they are now.
+				if cs := w.claimsOf(target, gvr); len(cs) > 0 {
+					w.snapshot(target, cs, inf.inf.GetStore().List())
+				}
+			}()
 		}
 	}()
+}
+
+// claimsOf returns target's claims on gvr as they are now.
+func (w *Watcher) claimsOf(target types.NamespacedName, gvr schema.GroupVersionResource) []Claim {
+	w.mu.RLock()
+	defer w.mu.RUnlock()
+	var out []Claim
+	for _, c := range w.byGVR[gvr] {
+		if c.Target == target {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // snapshot submits every listed object some claim selects, then the complete list. The
@@ -307,29 +317,32 @@ func (w *Watcher) Claims(ruleKey string) []Claim {
 // target (written, where the rule creates or updates) or leave it (removed, where the rule
 // deletes). Call it after the cache NamespaceLabels reads has the new labels.
 func (w *Watcher) NamespaceRelabelled(ns string, before, after labels.Set) {
-	flipped := map[*informer][]Claim{}
+	flipped := map[schema.GroupVersionResource][]Claim{}
+	infs := map[schema.GroupVersionResource]*informer{}
 	w.mu.RLock()
 	for gvr, cs := range w.byGVR {
-		for _, c := range cs {
-			if c.Resource.Namespaced && c.Namespace == "" && c.NamespaceSelector != nil &&
-				c.NamespaceSelector.Matches(before) != c.NamespaceSelector.Matches(after) && w.informers[gvr] != nil {
-				joins := c.NamespaceSelector.Matches(after)
-				if (joins && (c.Create || c.Update)) || (!joins && c.Delete) {
-					flipped[w.informers[gvr]] = append(flipped[w.informers[gvr]], c)
-				}
+		if inf := w.informers[gvr]; inf != nil {
+			if f := flippedClaims(cs, before, after); len(f) > 0 {
+				flipped[gvr], infs[gvr] = f, inf
 			}
 		}
 	}
 	w.mu.RUnlock()
 	var changes []batch.Change
-	for inf, cs := range flipped {
+	for gvr, cs := range flipped {
+		inf := infs[gvr]
 		if !inf.inf.HasSynced() {
 			// Its list is not complete yet, and the snapshot that follows it would not see a
-			// namespace that left: hand the objects over once it is.
+			// namespace that left: hand the objects over once it is, by the rules as they are
+			// then.
 			go func() {
-				if cache.WaitForCacheSync(inf.ctx.Done(), inf.inf.HasSynced) {
-					w.opts.Sink.Submit(w.flippedChanges(cs, inf, ns, after)...)
+				if !cache.WaitForCacheSync(inf.ctx.Done(), inf.inf.HasSynced) {
+					return
 				}
+				w.mu.RLock()
+				cs := flippedClaims(w.byGVR[gvr], before, after)
+				w.mu.RUnlock()
+				w.opts.Sink.Submit(w.flippedChanges(cs, inf, ns, after)...)
 			}()
 			continue
 		}
@@ -339,6 +352,23 @@ func (w *Watcher) NamespaceRelabelled(ns string, before, after labels.Set) {
 		w.opts.Log.V(1).Info("namespace relabelled", "namespace", ns, "objects", len(changes))
 	}
 	w.opts.Sink.Submit(changes...)
+}
+
+// flippedClaims are the claims of cs whose namespaceSelector selects a namespace with one
+// of the label sets before and after and not the other, and whose operations mirror what
+// that means: joining (creations or updates) or leaving (deletions).
+func flippedClaims(cs []Claim, before, after labels.Set) []Claim {
+	var out []Claim
+	for _, c := range cs {
+		if c.Resource.Namespaced && c.Namespace == "" && c.NamespaceSelector != nil &&
+			c.NamespaceSelector.Matches(before) != c.NamespaceSelector.Matches(after) {
+			joins := c.NamespaceSelector.Matches(after)
+			if (joins && (c.Create || c.Update)) || (!joins && c.Delete) {
+				out = append(out, c)
+			}
+		}
+	}
+	return out
 }
 
 // flippedChanges is the changes of the claims cs of one resource whose namespaceSelector
