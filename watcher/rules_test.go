@@ -166,6 +166,14 @@ func TestRegistered(t *testing.T) {
 		w.SetRule(cwr, []Claim{{Resource: Resource{GVR: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}}, Create: true}})
 		assert.True(t, w.Registered([]string{wr, cwr}))
 	})
+	t.Run("forgets a deleted rule's key with its claims", func(t *testing.T) {
+		w := New(Options{Log: logr.Discard()})
+		w.SetRule(cwr, []Claim{{Resource: Resource{GVR: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}}, Create: true}})
+		w.ForgetRule(cwr)
+		assert.Empty(t, w.Claims(cwr))
+		assert.Empty(t, w.registered, "no trace of the gone rule")
+		assert.False(t, w.Registered([]string{cwr}), "a rule of that name created again must be loaded again")
+	})
 }
 
 func TestOwnershipSanitized(t *testing.T) {

@@ -145,6 +145,15 @@ func (w *Watcher) SetRule(ruleKey string, claims []Claim) {
 	}
 }
 
+// ForgetRule drops a deleted rule: its claims, as SetRule(ruleKey, nil) does, and its key,
+// so a long-running leader whose rules come and go keeps no trace of the gone ones.
+func (w *Watcher) ForgetRule(ruleKey string) {
+	w.SetRule(ruleKey, nil)
+	w.mu.Lock()
+	delete(w.registered, ruleKey)
+	w.mu.Unlock()
+}
+
 // RuleKey names a rule for SetRule: kind "WatchRule" with its namespace, or
 // "ClusterWatchRule" with an empty one.
 func RuleKey(kind, namespace, name string) string {

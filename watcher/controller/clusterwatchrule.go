@@ -34,7 +34,7 @@ func (r *ClusterWatchRuleReconciler) Reconcile(ctx context.Context, req ctrl.Req
 	var cr v1alpha1.ClusterWatchRule
 	if err := r.Client.Get(ctx, req.NamespacedName, &cr); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.Registry.SetRule(key, nil)
+			r.Registry.ForgetRule(key)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}

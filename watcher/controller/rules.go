@@ -26,6 +26,8 @@ import (
 // Registry is the part of the watcher the rule controllers drive.
 type Registry interface {
 	SetRule(ruleKey string, claims []watcher.Claim)
+	// ForgetRule drops a deleted rule, claims and all.
+	ForgetRule(ruleKey string)
 	// Claims are those registered for a rule (none when unknown).
 	Claims(ruleKey string) []watcher.Claim
 }

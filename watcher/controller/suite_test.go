@@ -42,6 +42,12 @@ func (r *recordingRegistry) SetRule(key string, claims []watcher.Claim) {
 	r.rules[key] = claims
 }
 
+func (r *recordingRegistry) ForgetRule(key string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.rules, key)
+}
+
 func (r *recordingRegistry) claims(key string) []watcher.Claim {
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -36,7 +36,7 @@ func (r *WatchRuleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	var wr v1alpha1.WatchRule
 	if err := r.Client.Get(ctx, req.NamespacedName, &wr); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.Registry.SetRule(key, nil)
+			r.Registry.ForgetRule(key)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
