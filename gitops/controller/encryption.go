@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -214,7 +215,30 @@ func (r *GitTargetReconciler) digestKey(ctx context.Context, t *v1alpha1.GitTarg
 		return nil, notReady(v1alpha1.ReasonMalformedKey,
 			"Secret %s: %v; delete the Secret and the operator creates a new key (each encrypted file is rewritten once)", key, err), nil
 	}
+	if err := r.adoptDigestKey(ctx, t, &s); err != nil {
+		return nil, encryptionVerdict{}, err
+	}
 	return k, encryptionVerdict{}, nil
+}
+
+// adoptDigestKey makes t the owner of a digest key Secret an earlier GitTarget of the same
+// name left behind (deleted and created again before the garbage collector removed the
+// Secret): the key stays, so the folder's encrypted files are not all rewritten once the
+// collector would have deleted it. A Secret some other controller owns is left alone.
+func (r *GitTargetReconciler) adoptDigestKey(ctx context.Context, t *v1alpha1.GitTarget, s *corev1.Secret) error {
+	owner := metav1.GetControllerOf(s)
+	if owner == nil || owner.UID == t.UID || owner.Kind != "GitTarget" || owner.Name != t.Name ||
+		owner.APIVersion != v1alpha1.GroupVersion.String() {
+		return nil
+	}
+	s.OwnerReferences = slices.DeleteFunc(s.OwnerReferences, func(o metav1.OwnerReference) bool { return o.UID == owner.UID })
+	if err := controllerutil.SetControllerReference(t, s, r.Client.Scheme()); err != nil {
+		return fmt.Errorf("owning Secret %s/%s: %w", s.Namespace, s.Name, err)
+	}
+	if err := r.Client.Update(ctx, s); err != nil {
+		return fmt.Errorf("adopting Secret %s/%s: %w", s.Namespace, s.Name, err)
+	}
+	return nil
 }
 
 // createDigestKey generates a digest key and stores it in a new Secret owned by t.

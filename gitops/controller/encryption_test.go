@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -67,6 +68,32 @@ func TestEncryptionReady(t *testing.T) {
 		assert.Len(t, s.Data[controller.DigestKeyField], encrypt.DigestKeySize)
 		require.Len(t, s.OwnerReferences, 1)
 		assert.Equal(t, "GitTarget", s.OwnerReferences[0].Kind)
+	})
+	t.Run("keeps the digest key of a target deleted and created again before the garbage collector ran", func(t *testing.T) {
+		// envtest runs no garbage collector: the old target's Secret stays, as it would for a while.
+		age := &v1alpha1.AgeEncryption{Recipients: []string{publicKey(t)}}
+		ns, gt := encryptedTarget(t, age)
+		encryptionCondition(t, gt, metav1.ConditionTrue)
+		secretKey := types.NamespacedName{Namespace: ns, Name: "live" + controller.DigestSecretSuffix}
+		var before corev1.Secret
+		require.NoError(t, k8s.Get(ctx, secretKey, &before))
+		require.NoError(t, k8s.Delete(ctx, gt))
+		eventually(t, func() bool {
+			return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(gt), &v1alpha1.GitTarget{}))
+		})
+
+		again := target(ns, "main", "live")
+		again.Spec.Encryption = &v1alpha1.Encryption{Age: age}
+		require.NoError(t, k8s.Create(ctx, again))
+		encryptionCondition(t, again, metav1.ConditionTrue)
+		var after corev1.Secret
+		eventually(t, func() bool {
+			require.NoError(t, k8s.Get(ctx, secretKey, &after))
+			owner := metav1.GetControllerOf(&after)
+			return owner != nil && owner.UID == again.UID
+		})
+		assert.Len(t, after.OwnerReferences, 1, "the gone target no longer owns it")
+		assert.Equal(t, before.Data, after.Data, "the same key: no encrypted file is rewritten")
 	})
 	t.Run("is False naming the index of a malformed recipient", func(t *testing.T) {
 		_, gt := encryptedTarget(t, &v1alpha1.AgeEncryption{Recipients: []string{publicKey(t), "age1notakey"}})
