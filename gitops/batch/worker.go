@@ -769,6 +769,9 @@ func (w *worker) flush(ctx context.Context, t *target, win *authorWindow) (bool,
 			w.answer(win, "", refusals)
 			return !slices.Equal(refusedBefore, t.st.Refused), nil
 		}
+		if errors.Is(err, repo.ErrInvalidPath) || errors.Is(err, repo.ErrPathConflict) || errors.Is(err, repo.ErrInvalidSignature) {
+			return false, fmt.Errorf("committing: %w", err) // the plan's fault, not the clone's: nothing to verify
+		}
 		if err != nil {
 			return false, fmt.Errorf("committing: %w: %w", errCloneRead, err)
 		}
