@@ -663,7 +663,9 @@ func (w *worker) flushIfDue(ctx context.Context, key types.NamespacedName, now t
 	w.qmu.Unlock()
 	for _, r := range timedOut {
 		w.answers = append(w.answers, answer{r, RequestOutcome{Done: true, Reason: ReasonTimedOut,
-			Message: fmt.Sprintf("no change by %s reached GitTarget %s within the timeout, so the message was not used", r.Author, r.Target)}})
+			Message: fmt.Sprintf("no change by %s reached GitTarget %s within spec.timeout, so the message was not used: "+
+				"a change committed before the request was handled is not waited for (create the request before the change, "+
+				"or within the target's quiet period after it); otherwise check that a WatchRule routes the object to this target", r.Author, r.Target)}})
 	}
 	var err error
 	changed := false
@@ -830,7 +832,8 @@ func (w *worker) waitOnFolder(win *authorWindow, t *target) {
 func (w *worker) deferAll(t *target, win *authorWindow, why error) {
 	for _, r := range win.requests {
 		w.answers = append(w.answers, answer{r, RequestOutcome{Reason: ReasonRetrying,
-			Message: fmt.Sprintf("the commit carrying the message waits for the cluster state it needs: %v", why)}})
+			Message: fmt.Sprintf("the commit carrying the message waits for the cluster state it needs: %v "+
+				"(if this lasts, see the WatchRule's conditions: its resource may fail to list)", why)}})
 	}
 	w.qmu.Lock()
 	t.q.deferWindow(win, time.Now())
@@ -913,7 +916,8 @@ func (w *worker) answer(win *authorWindow, sha string, refused []string) {
 			out.Message = fmt.Sprintf("committed %s to %s with the requested message", shortSHA(out.SHA), r.Target)
 		case sha == "" && len(refused) > 0:
 			out = RequestOutcome{Done: true, Reason: ReasonNothingToCommit,
-				Message: fmt.Sprintf("no commit was made and the message was not used: the writer refused %d of the changes (%s)", len(refused), refused[0])}
+				Message: fmt.Sprintf("no commit was made and the message was not used: the writer refused %d of the changes (%s); "+
+					"fix that, then create a new CommitRequest with the next change", len(refused), refused[0])}
 		case sha == "":
 			out = RequestOutcome{Done: true, Reason: ReasonNothingToCommit,
 				Message: fmt.Sprintf("the pending changes of %s left GitTarget %s's folder as it was, so no commit was made and the message was not used", r.Author, r.Target)}
