@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -124,8 +125,25 @@ func firstVerified(before *file, id Identity, want any, all []candidates) (*file
 			return after, nil
 		}
 	}
-	return nil, fmt.Errorf("%w: writing %s: %w", ErrEditVerification, id, errors.Join(errs...))
+	return nil, fmt.Errorf("%w: writing %s: %w", ErrEditVerification, id, oneLine(errs))
 }
+
+// oneLine is errors.Join on one line, each message once: the reasons every way of writing a
+// document failed reach a GitTarget's Ready message, where errors.Join's lines and repeats
+// would not read.
+type oneLine []error
+
+func (e oneLine) Error() string {
+	var parts []string
+	for _, err := range e {
+		if msg := err.Error(); !slices.Contains(parts, msg) {
+			parts = append(parts, msg)
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
+func (e oneLine) Unwrap() []error { return e }
 
 // Remove deletes the document with identity id, and its separator, from
 // content, keeping every other document byte-identical and the comments

@@ -1,6 +1,8 @@
 package manifest
 
 import (
+	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -53,4 +55,11 @@ func TestAStringHoldingALineBreakOtherThanLFIsWrittenEscapedAndReadsBackTheSame(
 			}
 		}
 	}
+}
+
+func TestOneLineGivesEachReasonOnceOnOneLine(t *testing.T) {
+	differs := errors.New("ConfigMap app/app reads back differently")
+	err := fmt.Errorf("%w: writing ConfigMap app/app: %w", ErrEditVerification, oneLine{differs, errors.New("other documents changed"), differs})
+	assert.Equal(t, "edit failed verification: writing ConfigMap app/app: ConfigMap app/app reads back differently; other documents changed", err.Error())
+	assert.ErrorIs(t, err, differs, "each reason is still there for errors.Is")
 }
