@@ -149,7 +149,7 @@ func (w *worker) planSensitive(t *target, p *writePlan, read func(string) ([]byt
 	}
 	out, changed, problem := encryptObject(t, enc, at.existing, obj)
 	if problem != "" {
-		p.refuse(k, fmt.Sprintf("%s: not written: %s", id, problem))
+		p.refuse(k, fmt.Sprintf("%s: not written to %s: %s", id, at.path, problem))
 		return nil
 	}
 	if !changed && at.plainFile == "" {
@@ -240,9 +240,26 @@ func encryptObject(t *target, enc *Encryption, existing []byte, obj *unstructure
 	}
 	out, changed, err = encrypt.Update(existing, plain, enc.Recipients, &enc.Identities, enc.options()...)
 	if err != nil {
-		return nil, false, fmt.Sprintf("cannot be encrypted, so it is not written at all: %v", err)
+		return nil, false, fmt.Sprintf("cannot be encrypted, so it is not written at all: %v%s", err, encryptionHint(err))
 	}
 	return out, changed, ""
+}
+
+// encryptionHint says what fixes an encryption failure of an object whose file Git may
+// already hold, or "" when its reason says it already. Pure.
+func encryptionHint(err error) string {
+	const again = " the file in Git so it is encrypted again from the cluster"
+	switch {
+	case errors.Is(err, encrypt.ErrNoDigestKey):
+		return "; put an identity the file is encrypted for in the Secret of spec.encryption.age.secretRef, or delete" + again
+	case errors.Is(err, encrypt.ErrIdentityMismatch):
+		return "; add an identity of one of the file's recipients to the Secret of spec.encryption.age.secretRef, or delete" + again
+	case errors.Is(err, encrypt.ErrIntegrity), errors.Is(err, encrypt.ErrMalformedDocument), errors.Is(err, encrypt.ErrNotEncrypted):
+		return "; the file was changed by hand or damaged: restore it from Git's history, or delete" + again
+	case errors.Is(err, encrypt.ErrNoRecipients):
+		return "; set spec.encryption.age.recipients or secretRef"
+	}
+	return ""
 }
 
 // movePlaintext removes an object's plaintext document from the file that held it (found in
