@@ -526,7 +526,8 @@ func (w *worker) analyze(t *target) error {
 	lf := layoutFiles(files, w.reusable(t))
 	verdict, ix := layout.Analyze(t.spec.Folder, lf)
 	if err != nil { // the folder, or a folder above it, is a file: a person's commit to fix
-		verdict, ix = layout.Verdict{Reason: layout.ReasonNotAFolder, File: t.spec.Folder, Folder: t.spec.Folder}, nil
+		verdict, ix = layout.Verdict{Reason: layout.ReasonNotAFolder, Fix: "move that entry away, or create a GitTarget for another path",
+			File: t.spec.Folder, Folder: t.spec.Folder}, nil
 	}
 	if verdict.Supported {
 		outside, err := w.kustomizeOutside(t.spec.Folder)

@@ -133,7 +133,7 @@ func (r *GitTargetReconciler) reconcile(ctx context.Context, t *v1alpha1.GitTarg
 	}
 	switch {
 	case !st.Verdict.Supported:
-		msg := st.Verdict.Message() + "; fix the folder in Git, the operator retries on its own"
+		msg := st.Verdict.Message() + " (the operator tries again on its own once Git changes)"
 		v1alpha1.SetCondition(conds, t.Generation, v1alpha1.ConditionFolderReady, false, v1alpha1.ReasonUnsupportedContent, msg)
 		v1alpha1.SetStalled(conds, t.Generation, v1alpha1.ReasonUnsupportedContent, msg)
 	case st.LastError != "":

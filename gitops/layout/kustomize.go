@@ -74,7 +74,7 @@ func KustomizeOutside(folder string, files []KustomizeFile) Verdict {
 		above := dir == "." || plan.Within(dir, clean)
 		if f.Err != nil {
 			if above {
-				return Verdict{Reason: fmt.Sprintf(reasonUnparseableAbove, f.Err), File: f.Path, Folder: folder}
+				return Verdict{Reason: fmt.Sprintf(reasonUnparseableAbove, f.Err), Fix: "fix it so it parses", File: f.Path, Folder: folder}
 			}
 			continue
 		}
@@ -85,7 +85,7 @@ func KustomizeOutside(folder string, files []KustomizeFile) Verdict {
 				if above {
 					reason = ReasonListedAbove
 				}
-				return Verdict{Reason: fmt.Sprintf(reason, ref), File: f.Path, Folder: folder}
+				return Verdict{Reason: fmt.Sprintf(reason, ref), Fix: fixListed, File: f.Path, Folder: folder}
 			}
 		}
 	}

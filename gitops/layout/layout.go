@@ -91,11 +91,15 @@ type Verdict struct {
 	// Folder is the folder analysed, repeated in Message. (Beyond the
 	// original design card: Message cannot name the folder without it.)
 	Folder string
+	// Fix says what makes the folder ownable again, e.g. "clear its executable bit";
+	// empty when the reason says it already.
+	Fix string
 }
 
 // Message renders the verdict as one sentence, e.g. "folder live cannot be
 // owned: live/x/run.sh is not a YAML manifest or documentation (only
-// .yaml/.yml manifests and docs such as README.md may live in the folder)".
+// .yaml/.yml manifests and docs such as README.md may live in the folder);
+// move it out of the folder".
 func (v Verdict) Message() string {
 	folder := v.Folder
 	if folder == "" {
@@ -104,7 +108,11 @@ func (v Verdict) Message() string {
 	if v.Supported {
 		return fmt.Sprintf("folder %s can be owned", folder)
 	}
-	return fmt.Sprintf("folder %s cannot be owned: %s %s", folder, v.File, v.Reason)
+	msg := fmt.Sprintf("folder %s cannot be owned: %s %s", folder, v.File, v.Reason)
+	if v.Fix != "" {
+		msg += "; " + v.Fix
+	}
+	return msg
 }
 
 // Reasons used in verdicts; tests and docs quote them.
@@ -120,6 +128,22 @@ const (
 	reasonUneditable   = "is a manifest the mirror cannot edit safely: %s"
 	reasonDuplicateObj = "defines %s (document %d), which %s also defines (duplicate object)"
 )
+
+// Fixes that follow the reasons in a verdict's message.
+const (
+	fixMoveOut    = "move it out of the folder"
+	fixSymlink    = "replace it with a copy of what it points to, or move it out of the folder"
+	fixSubmodule  = "remove it from the folder (git rm)"
+	fixExecutable = "clear its executable bit (git update-index --chmod=-x) and push"
+	fixKustomize  = "point the GitTarget at a folder without one, or, if it only lists the folder's files, delete it (Flux and Argo CD then apply every manifest of the folder)"
+	fixListed     = "remove that entry, or point the GitTarget at a folder no Kustomize file refers to"
+	fixParse      = "fix it so it parses, or move it out of the folder"
+	fixUneditable = "write that document without anchors, aliases, merge keys, custom tags or duplicate keys"
+	fixDuplicate  = "delete one of the two documents"
+)
+
+// problem is why a file stops a folder from being owned, and what fixes it.
+type problem struct{ reason, fix string }
 
 // Analyze decides whether folder can be owned, given every file under it,
 // and indexes the objects of a supported folder. Supported files are
@@ -138,48 +162,48 @@ func Analyze(folder string, files []File) (Verdict, Index) {
 
 	index := Index{}
 	for _, f := range sorted {
-		reason := checkFile(folder, f)
-		if reason == "" && isManifest(f.Path) && !isSopsConfig(path.Base(f.Path)) {
-			reason = indexManifest(index, f)
+		p := checkFile(folder, f)
+		if p.reason == "" && isManifest(f.Path) && !isSopsConfig(path.Base(f.Path)) {
+			p = indexManifest(index, f)
 		}
-		if reason != "" {
-			return Verdict{Reason: reason, File: f.Path, Folder: folder}, nil
+		if p.reason != "" {
+			return Verdict{Reason: p.reason, Fix: p.fix, File: f.Path, Folder: folder}, nil
 		}
 	}
 	return Verdict{Supported: true, Folder: folder}, index
 }
 
 // checkFile returns why a file cannot live in an owned folder, judged by
-// its place, entry kind and name, or "" when it may.
-func checkFile(folder string, f File) string {
+// its place, entry kind and name, or no reason when it may.
+func checkFile(folder string, f File) problem {
 	if !plan.Within(folder, f.Path) {
-		return ReasonNotInFolder
+		return problem{ReasonNotInFolder, ""}
 	}
 	switch f.Kind {
 	case Symlink:
-		return ReasonSymlink
+		return problem{ReasonSymlink, fixSymlink}
 	case Submodule:
-		return ReasonSubmodule
+		return problem{ReasonSubmodule, fixSubmodule}
 	case Executable:
-		return ReasonExecutable
+		return problem{ReasonExecutable, fixExecutable}
 	case Regular:
 	default:
-		return fmt.Sprintf("has an unknown entry kind %s", f.Kind)
+		return problem{fmt.Sprintf("has an unknown entry kind %s", f.Kind), fixMoveOut}
 	}
 	name := path.Base(f.Path)
 	switch {
 	case isKustomization(name):
-		return ReasonKustomize
+		return problem{ReasonKustomize, fixKustomize}
 	case isManifest(name), isDocumentation(name): // .sops.yaml is a manifest name too
-		return ""
+		return problem{}
 	default:
-		return ReasonUnsupported
+		return problem{ReasonUnsupported, fixMoveOut}
 	}
 }
 
 // indexManifest parses a manifest file and adds its objects to index,
-// returning why the file is refused, or "".
-func indexManifest(index Index, f File) string {
+// returning why the file is refused, or no reason.
+func indexManifest(index Index, f File) problem {
 	docs := f.Docs
 	if docs == nil {
 		var err error
@@ -192,21 +216,21 @@ func indexManifest(index Index, f File) string {
 			continue
 		}
 		if prev, ok := index[doc.Identity]; ok {
-			return fmt.Sprintf(reasonDuplicateObj, doc.Identity, doc.Index+1, describeLocation(prev, f.Path))
+			return problem{fmt.Sprintf(reasonDuplicateObj, doc.Identity, doc.Index+1, describeLocation(prev, f.Path)), fixDuplicate}
 		}
 		index[doc.Identity] = Location{File: f.Path, Doc: doc.Index, Digest: doc.Digest}
 	}
-	return ""
+	return problem{}
 }
 
 // refusedManifest turns a manifest.Parse error into a reason. The reason
 // already says what kind of problem it is; the details (document, line,
 // construct) follow.
-func refusedManifest(err error) string {
+func refusedManifest(err error) problem {
 	if errors.Is(err, manifest.ErrUnsupportedDocument) {
-		return fmt.Sprintf(reasonUneditable, strings.TrimPrefix(err.Error(), manifest.ErrUnsupportedDocument.Error()+": "))
+		return problem{fmt.Sprintf(reasonUneditable, strings.TrimPrefix(err.Error(), manifest.ErrUnsupportedDocument.Error()+": ")), fixUneditable}
 	}
-	return fmt.Sprintf(reasonUnparseable, strings.TrimPrefix(err.Error(), manifest.ErrUnparseable.Error()+": "))
+	return problem{fmt.Sprintf(reasonUnparseable, strings.TrimPrefix(err.Error(), manifest.ErrUnparseable.Error()+": ")), fixParse}
 }
 
 // describeLocation names where an object was first found, relative to the

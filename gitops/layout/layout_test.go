@@ -132,7 +132,7 @@ func TestAnalyzeRefuses(t *testing.T) {
 				{Path: "live/README.md", Kind: layout.Executable, Content: []byte("# hi")},
 			},
 			wantFile:    "live/README.md",
-			wantMessage: "folder live cannot be owned: live/README.md is an executable file (only plain manifests and docs may live in the folder)",
+			wantMessage: "folder live cannot be owned: live/README.md is an executable file (only plain manifests and docs may live in the folder); clear its executable bit (git update-index --chmod=-x) and push",
 		},
 		{
 			name:        "refuses a symbolic link",
