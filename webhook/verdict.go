@@ -112,8 +112,7 @@ func Decide(req Request, targets []TargetState, sensitive bool, warn bool) Verdi
 			continue // nothing to write
 		}
 		if t.Stalled {
-			return deny(ReasonTargetStalled, fmt.Sprintf("%s cannot be mirrored: GitTarget %s (%s branch %s, folder %s) cannot be written: %s",
-				obj, t.Key, t.URL, t.Branch, t.Folder, t.StalledMessage))
+			return deny(ReasonTargetStalled, stalledDenial(obj, req.Operation, t))
 		}
 		if req.Operation == Delete || t.Leaving {
 			continue
@@ -137,6 +136,18 @@ func Decide(req Request, targets []TargetState, sensitive bool, warn bool) Verdi
 		}
 	}
 	return v
+}
+
+// stalledDenial says why a change routed to a Stalled GitTarget is denied, and that the
+// fix lies with the target (whose owner may be someone else), not with the object.
+func stalledDenial(obj string, op Operation, t TargetState) string {
+	msg := fmt.Sprintf("%s cannot be mirrored: GitTarget %s (%s branch %s, folder %s) cannot be written: %s. "+
+		"Changing this object does not help: retry once GitTarget %s is Ready again (kubectl get gittarget -n %s %s)",
+		obj, t.Key, t.URL, t.Branch, t.Folder, t.StalledMessage, t.Key, t.Key.Namespace, t.Key.Name)
+	if op == Delete || t.Leaving {
+		msg += "; a deletion (or a change that takes the object out of a rule) goes through meanwhile only where the GitTarget sets spec.prune.mode: Never"
+	}
+	return msg
 }
 
 // plaintextDenial says why a sensitive object is denied and what to configure.
