@@ -48,6 +48,9 @@ const (
 	ReasonInvalidTemplate    = "InvalidTemplate"
 	ReasonWaiting            = "Waiting"
 	ReasonRequesterUnknown   = "RequesterUnknown"
+	// ReasonObjectsRefused: a GitTarget writes, but some objects routed to it are not
+	// written (Ready stays True); the message names them and what to fix.
+	ReasonObjectsRefused = "ObjectsRefused"
 	// ReasonDiscoveryFailed: an API a rule's registered resources belong to could not be
 	// discovered (an aggregated API down); the rule keeps watching them as before.
 	ReasonDiscoveryFailed = "DiscoveryFailed"

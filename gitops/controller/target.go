@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -141,13 +142,27 @@ func (r *GitTargetReconciler) reconcile(ctx context.Context, t *v1alpha1.GitTarg
 		v1alpha1.SetReconciling(conds, t.Generation, v1alpha1.ReasonWriteFailed, "last write failed, retrying: "+st.LastError)
 	default:
 		v1alpha1.SetCondition(conds, t.Generation, v1alpha1.ConditionFolderReady, true, v1alpha1.ReasonSucceeded, "folder can be written")
-		msg := fmt.Sprintf("writing to %s branch %s folder %s", repo.Redact(p.Spec.URL), t.Spec.Branch, t.Spec.Path)
+		reason, msg := v1alpha1.ReasonSucceeded, fmt.Sprintf("writing to %s branch %s folder %s", repo.Redact(p.Spec.URL), t.Spec.Branch, t.Spec.Path)
 		if len(st.Refused) > 0 {
-			msg = fmt.Sprintf("%s; %d object(s) refused, first: %s", msg, len(st.Refused), st.Refused[0])
+			reason, msg = v1alpha1.ReasonObjectsRefused, msg+"; "+RefusedSummary(st.Refused)
 		}
-		v1alpha1.SetReady(conds, t.Generation, v1alpha1.ReasonSucceeded, msg)
+		v1alpha1.SetReady(conds, t.Generation, reason, msg)
 	}
 	return ctrl.Result{RequeueAfter: r.PollInterval}, nil
+}
+
+// refusedShown is how many refusals a Ready message spells out.
+const refusedShown = 3
+
+// RefusedSummary says which objects the writer refused and why (each refusal names its
+// object and fix), the first refusedShown of them, and how many more. Pure.
+func RefusedSummary(refused []string) string {
+	shown := refused[:min(len(refused), refusedShown)]
+	msg := fmt.Sprintf("%d object(s) not written: %s", len(refused), strings.Join(shown, "; "))
+	if more := len(refused) - len(shown); more > 0 {
+		msg += fmt.Sprintf("; and %d more", more)
+	}
+	return msg
 }
 
 func applyWriterStatus(t *v1alpha1.GitTarget, st batch.TargetStatus) {
