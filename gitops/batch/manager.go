@@ -380,18 +380,22 @@ func (m *Manager) Status(key types.NamespacedName) (TargetStatus, bool) {
 // RemoveTarget forgets a deleted GitTarget and its pending changes; files in Git stay as
 // they are. Its local clone goes too when no other target, registered or suspended, uses it.
 func (m *Manager) RemoveTarget(key types.NamespacedName) {
-	m.stopTarget(key, false)
+	m.stopTarget(key, false, fmt.Sprintf("GitTarget %s was deleted before the request was committed", key))
 }
 
 // SuspendTarget stops writing for a GitTarget that cannot write for now (its GitProvider
 // is gone, its branch not allowed) but keeps its pending changes, and those submitted
 // meanwhile, as object keys for its next registration, so no delete seen in between is
-// lost. Pending CommitRequests end as TargetRemoved, as with RemoveTarget.
-func (m *Manager) SuspendTarget(key types.NamespacedName) {
-	m.stopTarget(key, true)
+// lost. Pending CommitRequests end as TargetRemoved, as with RemoveTarget, their message
+// quoting why, the reason the target is Stalled.
+func (m *Manager) SuspendTarget(key types.NamespacedName, why string) {
+	m.stopTarget(key, true, fmt.Sprintf("GitTarget %s stopped writing before the request was committed: %s; "+
+		"create a new CommitRequest once it is Ready again", key, why))
 }
 
-func (m *Manager) stopTarget(key types.NamespacedName, park bool) {
+// stopTarget stops writing for key, parking its pending changes when park is set; its
+// pending CommitRequests end as TargetRemoved with settled as their message.
+func (m *Manager) stopTarget(key types.NamespacedName, park bool, settled string) {
 	m.mu.Lock()
 	wk, ok := m.targets[key]
 	home, housed := m.home[key]
@@ -429,8 +433,7 @@ func (m *Manager) stopTarget(key types.NamespacedName, park bool) {
 	}
 	m.mu.Unlock()
 	for _, r := range orphaned {
-		m.settle(r, RequestOutcome{Done: true, Reason: ReasonTargetRemoved,
-			Message: fmt.Sprintf("GitTarget %s stopped writing (deleted or not Ready) before the request was committed", key)})
+		m.settle(r, RequestOutcome{Done: true, Reason: ReasonTargetRemoved, Message: settled})
 	}
 }
 

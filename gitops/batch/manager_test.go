@@ -82,7 +82,7 @@ func TestChangesSeenWhileATargetIsReRegisteredOrMoved(t *testing.T) {
 	t.Run("keeps a delete seen while a suspended target registers again and its worker is busy pushing", func(t *testing.T) {
 		m, spec := registeredManager(t, readme)
 		w := m.workerOf(liveKey)
-		m.SuspendTarget(liveKey)
+		m.SuspendTarget(liveKey, "its GitProvider is gone")
 		w.mu.Lock() // another target's push in progress
 		done := make(chan struct{})
 		go func() { _, _ = m.EnsureTarget(context.Background(), spec); close(done) }()
@@ -123,7 +123,7 @@ func TestChangesSeenWhileATargetIsReRegisteredOrMoved(t *testing.T) {
 	t.Run("keeps the author of a change newer than the suspended queue's", func(t *testing.T) {
 		m, spec := registeredManager(t, readme)
 		m.Submit(Change{Target: liveKey, Key: goneKey, AllowDelete: true, Author: "alice"})
-		m.SuspendTarget(liveKey)
+		m.SuspendTarget(liveKey, "its GitProvider is gone")
 		m.Submit(Change{Target: liveKey, Key: goneKey, AllowDelete: true, Author: "bob"})
 		_, err := m.EnsureTarget(context.Background(), spec)
 		require.NoError(t, err)

@@ -156,9 +156,9 @@ func TestASuspendedTargetKeepsItsPendingChanges(t *testing.T) {
 			s.cluster.mu.Unlock()
 			s.writer.Submit(batch.Change{Target: targetKey, Key: k, AllowDelete: true}) // the delete event
 		}
-		gone(a)                           // pending in a window when the provider goes away
-		s.writer.SuspendTarget(targetKey) // e.g. its GitProvider briefly NotFound
-		gone(b)                           // seen while suspended
+		gone(a)                                                      // pending in a window when the provider goes away
+		s.writer.SuspendTarget(targetKey, "its GitProvider is gone") // e.g. its GitProvider briefly NotFound
+		gone(b)                                                      // seen while suspended
 		s.spec.Window.Quiet = 0
 		s.ensure()
 		// the watcher's resync after registration: nothing is listed, and under OnEvent a
@@ -260,5 +260,36 @@ func TestACommitRequestWaitingOnAStalledFolderSaysSo(t *testing.T) {
 		}, 15*time.Second, 100*time.Millisecond, "the commit carries the message once the folder is fixed")
 		assert.Equal(t, batch.ReasonCommitted, out.Reason, out.Message)
 		assert.Contains(t, remote.Log("main")[0], "release 1.2")
+	})
+}
+
+func TestACommitRequestOfATargetThatStopsWritingSaysWhy(t *testing.T) {
+	waiting := func(t *testing.T) (*batch.Manager, batch.CommitRequest) {
+		writer, _ := liveWriter(t, repotest.NewFileRemote(t))
+		// No change by alice yet: the request waits for her next one.
+		req := batch.CommitRequest{Key: types.NamespacedName{Namespace: "ops", Name: "release"}, Target: targetKey, Author: "alice",
+			Message: "release 1.2", Deadline: time.Now().Add(time.Minute)}
+		out, err := writer.Request(req)
+		require.NoError(t, err)
+		require.False(t, out.Done)
+		return writer, req
+	}
+	t.Run("quotes the reason its target was suspended and says to ask again once it is Ready", func(t *testing.T) {
+		writer, req := waiting(t)
+		writer.SuspendTarget(targetKey, "GitProvider ops/repo: Secret ops/creds not found: create it, or fix spec.secretRef.name")
+		out, err := writer.Request(req)
+		require.NoError(t, err)
+		assert.True(t, out.Done)
+		assert.Equal(t, batch.ReasonTargetRemoved, out.Reason)
+		assert.Contains(t, out.Message, "Secret ops/creds not found")
+		assert.Contains(t, out.Message, "create a new CommitRequest once it is Ready again")
+	})
+	t.Run("says its target was deleted", func(t *testing.T) {
+		writer, req := waiting(t)
+		writer.RemoveTarget(targetKey)
+		out, err := writer.Request(req)
+		require.NoError(t, err)
+		assert.Equal(t, batch.ReasonTargetRemoved, out.Reason)
+		assert.Contains(t, out.Message, "GitTarget ops/live was deleted")
 	})
 }

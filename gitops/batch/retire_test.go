@@ -144,7 +144,7 @@ func TestAWorkerNoTargetUsesIsRetired(t *testing.T) {
 		require.Positive(t, openFilesUnder(t, rw.workDir), "the clone's packfile is open while it writes")
 		require.Equal(t, 1, testutil.CollectAndCount(rw.metrics.Pending))
 
-		rw.m.SuspendTarget(live.Key)
+		rw.m.SuspendTarget(live.Key, "its GitProvider is gone")
 
 		assert.Zero(t, rw.workers())
 		assert.Zero(t, openFilesUnder(t, rw.workDir))
@@ -156,7 +156,8 @@ func TestAWorkerNoTargetUsesIsRetired(t *testing.T) {
 		stop   func(*Manager, types.NamespacedName)
 		clones int
 	}{
-		{"keeps the clone of a suspended target and writes on it when the target comes back", (*Manager).SuspendTarget, 1},
+		{"keeps the clone of a suspended target and writes on it when the target comes back",
+			func(m *Manager, k types.NamespacedName) { m.SuspendTarget(k, "its GitProvider is gone") }, 1},
 		{"deletes the clone of a deleted target and clones afresh for one created again", (*Manager).RemoveTarget, 0},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -191,7 +192,7 @@ func TestAWorkerNoTargetUsesIsRetired(t *testing.T) {
 	})
 	t.Run("deletes the clone of a target deleted while suspended", func(t *testing.T) {
 		rw, live := writingTarget(t)
-		rw.m.SuspendTarget(live.Key) // e.g. its GitProvider deleted first
+		rw.m.SuspendTarget(live.Key, "its GitProvider is gone") // e.g. its GitProvider deleted first
 		require.Equal(t, 1, rw.clones(t))
 
 		rw.m.RemoveTarget(live.Key)
@@ -203,7 +204,7 @@ func TestAWorkerNoTargetUsesIsRetired(t *testing.T) {
 		second := rw.spec("second", "main")
 		_, err := rw.m.EnsureTarget(context.Background(), second)
 		require.NoError(t, err)
-		rw.m.SuspendTarget(second.Key)
+		rw.m.SuspendTarget(second.Key, "its GitProvider is gone")
 
 		rw.m.RemoveTarget(live.Key)
 
@@ -212,7 +213,7 @@ func TestAWorkerNoTargetUsesIsRetired(t *testing.T) {
 	})
 	t.Run("deletes the old clone of a suspended target that comes back on another branch", func(t *testing.T) {
 		rw, live := writingTarget(t)
-		rw.m.SuspendTarget(live.Key)
+		rw.m.SuspendTarget(live.Key, "its GitProvider is gone")
 
 		_, err := rw.m.EnsureTarget(context.Background(), rw.spec("live", "other"))
 		require.NoError(t, err)

@@ -170,7 +170,7 @@ func TestATargetLeavesItsIndexInTheCloneOnlyWhileSuspendedThere(t *testing.T) {
 	ensure(other) // keeps the clone, and its worker, while live is away
 	clone := m.workerOf(liveKey).repo.Dir()
 
-	m.SuspendTarget(liveKey)
+	m.SuspendTarget(liveKey, "its GitProvider is gone")
 	saved := loadIndex(clone, key, "live")
 	require.NotNil(t, saved, "a suspended target leaves its index in the clone")
 	// To see which parse the return takes, the saved index says a.yaml holds another object.
@@ -190,7 +190,7 @@ func TestATargetLeavesItsIndexInTheCloneOnlyWhileSuspendedThere(t *testing.T) {
 	ensure(other)
 	assert.NoFileExists(t, savedIndexPath(clone, "other"), "a target that moves to another folder takes the old folder's index along")
 
-	m.SuspendTarget(other.Key)
+	m.SuspendTarget(other.Key, "its GitProvider is gone")
 	m.mu.Lock()
 	workers := len(m.workers)
 	m.mu.Unlock()

@@ -82,7 +82,7 @@ func TestAStartSweepDeletesTheClonesNoGitTargetUses(t *testing.T) {
 	})
 	t.Run("keeps the clone of a suspended target", func(t *testing.T) {
 		rw, spec := writingTarget(t)
-		rw.m.SuspendTarget(spec.Key)
+		rw.m.SuspendTarget(spec.Key, "its GitProvider is gone")
 		removed, err := rw.m.SweepClones(nil)
 		require.NoError(t, err)
 		assert.Empty(t, removed)

@@ -35,7 +35,7 @@ const (
 type Writer interface {
 	EnsureTarget(ctx context.Context, spec batch.TargetSpec) (batch.TargetStatus, error)
 	RemoveTarget(key types.NamespacedName)
-	SuspendTarget(key types.NamespacedName)
+	SuspendTarget(key types.NamespacedName, why string)
 }
 
 // GitTargetReconciler resolves a target's provider and branch, hands the folder to the
@@ -79,36 +79,28 @@ func (r *GitTargetReconciler) reconcile(ctx context.Context, t *v1alpha1.GitTarg
 	pkey := types.NamespacedName{Namespace: t.Namespace, Name: t.Spec.ProviderRef.Name}
 	if err := r.Client.Get(ctx, pkey, &p); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.Writer.SuspendTarget(client.ObjectKeyFromObject(t))
-			v1alpha1.SetStalled(conds, t.Generation, v1alpha1.ReasonProviderNotFound,
-				fmt.Sprintf("GitProvider %s not found: create it or fix spec.providerRef", pkey))
-			return ctrl.Result{}, nil
+			return r.suspend(t, v1alpha1.ReasonProviderNotFound, fmt.Sprintf("GitProvider %s not found: create it or fix spec.providerRef", pkey))
 		}
 		return ctrl.Result{}, err
 	}
 	t.Status.Repository = repo.Redact(p.Spec.URL)
 	if !BranchAllowed(&p, t.Spec.Branch) {
-		r.Writer.SuspendTarget(client.ObjectKeyFromObject(t))
-		v1alpha1.SetStalled(conds, t.Generation, v1alpha1.ReasonBranchNotAllowed,
+		return r.suspend(t, v1alpha1.ReasonBranchNotAllowed,
 			fmt.Sprintf("branch %q is not in GitProvider %s allowedBranches %v: add a matching pattern there, "+
 				"or create a GitTarget on an allowed branch (spec.branch is immutable)", t.Spec.Branch, pkey, p.Spec.AllowedBranches))
-		return ctrl.Result{}, nil
 	}
 	auth, err := ProviderAuth(ctx, r.Client, &p)
 	if err != nil {
 		if errors.Is(err, ErrCredentials) {
 			// Credentials deleted or made unusable revoke the writer's access, not only the status.
-			r.Writer.SuspendTarget(client.ObjectKeyFromObject(t))
-			v1alpha1.SetStalled(conds, t.Generation, v1alpha1.ReasonProviderNotReady, fmt.Sprintf("GitProvider %s: %v", pkey, err))
-			return ctrl.Result{}, nil
+			return r.suspend(t, v1alpha1.ReasonProviderNotReady, fmt.Sprintf("GitProvider %s: %v", pkey, err))
 		}
 		return ctrl.Result{}, err
 	}
 	messages, err := batch.ParseMessages(t.Spec.CommitMessage.Single, t.Spec.CommitMessage.Group)
 	if err != nil {
-		r.Writer.SuspendTarget(client.ObjectKeyFromObject(t)) // never writes with the templates of an older generation
-		v1alpha1.SetStalled(conds, t.Generation, v1alpha1.ReasonInvalidTemplate, fmt.Sprintf("spec.commitMessage: %v", err))
-		return ctrl.Result{}, nil
+		// Never writes with the templates of an older generation.
+		return r.suspend(t, v1alpha1.ReasonInvalidTemplate, fmt.Sprintf("spec.commitMessage: %v", err))
 	}
 	enc, ev, err := r.resolveEncryption(ctx, t, &p)
 	if err != nil {
@@ -123,9 +115,8 @@ func (r *GitTargetReconciler) reconcile(ctx context.Context, t *v1alpha1.GitTarg
 	})
 	applyWriterStatus(t, st)
 	if errors.Is(err, repo.ErrOpaqueURL) { // the provider is Stalled for it: retrying cannot help
-		r.Writer.SuspendTarget(client.ObjectKeyFromObject(t)) // settles what a move away left pending
-		v1alpha1.SetStalled(conds, t.Generation, v1alpha1.ReasonProviderNotReady, fmt.Sprintf("GitProvider %s: %v", pkey, err))
-		return ctrl.Result{}, nil
+		// Suspending also settles what a move away left pending.
+		return r.suspend(t, v1alpha1.ReasonProviderNotReady, fmt.Sprintf("GitProvider %s: %v", pkey, err))
 	}
 	if err != nil {
 		v1alpha1.SetReconciling(conds, t.Generation, v1alpha1.ReasonUnreachable,
@@ -163,6 +154,15 @@ func RefusedSummary(refused []string) string {
 		msg += fmt.Sprintf("; and %d more", more)
 	}
 	return msg
+}
+
+// suspend stops the writer for t, which keeps its pending changes for its return, and
+// marks t Stalled with reason and msg; pending CommitRequests end quoting msg. A
+// configuration error: nothing to retry until the configuration changes.
+func (r *GitTargetReconciler) suspend(t *v1alpha1.GitTarget, reason, msg string) (ctrl.Result, error) {
+	r.Writer.SuspendTarget(client.ObjectKeyFromObject(t), msg)
+	v1alpha1.SetStalled(&t.Status.Conditions, t.Generation, reason, msg)
+	return ctrl.Result{}, nil
 }
 
 func applyWriterStatus(t *v1alpha1.GitTarget, st batch.TargetStatus) {
