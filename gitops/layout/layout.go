@@ -7,7 +7,8 @@
 // manifests plus documentation. Anything whose meaning a writer could break
 // (Kustomize files, scripts, symlinks, submodules, unparseable YAML, YAML
 // the editor cannot own safely such as anchors and custom tags, duplicate
-// objects) makes the folder unsupported, naming the first offending file.
+// objects) makes the folder unsupported, naming the first offending file
+// and counting the others.
 package layout
 
 import (
@@ -94,6 +95,9 @@ type Verdict struct {
 	// Fix says what makes the folder ownable again, e.g. "clear its executable bit";
 	// empty when the reason says it already.
 	Fix string
+	// More counts the other files that stop the folder too, so a person fixing the first
+	// knows it is not the last.
+	More int
 }
 
 // Message renders the verdict as one sentence, e.g. "folder live cannot be
@@ -111,6 +115,9 @@ func (v Verdict) Message() string {
 	msg := fmt.Sprintf("folder %s cannot be owned: %s %s", folder, v.File, v.Reason)
 	if v.Fix != "" {
 		msg += "; " + v.Fix
+	}
+	if v.More > 0 {
+		msg += fmt.Sprintf(" (and %d more file(s) stop the folder too)", v.More)
 	}
 	return msg
 }
@@ -154,21 +161,29 @@ type problem struct{ reason, fix string }
 // a symlink, a submodule, an executable, a Kustomize file, unparseable YAML,
 // YAML the editor cannot own safely (anchors, aliases, merge keys, custom
 // tags, duplicate keys), an object already defined elsewhere, or any other
-// file. An unsupported
+// file; the verdict counts the other offending files (More). An unsupported
 // folder has a nil Index. files is not modified.
 func Analyze(folder string, files []File) (Verdict, Index) {
 	sorted := slices.Clone(files)
 	slices.SortFunc(sorted, func(a, b File) int { return strings.Compare(a.Path, b.Path) })
 
 	index := Index{}
+	var refused *Verdict
 	for _, f := range sorted {
 		p := checkFile(folder, f)
 		if p.reason == "" && isManifest(f.Path) && !isSopsConfig(path.Base(f.Path)) {
 			p = indexManifest(index, f)
 		}
-		if p.reason != "" {
-			return Verdict{Reason: p.reason, Fix: p.fix, File: f.Path, Folder: folder}, nil
+		switch {
+		case p.reason == "":
+		case refused == nil:
+			refused = &Verdict{Reason: p.reason, Fix: p.fix, File: f.Path, Folder: folder}
+		default:
+			refused.More++
 		}
+	}
+	if refused != nil {
+		return *refused, nil
 	}
 	return Verdict{Supported: true, Folder: folder}, index
 }

@@ -127,6 +127,17 @@ func TestAnalyzeRefuses(t *testing.T) {
 			wantMessage: "folder live cannot be owned: live/x/run.sh is not a YAML manifest or documentation (only .yaml/.yml manifests and docs such as README.md may live in the folder)",
 		},
 		{
+			name: "names the first file that stops the folder and counts the others",
+			files: []layout.File{
+				yamlFile("live/team-a/app.yaml", configMapApp),
+				yamlFile("live/x/run.sh", "#!/bin/sh\n"),
+				yamlFile("live/a/build.sh", "#!/bin/sh\n"),
+				{Path: "live/z/link.yaml", Kind: layout.Symlink},
+			},
+			wantFile:    "live/a/build.sh",
+			wantMessage: "folder live cannot be owned: live/a/build.sh is not a YAML manifest or documentation (only .yaml/.yml manifests and docs such as README.md may live in the folder); move it out of the folder (and 2 more file(s) stop the folder too)",
+		},
+		{
 			name: "refuses an executable even when it is named like documentation",
 			files: []layout.File{
 				{Path: "live/README.md", Kind: layout.Executable, Content: []byte("# hi")},
