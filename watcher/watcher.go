@@ -242,8 +242,10 @@ func (w *Watcher) Resync(target types.NamespacedName) {
 					return
 				}
 				// The rules may have changed during a long wait: the snapshot, and what it
-				// lets the writer prune, follows the target's claims as they are now.
-				if cs := w.claimsOf(target, gvr); len(cs) > 0 {
+				// lets the writer prune, follows the target's claims as they are now, on
+				// the informer still serving them (a replaced one's store is stale; the
+				// rule change that replaced it resyncs on the new one).
+				if cs := w.claimsOf(target, gvr, inf); len(cs) > 0 {
 					w.snapshot(target, cs, inf.inf.GetStore().List())
 				}
 			}()
@@ -251,10 +253,14 @@ func (w *Watcher) Resync(target types.NamespacedName) {
 	}()
 }
 
-// claimsOf returns target's claims on gvr as they are now.
-func (w *Watcher) claimsOf(target types.NamespacedName, gvr schema.GroupVersionResource) []Claim {
+// claimsOf returns target's claims on gvr as they are now, none when inf no longer serves
+// gvr.
+func (w *Watcher) claimsOf(target types.NamespacedName, gvr schema.GroupVersionResource, inf *informer) []Claim {
 	w.mu.RLock()
 	defer w.mu.RUnlock()
+	if w.informers[gvr] != inf {
+		return nil
+	}
 	var out []Claim
 	for _, c := range w.byGVR[gvr] {
 		if c.Target == target {
@@ -349,7 +355,10 @@ func (w *Watcher) NamespaceRelabelled(ns string, before, after labels.Set) {
 					return
 				}
 				w.mu.RLock()
-				cs := flippedClaims(w.byGVR[gvr], before, after)
+				var cs []Claim
+				if w.informers[gvr] == inf { // a replaced informer's store is stale
+					cs = flippedClaims(w.byGVR[gvr], before, after)
+				}
 				w.mu.RUnlock()
 				w.opts.Sink.Submit(w.flippedChanges(cs, inf, ns, after)...)
 			}()

@@ -544,3 +544,19 @@ func TestAnObjectIsNeverWrittenIntoItsPathWhenAnotherObjectHoldsIt(t *testing.T)
 	_, problem := s.writer.Locate(targetKey, cmGVR, "ConfigMap", "app", "app")
 	assert.Equal(t, st.Refused[0], "ConfigMap app/app: not written: "+problem, "admission denies it with the same reason")
 }
+
+func TestAnObjectIsWrittenIntoItsPathWhenTheObjectHoldingItLeavesInTheSameWindow(t *testing.T) {
+	s := newWriterScene(t, nil)
+	co := s.remote.Clone("main")
+	co.WriteFile("live/app/configmaps/app.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n  namespace: app\ndata:\n  k: mine\n")
+	co.CommitAndPush("main", "a person names a file after another object")
+	s.restart()
+	settings := batch.ObjectKey{GVR: cmGVR, Kind: "ConfigMap", Namespace: "app", Name: "settings"} // not in the cluster: deleted
+	s.writer.Submit(batch.Change{Target: targetKey, Key: settings, AllowDelete: true, Deleted: true})
+	// ConfigMap app/app is planned before app/settings, whose removal empties the file.
+	st := s.submitAndSettle(s.cluster.put(cmGVR, "ConfigMap", "app", map[string]any{"k": "v"}))
+	assert.Empty(t, st.Refused, "whichever of the two is planned first")
+	doc := s.remote.Show("main", "live/app/configmaps/app.yaml")
+	assert.Contains(t, doc, "name: app")
+	assert.NotContains(t, doc, "settings")
+}

@@ -159,8 +159,10 @@ type workerKey struct {
 type Manager struct {
 	opts Options
 
-	mu      sync.Mutex
-	ctx     context.Context
+	mu  sync.Mutex
+	ctx context.Context
+	// stopped is set once ctx ended and Start waits for the workers: none starts after it.
+	stopped bool
 	workers map[workerKey]*worker
 	targets map[types.NamespacedName]workerKey
 	// known holds each registered target's writer state, for Locate.
@@ -224,6 +226,9 @@ func (m *Manager) Start(ctx context.Context) error {
 	}
 	m.mu.Unlock()
 	<-ctx.Done()
+	m.mu.Lock()
+	m.stopped = true
+	m.mu.Unlock()
 	m.wg.Wait()
 	return nil
 }
@@ -231,8 +236,13 @@ func (m *Manager) Start(ctx context.Context) error {
 // NeedLeaderElection keeps writers on the leader only, so replicas never race on pushes.
 func (m *Manager) NeedLeaderElection() bool { return true }
 
-// run starts w's loop under its own context, so that retiring w stops it. Callers hold m.mu.
+// run starts w's loop under its own context, so that retiring w stops it; nothing once the
+// operator stops (a worker made then would drain outside Start's wait and the lease). Callers
+// hold m.mu.
 func (m *Manager) run(w *worker) {
+	if m.stopped {
+		return
+	}
 	ctx, cancel := context.WithCancel(m.ctx)
 	w.stop, w.done = cancel, make(chan struct{})
 	m.wg.Add(1)
@@ -634,7 +644,7 @@ func (m *Manager) Locate(target types.NamespacedName, gvr schema.GroupVersionRes
 	}
 	if idx != nil {
 		if others := idx.holders(p); len(others) > 0 {
-			return p, heldProblem(p, others[0])
+			return p, heldProblem(p, firstDocument(idx, others))
 		}
 	}
 	return p, ""

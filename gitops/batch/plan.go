@@ -37,6 +37,10 @@ type writePlan struct {
 	// intent, and why: they stay dirty for a later commit.
 	deferred    map[ObjectKey]intent
 	deferredErr error
+	// heldBack are new objects whose file another object's document holds, planned again
+	// once every other key is (lastPass): a removal later in the window may empty the file.
+	heldBack []ObjectKey
+	lastPass bool
 }
 
 // parsedFile is a file's content with its documents as manifest.Parse returns them.
@@ -131,6 +135,12 @@ func (w *worker) plan(ctx context.Context, t *target, dirty map[ObjectKey]intent
 			return nil, err
 		}
 	}
+	p.lastPass = true
+	for _, k := range p.heldBack {
+		if err := w.planOne(t, p, read, k, dirty[k]); err != nil {
+			return nil, err
+		}
+	}
 	return p, nil
 }
 
@@ -209,6 +219,10 @@ func (w *worker) planOne(t *target, p *writePlan, read func(string) ([]byte, err
 	}
 	if !exists {
 		if other, ok := heldByAnother(p.parsed, path, content, id); ok {
+			if !p.lastPass {
+				p.heldBack = append(p.heldBack, k) // nothing planned for k yet: planned again at the end
+				return nil
+			}
 			p.refuse(k, fmt.Sprintf("%s: not written: %s", id, heldProblem(path, other)))
 			return nil
 		}
@@ -290,6 +304,18 @@ func heldByAnother(parsed map[string]parsedFile, path string, content []byte, id
 		}
 	}
 	return other, held
+}
+
+// firstDocument returns the identity, among ids of one file, whose document comes first in
+// it: the one heldByAnother names, so admission and the writer name the same object.
+func firstDocument(idx *folderIndex, ids []manifest.Identity) manifest.Identity {
+	first, at := ids[0], -1
+	for _, id := range ids {
+		if loc, ok := idx.lookup(id); ok && (at < 0 || loc.Doc < at) {
+			first, at = id, loc.Doc
+		}
+	}
+	return first
 }
 
 // heldProblem says why an object is not written to its canonical path, which another

@@ -10,6 +10,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
@@ -92,8 +93,16 @@ func (r *GitTargetReconciler) reconcile(ctx context.Context, t *v1alpha1.GitTarg
 	auth, err := ProviderAuth(ctx, r.Client, &p)
 	if err != nil {
 		if errors.Is(err, ErrCredentials) {
+			msg := fmt.Sprintf("GitProvider %s: %v", pkey, err)
+			if wait := credentialsGraceLeft(*conds, time.Now()); wait > 0 {
+				// A Secret replaced by delete and create is missing for a moment: the writer
+				// goes on until the credentials stay unusable, so pending CommitRequests do not
+				// end for a rotation.
+				v1alpha1.SetStalled(conds, t.Generation, v1alpha1.ReasonProviderNotReady, msg)
+				return ctrl.Result{RequeueAfter: wait}, nil
+			}
 			// Credentials deleted or made unusable revoke the writer's access, not only the status.
-			return r.suspend(t, v1alpha1.ReasonProviderNotReady, fmt.Sprintf("GitProvider %s: %v", pkey, err))
+			return r.suspend(t, v1alpha1.ReasonProviderNotReady, msg)
 		}
 		return ctrl.Result{}, err
 	}
@@ -154,6 +163,21 @@ func RefusedSummary(refused []string) string {
 		msg += fmt.Sprintf("; and %d more", more)
 	}
 	return msg
+}
+
+// credentialsGrace is how long a GitProvider's credentials must stay unusable before the
+// writer stops for its GitTargets.
+const credentialsGrace = 10 * time.Second
+
+// credentialsGraceLeft is how long the writer still goes on for a target whose credentials
+// are unusable now, judged by how long it has been Stalled for its provider (conds); 0 when
+// the grace is over. Pure.
+func credentialsGraceLeft(conds []metav1.Condition, now time.Time) time.Duration {
+	c := apimeta.FindStatusCondition(conds, v1alpha1.ConditionStalled)
+	if c == nil || c.Status != metav1.ConditionTrue || c.Reason != v1alpha1.ReasonProviderNotReady {
+		return credentialsGrace
+	}
+	return max(0, credentialsGrace-now.Sub(c.LastTransitionTime.Time))
 }
 
 // suspend stops the writer for t, which keeps its pending changes for its return, and

@@ -8,7 +8,7 @@
 // (Kustomize files, scripts, symlinks, submodules, unparseable YAML, YAML
 // the editor cannot own safely such as anchors and custom tags, duplicate
 // objects) makes the folder unsupported, naming the first offending file
-// and counting the others.
+// and counting the others refused by kind or name.
 package layout
 
 import (
@@ -95,8 +95,9 @@ type Verdict struct {
 	// Fix says what makes the folder ownable again, e.g. "clear its executable bit";
 	// empty when the reason says it already.
 	Fix string
-	// More counts the other files that stop the folder too, so a person fixing the first
-	// knows it is not the last.
+	// More counts the other files that stop the folder by their kind or name (scripts,
+	// links, Kustomize files…), so a person fixing the first knows it is not the last;
+	// manifests after the first refusal are not parsed, so their problems are not counted.
 	More int
 }
 
@@ -117,7 +118,7 @@ func (v Verdict) Message() string {
 		msg += "; " + v.Fix
 	}
 	if v.More > 0 {
-		msg += fmt.Sprintf(" (and %d more file(s) stop the folder too)", v.More)
+		msg += fmt.Sprintf(" (and %d more file(s) the folder may not hold)", v.More)
 	}
 	return msg
 }
@@ -142,7 +143,7 @@ const (
 	fixSymlink    = "replace it with a copy of what it points to, or move it out of the folder"
 	fixSubmodule  = "remove it from the folder (git rm)"
 	fixExecutable = "clear its executable bit (git update-index --chmod=-x) and push"
-	fixKustomize  = "point the GitTarget at a folder without one, or, if it only lists the folder's files, delete it (Flux and Argo CD then apply every manifest of the folder)"
+	fixKustomize  = "point the GitTarget at a folder without one, or, if it only lists the folder's files, delete it (Flux then applies every manifest under the folder; Argo CD needs directory.recurse: true for its subfolders)"
 	fixListed     = "remove that entry, or point the GitTarget at a folder no Kustomize file refers to"
 	fixParse      = "fix it so it parses, or move it out of the folder"
 	fixUneditable = "write that document without anchors, aliases, merge keys, custom tags or duplicate keys"
@@ -161,7 +162,7 @@ type problem struct{ reason, fix string }
 // a symlink, a submodule, an executable, a Kustomize file, unparseable YAML,
 // YAML the editor cannot own safely (anchors, aliases, merge keys, custom
 // tags, duplicate keys), an object already defined elsewhere, or any other
-// file; the verdict counts the other offending files (More). An unsupported
+// file; the verdict counts the other files refused by kind or name (More). An unsupported
 // folder has a nil Index. files is not modified.
 func Analyze(folder string, files []File) (Verdict, Index) {
 	sorted := slices.Clone(files)
@@ -171,15 +172,17 @@ func Analyze(folder string, files []File) (Verdict, Index) {
 	var refused *Verdict
 	for _, f := range sorted {
 		p := checkFile(folder, f)
+		if refused != nil { // only counted, by kind and name: a refused folder's manifests need no parse
+			if p.reason != "" {
+				refused.More++
+			}
+			continue
+		}
 		if p.reason == "" && isManifest(f.Path) && !isSopsConfig(path.Base(f.Path)) {
 			p = indexManifest(index, f)
 		}
-		switch {
-		case p.reason == "":
-		case refused == nil:
+		if p.reason != "" {
 			refused = &Verdict{Reason: p.reason, Fix: p.fix, File: f.Path, Folder: folder}
-		default:
-			refused.More++
 		}
 	}
 	if refused != nil {

@@ -127,7 +127,7 @@ func TestAnalyzeRefuses(t *testing.T) {
 			wantMessage: "folder live cannot be owned: live/x/run.sh is not a YAML manifest or documentation (only .yaml/.yml manifests and docs such as README.md may live in the folder)",
 		},
 		{
-			name: "names the first file that stops the folder and counts the others",
+			name: "names the first file that stops the folder and counts the others refused by kind or name",
 			files: []layout.File{
 				yamlFile("live/team-a/app.yaml", configMapApp),
 				yamlFile("live/x/run.sh", "#!/bin/sh\n"),
@@ -135,7 +135,7 @@ func TestAnalyzeRefuses(t *testing.T) {
 				{Path: "live/z/link.yaml", Kind: layout.Symlink},
 			},
 			wantFile:    "live/a/build.sh",
-			wantMessage: "folder live cannot be owned: live/a/build.sh is not a YAML manifest or documentation (only .yaml/.yml manifests and docs such as README.md may live in the folder); move it out of the folder (and 2 more file(s) stop the folder too)",
+			wantMessage: "folder live cannot be owned: live/a/build.sh is not a YAML manifest or documentation (only .yaml/.yml manifests and docs such as README.md may live in the folder); move it out of the folder (and 2 more file(s) the folder may not hold)",
 		},
 		{
 			name: "refuses an executable even when it is named like documentation",
