@@ -41,8 +41,8 @@ test: lint ## Run every test: unit, envtest suites and the e2e suite (builds env
 	KUBEBUILDER_ASSETS=$$assets go test -count=1 -timeout 30m ./...
 
 .PHONY: fuzz
-fuzz: ## Run each fuzz target (YAML editor, object conversion, ownership parser, tree encoder, Kustomize references, saved index) for FUZZTIME (default 30s); `make test` replays their corpora.
-	@for t in 'manifest FuzzUpsert$$' 'manifest FuzzObjectUpsert' 'manifest FuzzEdit' 'manifest FuzzRemove' 'manifest FuzzObjectValue' 'manifest FuzzSequenceEntryFilter' 'sanitize FuzzDropUnowned' 'repo FuzzEncodeTree' 'layout FuzzKustomizeOutside' 'batch FuzzFromSaved'; do \
+fuzz: ## Run each fuzz target (YAML editor, object conversion, ownership parser, tree encoder, Kustomize references, folder verdict, saved index) for FUZZTIME (default 30s); `make test` replays their corpora.
+	@for t in 'manifest FuzzUpsert$$' 'manifest FuzzObjectUpsert' 'manifest FuzzEdit' 'manifest FuzzRemove' 'manifest FuzzObjectValue' 'manifest FuzzSequenceEntryFilter' 'sanitize FuzzDropUnowned' 'repo FuzzEncodeTree' 'layout FuzzKustomizeOutside' 'layout FuzzAnalyze' 'batch FuzzFromSaved'; do \
 		set -- $$t; echo "fuzzing $$2 for $(FUZZTIME)"; \
 		go test ./gitops/$$1 -run '^$$' -fuzz "$$2" -fuzztime $(FUZZTIME) -fuzzminimizetime 5s -parallel 1 || exit 1; \
 	done
