@@ -81,6 +81,9 @@ const (
 	ReasonNotRouted       = "NotRouted"
 	ReasonSkipped         = "SkippedClusterManaged"
 	ReasonKeyMaterial     = "SkippedKeyMaterial"
+	// ReasonUndecodable: the request's object could not be decoded; the answer is an error
+	// (HTTP 400), which the webhook's failurePolicy turns into an allow or a deny.
+	ReasonUndecodable = "Undecodable"
 )
 
 // Verdict is the outcome of a decision.
@@ -89,6 +92,8 @@ type Verdict struct {
 	Reason   string
 	Message  string
 	Warnings []string
+	// errored marks a request answered with an error rather than a verdict (metrics only).
+	errored bool
 }
 
 // Decide is the admission verdict for a watched object: deny when any target it routes to

@@ -137,17 +137,25 @@ func (v *View) Start(ctx context.Context) error {
 		return ctx.Err()
 	}
 	v.poke()
+	retry := time.Second
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-v.kick:
 			if err := v.rebuild(ctx); err != nil {
-				v.Log.Error(err, "rebuilding the admission view")
-				time.Sleep(time.Second)
+				// e.g. a cache list the operator may not make: retried with backoff, said once per try.
+				v.Log.Error(err, "rebuilding the admission view; retrying", "retryIn", retry.String())
+				select {
+				case <-ctx.Done():
+					return nil
+				case <-time.After(retry):
+				}
+				retry = min(2*retry, 30*time.Second)
 				v.poke()
 				continue
 			}
+			retry = time.Second
 			v.built.Store(true)
 			if v.OnChange != nil {
 				v.OnChange()

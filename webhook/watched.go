@@ -72,6 +72,7 @@ func (w *Watched) Handle(ctx context.Context, req admission.Request) admission.R
 	}
 	r, obj, old, err := requestOf(req)
 	if err != nil {
+		w.observe(Verdict{Reason: ReasonUndecodable, errored: true}, req.DryRun != nil && *req.DryRun, start)
 		return admission.Errored(http.StatusBadRequest, err)
 	}
 	dry := r.DryRun
@@ -227,7 +228,10 @@ func (w *Watched) observe(v Verdict, dry bool, start time.Time) {
 		return
 	}
 	verdict := "allowed"
-	if !v.Allowed {
+	switch {
+	case v.errored:
+		verdict = "errored"
+	case !v.Allowed:
 		verdict = "denied"
 	}
 	w.Metrics.Verdicts.WithLabelValues(verdict, v.Reason, strconv.FormatBool(dry)).Inc()

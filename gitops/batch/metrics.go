@@ -20,7 +20,8 @@ type Metrics struct {
 	// trees): the writer's own cost, which should follow the size of the change, not of the
 	// repository.
 	CommitBuild prometheus.Histogram
-	// Pushes counts pushes by outcome: pushed, conflict (remote moved, replayed), failed.
+	// Pushes counts pushes per repository and branch by outcome: pushed, conflict (remote
+	// moved, writes replayed), failed (a remote that moved on the last attempt included).
 	Pushes *prometheus.CounterVec
 	// Pending is the number of dirty objects waiting per worker (repository and branch).
 	Pending *prometheus.GaugeVec
@@ -30,7 +31,9 @@ type Metrics struct {
 
 // NewMetrics creates the writer's collectors and registers them with reg.
 func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
-	buckets := []float64{0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120}
+	// Up to an hour: backoff alone reaches 2 minutes, the Git timeout is 2 minutes, and
+	// maxDelay is the user's; the slow deliveries are the ones to see.
+	buckets := []float64{0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600}
 	m := &Metrics{
 		ChangeToPush: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "gitops_reverser_change_to_push_seconds",
 			Help: "Time from a change being recorded to the push that delivered it.", Buckets: buckets}),
@@ -42,7 +45,8 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Help:    "Time to build one commit: plan the file edits, write blobs and trees (no waiting, no push).",
 			Buckets: []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}}),
 		Pushes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "gitops_reverser_git_pushes_total",
-			Help: "Pushes by outcome: pushed, conflict (remote moved; writes replayed), failed."}, []string{"outcome"}),
+			Help: "Pushes per repository and branch by outcome: pushed, conflict (remote moved; writes replayed), failed."},
+			[]string{"repository", "branch", "outcome"}),
 		Pending: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "gitops_reverser_pending_changes",
 			Help: "Objects waiting to be committed, per repository and branch."}, []string{"repository", "branch"}),
 		Repairs: prometheus.NewCounter(prometheus.CounterOpts{Name: "gitops_reverser_clone_repairs_total",
@@ -56,9 +60,9 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	return m, nil
 }
 
-func (m *Metrics) push(outcome string) {
+func (m *Metrics) push(k workerKey, outcome string) {
 	if m != nil {
-		m.Pushes.WithLabelValues(outcome).Inc()
+		m.Pushes.WithLabelValues(k.url, k.branch, outcome).Inc()
 	}
 }
 
@@ -68,10 +72,11 @@ func (m *Metrics) pending(k workerKey, n int) {
 	}
 }
 
-// forget removes the pending-changes series of a retired worker.
+// forget removes the series of a retired worker.
 func (m *Metrics) forget(k workerKey) {
 	if m != nil {
 		m.Pending.DeleteLabelValues(k.url, k.branch)
+		m.Pushes.DeletePartialMatch(prometheus.Labels{"repository": k.url, "branch": k.branch})
 	}
 }
 

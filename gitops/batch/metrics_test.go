@@ -1,8 +1,18 @@
 package batch
 
 import (
+	"context"
+	"fmt"
+	"net/http"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/gitops-reverser/gitops-reverser/gitops/repo"
+	"github.com/gitops-reverser/gitops-reverser/gitops/repo/repotest"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -53,4 +63,52 @@ func TestPendingChangesLeaveTheGaugeWithTheirTarget(t *testing.T) {
 	moved := w.removeTarget(target, false)
 	assert.Len(t, moved, 2)
 	assert.Zero(t, testutil.ToFloat64(m.Pending.WithLabelValues(key.url, key.branch)), "they went with the target to its next worker")
+}
+
+func TestEveryPushAttemptIsCountedOnceUnderItsOutcome(t *testing.T) {
+	var racing atomic.Bool
+	var attempts atomic.Int32
+	var remote *repotest.Remote
+	remote = repotest.NewHTTPRemote(t, repotest.WithMiddleware(func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method == http.MethodGet && r.URL.Query().Get("service") == "git-receive-pack" {
+				attempts.Add(1) // one ref advertisement per push attempt
+				if racing.Load() {
+					// Someone else pushes first, every time: each attempt finds the branch moved.
+					remote.Seed("main", map[string]string{"other/n.txt": fmt.Sprint(attempts.Load())}, "a person's commit")
+				}
+			}
+			next.ServeHTTP(w, r)
+		})
+	}))
+	remote.Seed("main", map[string]string{"live/README.md": "objects\n"}, "seed")
+	m, err := NewMetrics(prometheus.NewRegistry())
+	require.NoError(t, err)
+	msgs, err := ParseMessages("", "")
+	require.NoError(t, err)
+	cluster := &liveCluster{objects: map[ObjectKey]*unstructured.Unstructured{}}
+	writer := NewManager(Options{Log: logr.Discard(), WorkDir: t.TempDir(), Resolver: cluster, Metrics: m})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { _ = writer.Start(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	spec := TargetSpec{Key: liveKey, URL: remote.URL, Branch: "main", Folder: "live", Messages: msgs,
+		Window: WindowConfig{MaxDelay: time.Second, MaxChanges: 100}, Committer: Identity{Name: "W", Email: "w@example.com"}}
+	_, err = writer.EnsureTarget(context.Background(), spec)
+	require.NoError(t, err)
+	key := workerKey{url: repo.NormalizeURL(remote.URL), branch: "main"}
+	count := func(outcome string) float64 {
+		return testutil.ToFloat64(m.Pushes.WithLabelValues(key.url, key.branch, outcome))
+	}
+
+	racing.Store(true)
+	attempts.Store(0)
+	writer.Submit(Change{Target: liveKey, Key: cluster.set("a", "1"), AllowDelete: true})
+	require.Eventually(t, func() bool { return count("failed") >= 1 }, 30*time.Second, 10*time.Millisecond,
+		"a flush gives up after its last replay")
+	racing.Store(false)
+	require.Eventually(t, func() bool { return count("pushed") == 1 }, 30*time.Second, 10*time.Millisecond)
+	assert.Equal(t, float64(attempts.Load()), count("conflict")+count("failed")+count("pushed"),
+		"a last attempt that finds the branch moved is a failure, not also a conflict")
+	assert.GreaterOrEqual(t, count("conflict"), float64(maxPushAttempts-1))
 }

@@ -25,6 +25,9 @@ type authorWindow struct {
 	// the backoff.
 	notBefore time.Time
 	deferrals int
+	// built is set once a commit was built for the window: its change-to-commit latency is
+	// recorded once, not again at each retry of a failed push.
+	built bool
 }
 
 // intent is how a waiting object may be written, merged over the changes that made it
@@ -172,6 +175,12 @@ func (q *queue) due(cfg WindowConfig, now time.Time) (out []*authorWindow, wait 
 // stay where that change put them; the request stays attached. The window keeps its age:
 // maxDelay and the apply→commit latency count from its first change, not from the failure.
 func (q *queue) restore(win *authorWindow, now time.Time) {
+	_, newer := q.windows[win.author] // the author changed more meanwhile: not built yet
+	defer func() {
+		if cur := q.windows[win.author]; cur != nil && !newer {
+			cur.built = win.built
+		}
+	}()
 	for k, in := range win.dirty {
 		if owner, taken := q.owner[k]; taken {
 			// Someone changed it since: it stays in that window, which keeps a delete

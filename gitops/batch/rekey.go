@@ -223,13 +223,13 @@ func (w *worker) pushRekey(ctx context.Context, t *target, enc *Encryption, rp *
 	}
 	if err := w.push(ctx, sha); err != nil {
 		if errors.Is(err, repo.ErrRemoteMoved) {
-			w.opts.Metrics.push("conflict")
+			w.opts.Metrics.push(w.key, "conflict")
 			return w.refresh(ctx, false, t)
 		}
-		w.opts.Metrics.push("failed")
+		w.opts.Metrics.push(w.key, "failed")
 		return fmt.Errorf("pushing re-wrapped files %s: %w", sha, err)
 	}
-	w.opts.Metrics.push("pushed")
+	w.opts.Metrics.push(w.key, "pushed")
 	if err := w.pushed(t, sha, rp.files, nil); err != nil {
 		return err
 	}

@@ -143,12 +143,15 @@ func TestAWorkerNoTargetUsesIsRetired(t *testing.T) {
 		w := rw.m.workerOf(live.Key)
 		require.Positive(t, openFilesUnder(t, rw.workDir), "the clone's packfile is open while it writes")
 		require.Equal(t, 1, testutil.CollectAndCount(rw.metrics.Pending))
+		require.Eventually(t, func() bool { return testutil.CollectAndCount(rw.metrics.Pushes) == 1 }, 10*time.Second, 10*time.Millisecond,
+			"counted just after the push returns")
 
 		rw.m.SuspendTarget(live.Key, "its GitProvider is gone")
 
 		assert.Zero(t, rw.workers())
 		assert.Zero(t, openFilesUnder(t, rw.workDir))
 		assert.Zero(t, testutil.CollectAndCount(rw.metrics.Pending))
+		assert.Zero(t, testutil.CollectAndCount(rw.metrics.Pushes), "its pushes' series go with it")
 		assert.True(t, ended(w), "the worker's loop ended")
 	})
 	for _, tt := range []struct {

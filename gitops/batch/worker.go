@@ -412,12 +412,12 @@ func (w *worker) repairIfDamaged(ctx context.Context, err error) bool {
 	if !errors.Is(damage, repo.ErrDamaged) {
 		return false
 	}
-	w.opts.Metrics.repaired()
-	w.log.Info("local clone is damaged; rebuilding it from the remote", "repository", w.key.url, "branch", w.key.branch, "damage", damage.Error())
+	w.log.Info("local clone is damaged; rebuilding it from the remote", "damage", damage.Error())
 	if err := w.repo.Reset(); err != nil {
-		w.log.Error(err, "rebuilding the local clone; retried at the next failure", "repository", w.key.url, "branch", w.key.branch)
+		w.log.Error(err, "rebuilding the local clone; retried at the next failure")
 		return false
 	}
+	w.opts.Metrics.repaired()
 	if w.fetched {
 		w.tipBeforeRepair = w.remoteTip
 	}
@@ -627,10 +627,7 @@ func (w *worker) flushDue(ctx context.Context) time.Duration {
 	sort.Slice(keys, func(i, j int) bool { return keys[i].String() < keys[j].String() })
 	for _, k := range keys {
 		// Now, not when the pass began: the target before may have spent seconds pushing.
-		wait, err := w.flushIfDue(ctx, k, time.Now())
-		if err != nil {
-			w.log.Error(err, "commit failed; retrying", "gitTarget", k.String(), "retryIn", wait.String())
-		}
+		wait, _ := w.flushIfDue(ctx, k, time.Now()) // a failure is logged there, with its backoff
 		if wait > 0 && wait < next {
 			next = wait
 		}
@@ -683,6 +680,7 @@ func (w *worker) flushIfDue(ctx context.Context, key types.NamespacedName, now t
 			t.st.LastError = err.Error()
 			t.backoff = min(max(2*t.backoff, time.Second), 2*time.Minute)
 			t.retryAt = time.Now().Add(t.backoff)
+			w.log.Error(err, "commit failed; retrying", "gitTarget", key.String(), "retryIn", t.backoff.String())
 			wait = shorter(wait, t.backoff) // a request's deadline may come sooner
 			changed = true
 			break
@@ -779,12 +777,11 @@ func (w *worker) flush(ctx context.Context, t *target, win *authorWindow) (bool,
 			return false, fmt.Errorf("committing: %w: %w", errCloneRead, err)
 		}
 		built := time.Now()
-		w.opts.Metrics.builtCommit(built.Sub(start), built.Sub(win.First), attempt == 1)
+		w.opts.Metrics.builtCommit(built.Sub(start), built.Sub(win.First), !win.built)
+		win.built = true
 		err = w.push(ctx, sha)
-		if errors.Is(err, repo.ErrRemoteMoved) {
-			w.opts.Metrics.push("conflict")
-		}
 		if errors.Is(err, repo.ErrRemoteMoved) && attempt < maxPushAttempts {
+			w.opts.Metrics.push(w.key, "conflict")
 			w.log.Info("remote moved; replaying writes on the new tip", "gitTarget", t.spec.Key.String(), "attempt", attempt)
 			if err := w.refresh(ctx, false, t); err != nil {
 				return false, err
@@ -792,12 +789,12 @@ func (w *worker) flush(ctx context.Context, t *target, win *authorWindow) (bool,
 			continue
 		}
 		if err != nil {
-			w.opts.Metrics.push("failed")
+			w.opts.Metrics.push(w.key, "failed")
 			attempted(win, sha)
 			// No SHA in the error: it is new on every attempt, and the error reaches status.
 			return false, fmt.Errorf("pushing: %w", err)
 		}
-		w.opts.Metrics.push("pushed")
+		w.opts.Metrics.push(w.key, "pushed")
 		pushedAt := time.Now()
 		w.opts.Metrics.delivered(pushedAt.Sub(win.First).Seconds(), pushedAt.Sub(built).Seconds())
 		if err := w.pushed(t, sha, p.files, p.parsed); err != nil {
