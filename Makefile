@@ -54,7 +54,8 @@ bench: ## Run the benchmarks; each prints its side-by-side ratio against its goa
 	KUBEBUILDER_ASSETS=$$assets go test -timeout 30m -run '^$$' -bench . -benchtime=1x ./test/bench/
 
 .PHONY: demo
-demo: ## Local control plane + local Git repo + the operator + a sample change; prints the commit. DEMO_KEEP=1 keeps it running.
-	@assets=$$(test/tools/envtest-assets.sh); \
-	go build -o $(BIN_DIR)/gitops-reverser ./cmd/gitops-reverser; \
-	KUBEBUILDER_ASSETS=$$assets $(BIN_DIR)/gitops-reverser dev $(if $(DEMO_KEEP),--keep-running)
+demo: ## Local control plane + local Git repo + the operator + a sample change; prints the commit. DEMO_KEEP=1 keeps it running, DEMO_VERBOSE=1 shows the operator's logs.
+	@assets=$$(test/tools/envtest-assets.sh) && \
+	echo "building $(BIN_DIR)/gitops-reverser" >&2 && \
+	go build -o $(BIN_DIR)/gitops-reverser ./cmd/gitops-reverser && \
+	KUBEBUILDER_ASSETS=$$assets $(BIN_DIR)/gitops-reverser dev $(if $(DEMO_KEEP),--keep-running) $(if $(DEMO_VERBOSE),-v)

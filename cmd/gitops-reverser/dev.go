@@ -54,7 +54,8 @@ func runDev(args []string) error {
 		logOut = os.Stderr
 	}
 	ctrl.SetLogger(zap.New(zap.WriteTo(logOut)))
-	if o.dir == "" {
+	created := o.dir == ""
+	if created {
 		d, err := os.MkdirTemp("", "gitops-reverser-dev-")
 		if err != nil {
 			return err
@@ -63,7 +64,16 @@ func runDev(args []string) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	return devSandbox(ctx, o)
+	err := devSandbox(ctx, o)
+	if created && err == nil && !o.keepRunning {
+		// Its repository, clones and the webhook's CA key are of no use after the demo.
+		return os.RemoveAll(o.dir)
+	}
+	fmt.Fprintf(os.Stderr, "the sandbox (Git repository, clones, certificates) is kept in %s\n", o.dir)
+	if err != nil && !o.verbose {
+		fmt.Fprintln(os.Stderr, "to see the operator's logs, run `make demo DEMO_VERBOSE=1`")
+	}
+	return err
 }
 
 func devSandbox(ctx context.Context, o devOptions) (err error) {
@@ -103,7 +113,12 @@ func devSandbox(ctx context.Context, o devOptions) (err error) {
 	step("running the operator (its admission webhook on " + opts.WebhookHost + ":" + strconv.Itoa(opts.WebhookPort) + ", self-managed certificate)")
 	mctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
-	go func() { done <- run(mctx, opCfg, opts) }()
+	// The demo's waits end as soon as the operator does, whose error then says why.
+	ctx, operatorStopped := context.WithCancel(ctx)
+	go func() {
+		done <- run(mctx, opCfg, opts)
+		operatorStopped()
+	}()
 	defer func() {
 		cancel()
 		err = errors.Join(err, <-done)
