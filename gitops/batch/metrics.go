@@ -25,6 +25,10 @@ type Metrics struct {
 	Pushes *prometheus.CounterVec
 	// Pending is the number of dirty objects waiting per worker (repository and branch).
 	Pending *prometheus.GaugeVec
+	// Failures counts windows whose commit failed at any stage (fetch, plan, commit, push)
+	// and are retried with backoff, per repository and branch: what a push counter alone
+	// misses when nothing gets as far as a push.
+	Failures *prometheus.CounterVec
 	// Repairs counts local clones found damaged and rebuilt.
 	Repairs prometheus.Counter
 }
@@ -49,10 +53,13 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			[]string{"repository", "branch", "outcome"}),
 		Pending: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "gitops_reverser_pending_changes",
 			Help: "Objects waiting to be committed, per repository and branch."}, []string{"repository", "branch"}),
+		Failures: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "gitops_reverser_commit_failures_total",
+			Help: "Windows whose commit failed at any stage (fetch, plan, commit, push) and are retried with backoff, per repository and branch."},
+			[]string{"repository", "branch"}),
 		Repairs: prometheus.NewCounter(prometheus.CounterOpts{Name: "gitops_reverser_clone_repairs_total",
 			Help: "Local clones found damaged (e.g. after a crash) and rebuilt from the remote."}),
 	}
-	for _, c := range []prometheus.Collector{m.ChangeToPush, m.ChangeToCommit, m.CommitToPush, m.CommitBuild, m.Pushes, m.Pending, m.Repairs} {
+	for _, c := range []prometheus.Collector{m.ChangeToPush, m.ChangeToCommit, m.CommitToPush, m.CommitBuild, m.Pushes, m.Pending, m.Failures, m.Repairs} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -77,6 +84,13 @@ func (m *Metrics) forget(k workerKey) {
 	if m != nil {
 		m.Pending.DeleteLabelValues(k.url, k.branch)
 		m.Pushes.DeletePartialMatch(prometheus.Labels{"repository": k.url, "branch": k.branch})
+		m.Failures.DeleteLabelValues(k.url, k.branch)
+	}
+}
+
+func (m *Metrics) failed(k workerKey) {
+	if m != nil {
+		m.Failures.WithLabelValues(k.url, k.branch).Inc()
 	}
 }
 

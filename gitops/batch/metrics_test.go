@@ -111,4 +111,16 @@ func TestEveryPushAttemptIsCountedOnceUnderItsOutcome(t *testing.T) {
 	assert.Equal(t, float64(attempts.Load()), count("conflict")+count("failed")+count("pushed"),
 		"a last attempt that finds the branch moved is a failure, not also a conflict")
 	assert.GreaterOrEqual(t, count("conflict"), float64(maxPushAttempts-1))
+	assert.Equal(t, count("failed"), testutil.ToFloat64(m.Failures.WithLabelValues(key.url, key.branch)),
+		"each window that gave up is a commit failure, retried")
+}
+
+func TestACommitThatFailsBeforeItsPushIsCounted(t *testing.T) {
+	m, err := NewMetrics(prometheus.NewRegistry())
+	require.NoError(t, err)
+	key := workerKey{url: "https://git.example/repo.git", branch: "main"}
+	m.failed(key)
+	assert.Equal(t, 1.0, testutil.ToFloat64(m.Failures.WithLabelValues(key.url, key.branch)))
+	m.forget(key)
+	assert.Zero(t, testutil.CollectAndCount(m.Failures), "a retired worker's series goes")
 }

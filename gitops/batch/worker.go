@@ -681,6 +681,7 @@ func (w *worker) flushIfDue(ctx context.Context, key types.NamespacedName, now t
 			t.backoff = min(max(2*t.backoff, time.Second), 2*time.Minute)
 			t.retryAt = time.Now().Add(t.backoff)
 			w.log.Error(err, "commit failed; retrying", "gitTarget", key.String(), "retryIn", t.backoff.String())
+			w.opts.Metrics.failed(w.key)
 			wait = shorter(wait, t.backoff) // a request's deadline may come sooner
 			changed = true
 			break
