@@ -501,12 +501,21 @@ func valueLine(content, prefix string) string {
 	return ""
 }
 
-func TestAnObjectIsNeverWrittenBesideADocumentOfItWithoutANamespace(t *testing.T) {
+// personsFileScene is a writer scene, started afresh, on a remote where a person committed
+// content at path.
+func personsFileScene(t *testing.T, path, content, message string) *writerScene {
+	t.Helper()
 	s := newWriterScene(t, nil)
 	co := s.remote.Clone("main")
-	co.WriteFile("live/app.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\ndata:\n  k: old\n")
-	co.CommitAndPush("main", "a person writes the ConfigMap as for kubectl apply -n")
+	co.WriteFile(path, content)
+	co.CommitAndPush("main", message)
 	s.restart()
+	return s
+}
+
+func TestAnObjectIsNeverWrittenBesideADocumentOfItWithoutANamespace(t *testing.T) {
+	s := personsFileScene(t, "live/app.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\ndata:\n  k: old\n",
+		"a person writes the ConfigMap as for kubectl apply -n")
 	before := s.commits()
 	st := s.submitAndSettle(
 		s.cluster.put(cmGVR, "ConfigMap", "app", map[string]any{"k": "v"}),
@@ -525,11 +534,9 @@ func TestAnObjectIsNeverWrittenBesideADocumentOfItWithoutANamespace(t *testing.T
 }
 
 func TestAnObjectIsNeverWrittenIntoItsPathWhenAnotherObjectHoldsIt(t *testing.T) {
-	s := newWriterScene(t, nil)
-	co := s.remote.Clone("main")
-	co.WriteFile("live/app/configmaps/app.yaml", "# the team's settings\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n  namespace: app\ndata:\n  k: mine\n")
-	co.CommitAndPush("main", "a person names a file after another object")
-	s.restart()
+	s := personsFileScene(t, "live/app/configmaps/app.yaml",
+		"# the team's settings\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n  namespace: app\ndata:\n  k: mine\n",
+		"a person names a file after another object")
 	before := s.commits()
 	st := s.submitAndSettle(
 		s.cluster.put(cmGVR, "ConfigMap", "app", map[string]any{"k": "v"}),
@@ -546,11 +553,9 @@ func TestAnObjectIsNeverWrittenIntoItsPathWhenAnotherObjectHoldsIt(t *testing.T)
 }
 
 func TestAnObjectIsWrittenIntoItsPathWhenTheObjectHoldingItLeavesInTheSameWindow(t *testing.T) {
-	s := newWriterScene(t, nil)
-	co := s.remote.Clone("main")
-	co.WriteFile("live/app/configmaps/app.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n  namespace: app\ndata:\n  k: mine\n")
-	co.CommitAndPush("main", "a person names a file after another object")
-	s.restart()
+	s := personsFileScene(t, "live/app/configmaps/app.yaml",
+		"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n  namespace: app\ndata:\n  k: mine\n",
+		"a person names a file after another object")
 	settings := batch.ObjectKey{GVR: cmGVR, Kind: "ConfigMap", Namespace: "app", Name: "settings"} // not in the cluster: deleted
 	s.writer.Submit(batch.Change{Target: targetKey, Key: settings, AllowDelete: true, Deleted: true})
 	// ConfigMap app/app is planned before app/settings, whose removal empties the file.
