@@ -221,13 +221,21 @@ func (w *worker) placeSensitive(t *target, read func(string) ([]byte, error), k 
 		return sensitivePlacement{}, "", fmt.Errorf("reading %s: %w", path, err)
 	}
 	if len(content) > 0 {
-		return sensitivePlacement{}, fmt.Sprintf("not written: %s already exists and does not hold this object; move or rename it in Git", path), nil
+		return sensitivePlacement{}, "not written: " + takenProblem(path), nil
 	}
 	at := sensitivePlacement{path: path}
 	if exists {
 		at.plainFile = file
 	}
 	return at, "", nil
+}
+
+// takenProblem says why a sensitive object is not written to its canonical .sops.yaml path,
+// which holds a file that is not its encrypted document (comments only, or another object):
+// an encrypted file is one object and nothing else, and writing it would drop what the file
+// holds. Admission (Locate) and the writer give the same reason. Pure.
+func takenProblem(path string) string {
+	return fmt.Sprintf("%s already exists and does not hold this object; move or rename it in Git (an encrypted file holds one object and nothing else)", path)
 }
 
 // encryptObject renders the sanitized object as a new document and encrypts it against the

@@ -565,3 +565,25 @@ func TestAnObjectIsWrittenIntoItsPathWhenTheObjectHoldingItLeavesInTheSameWindow
 	assert.Contains(t, doc, "name: app")
 	assert.NotContains(t, doc, "settings")
 }
+
+func TestASecretIsRefusedAtApplyTimeWhenItsEncryptedPathHoldsAFileOfComments(t *testing.T) {
+	ids, recipients := identity(t)
+	s := newWriterScene(t, &batch.Encryption{Recipients: recipients, Identities: ids})
+	co := s.remote.Clone("main")
+	co.WriteFile("live/app/secrets/db.sops.yaml", "# the database's password goes here once it is rotated\n")
+	co.WriteFile("live/app/configmaps/settings.yaml", "# the team's settings\n")
+	co.CommitAndPush("main", "a person reserves the Secret's file with a comment")
+	s.restart()
+
+	_, problem := s.writer.Locate(targetKey, secretsGVR, "Secret", "app", "db")
+	require.NotEmpty(t, problem, "admission denies it: the writer could not write it")
+	st := s.submitAndSettle(s.cluster.put(secretsGVR, "Secret", "db", map[string]any{"password": "aHVudGVyMg=="}))
+	require.Len(t, st.Refused, 1)
+	assert.Equal(t, "Secret app/db: not written: "+problem, st.Refused[0], "admission and the writer give the same reason")
+	assert.Contains(t, problem, "live/app/secrets/db.sops.yaml already exists and does not hold this object")
+	assert.Equal(t, "# the database's password goes here once it is rotated", s.remote.Show("main", "live/app/secrets/db.sops.yaml"),
+		"the person's comment is kept")
+
+	_, problem = s.writer.Locate(targetKey, cmGVR, "ConfigMap", "app", "settings")
+	assert.Empty(t, problem, "a file of comments at a plaintext path takes the document after them")
+}

@@ -117,6 +117,15 @@ func (f *folderIndex) holders(file string) []manifest.Identity {
 	return append([]manifest.Identity(nil), f.byFile[file]...)
 }
 
+// has reports whether file is in the folder, whether or not it holds an object (a file of
+// comments only, say).
+func (f *folderIndex) has(file string) bool {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	_, ok := f.blobs[file]
+	return ok
+}
+
 // setFile re-indexes one file from its new content; nil content means the file is gone.
 // docs are the content's documents when the caller has them (manifest.Parse's result),
 // else nil and the content is parsed.

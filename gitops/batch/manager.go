@@ -646,6 +646,9 @@ func (m *Manager) Locate(target types.NamespacedName, gvr schema.GroupVersionRes
 		if others := idx.holders(p); len(others) > 0 {
 			return p, heldProblem(p, firstDocument(idx, others))
 		}
+		if sensitive && idx.has(p) {
+			return p, takenProblem(p)
+		}
 	}
 	return p, ""
 }
