@@ -25,6 +25,11 @@ type Metrics struct {
 	Pushes *prometheus.CounterVec
 	// Pending is the number of dirty objects waiting per worker (repository and branch).
 	Pending *prometheus.GaugeVec
+	// OldestPending is the Unix time the oldest change a worker has not yet pushed was
+	// recorded (0 when none waits): under a steady trickle Pending never falls to zero, and
+	// what tells a stalled delivery from a busy one is how old the oldest change is. A
+	// timestamp, not an age, so it needs no update between changes (time() - it is the age).
+	OldestPending *prometheus.GaugeVec
 	// Failures counts windows whose commit failed at any stage (fetch, plan, commit, push)
 	// and are retried with backoff, per repository and branch: what a push counter alone
 	// misses when nothing gets as far as a push.
@@ -53,13 +58,16 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			[]string{"repository", "branch", "outcome"}),
 		Pending: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "gitops_reverser_pending_changes",
 			Help: "Objects waiting to be committed, per repository and branch."}, []string{"repository", "branch"}),
+		OldestPending: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "gitops_reverser_oldest_pending_change_timestamp_seconds",
+			Help: "Unix time the oldest change not yet pushed was recorded, per repository and branch; 0 when none waits."},
+			[]string{"repository", "branch"}),
 		Failures: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "gitops_reverser_commit_failures_total",
 			Help: "Windows whose commit failed at any stage (fetch, plan, commit, push) and are retried with backoff, per repository and branch."},
 			[]string{"repository", "branch"}),
 		Repairs: prometheus.NewCounter(prometheus.CounterOpts{Name: "gitops_reverser_clone_repairs_total",
 			Help: "Local clones found damaged (e.g. after a crash) and rebuilt from the remote."}),
 	}
-	for _, c := range []prometheus.Collector{m.ChangeToPush, m.ChangeToCommit, m.CommitToPush, m.CommitBuild, m.Pushes, m.Pending, m.Failures, m.Repairs} {
+	for _, c := range []prometheus.Collector{m.ChangeToPush, m.ChangeToCommit, m.CommitToPush, m.CommitBuild, m.Pushes, m.Pending, m.OldestPending, m.Failures, m.Repairs} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -73,9 +81,16 @@ func (m *Metrics) push(k workerKey, outcome string) {
 	}
 }
 
-func (m *Metrics) pending(k workerKey, n int) {
+// pending records how many objects wait on a worker and when the oldest of its changes not
+// yet pushed was recorded (zero when none).
+func (m *Metrics) pending(k workerKey, n int, oldest time.Time) {
 	if m != nil {
 		m.Pending.WithLabelValues(k.url, k.branch).Set(float64(n))
+		since := 0.0
+		if !oldest.IsZero() {
+			since = float64(oldest.UnixNano()) / 1e9
+		}
+		m.OldestPending.WithLabelValues(k.url, k.branch).Set(since)
 	}
 }
 
@@ -83,6 +98,7 @@ func (m *Metrics) pending(k workerKey, n int) {
 func (m *Metrics) forget(k workerKey) {
 	if m != nil {
 		m.Pending.DeleteLabelValues(k.url, k.branch)
+		m.OldestPending.DeleteLabelValues(k.url, k.branch)
 		m.Pushes.DeletePartialMatch(prometheus.Labels{"repository": k.url, "branch": k.branch})
 		m.Failures.DeleteLabelValues(k.url, k.branch)
 	}

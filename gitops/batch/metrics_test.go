@@ -65,6 +65,46 @@ func TestPendingChangesLeaveTheGaugeWithTheirTarget(t *testing.T) {
 	assert.Zero(t, testutil.ToFloat64(m.Pending.WithLabelValues(key.url, key.branch)), "they went with the target to its next worker")
 }
 
+func TestTheOldestPendingChangeIsWhenItWasRecordedWhoeverWaitsOnTheWorker(t *testing.T) {
+	m, err := NewMetrics(prometheus.NewRegistry())
+	require.NoError(t, err)
+	key := workerKey{url: "https://git.example/repo.git", branch: "main"}
+	w := newWorker(key, nil, Options{Metrics: m}, func(*CommitRequest, RequestOutcome) {})
+	oldest := func() float64 { return testutil.ToFloat64(m.OldestPending.WithLabelValues(key.url, key.branch)) }
+	w.reportPending()
+	assert.Zero(t, oldest(), "nothing waits")
+
+	live, staging := types.NamespacedName{Namespace: "ops", Name: "live"}, types.NamespacedName{Namespace: "ops", Name: "staging"}
+	monday := time.Date(2026, 12, 7, 9, 0, 0, 0, time.UTC)
+	ql, qs := w.openQueue(live), w.openQueue(staging)
+	w.qmu.Lock()
+	ql.add(qkey("a"), mirrorsDeletes, "alice", monday.Add(time.Minute))
+	qs.add(qkey("b"), mirrorsDeletes, "bob", monday)
+	ql.add(qkey("c"), mirrorsDeletes, "alice", monday.Add(2*time.Minute))
+	w.qmu.Unlock()
+	w.reportPending()
+	assert.Equal(t, float64(monday.Unix()), oldest(), "bob's change on the other target is the oldest")
+
+	w.qmu.Lock()
+	failing, _ := qs.due(WindowConfig{}, monday.Add(time.Hour))
+	qs.flushing = failing
+	w.qmu.Unlock()
+	w.reportPending()
+	assert.Equal(t, float64(monday.Unix()), oldest(), "a window being committed is not delivered yet")
+
+	w.qmu.Lock()
+	qs.flushing = nil
+	qs.retry(failing[0], monday.Add(time.Hour))
+	w.qmu.Unlock()
+	w.reportPending()
+	assert.Equal(t, float64(monday.Unix()), oldest(), "a window whose push failed keeps its age")
+
+	w.removeTarget(staging, false)
+	assert.Equal(t, float64(monday.Add(time.Minute).Unix()), oldest(), "bob's change left with its target")
+	w.removeTarget(live, false)
+	assert.Zero(t, oldest())
+}
+
 func TestEveryPushAttemptIsCountedOnceUnderItsOutcome(t *testing.T) {
 	var racing atomic.Bool
 	var attempts atomic.Int32

@@ -325,6 +325,25 @@ func (q *queue) changes(target types.NamespacedName) []Change {
 // pending is the number of dirty objects in the queue.
 func (q *queue) pending() int { return len(q.owner) }
 
+// oldest is when the oldest change of the queue not yet pushed was recorded, a window being
+// committed included (its push may fail); zero when there is none. A window that failed
+// keeps its opening time (restore), so a delivery that keeps failing keeps getting older.
+func (q *queue) oldest() time.Time {
+	var oldest time.Time
+	older := func(win *authorWindow) {
+		if len(win.dirty) > 0 && !win.First.IsZero() && (oldest.IsZero() || win.First.Before(oldest)) {
+			oldest = win.First
+		}
+	}
+	for _, win := range q.windows {
+		older(win)
+	}
+	for _, win := range q.flushing {
+		older(win)
+	}
+	return oldest
+}
+
 // CommitRequest asks the writer to commit an author's pending changes on a target now, with
 // a message; see the CommitRequest kind.
 type CommitRequest struct {

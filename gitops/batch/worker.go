@@ -183,13 +183,15 @@ func (w *worker) withdraw(target, key types.NamespacedName) {
 	w.qmu.Unlock()
 }
 
-// reportPending publishes the number of dirty objects on this worker. It counts and sets
-// under qmu, so two reports cannot land in the opposite order of their counts.
+// reportPending publishes the number of dirty objects on this worker and the time its
+// oldest change not yet pushed was recorded. It counts and sets under qmu, so two reports
+// cannot land in the opposite order of their counts.
 func (w *worker) reportPending() {
 	if w.opts.Metrics == nil {
 		return
 	}
 	n := 0
+	var oldest time.Time
 	w.qmu.Lock()
 	defer w.qmu.Unlock()
 	if w.retired {
@@ -197,8 +199,11 @@ func (w *worker) reportPending() {
 	}
 	for _, q := range w.queues {
 		n += q.pending()
+		if first := q.oldest(); !first.IsZero() && (oldest.IsZero() || first.Before(oldest)) {
+			oldest = first
+		}
 	}
-	w.opts.Metrics.pending(w.key, n)
+	w.opts.Metrics.pending(w.key, n, oldest)
 }
 
 // retire releases what the worker holds once its loop ended and no target uses it: the
