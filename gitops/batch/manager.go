@@ -23,13 +23,17 @@ import (
 
 // TargetSpec is what the writer needs to know about one GitTarget, resolved by its controller.
 type TargetSpec struct {
-	Key       types.NamespacedName
-	URL       string
-	Auth      transport.AuthMethod
-	Branch    string
-	Folder    string
-	Window    WindowConfig
-	Committer Identity
+	Key  types.NamespacedName
+	URL  string
+	Auth transport.AuthMethod
+	// AuthVersion names what Auth was built from (see controller.ProviderAuth): a new
+	// version retries a failing target at once, the same one keeps its backoff. Empty
+	// compares Auth by value, which only works for credentials without functions (not SSH).
+	AuthVersion string
+	Branch      string
+	Folder      string
+	Window      WindowConfig
+	Committer   Identity
 	// Messages are the parsed commit message templates.
 	Messages Messages
 	// Prune is the prune mode: PruneOnEvent (default), PruneAlways or PruneNever.

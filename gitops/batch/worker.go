@@ -276,6 +276,17 @@ func (w *worker) removeTarget(key types.NamespacedName, keep bool) []Change {
 	return q.changes(key)
 }
 
+// credentialsChanged reports whether a registration brings other credentials than the one
+// before, so a target backing off retries at once: by AuthVersion when both have one (a
+// controller builds SSH credentials again on every reconcile, each time with a new host-key
+// callback, which reflect.DeepEqual never finds equal), else by value. Pure.
+func credentialsChanged(before, after TargetSpec) bool {
+	if before.AuthVersion != "" && after.AuthVersion != "" {
+		return before.AuthVersion != after.AuthVersion
+	}
+	return !reflect.DeepEqual(before.Auth, after.Auth)
+}
+
 // ensureTarget registers the target, fetches the branch and re-reads folders when the
 // remote moved. It reports a folder that became writable, or a new folder, through
 // OnFolderReady.
@@ -288,7 +299,7 @@ func (w *worker) ensureTarget(ctx context.Context, spec TargetSpec) (*target, Ta
 	}
 	folderChanged := ok && t.spec.Folder != spec.Folder
 	oldFolder := t.spec.Folder
-	if ok && !reflect.DeepEqual(t.spec.Auth, spec.Auth) {
+	if ok && credentialsChanged(t.spec, spec) {
 		t.backoff, t.retryAt = 0, time.Time{} // new credentials: try them now
 	}
 	t.spec = spec

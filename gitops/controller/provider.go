@@ -53,7 +53,7 @@ func (r *GitProviderReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	defer func() { res, err = status.Finish(ctx, res, err, status.Patch(ctx, r.Client, &p, before, &p.Status)) }()
 	p.Status.ObservedGeneration = p.Generation
 
-	auth, err := ProviderAuth(ctx, r.Client, &p)
+	auth, _, err := ProviderAuth(ctx, r.Client, &p)
 	if err != nil {
 		if errors.Is(err, ErrCredentials) {
 			v1alpha1.SetStalled(&p.Status.Conditions, p.Generation, v1alpha1.ReasonInvalidSecret, err.Error())
@@ -75,28 +75,32 @@ func (r *GitProviderReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 }
 
 // ProviderAuth reads the provider's Secret and builds go-git credentials. A missing or
-// malformed Secret wraps ErrCredentials; the message never contains secret values.
-func ProviderAuth(ctx context.Context, c client.Client, p *v1alpha1.GitProvider) (transport.AuthMethod, error) {
+// malformed Secret wraps ErrCredentials; the message never contains secret values. version
+// names what the credentials were built from (the provider's generation, the Secret's UID
+// and resourceVersion), so the writer can tell new credentials from the same ones built
+// again: SSH credentials hold a host-key callback, which no comparison sees into.
+func ProviderAuth(ctx context.Context, c client.Client, p *v1alpha1.GitProvider) (auth transport.AuthMethod, version string, err error) {
+	version = fmt.Sprintf("provider generation %d", p.Generation)
 	if p.Spec.SecretRef == nil {
 		auth, err := repo.AuthFromSecret(p.Spec.URL, nil)
 		if err != nil { // e.g. SSH, which has no anonymous access: a configuration error
-			return nil, fmt.Errorf("%w: %s needs spec.secretRef: %v", ErrCredentials, repo.Redact(p.Spec.URL), err)
+			return nil, "", fmt.Errorf("%w: %s needs spec.secretRef: %v", ErrCredentials, repo.Redact(p.Spec.URL), err)
 		}
-		return auth, nil
+		return auth, version, nil
 	}
 	var s corev1.Secret
 	key := types.NamespacedName{Namespace: p.Namespace, Name: p.Spec.SecretRef.Name}
 	if err := c.Get(ctx, key, &s); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, fmt.Errorf("%w: Secret %s not found: create it, or fix spec.secretRef.name", ErrCredentials, key)
+			return nil, "", fmt.Errorf("%w: Secret %s not found: create it, or fix spec.secretRef.name", ErrCredentials, key)
 		}
-		return nil, fmt.Errorf("reading Secret %s: %w", key, err)
+		return nil, "", fmt.Errorf("reading Secret %s: %w", key, err)
 	}
-	auth, err := repo.AuthFromSecret(p.Spec.URL, s.Data)
+	auth, err = repo.AuthFromSecret(p.Spec.URL, s.Data)
 	if err != nil {
-		return nil, fmt.Errorf("%w: Secret %s: %v", ErrCredentials, key, err)
+		return nil, "", fmt.Errorf("%w: Secret %s: %v", ErrCredentials, key, err)
 	}
-	return auth, nil
+	return auth, fmt.Sprintf("%s, Secret %s resourceVersion %s", version, s.UID, s.ResourceVersion), nil
 }
 
 // BranchAllowed reports whether branch matches one of the provider's allowedBranches globs.

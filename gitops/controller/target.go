@@ -90,7 +90,7 @@ func (r *GitTargetReconciler) reconcile(ctx context.Context, t *v1alpha1.GitTarg
 			fmt.Sprintf("branch %q is not in GitProvider %s allowedBranches %v: add a matching pattern there, "+
 				"or create a GitTarget on an allowed branch (spec.branch is immutable)", t.Spec.Branch, pkey, p.Spec.AllowedBranches))
 	}
-	auth, err := ProviderAuth(ctx, r.Client, &p)
+	auth, authVersion, err := ProviderAuth(ctx, r.Client, &p)
 	if err != nil {
 		if errors.Is(err, ErrCredentials) {
 			msg := fmt.Sprintf("GitProvider %s: %v", pkey, err)
@@ -117,7 +117,7 @@ func (r *GitTargetReconciler) reconcile(ctx context.Context, t *v1alpha1.GitTarg
 	}
 	v1alpha1.SetCondition(conds, t.Generation, v1alpha1.ConditionEncryptionReady, ev.ready, ev.reason, ev.message)
 	st, err := r.Writer.EnsureTarget(ctx, batch.TargetSpec{
-		Key: client.ObjectKeyFromObject(t), URL: p.Spec.URL, Auth: auth,
+		Key: client.ObjectKeyFromObject(t), URL: p.Spec.URL, Auth: auth, AuthVersion: authVersion,
 		Branch: t.Spec.Branch, Folder: t.Spec.Path, Window: WindowConfig(t.Spec.CommitWindow),
 		Committer: committer(&p), Messages: messages, Prune: t.Spec.Prune.Mode,
 		Sensitive: sensitiveResources(t), Encryption: enc,
