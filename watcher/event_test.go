@@ -335,6 +335,7 @@ func TestAnObjectEnteringTheSelectionOfARuleThatMirrorsOnlyCreations(t *testing.
 		require.Len(t, sink.got, 1)
 		require.Len(t, sink.got[0], 1)
 		assert.False(t, sink.got[0][0].CreateOnly, "a created object's state is written, even over an old document of its name")
+		assert.False(t, sink.got[0][0].Relisted, "a write takes the object into its writer's window")
 	})
 	t.Run("writes it only if Git has no document for it when its namespace's labels bring it in", func(t *testing.T) {
 		sink := &submissions{}

@@ -123,6 +123,7 @@ func TestASnapshotFollowsTheOperationsOfTheRulesThatSelectAnObject(t *testing.T)
 			}
 			require.Len(t, sink.changes, 1)
 			assert.Equal(t, tt.create, sink.changes[0].CreateOnly)
+			assert.True(t, sink.changes[0].Relisted, "a list says nothing of who changed the object")
 		})
 	}
 }

@@ -307,7 +307,7 @@ func (w *Watcher) snapshot(target types.NamespacedName, cs []Claim, objs []inter
 		}
 		present = append(present, ch.Key)
 		if create || update {
-			ch.CreateOnly = !update
+			ch.CreateOnly, ch.Relisted = !update, true
 			changes = append(changes, *ch)
 		}
 	}

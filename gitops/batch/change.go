@@ -44,14 +44,23 @@ type Change struct {
 	// Author is the username the API server authenticated for the change, joined from
 	// admission; empty when unknown (the commit is then authored by the committer).
 	Author string
+	// Relisted says the change comes from a list (a snapshot at start, after a re-list or a
+	// rule change, or the prune it leads to), not from a write: it says nothing about who
+	// changed the object, so an object already waiting in an author's window stays there,
+	// with that author and the CommitRequests waiting on it.
+	Relisted bool
 }
 
 // merge is what a newer change of the same object leaves waiting: its author and its
 // AllowDelete (the rules as they are now); a delete when either was one (a delete already
-// seen must not become a kept document); create-only only when both were.
+// seen must not become a kept document); create-only only when both were. A relisted newer
+// change keeps the older one's author.
 func (c Change) merge(newer Change) Change {
 	in := intentOf(c).merge(intentOf(newer)) // one rule for parked changes and queued ones
 	newer.AllowDelete, newer.Deleted, newer.CreateOnly = in.allowDelete, in.deleted, in.createOnly
+	if newer.Relisted {
+		newer.Author, newer.Relisted = c.Author, c.Relisted
+	}
 	return newer
 }
 

@@ -61,7 +61,7 @@ func (w *worker) snapshot(s Snapshot) {
 	for _, id := range prune {
 		// A removal the complete list showed: the object is gone, or out of the selection
 		// of the rule that took its document in.
-		w.submit(Change{Target: s.Target, AllowDelete: true, Deleted: true,
+		w.submit(Change{Target: s.Target, AllowDelete: true, Deleted: true, Relisted: true,
 			Key: ObjectKey{GVR: s.GVR, Kind: id.Kind, Namespace: id.Namespace, Name: id.Name}})
 	}
 	if changed {

@@ -101,6 +101,22 @@ func (q *queue) add(key ObjectKey, in intent, author string, now time.Time) {
 	win.Last = now
 }
 
+// relist records a change a list brought (Change.Relisted): an object already waiting in
+// an author's window stays there, its intent merged as add would (the list's rules are the
+// current ones), without moving the window's times; any other goes to the committer's
+// window.
+func (q *queue) relist(key ObjectKey, in intent, now time.Time) {
+	if prev, ok := q.owner[key]; ok && prev != "" {
+		if win := q.windows[prev]; win != nil {
+			if was, held := win.dirty[key]; held {
+				win.dirty[key] = was.merge(in)
+				return
+			}
+		}
+	}
+	q.add(key, in, "", now)
+}
+
 // take removes key from author's window, dropping the window when nothing is left in it
 // and no request waits on it.
 func (q *queue) take(author string, key ObjectKey) {

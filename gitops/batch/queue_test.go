@@ -76,6 +76,28 @@ func TestQueueWindowsPerAuthor(t *testing.T) {
 		q.add(qkey("a"), intent{}, "", t0)            // the rule no longer does: its resync
 		assert.Equal(t, map[ObjectKey]intent{qkey("a"): {}}, dirtyOf(q, cfg, t0))
 	})
+	t.Run("a snapshot leaves an object waiting in its author's window, with the CommitRequest on it", func(t *testing.T) {
+		q := newQueue()
+		q.add(qkey("a"), mirrorsDeletes, "alice", t0)
+		r := &CommitRequest{Author: "alice", Message: "rotate the app's settings"}
+		q.request(r)
+		q.relist(qkey("a"), intent{}, t0.Add(time.Second)) // a WatchRule of the target changed: its resync lists a
+		q.relist(qkey("b"), intent{}, t0.Add(time.Second)) // and b, which nobody changed
+		wins, _ := q.due(cfg, t0.Add(time.Hour))
+		require.Equal(t, []string{"alice", ""}, authors(wins))
+		assert.Equal(t, map[ObjectKey]intent{qkey("a"): {}}, wins[0].dirty, "alice's change stays hers, by the rules as they are now")
+		assert.Equal(t, []*CommitRequest{r}, wins[0].requests, "and commits with her message")
+		assert.Equal(t, t0, wins[0].Last, "a list is not a change: it does not hold her window open")
+		assert.Equal(t, map[ObjectKey]intent{qkey("b"): {}}, wins[1].dirty, "what nobody waits on is the committer's")
+	})
+	t.Run("a snapshot of an object waiting in no author's window joins the committer's", func(t *testing.T) {
+		q := newQueue()
+		q.add(qkey("a"), mirrorsDeletes, "", t0) // an unattributed write
+		q.relist(qkey("a"), seenDelete, t0.Add(time.Second))
+		wins, _ := q.due(cfg, t0.Add(time.Hour))
+		require.Equal(t, []string{""}, authors(wins))
+		assert.Equal(t, map[ObjectKey]intent{qkey("a"): seenDelete}, wins[0].dirty)
+	})
 	t.Run("a change older than the window holding its object still adds what it saw", func(t *testing.T) {
 		q := newQueue()
 		q.add(qkey("a"), intent{createOnly: true}, "", t0) // a snapshot through a CREATE-only rule
@@ -259,4 +281,13 @@ func TestAWindowWhoseObjectsAllWaitForTheirCache(t *testing.T) {
 		assert.Len(t, q.windows["alice"].requests, 1, "alice's change is pending: no TimedOut saying none came")
 		assert.Empty(t, q.waiting)
 	})
+}
+
+func TestAChangeKeptForASuspendedTargetKeepsItsAuthorThroughASnapshot(t *testing.T) {
+	alice := Change{Key: qkey("a"), Author: "alice", AllowDelete: true}
+	listed := Change{Key: qkey("a"), Relisted: true}
+	assert.Equal(t, Change{Key: qkey("a"), Author: "alice"}, alice.merge(listed), "alice's change, by the rules of the list")
+	bob := Change{Key: qkey("a"), Author: "bob"}
+	assert.Equal(t, bob, listed.merge(bob), "a write after the list is its writer's")
+	assert.Equal(t, Change{Key: qkey("a"), Relisted: true}, listed.merge(listed))
 }

@@ -152,6 +152,8 @@ func (w *worker) enqueue(changes []Change, older bool) (unplaced []Change) {
 			unplaced = append(unplaced, c)
 		case older && q.holds(c.Key):
 			q.mergeOlder(c.Key, intentOf(c))
+		case c.Relisted && c.Author == "":
+			q.relist(c.Key, intentOf(c), now)
 		default:
 			q.add(c.Key, intentOf(c), c.Author, now)
 		}
