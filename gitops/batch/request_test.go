@@ -136,6 +136,8 @@ func TestACommitRequestWhosePushLandedDespiteAnError(t *testing.T) {
 		assert.Equal(t, remote.Head("main"), out.SHA)
 		assert.Contains(t, remote.Log("main")[0], "release 1.2")
 		assert.Len(t, remote.Log("main"), 2, "one commit besides the seed")
+		st, _ := writer.Status(req.Target)
+		assert.Empty(t, st.LastError, "the retry found the change delivered: nothing is failing any more")
 	})
 }
 

@@ -774,7 +774,7 @@ func (w *worker) flush(ctx context.Context, t *target, win *authorWindow) (bool,
 		refusals := p.refusals()
 		if len(p.files) == 0 {
 			w.answer(win, "", refusals)
-			return !slices.Equal(refusedBefore, t.st.Refused), nil
+			return settled(t, refusedBefore), nil
 		}
 		when := time.Now()
 		planned := when.Sub(start)
@@ -787,7 +787,7 @@ func (w *worker) flush(ctx context.Context, t *target, win *authorWindow) (bool,
 		}
 		if errors.Is(err, repo.ErrNoChange) {
 			w.answer(win, "", refusals)
-			return !slices.Equal(refusedBefore, t.st.Refused), nil
+			return settled(t, refusedBefore), nil
 		}
 		if errors.Is(err, repo.ErrInvalidPath) || errors.Is(err, repo.ErrPathConflict) || errors.Is(err, repo.ErrInvalidSignature) {
 			return false, fmt.Errorf("committing: %w", err) // the plan's fault, not the clone's: nothing to verify
@@ -830,6 +830,15 @@ func (w *worker) flush(ctx context.Context, t *target, win *authorWindow) (bool,
 		w.compactIfDue()
 		return true, nil
 	}
+}
+
+// settled ends a window that needed no commit: Git already has what it waits for, so an
+// earlier failure to write it is over (a push that landed though its answer was lost, an
+// update of the index that failed after the push). It reports whether the status changed.
+func settled(t *target, refusedBefore []string) bool {
+	failed := t.st.LastError != ""
+	t.st.LastError = ""
+	return failed || !slices.Equal(refusedBefore, t.st.Refused)
 }
 
 // waitOnFolder tells the CommitRequests of a window why their message waits: the target's
