@@ -31,13 +31,13 @@ const (
 // forbids only '<', '>' and newlines in names and addresses; a username that is not an
 // address becomes one under domain, with characters outside [A-Za-z0-9._+-] as '-'.
 func authorSignature(username string, committer Identity, domain string, when time.Time) object.Signature {
-	name := strings.Map(func(r rune) rune {
+	name := strings.TrimSpace(strings.Map(func(r rune) rune {
 		if r == '<' || r == '>' || r == '\n' || r == '\r' {
 			return -1
 		}
 		return r
-	}, strings.TrimSpace(username))
-	if name == "" {
+	}, username))
+	if name == "" { // Git refuses a blank name: the commit would fail on every retry
 		return object.Signature{Name: committer.Name, Email: committer.Email, When: when}
 	}
 	if domain == "" {

@@ -20,6 +20,8 @@ func TestAuthorSignature(t *testing.T) {
 		{"uses the configured domain", "alice", "corp.example", "alice", "alice@corp.example"},
 		{"treats an OIDC issuer-prefixed name as a name, not an address", "https://issuer.example#alice@example.com", "", "https://issuer.example#alice@example.com", "https---issuer.example-alice-example.com@cluster.local"},
 		{"drops characters Git forbids in a name", "eve<evil>\nx", "", "eveevilx", "eveevilx@cluster.local"},
+		{"falls back to the committer when only blanks are left once those characters go", "< >", "", "GitOps Reverser", "reverser@example.com"},
+		{"trims the blanks those characters leave around a name", "<alice> ", "", "alice", "alice@cluster.local"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
