@@ -364,7 +364,10 @@ func (q *queue) oldest() time.Time {
 // a message; see the CommitRequest kind.
 type CommitRequest struct {
 	// Key names the CommitRequest object the outcome is reported to.
-	Key    types.NamespacedName
+	Key types.NamespacedName
+	// UID tells a request from one created again under the same name (delete and create,
+	// kubectl replace --force) before the first one's deletion was seen.
+	UID    types.UID
 	Target types.NamespacedName
 	// Author is the requester's username; only their own changes are committed.
 	Author  string

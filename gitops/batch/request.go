@@ -10,23 +10,28 @@ import (
 // leader just started, or the target is not Ready); the caller retries.
 var ErrTargetNotRegistered = errors.New("the GitTarget is not registered with the writer yet")
 
-// Request hands a CommitRequest to the writer, once: asking again for the same key returns
-// what is known so far (Done false while waiting or committing).
+// Request hands a CommitRequest to the writer, once: asking again for the same key and UID
+// returns what is known so far (Done false while waiting or committing). A request of the
+// same name with another UID is a new object: the old one was deleted, and is forgotten.
 func (m *Manager) Request(r CommitRequest) (RequestOutcome, error) {
 	m.mu.Lock()
-	if st, ok := m.requests[r.Key]; ok {
+	st, ok := m.requests[r.Key]
+	if ok && st.req.UID == r.UID {
 		out := st.outcome
 		m.mu.Unlock()
 		return out, nil
 	}
+	gone := m.forget(r.Key)
 	w := m.workers[m.targets[r.Target]]
 	if _, ok := m.targets[r.Target]; !ok || w == nil {
 		m.mu.Unlock()
+		gone()
 		return RequestOutcome{}, ErrTargetNotRegistered
 	}
-	st := &requestState{req: r}
+	st = &requestState{req: r}
 	m.requests[r.Key] = st
 	m.mu.Unlock()
+	gone()
 	if !w.request(&st.req) {
 		m.mu.Lock()
 		delete(m.requests, r.Key)
@@ -39,15 +44,24 @@ func (m *Manager) Request(r CommitRequest) (RequestOutcome, error) {
 // Forget drops a CommitRequest whose object is gone, wherever it waits.
 func (m *Manager) Forget(key types.NamespacedName) {
 	m.mu.Lock()
-	st, ok := m.requests[key]
-	delete(m.requests, key)
-	var w *worker
-	if ok {
-		w = m.workers[m.targets[st.req.Target]]
-	}
+	withdraw := m.forget(key)
 	m.mu.Unlock()
-	if w != nil {
-		w.withdraw(st.req.Target, key)
+	withdraw()
+}
+
+// forget drops the request of key from the Manager and returns what takes it out of its
+// queue, to call once m.mu is released (the worker's locks come after it). Callers hold m.mu.
+func (m *Manager) forget(key types.NamespacedName) (withdraw func()) {
+	st, ok := m.requests[key]
+	if !ok {
+		return func() {}
+	}
+	delete(m.requests, key)
+	w := m.workers[m.targets[st.req.Target]]
+	return func() {
+		if w != nil {
+			w.withdraw(st.req.Target, key)
+		}
 	}
 }
 

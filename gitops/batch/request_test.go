@@ -295,3 +295,33 @@ func TestACommitRequestOfATargetThatStopsWritingSaysWhy(t *testing.T) {
 		assert.Contains(t, out.Message, "GitTarget ops/live was deleted")
 	})
 }
+
+func TestACommitRequestCreatedAgainUnderTheSameNameIsANewRequest(t *testing.T) {
+	remote := repotest.NewFileRemote(t)
+	writer, c := liveWriter(t, remote)
+	spec := targetSpec(t, "live", remote.URL, nil)
+	spec.Window = batch.WindowConfig{Quiet: 50 * time.Millisecond, MaxDelay: time.Hour, MaxChanges: 100}
+	_, err := writer.EnsureTarget(context.Background(), spec)
+	require.NoError(t, err)
+	first := batch.CommitRequest{Key: types.NamespacedName{Namespace: "ops", Name: "release"}, UID: "uid-1", Target: targetKey,
+		Author: "alice", Message: "release 1.2 (typo)", Deadline: time.Now().Add(time.Hour)}
+	_, err = writer.Request(first) // waits for alice's next change
+	require.NoError(t, err)
+
+	// kubectl replace --force: deleted and created again before the deletion was seen.
+	again := first
+	again.UID, again.Message = "uid-2", "release 1.3"
+	out, err := writer.Request(again)
+	require.NoError(t, err)
+	assert.False(t, out.Done, "a new request: nothing is known of it yet")
+
+	writer.Submit(batch.Change{Target: targetKey, Key: c.put(cmGVR, "ConfigMap", "app", map[string]any{"k": "v"}), AllowDelete: true, Author: "alice"})
+	require.Eventually(t, func() bool {
+		out, err = writer.Request(again)
+		return err == nil && out.Done
+	}, 15*time.Second, 50*time.Millisecond)
+	assert.Equal(t, batch.ReasonCommitted, out.Reason, out.Message)
+	log := remote.Log("main")
+	assert.Contains(t, log[0], "release 1.3")
+	assert.NotContains(t, strings.Join(log, "\n"), "typo", "the deleted request's message is not used")
+}

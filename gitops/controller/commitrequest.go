@@ -68,20 +68,22 @@ func (r *CommitRequestReconciler) reconcile(ctx context.Context, cr *v1alpha1.Co
 		return ctrl.Result{}, nil
 	}
 	targetKey := types.NamespacedName{Namespace: cr.Namespace, Name: cr.Spec.TargetRef.Name}
-	var t v1alpha1.GitTarget
-	if err := r.Client.Get(ctx, targetKey, &t); err != nil {
-		if !apierrors.IsNotFound(err) {
-			return ctrl.Result{}, err
-		}
-		settle(cr, batch.RequestOutcome{Reason: v1alpha1.ReasonTargetNotFound,
-			Message: fmt.Sprintf("GitTarget %s not found; the message was not used", targetKey)})
-		return ctrl.Result{}, nil
-	}
+	// The writer first: what it knows of the request (a commit pushed, then the GitTarget
+	// deleted before this status was written) stands over what the GitTarget is now.
 	out, err := r.Writer.Request(batch.CommitRequest{
-		Key: client.ObjectKeyFromObject(cr), Target: targetKey, Author: cr.Spec.Requester.Username,
+		Key: client.ObjectKeyFromObject(cr), UID: cr.UID, Target: targetKey, Author: cr.Spec.Requester.Username,
 		Message: cr.Spec.Message, Deadline: cr.CreationTimestamp.Add(timeout(cr)),
 	})
 	if errors.Is(err, batch.ErrTargetNotRegistered) {
+		var t v1alpha1.GitTarget
+		if err := r.Client.Get(ctx, targetKey, &t); err != nil {
+			if !apierrors.IsNotFound(err) {
+				return ctrl.Result{}, err
+			}
+			settle(cr, batch.RequestOutcome{Reason: v1alpha1.ReasonTargetNotFound,
+				Message: fmt.Sprintf("GitTarget %s not found; the message was not used", targetKey)})
+			return ctrl.Result{}, nil
+		}
 		if time.Now().After(cr.CreationTimestamp.Add(timeout(cr))) {
 			settle(cr, batch.RequestOutcome{Reason: batch.ReasonTimedOut,
 				Message: fmt.Sprintf("GitTarget %s did not become Ready within the timeout; the message was not used", targetKey)})

@@ -76,3 +76,46 @@ func TestSettled(t *testing.T) {
 		})
 	}
 }
+
+// answeringWriter answers every request with out and err: the writer's memory of a request
+// whose GitTarget was deleted after the commit carrying its message was pushed takes a real
+// writer, a remote and a deletion racing the status write; the controller's side of it is
+// what is checked here.
+type answeringWriter struct {
+	out batch.RequestOutcome
+	err error
+}
+
+func (w answeringWriter) Request(batch.CommitRequest) (batch.RequestOutcome, error) {
+	return w.out, w.err
+}
+func (w answeringWriter) Forget(types.NamespacedName) {}
+
+func TestACommitRequestOfADeletedGitTarget(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t)
+	reconcile := func(name string, w controller.Requests) metav1.Condition {
+		cr := &v1alpha1.CommitRequest{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: v1alpha1.CommitRequestSpec{
+			TargetRef: v1alpha1.LocalObjectReference{Name: "gone"}, Message: "release 1.2",
+			Requester: &v1alpha1.Requester{Username: "alice"}}}
+		require.NoError(t, k8s.Create(ctx, cr))
+		r := &controller.CommitRequestReconciler{Client: k8s, Writer: w}
+		_, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(cr)})
+		require.NoError(t, err)
+		require.NoError(t, k8s.Get(ctx, client.ObjectKeyFromObject(cr), cr))
+		c := apimeta.FindStatusCondition(cr.Status.Conditions, v1alpha1.ConditionCommitted)
+		require.NotNil(t, c)
+		return *c
+	}
+	t.Run("reports the commit that carried the message when the GitTarget was deleted after its push", func(t *testing.T) {
+		c := reconcile("pushed", answeringWriter{out: batch.RequestOutcome{Done: true, Reason: batch.ReasonCommitted,
+			SHA: "0123456789abcdef0123456789abcdef01234567", Message: "committed"}})
+		assert.Equal(t, metav1.ConditionTrue, c.Status)
+		assert.Equal(t, batch.ReasonCommitted, c.Reason, "not TargetNotFound: the message is in Git")
+	})
+	t.Run("says the GitTarget is not found when the writer never knew the request", func(t *testing.T) {
+		c := reconcile("unknown", answeringWriter{err: batch.ErrTargetNotRegistered})
+		assert.Equal(t, metav1.ConditionFalse, c.Status)
+		assert.Equal(t, v1alpha1.ReasonTargetNotFound, c.Reason)
+	})
+}
