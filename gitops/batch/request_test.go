@@ -139,6 +139,42 @@ func TestACommitRequestWhosePushLandedDespiteAnError(t *testing.T) {
 		st, _ := writer.Status(req.Target)
 		assert.Empty(t, st.LastError, "the retry found the change delivered: nothing is failing any more")
 	})
+	t.Run("reports that commit when someone pushed on top of it before the retry", func(t *testing.T) {
+		var phase atomic.Int32 // as above, and a person pushes while the check fails
+		var remote *repotest.Remote
+		remote = repotest.NewHTTPRemote(t, repotest.WithMiddleware(func(next http.Handler) http.Handler {
+			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				switch {
+				case phase.Load() == 1 && repotest.IsReceivePack(r):
+					next.ServeHTTP(httptest.NewRecorder(), r)
+					phase.Store(2)
+					http.Error(w, "connection reset", http.StatusBadGateway)
+					return
+				case phase.Load() == 2 && r.URL.Query().Get("service") == "git-upload-pack":
+					phase.Store(0)
+					remote.Seed("main", map[string]string{"notes/today.md": "released\n"}, "a person's commit")
+					http.Error(w, "unreachable", http.StatusServiceUnavailable)
+					return
+				}
+				next.ServeHTTP(w, r)
+			})
+		}))
+		writer, c := liveWriter(t, remote)
+
+		phase.Store(1)
+		req := alicesRelease(t, writer, c)
+		var out batch.RequestOutcome
+		var err error
+		require.Eventually(t, func() bool {
+			out, err = writer.Request(req)
+			return err == nil && out.Done
+		}, 15*time.Second, 50*time.Millisecond)
+		log := remote.Log("main")
+		require.Len(t, log, 3, "the seed, alice's commit, the person's")
+		assert.Contains(t, log[0], "a person's commit")
+		assert.Equal(t, batch.ReasonCommitted, out.Reason, out.Message)
+		assert.Equal(t, log[1], out.SHA+" release 1.2", "the commit that carried the message, under the person's")
+	})
 }
 
 func TestASuspendedTargetKeepsItsPendingChanges(t *testing.T) {

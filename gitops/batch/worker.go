@@ -935,10 +935,15 @@ func (w *worker) answer(win *authorWindow, sha string, refused []string) {
 	for _, r := range win.requests {
 		out := RequestOutcome{Done: true, SHA: sha, Reason: ReasonCommitted,
 			Message: fmt.Sprintf("committed %s to %s with the requested message", shortSHA(sha), r.Target)}
+		landed, ok := plumbing.ZeroHash, false
+		if sha == "" {
+			landed, ok = w.repo.Landed(w.remoteTip, r.attempted, landedSearch)
+		}
 		switch {
-		case sha == "" && slices.Contains(r.attempted, w.remoteTip):
-			// A push that reported an error had landed: the remote's tip is that commit.
-			out.SHA = w.remoteTip.String()
+		case ok:
+			// A push that reported an error had landed: the remote's tip is that commit, or
+			// was built on it since.
+			out.SHA = landed.String()
 			out.Message = fmt.Sprintf("committed %s to %s with the requested message", shortSHA(out.SHA), r.Target)
 		case sha == "" && len(refused) > 0:
 			out = RequestOutcome{Done: true, Reason: ReasonNothingToCommit,
@@ -951,6 +956,10 @@ func (w *worker) answer(win *authorWindow, sha string, refused []string) {
 		w.answers = append(w.answers, answer{r, out})
 	}
 }
+
+// landedSearch bounds how many commits back from the remote's tip a retried request looks
+// for a commit of its message that landed though its push reported an error.
+const landedSearch = 100
 
 func shortSHA(sha string) string {
 	if len(sha) > 12 {

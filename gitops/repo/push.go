@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 
 	"github.com/go-git/go-git/v5"
@@ -272,6 +273,36 @@ func (r *Repo) objectsToPush(newTip, expected plumbing.Hash, known map[plumbing.
 		out = append(out, h)
 	}
 	return out, nil
+}
+
+// Landed returns the first of candidates that tip is, or descends from, within the history
+// the clone holds: it is shallow, so the walk goes back through the commits it has (at most
+// limit), looking at their parents' hashes too. A push whose answer was lost may have
+// landed and been built on since (by another target of the branch, or a person); a commit
+// the walk cannot reach is not reported.
+func (r *Repo) Landed(tip plumbing.Hash, candidates []plumbing.Hash, limit int) (plumbing.Hash, bool) {
+	if len(candidates) == 0 || tip.IsZero() {
+		return plumbing.ZeroHash, false
+	}
+	seen := map[plumbing.Hash]bool{}
+	queue := []plumbing.Hash{tip}
+	for len(queue) > 0 && len(seen) < limit {
+		h := queue[0]
+		queue = queue[1:]
+		if seen[h] {
+			continue
+		}
+		seen[h] = true
+		if slices.Contains(candidates, h) {
+			return h, true
+		}
+		c, err := object.GetCommit(r.objects(), h)
+		if err != nil {
+			continue // beyond the shallow clone's history
+		}
+		queue = append(queue, c.ParentHashes...)
+	}
+	return plumbing.ZeroHash, false
 }
 
 // requireAncestor fails with ErrNotFastForward unless anc is an ancestor of tip.
