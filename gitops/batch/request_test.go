@@ -102,36 +102,47 @@ func TestACommitRequestSaysWhyItsMessageIsNotCommittedYet(t *testing.T) {
 	})
 }
 
+// lostAnswerRelease runs alicesRelease against a remote that lands the push of her commit
+// but loses its answer, then fails the writer's check of where the branch is, calling
+// meanwhile (nil for nothing) just before; it returns the remote and the request's outcome.
+func lostAnswerRelease(t *testing.T, meanwhile func(*repotest.Remote)) (*repotest.Remote, *batch.Manager, batch.CommitRequest, batch.RequestOutcome) {
+	t.Helper()
+	var phase atomic.Int32 // 1: lose the push's answer; 2: then fail the check of where the branch is
+	var remote *repotest.Remote
+	remote = repotest.NewHTTPRemote(t, repotest.WithMiddleware(func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			switch {
+			case phase.Load() == 1 && repotest.IsReceivePack(r):
+				next.ServeHTTP(httptest.NewRecorder(), r) // the push lands ...
+				phase.Store(2)
+				http.Error(w, "connection reset", http.StatusBadGateway) // ... and its answer is lost
+				return
+			case phase.Load() == 2 && r.URL.Query().Get("service") == "git-upload-pack":
+				phase.Store(0)
+				if meanwhile != nil {
+					meanwhile(remote)
+				}
+				http.Error(w, "unreachable", http.StatusServiceUnavailable)
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}))
+	writer, c := liveWriter(t, remote)
+	phase.Store(1)
+	req := alicesRelease(t, writer, c)
+	var out batch.RequestOutcome
+	var err error
+	require.Eventually(t, func() bool {
+		out, err = writer.Request(req)
+		return err == nil && out.Done
+	}, 15*time.Second, 50*time.Millisecond)
+	return remote, writer, req, out
+}
+
 func TestACommitRequestWhosePushLandedDespiteAnError(t *testing.T) {
 	t.Run("reports the commit that carried the message, not NothingToCommit, after the answer to its push was lost", func(t *testing.T) {
-		var phase atomic.Int32 // 1: lose the push's answer; 2: then fail the check of where the branch is
-		remote := repotest.NewHTTPRemote(t, repotest.WithMiddleware(func(next http.Handler) http.Handler {
-			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				switch {
-				case phase.Load() == 1 && repotest.IsReceivePack(r):
-					next.ServeHTTP(httptest.NewRecorder(), r) // the push lands ...
-					phase.Store(2)
-					http.Error(w, "connection reset", http.StatusBadGateway) // ... and its answer is lost
-					return
-				case phase.Load() == 2 && r.URL.Query().Get("service") == "git-upload-pack":
-					phase.Store(0)
-					http.Error(w, "unreachable", http.StatusServiceUnavailable)
-					return
-				}
-				next.ServeHTTP(w, r)
-			})
-		}))
-		writer, c := liveWriter(t, remote)
-
-		phase.Store(1)
-		req := alicesRelease(t, writer, c)
-		var err error
-
-		var out batch.RequestOutcome
-		require.Eventually(t, func() bool {
-			out, err = writer.Request(req)
-			return err == nil && out.Done
-		}, 15*time.Second, 50*time.Millisecond)
+		remote, writer, req, out := lostAnswerRelease(t, nil)
 		assert.Equal(t, batch.ReasonCommitted, out.Reason, out.Message)
 		assert.Equal(t, remote.Head("main"), out.SHA)
 		assert.Contains(t, remote.Log("main")[0], "release 1.2")
@@ -140,35 +151,9 @@ func TestACommitRequestWhosePushLandedDespiteAnError(t *testing.T) {
 		assert.Empty(t, st.LastError, "the retry found the change delivered: nothing is failing any more")
 	})
 	t.Run("reports that commit when someone pushed on top of it before the retry", func(t *testing.T) {
-		var phase atomic.Int32 // as above, and a person pushes while the check fails
-		var remote *repotest.Remote
-		remote = repotest.NewHTTPRemote(t, repotest.WithMiddleware(func(next http.Handler) http.Handler {
-			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				switch {
-				case phase.Load() == 1 && repotest.IsReceivePack(r):
-					next.ServeHTTP(httptest.NewRecorder(), r)
-					phase.Store(2)
-					http.Error(w, "connection reset", http.StatusBadGateway)
-					return
-				case phase.Load() == 2 && r.URL.Query().Get("service") == "git-upload-pack":
-					phase.Store(0)
-					remote.Seed("main", map[string]string{"notes/today.md": "released\n"}, "a person's commit")
-					http.Error(w, "unreachable", http.StatusServiceUnavailable)
-					return
-				}
-				next.ServeHTTP(w, r)
-			})
-		}))
-		writer, c := liveWriter(t, remote)
-
-		phase.Store(1)
-		req := alicesRelease(t, writer, c)
-		var out batch.RequestOutcome
-		var err error
-		require.Eventually(t, func() bool {
-			out, err = writer.Request(req)
-			return err == nil && out.Done
-		}, 15*time.Second, 50*time.Millisecond)
+		remote, _, _, out := lostAnswerRelease(t, func(remote *repotest.Remote) {
+			remote.Seed("main", map[string]string{"notes/today.md": "released\n"}, "a person's commit")
+		})
 		log := remote.Log("main")
 		require.Len(t, log, 3, "the seed, alice's commit, the person's")
 		assert.Contains(t, log[0], "a person's commit")
