@@ -89,6 +89,20 @@ func TestASnapshotLetsADeleteRemoveTheDocumentWhenAnySelectingRuleMirrorsDeletes
 	assert.True(t, sink.changes[0].AllowDelete, "the second rule mirrors deletes")
 }
 
+func TestASnapshotCountsNoiseAsPresentWithoutWritingIt(t *testing.T) {
+	target := types.NamespacedName{Namespace: "ops", Name: "live"}
+	cms := Resource{GVR: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, Kind: "ConfigMap", Namespaced: true}
+	rule := Claim{Target: target, Resource: cms, Namespace: "team-a", ObjectSelector: labels.Everything(), Create: true, Update: true, Delete: true}
+	rootCA := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+		"metadata": map[string]any{"name": "kube-root-ca.crt", "namespace": "team-a"}}}
+	sink := &snapshots{}
+	New(Options{Sink: sink, Log: logr.Discard()}).snapshot(target, []Claim{rule}, []any{rootCA})
+	assert.Empty(t, sink.changes, "never written while --capture-kube-root-ca is off")
+	require.Len(t, sink.got, 1)
+	assert.Equal(t, []batch.ObjectKey{{GVR: cms.GVR, Kind: "ConfigMap", Namespace: "team-a", Name: "kube-root-ca.crt"}}, sink.got[0].Present,
+		"it exists: a document written while the flag was on is no orphan, so prune mode Always keeps it")
+}
+
 func TestASnapshotFollowsTheOperationsOfTheRulesThatSelectAnObject(t *testing.T) {
 	target := types.NamespacedName{Namespace: "ops", Name: "live"}
 	cms := Resource{GVR: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, Kind: "ConfigMap", Namespaced: true}

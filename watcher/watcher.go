@@ -286,9 +286,12 @@ func (w *Watcher) snapshot(target types.NamespacedName, cs []Claim, objs []inter
 		if ok {
 			listedIn[u.GetNamespace()] = true
 		}
-		if !ok || w.opts.Noise.SkipObject(cs[0].Resource.GVR.GroupResource(), u) {
+		if !ok {
 			continue
 		}
+		// Noise (kube-root-ca.crt, owned objects, … unless captured) is never written, yet
+		// exists: a document of it, written while a capture flag was on, is no orphan.
+		noise := w.opts.Noise.SkipObject(cs[0].Resource.GVR.GroupResource(), u)
 		var ch *batch.Change
 		create, update := false, false
 		for _, c := range cs {
@@ -306,7 +309,7 @@ func (w *Watcher) snapshot(target types.NamespacedName, cs []Claim, objs []inter
 			continue
 		}
 		present = append(present, ch.Key)
-		if create || update {
+		if (create || update) && !noise {
 			ch.CreateOnly, ch.Relisted = !update, true
 			changes = append(changes, *ch)
 		}
