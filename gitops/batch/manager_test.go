@@ -182,6 +182,40 @@ func TestATargetWhoseFolderChangesAsksForASnapshotOfTheNewFolder(t *testing.T) {
 	assert.Equal(t, []types.NamespacedName{liveKey, liveKey}, ready, "the new folder gets its initial snapshot too")
 }
 
+func TestATargetSwitchedToPruneModeAlwaysAsksForASnapshot(t *testing.T) {
+	var ready []types.NamespacedName
+	m, spec := registeredManagerWith(t, map[string]string{"live/README.md": "objects\n"},
+		Options{OnFolderReady: func(k types.NamespacedName) { ready = append(ready, k) }})
+	spec.Prune = PruneNever
+	_, err := m.EnsureTarget(context.Background(), spec)
+	require.NoError(t, err)
+	require.Len(t, ready, 1, "only the initial snapshot: Never removes nothing a snapshot could find")
+
+	spec.Prune = PruneAlways
+	_, err = m.EnsureTarget(context.Background(), spec)
+	require.NoError(t, err)
+	assert.Equal(t, []types.NamespacedName{liveKey, liveKey}, ready, "the orphans the old mode kept are pruned now, not at the next restart")
+	_, err = m.EnsureTarget(context.Background(), spec)
+	require.NoError(t, err)
+	assert.Len(t, ready, 2, "once")
+}
+
+func TestStatusCountsTheOrphansKeptNotThoseBeingPruned(t *testing.T) {
+	doc := func(name, team string) string {
+		return "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: " + name + "\n  namespace: app\n  labels:\n    team: " + team + "\n"
+	}
+	m, spec := registeredManager(t, map[string]string{
+		"live/app/configmaps/a.yaml": doc("a", "mirrored"), "live/app/configmaps/b.yaml": doc("b", "kept")})
+	spec.Prune = PruneAlways
+	_, err := m.EnsureTarget(context.Background(), spec)
+	require.NoError(t, err)
+	m.Snapshot(Snapshot{Target: liveKey, GVR: goneKey.GVR, Kind: "ConfigMap", InScope: func(string) bool { return true },
+		Prunable: func(_ string, labels map[string]string) bool { return labels["team"] == "mirrored" }})
+	st, _ := m.Status(liveKey)
+	assert.Equal(t, 1, st.Orphans, "b: its rule does not mirror deletes; a is being removed")
+	assert.Equal(t, 1, m.pendingOf(liveKey), "a's removal waits in a window")
+}
+
 func TestSettlingCommitRequests(t *testing.T) {
 	key := types.NamespacedName{Namespace: "ops", Name: "release"}
 	target := types.NamespacedName{Namespace: "ops", Name: "live"}

@@ -41,10 +41,14 @@ func (w *worker) snapshot(s Snapshot) {
 		return
 	}
 	orphans := Orphans(t.index.Load().identities(), s)
+	var prune []manifest.Identity
+	if t.spec.Prune == PruneAlways && s.Prunable != nil {
+		prune = w.prunable(t, orphans, s.Prunable)
+	}
 	if t.orphans == nil {
 		t.orphans = map[schema.GroupVersionResource]int{}
 	}
-	t.orphans[s.GVR] = len(orphans)
+	t.orphans[s.GVR] = len(orphans) - len(prune) // status counts the orphans kept, not those being removed
 	total := 0
 	for _, n := range t.orphans {
 		total += n
@@ -52,11 +56,6 @@ func (w *worker) snapshot(s Snapshot) {
 	forgot := t.forgetRefusalsOfGone(s) // always: not behind a short-circuit
 	changed := t.st.Orphans != total || forgot
 	t.st.Orphans = total
-	mode := t.spec.Prune
-	var prune []manifest.Identity
-	if mode == PruneAlways && s.Prunable != nil {
-		prune = w.prunable(t, orphans, s.Prunable)
-	}
 	w.mu.Unlock()
 	for _, id := range prune {
 		// A removal the complete list showed: the object is gone, or out of the selection
