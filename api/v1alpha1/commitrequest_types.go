@@ -15,8 +15,10 @@ type CommitRequestSpec struct {
 	// +kubebuilder:validation:MaxLength=65536
 	Message string `json:"message"`
 	// Timeout bounds the wait for the requester's next change when none is pending on the
-	// target when the request arrives.
+	// target when the request arrives. `0s` waits for none: with no window of the
+	// requester's open, the request ends TimedOut at once.
 	// +kubebuilder:default="60s"
+	// +kubebuilder:validation:XValidation:rule="self.matches('^(0|([0-9]+([.][0-9]+)?(ns|us|µs|ms|s|m|h))+)$')",message="must be a duration of 0s or more written as Go writes one, such as 5s, 1m30s or 2h (no spaces, no days)"
 	// +optional
 	Timeout *metav1.Duration `json:"timeout,omitempty"`
 	// Requester is the user the API server authenticated for the creation of this

@@ -120,9 +120,10 @@ func recheckAfter(deadline time.Time) time.Duration {
 	return 30 * time.Second
 }
 
-// timeout is spec.timeout or its default.
+// timeout is spec.timeout or its default (for a request stored before the CRD defaulted
+// it). 0s waits for nothing: only a window already open takes the message.
 func timeout(cr *v1alpha1.CommitRequest) time.Duration {
-	if cr.Spec.Timeout != nil && cr.Spec.Timeout.Duration > 0 {
+	if cr.Spec.Timeout != nil && cr.Spec.Timeout.Duration >= 0 {
 		return cr.Spec.Timeout.Duration
 	}
 	return DefaultCommitRequestTimeout

@@ -18,6 +18,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -290,6 +292,27 @@ func TestGitTargetValidation(t *testing.T) {
 			assert.NotContains(t, err.Error(), "should match", "the API server's bare-regex message stays hidden")
 		})
 	}
+	for i, quiet := range []string{"5 seconds", "-1s", "1d"} {
+		t.Run("rejects the window duration "+quiet+", saying how to write one", func(t *testing.T) {
+			gt := target(ns, "main", "live")
+			gt.Name = fmt.Sprintf("bad-duration-%d", i)
+			u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(gt)
+			require.NoError(t, err)
+			require.NoError(t, unstructured.SetNestedField(u, quiet, "spec", "commitWindow", "quiet"))
+			obj := &unstructured.Unstructured{Object: u}
+			obj.SetGroupVersionKind(v1alpha1.GroupVersion.WithKind("GitTarget"))
+			err = k8s.Create(ctx, obj)
+			require.Error(t, err, "the operator could not even decode it")
+			assert.Contains(t, err.Error(), "such as 5s, 1m30s or 2h")
+		})
+	}
+	t.Run("accepts 0 and a fraction", func(t *testing.T) {
+		gt := target(ns, "main", "live")
+		gt.Name = "good-durations"
+		gt.Spec.CommitWindow.Quiet = &metav1.Duration{}
+		gt.Spec.CommitWindow.MaxDelay = &metav1.Duration{Duration: 1500 * time.Millisecond}
+		require.NoError(t, k8s.Create(ctx, gt))
+	})
 	t.Run("keeps path and branch immutable", func(t *testing.T) {
 		gt := target(ns, "main", "live")
 		gt.Name = "immutable"
