@@ -684,7 +684,8 @@ func (w *worker) flushIfDue(ctx context.Context, key types.NamespacedName, now t
 		w.answers = append(w.answers, answer{r, RequestOutcome{Done: true, Reason: ReasonTimedOut,
 			Message: fmt.Sprintf("no change by %s reached GitTarget %s within spec.timeout, so the message was not used: "+
 				"a change committed before the request was handled is not waited for (create the request before the change, "+
-				"or within the target's quiet period after it); otherwise check that a WatchRule routes the object to this target", r.Author, r.Target)}})
+				"or within the target's quiet period after it); otherwise check that a WatchRule routes the object to this target "+
+				"and that the admission webhook saw your write (writes it skips or misses are the committer's: see the GitTarget's commits)", r.Author, r.Target)}})
 	}
 	var err error
 	changed := false
