@@ -189,7 +189,11 @@ type Manager struct {
 	// home is the (repository, branch) of each registered or suspended target: its clone is
 	// kept while any target calls it home, and deleted once none does.
 	home map[types.NamespacedName]workerKey
-	wg   sync.WaitGroup
+	// journal keeps the deletions given and not written yet on disk, and recovered holds
+	// those an earlier process left, per target, for its first registration.
+	journal   *deleteJournal
+	recovered map[types.NamespacedName]map[ObjectKey]Change
+	wg        sync.WaitGroup
 }
 
 // requestState is a CommitRequest the writer knows and, once done, its outcome.
@@ -215,7 +219,8 @@ func NewManager(opts Options) *Manager {
 	if opts.OnRequest == nil {
 		opts.OnRequest = func(types.NamespacedName) {}
 	}
-	return &Manager{opts: opts, workers: map[workerKey]*worker{}, targets: map[types.NamespacedName]workerKey{},
+	journal, recovered := openJournal(opts.WorkDir, opts.Log, time.Now())
+	return &Manager{opts: opts, journal: journal, recovered: recovered, workers: map[workerKey]*worker{}, targets: map[types.NamespacedName]workerKey{},
 		known: map[types.NamespacedName]*target{}, requests: map[types.NamespacedName]*requestState{},
 		sensitive: map[types.NamespacedName][]schema.GroupResource{}, parked: map[types.NamespacedName]map[ObjectKey]Change{},
 		joining: map[workerKey]int{}, retiring: map[workerKey]chan struct{}{}, home: map[types.NamespacedName]workerKey{}}
@@ -424,8 +429,12 @@ func (m *Manager) stopTarget(key types.NamespacedName, park bool, settled string
 	} else {
 		delete(m.parked, key)
 		delete(m.home, key)
+		delete(m.recovered, key)
 	}
 	m.mu.Unlock()
+	if !park {
+		m.journal.forget(key)
+	}
 	if ok && w != nil {
 		// Waits for a flush in progress, which settles its own requests.
 		if pending := w.removeTarget(key, park); park {
@@ -462,6 +471,7 @@ func (m *Manager) Submit(changes ...Change) {
 			byWorker[w] = append(byWorker[w], c)
 		} else if p := m.parked[c.Target]; p != nil {
 			p[c.Key] = keep(p, c) // in the same critical section as the decision: unpark cannot slip between
+			m.journal.record(c)
 		}
 	}
 	m.mu.Unlock()
@@ -482,6 +492,7 @@ func (m *Manager) placeLate(changes []Change) {
 	for _, c := range changes {
 		if p := m.parked[c.Target]; p != nil {
 			p[c.Key] = keep(p, c)
+			m.journal.record(c)
 		} else if w := m.workers[m.targets[c.Target]]; w != nil {
 			byWorker[w] = append(byWorker[w], c)
 		}
@@ -515,6 +526,7 @@ func (m *Manager) workerFor(ctx context.Context, spec TargetSpec) (*worker, work
 			m.opts.Log.Info("local clone was damaged and has been rebuilt", "repository", wk.url, "branch", wk.branch, "damage", damage.Error())
 		}
 		w = newWorker(wk, r, m.opts, m.settle)
+		w.journal = m.journal
 		m.workers[wk] = w
 		if m.ctx != nil {
 			m.run(w)
@@ -552,11 +564,22 @@ func keep(p map[ObjectKey]Change, c Change) Change {
 }
 
 // unpark hands a target whose queue now exists the changes kept while it was suspended
-// or moving; an object its queue already holds stays in its newer window.
+// or moving, and the deletions an earlier process left unwritten (deleteJournal); an object
+// its queue already holds stays in its newer window.
 func (m *Manager) unpark(key types.NamespacedName, w *worker) {
 	m.mu.Lock()
 	p := m.parked[key]
 	delete(m.parked, key)
+	for k, c := range m.recovered[key] { // an earlier process's: older than any parked here
+		if p == nil {
+			p = map[ObjectKey]Change{}
+		}
+		if newer, ok := p[k]; ok {
+			c = c.merge(newer)
+		}
+		p[k] = c
+	}
+	delete(m.recovered, key)
 	m.mu.Unlock()
 	if len(p) == 0 {
 		return

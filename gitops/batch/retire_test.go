@@ -115,9 +115,7 @@ func ended(w *worker) bool {
 // clones counts the clones under the work directory.
 func (rw *runningWriter) clones(t *testing.T) int {
 	t.Helper()
-	entries, err := os.ReadDir(rw.workDir)
-	require.NoError(t, err)
-	return len(entries)
+	return len(dirNames(t, rw.workDir))
 }
 
 func (rw *runningWriter) workers() int {

@@ -103,6 +103,8 @@ type worker struct {
 	stop    context.CancelFunc
 	done    chan struct{}
 	retired bool
+	// journal is the Manager's record of deletions not written yet (nil: none kept).
+	journal *deleteJournal
 }
 
 // answer is a CommitRequest outcome waiting to be reported.
@@ -156,6 +158,9 @@ func (w *worker) enqueue(changes []Change, older bool) (unplaced []Change) {
 			q.relist(c.Key, intentOf(c), now)
 		default:
 			q.add(c.Key, intentOf(c), c.Author, now)
+		}
+		if ok {
+			w.journal.record(c) // under qmu, as delivered drops entries: neither overtakes the other
 		}
 	}
 	w.qmu.Unlock()
@@ -778,6 +783,7 @@ func (w *worker) flush(ctx context.Context, t *target, win *authorWindow) (bool,
 		refusals := p.refusals()
 		if len(p.files) == 0 {
 			w.answer(win, "", refusals)
+			w.delivered(t, win)
 			return settled(t, refusedBefore), nil
 		}
 		when := time.Now()
@@ -791,6 +797,7 @@ func (w *worker) flush(ctx context.Context, t *target, win *authorWindow) (bool,
 		}
 		if errors.Is(err, repo.ErrNoChange) {
 			w.answer(win, "", refusals)
+			w.delivered(t, win)
 			return settled(t, refusedBefore), nil
 		}
 		if errors.Is(err, repo.ErrInvalidPath) || errors.Is(err, repo.ErrPathConflict) || errors.Is(err, repo.ErrInvalidSignature) {
@@ -831,9 +838,28 @@ func (w *worker) flush(ctx context.Context, t *target, win *authorWindow) (bool,
 			"plan", planned.String(), "build", built.Sub(when).String(), "push", pushedAt.Sub(built).String())
 		w.answer(win, sha.String(), nil)
 		w.keepDeferred(t, win, p.deferred)
+		w.delivered(t, win)
 		w.compactIfDue()
 		return true, nil
 	}
+}
+
+// delivered drops from the journal the deletions of a window now in Git (written, found
+// written, or refused, which status reports), unless a newer change of the same object
+// waits again. Callers hold w.mu.
+func (w *worker) delivered(t *target, win *authorWindow) {
+	if w.journal == nil {
+		return
+	}
+	keys := make([]ObjectKey, 0, len(win.dirty))
+	w.qmu.Lock()
+	defer w.qmu.Unlock()
+	for k := range win.dirty {
+		if _, waits := t.q.owner[k]; !waits {
+			keys = append(keys, k)
+		}
+	}
+	w.journal.written(t.spec.Key, keys)
 }
 
 // settled ends a window that needed no commit: Git already has what it waits for, so an

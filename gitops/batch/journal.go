@@ -1,0 +1,250 @@
+package batch
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// JournalFileName is the file under Options.WorkDir that keeps the deletions given to the
+// writer and not written yet.
+const JournalFileName = "pending-deletes.jsonl"
+
+// journalMaxAge is how long a deletion stays in the journal without being written: one of a
+// GitTarget deleted while the operator was down is never written, nor forgotten otherwise.
+const journalMaxAge = 7 * 24 * time.Hour
+
+// deleteJournal keeps on disk the deletions the writer was given and has not written yet.
+// Pending work lives in memory as object keys, since the cluster holds each object's state;
+// a deletion is the one change a restart cannot read again (the object is gone, and under
+// prune mode OnEvent its document would stay as an orphan). A kill -9 between the delete
+// event and its push would lose it; the journal hands it to the next process instead.
+//
+// It is an append-only file of JSON lines ("+" pending, "-" written or forgotten),
+// rewritten with only the pending ones when it grows. Writes are not synced: a process
+// killed leaves them in the page cache, and only a machine that fails loses them, as it
+// loses the work dir (an emptyDir) anyway. A nil journal keeps nothing.
+type deleteJournal struct {
+	mu    sync.Mutex
+	path  string
+	log   logr.Logger
+	live  map[journalKey]journalEntry
+	lines int
+}
+
+// journalKey is a deletion's place: its target and object.
+type journalKey struct {
+	target types.NamespacedName
+	key    ObjectKey
+}
+
+// journalEntry is one line of the journal.
+type journalEntry struct {
+	Op          string    `json:"op"`
+	Target      string    `json:"target"`
+	Group       string    `json:"group,omitempty"`
+	Version     string    `json:"version"`
+	Resource    string    `json:"resource"`
+	Kind        string    `json:"kind"`
+	Namespace   string    `json:"namespace,omitempty"`
+	Name        string    `json:"name"`
+	AllowDelete bool      `json:"allowDelete,omitempty"`
+	Author      string    `json:"author,omitempty"`
+	At          time.Time `json:"at"`
+}
+
+func (e journalEntry) place() (journalKey, bool) {
+	ns, name, ok := splitKey(e.Target)
+	if !ok || e.Resource == "" || e.Name == "" {
+		return journalKey{}, false
+	}
+	return journalKey{target: types.NamespacedName{Namespace: ns, Name: name},
+		key: ObjectKey{GVR: schema.GroupVersionResource{Group: e.Group, Version: e.Version, Resource: e.Resource},
+			Kind: e.Kind, Namespace: e.Namespace, Name: e.Name}}, true
+}
+
+func splitKey(s string) (string, string, bool) {
+	ns, name, ok := strings.Cut(s, "/")
+	return ns, name, ok && ns != "" && name != ""
+}
+
+func entryOf(op string, p journalKey, c Change, at time.Time) journalEntry {
+	return journalEntry{Op: op, Target: p.target.String(), Group: p.key.GVR.Group, Version: p.key.GVR.Version,
+		Resource: p.key.GVR.Resource, Kind: p.key.Kind, Namespace: p.key.Namespace, Name: p.key.Name,
+		AllowDelete: c.AllowDelete, Author: c.Author, At: at}
+}
+
+// openJournal reads the journal under dir ("" keeps none) and returns it with the
+// deletions an earlier process left pending, per target, as the changes to hand each target
+// once it registers. Lines it cannot read are skipped, with a log line; deletions older than
+// journalMaxAge are dropped.
+func openJournal(dir string, log logr.Logger, now time.Time) (*deleteJournal, map[types.NamespacedName]map[ObjectKey]Change) {
+	if dir == "" {
+		return nil, nil
+	}
+	j := &deleteJournal{path: filepath.Join(dir, JournalFileName), log: log, live: map[journalKey]journalEntry{}}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		log.Error(err, "creating the work directory for the journal of pending deletions", "path", dir)
+	}
+	content, err := os.ReadFile(j.path)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		log.Error(err, "reading the journal of pending deletions; starting without it", "path", j.path)
+	}
+	j.replay(content, now)
+	pending := map[types.NamespacedName]map[ObjectKey]Change{}
+	for p, e := range j.live {
+		if pending[p.target] == nil {
+			pending[p.target] = map[ObjectKey]Change{}
+		}
+		pending[p.target][p.key] = Change{Target: p.target, Key: p.key, Deleted: true, AllowDelete: e.AllowDelete, Author: e.Author}
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.rewrite()
+	return j, pending
+}
+
+// replay applies the journal's lines in order.
+func (j *deleteJournal) replay(content []byte, now time.Time) {
+	skipped := 0
+	sc := bufio.NewScanner(bytes.NewReader(content))
+	sc.Buffer(make([]byte, 0, 4096), 1<<20)
+	for sc.Scan() {
+		var e journalEntry
+		if len(bytes.TrimSpace(sc.Bytes())) == 0 {
+			continue
+		}
+		p, ok := journalKey{}, false
+		if err := json.Unmarshal(sc.Bytes(), &e); err == nil {
+			p, ok = e.place()
+		}
+		switch {
+		case !ok:
+			skipped++ // a line cut short by a kill, say
+		case e.Op == "+" && now.Sub(e.At) <= journalMaxAge:
+			j.live[p] = e
+		default:
+			delete(j.live, p)
+		}
+	}
+	if skipped > 0 {
+		j.log.Info("skipped unreadable lines of the journal of pending deletions", "path", j.path, "lines", skipped)
+	}
+}
+
+// record keeps c when it is a deletion.
+func (j *deleteJournal) record(c Change) {
+	if j == nil || !c.Deleted {
+		return
+	}
+	p := journalKey{target: c.Target, key: c.Key}
+	e := entryOf("+", p, c, time.Now())
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.live[p] = e
+	j.append([]journalEntry{e})
+}
+
+// written drops the deletions of keys on target: written (or refused, which status says),
+// or forgotten with their target.
+func (j *deleteJournal) written(target types.NamespacedName, keys []ObjectKey) {
+	if j == nil || len(keys) == 0 {
+		return
+	}
+	now := time.Now()
+	var out []journalEntry
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	for _, k := range keys {
+		p := journalKey{target: target, key: k}
+		if _, ok := j.live[p]; ok {
+			delete(j.live, p)
+			out = append(out, entryOf("-", p, Change{}, now))
+		}
+	}
+	j.append(out)
+}
+
+// forget drops every deletion of target (a deleted GitTarget).
+func (j *deleteJournal) forget(target types.NamespacedName) {
+	if j == nil {
+		return
+	}
+	var keys []ObjectKey
+	j.mu.Lock()
+	for p := range j.live {
+		if p.target == target {
+			keys = append(keys, p.key)
+		}
+	}
+	j.mu.Unlock()
+	j.written(target, keys)
+}
+
+// append writes entries as lines, or rewrites the file with the pending deletions only
+// once it holds many more lines than those. Callers hold j.mu.
+func (j *deleteJournal) append(entries []journalEntry) {
+	if len(entries) == 0 {
+		return
+	}
+	if j.lines+len(entries) > 4*len(j.live)+1024 {
+		j.rewrite()
+		return
+	}
+	if err := appendFile(j.path, lines(entries)); err != nil {
+		j.log.Error(err, "keeping pending deletions on disk; a restart before they are written would leave their documents", "path", j.path)
+		return
+	}
+	j.lines += len(entries)
+}
+
+func appendFile(path string, b []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(b)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// rewrite replaces the file by the pending deletions, in one rename. Callers hold j.mu.
+func (j *deleteJournal) rewrite() {
+	entries := make([]journalEntry, 0, len(j.live))
+	for _, e := range j.live {
+		entries = append(entries, e)
+	}
+	tmp := j.path + ".tmp"
+	err := os.WriteFile(tmp, lines(entries), 0o600)
+	if err == nil {
+		err = os.Rename(tmp, j.path)
+	}
+	if err != nil {
+		j.log.Error(err, "rewriting the journal of pending deletions", "path", j.path)
+		return
+	}
+	j.lines = len(entries)
+}
+
+// lines encodes entries as JSON lines. Strings and a time always encode.
+func lines(entries []journalEntry) []byte {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	for _, e := range entries {
+		_ = enc.Encode(e)
+	}
+	return b.Bytes()
+}

@@ -1,0 +1,64 @@
+package batch_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/gitops-reverser/gitops-reverser/gitops/batch"
+	"github.com/gitops-reverser/gitops-reverser/gitops/repo/repotest"
+)
+
+// runWriter starts a writer on workDir that abandons its open windows when stopped, as a
+// kill -9 does (the process itself cannot be killed inside a test: what a kill leaves is
+// the work directory, which the next writer reads); stop ends it.
+func runWriter(t *testing.T, workDir string, c *cluster) (writer *batch.Manager, stop func()) {
+	t.Helper()
+	writer = batch.NewManager(batch.Options{Resolver: c, Log: logr.Discard(), WorkDir: workDir, DrainTimeout: -1})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { _ = writer.Start(ctx); close(done) }()
+	var stopped bool
+	stop = func() {
+		if !stopped {
+			stopped = true
+			cancel()
+			<-done
+		}
+	}
+	t.Cleanup(stop)
+	return writer, stop
+}
+
+func TestADeletionSeenBeforeAKillIsWrittenAfterTheRestart(t *testing.T) {
+	const file = "live/app/configmaps/gone.yaml"
+	remote := repotest.NewFileRemote(t)
+	remote.Seed("main", map[string]string{file: "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: gone\n  namespace: app\ndata:\n  k: v\n"}, "seed")
+	c := &cluster{objs: map[batch.ObjectKey]*unstructured.Unstructured{}} // ConfigMap app/gone was deleted
+	workDir := t.TempDir()
+	spec := targetSpec(t, "live", remote.URL, nil) // windows that wait an hour
+	spec.Prune = batch.PruneOnEvent                 // the default: a snapshot keeps orphans
+
+	writer, kill := runWriter(t, workDir, c)
+	_, err := writer.EnsureTarget(context.Background(), spec)
+	require.NoError(t, err)
+	gone := batch.ObjectKey{GVR: cmGVR, Kind: "ConfigMap", Namespace: "app", Name: "gone"}
+	writer.Submit(batch.Change{Target: targetKey, Key: gone, Deleted: true, AllowDelete: true, Author: "alice"})
+	kill()
+	require.Contains(t, remote.LsTree("main"), file, "killed before its window closed")
+
+	writer, _ = runWriter(t, workDir, c)
+	spec.Window = batch.WindowConfig{Quiet: 10 * time.Millisecond, MaxDelay: time.Hour, MaxChanges: 100}
+	_, err = writer.EnsureTarget(context.Background(), spec)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return !strings.Contains(remote.LsTree("main"), file) }, 10*time.Second, 20*time.Millisecond,
+		"the deletion the first process accepted reaches Git")
+	assert.Contains(t, remote.Log("main")[0], "Delete ConfigMap app/gone")
+	assert.Contains(t, repotest.Git(t, remote.Dir, "log", "-1", "--format=%an", "main"), "alice", "under its author")
+}

@@ -1,0 +1,97 @@
+package batch
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+func TestDeleteJournal(t *testing.T) {
+	live, staging := types.NamespacedName{Namespace: "ops", Name: "live"}, types.NamespacedName{Namespace: "ops", Name: "staging"}
+	deletion := func(target types.NamespacedName, name, author string) Change {
+		return Change{Target: target, Key: qkey(name), Deleted: true, AllowDelete: true, Author: author}
+	}
+	reopen := func(dir string, now time.Time) map[types.NamespacedName]map[ObjectKey]Change {
+		_, pending := openJournal(dir, logr.Discard(), now)
+		return pending
+	}
+
+	t.Run("hands a restart the deletions not written yet, with their authors", func(t *testing.T) {
+		dir := t.TempDir()
+		j, pending := openJournal(dir, logr.Discard(), time.Now())
+		assert.Empty(t, pending)
+		j.record(deletion(live, "a", "alice"))
+		j.record(deletion(staging, "b", ""))
+		j.record(Change{Target: live, Key: qkey("c"), AllowDelete: true, Author: "bob"}) // an update: the cluster has it
+		assert.Equal(t, map[types.NamespacedName]map[ObjectKey]Change{
+			live:    {qkey("a"): deletion(live, "a", "alice")},
+			staging: {qkey("b"): deletion(staging, "b", "")},
+		}, reopen(dir, time.Now()))
+	})
+	t.Run("forgets deletions once written, and every one of a deleted GitTarget", func(t *testing.T) {
+		dir := t.TempDir()
+		j, _ := openJournal(dir, logr.Discard(), time.Now())
+		j.record(deletion(live, "a", "alice"))
+		j.record(deletion(live, "b", "alice"))
+		j.record(deletion(staging, "c", "bob"))
+		j.record(deletion(staging, "d", "bob"))
+		j.written(live, []ObjectKey{qkey("a"), qkey("never-recorded")})
+		j.forget(staging)
+		assert.Equal(t, map[types.NamespacedName]map[ObjectKey]Change{live: {qkey("b"): deletion(live, "b", "alice")}}, reopen(dir, time.Now()))
+	})
+	t.Run("keeps a deletion recorded again after it was written", func(t *testing.T) {
+		dir := t.TempDir()
+		j, _ := openJournal(dir, logr.Discard(), time.Now())
+		j.record(deletion(live, "a", "alice"))
+		j.written(live, []ObjectKey{qkey("a")})
+		j.record(deletion(live, "a", "bob")) // created again and deleted again
+		assert.Equal(t, map[types.NamespacedName]map[ObjectKey]Change{live: {qkey("a"): deletion(live, "a", "bob")}}, reopen(dir, time.Now()))
+	})
+	t.Run("skips a line a kill cut short and reads the others", func(t *testing.T) {
+		dir := t.TempDir()
+		j, _ := openJournal(dir, logr.Discard(), time.Now())
+		j.record(deletion(live, "a", "alice"))
+		f, err := os.OpenFile(filepath.Join(dir, JournalFileName), os.O_WRONLY|os.O_APPEND, 0)
+		require.NoError(t, err)
+		_, err = f.WriteString(`{"op":"+","target":"ops/live","version":"v1","reso`)
+		require.NoError(t, err)
+		require.NoError(t, f.Close())
+		assert.Equal(t, map[types.NamespacedName]map[ObjectKey]Change{live: {qkey("a"): deletion(live, "a", "alice")}}, reopen(dir, time.Now()))
+	})
+	t.Run("drops a deletion no registration took for a week", func(t *testing.T) {
+		dir := t.TempDir()
+		j, _ := openJournal(dir, logr.Discard(), time.Now())
+		j.record(deletion(live, "a", "alice"))
+		assert.Empty(t, reopen(dir, time.Now().Add(8*24*time.Hour)))
+		assert.Empty(t, reopen(dir, time.Now()), "and from the file")
+	})
+	t.Run("rewrites the file with the pending deletions once it holds many more lines", func(t *testing.T) {
+		dir := t.TempDir()
+		j, _ := openJournal(dir, logr.Discard(), time.Now())
+		for i := range 3000 {
+			name := "cm-" + strings.Repeat("x", i%7) + string(rune('a'+i%26))
+			j.record(deletion(live, name, "alice"))
+			j.written(live, []ObjectKey{qkey(name)})
+		}
+		j.record(deletion(live, "kept", "alice"))
+		content, err := os.ReadFile(filepath.Join(dir, JournalFileName))
+		require.NoError(t, err)
+		assert.Less(t, strings.Count(string(content), "\n"), 1100, "bounded by the pending deletions, not by all there were")
+		assert.Equal(t, map[types.NamespacedName]map[ObjectKey]Change{live: {qkey("kept"): deletion(live, "kept", "alice")}}, reopen(dir, time.Now()))
+	})
+	t.Run("keeps nothing without a work directory", func(t *testing.T) {
+		j, pending := openJournal("", logr.Discard(), time.Now())
+		assert.Nil(t, j)
+		assert.Nil(t, pending)
+		j.record(deletion(live, "a", "alice")) // a nil journal is a no-op
+		j.written(live, []ObjectKey{qkey("a")})
+		j.forget(live)
+	})
+}
