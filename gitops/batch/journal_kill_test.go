@@ -43,7 +43,7 @@ func TestADeletionSeenBeforeAKillIsWrittenAfterTheRestart(t *testing.T) {
 	c := &cluster{objs: map[batch.ObjectKey]*unstructured.Unstructured{}} // ConfigMap app/gone was deleted
 	workDir := t.TempDir()
 	spec := targetSpec(t, "live", remote.URL, nil) // windows that wait an hour
-	spec.Prune = batch.PruneOnEvent                 // the default: a snapshot keeps orphans
+	spec.Prune = batch.PruneOnEvent                // the default: a snapshot keeps orphans
 
 	writer, kill := runWriter(t, workDir, c)
 	_, err := writer.EnsureTarget(context.Background(), spec)
