@@ -211,11 +211,25 @@ func TestKillNineDuringABurstConverges(t *testing.T) {
 	remote := newRemote(t)
 	work := t.TempDir()
 	op := startOperator(t, work)
-	setupTarget(t, "kill-a", remote, "live", "0s")
+	// A quiet period of 1 s against kills 0.2 to 1.7 s after the round's writes: some kills
+	// find its window open, others land while it is committed or pushed.
+	setupTarget(t, "kill-a", remote, "live", "1s")
 	watchConfigMaps(t, "kill-a", "")
+	// One of these is deleted in each round, while the operator runs, shortly before the
+	// kill: whether its deletion was pushed first is left to chance, and the folder must lose
+	// its file either way, under the default prune mode (OnEvent), which keeps the documents
+	// of objects deleted while the operator is down.
+	burst(t, "kill-a", "gone", 5, "doomed")
+	waitObjects(t, remote, "live", "kill-a", "gone", 5, "doomed", 2*time.Minute)
 	rng := rand.New(rand.NewSource(time.Now().UnixNano()))
 	for round := 0; round < 5; round++ {
+		// A marker in Git says the operator watches again, so the round's deletion is an
+		// event it sees, not one made while it was down.
+		marker := fmt.Sprintf("mark%d", round)
+		burst(t, "kill-a", marker, 1, "up")
+		waitObjects(t, remote, "live", "kill-a", marker, 1, "up", 2*time.Minute)
 		applied := burstAsync("kill-a", "cm", 100, fmt.Sprintf("r%d", round))
+		kubectl(t, "", "delete", "configmap", "-n", "kill-a", fmt.Sprintf("gone-%d", round))
 		time.Sleep(time.Duration(200+rng.Intn(1500)) * time.Millisecond)
 		require.NoError(t, op.cmd.Process.Signal(syscall.SIGKILL))
 		<-op.done
@@ -224,6 +238,15 @@ func TestKillNineDuringABurstConverges(t *testing.T) {
 	}
 	burst(t, "kill-a", "cm", 100, "final")
 	waitObjects(t, remote, "live", "kill-a", "cm", 100, "final", 3*time.Minute)
+	eventually(t, 2*time.Minute, "the deletions seen before each kill in Git", func() (bool, string) {
+		var left []string
+		for i := range 5 {
+			if _, ok := fileAt(remote, fmt.Sprintf("live/kill-a/configmaps/gone-%d.yaml", i)); ok {
+				left = append(left, fmt.Sprintf("gone-%d", i))
+			}
+		}
+		return len(left) == 0, "still in Git: " + strings.Join(left, ", ")
+	})
 	assertNoDuplicateDocuments(t, remote, "live")
 	assertLinear(t, remote)
 	fsck(t, remote)
