@@ -13,7 +13,6 @@ import (
 	"github.com/gitops-reverser/gitops-reverser/gitops/encrypt"
 	"github.com/gitops-reverser/gitops-reverser/gitops/manifest"
 	"github.com/gitops-reverser/gitops-reverser/gitops/plan"
-	"github.com/gitops-reverser/gitops-reverser/gitops/repo"
 	"github.com/gitops-reverser/gitops-reverser/gitops/sanitize"
 )
 
@@ -199,7 +198,7 @@ func ReadableFields(obj *unstructured.Unstructured) []string {
 func (w *worker) placeSensitive(t *target, read func(string) ([]byte, error), k ObjectKey, file string, exists bool) (sensitivePlacement, string, error) {
 	if exists {
 		content, err := read(file)
-		if errors.Is(err, repo.ErrPathConflict) {
+		if unwritablePath(err) {
 			return sensitivePlacement{}, fmt.Sprintf("not written: %v", err), nil
 		}
 		if err != nil {
@@ -214,7 +213,7 @@ func (w *worker) placeSensitive(t *target, read func(string) ([]byte, error), k 
 		return sensitivePlacement{}, err.Error(), nil
 	}
 	content, err := read(path)
-	if errors.Is(err, repo.ErrPathConflict) {
+	if unwritablePath(err) {
 		return sensitivePlacement{}, fmt.Sprintf("not written: %v", err), nil
 	}
 	if err != nil {

@@ -587,3 +587,20 @@ func TestASecretIsRefusedAtApplyTimeWhenItsEncryptedPathHoldsAFileOfComments(t *
 	_, problem = s.writer.Locate(targetKey, cmGVR, "ConfigMap", "app", "settings")
 	assert.Empty(t, problem, "a file of comments at a plaintext path takes the document after them")
 }
+
+func TestAnObjectWhoseNameGitRefusesInAPathIsRefusedAloneAndTheWindowCommits(t *testing.T) {
+	s := newWriterScene(t, nil)
+	before := s.commits()
+	st := s.submitAndSettle(
+		s.cluster.put(cmGVR, "ConfigMap", `CORP\admins`, map[string]any{"k": "v"}), // RBAC names may hold one; Git paths may not
+		s.cluster.put(cmGVR, "ConfigMap", "kustomization", map[string]any{"k": "v"}),
+		s.cluster.put(cmGVR, "ConfigMap", "app", map[string]any{"k": "v"}))
+	require.Len(t, st.Refused, 2)
+	assert.Contains(t, strings.Join(st.Refused, "\n"), "contains a backslash")
+	assert.Contains(t, strings.Join(st.Refused, "\n"), "would be named kustomization.yaml")
+	assert.Empty(t, st.LastError, "refused, not a failure retried forever")
+	assert.Equal(t, before+1, s.commits(), "the other ConfigMap is written")
+	assert.NotContains(t, s.remote.LsTree("main"), "kustomization.yaml", "the folder stays one the writer owns")
+	_, problem := s.writer.Locate(targetKey, cmGVR, "ConfigMap", "app", "kustomization")
+	assert.Contains(t, problem, "would be named kustomization.yaml", "admission denies it with the same reason")
+}

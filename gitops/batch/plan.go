@@ -210,7 +210,7 @@ func (w *worker) planOne(t *target, p *writePlan, read func(string) ([]byte, err
 		}
 	}
 	content, err := read(path)
-	if errors.Is(err, repo.ErrPathConflict) {
+	if unwritablePath(err) {
 		p.refuse(k, fmt.Sprintf("%s: cannot be written: %v", id, err))
 		return nil
 	}
@@ -318,6 +318,13 @@ func firstDocument(idx *folderIndex, ids []manifest.Identity) manifest.Identity 
 	return first
 }
 
+// unwritablePath reports whether reading an object's file failed for that path alone: an
+// entry on the way is a file (a person's commit), or Git refuses the path (a name planning
+// let through): the object is refused, its window's others are written.
+func unwritablePath(err error) bool {
+	return errors.Is(err, repo.ErrPathConflict) || errors.Is(err, repo.ErrInvalidPath)
+}
+
 // heldProblem says why an object is not written to its canonical path, which another
 // object's document holds; admission (Locate) and the writer give the same reason.
 func heldProblem(path string, other manifest.Identity) string {
@@ -333,7 +340,7 @@ var errUnwritable = errors.New("the file cannot be edited")
 // the document from, is errUnwritable.
 func removeFrom(p *writePlan, read func(string) ([]byte, error), id manifest.Identity, file string) error {
 	content, err := read(file)
-	if errors.Is(err, repo.ErrPathConflict) {
+	if unwritablePath(err) {
 		return fmt.Errorf("%w: %w", errUnwritable, err)
 	}
 	if err != nil {

@@ -132,7 +132,23 @@ func objectSegments(gvr schema.GroupVersionResource, namespace, name string, sen
 		suffix = SensitiveSuffix
 	}
 	segments[len(segments)-1] += suffix
+	if why := reservedFileName(segments[len(segments)-1]); why != "" {
+		return nil, fmt.Errorf("%w: %s: its file would be named %s, %s", ErrUnsafeName, object, segments[len(segments)-1], why)
+	}
 	return segments, nil
+}
+
+// reservedFileName explains why an object's file cannot have this name, which tools read as
+// something other than a manifest (case-insensitively, as on macOS and Windows checkouts),
+// or returns "".
+func reservedFileName(name string) string {
+	switch {
+	case strings.EqualFold(name, "kustomization.yaml"):
+		return "which Kustomize and Flux read as the folder's Kustomization (so the folder could no longer be owned)"
+	case strings.EqualFold(name, ".sops.yaml"):
+		return "which the sops CLI reads as the folder's encryption rules"
+	}
+	return ""
 }
 
 // unsafeSegment explains why s cannot be a single path segment, or returns
@@ -147,10 +163,16 @@ func unsafeSegment(s string) string {
 		return "is a relative path element"
 	case strings.EqualFold(s, ".git"):
 		return "names the Git metadata directory"
+	case strings.EqualFold(s, "git~1"):
+		return "names the Git metadata directory on Windows (its short name)"
 	case strings.Contains(s, "/"):
 		return "contains a slash"
 	case strings.ContainsRune(s, 0):
 		return "contains a NUL byte"
+	case strings.Contains(s, `\`):
+		return "contains a backslash, a path separator on Windows"
+	case strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f }):
+		return "contains a control character"
 	default:
 		return ""
 	}
