@@ -604,3 +604,37 @@ func TestAnObjectWhoseNameGitRefusesInAPathIsRefusedAloneAndTheWindowCommits(t *
 	_, problem := s.writer.Locate(targetKey, cmGVR, "ConfigMap", "app", "kustomization")
 	assert.Contains(t, problem, "would be named kustomization.yaml", "admission denies it with the same reason")
 }
+
+func TestASecretsPlaintextDocumentIsJudgedWhereTheWriterMovesIt(t *testing.T) {
+	const plaintext = "apiVersion: v1\nkind: Secret\nmetadata:\n  name: db\n  namespace: app\ndata:\n  password: b2xk\n"
+	scene := func(t *testing.T, files map[string]string) *writerScene {
+		ids, recipients := identity(t)
+		s := newWriterScene(t, &batch.Encryption{Recipients: recipients, Identities: ids})
+		co := s.remote.Clone("main")
+		for path, content := range files {
+			co.WriteFile(path, content)
+		}
+		co.CommitAndPush("main", "a person's files")
+		s.restart()
+		return s
+	}
+	t.Run("denies it when its encrypted file's path holds a file of comments", func(t *testing.T) {
+		s := scene(t, map[string]string{"live/app/db.yaml": plaintext, "live/app/secrets/db.sops.yaml": "# reserved\n"})
+		path, problem := s.writer.Locate(targetKey, secretsGVR, "Secret", "app", "db")
+		assert.Equal(t, "live/app/secrets/db.sops.yaml", path, "where the writer would move it, not the plaintext file")
+		require.NotEmpty(t, problem)
+		st := s.submitAndSettle(s.cluster.put(secretsGVR, "Secret", "db", map[string]any{"password": "bmV3"}))
+		require.Len(t, st.Refused, 1)
+		assert.Equal(t, "Secret app/db: not written: "+problem, st.Refused[0], "admission and the writer give the same reason")
+	})
+	t.Run("allows it, naming its encrypted file, when that path is free or an empty placeholder", func(t *testing.T) {
+		s := scene(t, map[string]string{"live/app/db.yaml": plaintext, "live/app/secrets/db.sops.yaml": ""})
+		path, problem := s.writer.Locate(targetKey, secretsGVR, "Secret", "app", "db")
+		assert.Equal(t, "live/app/secrets/db.sops.yaml", path)
+		assert.Empty(t, problem, "the writer writes over an empty file")
+		st := s.submitAndSettle(s.cluster.put(secretsGVR, "Secret", "db", map[string]any{"password": "bmV3"}))
+		assert.Empty(t, st.Refused)
+		assert.Contains(t, s.remote.Show("main", "live/app/secrets/db.sops.yaml"), "ENC[")
+		assert.NotContains(t, s.remote.LsTree("main"), "live/app/db.yaml", "the plaintext document is gone")
+	})
+}

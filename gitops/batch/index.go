@@ -117,13 +117,13 @@ func (f *folderIndex) holders(file string) []manifest.Identity {
 	return append([]manifest.Identity(nil), f.byFile[file]...)
 }
 
-// has reports whether file is in the folder, whether or not it holds an object (a file of
-// comments only, say).
-func (f *folderIndex) has(file string) bool {
+// hasContent reports whether file is in the folder and not empty, whether or not it holds
+// an object (a file of comments only, say): what an encrypted file written there would drop.
+func (f *folderIndex) hasContent(file string) bool {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	_, ok := f.blobs[file]
-	return ok
+	h, ok := f.blobs[file]
+	return ok && h != plumbing.ComputeHash(plumbing.BlobObject, nil)
 }
 
 // setFile re-indexes one file from its new content; nil content means the file is gone.

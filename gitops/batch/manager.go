@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -658,14 +659,36 @@ func (m *Manager) Locate(target types.NamespacedName, gvr schema.GroupVersionRes
 	}
 	id := ObjectKey{GVR: gvr, Kind: kind, Namespace: namespace, Name: name}.Identity()
 	if idx != nil {
-		if loc, ok := idx.lookup(id); ok {
+		// A sensitive object's plaintext document (a person's) is moved into an encrypted
+		// file at the canonical path: judged there, below, as the writer does.
+		if loc, ok := idx.lookup(id); ok && (!sensitive || strings.HasSuffix(loc.File, plan.SensitiveSuffix)) {
 			return loc.File, ""
+		} else if ok {
+			return locateCanonical(folder, idx, gvr, namespace, name)
 		}
 		if other, ok := namespaceless(&writePlan{}, idx, id); ok {
 			return other, namespacelessProblem(id, other)
 		}
 	}
-	p, err := plan.CanonicalPath(folder, gvr, namespace, name, sensitive)
+	if !sensitive {
+		p, err := plan.CanonicalPath(folder, gvr, namespace, name, false)
+		if err != nil {
+			return "", err.Error()
+		}
+		if idx != nil {
+			if others := idx.holders(p); len(others) > 0 {
+				return p, heldProblem(p, firstDocument(idx, others))
+			}
+		}
+		return p, ""
+	}
+	return locateCanonical(folder, idx, gvr, namespace, name)
+}
+
+// locateCanonical is Locate for a sensitive object without an encrypted file: its canonical
+// .sops.yaml path, which must hold nothing (placeSensitive). idx may be nil (not read yet).
+func locateCanonical(folder string, idx *folderIndex, gvr schema.GroupVersionResource, namespace, name string) (string, string) {
+	p, err := plan.CanonicalPath(folder, gvr, namespace, name, true)
 	if err != nil {
 		return "", err.Error()
 	}
@@ -673,7 +696,7 @@ func (m *Manager) Locate(target types.NamespacedName, gvr schema.GroupVersionRes
 		if others := idx.holders(p); len(others) > 0 {
 			return p, heldProblem(p, firstDocument(idx, others))
 		}
-		if sensitive && idx.has(p) {
+		if idx.hasContent(p) {
 			return p, takenProblem(p)
 		}
 	}
