@@ -143,9 +143,10 @@ func (j *deleteJournal) replay(content []byte, now time.Time) {
 	}
 }
 
-// record keeps c when it is a deletion.
+// record keeps c when it is a deletion from an event. One a list found (Relisted: a prune)
+// a restart's list finds again; its author would also replace the event's.
 func (j *deleteJournal) record(c Change) {
-	if j == nil || !c.Deleted {
+	if j == nil || !c.Deleted || c.Relisted {
 		return
 	}
 	p := journalKey{target: c.Target, key: c.Key}

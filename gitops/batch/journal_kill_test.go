@@ -57,6 +57,8 @@ func TestADeletionSeenBeforeAKillIsWrittenAfterTheRestart(t *testing.T) {
 	spec.Window = batch.WindowConfig{Quiet: 10 * time.Millisecond, MaxDelay: time.Hour, MaxChanges: 100}
 	_, err = writer.EnsureTarget(context.Background(), spec)
 	require.NoError(t, err)
+	require.Contains(t, remote.LsTree("main"), file, "kept until the resource's list shows the watcher knows its rules")
+	writer.Snapshot(batch.Snapshot{Target: targetKey, GVR: cmGVR, Kind: "ConfigMap", InScope: func(string) bool { return true }})
 	require.Eventually(t, func() bool { return !strings.Contains(remote.LsTree("main"), file) }, 10*time.Second, 20*time.Millisecond,
 		"the deletion the first process accepted reaches Git")
 	assert.Contains(t, remote.Log("main")[0], "Delete ConfigMap app/gone")

@@ -30,6 +30,8 @@ func TestDeleteJournal(t *testing.T) {
 		j.record(deletion(live, "a", "alice"))
 		j.record(deletion(staging, "b", ""))
 		j.record(Change{Target: live, Key: qkey("c"), AllowDelete: true, Author: "bob"}) // an update: the cluster has it
+		j.record(Change{Target: live, Key: qkey("d"), Deleted: true, Relisted: true})    // a prune: the next list finds it again
+		j.record(Change{Target: live, Key: qkey("a"), Deleted: true, Relisted: true})    // nor does one take alice's deletion
 		assert.Equal(t, map[types.NamespacedName]map[ObjectKey]Change{
 			live:    {qkey("a"): deletion(live, "a", "alice")},
 			staging: {qkey("b"): deletion(staging, "b", "")},

@@ -565,22 +565,11 @@ func keep(p map[ObjectKey]Change, c Change) Change {
 }
 
 // unpark hands a target whose queue now exists the changes kept while it was suspended
-// or moving, and the deletions an earlier process left unwritten (deleteJournal); an object
-// its queue already holds stays in its newer window.
+// or moving; an object its queue already holds stays in its newer window.
 func (m *Manager) unpark(key types.NamespacedName, w *worker) {
 	m.mu.Lock()
 	p := m.parked[key]
 	delete(m.parked, key)
-	for k, c := range m.recovered[key] { // an earlier process's: older than any parked here
-		if p == nil {
-			p = map[ObjectKey]Change{}
-		}
-		if newer, ok := p[k]; ok {
-			c = c.merge(newer)
-		}
-		p[k] = c
-	}
-	delete(m.recovered, key)
 	m.mu.Unlock()
 	if len(p) == 0 {
 		return

@@ -3,6 +3,7 @@ package batch
 import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/gitops-reverser/gitops-reverser/gitops/manifest"
 )
@@ -23,10 +24,34 @@ func (m *Manager) Snapshot(s Snapshot) {
 	m.mu.Lock()
 	wk, ok := m.targets[s.Target]
 	w := m.workers[wk]
+	var recovered []Change
+	if ok && w != nil {
+		recovered = m.takeRecovered(s.Target, s.GVR)
+	}
 	m.mu.Unlock()
 	if ok && w != nil {
+		w.submitOlder(recovered...)
 		w.snapshot(s)
 	}
+}
+
+// takeRecovered takes the deletions of gvr an earlier process left unwritten for target
+// (deleteJournal). They wait for the resource's first complete list in this process: only
+// then does the watcher know the target's rules for it, which decide, at commit time,
+// whether the document goes (before, the object reads as not watched, and nothing would be
+// written). Callers hold m.mu.
+func (m *Manager) takeRecovered(target types.NamespacedName, gvr schema.GroupVersionResource) []Change {
+	var out []Change
+	for k, c := range m.recovered[target] {
+		if k.GVR == gvr {
+			out = append(out, c)
+			delete(m.recovered[target], k)
+		}
+	}
+	if len(m.recovered[target]) == 0 {
+		delete(m.recovered, target)
+	}
+	return out
 }
 
 // snapshot counts the orphans of one resource and, under prune mode Always, marks those

@@ -114,7 +114,36 @@ func (q *queue) relist(key ObjectKey, in intent, now time.Time) {
 			}
 		}
 	}
+	if author := q.committing(key); author != "" && !q.owned(key) {
+		// Its author's window is being committed: the list waits in a window of theirs, so
+		// that a failed push puts the change back with them (restore), not with the committer.
+		win := q.window(author) // no waiting request joins it: a list is not their change
+		win.dirty[key] = in
+		win.Count = len(win.dirty)
+		q.owner[key] = author
+		if win.First.IsZero() {
+			win.First = now
+		}
+		win.Last = now
+		return
+	}
 	q.add(key, in, "", now)
+}
+
+// committing is the author of the window being committed that holds key, or "".
+func (q *queue) committing(key ObjectKey) string {
+	for _, win := range q.flushing {
+		if _, ok := win.dirty[key]; ok {
+			return win.author
+		}
+	}
+	return ""
+}
+
+// owned reports whether a window waiting to commit holds key.
+func (q *queue) owned(key ObjectKey) bool {
+	_, ok := q.owner[key]
+	return ok
 }
 
 // take removes key from author's window, dropping the window when nothing is left in it
@@ -220,10 +249,21 @@ func (q *queue) restore(win *authorWindow, now time.Time) {
 		}
 		cur.Last = now
 	}
-	if len(win.requests) > 0 {
+	if requests := live(win.requests); len(requests) > 0 {
 		cur := q.window(win.author)
-		cur.requests, cur.now = append(win.requests, cur.requests...), true
+		cur.requests, cur.now = append(requests, cur.requests...), true
 	}
+}
+
+// live is requests without the withdrawn ones, in a new slice.
+func live(requests []*CommitRequest) []*CommitRequest {
+	var out []*CommitRequest
+	for _, r := range requests {
+		if !r.withdrawn {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // retry puts back a window whose commit failed: restore, and the requests that came while
@@ -298,6 +338,13 @@ func (q *queue) withdraw(key types.NamespacedName) {
 	for author, win := range q.windows {
 		if win.requests = drop(win.requests); len(win.requests) == 0 && len(win.dirty) == 0 {
 			delete(q.windows, author)
+		}
+	}
+	for _, win := range q.flushing { // its plan reads it without the lock: flagged, not cut
+		for _, r := range win.requests {
+			if r.Key == key {
+				r.withdrawn = true
+			}
 		}
 	}
 }
@@ -377,6 +424,10 @@ type CommitRequest struct {
 	// attempted are the commits carrying the message whose push reported an error; one of
 	// them may have landed all the same (the answer lost, the remote unreachable to check).
 	attempted []plumbing.Hash
+	// withdrawn is set, under the worker's qmu, when the request's object is gone while a
+	// window carrying it is being committed: its message is left out of that commit if there
+	// is still time, and of any retry.
+	withdrawn bool
 }
 
 // RequestOutcome is what became of a CommitRequest.

@@ -90,6 +90,24 @@ func TestQueueWindowsPerAuthor(t *testing.T) {
 		assert.Equal(t, t0, wins[0].Last, "a list is not a change: it does not hold her window open")
 		assert.Equal(t, map[ObjectKey]intent{qkey("b"): {}}, wins[1].dirty, "what nobody waits on is the committer's")
 	})
+	t.Run("a snapshot during the commit of an author's window waits with that author, and a failed push keeps it there", func(t *testing.T) {
+		q := newQueue()
+		q.add(qkey("a"), mirrorsDeletes, "alice", t0)
+		r := &CommitRequest{Author: "alice", Message: "rotate the app's settings"}
+		q.request(r)
+		committing, _ := q.due(cfg, t0.Add(time.Hour))
+		q.flushing = committing
+		waiting := &CommitRequest{Author: "alice", Message: "for her next change"}
+		q.request(waiting)
+		q.relist(qkey("a"), intent{}, t0.Add(time.Hour)) // a WatchRule edited meanwhile
+		assert.Equal(t, []*CommitRequest{waiting}, q.waiting["alice"], "a list is not her next change")
+		q.flushing = nil
+		q.retry(committing[0], t0.Add(time.Hour)) // the push failed
+		wins, _ := q.due(cfg, t0.Add(2*time.Hour))
+		require.Equal(t, []string{"alice"}, authors(wins), "not the committer's")
+		assert.Contains(t, wins[0].requests, r, "her request still commits with it")
+		assert.Equal(t, map[ObjectKey]intent{qkey("a"): {}}, wins[0].dirty)
+	})
 	t.Run("a snapshot of an object waiting in no author's window joins the committer's", func(t *testing.T) {
 		q := newQueue()
 		q.add(qkey("a"), mirrorsDeletes, "", t0) // an unattributed write
@@ -290,4 +308,25 @@ func TestAChangeKeptForASuspendedTargetKeepsItsAuthorThroughASnapshot(t *testing
 	bob := Change{Key: qkey("a"), Author: "bob"}
 	assert.Equal(t, bob, listed.merge(bob), "a write after the list is its writer's")
 	assert.Equal(t, Change{Key: qkey("a"), Relisted: true}, listed.merge(listed))
+}
+
+func TestARequestDeletedWhileItsWindowIsCommittedLendsItNoMessage(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	q := newQueue()
+	q.add(qkey("a"), mirrorsDeletes, "alice", t0)
+	typo := &CommitRequest{Key: types.NamespacedName{Namespace: "ops", Name: "release"}, Author: "alice", Message: "release 1.2 (typo)"}
+	q.request(typo)
+	wins, _ := q.due(WindowConfig{}, t0)
+	require.Len(t, wins, 1)
+	q.flushing = wins
+
+	q.withdraw(typo.Key) // kubectl replace --force while the window is being committed
+	assert.Empty(t, live(wins[0].requests), "left out of the commit under way if there is still time")
+
+	q.flushing = nil
+	q.retry(wins[0], t0.Add(time.Second)) // and its push failed
+	wins, _ = q.due(WindowConfig{}, t0.Add(time.Hour))
+	require.Len(t, wins, 1)
+	assert.Empty(t, wins[0].requests, "nor carried by the retry")
+	assert.Contains(t, wins[0].dirty, qkey("a"), "the change is")
 }

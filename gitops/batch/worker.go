@@ -769,6 +769,9 @@ func (w *worker) flush(ctx context.Context, t *target, win *authorWindow) (bool,
 			w.qmu.Unlock()
 			return false, nil
 		}
+		w.qmu.Lock()
+		win.requests = live(win.requests) // a request deleted meanwhile lends no message
+		w.qmu.Unlock()
 		start := time.Now()
 		p, err := w.plan(ctx, t, win.dirty)
 		if err != nil {
