@@ -18,7 +18,7 @@ type CommitRequestSpec struct {
 	// target when the request arrives. `0s` waits for none: with no window of the
 	// requester's open, the request ends TimedOut at once.
 	// +kubebuilder:default="60s"
-	// +kubebuilder:validation:XValidation:rule="self.matches('^(0|([0-9]+([.][0-9]+)?(ns|us|µs|ms|s|m|h))+)$')",message="must be a duration of 0s or more written as Go writes one, such as 5s, 1m30s or 2h (no spaces, no days)"
+	// +kubebuilder:validation:XValidation:rule="size(self) <= 16 && self.matches('^(0|(([0-9]{1,6}([.][0-9]*)?|[.][0-9]+)(ns|us|µs|μs|ms|s|m|h))+)$')",message="must be a duration of 0s or more written as Go writes one, such as 5s, 1m30s or 2h (no spaces, no days, at most 16 characters and 6 digits before a unit)"
 	// +optional
 	Timeout *metav1.Duration `json:"timeout,omitempty"`
 	// Requester is the user the API server authenticated for the creation of this

@@ -141,13 +141,13 @@ type CommitWindow struct {
 	// Quiet is how long no new change must arrive before the window commits. `0s` commits
 	// each change at once.
 	// +kubebuilder:default="5s"
-	// +kubebuilder:validation:XValidation:rule="self.matches('^(0|([0-9]+([.][0-9]+)?(ns|us|µs|ms|s|m|h))+)$')",message="must be a duration of 0s or more written as Go writes one, such as 5s, 1m30s or 2h (no spaces, no days)"
+	// +kubebuilder:validation:XValidation:rule="size(self) <= 16 && self.matches('^(0|(([0-9]{1,6}([.][0-9]*)?|[.][0-9]+)(ns|us|µs|μs|ms|s|m|h))+)$')",message="must be a duration of 0s or more written as Go writes one, such as 5s, 1m30s or 2h (no spaces, no days, at most 16 characters and 6 digits before a unit)"
 	// +optional
 	Quiet *metav1.Duration `json:"quiet,omitempty"`
 	// MaxDelay bounds how long a change waits, so that a steady trickle still commits.
 	// `0s` sets no bound: only Quiet and MaxChanges close a window.
 	// +kubebuilder:default="30s"
-	// +kubebuilder:validation:XValidation:rule="self.matches('^(0|([0-9]+([.][0-9]+)?(ns|us|µs|ms|s|m|h))+)$')",message="must be a duration of 0s or more written as Go writes one, such as 5s, 1m30s or 2h (no spaces, no days)"
+	// +kubebuilder:validation:XValidation:rule="size(self) <= 16 && self.matches('^(0|(([0-9]{1,6}([.][0-9]*)?|[.][0-9]+)(ns|us|µs|μs|ms|s|m|h))+)$')",message="must be a duration of 0s or more written as Go writes one, such as 5s, 1m30s or 2h (no spaces, no days, at most 16 characters and 6 digits before a unit)"
 	// +optional
 	MaxDelay *metav1.Duration `json:"maxDelay,omitempty"`
 	// MaxChanges closes the window once it holds this many distinct objects.

@@ -143,18 +143,27 @@ func (j *deleteJournal) replay(content []byte, now time.Time) {
 	}
 }
 
-// record keeps c when it is a deletion from an event. One a list found (Relisted: a prune)
-// a restart's list finds again; its author would also replace the event's.
-func (j *deleteJournal) record(c Change) {
-	if j == nil || !c.Deleted || c.Relisted {
+// record keeps the deletions from events among changes, in one write. One a list found
+// (Relisted: a prune) a restart's list finds again; its author would also replace the
+// event's.
+func (j *deleteJournal) record(changes ...Change) {
+	if j == nil {
 		return
 	}
-	p := journalKey{target: c.Target, key: c.Key}
-	e := entryOf("+", p, c, time.Now())
+	now := time.Now()
+	var out []journalEntry
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	j.live[p] = e
-	j.append([]journalEntry{e})
+	for _, c := range changes {
+		if !c.Deleted || c.Relisted {
+			continue
+		}
+		p := journalKey{target: c.Target, key: c.Key}
+		e := entryOf("+", p, c, now)
+		j.live[p] = e
+		out = append(out, e)
+	}
+	j.append(out)
 }
 
 // written drops the deletions of keys on target: written (or refused, which status says),

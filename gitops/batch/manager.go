@@ -433,14 +433,14 @@ func (m *Manager) stopTarget(key types.NamespacedName, park bool, settled string
 		delete(m.recovered, key)
 	}
 	m.mu.Unlock()
-	if !park {
-		m.journal.forget(key)
-	}
 	if ok && w != nil {
 		// Waits for a flush in progress, which settles its own requests.
 		if pending := w.removeTarget(key, park); park {
 			m.park(true, pending...)
 		}
+	}
+	if !park {
+		m.journal.forget(key) // after its queue is gone: no change of it is recorded since
 	}
 	switch {
 	case ok:
@@ -466,15 +466,17 @@ func (m *Manager) stopTarget(key types.NamespacedName, park bool, settled string
 // controller will request a snapshot once they are registered.
 func (m *Manager) Submit(changes ...Change) {
 	byWorker := map[*worker][]Change{}
+	var parked []Change
 	m.mu.Lock()
 	for _, c := range changes {
 		if w := m.workers[m.targets[c.Target]]; w != nil {
 			byWorker[w] = append(byWorker[w], c)
 		} else if p := m.parked[c.Target]; p != nil {
 			p[c.Key] = keep(p, c) // in the same critical section as the decision: unpark cannot slip between
-			m.journal.record(c)
+			parked = append(parked, c)
 		}
 	}
+	m.journal.record(parked...)
 	m.mu.Unlock()
 	for w, cs := range byWorker {
 		if unplaced := w.submit(cs...); len(unplaced) > 0 {

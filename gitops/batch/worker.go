@@ -146,6 +146,7 @@ func (w *worker) submitOlder(changes ...Change) {
 
 func (w *worker) enqueue(changes []Change, older bool) (unplaced []Change) {
 	now := time.Now()
+	placed := make([]Change, 0, len(changes))
 	w.qmu.Lock()
 	for _, c := range changes {
 		q, ok := w.queues[c.Target]
@@ -160,9 +161,10 @@ func (w *worker) enqueue(changes []Change, older bool) (unplaced []Change) {
 			q.add(c.Key, intentOf(c), c.Author, now)
 		}
 		if ok {
-			w.journal.record(c) // under qmu, as delivered drops entries: neither overtakes the other
+			placed = append(placed, c)
 		}
 	}
+	w.journal.record(placed...) // under qmu, as delivered drops entries: neither overtakes the other
 	w.qmu.Unlock()
 	w.reportPending()
 	w.poke()

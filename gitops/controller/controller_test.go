@@ -292,7 +292,7 @@ func TestGitTargetValidation(t *testing.T) {
 			assert.NotContains(t, err.Error(), "should match", "the API server's bare-regex message stays hidden")
 		})
 	}
-	for i, quiet := range []string{"5 seconds", "-1s", "1d"} {
+	for i, quiet := range []string{"5 seconds", "-1s", "1d", "3000000h", "1h1h1h1h1h1h1h1h1"} {
 		t.Run("rejects the window duration "+quiet+", saying how to write one", func(t *testing.T) {
 			gt := target(ns, "main", "live")
 			gt.Name = fmt.Sprintf("bad-duration-%d", i)
@@ -312,6 +312,17 @@ func TestGitTargetValidation(t *testing.T) {
 		gt.Spec.CommitWindow.Quiet = &metav1.Duration{}
 		gt.Spec.CommitWindow.MaxDelay = &metav1.Duration{Duration: 1500 * time.Millisecond}
 		require.NoError(t, k8s.Create(ctx, gt))
+		for i, spelled := range []string{"1h30m15s500ms", ".5s", "999999h", "100µs", "100μs", "0"} {
+			_, err := time.ParseDuration(spelled)
+			require.NoError(t, err, "Go reads %s", spelled)
+			u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(target(ns, "main", "live"))
+			require.NoError(t, err)
+			require.NoError(t, unstructured.SetNestedField(u, spelled, "spec", "commitWindow", "quiet"))
+			obj := &unstructured.Unstructured{Object: u}
+			obj.SetGroupVersionKind(v1alpha1.GroupVersion.WithKind("GitTarget"))
+			obj.SetName(fmt.Sprintf("spelled-%d", i))
+			assert.NoError(t, k8s.Create(ctx, obj), "the API server takes %s, which Go reads", spelled)
+		}
 	})
 	t.Run("keeps path and branch immutable", func(t *testing.T) {
 		gt := target(ns, "main", "live")
