@@ -28,6 +28,9 @@ type authorWindow struct {
 	// built is set once a commit was built for the window: its change-to-commit latency is
 	// recorded once, not again at each retry of a failed push.
 	built bool
+	// failed is set on a window whose commit failed and is put back for a retry: while one
+	// is, the target's write failure stands, whatever other windows commit meanwhile.
+	failed bool
 }
 
 // intent is how a waiting object may be written, merged over the changes that made it
@@ -222,8 +225,11 @@ func (q *queue) due(cfg WindowConfig, now time.Time) (out []*authorWindow, wait 
 func (q *queue) restore(win *authorWindow, now time.Time) {
 	_, newer := q.windows[win.author] // the author changed more meanwhile: not built yet
 	defer func() {
-		if cur := q.windows[win.author]; cur != nil && !newer {
-			cur.built = win.built
+		if cur := q.windows[win.author]; cur != nil {
+			if !newer {
+				cur.built = win.built
+			}
+			cur.failed = cur.failed || win.failed
 		}
 	}()
 	for k, in := range win.dirty {
@@ -383,6 +389,16 @@ func (q *queue) changes(target types.NamespacedName) []Change {
 		}
 	}
 	return out
+}
+
+// failing reports whether a window put back after its commit failed waits for its retry.
+func (q *queue) failing() bool {
+	for _, win := range q.windows {
+		if win.failed {
+			return true
+		}
+	}
+	return false
 }
 
 // pending is the number of dirty objects in the queue.

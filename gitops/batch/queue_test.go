@@ -330,3 +330,20 @@ func TestARequestDeletedWhileItsWindowIsCommittedLendsItNoMessage(t *testing.T) 
 	assert.Empty(t, wins[0].requests, "nor carried by the retry")
 	assert.Contains(t, wins[0].dirty, qkey("a"), "the change is")
 }
+
+func TestATargetIsFailingWhileAWindowWhoseCommitFailedWaits(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	q := newQueue()
+	q.add(qkey("a"), mirrorsDeletes, "alice", t0)
+	wins, _ := q.due(WindowConfig{}, t0)
+	wins[0].failed = true // as flushIfDue marks it
+	q.retry(wins[0], t0)
+	q.add(qkey("b"), mirrorsDeletes, "bob", t0)
+	assert.True(t, q.failing(), "bob's window committing does not end alice's failure")
+
+	q.add(qkey("a"), mirrorsDeletes, "alice", t0.Add(time.Second)) // she changes it again meanwhile
+	assert.True(t, q.failing(), "her newer change does not either")
+	wins, _ = q.due(WindowConfig{}, t0.Add(time.Hour))
+	require.Len(t, wins, 2)
+	assert.False(t, q.failing(), "taken to be committed: its outcome decides")
+}

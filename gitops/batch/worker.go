@@ -701,6 +701,7 @@ func (w *worker) flushIfDue(ctx context.Context, key types.NamespacedName, now t
 		if c, err = w.flush(ctx, t, win); err != nil {
 			w.repairIfDamaged(ctx, err) // the window is retried after the backoff, on the new clone
 			w.qmu.Lock()
+			win.failed = true
 			for _, rest := range wins[i:] {
 				t.q.retry(rest, time.Now())
 			}
@@ -789,7 +790,7 @@ func (w *worker) flush(ctx context.Context, t *target, win *authorWindow) (bool,
 		if len(p.files) == 0 {
 			w.answer(win, "", refusals)
 			w.delivered(t, win)
-			return settled(t, refusedBefore), nil
+			return w.settled(t, refusedBefore), nil
 		}
 		when := time.Now()
 		planned := when.Sub(start)
@@ -803,7 +804,7 @@ func (w *worker) flush(ctx context.Context, t *target, win *authorWindow) (bool,
 		if errors.Is(err, repo.ErrNoChange) {
 			w.answer(win, "", refusals)
 			w.delivered(t, win)
-			return settled(t, refusedBefore), nil
+			return w.settled(t, refusedBefore), nil
 		}
 		if errors.Is(err, repo.ErrInvalidPath) || errors.Is(err, repo.ErrPathConflict) || errors.Is(err, repo.ErrInvalidSignature) {
 			return false, fmt.Errorf("committing: %w", err) // the plan's fault, not the clone's: nothing to verify
@@ -838,7 +839,7 @@ func (w *worker) flush(ctx context.Context, t *target, win *authorWindow) (bool,
 		}
 		t.st.LastCommit, t.st.LastCommitTime = sha, when
 		t.st.ObjectCount = t.index.Load().len()
-		t.st.LastError = ""
+		w.clearFailure(t)
 		w.log.Info("pushed", "gitTarget", t.spec.Key.String(), "sha", sha.String(), "files", len(p.files), "author", author.Name,
 			"plan", planned.String(), "build", built.Sub(when).String(), "push", pushedAt.Sub(built).String())
 		w.answer(win, sha.String(), nil)
@@ -870,10 +871,23 @@ func (w *worker) delivered(t *target, win *authorWindow) {
 // settled ends a window that needed no commit: Git already has what it waits for, so an
 // earlier failure to write it is over (a push that landed though its answer was lost, an
 // update of the index that failed after the push). It reports whether the status changed.
-func settled(t *target, refusedBefore []string) bool {
-	failed := t.st.LastError != ""
+func (w *worker) settled(t *target, refusedBefore []string) bool {
+	return w.clearFailure(t) || !slices.Equal(refusedBefore, t.st.Refused)
+}
+
+// clearFailure ends the target's write failure once a window committed (or needed no
+// commit), unless another window whose commit failed still waits for its retry: a status
+// that flips to Ready between two failures of one window would mislead. It reports whether
+// the status changed. Callers hold w.mu.
+func (w *worker) clearFailure(t *target) bool {
+	w.qmu.Lock()
+	failing := t.q.failing()
+	w.qmu.Unlock()
+	if failing || t.st.LastError == "" {
+		return false
+	}
 	t.st.LastError = ""
-	return failed || !slices.Equal(refusedBefore, t.st.Refused)
+	return true
 }
 
 // waitOnFolder tells the CommitRequests of a window why their message waits: the target's
