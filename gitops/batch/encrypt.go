@@ -114,6 +114,15 @@ type sensitivePlacement struct {
 	plainFile string
 }
 
+// neverWritten reports whether obj is a sensitive object holding key material or Git
+// credentials, which the writer skips whatever its folder holds. Callers hold w.mu.
+func (w *worker) neverWritten(t *target, k ObjectKey, obj *unstructured.Unstructured) (bool, error) {
+	if !w.isSensitive(t, k.GVR.GroupResource()) {
+		return false, nil
+	}
+	return w.isKeyMaterial(t, k, obj)
+}
+
 // planSensitive plans an object that must be encrypted: with encrypt.Update against the
 // existing file, so an unchanged object produces no edit. Key material is skipped. Any failure refuses this object
 // only (it stays listed in status); there is no plaintext fallback. Callers hold w.mu.

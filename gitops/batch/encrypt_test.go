@@ -638,3 +638,17 @@ func TestASecretsPlaintextDocumentIsJudgedWhereTheWriterMovesIt(t *testing.T) {
 		assert.NotContains(t, s.remote.LsTree("main"), "live/app/db.yaml", "the plaintext document is gone")
 	})
 }
+
+func TestAKeySecretBesideADocumentOfItWithoutANamespaceIsSkippedNotRefused(t *testing.T) {
+	ids, recipients := identity(t)
+	s := newWriterScene(t, &batch.Encryption{Recipients: recipients, Identities: ids})
+	co := s.remote.Clone("main")
+	co.WriteFile("live/sops-age.yaml", "apiVersion: v1\nkind: Secret\nmetadata:\n  name: sops-age\n")
+	co.CommitAndPush("main", "a person's document of Flux's key Secret, without its namespace")
+	s.restart()
+	private, _, err := encrypt.GenerateIdentity()
+	require.NoError(t, err)
+	st := s.submitAndSettle(s.cluster.put(secretsGVR, "Secret", "sops-age", map[string]any{"age.agekey": private}))
+	assert.Empty(t, st.Refused, "admission lets key material through unjudged; the writer skips it, with nothing to fix")
+	assert.NotContains(t, s.remote.LsTree("main"), "secrets/sops-age")
+}

@@ -187,6 +187,9 @@ func (w *worker) planOne(t *target, p *writePlan, read func(string) ([]byte, err
 	}
 	if !exists {
 		if other, ok := namespaceless(p, t.index.Load(), id); ok {
+			if skip, err := w.neverWritten(t, k, obj); err != nil || skip {
+				return err // key material is skipped, as admission lets it through: nothing to fix
+			}
 			p.refuse(k, fmt.Sprintf("%s: not written: %s", id, namespacelessProblem(id, other)))
 			return nil
 		}
