@@ -97,8 +97,12 @@ func (r *GitTargetReconciler) reconcile(ctx context.Context, t *v1alpha1.GitTarg
 			if wait := credentialsGraceLeft(*conds, time.Now()); wait > 0 {
 				// A Secret replaced by delete and create is missing for a moment: the writer
 				// goes on until the credentials stay unusable, so pending CommitRequests do not
-				// end for a rotation.
-				v1alpha1.SetStalled(conds, t.Generation, v1alpha1.ReasonProviderNotReady, msg)
+				// end for a rotation. Reconciling, not Stalled: admission denies changes routed
+				// to a Stalled target, and this one still writes them.
+				if c := apimeta.FindStatusCondition(*conds, v1alpha1.ConditionReconciling); c != nil && c.Reason != v1alpha1.ReasonProviderNotReady {
+					apimeta.RemoveStatusCondition(conds, v1alpha1.ConditionReconciling) // the grace counts from now
+				}
+				v1alpha1.SetReconciling(conds, t.Generation, v1alpha1.ReasonProviderNotReady, msg)
 				return ctrl.Result{RequeueAfter: wait}, nil
 			}
 			// Credentials deleted or made unusable revoke the writer's access, not only the status.
@@ -170,10 +174,14 @@ func RefusedSummary(refused []string) string {
 const credentialsGrace = 10 * time.Second
 
 // credentialsGraceLeft is how long the writer still goes on for a target whose credentials
-// are unusable now, judged by how long it has been Stalled for its provider (conds); 0 when
-// the grace is over. Pure.
+// are unusable now, judged by how long it has been Reconciling for its provider (conds),
+// or 0 once it is Stalled for it: the grace is over. Pure.
 func credentialsGraceLeft(conds []metav1.Condition, now time.Time) time.Duration {
-	c := apimeta.FindStatusCondition(conds, v1alpha1.ConditionStalled)
+	if c := apimeta.FindStatusCondition(conds, v1alpha1.ConditionStalled); c != nil && c.Status == metav1.ConditionTrue &&
+		c.Reason == v1alpha1.ReasonProviderNotReady {
+		return 0
+	}
+	c := apimeta.FindStatusCondition(conds, v1alpha1.ConditionReconciling)
 	if c == nil || c.Status != metav1.ConditionTrue || c.Reason != v1alpha1.ReasonProviderNotReady {
 		return credentialsGrace
 	}
