@@ -57,6 +57,12 @@ func TestADeletionSeenBeforeAKillIsWrittenAfterTheRestart(t *testing.T) {
 	spec.Window = batch.WindowConfig{Quiet: 10 * time.Millisecond, MaxDelay: time.Hour, MaxChanges: 100}
 	_, err = writer.EnsureTarget(context.Background(), spec)
 	require.NoError(t, err)
+	// Alice changes another object: her window commits, and a deletion of hers handed over
+	// at registration would have gone with it.
+	other := c.put(cmGVR, "ConfigMap", "other", map[string]any{"k": "v"})
+	writer.Submit(batch.Change{Target: targetKey, Key: other, AllowDelete: true, Author: "alice"})
+	require.Eventually(t, func() bool { return strings.Contains(remote.LsTree("main"), "live/app/configmaps/other.yaml") },
+		10*time.Second, 20*time.Millisecond)
 	require.Contains(t, remote.LsTree("main"), file, "kept until the resource's list shows the watcher knows its rules")
 	writer.Snapshot(batch.Snapshot{Target: targetKey, GVR: cmGVR, Kind: "ConfigMap", InScope: func(string) bool { return true }})
 	require.Eventually(t, func() bool { return !strings.Contains(remote.LsTree("main"), file) }, 10*time.Second, 20*time.Millisecond,

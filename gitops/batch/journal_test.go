@@ -97,3 +97,30 @@ func TestDeleteJournal(t *testing.T) {
 		j.forget(live)
 	})
 }
+
+func TestTheJournalKeepsTheNewerDeletionsAuthor(t *testing.T) {
+	dir := t.TempDir()
+	j, _ := openJournal(dir, logr.Discard(), time.Now())
+	w := newWorker(workerKey{url: "https://git.example/repo.git", branch: "main"}, nil, Options{}, func(*CommitRequest, RequestOutcome) {})
+	w.journal = j
+	live := types.NamespacedName{Namespace: "ops", Name: "live"}
+	w.openQueue(live)
+	bob := Change{Target: live, Key: qkey("a"), Deleted: true, AllowDelete: true, Author: "bob"}
+	w.submit(bob)
+	w.submitOlder(Change{Target: live, Key: qkey("a"), Deleted: true, AllowDelete: true, Author: "alice"}) // kept from before
+	_, pending := openJournal(dir, logr.Discard(), time.Now())
+	assert.Equal(t, map[types.NamespacedName]map[ObjectKey]Change{live: {qkey("a"): bob}}, pending)
+}
+
+func TestChangesOfATargetNotRegisteredYetAreKeptWhenAsked(t *testing.T) {
+	m := NewManager(Options{Log: logr.Discard(), WorkDir: t.TempDir()})
+	live := types.NamespacedName{Namespace: "ops", Name: "live"}
+	deletion := Change{Target: live, Key: qkey("a"), Deleted: true, AllowDelete: true, Author: "alice"}
+	m.Submit(deletion)
+	assert.Empty(t, m.parked[live], "an unknown target's changes are dropped: its registration brings a snapshot")
+	m.KeepChanges(live) // its credentials in their grace period on a new leader: admission lets changes through
+	m.Submit(deletion)
+	assert.Equal(t, map[ObjectKey]Change{qkey("a"): deletion}, m.parked[live])
+	_, pending := openJournal(m.opts.WorkDir, logr.Discard(), time.Now())
+	assert.Equal(t, map[types.NamespacedName]map[ObjectKey]Change{live: {qkey("a"): deletion}}, pending, "and journalled")
+}

@@ -413,6 +413,19 @@ func (m *Manager) SuspendTarget(key types.NamespacedName, why string) {
 		"create a new CommitRequest once it is Ready again", key, why))
 }
 
+// KeepChanges keeps the changes submitted for a GitTarget this writer does not write for
+// yet, for its registration, as for a suspended one: admission lets changes through to a
+// target that is only Reconciling (its credentials in their grace period when a new leader
+// starts), and a deletion among them has no other way back. A registered target is left
+// as it is.
+func (m *Manager) KeepChanges(key types.NamespacedName) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.targets[key]; !ok && m.parked[key] == nil {
+		m.parked[key] = map[ObjectKey]Change{}
+	}
+}
+
 // stopTarget stops writing for key, parking its pending changes when park is set; its
 // pending CommitRequests end as TargetRemoved with settled as their message.
 func (m *Manager) stopTarget(key types.NamespacedName, park bool, settled string) {

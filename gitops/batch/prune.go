@@ -30,7 +30,9 @@ func (m *Manager) Snapshot(s Snapshot) {
 	}
 	m.mu.Unlock()
 	if ok && w != nil {
-		w.submitOlder(recovered...)
+		if unplaced := w.submitOlder(recovered...); len(unplaced) > 0 {
+			m.placeLate(unplaced) // suspended or moved meanwhile: kept for it
+		}
 		w.snapshot(s)
 	}
 }

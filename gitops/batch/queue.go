@@ -31,6 +31,10 @@ type authorWindow struct {
 	// failed is set on a window whose commit failed and is put back for a retry: while one
 	// is, the target's write failure stands, whatever other windows commit meanwhile.
 	failed bool
+	// listed is set on a window relist opened for its author while their window was being
+	// committed, until they change something: a CommitRequest waiting for their next change
+	// does not take it for one.
+	listed bool
 }
 
 // intent is how a waiting object may be written, merged over the changes that made it
@@ -75,6 +79,7 @@ func newQueue() *queue {
 // changed it last: its state is read from the cluster at commit time, so that is whose
 // change the commit carries. Requests waiting for this author attach to the window.
 func (q *queue) add(key ObjectKey, in intent, author string, now time.Time) {
+	failed := false
 	if prev, ok := q.owner[key]; ok {
 		// A delete already seen stays a delete: a snapshot's copy of the object, listed
 		// before the delete, must not turn it into a kept document.
@@ -82,12 +87,15 @@ func (q *queue) add(key ObjectKey, in intent, author string, now time.Time) {
 			if was, held := win.dirty[key]; held {
 				in = was.merge(in)
 			}
+			failed = win.failed // a key whose commit failed keeps the failure with it
 		}
 		if prev != author {
 			q.take(prev, key)
 		}
 	}
 	win := q.window(author)
+	win.listed = false
+	win.failed = win.failed || failed
 	if rs := q.waiting[author]; len(rs) > 0 {
 		win.requests = append(win.requests, rs...)
 		delete(q.waiting, author)
@@ -121,6 +129,9 @@ func (q *queue) relist(key ObjectKey, in intent, now time.Time) {
 		// Its author's window is being committed: the list waits in a window of theirs, so
 		// that a failed push puts the change back with them (restore), not with the committer.
 		win := q.window(author) // no waiting request joins it: a list is not their change
+		if len(win.dirty) == 0 && len(win.requests) == 0 {
+			win.listed = true
+		}
 		win.dirty[key] = in
 		win.Count = len(win.dirty)
 		q.owner[key] = author
@@ -175,7 +186,7 @@ func (q *queue) window(author string) *authorWindow {
 // request attaches r to its author's open window, which then closes at once, or parks it
 // until the author's next change.
 func (q *queue) request(r *CommitRequest) {
-	if win := q.windows[r.Author]; win != nil && len(win.dirty) > 0 {
+	if win := q.windows[r.Author]; win != nil && len(win.dirty) > 0 && !win.listed {
 		win.requests, win.now = append(win.requests, r), true
 		win.notBefore = time.Time{} // tried at once: the request learns what it waits for
 		return
@@ -240,6 +251,7 @@ func (q *queue) restore(win *authorWindow, now time.Time) {
 				if newer, held := cur.dirty[k]; held {
 					cur.dirty[k] = in.merge(newer)
 				}
+				cur.failed = cur.failed || win.failed
 			}
 			continue
 		}
@@ -287,6 +299,7 @@ func (q *queue) retry(win *authorWindow, now time.Time) {
 // that came meanwhile (as retry). When the author changed nothing else meanwhile, it is held
 // back with a backoff of its own (1 s doubling to 2 min); the target's other windows go on.
 func (q *queue) deferWindow(win *authorWindow, now time.Time) {
+	win.failed = false // waiting for the cache is no write failure: this attempt got that far
 	q.retry(win, now)
 	cur := q.windows[win.author]
 	if cur == nil {

@@ -108,6 +108,18 @@ func TestQueueWindowsPerAuthor(t *testing.T) {
 		assert.Contains(t, wins[0].requests, r, "her request still commits with it")
 		assert.Equal(t, map[ObjectKey]intent{qkey("a"): {}}, wins[0].dirty)
 	})
+	t.Run("a window a list opened for an author is not the change their next CommitRequest waits for", func(t *testing.T) {
+		q := newQueue()
+		q.add(qkey("a"), mirrorsDeletes, "alice", t0)
+		q.flushing, _ = q.due(cfg, t0.Add(time.Hour))
+		q.relist(qkey("a"), intent{}, t0.Add(time.Hour))
+		q.flushing = nil // her push went through
+		next := &CommitRequest{Author: "alice", Message: "for her next change"}
+		q.request(next)
+		assert.Equal(t, []*CommitRequest{next}, q.waiting["alice"], "it waits for her change")
+		q.add(qkey("b"), mirrorsDeletes, "alice", t0.Add(2*time.Hour))
+		assert.Contains(t, q.windows["alice"].requests, next, "which takes it")
+	})
 	t.Run("a snapshot of an object waiting in no author's window joins the committer's", func(t *testing.T) {
 		q := newQueue()
 		q.add(qkey("a"), mirrorsDeletes, "", t0) // an unattributed write
@@ -346,4 +358,23 @@ func TestATargetIsFailingWhileAWindowWhoseCommitFailedWaits(t *testing.T) {
 	wins, _ = q.due(WindowConfig{}, t0.Add(time.Hour))
 	require.Len(t, wins, 2)
 	assert.False(t, q.failing(), "taken to be committed: its outcome decides")
+
+	t.Run("the failure goes with its objects to whoever changes them next", func(t *testing.T) {
+		q := newQueue()
+		q.add(qkey("a"), mirrorsDeletes, "alice", t0)
+		wins, _ := q.due(WindowConfig{}, t0)
+		wins[0].failed = true
+		q.retry(wins[0], t0)
+		q.add(qkey("a"), mirrorsDeletes, "bob", t0.Add(time.Second)) // alice's window is left empty, and dropped
+		assert.NotContains(t, q.windows, "alice")
+		assert.True(t, q.failing(), "bob's window carries the object whose commit failed")
+	})
+	t.Run("waiting for the cache is no write failure", func(t *testing.T) {
+		q := newQueue()
+		q.add(qkey("a"), mirrorsDeletes, "alice", t0)
+		wins, _ := q.due(WindowConfig{}, t0)
+		wins[0].failed = true // failed once, then its retry found the cache not synced
+		q.deferWindow(wins[0], t0)
+		assert.False(t, q.failing())
+	})
 }

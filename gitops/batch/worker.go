@@ -140,8 +140,8 @@ func (w *worker) submit(changes ...Change) (unplaced []Change) {
 
 // submitOlder records changes seen before the queue's own (kept while the target was
 // suspended or moving): an object the queue already holds stays in its newer window.
-func (w *worker) submitOlder(changes ...Change) {
-	w.enqueue(changes, true)
+func (w *worker) submitOlder(changes ...Change) (unplaced []Change) {
+	return w.enqueue(changes, true)
 }
 
 func (w *worker) enqueue(changes []Change, older bool) (unplaced []Change) {
@@ -155,6 +155,7 @@ func (w *worker) enqueue(changes []Change, older bool) (unplaced []Change) {
 			unplaced = append(unplaced, c)
 		case older && q.holds(c.Key):
 			q.mergeOlder(c.Key, intentOf(c))
+			continue // the newer change's record stands, with its author
 		case c.Relisted && c.Author == "":
 			q.relist(c.Key, intentOf(c), now)
 		default:

@@ -37,6 +37,7 @@ type Writer interface {
 	EnsureTarget(ctx context.Context, spec batch.TargetSpec) (batch.TargetStatus, error)
 	RemoveTarget(key types.NamespacedName)
 	SuspendTarget(key types.NamespacedName, why string)
+	KeepChanges(key types.NamespacedName)
 }
 
 // GitTargetReconciler resolves a target's provider and branch, hands the folder to the
@@ -103,6 +104,7 @@ func (r *GitTargetReconciler) reconcile(ctx context.Context, t *v1alpha1.GitTarg
 					apimeta.RemoveStatusCondition(conds, v1alpha1.ConditionReconciling) // the grace counts from now
 				}
 				v1alpha1.SetReconciling(conds, t.Generation, v1alpha1.ReasonProviderNotReady, msg)
+				r.Writer.KeepChanges(client.ObjectKeyFromObject(t)) // not registered yet (a new leader): kept
 				return ctrl.Result{RequeueAfter: wait}, nil
 			}
 			// Credentials deleted or made unusable revoke the writer's access, not only the status.
