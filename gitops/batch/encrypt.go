@@ -243,7 +243,7 @@ func (w *worker) placeSensitive(t *target, read func(string) ([]byte, error), k 
 // an encrypted file is one object and nothing else, and writing it would drop what the file
 // holds. Admission (Locate) and the writer give the same reason. Pure.
 func takenProblem(path string) string {
-	return fmt.Sprintf("%s already exists and does not hold this object; move or rename it in Git (an encrypted file holds one object and nothing else)", path)
+	return fmt.Sprintf("%s already exists and is not this object's encrypted file; move or rename it in Git (an encrypted file holds one object and nothing else, and replaces all the file held)", path)
 }
 
 // encryptObject renders the sanitized object as a new document and encrypts it against the

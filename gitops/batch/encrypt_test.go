@@ -580,7 +580,7 @@ func TestASecretIsRefusedAtApplyTimeWhenItsEncryptedPathHoldsAFileOfComments(t *
 	st := s.submitAndSettle(s.cluster.put(secretsGVR, "Secret", "db", map[string]any{"password": "aHVudGVyMg=="}))
 	require.Len(t, st.Refused, 1)
 	assert.Equal(t, "Secret app/db: not written: "+problem, st.Refused[0], "admission and the writer give the same reason")
-	assert.Contains(t, problem, "live/app/secrets/db.sops.yaml already exists and does not hold this object")
+	assert.Contains(t, problem, "live/app/secrets/db.sops.yaml already exists and is not this object's encrypted file")
 	assert.Equal(t, "# the database's password goes here once it is rotated", s.remote.Show("main", "live/app/secrets/db.sops.yaml"),
 		"the person's comment is kept")
 
@@ -623,6 +623,15 @@ func TestASecretsPlaintextDocumentIsJudgedWhereTheWriterMovesIt(t *testing.T) {
 		path, problem := s.writer.Locate(targetKey, secretsGVR, "Secret", "app", "db")
 		assert.Equal(t, "live/app/secrets/db.sops.yaml", path, "where the writer would move it, not the plaintext file")
 		require.NotEmpty(t, problem)
+		st := s.submitAndSettle(s.cluster.put(secretsGVR, "Secret", "db", map[string]any{"password": "bmV3"}))
+		require.Len(t, st.Refused, 1)
+		assert.Equal(t, "Secret app/db: not written: "+problem, st.Refused[0], "admission and the writer give the same reason")
+	})
+	t.Run("denies it when the plaintext document is at its encrypted file's path, whatever the file's name says", func(t *testing.T) {
+		s := scene(t, map[string]string{"live/app/secrets/db.sops.yaml": plaintext})
+		path, problem := s.writer.Locate(targetKey, secretsGVR, "Secret", "app", "db")
+		assert.Equal(t, "live/app/secrets/db.sops.yaml", path)
+		require.NotEmpty(t, problem, "the writer would not write it over its own plaintext")
 		st := s.submitAndSettle(s.cluster.put(secretsGVR, "Secret", "db", map[string]any{"password": "bmV3"}))
 		require.Len(t, st.Refused, 1)
 		assert.Equal(t, "Secret app/db: not written: "+problem, st.Refused[0], "admission and the writer give the same reason")

@@ -1,6 +1,7 @@
 package batch
 
 import (
+	"bytes"
 	"path"
 	"slices"
 	"sync"
@@ -29,6 +30,23 @@ type folderIndex struct {
 	// folder is the folder it was read from (fixed once built): a target moved to another
 	// folder whose re-read failed must not plan, nor tell admission, from the old one.
 	folder string
+	// encrypted holds the files that are sops files, for admission (Locate): the writer
+	// moves a sensitive object's plaintext document, whatever its file's name, into an
+	// encrypted file.
+	encrypted map[string]bool
+}
+
+// sopsFile reports whether content is an encrypted sops file; a file without "sops"
+// anywhere cannot be one, and is not parsed.
+func sopsFile(content []byte) bool {
+	return bytes.Contains(content, []byte("sops")) && encrypt.IsEncrypted(content)
+}
+
+// isEncrypted reports whether file is a sops file.
+func (f *folderIndex) isEncrypted(file string) bool {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.encrypted[file]
 }
 
 // of reports whether the index was read from folder.
@@ -55,7 +73,7 @@ func (f *folderIndex) advance(from, to plumbing.Hash) {
 // the folder is unsupported), files what it was given.
 func newFolderIndex(ix layout.Index, files []repo.File) *folderIndex {
 	f := &folderIndex{byID: map[manifest.Identity]layout.Location{}, byFile: map[string][]manifest.Identity{},
-		blobs: map[string]plumbing.Hash{}}
+		blobs: map[string]plumbing.Hash{}, encrypted: map[string]bool{}}
 	for id, loc := range ix {
 		f.byID[id] = loc
 		f.byFile[loc.File] = append(f.byFile[loc.File], id)
@@ -63,6 +81,9 @@ func newFolderIndex(ix layout.Index, files []repo.File) *folderIndex {
 	if ix != nil {
 		for _, file := range files {
 			f.blobs[file.Path] = file.Hash
+			if sopsFile(file.Content) {
+				f.encrypted[file.Path] = true
+			}
 		}
 	}
 	return f
@@ -139,6 +160,7 @@ func (f *folderIndex) setFile(file string, content []byte, docs []manifest.DocIn
 	}
 	delete(f.byFile, file)
 	delete(f.blobs, file)
+	delete(f.encrypted, file)
 	if content == nil || path.Base(file) == encrypt.ConfigFileName {
 		return nil // gone, or sops configuration, which holds no object
 	}
@@ -156,6 +178,12 @@ func (f *folderIndex) setFile(file string, content []byte, docs []manifest.DocIn
 		f.byFile[file] = append(f.byFile[file], d.Identity)
 	}
 	f.blobs[file] = plumbing.ComputeHash(plumbing.BlobObject, content)
+	if sopsFile(content) {
+		if f.encrypted == nil {
+			f.encrypted = map[string]bool{}
+		}
+		f.encrypted[file] = true
+	}
 	return nil
 }
 

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -18,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/gitops-reverser/gitops-reverser/gitops/layout"
+	"github.com/gitops-reverser/gitops-reverser/gitops/manifest"
 	"github.com/gitops-reverser/gitops-reverser/gitops/plan"
 	"github.com/gitops-reverser/gitops-reverser/gitops/repo"
 )
@@ -665,10 +665,10 @@ func (m *Manager) Locate(target types.NamespacedName, gvr schema.GroupVersionRes
 	if idx != nil {
 		// A sensitive object's plaintext document (a person's) is moved into an encrypted
 		// file at the canonical path: judged there, below, as the writer does.
-		if loc, ok := idx.lookup(id); ok && (!sensitive || strings.HasSuffix(loc.File, plan.SensitiveSuffix)) {
+		if loc, ok := idx.lookup(id); ok && (!sensitive || idx.isEncrypted(loc.File)) {
 			return loc.File, ""
 		} else if ok {
-			return locateCanonical(folder, idx, gvr, namespace, name)
+			return locateCanonical(folder, idx, id, gvr, namespace, name)
 		}
 		if other, ok := namespaceless(&writePlan{}, idx, id); ok {
 			return other, namespacelessProblem(id, other)
@@ -686,18 +686,21 @@ func (m *Manager) Locate(target types.NamespacedName, gvr schema.GroupVersionRes
 		}
 		return p, ""
 	}
-	return locateCanonical(folder, idx, gvr, namespace, name)
+	return locateCanonical(folder, idx, id, gvr, namespace, name)
 }
 
-// locateCanonical is Locate for a sensitive object without an encrypted file: its canonical
-// .sops.yaml path, which must hold nothing (placeSensitive). idx may be nil (not read yet).
-func locateCanonical(folder string, idx *folderIndex, gvr schema.GroupVersionResource, namespace, name string) (string, string) {
+// locateCanonical is Locate for a sensitive object id without an encrypted file: its
+// canonical .sops.yaml path, which must hold nothing (placeSensitive). idx may be nil (not
+// read yet).
+func locateCanonical(folder string, idx *folderIndex, id manifest.Identity, gvr schema.GroupVersionResource, namespace, name string) (string, string) {
 	p, err := plan.CanonicalPath(folder, gvr, namespace, name, true)
 	if err != nil {
 		return "", err.Error()
 	}
 	if idx != nil {
-		if others := idx.holders(p); len(others) > 0 {
+		// Its own plaintext document there is no other object's, yet the file is taken.
+		others := slices.DeleteFunc(idx.holders(p), func(o manifest.Identity) bool { return o == id })
+		if len(others) > 0 {
 			return p, heldProblem(p, firstDocument(idx, others))
 		}
 		if idx.hasContent(p) {
