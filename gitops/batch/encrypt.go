@@ -139,8 +139,7 @@ func (w *worker) planSensitive(t *target, p *writePlan, read func(string) ([]byt
 	}
 	enc := t.spec.Encryption
 	if enc == nil {
-		p.refuse(k, fmt.Sprintf("%s: not written: sensitive objects are never stored in plaintext and "+
-			"GitTarget %s cannot encrypt (set spec.encryption.age; see its EncryptionReady condition)", id, t.spec.Key))
+		p.refuse(k, fmt.Sprintf("%s: not written: %s", id, cannotEncrypt(t.spec.Key)))
 		return nil
 	}
 	if extra := ReadableFields(obj); len(extra) > 0 {
@@ -236,6 +235,13 @@ func (w *worker) placeSensitive(t *target, read func(string) ([]byte, error), k 
 		at.plainFile = file
 	}
 	return at, "", nil
+}
+
+// cannotEncrypt says why a sensitive object, or one encrypted in Git, is not written to a
+// target without encryption; admission (Locate) and the writer give the same reason. Pure.
+func cannotEncrypt(target types.NamespacedName) string {
+	return fmt.Sprintf("sensitive objects are never stored in plaintext and GitTarget %s cannot encrypt "+
+		"(set spec.encryption.age; see its EncryptionReady condition)", target)
 }
 
 // takenProblem says why a sensitive object is not written to its canonical .sops.yaml path,

@@ -274,6 +274,8 @@ func TestWriterEncryption(t *testing.T) {
 		st := s.submitAndSettle(k)
 		require.Len(t, st.Refused, 1)
 		assert.Contains(t, st.Refused[0], "never stored in plaintext")
+		_, problem := s.writer.Locate(targetKey, cmGVR, "ConfigMap", "app", "creds")
+		assert.Equal(t, "ConfigMap app/creds: not written: "+problem, st.Refused[0], "admission denies it with the same reason")
 		assert.NotContains(t, s.remote.LsTree("main"), "configmaps/creds.yaml")
 		assert.NotContains(t, s.remote.Show("main", "live/app/configmaps/creds.sops.yaml"), "T0KEN")
 	})

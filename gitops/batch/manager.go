@@ -174,8 +174,10 @@ type Manager struct {
 	known map[types.NamespacedName]*target
 	// requests holds every CommitRequest handed in, by object key, until it is forgotten.
 	requests map[types.NamespacedName]*requestState
-	// sensitive holds each target's own sensitive resources, for Locate.
+	// sensitive holds each target's own sensitive resources, and encrypts whether it can
+	// encrypt, for Locate.
 	sensitive map[types.NamespacedName][]schema.GroupResource
+	encrypts  map[types.NamespacedName]bool
 	// parked holds the pending changes of suspended targets (SuspendTarget) and of targets
 	// moving to another worker, by object key, for their next registration: a delete seen
 	// while a target cannot write has no other way back (a snapshot only finds it as an
@@ -223,7 +225,7 @@ func NewManager(opts Options) *Manager {
 	journal, recovered := openJournal(opts.WorkDir, opts.Log, time.Now())
 	return &Manager{opts: opts, journal: journal, recovered: recovered, workers: map[workerKey]*worker{}, targets: map[types.NamespacedName]workerKey{},
 		known: map[types.NamespacedName]*target{}, requests: map[types.NamespacedName]*requestState{},
-		sensitive: map[types.NamespacedName][]schema.GroupResource{}, parked: map[types.NamespacedName]map[ObjectKey]Change{},
+		sensitive: map[types.NamespacedName][]schema.GroupResource{}, encrypts: map[types.NamespacedName]bool{}, parked: map[types.NamespacedName]map[ObjectKey]Change{},
 		joining: map[workerKey]int{}, retiring: map[workerKey]chan struct{}{}, home: map[types.NamespacedName]workerKey{}}
 }
 
@@ -366,6 +368,7 @@ func (m *Manager) EnsureTarget(ctx context.Context, spec TargetSpec) (TargetStat
 	m.mu.Lock()
 	m.known[spec.Key] = t
 	m.sensitive[spec.Key] = spec.Sensitive
+	m.encrypts[spec.Key] = spec.Encryption != nil
 	m.mu.Unlock()
 	m.rehome(spec.Key, w)
 	return st, err
@@ -435,6 +438,7 @@ func (m *Manager) stopTarget(key types.NamespacedName, park bool, settled string
 	delete(m.targets, key)
 	delete(m.known, key)
 	delete(m.sensitive, key)
+	delete(m.encrypts, key)
 	w := m.workers[wk]
 	if park {
 		if m.parked[key] == nil {
@@ -652,6 +656,7 @@ func (m *Manager) Locate(target types.NamespacedName, gvr schema.GroupVersionRes
 	m.mu.Lock()
 	t := m.known[target]
 	sensitive := m.opts.Sensitive(gvr.GroupResource()) || slices.Contains(m.sensitive[target], gvr.GroupResource())
+	encrypts := m.encrypts[target]
 	m.mu.Unlock()
 	if t == nil {
 		return "", ""
@@ -665,7 +670,9 @@ func (m *Manager) Locate(target types.NamespacedName, gvr schema.GroupVersionRes
 	if idx != nil {
 		// A sensitive object's plaintext document (a person's) is moved into an encrypted
 		// file at the canonical path: judged there, below, as the writer does.
-		if loc, ok := idx.lookup(id); ok && (!sensitive || idx.isEncrypted(loc.File)) {
+		if loc, ok := idx.lookup(id); ok && idx.isEncrypted(loc.File) && !encrypts {
+			return loc.File, cannotEncrypt(target) // encrypted in Git: never written back in plaintext
+		} else if ok && (!sensitive || idx.isEncrypted(loc.File)) {
 			return loc.File, ""
 		} else if ok {
 			return locateCanonical(folder, idx, id, gvr, namespace, name)
