@@ -103,9 +103,14 @@ func (q *queue) add(key ObjectKey, in intent, author string, now time.Time) {
 	if _, held := win.dirty[key]; !held {
 		win.notBefore, win.deferrals = time.Time{}, 0 // something new to commit: no more holding back
 	}
+	q.place(win, key, in, now)
+}
+
+// place puts key in win, its author's window, at now.
+func (q *queue) place(win *authorWindow, key ObjectKey, in intent, now time.Time) {
 	win.dirty[key] = in
 	win.Count = len(win.dirty)
-	q.owner[key] = author
+	q.owner[key] = win.author
 	if win.First.IsZero() {
 		win.First = now
 	}
@@ -117,7 +122,8 @@ func (q *queue) add(key ObjectKey, in intent, author string, now time.Time) {
 // current ones), without moving the window's times; any other goes to the committer's
 // window.
 func (q *queue) relist(key ObjectKey, in intent, now time.Time) {
-	if prev, ok := q.owner[key]; ok && prev != "" {
+	prev, owned := q.owner[key]
+	if owned && prev != "" {
 		if win := q.windows[prev]; win != nil {
 			if was, held := win.dirty[key]; held {
 				win.dirty[key] = was.merge(in)
@@ -125,20 +131,14 @@ func (q *queue) relist(key ObjectKey, in intent, now time.Time) {
 			}
 		}
 	}
-	if author := q.committing(key); author != "" && !q.owned(key) {
+	if author := q.committing(key); author != "" && !owned {
 		// Its author's window is being committed: the list waits in a window of theirs, so
 		// that a failed push puts the change back with them (restore), not with the committer.
 		win := q.window(author) // no waiting request joins it: a list is not their change
 		if len(win.dirty) == 0 && len(win.requests) == 0 {
 			win.listed = true
 		}
-		win.dirty[key] = in
-		win.Count = len(win.dirty)
-		q.owner[key] = author
-		if win.First.IsZero() {
-			win.First = now
-		}
-		win.Last = now
+		q.place(win, key, in, now)
 		return
 	}
 	q.add(key, in, "", now)
@@ -154,11 +154,6 @@ func (q *queue) committing(key ObjectKey) string {
 	return ""
 }
 
-// owned reports whether a window waiting to commit holds key.
-func (q *queue) owned(key ObjectKey) bool {
-	_, ok := q.owner[key]
-	return ok
-}
 
 // take removes key from author's window, dropping the window when nothing is left in it
 // and no request waits on it.
