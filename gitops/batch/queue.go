@@ -154,7 +154,6 @@ func (q *queue) committing(key ObjectKey) string {
 	return ""
 }
 
-
 // take removes key from author's window, dropping the window when nothing is left in it
 // and no request waits on it.
 func (q *queue) take(author string, key ObjectKey) {
