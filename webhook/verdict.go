@@ -69,6 +69,9 @@ type TargetState struct {
 	// says why it cannot land there (outside the folder, held by another object).
 	Path        string
 	PathProblem string
+	// Encrypted says the object's document at Path is encrypted in Git: the writer keeps it
+	// encrypted whatever its resource, so it is judged as a sensitive object is.
+	Encrypted bool
 }
 
 // Reason codes, used as the metric label and in the denial's status reason.
@@ -124,9 +127,13 @@ func Decide(req Request, targets []TargetState, sensitive bool, warn bool) Verdi
 		}
 		if isSensitive := sensitive || slices.Contains(t.SensitiveResources, req.Resource); isSensitive && !t.EncryptionReady {
 			return deny(ReasonPlaintextSecret, plaintextDenial(obj, req.Resource, t))
-		} else if isSensitive && len(req.ReadableFields) > 0 {
-			return deny(ReasonReadableFields, fmt.Sprintf("%s cannot be written to GitTarget %s: only data and stringData (and annotation values) are encrypted, "+
-				"and it also has %v, which would be readable in Git; stop routing %s to this target", obj, t.Key, req.ReadableFields, req.Resource))
+		} else if (isSensitive || t.Encrypted) && len(req.ReadableFields) > 0 {
+			encryptedFile := ""
+			if !isSensitive {
+				encryptedFile = t.Path
+			}
+			return deny(ReasonReadableFields, fmt.Sprintf("%s cannot be written to GitTarget %s: %s", obj, t.Key,
+				batch.ReadableProblem(req.Resource, req.ReadableFields, encryptedFile)))
 		}
 		if t.PathProblem != "" {
 			return deny(ReasonPathConflict, fmt.Sprintf("%s cannot be written to GitTarget %s: %s", obj, t.Key, t.PathProblem))

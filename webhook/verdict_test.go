@@ -37,6 +37,8 @@ func TestDecide(t *testing.T) {
 	leaving.Leaving = true
 	keeping := stalled
 	keeping.KeepsDeleted = true
+	inGit := encrypted
+	inGit.Path, inGit.Encrypted = "live/team-a/configmaps/app.sops.yaml", true
 	role := Request{Operation: Update, Resource: schema.GroupResource{Group: "rbac.authorization.k8s.io", Resource: "clusterroles"}, Kind: "ClusterRole", Name: "admin"}
 
 	cases := []struct {
@@ -66,6 +68,12 @@ func TestDecide(t *testing.T) {
 		{name: "denies a sensitive object with fields sops would leave readable, even when the target can encrypt", req: withReadable(sealedReq, "spec"),
 			targets: []TargetState{withEncryption(sealed)}, reason: ReasonReadableFields,
 			contains: []string{"bitnami.com/SealedSecret team-a/db cannot be written to GitTarget team-a/live", "[spec]", "would be readable in Git"}},
+		{name: "denies an object of a resource no longer sensitive whose file is encrypted in Git when sops would leave a field readable, naming that file",
+			req: withReadable(cm, "binaryData"), targets: []TargetState{inGit}, reason: ReasonReadableFields,
+			contains: []string{"ConfigMap team-a/app cannot be written to GitTarget team-a/live", "[binaryData]",
+				"live/team-a/configmaps/app.sops.yaml is encrypted in Git, so the writer keeps it encrypted: decrypt that file in Git"}},
+		{name: "allows an object whose file is encrypted in Git when every field is one sops encrypts", req: cm, targets: []TargetState{inGit},
+			allowed: true, reason: ReasonAllowed},
 		{name: "allows deleting a Secret even without encryption", req: delSecret, targets: []TargetState{live}, sensitive: true, allowed: true, reason: ReasonAllowed},
 		{name: "denies deleting when the folder cannot be written, saying which prune mode lets deletions through", req: delSecret, targets: []TargetState{stalled}, sensitive: true,
 			reason: ReasonTargetStalled, contains: []string{"spec.prune.mode: Never"}},

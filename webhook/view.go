@@ -53,11 +53,12 @@ type snapshot struct {
 	credentials map[types.NamespacedName]bool
 }
 
-// Locator tells where an object would land and whether something else holds that path. The
-// Git writer implements it; for a target it does not write (on any replica but the leader)
-// it answers "", "" and the canonical path is used.
+// Locator tells where an object would land, whether the writer would refuse it there, and
+// whether its document there is encrypted. The Git writer implements it; for a target it
+// does not write (on any replica but the leader) it answers the zero Location and the
+// canonical path is used.
 type Locator interface {
-	Locate(target types.NamespacedName, gvr schema.GroupVersionResource, kind, namespace, name string) (path, problem string)
+	Locate(target types.NamespacedName, gvr schema.GroupVersionResource, kind, namespace, name string) batch.Location
 }
 
 // View keeps the webhook's in-memory picture of GitTargets and rules current from the

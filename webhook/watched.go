@@ -87,8 +87,8 @@ func (w *Watched) Handle(ctx context.Context, req admission.Request) admission.R
 		}
 		return admission.Allowed("")
 	}
-	w.inspect(&r, req, targets)
 	w.locate(targets, r, req)
+	w.inspect(&r, req, targets)
 	v := Decide(r, targets, w.Sensitive(r.Resource), dry || w.WarnAlways)
 	w.observe(v, dry, start)
 	if !v.Allowed {
@@ -175,7 +175,8 @@ func (w *Watched) locate(targets []TargetState, r Request, req admission.Request
 	for i := range targets {
 		t := &targets[i]
 		if w.View.Locator != nil {
-			t.Path, t.PathProblem = w.View.Locator.Locate(t.Key, gvr, r.Kind, r.Namespace, r.Name)
+			at := w.View.Locator.Locate(t.Key, gvr, r.Kind, r.Namespace, r.Name)
+			t.Path, t.PathProblem, t.Encrypted = at.Path, at.Problem, at.Encrypted
 			if t.Path != "" || t.PathProblem != "" {
 				continue
 			}
@@ -185,7 +186,6 @@ func (w *Watched) locate(targets []TargetState, r Request, req admission.Request
 	}
 }
 
-// anySensitive reports whether the resource is sensitive for any of the targets.
 // inspect fills what the verdict needs from the whole object, decoding it only when it
 // matters: whether a Secret is key material (the old object on DELETE) or a GitProvider's
 // credentials, which the writer skips alike, and which fields a sensitive object would
@@ -211,12 +211,14 @@ func (w *Watched) inspect(r *Request, req admission.Request, targets []TargetSta
 	}
 }
 
+// anySensitive reports whether any of the targets writes the object encrypted: its
+// resource is sensitive there, or its document there is encrypted in Git (located first).
 func (w *Watched) anySensitive(gr schema.GroupResource, targets []TargetState) bool {
 	if w.Sensitive(gr) {
 		return true
 	}
 	for _, t := range targets {
-		if slices.Contains(t.SensitiveResources, gr) {
+		if t.Encrypted || slices.Contains(t.SensitiveResources, gr) {
 			return true
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/gitops-reverser/gitops-reverser/gitops/batch"
 	"github.com/go-logr/logr"
 	"github.com/stretchr/testify/assert"
 	admissionv1 "k8s.io/api/admission/v1"
@@ -18,11 +19,11 @@ import (
 // leaderOf is a Locator that knows only the targets it writes, as the writer does.
 type leaderOf map[types.NamespacedName]string
 
-func (l leaderOf) Locate(target types.NamespacedName, _ schema.GroupVersionResource, _, _, _ string) (string, string) {
+func (l leaderOf) Locate(target types.NamespacedName, _ schema.GroupVersionResource, _, _, _ string) batch.Location {
 	if p, ok := l[target]; ok {
-		return p, "already held"
+		return batch.Location{Path: p, Problem: "already held"}
 	}
-	return "", ""
+	return batch.Location{}
 }
 
 func TestLocateUsesTheCanonicalPathForATargetTheWriterDoesNotKnow(t *testing.T) {
@@ -37,6 +38,21 @@ func TestLocateUsesTheCanonicalPathForATargetTheWriterDoesNotKnow(t *testing.T) 
 	assert.Equal(t, "already held", targets[0].PathProblem)
 	assert.Equal(t, "live/a/configmaps/app.yaml", targets[1].Path, "the same verdict and warning on every replica")
 	assert.Empty(t, targets[1].PathProblem)
+}
+
+func TestReadableFieldsAreFoundForAnObjectATargetHoldsEncrypted(t *testing.T) {
+	w := &Watched{View: NewView(nil, logr.Discard()), Sensitive: func(schema.GroupResource) bool { return false }}
+	raw := []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"namespace":"a","name":"creds"},"data":{"k":"v"},"binaryData":{"b":"QkxPQg=="}}`)
+	req := admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{Object: k8sruntime.RawExtension{Raw: raw}}}
+	for _, encrypted := range []bool{false, true} {
+		r := Request{Operation: Update, Resource: schema.GroupResource{Resource: "configmaps"}, Kind: "ConfigMap", Namespace: "a", Name: "creds"}
+		w.inspect(&r, req, []TargetState{{Key: types.NamespacedName{Namespace: "a", Name: "t"}, Encrypted: encrypted}})
+		if encrypted {
+			assert.Equal(t, []string{"binaryData"}, r.ReadableFields, "judged as the writer will: encrypted")
+		} else {
+			assert.Empty(t, r.ReadableFields, "a plaintext ConfigMap keeps every field readable, as it should")
+		}
+	}
 }
 
 func TestAGitProvidersCredentialsAreSkippedLikeKeyMaterial(t *testing.T) {

@@ -143,8 +143,11 @@ func (w *worker) planSensitive(t *target, p *writePlan, read func(string) ([]byt
 		return nil
 	}
 	if extra := ReadableFields(obj); len(extra) > 0 {
-		p.refuse(k, fmt.Sprintf("%s: not written: only data and stringData are encrypted, and it also has %v, "+
-			"which would be readable in Git; stop routing %s to this target", id, extra, k.GVR.GroupResource()))
+		encryptedFile := ""
+		if !w.isSensitive(t, k.GVR.GroupResource()) {
+			encryptedFile = file // planned here only because that file is encrypted in Git
+		}
+		p.refuse(k, fmt.Sprintf("%s: not written: %s", id, ReadableProblem(k.GVR.GroupResource(), extra, encryptedFile)))
 		return nil
 	}
 	at, problem, err := w.placeSensitive(t, read, k, file, exists)
@@ -182,6 +185,18 @@ func (w *worker) planSensitive(t *target, p *writePlan, read func(string) ([]byt
 // object's identity and a Secret's type and immutability, never a value.
 func clearFields() []string {
 	return []string{"apiVersion", "kind", "metadata", "type", "immutable", "data", "stringData"}
+}
+
+// ReadableProblem says why an object is not written when sops would leave its fields
+// readable: the writer and admission give the same reason. encryptedFile is the object's
+// file when it is written encrypted only because that file is encrypted in Git (its
+// resource is not sensitive), "" otherwise.
+func ReadableProblem(gr schema.GroupResource, fields []string, encryptedFile string) string {
+	msg := fmt.Sprintf("only data, stringData and annotation values are encrypted, and it also has %v, which would be readable in Git; ", fields)
+	if encryptedFile != "" {
+		return msg + fmt.Sprintf("%s is encrypted in Git, so the writer keeps it encrypted: decrypt that file in Git, or stop routing %s to this target", encryptedFile, gr)
+	}
+	return msg + fmt.Sprintf("stop routing %s to this target", gr)
 }
 
 // ReadableFields lists, sorted, the top-level fields of a sensitive object that sops would

@@ -274,10 +274,36 @@ func TestWriterEncryption(t *testing.T) {
 		st := s.submitAndSettle(k)
 		require.Len(t, st.Refused, 1)
 		assert.Contains(t, st.Refused[0], "never stored in plaintext")
-		_, problem := s.writer.Locate(targetKey, cmGVR, "ConfigMap", "app", "creds")
+		problem := s.writer.Locate(targetKey, cmGVR, "ConfigMap", "app", "creds").Problem
 		assert.Equal(t, "ConfigMap app/creds: not written: "+problem, st.Refused[0], "admission denies it with the same reason")
 		assert.NotContains(t, s.remote.LsTree("main"), "configmaps/creds.yaml")
 		assert.NotContains(t, s.remote.Show("main", "live/app/configmaps/creds.sops.yaml"), "T0KEN")
+	})
+	t.Run("refuses, with admission's reason, an object encrypted in Git whose resource is no longer sensitive once a field sops leaves readable holds a value", func(t *testing.T) {
+		ids, recipients := identity(t)
+		s := newWriterScene(t, &batch.Encryption{Recipients: recipients, Identities: ids})
+		s.spec.Sensitive = []schema.GroupResource{cmGVR.GroupResource()}
+		s.ensure()
+		k := s.cluster.put(cmGVR, "ConfigMap", "creds", map[string]any{"token": "T0KEN-1"})
+		require.Empty(t, s.submitAndSettle(k).Refused)
+		assert.True(t, s.writer.Locate(targetKey, cmGVR, "ConfigMap", "app", "creds").Encrypted)
+
+		s.spec.Sensitive = nil // no longer sensitive: its file stays encrypted
+		s.ensure()
+		s.cluster.put(cmGVR, "ConfigMap", "creds", map[string]any{"token": "T0KEN-2"})
+		s.cluster.mu.Lock()
+		s.cluster.objs[k].Object["binaryData"] = map[string]any{"blob": "QkxPQg=="} // sops would leave it readable
+		s.cluster.mu.Unlock()
+		before := s.commits()
+		st := s.submitAndSettle(k)
+		require.Len(t, st.Refused, 1)
+		assert.Equal(t, "ConfigMap app/creds: not written: "+batch.ReadableProblem(cmGVR.GroupResource(), []string{"binaryData"}, "live/app/configmaps/creds.sops.yaml"),
+			st.Refused[0], "admission gives the same reason, from Locate's Encrypted")
+		assert.Contains(t, st.Refused[0], "decrypt that file in Git")
+		assert.Equal(t, before, s.commits())
+		assert.NotContains(t, s.remote.Show("main", "live/app/configmaps/creds.sops.yaml"), "QkxPQg")
+		at := s.writer.Locate(targetKey, cmGVR, "ConfigMap", "app", "creds")
+		assert.Equal(t, batch.Location{Path: "live/app/configmaps/creds.sops.yaml", Encrypted: true}, at)
 	})
 	t.Run("never writes key Secrets, not even encrypted: the target's own, labelled ones, and any holding an age private key", func(t *testing.T) {
 		ids, recipients := identity(t)
@@ -530,9 +556,9 @@ func TestAnObjectIsNeverWrittenBesideADocumentOfItWithoutANamespace(t *testing.T
 	assert.NotContains(t, tree, "live/app/configmaps/app.yaml", "never defined twice for whoever deploys the folder")
 	assert.Contains(t, tree, "live/app/configmaps/other.yaml")
 
-	path, problem := s.writer.Locate(targetKey, cmGVR, "ConfigMap", "app", "app")
-	assert.Equal(t, "live/app.yaml", path)
-	assert.Contains(t, problem, "without metadata.namespace", "admission denies it with the same reason")
+	at := s.writer.Locate(targetKey, cmGVR, "ConfigMap", "app", "app")
+	assert.Equal(t, "live/app.yaml", at.Path)
+	assert.Contains(t, at.Problem, "without metadata.namespace", "admission denies it with the same reason")
 }
 
 func TestAnObjectIsNeverWrittenIntoItsPathWhenAnotherObjectHoldsIt(t *testing.T) {
@@ -550,7 +576,7 @@ func TestAnObjectIsNeverWrittenIntoItsPathWhenAnotherObjectHoldsIt(t *testing.T)
 	assert.Equal(t, "# the team's settings\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n  namespace: app\ndata:\n  k: mine",
 		s.remote.Show("main", "live/app/configmaps/app.yaml"), "the person's file is left as it was (Show trims the last line break)")
 
-	_, problem := s.writer.Locate(targetKey, cmGVR, "ConfigMap", "app", "app")
+	problem := s.writer.Locate(targetKey, cmGVR, "ConfigMap", "app", "app").Problem
 	assert.Equal(t, st.Refused[0], "ConfigMap app/app: not written: "+problem, "admission denies it with the same reason")
 }
 
@@ -577,7 +603,7 @@ func TestASecretIsRefusedAtApplyTimeWhenItsEncryptedPathHoldsAFileOfComments(t *
 	co.CommitAndPush("main", "a person reserves the Secret's file with a comment")
 	s.restart()
 
-	_, problem := s.writer.Locate(targetKey, secretsGVR, "Secret", "app", "db")
+	problem := s.writer.Locate(targetKey, secretsGVR, "Secret", "app", "db").Problem
 	require.NotEmpty(t, problem, "admission denies it: the writer could not write it")
 	st := s.submitAndSettle(s.cluster.put(secretsGVR, "Secret", "db", map[string]any{"password": "aHVudGVyMg=="}))
 	require.Len(t, st.Refused, 1)
@@ -586,7 +612,7 @@ func TestASecretIsRefusedAtApplyTimeWhenItsEncryptedPathHoldsAFileOfComments(t *
 	assert.Equal(t, "# the database's password goes here once it is rotated", s.remote.Show("main", "live/app/secrets/db.sops.yaml"),
 		"the person's comment is kept")
 
-	_, problem = s.writer.Locate(targetKey, cmGVR, "ConfigMap", "app", "settings")
+	problem = s.writer.Locate(targetKey, cmGVR, "ConfigMap", "app", "settings").Problem
 	assert.Empty(t, problem, "a file of comments at a plaintext path takes the document after them")
 }
 
@@ -603,7 +629,7 @@ func TestAnObjectWhoseNameGitRefusesInAPathIsRefusedAloneAndTheWindowCommits(t *
 	assert.Empty(t, st.LastError, "refused, not a failure retried forever")
 	assert.Equal(t, before+1, s.commits(), "the other ConfigMap is written")
 	assert.NotContains(t, s.remote.LsTree("main"), "kustomization.yaml", "the folder stays one the writer owns")
-	_, problem := s.writer.Locate(targetKey, cmGVR, "ConfigMap", "app", "kustomization")
+	problem := s.writer.Locate(targetKey, cmGVR, "ConfigMap", "app", "kustomization").Problem
 	assert.Contains(t, problem, "would be named kustomization.yaml", "admission denies it with the same reason")
 }
 
@@ -622,27 +648,27 @@ func TestASecretsPlaintextDocumentIsJudgedWhereTheWriterMovesIt(t *testing.T) {
 	}
 	t.Run("denies it when its encrypted file's path holds a file of comments", func(t *testing.T) {
 		s := scene(t, map[string]string{"live/app/db.yaml": plaintext, "live/app/secrets/db.sops.yaml": "# reserved\n"})
-		path, problem := s.writer.Locate(targetKey, secretsGVR, "Secret", "app", "db")
-		assert.Equal(t, "live/app/secrets/db.sops.yaml", path, "where the writer would move it, not the plaintext file")
-		require.NotEmpty(t, problem)
+		at := s.writer.Locate(targetKey, secretsGVR, "Secret", "app", "db")
+		assert.Equal(t, "live/app/secrets/db.sops.yaml", at.Path, "where the writer would move it, not the plaintext file")
+		require.NotEmpty(t, at.Problem)
 		st := s.submitAndSettle(s.cluster.put(secretsGVR, "Secret", "db", map[string]any{"password": "bmV3"}))
 		require.Len(t, st.Refused, 1)
-		assert.Equal(t, "Secret app/db: not written: "+problem, st.Refused[0], "admission and the writer give the same reason")
+		assert.Equal(t, "Secret app/db: not written: "+at.Problem, st.Refused[0], "admission and the writer give the same reason")
 	})
 	t.Run("denies it when the plaintext document is at its encrypted file's path, whatever the file's name says", func(t *testing.T) {
 		s := scene(t, map[string]string{"live/app/secrets/db.sops.yaml": plaintext})
-		path, problem := s.writer.Locate(targetKey, secretsGVR, "Secret", "app", "db")
-		assert.Equal(t, "live/app/secrets/db.sops.yaml", path)
-		require.NotEmpty(t, problem, "the writer would not write it over its own plaintext")
+		at := s.writer.Locate(targetKey, secretsGVR, "Secret", "app", "db")
+		assert.Equal(t, "live/app/secrets/db.sops.yaml", at.Path)
+		require.NotEmpty(t, at.Problem, "the writer would not write it over its own plaintext")
 		st := s.submitAndSettle(s.cluster.put(secretsGVR, "Secret", "db", map[string]any{"password": "bmV3"}))
 		require.Len(t, st.Refused, 1)
-		assert.Equal(t, "Secret app/db: not written: "+problem, st.Refused[0], "admission and the writer give the same reason")
+		assert.Equal(t, "Secret app/db: not written: "+at.Problem, st.Refused[0], "admission and the writer give the same reason")
 	})
 	t.Run("allows it, naming its encrypted file, when that path is free or an empty placeholder", func(t *testing.T) {
 		s := scene(t, map[string]string{"live/app/db.yaml": plaintext, "live/app/secrets/db.sops.yaml": ""})
-		path, problem := s.writer.Locate(targetKey, secretsGVR, "Secret", "app", "db")
-		assert.Equal(t, "live/app/secrets/db.sops.yaml", path)
-		assert.Empty(t, problem, "the writer writes over an empty file")
+		at := s.writer.Locate(targetKey, secretsGVR, "Secret", "app", "db")
+		assert.Equal(t, "live/app/secrets/db.sops.yaml", at.Path)
+		assert.Empty(t, at.Problem, "the writer writes over an empty file")
 		st := s.submitAndSettle(s.cluster.put(secretsGVR, "Secret", "db", map[string]any{"password": "bmV3"}))
 		assert.Empty(t, st.Refused)
 		assert.Contains(t, s.remote.Show("main", "live/app/secrets/db.sops.yaml"), "ENC[")

@@ -649,17 +649,32 @@ func (m *Manager) rehome(key types.NamespacedName, w *worker) {
 	}
 }
 
+// Location is where an object would land in a target's folder, as admission needs it.
+type Location struct {
+	// Path is the file already holding the object, or its canonical path; "" when it
+	// cannot be planned.
+	Path string
+	// Problem says why the writer would refuse the object there (other objects hold the
+	// path, the path cannot be planned, the file is encrypted and the target cannot
+	// encrypt); "" when it would write it.
+	Problem string
+	// Encrypted says the object's document in Git is an encrypted file, which the writer
+	// keeps encrypted whatever the resource: it refuses the object as it refuses a
+	// sensitive one, when fields sops would leave readable hold values (ReadableFields).
+	Encrypted bool
+}
+
 // Locate tells admission where an object would land in a target's folder: the file already
-// holding it, or its canonical path; problem is set when that path holds other objects or
-// cannot be planned. It never waits for a push.
-func (m *Manager) Locate(target types.NamespacedName, gvr schema.GroupVersionResource, kind, namespace, name string) (string, string) {
+// holding it, or its canonical path, with the problem the writer would refuse it for. The
+// zero Location for a target the writer does not know. It never waits for a push.
+func (m *Manager) Locate(target types.NamespacedName, gvr schema.GroupVersionResource, kind, namespace, name string) Location {
 	m.mu.Lock()
 	t := m.known[target]
 	sensitive := m.opts.Sensitive(gvr.GroupResource()) || slices.Contains(m.sensitive[target], gvr.GroupResource())
 	encrypts := m.encrypts[target]
 	m.mu.Unlock()
 	if t == nil {
-		return "", ""
+		return Location{}
 	}
 	folder := t.folder()
 	idx := t.index.Load()
@@ -671,27 +686,29 @@ func (m *Manager) Locate(target types.NamespacedName, gvr schema.GroupVersionRes
 		// A sensitive object's plaintext document (a person's) is moved into an encrypted
 		// file at the canonical path: judged there, below, as the writer does.
 		if loc, ok := idx.lookup(id); ok && idx.isEncrypted(loc.File) && !encrypts {
-			return loc.File, cannotEncrypt(target) // encrypted in Git: never written back in plaintext
-		} else if ok && (!sensitive || idx.isEncrypted(loc.File)) {
-			return loc.File, ""
+			return Location{Path: loc.File, Problem: cannotEncrypt(target), Encrypted: true} // never written back in plaintext
+		} else if ok && idx.isEncrypted(loc.File) {
+			return Location{Path: loc.File, Encrypted: true}
+		} else if ok && !sensitive {
+			return Location{Path: loc.File}
 		} else if ok {
 			return locateCanonical(folder, idx, id, gvr, namespace, name)
 		}
 		if other, ok := namespaceless(&writePlan{}, idx, id); ok {
-			return other, namespacelessProblem(id, other)
+			return Location{Path: other, Problem: namespacelessProblem(id, other)}
 		}
 	}
 	if !sensitive {
 		p, err := plan.CanonicalPath(folder, gvr, namespace, name, false)
 		if err != nil {
-			return "", err.Error()
+			return Location{Problem: err.Error()}
 		}
 		if idx != nil {
 			if others := idx.holders(p); len(others) > 0 {
-				return p, heldProblem(p, firstDocument(idx, others))
+				return Location{Path: p, Problem: heldProblem(p, firstDocument(idx, others))}
 			}
 		}
-		return p, ""
+		return Location{Path: p}
 	}
 	return locateCanonical(folder, idx, id, gvr, namespace, name)
 }
@@ -699,20 +716,20 @@ func (m *Manager) Locate(target types.NamespacedName, gvr schema.GroupVersionRes
 // locateCanonical is Locate for a sensitive object id without an encrypted file: its
 // canonical .sops.yaml path, which must hold nothing (placeSensitive). idx may be nil (not
 // read yet).
-func locateCanonical(folder string, idx *folderIndex, id manifest.Identity, gvr schema.GroupVersionResource, namespace, name string) (string, string) {
+func locateCanonical(folder string, idx *folderIndex, id manifest.Identity, gvr schema.GroupVersionResource, namespace, name string) Location {
 	p, err := plan.CanonicalPath(folder, gvr, namespace, name, true)
 	if err != nil {
-		return "", err.Error()
+		return Location{Problem: err.Error()}
 	}
 	if idx != nil {
 		// Its own plaintext document there is no other object's, yet the file is taken.
 		others := slices.DeleteFunc(idx.holders(p), func(o manifest.Identity) bool { return o == id })
 		if len(others) > 0 {
-			return p, heldProblem(p, firstDocument(idx, others))
+			return Location{Path: p, Problem: heldProblem(p, firstDocument(idx, others))}
 		}
 		if idx.hasContent(p) {
-			return p, takenProblem(p)
+			return Location{Path: p, Problem: takenProblem(p)}
 		}
 	}
-	return p, ""
+	return Location{Path: p}
 }

@@ -477,9 +477,9 @@ func TestATargetMovedToAnotherFolderWhileTheRemoteIsDownWritesOnlyToTheNewFolder
 	w.mu.Unlock()
 	_, err := m.EnsureTarget(context.Background(), spec)
 	require.Error(t, err, "the fetch that would re-read the folder fails")
-	at, problem := m.Locate(liveKey, key.GVR, "ConfigMap", "app", "a")
-	assert.Equal(t, "moved/app/configmaps/a.yaml", at, "admission names the new folder too")
-	assert.Empty(t, problem)
+	at := m.Locate(liveKey, key.GVR, "ConfigMap", "app", "a")
+	assert.Equal(t, "moved/app/configmaps/a.yaml", at.Path, "admission names the new folder too")
+	assert.Empty(t, at.Problem)
 	require.NoError(t, os.Rename(remoteDir+".away", remoteDir))
 
 	m.Submit(Change{Target: liveKey, Key: key, AllowDelete: true})
