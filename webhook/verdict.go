@@ -84,6 +84,9 @@ const (
 	ReasonNotRouted       = "NotRouted"
 	ReasonSkipped         = "SkippedClusterManaged"
 	ReasonKeyMaterial     = "SkippedKeyMaterial"
+	// ReasonUnchanged: an update that stores nothing new, allowed whatever the verdict on a
+	// change would be.
+	ReasonUnchanged = "Unchanged"
 	// ReasonUndecodable: the request's object could not be decoded; the answer is an error
 	// (HTTP 400), which the webhook's failurePolicy turns into an allow or a deny.
 	ReasonUndecodable = "Undecodable"

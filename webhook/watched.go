@@ -1,8 +1,10 @@
 package webhook
 
 import (
+	"bytes"
 	"context"
 	"net/http"
+	"reflect"
 	"slices"
 	"strconv"
 	"time"
@@ -90,6 +92,11 @@ func (w *Watched) Handle(ctx context.Context, req admission.Request) admission.R
 	w.locate(targets, r, req)
 	w.inspect(&r, req, targets)
 	v := Decide(r, targets, w.Sensitive(r.Resource), dry || w.WarnAlways)
+	if !v.Allowed && r.Operation == Update && unchanged(req) {
+		v = Verdict{Allowed: true, Reason: ReasonUnchanged}
+		w.observe(v, dry, start)
+		return admission.Allowed("") // nothing stored, nothing to attribute
+	}
 	w.observe(v, dry, start)
 	if !v.Allowed {
 		resp := admission.Denied(v.Message)
@@ -100,6 +107,24 @@ func (w *Watched) Handle(ctx context.Context, req admission.Request) admission.R
 		w.record(ctx, req)
 	}
 	return admission.Allowed("").WithWarnings(v.Warnings...)
+}
+
+// unchanged reports whether an update stores nothing new: the object equals the stored one
+// but for its resourceVersion, as with a server-side apply or a PUT that changes nothing.
+// The API server then writes nothing and the watcher sees no event, so Git gets nothing and
+// there is nothing to deny: a pipeline that re-applies everything is not stopped by a
+// target it changes nothing for. Called only before a denial, so allowed writes pay nothing.
+func unchanged(req admission.Request) bool {
+	if bytes.Equal(req.Object.Raw, req.OldObject.Raw) {
+		return true
+	}
+	obj, old := decodeFull(req.Object.Raw), decodeFull(req.OldObject.Raw)
+	if obj == nil || old == nil {
+		return false
+	}
+	obj.SetResourceVersion("")
+	old.SetResourceVersion("")
+	return reflect.DeepEqual(obj.Object, old.Object)
 }
 
 // route finds the targets whose folders a write changes, as the watcher will see it, and

@@ -2,6 +2,7 @@ package webhook
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/gitops-reverser/gitops-reverser/gitops/batch"
@@ -104,6 +105,42 @@ func TestRouteFollowsTheWatcherWhenAControllerAdoptsOrOrphansAnObject(t *testing
 			targets, judged := (&Watched{View: v}).route(context.Background(), upd, tc.obj, tc.old)
 			assert.Equal(t, tc.targets, len(targets) > 0, "targets")
 			assert.Equal(t, tc.judged, judged, "judged")
+		})
+	}
+}
+
+func TestAnUpdateThatStoresNothingNewIsAllowedWhateverTheTarget(t *testing.T) {
+	key := types.NamespacedName{Namespace: "a", Name: "t"}
+	v := NewView(nil, logr.Discard())
+	v.snap.Store(&snapshot{routes: []route{rt([]string{""}, []string{"configmaps"}, true, true, true)},
+		targets: map[types.NamespacedName]TargetState{key: {Key: key, Stalled: true, StalledMessage: "live/run.sh is not a YAML manifest"}}})
+	w := &Watched{View: v, Sensitive: func(schema.GroupResource) bool { return false }}
+	stored := `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"namespace":"a","name":"app","resourceVersion":"7",` +
+		`"managedFields":[{"manager":"kubectl","operation":"Apply","time":"2026-12-05T10:00:00Z"}]},"data":{"k":"v"}}`
+	update := func(obj string) admission.Request {
+		return admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
+			Operation: admissionv1.Update, Name: "app", Namespace: "a", Kind: metav1.GroupVersionKind{Version: "v1", Kind: "ConfigMap"},
+			Resource: metav1.GroupVersionResource{Version: "v1", Resource: "configmaps"},
+			Object:   k8sruntime.RawExtension{Raw: []byte(obj)}, OldObject: k8sruntime.RawExtension{Raw: []byte(stored)}}}
+	}
+	cases := []struct {
+		name    string
+		obj     string
+		allowed bool
+	}{
+		{"allows re-applying the stored object, byte for byte", stored, true},
+		{"allows an update that differs only in its resourceVersion", strings.Replace(stored, `"resourceVersion":"7"`, `"resourceVersion":"8"`, 1), true},
+		{"denies a change of a value", strings.Replace(stored, `"k":"v"`, `"k":"w"`, 1), false},
+		{"denies a change of a label", strings.Replace(stored, `"name":"app",`, `"name":"app","labels":{"x":"y"},`, 1), false},
+		{"denies a change of field ownership, which the writer may write", strings.Replace(stored, `"manager":"kubectl"`, `"manager":"helm"`, 1), false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			resp := w.Handle(context.Background(), update(tc.obj))
+			assert.Equal(t, tc.allowed, resp.Allowed)
+			if !tc.allowed {
+				assert.Contains(t, resp.Result.Message, "live/run.sh", "the target's reason")
+			}
 		})
 	}
 }

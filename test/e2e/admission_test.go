@@ -99,6 +99,9 @@ func TestUnsupportedFolderDeniesUntilFixedInGit(t *testing.T) {
 	startOperator(t, t.TempDir())
 	setupTarget(t, "fold-a", remote, "live", "0s")
 	watchRule(t, "fold-a", "cms", `"configmaps"`)
+	steady := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: steady\n  namespace: fold-a\ndata:\n  k: v\n"
+	kubectl(t, steady, "apply", "--server-side", "-f", "-")
+	waitFile(t, remote, "live/fold-a/configmaps/steady.yaml", func(c string) bool { return strings.Contains(c, "k: v") })
 
 	// A person pushes a script into the folder.
 	seed := t.TempDir()
@@ -117,6 +120,11 @@ func TestUnsupportedFolderDeniesUntilFixedInGit(t *testing.T) {
 	out := waitDenied(t, cm, "apply", "-f", "-")
 	assert.Contains(t, out, "live/tools/run.sh")
 	assert.Contains(t, out, "GitTarget fold-a/live")
+	// A pipeline re-applying what the cluster already has is not stopped: nothing is stored.
+	out, err := kubectlErr(steady, "apply", "--server-side", "-f", "-")
+	require.NoError(t, err, "an apply that changes nothing is allowed while the target is Stalled: %s", out)
+	out = waitDenied(t, strings.Replace(steady, "k: v", "k: changed", 1), "apply", "--server-side", "-f", "-")
+	assert.Contains(t, out, "live/tools/run.sh")
 
 	// The cluster's own controllers are never blocked: an object with a controller
 	// ownerReference is not judged (and not captured).
@@ -134,7 +142,7 @@ metadata:
 data:
   k: v
 `
-	out, err := kubectlErr(owned, "apply", "-f", "-")
+	out, err = kubectlErr(owned, "apply", "-f", "-")
 	require.NoError(t, err, out)
 
 	// The person removes the script; the same apply succeeds without a restart.
