@@ -178,7 +178,8 @@ type GitTargetStatus struct {
 	// +optional
 	ObjectCount int32 `json:"objectCount"`
 	// Orphans is the number of documents in the folder whose objects the last complete list
-	// of the cluster did not find (kept under prune.mode OnEvent or Never).
+	// of their resource did not find, and which stay: all of them under prune.mode OnEvent
+	// or Never; under Always those no rule with DELETE would select (the others are removed).
 	// +optional
 	Orphans int32 `json:"orphans,omitempty"`
 }
