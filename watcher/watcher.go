@@ -7,16 +7,20 @@ import (
 	"slices"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/gitops-reverser/gitops-reverser/gitops/batch"
@@ -70,6 +74,8 @@ type informer struct {
 	// ctx ends when the informer stops (cancel), so nothing waits on it for longer.
 	ctx    context.Context
 	cancel context.CancelFunc
+	// relisting is set while a snapshot waits for the re-list a watch error starts.
+	relisting atomic.Bool
 }
 
 // Watcher keeps one informer per watched resource and fans each event out to every claim.
@@ -609,21 +615,79 @@ func (w *Watcher) syncInformersLocked() {
 
 func (w *Watcher) startInformer(gvr schema.GroupVersionResource) *informer {
 	ctx, cancel := context.WithCancel(w.ctx)
-	// Indexed by namespace: a namespace's new labels re-evaluate its objects only.
-	indexers := cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}
-	inf := dynamicinformer.NewFilteredDynamicInformer(w.opts.Client, gvr, "", w.opts.Resync, indexers, nil).Informer()
-	if !w.opts.KeepManagedFields && !ownershipSanitized(gvr) {
-		_ = inf.SetTransform(dropManagedFields)
+	i := &informer{ctx: ctx, cancel: cancel}
+	// The dynamic informer's list and watch, with each list seen: a re-list (after a watch
+	// expired or was cut) is compared with Git (afterRelist).
+	resource := w.opts.Client.Resource(gvr)
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			w.afterRelist(gvr, i)
+			return resource.List(ctx, opts)
+		},
+		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			if opts.SendInitialEvents != nil && *opts.SendInitialEvents {
+				w.afterRelist(gvr, i) // a list streamed as a watch
+			}
+			return resource.Watch(ctx, opts)
+		},
 	}
-	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
+	// Indexed by namespace: a namespace's new labels re-evaluate its objects only.
+	i.inf = cache.NewSharedIndexInformerWithOptions(cache.ToListWatcherWithWatchListSemantics(lw, w.opts.Client),
+		&unstructured.Unstructured{}, cache.SharedIndexInformerOptions{ResyncPeriod: w.opts.Resync,
+			Indexers: cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}, ObjectDescription: gvr.String()})
+	if !w.opts.KeepManagedFields && !ownershipSanitized(gvr) {
+		_ = i.inf.SetTransform(dropManagedFields)
+	}
+	_, _ = i.inf.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
 		AddFunc:    func(o interface{}, initial bool) { w.onEvent(gvr, nil, o, initial) },
 		UpdateFunc: func(old, o interface{}) { w.onEvent(gvr, old, o, false) },
 		DeleteFunc: func(o interface{}) { w.onDelete(gvr, o) },
 	})
-	go inf.RunWithContext(ctx)
+	go i.inf.RunWithContext(ctx)
 	w.opts.Log.Info("watching", "resource", gvr.String())
-	return &informer{inf: inf, ctx: ctx, cancel: cancel}
+	return i
 }
+
+// afterRelist snapshots gvr for every target claiming it once a re-list the informer
+// starts is in: a watch that expires or is cut is followed by a new list, whose changes
+// reach the handlers as updates and tombstones, but a document changed or removed in Git
+// meanwhile, an orphan, and what prune mode Always would remove are found only by
+// comparing the whole list with the folder, as at start. The first list is Resync's. One
+// snapshot waits at a time, however many lists fail before one succeeds; a list is in when
+// the informer's resource version moves. The writer reads each object from the cache again
+// when it commits, so an event the informer has not handed out when the snapshot is taken
+// is not lost.
+func (w *Watcher) afterRelist(gvr schema.GroupVersionResource, inf *informer) {
+	if !inf.inf.HasSynced() || !inf.relisting.CompareAndSwap(false, true) {
+		return
+	}
+	before := inf.inf.LastSyncResourceVersion()
+	go func() {
+		defer inf.relisting.Store(false)
+		tick := time.NewTicker(relistPoll)
+		defer tick.Stop()
+		for inf.inf.LastSyncResourceVersion() == before {
+			select {
+			case <-inf.ctx.Done():
+				return
+			case <-tick.C:
+			}
+		}
+		inf.relisting.Store(false) // a list from here on is waited for anew
+		w.mu.RLock()
+		targets := targetsOf(w.byGVR[gvr])
+		w.mu.RUnlock()
+		for target := range targets {
+			if cs := w.claimsOf(target, gvr, inf); len(cs) > 0 {
+				w.opts.Log.Info("re-listed: comparing with Git", "gitTarget", target.String(), "resource", gvr.String())
+				w.snapshot(target, cs, inf.inf.GetStore().List())
+			}
+		}
+	}()
+}
+
+// relistPoll is how often afterRelist checks whether the re-list is in.
+const relistPoll = 200 * time.Millisecond
 
 // ownershipSanitized says whether sanitizing the resource reads managedFields even when
 // the writer keeps defaulted fields: a core Service's pinned clusterIP is told from an

@@ -38,11 +38,11 @@ func TestChangesMadeWhileTheWatchWasCutReachGitAfterTheRelist(t *testing.T) {
 	startOperator(t, t.TempDir(), "--kubeconfig", proxiedKubeconfig(t, proxy.addr()))
 	setupTarget(t, ns, remote, "live", "0s")
 	watchRule(t, ns, "podtemplates", `"podtemplates"`)
-	for _, name := range []string{"changed", "deleted", "kept"} {
+	for _, name := range []string{"changed", "deleted", "kept", "removed-in-git"} {
 		kubectl(t, podTemplate(ns, name, "v1"), "apply", "-f", "-")
 	}
 	path := func(name string) string { return "live/" + ns + "/podtemplates/" + name + ".yaml" }
-	for _, name := range []string{"changed", "deleted", "kept"} {
+	for _, name := range []string{"changed", "deleted", "kept", "removed-in-git"} {
 		waitFile(t, remote, path(name), func(string) bool { return true })
 	}
 	kept, _ := fileAt(remote, path("kept"))
@@ -53,6 +53,14 @@ func TestChangesMadeWhileTheWatchWasCutReachGitAfterTheRelist(t *testing.T) {
 	kubectl(t, podTemplate(ns, "changed", "v2"), "apply", "-f", "-")
 	kubectl(t, "", "-n", ns, "delete", "podtemplate", "deleted")
 	kubectl(t, podTemplate(ns, "created", "v1"), "apply", "-f", "-")
+	// A person removes a file of an object that did not change: only comparing the list with
+	// the folder, as at start, brings it back.
+	person := t.TempDir()
+	for _, args := range [][]string{{"clone", "--quiet", remote, "."}, {"rm", "--quiet", path("removed-in-git")},
+		{"-c", "user.name=H", "-c", "user.email=h@x", "commit", "--quiet", "-m", "remove a file by hand"}, {"push", "--quiet", "origin", "HEAD:main"}} {
+		out, err := execGit(person, args...)
+		require.NoError(t, err, out)
+	}
 	waitHistoryCompacted(t, ns, seen)
 	proxy.restore()
 
@@ -67,6 +75,7 @@ func TestChangesMadeWhileTheWatchWasCutReachGitAfterTheRelist(t *testing.T) {
 		_, ok := fileAt(remote, path("deleted"))
 		return !ok, "still present"
 	})
+	waitFile(t, remote, path("removed-in-git"), func(string) bool { return true })
 	now, _ := fileAt(remote, path("kept"))
 	assert.Equal(t, kept, now, "the re-list leaves an unchanged object's file as it was")
 	fsck(t, remote)
