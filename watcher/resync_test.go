@@ -69,3 +69,38 @@ func TestASnapshotWaitingForItsListFollowsTheRulesAsTheyAreOnceItHasIt(t *testin
 	assert.True(t, snap.InScope("team-a"))
 	assert.False(t, snap.Prunable("team-a", nil), "what the rule keeps now is not pruned by the rule it was")
 }
+
+// The rules register one by one after a restart: a snapshot taken before the last one is in
+// must not prune what that rule may still select.
+func TestASnapshotPrunesNothingUntilEveryRuleIsRegistered(t *testing.T) {
+	target := types.NamespacedName{Namespace: "ops", Name: "live"}
+	gvr := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	claim := func(del bool) Claim {
+		return Claim{Target: target, Resource: Resource{GVR: gvr, Kind: "ConfigMap", Namespaced: true}, Namespace: "team-a",
+			ObjectSelector: labels.SelectorFromSet(labels.Set{"app": "x"}), Create: true, Update: true, Delete: del}
+	}
+	for name, last := range map[string][]Claim{
+		"prunes once the last rule registers with claims of its own": {claim(false)},
+		"prunes once the last rule registers without claims (its target missing)": nil,
+	} {
+		t.Run(name, func(t *testing.T) {
+			sink := &lockedSnapshots{}
+			w := New(Options{Sink: sink, Log: logr.Discard(), RuleKeys: func() ([]string, bool) {
+				return []string{"ClusterWatchRule/a", "WatchRule/team-a/b"}, true
+			}})
+			w.informers[gvr] = listedInformer(t, true, configMap("team-a", "app", map[string]string{"app": "y"}))
+			close(w.started)
+
+			w.SetRule("ClusterWatchRule/a", []Claim{claim(true)})
+			require.Eventually(t, func() bool { return len(sink.snapshots()) == 1 }, 10*time.Second, 10*time.Millisecond)
+			assert.Nil(t, sink.snapshots()[0].Prunable, "rule b, not registered yet, may select what rule a no longer does")
+			assert.NotNil(t, sink.snapshots()[0].InScope, "orphans are still counted")
+
+			w.SetRule("WatchRule/team-a/b", last)
+			require.Eventually(t, func() bool { return len(sink.snapshots()) >= 2 }, 10*time.Second, 10*time.Millisecond)
+			got := sink.snapshots()[len(sink.snapshots())-1]
+			require.NotNil(t, got.Prunable, "every rule is in: the snapshot taken again prunes")
+			assert.True(t, got.Prunable("team-a", map[string]string{"app": "x"}))
+		})
+	}
+}

@@ -66,6 +66,13 @@ type Options struct {
 	// OnWatchedChange is called (outside the watcher's lock) whenever the set of watched
 	// resources or their operations may have changed: the admission webhook's rules follow.
 	OnWatchedChange func()
+	// RuleKeys lists the RuleKey of every WatchRule and ClusterWatchRule in the cluster
+	// (ok false while that list is not known). Until SetRule has seen each of them, a
+	// snapshot prunes nothing: after a restart the rules register one by one, and an object
+	// that left the selection of one rule may still be selected by another not registered
+	// yet. The snapshots held back are taken again once every rule is in. Nil: never held
+	// back.
+	RuleKeys func() (keys []string, ok bool)
 }
 
 // informer is one shared informer for one resource, started while any claim needs it.
@@ -74,7 +81,7 @@ type informer struct {
 	// ctx ends when the informer stops (cancel), so nothing waits on it for longer.
 	ctx    context.Context
 	cancel context.CancelFunc
-	// relisting is set while a snapshot waits for the re-list a watch error starts.
+	// relisting is set while a snapshot waits for a re-list to be in.
 	relisting atomic.Bool
 }
 
@@ -91,7 +98,10 @@ type Watcher struct {
 	// registered holds every rule key SetRule has seen, with or without claims, so a new
 	// leader can tell when it has loaded each existing rule once.
 	registered map[string]bool
-	started    chan struct{}
+	// unpruned are the targets whose snapshot pruned nothing because some rule was not
+	// registered yet (Options.RuleKeys): snapshotted again once every rule is.
+	unpruned map[types.NamespacedName]bool
+	started  chan struct{}
 }
 
 // New builds a Watcher; Start runs it.
@@ -108,6 +118,7 @@ func New(opts Options) *Watcher {
 		byGVR:      map[schema.GroupVersionResource][]Claim{},
 		informers:  map[schema.GroupVersionResource]*informer{},
 		registered: map[string]bool{},
+		unpruned:   map[types.NamespacedName]bool{},
 		started:    make(chan struct{}),
 	}
 }
@@ -133,6 +144,9 @@ func (w *Watcher) SetRule(ruleKey string, claims []Claim) {
 	w.registered[ruleKey] = true
 	if sameClaims(w.rules[ruleKey], claims) {
 		w.mu.Unlock()
+		for t := range w.takeUnpruned() { // it may be the last rule to register
+			w.Resync(t)
+		}
 		return // a re-reconcile with nothing new must not trigger a full snapshot
 	}
 	if len(claims) == 0 {
@@ -146,9 +160,39 @@ func (w *Watcher) SetRule(ruleKey string, claims []Claim) {
 	if w.opts.OnWatchedChange != nil {
 		w.opts.OnWatchedChange()
 	}
-	for t := range targetsOf(claims) {
+	resync := targetsOf(claims)
+	for t := range w.takeUnpruned() {
+		resync[t] = true
+	}
+	for t := range resync {
 		w.Resync(t)
 	}
+}
+
+// rulesLoaded reports whether SetRule has seen every rule in the cluster (Options.RuleKeys).
+// Callers hold no lock.
+func (w *Watcher) rulesLoaded() bool {
+	if w.opts.RuleKeys == nil {
+		return true
+	}
+	keys, ok := w.opts.RuleKeys()
+	return ok && w.Registered(keys)
+}
+
+// takeUnpruned returns, once every rule is registered, the targets whose snapshots pruned
+// nothing before, and forgets them. Callers hold no lock.
+func (w *Watcher) takeUnpruned() map[types.NamespacedName]bool {
+	w.mu.RLock()
+	waiting := len(w.unpruned) > 0
+	w.mu.RUnlock()
+	if !waiting || !w.rulesLoaded() {
+		return nil
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := w.unpruned
+	w.unpruned = map[types.NamespacedName]bool{}
+	return out
 }
 
 // ForgetRule drops a deleted rule: its claims, as SetRule(ruleKey, nil) does, and its key,
@@ -321,11 +365,18 @@ func (w *Watcher) snapshot(target types.NamespacedName, cs []Claim, objs []inter
 		}
 	}
 	w.opts.Log.V(1).Info("snapshot", "gitTarget", target.String(), "resource", cs[0].Resource.GVR.String(), "objects", len(present))
+	prunable := w.prunable(cs, listedIn)
+	if prunable != nil && !w.rulesLoaded() {
+		prunable = nil // counted as orphans; pruned by the snapshot taken once every rule is in
+		w.mu.Lock()
+		w.unpruned[target] = true
+		w.mu.Unlock()
+	}
 	w.opts.Sink.Submit(changes...)
 	w.opts.Sink.Snapshot(batch.Snapshot{
 		Target: target, GVR: cs[0].Resource.GVR, Kind: cs[0].Resource.Kind, Present: present,
 		InScope:  w.covered(cs, listedIn),
-		Prunable: w.prunable(cs, listedIn),
+		Prunable: prunable,
 	})
 }
 

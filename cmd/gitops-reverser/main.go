@@ -202,6 +202,7 @@ func run(ctx context.Context, cfg *rest.Config, opts Options) error {
 				watchedChanged()
 			}
 		},
+		RuleKeys: ruleKeys(mgr.GetCache()),
 	})
 	if err := mgr.Add(writer); err != nil {
 		return err
@@ -281,6 +282,28 @@ const deletedNamespaceMemory = 10 * time.Minute
 // credentials: it is asked under its branch worker's lock, and a cache that cannot answer
 // must fail the window (retried with backoff), not hold every target of the branch.
 const credentialsLookupTimeout = 10 * time.Second
+
+// ruleKeys lists the watcher.RuleKey of every WatchRule and ClusterWatchRule in the cache,
+// for the watcher to tell when a new leader has registered them all (watcher.Options).
+func ruleKeys(c client.Reader) func() ([]string, bool) {
+	return func() ([]string, bool) {
+		ctx, cancel := context.WithTimeout(context.Background(), credentialsLookupTimeout)
+		defer cancel()
+		var rules v1alpha1.WatchRuleList
+		var clusterRules v1alpha1.ClusterWatchRuleList
+		if c.List(ctx, &rules) != nil || c.List(ctx, &clusterRules) != nil {
+			return nil, false
+		}
+		keys := make([]string, 0, len(rules.Items)+len(clusterRules.Items))
+		for _, r := range rules.Items {
+			keys = append(keys, watcher.RuleKey("WatchRule", r.Namespace, r.Name))
+		}
+		for _, r := range clusterRules.Items {
+			keys = append(keys, watcher.RuleKey("ClusterWatchRule", "", r.Name))
+		}
+		return keys, true
+	}
+}
 
 // followNamespaceLabels tells the watcher when a namespace's labels change, after the cache
 // its namespace selectors read has them (objects there may join or leave their targets),
