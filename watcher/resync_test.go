@@ -80,7 +80,7 @@ func TestASnapshotPrunesNothingUntilEveryRuleIsRegistered(t *testing.T) {
 			ObjectSelector: labels.SelectorFromSet(labels.Set{"app": "x"}), Create: true, Update: true, Delete: del}
 	}
 	for name, last := range map[string][]Claim{
-		"prunes once the last rule registers with claims of its own": {claim(false)},
+		"prunes once the last rule registers with claims of its own":              {claim(false)},
 		"prunes once the last rule registers without claims (its target missing)": nil,
 	} {
 		t.Run(name, func(t *testing.T) {
