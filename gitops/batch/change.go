@@ -44,6 +44,12 @@ type Change struct {
 	// Author is the username the API server authenticated for the change, joined from
 	// admission; empty when unknown (the commit is then authored by the committer).
 	Author string
+	// Pruned says a complete list under prune mode Always found the object gone, or out of
+	// the selection of every rule that mirrors deletions: its document is removed at commit
+	// time only while the target still prunes Always and no later list has found the object
+	// keepable again (its rule no longer mirrors deletions, another rule selects it). It
+	// says nothing of the rules' AllowDelete.
+	Pruned bool
 	// Relisted says the change comes from a list (a snapshot at start, after a re-list or a
 	// rule change, or the prune it leads to), not from a write: it says nothing about who
 	// changed the object, so an object already waiting in an author's window stays there,
@@ -57,7 +63,7 @@ type Change struct {
 // change keeps the older one's author.
 func (c Change) merge(newer Change) Change {
 	in := intentOf(c).merge(intentOf(newer)) // one rule for parked changes and queued ones
-	newer.AllowDelete, newer.Deleted, newer.CreateOnly = in.allowDelete, in.deleted, in.createOnly
+	newer.AllowDelete, newer.Deleted, newer.CreateOnly, newer.Pruned = in.allowDelete, in.deleted, in.createOnly, in.pruned
 	if newer.Relisted {
 		newer.Author, newer.Relisted = c.Author, c.Relisted
 	}

@@ -601,3 +601,52 @@ func TestABranchSomeoneDeletedIsWrittenWholeAgain(t *testing.T) {
 		assert.Equal(t, []types.NamespacedName{liveKey, liveKey}, rec.got(), "and a snapshot writes the rest of the folder")
 	})
 }
+
+func TestAPruneWaitingForItsCommitFollowsTheModeAndTheListsAsTheyAreThen(t *testing.T) {
+	doc := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  namespace: app\n"
+	pruning := Snapshot{Target: liveKey, GVR: goneKey.GVR, Kind: "ConfigMap", InScope: func(string) bool { return true },
+		Prunable: func(string, map[string]string) bool { return true }}
+	cases := []struct {
+		name string
+		then func(t *testing.T, m *Manager, spec TargetSpec)
+		kept bool
+	}{
+		{name: "removes the document when nothing changed before the commit", then: func(*testing.T, *Manager, TargetSpec) {}},
+		{name: "keeps the document when the target switched to OnEvent meanwhile", kept: true,
+			then: func(t *testing.T, m *Manager, spec TargetSpec) {
+				spec.Prune = PruneOnEvent
+				_, err := m.EnsureTarget(context.Background(), spec)
+				require.NoError(t, err)
+			}},
+		{name: "keeps the document when a later list no longer prunes it (its rule lost DELETE)", kept: true,
+			then: func(_ *testing.T, m *Manager, _ TargetSpec) {
+				keeping := pruning
+				keeping.Prunable = nil
+				m.Snapshot(keeping)
+			}},
+		{name: "removes the document when a delete of the object was seen too, whatever the mode became",
+			then: func(t *testing.T, m *Manager, spec TargetSpec) {
+				m.Submit(Change{Target: liveKey, Key: ObjectKey{GVR: goneKey.GVR, Kind: "ConfigMap", Namespace: "app", Name: "a"}, Deleted: true})
+				spec.Prune = PruneOnEvent
+				_, err := m.EnsureTarget(context.Background(), spec)
+				require.NoError(t, err)
+			}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			m, spec := registeredManagerWith(t, map[string]string{"live/app/configmaps/a.yaml": doc}, Options{Resolver: fixedResolver{}})
+			spec.Prune = PruneAlways
+			_, err := m.EnsureTarget(context.Background(), spec)
+			require.NoError(t, err)
+			m.Snapshot(pruning)
+			require.Equal(t, 1, m.pendingOf(liveKey), "a's removal waits in a window")
+
+			tc.then(t, m, spec)
+			w := m.workerOf(liveKey)
+			_, err = w.flushIfDue(context.Background(), liveKey, time.Now().Add(2*time.Hour))
+			require.NoError(t, err)
+			_, present := filesAtTip(t, w, "live")["live/app/configmaps/a.yaml"]
+			assert.Equal(t, tc.kept, present)
+		})
+	}
+}

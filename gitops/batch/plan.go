@@ -151,7 +151,7 @@ func (w *worker) planOne(t *target, p *writePlan, read func(string) ([]byte, err
 		return nil // left as Git has it
 	}
 	if errors.Is(err, ErrNotSelected) {
-		if !in.deleted {
+		if !in.removes(t.spec.Prune) {
 			return nil // no removal seen: a rule deleted or narrowed meanwhile deletes nothing
 		}
 		obj, err = nil, nil // it left the selection of a rule that mirrors that: a removal
@@ -169,7 +169,7 @@ func (w *worker) planOne(t *target, p *writePlan, read func(string) ([]byte, err
 	}
 	file, exists := p.lookup(t.index.Load(), id)
 	if obj == nil {
-		if !(in.allowDelete || in.deleted) || !exists || t.spec.Prune == PruneNever {
+		if !(in.allowDelete || in.removes(t.spec.Prune)) || !exists || t.spec.Prune == PruneNever {
 			return nil
 		}
 		if err := removeFrom(p, read, id, file); errors.Is(err, errUnwritable) {

@@ -84,14 +84,40 @@ func (w *worker) snapshot(s Snapshot) {
 	changed := t.st.Orphans != total || forgot
 	t.st.Orphans = total
 	w.mu.Unlock()
+	w.unprune(s, prune)
 	for _, id := range prune {
 		// A removal the complete list showed: the object is gone, or out of the selection
 		// of the rule that took its document in.
-		w.submit(Change{Target: s.Target, AllowDelete: true, Deleted: true, Relisted: true,
+		w.submit(Change{Target: s.Target, Pruned: true, Relisted: true,
 			Key: ObjectKey{GVR: s.GVR, Kind: id.Kind, Namespace: id.Namespace, Name: id.Name}})
 	}
 	if changed {
 		w.opts.OnStatus(s.Target)
+	}
+}
+
+// unprune clears the prune mark of the target's waiting objects of the snapshot's resource
+// and scope that its list no longer prunes: a rule edited to keep them (DELETE removed, a
+// selector narrowed or widened), a mode switched away from Always, or the object back. A
+// window being committed is left alone: its plan reads it without the queue's lock.
+func (w *worker) unprune(s Snapshot, prune []manifest.Identity) {
+	still := make(map[manifest.Identity]bool, len(prune))
+	for _, id := range prune {
+		still[id] = true
+	}
+	w.qmu.Lock()
+	defer w.qmu.Unlock()
+	q := w.queues[s.Target]
+	if q == nil {
+		return
+	}
+	for _, win := range q.windows {
+		for k, in := range win.dirty {
+			if in.pruned && k.GVR == s.GVR && s.InScope(k.Namespace) && !still[k.Identity()] {
+				in.pruned = false
+				win.dirty[k] = in
+			}
+		}
 	}
 }
 

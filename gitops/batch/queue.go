@@ -47,16 +47,30 @@ type intent struct {
 	deleted bool
 	// createOnly: the document is written only when Git has none.
 	createOnly bool
+	// pruned: a list under prune mode Always found the object gone (Change.Pruned).
+	pruned bool
+}
+
+// removes says whether the document of an object gone or out of every rule's selection at
+// commit time is removed whatever allowDelete says: a delete was seen, or a list under
+// prune mode Always, still the target's mode, found it gone.
+func (i intent) removes(mode string) bool {
+	return i.deleted || (i.pruned && mode == PruneAlways)
 }
 
 // intentOf is the intent a change carries.
 func intentOf(c Change) intent {
-	return intent{allowDelete: c.AllowDelete, deleted: c.Deleted, createOnly: c.CreateOnly}
+	return intent{allowDelete: c.AllowDelete, deleted: c.Deleted, createOnly: c.CreateOnly, pruned: c.Pruned}
 }
 
 // merge is what newer leaves waiting over i (Change.merge).
 func (i intent) merge(newer intent) intent {
-	return intent{allowDelete: newer.allowDelete, deleted: i.deleted || newer.deleted, createOnly: i.createOnly && newer.createOnly}
+	allowDelete := newer.allowDelete
+	if newer.pruned && !newer.deleted {
+		allowDelete = allowDelete || i.allowDelete // a prune says nothing of the rules
+	}
+	return intent{allowDelete: allowDelete, deleted: i.deleted || newer.deleted, createOnly: i.createOnly && newer.createOnly,
+		pruned: i.pruned || newer.pruned}
 }
 
 // queue is one target's pending work: a window per author, which window holds each dirty
@@ -392,7 +406,8 @@ func (q *queue) changes(target types.NamespacedName) []Change {
 	out := make([]Change, 0, len(q.owner))
 	for _, win := range q.windows {
 		for k, in := range win.dirty {
-			out = append(out, Change{Target: target, Key: k, AllowDelete: in.allowDelete, Deleted: in.deleted, CreateOnly: in.createOnly, Author: win.author})
+			out = append(out, Change{Target: target, Key: k, AllowDelete: in.allowDelete, Deleted: in.deleted, CreateOnly: in.createOnly,
+				Pruned: in.pruned, Author: win.author})
 		}
 	}
 	return out

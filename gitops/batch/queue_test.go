@@ -76,6 +76,17 @@ func TestQueueWindowsPerAuthor(t *testing.T) {
 		q.add(qkey("a"), intent{}, "", t0)            // the rule no longer does: its resync
 		assert.Equal(t, map[ObjectKey]intent{qkey("a"): {}}, dirtyOf(q, cfg, t0))
 	})
+	t.Run("a prune leaves the rules' AllowDelete of the change it joins as it was", func(t *testing.T) {
+		q := newQueue()
+		q.add(qkey("a"), mirrorsDeletes, "alice", t0) // alice's update, through a rule that mirrors deletes
+		q.relist(qkey("a"), intent{pruned: true}, t0) // a list under Always finds it gone
+		q.add(qkey("b"), intent{}, "alice", t0)       // through a rule that does not
+		q.relist(qkey("b"), intent{pruned: true}, t0) // (another rule prunes it)
+		assert.Equal(t, map[ObjectKey]intent{qkey("a"): {allowDelete: true, pruned: true}, qkey("b"): {pruned: true}}, dirtyOf(q, cfg, t0))
+		assert.True(t, intent{pruned: true}.removes(PruneAlways))
+		assert.False(t, intent{pruned: true}.removes(PruneOnEvent), "only while the target still prunes Always")
+		assert.True(t, intent{deleted: true}.removes(PruneOnEvent), "a delete seen is one whatever the mode")
+	})
 	t.Run("a snapshot leaves an object waiting in its author's window, with the CommitRequest on it", func(t *testing.T) {
 		q := newQueue()
 		q.add(qkey("a"), mirrorsDeletes, "alice", t0)
