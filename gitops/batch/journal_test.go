@@ -116,11 +116,12 @@ func TestChangesOfATargetNotRegisteredYetAreKeptWhenAsked(t *testing.T) {
 	m := NewManager(Options{Log: logr.Discard(), WorkDir: t.TempDir()})
 	live := types.NamespacedName{Namespace: "ops", Name: "live"}
 	deletion := Change{Target: live, Key: qkey("a"), Deleted: true, AllowDelete: true, Author: "alice"}
-	m.Submit(deletion)
-	assert.Empty(t, m.parked[live], "an unknown target's changes are dropped: its registration brings a snapshot")
+	update := Change{Target: live, Key: qkey("b"), AllowDelete: true, Author: "bob"}
+	m.Submit(update)
+	assert.Empty(t, m.parked[live], "an unknown target's update is dropped: its registration brings a snapshot")
 	m.KeepChanges(live) // its credentials in their grace period on a new leader: admission lets changes through
-	m.Submit(deletion)
-	assert.Equal(t, map[ObjectKey]Change{qkey("a"): deletion}, m.parked[live])
+	m.Submit(deletion, update)
+	assert.Equal(t, map[ObjectKey]Change{qkey("a"): deletion, qkey("b"): update}, m.parked[live], "with its author")
 	_, pending := openJournal(m.opts.WorkDir, logr.Discard(), time.Now())
 	assert.Equal(t, map[types.NamespacedName]map[ObjectKey]Change{live: {qkey("a"): deletion}}, pending, "and journalled")
 }

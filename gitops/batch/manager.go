@@ -479,8 +479,9 @@ func (m *Manager) stopTarget(key types.NamespacedName, park bool, settled string
 }
 
 // Submit marks objects dirty on their targets. Changes of a suspended or moving target are
-// kept for its next registration; those of unknown targets are ignored, because their
-// controller will request a snapshot once they are registered.
+// kept for its next registration. Of a target not registered yet, a delete is kept too (and
+// from then on every change, as for a suspended one); its other changes are ignored, since
+// its initial snapshot lists them again once it registers.
 func (m *Manager) Submit(changes ...Change) {
 	byWorker := map[*worker][]Change{}
 	var parked []Change
@@ -490,6 +491,12 @@ func (m *Manager) Submit(changes ...Change) {
 			byWorker[w] = append(byWorker[w], c)
 		} else if p := m.parked[c.Target]; p != nil {
 			p[c.Key] = keep(p, c) // in the same critical section as the decision: unpark cannot slip between
+			parked = append(parked, c)
+		} else if c.Deleted && !c.Relisted {
+			// A target not registered yet: a new leader's informers deliver events before the
+			// GitTarget's first reconcile. A delete is kept for it, since no list finds it
+			// again; anything else reaches it with its initial snapshot.
+			m.parked[c.Target] = map[ObjectKey]Change{c.Key: c}
 			parked = append(parked, c)
 		}
 	}

@@ -650,3 +650,29 @@ func TestAPruneWaitingForItsCommitFollowsTheModeAndTheListsAsTheyAreThen(t *test
 		})
 	}
 }
+
+func TestADeleteSeenBeforeItsTargetRegistersIsWrittenOnceItDoes(t *testing.T) {
+	remote := repotest.NewFileRemote(t)
+	remote.Seed("main", map[string]string{"live/app/configmaps/a.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  namespace: app\n"}, "seed")
+	msgs, err := ParseMessages("", "")
+	require.NoError(t, err)
+	m := NewManager(Options{Log: logr.Discard(), WorkDir: t.TempDir(), Resolver: fixedResolver{}})
+	a := ObjectKey{GVR: goneKey.GVR, Kind: "ConfigMap", Namespace: "app", Name: "a"}
+	// A new leader's informer delivers the delete before the GitTarget's first reconcile.
+	m.Submit(Change{Target: liveKey, Key: a, AllowDelete: true, Deleted: true, Author: "alice"},
+		Change{Target: liveKey, Key: ObjectKey{GVR: goneKey.GVR, Kind: "ConfigMap", Namespace: "app", Name: "b"}, AllowDelete: true})
+
+	spec := TargetSpec{Key: liveKey, URL: remote.URL, Branch: "main", Folder: "live", Messages: msgs,
+		Window: WindowConfig{Quiet: time.Hour, MaxDelay: time.Hour}, Committer: Identity{Name: "W", Email: "w@example.com"}}
+	_, err = m.EnsureTarget(context.Background(), spec)
+	require.NoError(t, err)
+	// Its initial snapshot lists no a: under OnEvent, an orphan alone would be kept.
+	m.Snapshot(Snapshot{Target: liveKey, GVR: goneKey.GVR, Kind: "ConfigMap", InScope: func(string) bool { return true }})
+	require.Equal(t, 2, m.pendingOf(liveKey), "the delete waits, and b, kept once the target kept a change")
+
+	w := m.workerOf(liveKey)
+	_, err = w.flushIfDue(context.Background(), liveKey, time.Now().Add(2*time.Hour))
+	require.NoError(t, err)
+	assert.NotContains(t, filesAtTip(t, w, "live"), "live/app/configmaps/a.yaml")
+	assert.Contains(t, remote.Log("main")[0], "Delete ConfigMap app/a")
+}
