@@ -375,3 +375,32 @@ func TestANamespaceThatJoinsTwoRulesOfATargetAgreesPerObject(t *testing.T) {
 		}
 	}
 }
+
+func TestAnEventInANamespaceNobodyCouldReadIsSubmitted(t *testing.T) {
+	cms := Resource{GVR: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, Kind: "ConfigMap", Namespaced: true}
+	claim := Claim{Target: types.NamespacedName{Namespace: "ops", Name: "live"}, Resource: cms,
+		NamespaceSelector: labels.SelectorFromSet(labels.Set{"env": "prod"}), ObjectSelector: labels.Everything(), Create: true, Update: true, Delete: true}
+	for name, known := range map[string]bool{
+		"submits a new object of a namespace neither the cache nor the API server could give the labels of": false,
+		"submits nothing for a known namespace whose labels the selector does not match":                    true,
+	} {
+		t.Run(name, func(t *testing.T) {
+			sink := &submissions{}
+			w := New(Options{Sink: sink, Log: logr.Discard(),
+				FreshNamespaceLabels: func(string) labels.Set { return nil }, // the live lookup timed out, or no labels
+				NamespaceKnown:       func(string) bool { return known }})
+			w.byGVR[cms.GVR] = []Claim{claim}
+			w.onEvent(cms.GVR, nil, configMap("brand-new", "app", nil), false)
+			var got []batch.Change
+			for _, cs := range sink.got {
+				got = append(got, cs...)
+			}
+			if known {
+				assert.Empty(t, got)
+				return
+			}
+			require.Len(t, got, 1, "the writer waits for the namespace cache, then decides")
+			assert.False(t, got[0].Deleted)
+		})
+	}
+}

@@ -777,8 +777,13 @@ func (w *Watcher) onEvent(gvr schema.GroupVersionResource, oldObj, newObj interf
 		w.opts.Attribution.Join(key) // a record of a write that changed nothing is used up here
 	}
 	selected := map[types.NamespacedName]bool{} // targets some claim of which selects the object now
+	unknownNamespace := !w.namespaceKnown(u.GetNamespace())
 	for _, c := range claims {
 		now := !noiseNow && c.Matches(u.GetNamespace(), u.GetLabels(), w.opts.FreshNamespaceLabels)
+		// A namespace the cache has not seen, whose labels the API server did not give
+		// either (a timeout): the object may be selected. Its change is submitted, and the
+		// writer waits (batch.ErrNotSynced) until the cache can tell.
+		now = now || (!noiseNow && unknownNamespace && mayMatchByNamespace(c, u))
 		was := old != nil && !noiseBefore && c.Matches(old.GetNamespace(), old.GetLabels(), w.opts.FreshNamespaceLabels)
 		selected[c.Target] = selected[c.Target] || now
 		if now && was && unchanged {
