@@ -58,9 +58,10 @@ type Change struct {
 }
 
 // merge is what a newer change of the same object leaves waiting: its author and its
-// AllowDelete (the rules as they are now); a delete when either was one (a delete already
-// seen must not become a kept document); create-only only when both were. A relisted newer
-// change keeps the older one's author.
+// AllowDelete (the rules as they are now), except that a prune, which says nothing of the
+// rules, keeps the older AllowDelete; a delete when either was one (a delete already seen
+// must not become a kept document), likewise a prune mark; create-only only when both
+// were. A relisted newer change keeps the older one's author.
 func (c Change) merge(newer Change) Change {
 	in := intentOf(c).merge(intentOf(newer)) // one rule for parked changes and queued ones
 	newer.AllowDelete, newer.Deleted, newer.CreateOnly, newer.Pruned = in.allowDelete, in.deleted, in.createOnly, in.pruned

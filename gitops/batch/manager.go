@@ -183,6 +183,10 @@ type Manager struct {
 	// while a target cannot write has no other way back (a snapshot only finds it as an
 	// orphan).
 	parked map[types.NamespacedName]map[ObjectKey]Change
+	// removed holds when each GitTarget was deleted (RemoveTarget), for removedMemory: a
+	// delete event the watcher still routes to it then is not parked for a target that will
+	// never register (or for one created again under its name, which lists its own state).
+	removed map[types.NamespacedName]time.Time
 	// joining counts, per worker, registrations between finding the worker and routing the
 	// target to it, so that a worker about to gain a target is not retired meanwhile.
 	joining map[workerKey]int
@@ -226,6 +230,7 @@ func NewManager(opts Options) *Manager {
 	return &Manager{opts: opts, journal: journal, recovered: recovered, workers: map[workerKey]*worker{}, targets: map[types.NamespacedName]workerKey{},
 		known: map[types.NamespacedName]*target{}, requests: map[types.NamespacedName]*requestState{},
 		sensitive: map[types.NamespacedName][]schema.GroupResource{}, encrypts: map[types.NamespacedName]bool{}, parked: map[types.NamespacedName]map[ObjectKey]Change{},
+		removed: map[types.NamespacedName]time.Time{},
 		joining: map[workerKey]int{}, retiring: map[workerKey]chan struct{}{}, home: map[types.NamespacedName]workerKey{}}
 }
 
@@ -356,6 +361,7 @@ func (m *Manager) EnsureTarget(ctx context.Context, spec TargetSpec) (TargetStat
 	m.mu.Lock()
 	prev, had := m.home[spec.Key]
 	m.targets[spec.Key], m.home[spec.Key] = wk, wk
+	delete(m.removed, spec.Key)
 	m.mu.Unlock()
 	if had && prev != wk { // it comes back from suspension elsewhere: its old clone may go
 		defer m.retireIfIdle(prev)
@@ -424,6 +430,7 @@ func (m *Manager) SuspendTarget(key types.NamespacedName, why string) {
 func (m *Manager) KeepChanges(key types.NamespacedName) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	delete(m.removed, key) // it exists
 	if _, ok := m.targets[key]; !ok && m.parked[key] == nil {
 		m.parked[key] = map[ObjectKey]Change{}
 	}
@@ -441,6 +448,7 @@ func (m *Manager) stopTarget(key types.NamespacedName, park bool, settled string
 	delete(m.encrypts, key)
 	w := m.workers[wk]
 	if park {
+		delete(m.removed, key) // it exists
 		if m.parked[key] == nil {
 			m.parked[key] = map[ObjectKey]Change{}
 		}
@@ -448,6 +456,7 @@ func (m *Manager) stopTarget(key types.NamespacedName, park bool, settled string
 		delete(m.parked, key)
 		delete(m.home, key)
 		delete(m.recovered, key)
+		m.removed[key] = time.Now()
 	}
 	m.mu.Unlock()
 	if ok && w != nil {
@@ -492,7 +501,7 @@ func (m *Manager) Submit(changes ...Change) {
 		} else if p := m.parked[c.Target]; p != nil {
 			p[c.Key] = keep(p, c) // in the same critical section as the decision: unpark cannot slip between
 			parked = append(parked, c)
-		} else if c.Deleted && !c.Relisted {
+		} else if c.Deleted && !c.Relisted && !m.recentlyRemoved(c.Target) {
 			// A target not registered yet: a new leader's informers deliver events before the
 			// GitTarget's first reconcile. A delete is kept for it, since no list finds it
 			// again; anything else reaches it with its initial snapshot.
@@ -508,6 +517,23 @@ func (m *Manager) Submit(changes ...Change) {
 		}
 	}
 }
+
+// recentlyRemoved reports whether key's GitTarget was deleted less than removedMemory ago,
+// forgetting the deletions older than that. Callers hold m.mu.
+func (m *Manager) recentlyRemoved(key types.NamespacedName) bool {
+	now := time.Now()
+	for k, at := range m.removed {
+		if now.Sub(at) > removedMemory {
+			delete(m.removed, k)
+		}
+	}
+	_, ok := m.removed[key]
+	return ok
+}
+
+// removedMemory is how long a deleted GitTarget's events are not kept for it: longer than
+// its rules take to notice (their controllers watch GitTargets).
+const removedMemory = 10 * time.Minute
 
 // placeLate finds a place for changes a worker had no queue for: their target left it
 // meanwhile (suspended, moved or removed; the queue is made before a target is routed to a

@@ -182,7 +182,7 @@ func TestATargetWhoseFolderChangesAsksForASnapshotOfTheNewFolder(t *testing.T) {
 	assert.Equal(t, []types.NamespacedName{liveKey, liveKey}, ready, "the new folder gets its initial snapshot too")
 }
 
-func TestATargetSwitchedToPruneModeAlwaysAsksForASnapshot(t *testing.T) {
+func TestATargetSwitchedToOrFromPruneModeAlwaysAsksForASnapshot(t *testing.T) {
 	var ready []types.NamespacedName
 	m, spec := registeredManagerWith(t, map[string]string{"live/README.md": "objects\n"},
 		Options{OnFolderReady: func(k types.NamespacedName) { ready = append(ready, k) }})
@@ -198,6 +198,11 @@ func TestATargetSwitchedToPruneModeAlwaysAsksForASnapshot(t *testing.T) {
 	_, err = m.EnsureTarget(context.Background(), spec)
 	require.NoError(t, err)
 	assert.Len(t, ready, 2, "once")
+
+	spec.Prune = PruneOnEvent
+	_, err = m.EnsureTarget(context.Background(), spec)
+	require.NoError(t, err)
+	assert.Len(t, ready, 3, "and back: status.orphans counts again the documents Always was removing")
 }
 
 func TestStatusCountsTheOrphansKeptNotThoseBeingPruned(t *testing.T) {
@@ -675,4 +680,20 @@ func TestADeleteSeenBeforeItsTargetRegistersIsWrittenOnceItDoes(t *testing.T) {
 	require.NoError(t, err)
 	assert.NotContains(t, filesAtTip(t, w, "live"), "live/app/configmaps/a.yaml")
 	assert.Contains(t, remote.Log("main")[0], "Delete ConfigMap app/a")
+}
+
+func TestADeleteOfAGitTargetJustDeletedIsNotKeptForIt(t *testing.T) {
+	m, spec := registeredManager(t, map[string]string{"live/README.md": "objects\n"})
+	a := ObjectKey{GVR: goneKey.GVR, Kind: "ConfigMap", Namespace: "app", Name: "a"}
+	m.RemoveTarget(liveKey)
+	m.Submit(Change{Target: liveKey, Key: a, AllowDelete: true, Deleted: true}) // its rule has not noticed yet
+	assert.Nil(t, m.parked[liveKey], "it will never register: nothing is kept, in memory or in the journal")
+
+	_, err := m.EnsureTarget(context.Background(), spec) // created again under its name
+	require.NoError(t, err)
+	m.SuspendTarget(liveKey, "its GitProvider is gone")
+	m.RemoveTarget(liveKey)
+	m.KeepChanges(liveKey) // a new one on another leader, in its credentials' grace period
+	m.Submit(Change{Target: liveKey, Key: a, AllowDelete: true, Deleted: true})
+	assert.Len(t, m.parked[liveKey], 1, "a target the controller says exists keeps it")
 }

@@ -83,8 +83,10 @@ func (w *worker) snapshot(s Snapshot) {
 	forgot := t.forgetRefusalsOfGone(s) // always: not behind a short-circuit
 	changed := t.st.Orphans != total || forgot
 	t.st.Orphans = total
-	w.mu.Unlock()
+	// Under w.mu, so no window is being committed (flushing): one the push puts back after
+	// this list would otherwise keep a mark the list has dropped.
 	w.unprune(s, prune)
+	w.mu.Unlock()
 	for _, id := range prune {
 		// A removal the complete list showed: the object is gone, or out of the selection
 		// of the rule that took its document in.
@@ -98,8 +100,8 @@ func (w *worker) snapshot(s Snapshot) {
 
 // unprune clears the prune mark of the target's waiting objects of the snapshot's resource
 // and scope that its list no longer prunes: a rule edited to keep them (DELETE removed, a
-// selector narrowed or widened), a mode switched away from Always, or the object back. A
-// window being committed is left alone: its plan reads it without the queue's lock.
+// selector narrowed or widened), a mode switched away from Always, or the object back.
+// Callers hold w.mu, so no window of the target is being committed.
 func (w *worker) unprune(s Snapshot, prune []manifest.Identity) {
 	still := make(map[manifest.Identity]bool, len(prune))
 	for _, id := range prune {

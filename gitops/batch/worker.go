@@ -312,8 +312,10 @@ func (w *worker) ensureTarget(ctx context.Context, spec TargetSpec) (*target, Ta
 	if ok && credentialsChanged(t.spec, spec) {
 		t.backoff, t.retryAt = 0, time.Time{} // new credentials: try them now
 	}
-	if ok && t.spec.Prune != PruneAlways && spec.Prune == PruneAlways && t.st.Known {
-		t.folderReady = true // a snapshot prunes now the orphans the old mode kept
+	if ok && t.spec.Prune != spec.Prune && (t.spec.Prune == PruneAlways || spec.Prune == PruneAlways) && t.st.Known {
+		// A snapshot prunes now the orphans the old mode kept, or counts again those it
+		// was pruning and the new mode keeps.
+		t.folderReady = true
 	}
 	t.spec = spec
 	t.folderPath.Store(&spec.Folder)
