@@ -2,6 +2,7 @@ package watcher
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -403,4 +404,25 @@ func TestAnEventInANamespaceNobodyCouldReadIsSubmitted(t *testing.T) {
 			assert.False(t, got[0].Deleted)
 		})
 	}
+}
+
+func TestAMaybeSelectedObjectInAnUnreadableNamespaceKeepsAnotherRulesRemoval(t *testing.T) {
+	cms := Resource{GVR: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, Kind: "ConfigMap", Namespaced: true}
+	live := types.NamespacedName{Namespace: "ops", Name: "live"}
+	byName := Claim{Target: live, Resource: cms, Namespace: "brand-new", ObjectSelector: labels.SelectorFromSet(labels.Set{"app": "x"}),
+		Create: true, Update: true, Delete: true}
+	byLabels := Claim{Target: live, Resource: cms, NamespaceSelector: labels.SelectorFromSet(labels.Set{"env": "prod"}),
+		ObjectSelector: labels.Everything(), Create: true, Update: true}
+	sink := &submissions{}
+	w := New(Options{Sink: sink, Log: logr.Discard(),
+		FreshNamespaceLabels: func(string) labels.Set { return nil }, NamespaceKnown: func(string) bool { return false }})
+	w.byGVR[cms.GVR] = []Claim{byName, byLabels}
+	w.onEvent(cms.GVR, configMap("brand-new", "app", map[string]string{"app": "x"}), configMap("brand-new", "app", map[string]string{"app": "y"}), false)
+	var got []batch.Change
+	for _, cs := range sink.got {
+		got = append(got, cs...)
+	}
+	require.NotEmpty(t, got)
+	assert.True(t, slices.ContainsFunc(got, func(c batch.Change) bool { return c.Deleted }),
+		"it left the rule that named its namespace: removed unless the writer finds the other rule selects it")
 }

@@ -81,8 +81,10 @@ type informer struct {
 	// ctx ends when the informer stops (cancel), so nothing waits on it for longer.
 	ctx    context.Context
 	cancel context.CancelFunc
-	// relisting is set while a snapshot waits for a re-list to be in.
+	// relisting is set while a snapshot waits for a re-list to be in; relisted is when the
+	// last such snapshot was taken.
 	relisting atomic.Bool
+	relisted  atomic.Int64
 }
 
 // Watcher keeps one informer per watched resource and fans each event out to every claim.
@@ -178,6 +180,26 @@ func (w *Watcher) rulesLoaded() bool {
 	keys, ok := w.opts.RuleKeys()
 	return ok && w.Registered(keys)
 }
+
+// holdPrune marks target's snapshot as taken without pruning, then looks again: the last
+// rule may have registered between the look that held the prune back and the mark, when
+// SetRule found nothing marked, and the rules' list may have failed for a moment. A look
+// after rulesRetry covers the second; any later SetRule takes the mark too.
+func (w *Watcher) holdPrune(target types.NamespacedName) {
+	w.mu.Lock()
+	w.unpruned[target] = true
+	w.mu.Unlock()
+	resyncHeld := func() {
+		for t := range w.takeUnpruned() {
+			w.Resync(t)
+		}
+	}
+	resyncHeld()
+	time.AfterFunc(rulesRetry, resyncHeld)
+}
+
+// rulesRetry is when holdPrune looks again whether every rule is registered.
+const rulesRetry = 30 * time.Second
 
 // takeUnpruned returns, once every rule is registered, the targets whose snapshots pruned
 // nothing before, and forgets them. Callers hold no lock.
@@ -368,9 +390,7 @@ func (w *Watcher) snapshot(target types.NamespacedName, cs []Claim, objs []inter
 	prunable := w.prunable(cs, listedIn)
 	if prunable != nil && !w.rulesLoaded() {
 		prunable = nil // counted as orphans; pruned by the snapshot taken once every rule is in
-		w.mu.Lock()
-		w.unpruned[target] = true
-		w.mu.Unlock()
+		w.holdPrune(target)
 	}
 	w.opts.Sink.Submit(changes...)
 	w.opts.Sink.Snapshot(batch.Snapshot{
@@ -704,10 +724,12 @@ func (w *Watcher) startInformer(gvr schema.GroupVersionResource) *informer {
 // reach the handlers as updates and tombstones, but a document changed or removed in Git
 // meanwhile, an orphan, and what prune mode Always would remove are found only by
 // comparing the whole list with the folder, as at start. The first list is Resync's. One
-// snapshot waits at a time, however many lists fail before one succeeds; a list is in when
-// the informer's resource version moves. The writer reads each object from the cache again
-// when it commits, so an event the informer has not handed out when the snapshot is taken
-// is not lost.
+// snapshot waits at a time, however many lists fail before one succeeds, and at most one
+// is taken per relistEvery. A list is taken to be in when the informer's resource version
+// moves (set once the list is queued for the store; a list that returns the version already
+// seen, nothing having changed anywhere, waits for the next event). The writer reads each
+// object from the cache again when it commits, so an event the informer has not handed out
+// when the snapshot is taken is not lost.
 func (w *Watcher) afterRelist(gvr schema.GroupVersionResource, inf *informer) {
 	if !inf.inf.HasSynced() || !inf.relisting.CompareAndSwap(false, true) {
 		return
@@ -724,6 +746,16 @@ func (w *Watcher) afterRelist(gvr schema.GroupVersionResource, inf *informer) {
 			case <-tick.C:
 			}
 		}
+		// A watch that keeps failing where its list works re-lists every backoff: at most
+		// one comparison per relistEvery, covering every list before it.
+		if wait := relistEvery - time.Since(time.Unix(0, inf.relisted.Load())); wait > 0 {
+			select {
+			case <-inf.ctx.Done():
+				return
+			case <-time.After(wait):
+			}
+		}
+		inf.relisted.Store(time.Now().UnixNano())
 		inf.relisting.Store(false) // a list from here on is waited for anew
 		w.mu.RLock()
 		targets := targetsOf(w.byGVR[gvr])
@@ -737,8 +769,12 @@ func (w *Watcher) afterRelist(gvr schema.GroupVersionResource, inf *informer) {
 	}()
 }
 
-// relistPoll is how often afterRelist checks whether the re-list is in.
-const relistPoll = 200 * time.Millisecond
+// relistPoll is how often afterRelist checks whether the re-list is in; relistEvery is the
+// least time between two of its comparisons of one resource.
+const (
+	relistPoll  = 200 * time.Millisecond
+	relistEvery = time.Minute
+)
 
 // ownershipSanitized says whether sanitizing the resource reads managedFields even when
 // the writer keeps defaulted fields: a core Service's pinned clusterIP is told from an
@@ -780,12 +816,13 @@ func (w *Watcher) onEvent(gvr schema.GroupVersionResource, oldObj, newObj interf
 	unknownNamespace := !w.namespaceKnown(u.GetNamespace())
 	for _, c := range claims {
 		now := !noiseNow && c.Matches(u.GetNamespace(), u.GetLabels(), w.opts.FreshNamespaceLabels)
-		// A namespace the cache has not seen, whose labels the API server did not give
-		// either (a timeout): the object may be selected. Its change is submitted, and the
-		// writer waits (batch.ErrNotSynced) until the cache can tell.
-		now = now || (!noiseNow && unknownNamespace && mayMatchByNamespace(c, u))
 		was := old != nil && !noiseBefore && c.Matches(old.GetNamespace(), old.GetLabels(), w.opts.FreshNamespaceLabels)
 		selected[c.Target] = selected[c.Target] || now
+		// A namespace the cache has not seen, whose labels the API server did not give
+		// either (a timeout): the object may be selected. Its change is submitted, and the
+		// writer waits (batch.ErrNotSynced) until the cache can tell; it does not count as
+		// selected, so another rule's removal stands (the writer writes an object that is).
+		now = now || (!noiseNow && unknownNamespace && mayMatchByNamespace(c, u))
 		if now && was && unchanged {
 			// A status write, or a write of the same content: nothing for Git, so the object
 			// stays in the window (and with the author) of the change that made its content.

@@ -130,7 +130,7 @@ func Decide(req Request, targets []TargetState, sensitive bool, warn bool) Verdi
 		}
 		if isSensitive := sensitive || slices.Contains(t.SensitiveResources, req.Resource); isSensitive && !t.EncryptionReady {
 			return deny(ReasonPlaintextSecret, plaintextDenial(obj, req.Resource, t))
-		} else if (isSensitive || t.Encrypted) && len(req.ReadableFields) > 0 {
+		} else if (isSensitive || (t.Encrypted && t.PathProblem == "")) && len(req.ReadableFields) > 0 {
 			encryptedFile := ""
 			if !isSensitive {
 				encryptedFile = t.Path

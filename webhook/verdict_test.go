@@ -39,6 +39,8 @@ func TestDecide(t *testing.T) {
 	keeping.KeepsDeleted = true
 	inGit := encrypted
 	inGit.Path, inGit.Encrypted = "live/team-a/configmaps/app.sops.yaml", true
+	inGitNoKeys := inGit
+	inGitNoKeys.EncryptionReady, inGitNoKeys.PathProblem = false, "never stored in plaintext: GitTarget team-a/live cannot encrypt"
 	role := Request{Operation: Update, Resource: schema.GroupResource{Group: "rbac.authorization.k8s.io", Resource: "clusterroles"}, Kind: "ClusterRole", Name: "admin"}
 
 	cases := []struct {
@@ -72,6 +74,9 @@ func TestDecide(t *testing.T) {
 			req: withReadable(cm, "binaryData"), targets: []TargetState{inGit}, reason: ReasonReadableFields,
 			contains: []string{"ConfigMap team-a/app cannot be written to GitTarget team-a/live", "[binaryData]",
 				"live/team-a/configmaps/app.sops.yaml is encrypted in Git, so the writer keeps it encrypted: decrypt that file in Git"}},
+		{name: "denies an object encrypted in Git on a target that can no longer encrypt with the writer's reason, before its readable fields",
+			req: withReadable(cm, "binaryData"), targets: []TargetState{inGitNoKeys}, reason: ReasonPathConflict,
+			contains: []string{"cannot encrypt"}},
 		{name: "allows an object whose file is encrypted in Git when every field is one sops encrypts", req: cm, targets: []TargetState{inGit},
 			allowed: true, reason: ReasonAllowed},
 		{name: "allows deleting a Secret even without encryption", req: delSecret, targets: []TargetState{live}, sensitive: true, allowed: true, reason: ReasonAllowed},
