@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/gitops-reverser/gitops-reverser/gitops/layout"
 	"github.com/gitops-reverser/gitops-reverser/gitops/repo"
 	"github.com/gitops-reverser/gitops-reverser/gitops/repo/repotest"
 )
@@ -696,4 +697,46 @@ func TestADeleteOfAGitTargetJustDeletedIsNotKeptForIt(t *testing.T) {
 	m.KeepChanges(liveKey) // a new one on another leader, in its credentials' grace period
 	m.Submit(Change{Target: liveKey, Key: a, AllowDelete: true, Deleted: true})
 	assert.Len(t, m.parked[liveKey], 1, "a target the controller says exists keeps it")
+}
+
+func TestACommitOutsideTheFolderDoesNotReadTheFolderAgain(t *testing.T) {
+	remote := repotest.NewFileRemote(t)
+	remote.Seed("main", map[string]string{"live/app/configmaps/a.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  namespace: app\n"}, "seed")
+	msgs, err := ParseMessages("", "")
+	require.NoError(t, err)
+	m := NewManager(Options{Log: logr.Discard(), WorkDir: t.TempDir(), Resolver: fixedResolver{}})
+	_, err = m.EnsureTarget(context.Background(), TargetSpec{Key: liveKey, URL: remote.URL, Branch: "main", Folder: "live", Messages: msgs,
+		Window: WindowConfig{Quiet: time.Hour, MaxDelay: time.Hour}, Committer: Identity{Name: "W", Email: "w@example.com"}})
+	require.NoError(t, err)
+	w := m.workerOf(liveKey)
+	refresh := func() (*folderIndex, layout.Verdict) {
+		t.Helper()
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		require.NoError(t, w.refresh(context.Background(), false, nil))
+		tg := w.targets[liveKey]
+		require.Equal(t, w.remoteTip, tg.index.Load().describes(), "the index describes the new tip")
+		return tg.index.Load(), tg.verdict
+	}
+	before, _ := refresh()
+
+	remote.PushFiles("main", map[string]string{"docs/README.md": "elsewhere\n"}, "a person writes outside the folder")
+	after, verdict := refresh()
+	assert.Same(t, before, after, "the folder's tree is the same: its files are not read again")
+	assert.True(t, verdict.Supported)
+
+	remote.PushFiles("main", map[string]string{"apps/kustomization.yaml": "resources:\n- ../live/app\n"}, "a Kustomization elsewhere reaches into it")
+	after, verdict = refresh()
+	assert.False(t, verdict.Supported, "judged again from outside: %s", verdict.Reason)
+	assert.Zero(t, after.len(), "as a full analysis leaves it")
+
+	remote.PushFiles("main", map[string]string{"apps/kustomization.yaml": "resources: []\n"}, "fixed")
+	after, verdict = refresh()
+	assert.True(t, verdict.Supported)
+	assert.Equal(t, 1, after.len(), "read again in full once it is supported again")
+
+	remote.PushFiles("main", map[string]string{"live/app/configmaps/b.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: b\n  namespace: app\n"}, "a person writes in the folder")
+	again, _ := refresh()
+	assert.NotSame(t, after, again)
+	assert.Equal(t, 2, again.len())
 }

@@ -34,6 +34,9 @@ const minFetchInterval = 5 * time.Second
 type target struct {
 	spec    TargetSpec
 	verdict layout.Verdict
+	// inside is the verdict on the folder's own files, before the Kustomize files outside
+	// it are judged (verdict is the whole); the zero Verdict until the first analysis.
+	inside layout.Verdict
 	// style is the folder's YAML style (sequence indentation), used for new files.
 	style manifest.Style
 	// folderPath mirrors spec.Folder for readers outside the worker's lock.
@@ -550,6 +553,9 @@ func touches(files map[string][]byte, folder string) bool {
 
 // analyze reads the target's folder at the remote tip: verdict, index, object count.
 func (w *worker) analyze(t *target) error {
+	if w.folderUnchanged(t) {
+		return w.reanalyzeOutside(t)
+	}
 	files, err := w.repo.ReadTree(w.remoteTip, t.spec.Folder)
 	if err != nil && !errors.Is(err, repo.ErrPathConflict) {
 		return fmt.Errorf("%w: reading folder %s: %w", errCloneRead, t.spec.Folder, err)
@@ -560,6 +566,7 @@ func (w *worker) analyze(t *target) error {
 		verdict, ix = layout.Verdict{Reason: layout.ReasonNotAFolder, Fix: "move that entry away, or create a GitTarget for another path",
 			File: t.spec.Folder, Folder: t.spec.Folder}, nil
 	}
+	t.inside = verdict
 	if verdict.Supported {
 		outside, err := w.kustomizeOutside(t.spec.Folder)
 		if err != nil {
@@ -584,6 +591,51 @@ func (w *worker) analyze(t *target) error {
 			t.st.LastCommit, t.st.LastCommitTime = w.remoteTip, when
 		}
 	}
+	return nil
+}
+
+// folderUnchanged reports whether t's folder is the same tree at the remote tip as at the
+// commit its index describes: a commit elsewhere in the repository (another team's folder,
+// a person's README) moved the tip, and re-reading every file of the folder would cost
+// its size, not the change's. Any doubt says no: no index of this folder, a folder whose
+// own verdict was never reached, one that Kustomize files outside made unsupported (its
+// index is empty: the files must be read once that changes), a commit the clone lost.
+// Callers hold w.mu.
+func (w *worker) folderUnchanged(t *target) bool {
+	ix := t.index.Load()
+	if ix == nil || !ix.of(t.spec.Folder) || !t.st.Known || t.inside.Reason == "" && !t.inside.Supported ||
+		t.inside.Supported != t.verdict.Supported || ix.describes() == w.remoteTip {
+		return false
+	}
+	before, err := w.repo.FolderHash(ix.describes(), t.spec.Folder)
+	if err != nil {
+		return false
+	}
+	now, err := w.repo.FolderHash(w.remoteTip, t.spec.Folder)
+	return err == nil && now == before
+}
+
+// reanalyzeOutside is analyze for a folder whose files did not change (folderUnchanged):
+// its own verdict and index stand, and only the Kustomize files outside it are judged
+// again. One that now reaches into it leaves the folder unsupported, with an empty index,
+// as analyze would. Callers hold w.mu.
+func (w *worker) reanalyzeOutside(t *target) error {
+	ix := t.index.Load()
+	if t.inside.Supported {
+		outside, err := w.kustomizeOutside(t.spec.Folder)
+		if err != nil {
+			return err
+		}
+		if !outside.Supported {
+			empty := newFolderIndex(nil, nil)
+			empty.tip, empty.folder = w.remoteTip, t.spec.Folder
+			t.index.Store(empty)
+			t.verdict = outside
+			t.st.Verdict, t.st.ObjectCount = outside, 0
+			return nil
+		}
+	}
+	ix.advance(ix.describes(), w.remoteTip)
 	return nil
 }
 

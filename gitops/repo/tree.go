@@ -89,6 +89,33 @@ func (r *Repo) ReadTree(commit plumbing.Hash, folder string) ([]File, error) {
 	return files, nil
 }
 
+// FolderHash returns the hash of folder's tree at commit, the zero hash when the commit is
+// zero or the folder missing: equal hashes mean every file under folder is the same, so a
+// caller that read it at one commit need not read it again at the other. A folder that is
+// a file is ErrPathConflict; a commit the clone lacks is an error.
+func (r *Repo) FolderHash(commit plumbing.Hash, folder string) (plumbing.Hash, error) {
+	folder, err := cleanFolder(folder)
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	if commit.IsZero() {
+		return plumbing.ZeroHash, nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err := r.storeFresh(); err != nil {
+		return plumbing.ZeroHash, err
+	}
+	tree, err := r.commitTree(commit)
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	if tree, err = r.subtree(tree, folder); err != nil || tree == nil {
+		return plumbing.ZeroHash, err
+	}
+	return tree.Hash, nil
+}
+
 // commitTree loads the root tree of commit.
 func (r *Repo) commitTree(commit plumbing.Hash) (*object.Tree, error) {
 	c, err := object.GetCommit(r.git.Storer, commit)
