@@ -657,20 +657,27 @@ func TestAPruneWaitingForItsCommitFollowsTheModeAndTheListsAsTheyAreThen(t *test
 	}
 }
 
-func TestADeleteSeenBeforeItsTargetRegistersIsWrittenOnceItDoes(t *testing.T) {
+// unregisteredManager is a writer (objects resolving to none) and a remote whose folder live
+// holds ConfigMap app/a, with the spec of a target on it, not registered yet.
+func unregisteredManager(t *testing.T) (*Manager, *repotest.Remote, TargetSpec) {
+	t.Helper()
 	remote := repotest.NewFileRemote(t)
 	remote.Seed("main", map[string]string{"live/app/configmaps/a.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  namespace: app\n"}, "seed")
 	msgs, err := ParseMessages("", "")
 	require.NoError(t, err)
 	m := NewManager(Options{Log: logr.Discard(), WorkDir: t.TempDir(), Resolver: fixedResolver{}})
+	return m, remote, TargetSpec{Key: liveKey, URL: remote.URL, Branch: "main", Folder: "live", Messages: msgs,
+		Window: WindowConfig{Quiet: time.Hour, MaxDelay: time.Hour}, Committer: Identity{Name: "W", Email: "w@example.com"}}
+}
+
+func TestADeleteSeenBeforeItsTargetRegistersIsWrittenOnceItDoes(t *testing.T) {
+	m, remote, spec := unregisteredManager(t)
 	a := ObjectKey{GVR: goneKey.GVR, Kind: "ConfigMap", Namespace: "app", Name: "a"}
 	// A new leader's informer delivers the delete before the GitTarget's first reconcile.
 	m.Submit(Change{Target: liveKey, Key: a, AllowDelete: true, Deleted: true, Author: "alice"},
 		Change{Target: liveKey, Key: ObjectKey{GVR: goneKey.GVR, Kind: "ConfigMap", Namespace: "app", Name: "b"}, AllowDelete: true})
 
-	spec := TargetSpec{Key: liveKey, URL: remote.URL, Branch: "main", Folder: "live", Messages: msgs,
-		Window: WindowConfig{Quiet: time.Hour, MaxDelay: time.Hour}, Committer: Identity{Name: "W", Email: "w@example.com"}}
-	_, err = m.EnsureTarget(context.Background(), spec)
+	_, err := m.EnsureTarget(context.Background(), spec)
 	require.NoError(t, err)
 	// Its initial snapshot lists no a: under OnEvent, an orphan alone would be kept.
 	m.Snapshot(Snapshot{Target: liveKey, GVR: goneKey.GVR, Kind: "ConfigMap", InScope: func(string) bool { return true }})
@@ -700,13 +707,8 @@ func TestADeleteOfAGitTargetJustDeletedIsNotKeptForIt(t *testing.T) {
 }
 
 func TestACommitOutsideTheFolderDoesNotReadTheFolderAgain(t *testing.T) {
-	remote := repotest.NewFileRemote(t)
-	remote.Seed("main", map[string]string{"live/app/configmaps/a.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  namespace: app\n"}, "seed")
-	msgs, err := ParseMessages("", "")
-	require.NoError(t, err)
-	m := NewManager(Options{Log: logr.Discard(), WorkDir: t.TempDir(), Resolver: fixedResolver{}})
-	_, err = m.EnsureTarget(context.Background(), TargetSpec{Key: liveKey, URL: remote.URL, Branch: "main", Folder: "live", Messages: msgs,
-		Window: WindowConfig{Quiet: time.Hour, MaxDelay: time.Hour}, Committer: Identity{Name: "W", Email: "w@example.com"}})
+	m, remote, spec := unregisteredManager(t)
+	_, err := m.EnsureTarget(context.Background(), spec)
 	require.NoError(t, err)
 	w := m.workerOf(liveKey)
 	refresh := func() (*folderIndex, layout.Verdict) {
