@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -62,7 +63,7 @@ func TestAStartSweepDeletesTheClonesNoGitTargetUses(t *testing.T) {
 
 	t.Run("deletes the clone of a target deleted while the operator was down and keeps the others", func(t *testing.T) {
 		after := NewManager(Options{Log: logr.Discard(), WorkDir: dir, Resolver: rw.cluster})
-		removed, err := after.SweepClones([]Clone{{URL: live.URL + ".git/", Branch: "main"}}) // another spelling of its URL
+		removed, err := after.SweepClones([]Clone{{URL: strings.Replace(live.URL, "file://", "FILE://", 1) + "/", Branch: "main"}}) // another spelling of its URL
 		require.ErrorContains(t, err, "0123456789abcdef", "a directory that is not a clone is refused, by name")
 		assert.Equal(t, []string{goneClone}, removed)
 		assert.ElementsMatch(t, []string{liveClone, "notes", "0123456789abcdef"}, dirNames(t, dir))

@@ -36,10 +36,16 @@ func defaultPort(scheme string) string {
 //   - "git+ssh" and "ssh+git" schemes become "ssh";
 //   - scheme and host are lower-cased; the scheme's default port is dropped;
 //   - user info is stripped, except that an ssh user name is kept (it selects
-//     the account, e.g. git@), never a password;
+//     the account), never a password; an ssh URL without one gets "git", the user
+//     the writer dials it as;
 //   - query and fragment are dropped;
-//   - repeated slashes in the path collapse, and trailing "/" and ".git" are
-//     stripped ("/org/repo.git/" → "/org/repo"); the path keeps its case.
+//   - repeated slashes in the path collapse, and trailing "/" is stripped, and so is
+//     ".git" except in a file:// path, which names one directory exactly
+//     ("/org/repo.git/" → "/org/repo" on a server); the path keeps its case.
+//
+// An scp-like path is read as absolute ("host:org/repo" is "host:/org/repo"), as Git
+// hosting services serve both; on a plain SSH server the first is relative to the user's
+// home: write such a repository as an ssh:// URL with its full path.
 func NormalizeURL(raw string) string {
 	s := strings.TrimSpace(raw)
 	if s == "" {
@@ -56,11 +62,11 @@ func NormalizeURL(raw string) string {
 	scheme := canonicalScheme(u.Scheme)
 	var b strings.Builder
 	b.WriteString(scheme + "://")
-	if scheme == "ssh" && u.User != nil && u.User.Username() != "" {
-		b.WriteString(u.User.Username() + "@")
+	if scheme == "ssh" {
+		b.WriteString(sshUser(u) + "@")
 	}
 	b.WriteString(canonicalHost(scheme, u))
-	b.WriteString(canonicalPath(u.Path))
+	b.WriteString(canonicalPath(u.Path, scheme != "file"))
 	return b.String()
 }
 
@@ -125,13 +131,17 @@ func canonicalHost(scheme string, u *url.URL) string {
 	return host
 }
 
-// canonicalPath collapses repeated slashes and strips trailing "/" and ".git".
-func canonicalPath(p string) string {
+// canonicalPath collapses repeated slashes and strips trailing "/", and ".git" when
+// dotGit is set.
+func canonicalPath(p string, dotGit bool) string {
 	for strings.Contains(p, "//") {
 		p = strings.ReplaceAll(p, "//", "/")
 	}
 	for {
-		trimmed := strings.TrimSuffix(strings.TrimSuffix(p, "/"), ".git")
+		trimmed := strings.TrimSuffix(p, "/")
+		if dotGit {
+			trimmed = strings.TrimSuffix(trimmed, ".git")
+		}
 		if trimmed == p {
 			return p
 		}
