@@ -49,7 +49,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		ChangeToCommit: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "gitops_reverser_change_to_commit_seconds",
 			Help: "Time from a change being recorded to the first commit built for it.", Buckets: buckets}),
 		CommitToPush: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "gitops_reverser_commit_to_push_seconds",
-			Help: "Time from a commit being built to its push succeeding.", Buckets: buckets}),
+			Help: "Time from a window's first commit being built to its push succeeding, through every retry of a failed push.", Buckets: buckets}),
 		CommitBuild: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "gitops_reverser_commit_build_seconds",
 			Help:    "Time to build one commit: plan the file edits, write blobs and trees (no waiting, no push).",
 			Buckets: []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}}),

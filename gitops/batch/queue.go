@@ -25,9 +25,10 @@ type authorWindow struct {
 	// the backoff.
 	notBefore time.Time
 	deferrals int
-	// built is set once a commit was built for the window: its change-to-commit latency is
-	// recorded once, not again at each retry of a failed push.
-	built bool
+	// builtAt is when the first commit of the window was built (zero: none yet): its
+	// change-to-commit latency is recorded once, not again at each retry of a failed push,
+	// and its commit-to-push latency counts from then, through every retry.
+	builtAt time.Time
 	// failed is set on a window whose commit failed and is put back for a retry: while one
 	// is, the target's write failure stands, whatever other windows commit meanwhile.
 	failed bool
@@ -242,11 +243,12 @@ func (q *queue) due(cfg WindowConfig, now time.Time) (out []*authorWindow, wait 
 // stay where that change put them; the request stays attached. The window keeps its age:
 // maxDelay and the apply→commit latency count from its first change, not from the failure.
 func (q *queue) restore(win *authorWindow, now time.Time) {
-	_, newer := q.windows[win.author] // the author changed more meanwhile: not built yet
 	defer func() {
 		if cur := q.windows[win.author]; cur != nil {
-			if !newer {
-				cur.built = win.built
+			// Merged into a window the author opened meanwhile, its objects keep their
+			// first build, as the window keeps its first change.
+			if cur.builtAt.IsZero() || !win.builtAt.IsZero() && win.builtAt.Before(cur.builtAt) {
+				cur.builtAt = win.builtAt
 			}
 			cur.failed = cur.failed || win.failed
 		}

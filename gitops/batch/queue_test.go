@@ -229,20 +229,21 @@ func TestQueueWindowsPerAuthor(t *testing.T) {
 		again, _ := q.due(WindowConfig{Quiet: time.Hour, MaxDelay: 30 * time.Second}, t0.Add(10*time.Minute))
 		assert.Len(t, again, 1, "due at once: older than maxDelay")
 	})
-	t.Run("a window put back after its push failed is known as built, unless the author changed more meanwhile", func(t *testing.T) {
+	t.Run("a window put back after its push failed keeps its first build, also merged into a newer window of its author", func(t *testing.T) {
 		q := newQueue()
 		q.add(qkey("a"), mirrorsDeletes, "alice", t0)
 		wins, _ := q.due(WindowConfig{}, t0)
 		require.Len(t, wins, 1)
-		wins[0].built = true
-		q.restore(wins[0], t0.Add(time.Second))
-		assert.True(t, q.windows["alice"].built, "its change-to-commit latency was recorded at its first build")
+		wins[0].builtAt = t0.Add(time.Second)
+		q.restore(wins[0], t0.Add(2*time.Second))
+		assert.Equal(t, t0.Add(time.Second), q.windows["alice"].builtAt, "its change-to-commit latency was recorded at its first build")
 
-		again, _ := q.due(WindowConfig{}, t0.Add(2*time.Second))
+		again, _ := q.due(WindowConfig{}, t0.Add(3*time.Second))
 		require.Len(t, again, 1)
-		q.add(qkey("b"), mirrorsDeletes, "alice", t0.Add(3*time.Second)) // while it was committed
-		q.restore(again[0], t0.Add(4*time.Second))
-		assert.False(t, q.windows["alice"].built, "the newer change's latency is still to record")
+		q.add(qkey("b"), mirrorsDeletes, "alice", t0.Add(4*time.Second)) // while it was committed
+		q.restore(again[0], t0.Add(5*time.Second))
+		assert.Equal(t, t0.Add(time.Second), q.windows["alice"].builtAt,
+			"commit-to-push counts from the first build; change-to-commit is not recorded again from its first change, an outage later")
 	})
 	t.Run("a withdrawn request leaves no empty window behind", func(t *testing.T) {
 		q := newQueue()

@@ -868,8 +868,10 @@ func (w *worker) flush(ctx context.Context, t *target, win *authorWindow) (bool,
 			return false, fmt.Errorf("committing: %w: %w", errCloneRead, err)
 		}
 		built := time.Now()
-		w.opts.Metrics.builtCommit(built.Sub(start), built.Sub(win.First), !win.built)
-		win.built = true
+		w.opts.Metrics.builtCommit(built.Sub(start), built.Sub(win.First), win.builtAt.IsZero())
+		if win.builtAt.IsZero() {
+			win.builtAt = built
+		}
 		err = w.push(ctx, sha)
 		if errors.Is(err, repo.ErrRemoteMoved) && attempt < maxPushAttempts {
 			w.opts.Metrics.push(w.key, "conflict")
@@ -887,7 +889,7 @@ func (w *worker) flush(ctx context.Context, t *target, win *authorWindow) (bool,
 		}
 		w.opts.Metrics.push(w.key, "pushed")
 		pushedAt := time.Now()
-		w.opts.Metrics.delivered(pushedAt.Sub(win.First).Seconds(), pushedAt.Sub(built).Seconds())
+		w.opts.Metrics.delivered(pushedAt.Sub(win.First).Seconds(), pushedAt.Sub(win.builtAt).Seconds()) // through every retry
 		if err := w.pushed(t, sha, p.files, p.parsed); err != nil {
 			attempted(win, sha) // delivered: a retry that finds it there reports it
 			return false, err
