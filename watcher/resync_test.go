@@ -104,24 +104,3 @@ func TestASnapshotPrunesNothingUntilEveryRuleIsRegistered(t *testing.T) {
 		})
 	}
 }
-
-func TestARuleDeletedLeavesNoOrphansCountedForWhatItWatched(t *testing.T) {
-	target := types.NamespacedName{Namespace: "ops", Name: "live"}
-	cms := Resource{GVR: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, Kind: "ConfigMap", Namespaced: true}
-	secrets := Resource{GVR: schema.GroupVersionResource{Version: "v1", Resource: "secrets"}, Kind: "Secret", Namespaced: true}
-	claim := func(r Resource) Claim {
-		return Claim{Target: target, Resource: r, Namespace: "team-a", ObjectSelector: labels.Everything(), Create: true, Update: true, Delete: true}
-	}
-	sink := &lockedSnapshots{}
-	w := New(Options{Sink: sink, Log: logr.Discard()})
-	w.SetRule("WatchRule/team-a/both", []Claim{claim(cms), claim(secrets)})
-	w.SetRule("WatchRule/team-a/secrets", []Claim{claim(secrets)})
-	require.Empty(t, sink.snapshots(), "no informer runs here: no list, no snapshot")
-
-	w.SetRule("WatchRule/team-a/both", nil) // deleted: ConfigMaps are no longer watched, Secrets still are
-	got := sink.snapshots()
-	require.Len(t, got, 1, "an empty snapshot of the resource the target no longer watches at all")
-	assert.Equal(t, cms.GVR, got[0].GVR)
-	assert.False(t, got[0].InScope("team-a"), "nothing is in scope: no orphan is counted")
-	assert.Nil(t, got[0].Prunable)
-}

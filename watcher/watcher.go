@@ -141,8 +141,7 @@ func (w *Watcher) NeedLeaderElection() bool { return true }
 
 // SetRule replaces the claims of one rule, starts and stops informers to match, and sends a
 // snapshot of every target whose claims changed: those of the new claims and of the old
-// ones. A resource a target no longer watches at all gets an empty one, so its orphans
-// are no longer counted.
+// ones (a narrowed rule's orphans are counted again).
 func (w *Watcher) SetRule(ruleKey string, claims []Claim) {
 	w.mu.Lock()
 	w.registered[ruleKey] = true
@@ -161,23 +160,9 @@ func (w *Watcher) SetRule(ruleKey string, claims []Claim) {
 	}
 	w.rebuildLocked()
 	w.syncInformersLocked()
-	var unwatched []Claim
-	for _, c := range old {
-		if !slices.ContainsFunc(w.byGVR[c.Resource.GVR], func(n Claim) bool { return n.Target == c.Target }) &&
-			!slices.ContainsFunc(unwatched, func(u Claim) bool { return u.Target == c.Target && u.Resource.GVR == c.Resource.GVR }) {
-			unwatched = append(unwatched, c)
-		}
-	}
 	w.mu.Unlock()
 	if w.opts.OnWatchedChange != nil {
 		w.opts.OnWatchedChange()
-	}
-	for _, c := range unwatched {
-		if w.opts.Sink == nil {
-			break // a watcher that hands nothing on (tests of rules alone)
-		}
-		w.opts.Sink.Snapshot(batch.Snapshot{Target: c.Target, GVR: c.Resource.GVR, Kind: c.Resource.Kind,
-			InScope: func(string) bool { return false }})
 	}
 	resync := targetsOf(claims)
 	for t := range targetsOf(old) {

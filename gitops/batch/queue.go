@@ -243,11 +243,12 @@ func (q *queue) due(cfg WindowConfig, now time.Time) (out []*authorWindow, wait 
 // stay where that change put them; the request stays attached. The window keeps its age:
 // maxDelay and the apply→commit latency count from its first change, not from the failure.
 func (q *queue) restore(win *authorWindow, now time.Time) {
+	joined := false // some object went back to the author's window
 	defer func() {
 		if cur := q.windows[win.author]; cur != nil {
 			// Merged into a window the author opened meanwhile, its objects keep their
 			// first build, as the window keeps its first change.
-			if cur.builtAt.IsZero() || !win.builtAt.IsZero() && win.builtAt.Before(cur.builtAt) {
+			if joined && (cur.builtAt.IsZero() || !win.builtAt.IsZero() && win.builtAt.Before(cur.builtAt)) {
 				cur.builtAt = win.builtAt
 			}
 			cur.failed = cur.failed || win.failed
@@ -255,6 +256,7 @@ func (q *queue) restore(win *authorWindow, now time.Time) {
 	}()
 	for k, in := range win.dirty {
 		if owner, taken := q.owner[k]; taken {
+			joined = joined || owner == win.author
 			// Someone changed it since: it stays in that window, which keeps a delete
 			// this one saw before the failure.
 			if cur := q.windows[owner]; cur != nil {
@@ -266,6 +268,7 @@ func (q *queue) restore(win *authorWindow, now time.Time) {
 			continue
 		}
 		cur := q.window(win.author)
+		joined = true
 		cur.dirty[k] = in
 		cur.Count = len(cur.dirty)
 		q.owner[k] = win.author

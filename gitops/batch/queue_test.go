@@ -244,6 +244,14 @@ func TestQueueWindowsPerAuthor(t *testing.T) {
 		q.restore(again[0], t0.Add(5*time.Second))
 		assert.Equal(t, t0.Add(time.Second), q.windows["alice"].builtAt,
 			"commit-to-push counts from the first build; change-to-commit is not recorded again from its first change, an outage later")
+
+		third, _ := q.due(WindowConfig{}, t0.Add(6*time.Second))
+		require.Len(t, third, 1)
+		q.add(qkey("a"), mirrorsDeletes, "bob", t0.Add(7*time.Second))   // bob takes a and b
+		q.add(qkey("b"), mirrorsDeletes, "bob", t0.Add(7*time.Second))   // while alice's window is committed
+		q.add(qkey("c"), mirrorsDeletes, "alice", t0.Add(8*time.Second)) // and alice changes c
+		q.restore(third[0], t0.Add(9*time.Second))
+		assert.True(t, q.windows["alice"].builtAt.IsZero(), "none of its objects came back to alice's window: c's commit is still to record")
 	})
 	t.Run("a withdrawn request leaves no empty window behind", func(t *testing.T) {
 		q := newQueue()

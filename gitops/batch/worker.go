@@ -497,6 +497,7 @@ func (w *worker) pushed(t *target, sha plumbing.Hash, files map[string][]byte, p
 	for path, content := range files {
 		docs, _ := docsOf(parsed, path, content)
 		if err := ix.setFile(path, content, docs); err != nil {
+			t.inside = layout.Verdict{} // half updated: read in full, even if the folder returns to before
 			return err
 		}
 	}
@@ -586,12 +587,18 @@ func (w *worker) analyze(t *target) error {
 	t.verdict = verdict
 	t.index.Store(idx)
 	t.st.Known, t.st.Verdict, t.st.ObjectCount = true, verdict, idx.len()
+	w.noteLastCommit(t)
+	return nil
+}
+
+// noteLastCommit shows the remote tip as the target's last commit until it pushes one of
+// its own (a branch someone else created, a first registration). Callers hold w.mu.
+func (w *worker) noteLastCommit(t *target) {
 	if w.remoteTip != plumbing.ZeroHash && t.st.LastCommit == plumbing.ZeroHash {
 		if when, err := w.repo.CommitInfo(w.remoteTip); err == nil {
 			t.st.LastCommit, t.st.LastCommitTime = w.remoteTip, when
 		}
 	}
-	return nil
 }
 
 // folderUnchanged reports whether t's folder is the same tree at the remote tip as at the
@@ -632,10 +639,12 @@ func (w *worker) reanalyzeOutside(t *target) error {
 			t.index.Store(empty)
 			t.verdict = outside
 			t.st.Verdict, t.st.ObjectCount = outside, 0
+			w.noteLastCommit(t)
 			return nil
 		}
 	}
 	ix.advance(ix.describes(), w.remoteTip)
+	w.noteLastCommit(t)
 	return nil
 }
 
@@ -981,7 +990,7 @@ func (w *worker) keepDeferred(t *target, win *authorWindow, deferred map[ObjectK
 		return
 	}
 	w.qmu.Lock()
-	t.q.restore(&authorWindow{author: win.author, dirty: deferred, Window: Window{First: win.First}}, time.Now())
+	t.q.restore(&authorWindow{author: win.author, dirty: deferred, Window: Window{First: win.First}, builtAt: win.builtAt}, time.Now())
 	w.qmu.Unlock()
 	w.poke() // the pass that flushed win computed its sleep without this window
 }
