@@ -1,9 +1,11 @@
 package batch
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
+	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -397,4 +399,16 @@ func TestATargetIsFailingWhileAWindowWhoseCommitFailedWaits(t *testing.T) {
 		q.deferWindow(wins[0], t0)
 		assert.False(t, q.failing())
 	})
+}
+
+func TestARequestRemembersOnlyItsLastFailedPushes(t *testing.T) {
+	r := &CommitRequest{Message: "m"}
+	win := &authorWindow{requests: []*CommitRequest{r}}
+	var last plumbing.Hash
+	for i := range 3 * keptAttempts {
+		last = plumbing.ComputeHash(plumbing.CommitObject, []byte(fmt.Sprint(i)))
+		attempted(win, last)
+	}
+	assert.Len(t, r.attempted, keptAttempts, "an outage's retries do not grow it")
+	assert.Equal(t, last, r.attempted[len(r.attempted)-1], "the newest, which a landed push would be, is kept")
 }

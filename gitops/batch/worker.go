@@ -1006,12 +1006,21 @@ func (w *worker) retrying(win *authorWindow, err error) {
 }
 
 // attempted records that sha, a commit carrying the window's messages, may have reached
-// the remote although its push or what followed reported an error.
+// the remote although its push or what followed reported an error. Only the last
+// keptAttempts are kept: a push that landed leaves nothing to commit, so the very next
+// plan answers the request (Landed), and an hour's outage must not grow the list by one
+// per retry.
 func attempted(win *authorWindow, sha plumbing.Hash) {
 	for _, r := range win.requests {
 		r.attempted = append(r.attempted, sha)
+		if extra := len(r.attempted) - keptAttempts; extra > 0 {
+			r.attempted = slices.Delete(r.attempted, 0, extra)
+		}
 	}
 }
+
+// keptAttempts is how many of a request's failed pushes attempted remembers.
+const keptAttempts = 16
 
 // noteRefusals records what a plan of the dirty objects refused, and forgets the refusals
 // of those it wrote, skipped or removed (not of those it deferred: they were not planned):
