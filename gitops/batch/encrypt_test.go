@@ -533,9 +533,23 @@ func valueLine(content, prefix string) string {
 // content at path.
 func personsFileScene(t *testing.T, path, content, message string) *writerScene {
 	t.Helper()
-	s := newWriterScene(t, nil)
+	return personsFilesScene(t, false, map[string]string{path: content}, message)
+}
+
+// personsFilesScene is a writer scene, encrypting when asked (a new age identity), started
+// afresh on a remote where a person committed files in one commit with message.
+func personsFilesScene(t *testing.T, encrypting bool, files map[string]string, message string) *writerScene {
+	t.Helper()
+	var enc *batch.Encryption
+	if encrypting {
+		ids, recipients := identity(t)
+		enc = &batch.Encryption{Recipients: recipients, Identities: ids}
+	}
+	s := newWriterScene(t, enc)
 	co := s.remote.Clone("main")
-	co.WriteFile(path, content)
+	for path, content := range files {
+		co.WriteFile(path, content)
+	}
 	co.CommitAndPush("main", message)
 	s.restart()
 	return s
@@ -595,13 +609,10 @@ func TestAnObjectIsWrittenIntoItsPathWhenTheObjectHoldingItLeavesInTheSameWindow
 }
 
 func TestASecretIsRefusedAtApplyTimeWhenItsEncryptedPathHoldsAFileOfComments(t *testing.T) {
-	ids, recipients := identity(t)
-	s := newWriterScene(t, &batch.Encryption{Recipients: recipients, Identities: ids})
-	co := s.remote.Clone("main")
-	co.WriteFile("live/app/secrets/db.sops.yaml", "# the database's password goes here once it is rotated\n")
-	co.WriteFile("live/app/configmaps/settings.yaml", "# the team's settings\n")
-	co.CommitAndPush("main", "a person reserves the Secret's file with a comment")
-	s.restart()
+	s := personsFilesScene(t, true, map[string]string{
+		"live/app/secrets/db.sops.yaml":     "# the database's password goes here once it is rotated\n",
+		"live/app/configmaps/settings.yaml": "# the team's settings\n",
+	}, "a person reserves the Secret's file with a comment")
 
 	problem := s.writer.Locate(targetKey, secretsGVR, "Secret", "app", "db").Problem
 	require.NotEmpty(t, problem, "admission denies it: the writer could not write it")
@@ -636,15 +647,7 @@ func TestAnObjectWhoseNameGitRefusesInAPathIsRefusedAloneAndTheWindowCommits(t *
 func TestASecretsPlaintextDocumentIsJudgedWhereTheWriterMovesIt(t *testing.T) {
 	const plaintext = "apiVersion: v1\nkind: Secret\nmetadata:\n  name: db\n  namespace: app\ndata:\n  password: b2xk\n"
 	scene := func(t *testing.T, files map[string]string) *writerScene {
-		ids, recipients := identity(t)
-		s := newWriterScene(t, &batch.Encryption{Recipients: recipients, Identities: ids})
-		co := s.remote.Clone("main")
-		for path, content := range files {
-			co.WriteFile(path, content)
-		}
-		co.CommitAndPush("main", "a person's files")
-		s.restart()
-		return s
+		return personsFilesScene(t, true, files, "a person's files")
 	}
 	t.Run("denies it when its encrypted file's path holds a file of comments", func(t *testing.T) {
 		s := scene(t, map[string]string{"live/app/db.yaml": plaintext, "live/app/secrets/db.sops.yaml": "# reserved\n"})
@@ -677,12 +680,8 @@ func TestASecretsPlaintextDocumentIsJudgedWhereTheWriterMovesIt(t *testing.T) {
 }
 
 func TestAKeySecretBesideADocumentOfItWithoutANamespaceIsSkippedNotRefused(t *testing.T) {
-	ids, recipients := identity(t)
-	s := newWriterScene(t, &batch.Encryption{Recipients: recipients, Identities: ids})
-	co := s.remote.Clone("main")
-	co.WriteFile("live/sops-age.yaml", "apiVersion: v1\nkind: Secret\nmetadata:\n  name: sops-age\n")
-	co.CommitAndPush("main", "a person's document of Flux's key Secret, without its namespace")
-	s.restart()
+	s := personsFilesScene(t, true, map[string]string{"live/sops-age.yaml": "apiVersion: v1\nkind: Secret\nmetadata:\n  name: sops-age\n"},
+		"a person's document of Flux's key Secret, without its namespace")
 	private, _, err := encrypt.GenerateIdentity()
 	require.NoError(t, err)
 	st := s.submitAndSettle(s.cluster.put(secretsGVR, "Secret", "sops-age", map[string]any{"age.agekey": private}))

@@ -54,9 +54,7 @@ func TestAURLTheWriterCannotTakeApartStallsWithoutDialling(t *testing.T) {
 		assert.Zero(t, res.RequeueAfter)
 		var got v1alpha1.GitProvider
 		require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(provider), &got))
-		stalled := apimeta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionStalled)
-		require.NotNil(t, stalled)
-		assert.Equal(t, v1alpha1.ReasonInvalidURL, stalled.Reason)
+		stalled := requireStalled(t, got.Status.Conditions, v1alpha1.ReasonInvalidURL)
 		assert.Contains(t, stalled.Message, "move the credentials into the GitProvider's Secret")
 		assert.NotContains(t, stalled.Message, "SECRET")
 		assert.False(t, apimeta.IsStatusConditionTrue(got.Status.Conditions, v1alpha1.ConditionReady))
@@ -69,12 +67,19 @@ func TestAURLTheWriterCannotTakeApartStallsWithoutDialling(t *testing.T) {
 		require.NoError(t, err, "a configuration error is not retried")
 		var got v1alpha1.GitTarget
 		require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(target), &got))
-		stalled := apimeta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionStalled)
-		require.NotNil(t, stalled)
-		assert.Equal(t, v1alpha1.ReasonProviderNotReady, stalled.Reason)
+		stalled := requireStalled(t, got.Status.Conditions, v1alpha1.ReasonProviderNotReady)
 		assert.Contains(t, stalled.Message, "GitProvider team-a/git")
 		assert.NotContains(t, stalled.Message, "SECRET")
 		assert.Empty(t, writer.Locate(client.ObjectKeyFromObject(target), v1alpha1.GroupVersion.WithResource("x"), "X", "team-a", "x").Path,
 			"not written for")
 	})
+}
+
+// requireStalled returns the Stalled condition of conds, which must have reason.
+func requireStalled(t *testing.T, conds []metav1.Condition, reason string) *metav1.Condition {
+	t.Helper()
+	stalled := apimeta.FindStatusCondition(conds, v1alpha1.ConditionStalled)
+	require.NotNil(t, stalled)
+	require.Equal(t, reason, stalled.Reason)
+	return stalled
 }
