@@ -23,8 +23,9 @@ import (
 // submissions records the changes the watcher hands the writer, one entry per Submit.
 type submissions struct{ got [][]batch.Change }
 
-func (s *submissions) Submit(cs ...batch.Change) { s.got = append(s.got, cs) }
-func (s *submissions) Snapshot(batch.Snapshot)   {}
+func (s *submissions) Submit(cs ...batch.Change)                                   { s.got = append(s.got, cs) }
+func (s *submissions) Snapshot(batch.Snapshot)                                     {}
+func (s *submissions) Watched(types.NamespacedName, []schema.GroupVersionResource) {}
 
 // deployment is the Deployment team-a/api at resourceVersion rv with replicas and, when
 // set, a status.
@@ -226,7 +227,8 @@ func (s *lockedSubmissions) Submit(cs ...batch.Change) {
 	defer s.mu.Unlock()
 	s.got = append(s.got, cs...)
 }
-func (s *lockedSubmissions) Snapshot(batch.Snapshot) {}
+func (s *lockedSubmissions) Snapshot(batch.Snapshot)                                     {}
+func (s *lockedSubmissions) Watched(types.NamespacedName, []schema.GroupVersionResource) {}
 
 func (s *lockedSubmissions) count() int {
 	s.mu.Lock()

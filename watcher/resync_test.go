@@ -20,6 +20,23 @@ type lockedSnapshots struct {
 	mu      sync.Mutex
 	got     []batch.Snapshot
 	changes []batch.Change
+	watched map[types.NamespacedName][]schema.GroupVersionResource
+}
+
+func (s *lockedSnapshots) Watched(target types.NamespacedName, gvrs []schema.GroupVersionResource) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.watched == nil {
+		s.watched = map[types.NamespacedName][]schema.GroupVersionResource{}
+	}
+	s.watched[target] = gvrs
+}
+
+func (s *lockedSnapshots) watchedOf(target types.NamespacedName) ([]schema.GroupVersionResource, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	gvrs, ok := s.watched[target]
+	return gvrs, ok
 }
 
 func (s *lockedSnapshots) Submit(chs ...batch.Change) {
@@ -103,4 +120,29 @@ func TestASnapshotPrunesNothingUntilEveryRuleIsRegistered(t *testing.T) {
 			assert.True(t, got.Prunable("team-a", map[string]string{"app": "x"}))
 		})
 	}
+}
+
+func TestARuleChangeTellsTheWriterWhatEachOfItsTargetsIsStillWatchedFor(t *testing.T) {
+	target := types.NamespacedName{Namespace: "ops", Name: "live"}
+	cms := Resource{GVR: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, Kind: "ConfigMap", Namespaced: true}
+	secrets := Resource{GVR: schema.GroupVersionResource{Version: "v1", Resource: "secrets"}, Kind: "Secret", Namespaced: true}
+	claim := func(r Resource) Claim {
+		return Claim{Target: target, Resource: r, Namespace: "team-a", ObjectSelector: labels.Everything(), Create: true, Update: true, Delete: true}
+	}
+	sink := &lockedSnapshots{}
+	w := New(Options{Sink: sink, Log: logr.Discard()})
+	w.SetRule("WatchRule/team-a/both", []Claim{claim(cms), claim(secrets)})
+	w.SetRule("WatchRule/team-a/secrets", []Claim{claim(secrets)})
+	got, _ := sink.watchedOf(target)
+	assert.ElementsMatch(t, []schema.GroupVersionResource{cms.GVR, secrets.GVR}, got)
+
+	w.SetRule("WatchRule/team-a/both", nil) // deleted: ConfigMaps are no longer watched, Secrets still are
+	got, _ = sink.watchedOf(target)
+	assert.Equal(t, []schema.GroupVersionResource{secrets.GVR}, got)
+
+	w.ForgetRule("WatchRule/team-a/secrets")
+	got, told := sink.watchedOf(target)
+	assert.True(t, told)
+	assert.Empty(t, got, "its last rule gone, it is watched for nothing")
+	assert.Empty(t, sink.snapshots(), "no informer runs here: no list, no snapshot")
 }

@@ -20,8 +20,9 @@ type snapshots struct {
 	changes []batch.Change
 }
 
-func (s *snapshots) Submit(chs ...batch.Change)   { s.changes = append(s.changes, chs...) }
-func (s *snapshots) Snapshot(snap batch.Snapshot) { s.got = append(s.got, snap) }
+func (s *snapshots) Submit(chs ...batch.Change)                                  { s.changes = append(s.changes, chs...) }
+func (s *snapshots) Snapshot(snap batch.Snapshot)                                { s.got = append(s.got, snap) }
+func (s *snapshots) Watched(types.NamespacedName, []schema.GroupVersionResource) {}
 
 func TestSnapshotScopes(t *testing.T) {
 	target := types.NamespacedName{Namespace: "ops", Name: "live"}

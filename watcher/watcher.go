@@ -30,6 +30,9 @@ import (
 type Sink interface {
 	Submit(changes ...batch.Change)
 	Snapshot(s batch.Snapshot)
+	// Watched gives the resources a target's rules watch after a rule changed, in the
+	// order of the changes (see batch.Manager.Watched); it must not wait for other locks.
+	Watched(target types.NamespacedName, gvrs []schema.GroupVersionResource)
 }
 
 // Options configure a Watcher.
@@ -159,19 +162,38 @@ func (w *Watcher) SetRule(ruleKey string, claims []Claim) {
 	}
 	w.rebuildLocked()
 	w.syncInformersLocked()
-	w.mu.Unlock()
-	if w.opts.OnWatchedChange != nil {
-		w.opts.OnWatchedChange()
-	}
 	resync := targetsOf(claims)
 	for t := range targetsOf(old) {
 		resync[t] = true
+	}
+	w.tellWatchedLocked(resync)
+	w.mu.Unlock()
+	if w.opts.OnWatchedChange != nil {
+		w.opts.OnWatchedChange()
 	}
 	for t := range w.takeUnpruned() {
 		resync[t] = true
 	}
 	for t := range resync {
 		w.Resync(t)
+	}
+}
+
+// tellWatchedLocked gives the Sink the resources each of targets is watched for now. Under
+// w.mu, so that two rule changes reach the writer in the order they were made. Callers hold
+// w.mu for writing.
+func (w *Watcher) tellWatchedLocked(targets map[types.NamespacedName]bool) {
+	if w.opts.Sink == nil {
+		return // a watcher that hands nothing on (tests of rules alone)
+	}
+	for t := range targets {
+		var gvrs []schema.GroupVersionResource
+		for gvr, claims := range w.byGVR {
+			if slices.ContainsFunc(claims, func(c Claim) bool { return c.Target == t }) {
+				gvrs = append(gvrs, gvr)
+			}
+		}
+		w.opts.Sink.Watched(t, gvrs)
 	}
 }
 

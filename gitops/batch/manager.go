@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -200,7 +201,12 @@ type Manager struct {
 	// those an earlier process left, per target, for its first registration.
 	journal   *deleteJournal
 	recovered map[types.NamespacedName]map[ObjectKey]Change
-	wg        sync.WaitGroup
+	// watched holds, per target, the resources its rules watch (Watched), under wmu: a leaf
+	// lock, so the watcher may call Watched under its own lock without ever waiting for m.mu
+	// or a worker.
+	wmu     sync.Mutex
+	watched map[types.NamespacedName]map[schema.GroupVersionResource]bool
+	wg      sync.WaitGroup
 }
 
 // requestState is a CommitRequest the writer knows and, once done, its outcome.
@@ -230,7 +236,7 @@ func NewManager(opts Options) *Manager {
 	return &Manager{opts: opts, journal: journal, recovered: recovered, workers: map[workerKey]*worker{}, targets: map[types.NamespacedName]workerKey{},
 		known: map[types.NamespacedName]*target{}, requests: map[types.NamespacedName]*requestState{},
 		sensitive: map[types.NamespacedName][]schema.GroupResource{}, encrypts: map[types.NamespacedName]bool{}, parked: map[types.NamespacedName]map[ObjectKey]Change{},
-		removed: map[types.NamespacedName]time.Time{},
+		removed: map[types.NamespacedName]time.Time{}, watched: map[types.NamespacedName]map[schema.GroupVersionResource]bool{},
 		joining: map[workerKey]int{}, retiring: map[workerKey]chan struct{}{}, home: map[types.NamespacedName]workerKey{}}
 }
 
@@ -406,6 +412,34 @@ func (m *Manager) Status(key types.NamespacedName) (TargetStatus, bool) {
 	return w.status(key)
 }
 
+// watchedOf returns the resources target's rules watch, and false until Watched was called
+// for it. Workers call it under their lock: wmu is taken after any other, and alone.
+func (m *Manager) watchedOf(target types.NamespacedName) (map[schema.GroupVersionResource]bool, bool) {
+	m.wmu.Lock()
+	defer m.wmu.Unlock()
+	set, ok := m.watched[target]
+	return set, ok
+}
+
+// Watched tells the writer which resources the rules of target watch now (none: gvrs
+// empty). status.orphans counts only theirs: a rule deleted, or edited to watch another
+// resource, sends no snapshot of the resource it watched, and that snapshot's count would
+// stay until a restart. The watcher calls it under its own lock, in the order of the rule
+// changes; it takes only a leaf lock, and tells the target's controller when the set changed.
+func (m *Manager) Watched(target types.NamespacedName, gvrs []schema.GroupVersionResource) {
+	set := make(map[schema.GroupVersionResource]bool, len(gvrs))
+	for _, gvr := range gvrs {
+		set[gvr] = true
+	}
+	m.wmu.Lock()
+	old, known := m.watched[target]
+	m.watched[target] = set // replaced, never changed in place: watchedOf hands it out
+	m.wmu.Unlock()
+	if !known || !maps.Equal(old, set) {
+		m.opts.OnStatus(target)
+	}
+}
+
 // RemoveTarget forgets a deleted GitTarget and its pending changes; files in Git stay as
 // they are. Its local clone goes too when no other target, registered or suspended, uses it.
 func (m *Manager) RemoveTarget(key types.NamespacedName) {
@@ -459,6 +493,11 @@ func (m *Manager) stopTarget(key types.NamespacedName, park bool, settled string
 		m.removed[key] = time.Now()
 	}
 	m.mu.Unlock()
+	if !park {
+		m.wmu.Lock()
+		delete(m.watched, key) // created again, it counts what its own snapshots find
+		m.wmu.Unlock()
+	}
 	if ok && w != nil {
 		// Waits for a flush in progress, which settles its own requests.
 		if pending := w.removeTarget(key, park); park {
@@ -579,6 +618,7 @@ func (m *Manager) workerFor(ctx context.Context, spec TargetSpec) (*worker, work
 			m.opts.Log.Info("local clone was damaged and has been rebuilt", "repository", wk.url, "branch", wk.branch, "damage", damage.Error())
 		}
 		w = newWorker(wk, r, m.opts, m.settle)
+		w.watchedOf = m.watchedOf
 		w.journal = m.journal
 		m.workers[wk] = w
 		if m.ctx != nil {

@@ -222,6 +222,39 @@ func TestStatusCountsTheOrphansKeptNotThoseBeingPruned(t *testing.T) {
 	assert.Equal(t, 1, m.pendingOf(liveKey), "a's removal waits in a window")
 }
 
+func TestStatusCountsOnlyTheOrphansOfResourcesTheTargetIsStillWatchedFor(t *testing.T) {
+	secrets := schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
+	var told []types.NamespacedName
+	m, spec := registeredManagerWith(t, map[string]string{
+		"live/app/configmaps/old.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: old\n  namespace: app\n",
+		"live/app/secrets/old.yaml":    "apiVersion: v1\nkind: Secret\nmetadata:\n  name: old\n  namespace: app\n"},
+		Options{OnStatus: func(k types.NamespacedName) { told = append(told, k) }})
+	everywhere := func(string) bool { return true }
+	m.Snapshot(Snapshot{Target: liveKey, GVR: goneKey.GVR, Kind: "ConfigMap", InScope: everywhere})
+	m.Snapshot(Snapshot{Target: liveKey, GVR: secrets, Kind: "Secret", InScope: everywhere})
+	orphans := func() int {
+		st, ok := m.Status(liveKey)
+		require.True(t, ok)
+		return st.Orphans
+	}
+	require.Equal(t, 2, orphans(), "one document of each resource, before the watcher said anything")
+
+	told = nil
+	m.Watched(liveKey, []schema.GroupVersionResource{secrets}) // the ConfigMaps' rule deleted
+	assert.Equal(t, 1, orphans(), "no rule lists ConfigMaps for it any more: their count went with the rule")
+	assert.Equal(t, []types.NamespacedName{liveKey}, told, "its controller is told, to write the status")
+	m.Watched(liveKey, []schema.GroupVersionResource{secrets})
+	assert.Len(t, told, 1, "the same resources again change nothing")
+
+	m.Watched(liveKey, nil) // its last rule deleted
+	assert.Equal(t, 0, orphans())
+	st, err := m.EnsureTarget(context.Background(), spec) // what its controller reads
+	require.NoError(t, err)
+	assert.Equal(t, 0, st.Orphans)
+	m.Watched(liveKey, []schema.GroupVersionResource{secrets, goneKey.GVR}) // both back, before their snapshots
+	assert.Equal(t, 2, orphans(), "until their next snapshots, the counts the last ones found")
+}
+
 func TestSettlingCommitRequests(t *testing.T) {
 	key := types.NamespacedName{Namespace: "ops", Name: "release"}
 	target := types.NamespacedName{Namespace: "ops", Name: "live"}

@@ -57,13 +57,14 @@ func (w *worker) syncKeys(ctx context.Context, key types.NamespacedName) (Target
 	}
 	enc := t.spec.Encryption
 	if enc == nil || !t.st.Known || !t.verdict.Supported {
-		return t.st, nil
+		return w.view(t), nil
 	}
 	rp, err := w.planRekey(t, enc)
 	if err != nil || rp == nil {
-		return t.st, err
+		return w.view(t), err
 	}
-	return t.st, w.pushRekey(ctx, t, enc, rp)
+	err = w.pushRekey(ctx, t, enc, rp)
+	return w.view(t), err
 }
 
 // planRekey returns nil when the folder's .sops.yaml already matches the recipients.

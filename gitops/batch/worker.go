@@ -72,6 +72,8 @@ type worker struct {
 	repo *repo.Repo
 	opts Options
 	log  logr.Logger
+	// watchedOf is Manager.watchedOf, for view; nil in tests of a worker alone.
+	watchedOf func(types.NamespacedName) (map[schema.GroupVersionResource]bool, bool)
 
 	// mu guards the clone, remoteTip and targets' Git-side state.
 	mu        sync.Mutex
@@ -247,7 +249,28 @@ func (w *worker) status(key types.NamespacedName) (TargetStatus, bool) {
 	if !ok {
 		return TargetStatus{}, false
 	}
-	return t.st, true
+	return w.view(t), true
+}
+
+// view is t's status as its controller shows it: status.orphans counts only the resources
+// the target's rules watch now (Manager.Watched), all it has snapshots of until the
+// watcher said. Callers hold w.mu.
+func (w *worker) view(t *target) TargetStatus {
+	st := t.st
+	if w.watchedOf == nil {
+		return st
+	}
+	watched, known := w.watchedOf(t.spec.Key)
+	if !known {
+		return st
+	}
+	st.Orphans = 0
+	for gvr, n := range t.orphans {
+		if watched[gvr] {
+			st.Orphans += n
+		}
+	}
+	return st
 }
 
 // openQueue returns the target's queue, made when missing; it takes only qmu, so it never
@@ -338,7 +361,7 @@ func (w *worker) ensureTarget(ctx context.Context, spec TargetSpec) (*target, Ta
 			w.compactIfDue()
 		}
 	}
-	st := t.st
+	st := w.view(t)
 	ready := w.takeReady()
 	w.mu.Unlock()
 	w.reportReady(ready)

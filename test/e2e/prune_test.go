@@ -43,6 +43,13 @@ func TestPruneOnEventKeepsWhatWasDeletedWhileDownAndCountsIt(t *testing.T) {
 		_, ok := fileAt(remote, "live/prune-a/configmaps/kept.yaml")
 		return !ok, "present"
 	})
+	// With its rule deleted, no list of ConfigMaps is compared with Git for the target any
+	// more: the count goes with it instead of staying until a restart.
+	kubectl(t, "", "-n", "prune-a", "delete", "watchrule", "configmaps")
+	eventually(t, 30*time.Second, "status.orphans = 0", func() (bool, string) {
+		o := kubectl(t, "", "-n", "prune-a", "get", "gittarget", "live", "-o", "jsonpath={.status.orphans}")
+		return strings.TrimSpace(o) == "0" || strings.TrimSpace(o) == "", o
+	})
 }
 
 func TestPruneAlwaysRemovesWhatWasDeletedWhileDown(t *testing.T) {
