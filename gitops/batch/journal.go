@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -99,7 +100,15 @@ func openJournal(dir string, log logr.Logger, now time.Time) (*deleteJournal, ma
 	}
 	content, err := os.ReadFile(j.path)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		log.Error(err, "reading the journal of pending deletions; starting without it", "path", j.path)
+		// Kept aside, not overwritten by the rewrite below: what it holds is for a person to
+		// read (the documents of its deletions are counted in status.orphans meanwhile).
+		aside := fmt.Sprintf("%s.unreadable-%d", j.path, now.Unix())
+		if mvErr := os.Rename(j.path, aside); mvErr != nil {
+			log.Error(errors.Join(err, mvErr), "the journal of pending deletions can be neither read nor moved aside; "+
+				"writing a new one over it", "path", j.path)
+		} else {
+			log.Error(err, "reading the journal of pending deletions; kept aside, starting a new one", "path", j.path, "aside", aside)
+		}
 	}
 	j.replay(content, now)
 	pending := map[types.NamespacedName]map[ObjectKey]Change{}

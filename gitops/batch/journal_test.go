@@ -1,6 +1,7 @@
 package batch
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -96,6 +97,25 @@ func TestDeleteJournal(t *testing.T) {
 		j.written(live, []ObjectKey{qkey("a")})
 		j.forget(live)
 	})
+}
+
+func TestAJournalThatCannotBeReadIsKeptAsideNotOverwritten(t *testing.T) {
+	dir := t.TempDir()
+	unreadable := filepath.Join(dir, JournalFileName)
+	require.NoError(t, os.MkdirAll(unreadable, 0o755)) // reading a directory fails, as a disk error would
+	require.NoError(t, os.WriteFile(filepath.Join(unreadable, "evidence"), []byte("kept"), 0o600))
+	now := time.Now()
+
+	j, pending := openJournal(dir, logr.Discard(), now)
+	assert.Empty(t, pending)
+	kept, err := os.ReadFile(filepath.Join(dir, fmt.Sprintf("%s.unreadable-%d", JournalFileName, now.Unix()), "evidence"))
+	require.NoError(t, err, "what could not be read is still there")
+	assert.Equal(t, "kept", string(kept))
+
+	target := types.NamespacedName{Namespace: "ops", Name: "live"}
+	j.record(Change{Target: target, Key: qkey("a"), Deleted: true, AllowDelete: true, Author: "alice"})
+	_, pending = openJournal(dir, logr.Discard(), now)
+	assert.Len(t, pending[target], 1, "a new journal works in its place")
 }
 
 func TestTheJournalKeepsTheNewerDeletionsAuthor(t *testing.T) {
