@@ -36,6 +36,9 @@ type cluster struct {
 	objs map[batch.ObjectKey]*unstructured.Unstructured
 	// unsynced are the objects whose cache is not complete: Current answers ErrNotSynced.
 	unsynced map[batch.ObjectKey]bool
+	// unwatched are the objects no registered rule routes to the target: Current answers
+	// ErrNotWatched.
+	unwatched map[batch.ObjectKey]bool
 }
 
 func (c *cluster) Current(_ types.NamespacedName, k batch.ObjectKey) (*unstructured.Unstructured, error) {
@@ -43,6 +46,9 @@ func (c *cluster) Current(_ types.NamespacedName, k batch.ObjectKey) (*unstructu
 	defer c.mu.Unlock()
 	if c.unsynced[k] {
 		return nil, batch.ErrNotSynced
+	}
+	if c.unwatched[k] {
+		return nil, batch.ErrNotWatched
 	}
 	if o := c.objs[k]; o != nil {
 		return o.DeepCopy(), nil
@@ -58,6 +64,16 @@ func (c *cluster) setSynced(k batch.ObjectKey, synced bool) {
 		c.unsynced = map[batch.ObjectKey]bool{}
 	}
 	c.unsynced[k] = !synced
+}
+
+// setWatched says whether a registered rule routes k to the target.
+func (c *cluster) setWatched(k batch.ObjectKey, watched bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.unwatched == nil {
+		c.unwatched = map[batch.ObjectKey]bool{}
+	}
+	c.unwatched[k] = !watched
 }
 
 // put stores an object and returns its key.

@@ -57,13 +57,18 @@ func TestADeletionSeenBeforeAKillIsWrittenAfterTheRestart(t *testing.T) {
 	spec.Window = batch.WindowConfig{Quiet: 10 * time.Millisecond, MaxDelay: time.Hour, MaxChanges: 100}
 	_, err = writer.EnsureTarget(context.Background(), spec)
 	require.NoError(t, err)
+	// The first list of ConfigMaps comes from a rule for another namespace: the rule that
+	// routes app's ConfigMaps to the target is not registered yet.
+	c.setWatched(gone, false)
+	writer.Snapshot(batch.Snapshot{Target: targetKey, GVR: cmGVR, Kind: "ConfigMap", InScope: func(ns string) bool { return ns == "elsewhere" }})
 	// Alice changes another object: her window commits, and a deletion of hers handed over
-	// at registration would have gone with it.
+	// at registration, or with that list, would have gone with it unwritten.
 	other := c.put(cmGVR, "ConfigMap", "other", map[string]any{"k": "v"})
 	writer.Submit(batch.Change{Target: targetKey, Key: other, AllowDelete: true, Author: "alice"})
 	require.Eventually(t, func() bool { return strings.Contains(remote.LsTree("main"), "live/app/configmaps/other.yaml") },
 		10*time.Second, 20*time.Millisecond)
-	require.Contains(t, remote.LsTree("main"), file, "kept until the resource's list shows the watcher knows its rules")
+	require.Contains(t, remote.LsTree("main"), file, "kept until a list of its namespace shows the watcher knows its rules")
+	c.setWatched(gone, true)
 	writer.Snapshot(batch.Snapshot{Target: targetKey, GVR: cmGVR, Kind: "ConfigMap", InScope: func(string) bool { return true }})
 	require.Eventually(t, func() bool { return !strings.Contains(remote.LsTree("main"), file) }, 10*time.Second, 20*time.Millisecond,
 		"the deletion the first process accepted reaches Git")

@@ -3,7 +3,6 @@ package batch
 import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/gitops-reverser/gitops-reverser/gitops/manifest"
 )
@@ -26,7 +25,7 @@ func (m *Manager) Snapshot(s Snapshot) {
 	w := m.workers[wk]
 	var recovered []Change
 	if ok && w != nil {
-		recovered = m.takeRecovered(s.Target, s.GVR)
+		recovered = m.takeRecovered(s)
 	}
 	m.mu.Unlock()
 	if ok && w != nil {
@@ -37,21 +36,23 @@ func (m *Manager) Snapshot(s Snapshot) {
 	}
 }
 
-// takeRecovered takes the deletions of gvr an earlier process left unwritten for target
-// (deleteJournal). They wait for the resource's first complete list in this process: only
-// then does the watcher know the target's rules for it, which decide, at commit time,
-// whether the document goes (before, the object reads as not watched, and nothing would be
-// written). Callers hold m.mu.
-func (m *Manager) takeRecovered(target types.NamespacedName, gvr schema.GroupVersionResource) []Change {
+// takeRecovered takes the deletions an earlier process left unwritten for the snapshot's
+// target (deleteJournal) of its resource, in the namespaces its list covered. They wait for
+// such a list in this process: only then does the watcher know a rule of the target for the
+// object, which decides, at commit time, whether the document goes (before, the object reads
+// as not watched, and nothing would be written). One namespace's list is not another's: two
+// rules (a WatchRule and a ClusterWatchRule) may bring one resource from different
+// namespaces, registered one after the other. Callers hold m.mu.
+func (m *Manager) takeRecovered(s Snapshot) []Change {
 	var out []Change
-	for k, c := range m.recovered[target] {
-		if k.GVR == gvr {
+	for k, c := range m.recovered[s.Target] {
+		if k.GVR == s.GVR && s.InScope(k.Namespace) {
 			out = append(out, c)
-			delete(m.recovered[target], k)
+			delete(m.recovered[s.Target], k)
 		}
 	}
-	if len(m.recovered[target]) == 0 {
-		delete(m.recovered, target)
+	if len(m.recovered[s.Target]) == 0 {
+		delete(m.recovered, s.Target)
 	}
 	return out
 }
