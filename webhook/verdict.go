@@ -39,6 +39,9 @@ type Request struct {
 	// KeyMaterial says the object is a Secret no target ever writes (batch.HoldsKeyMaterial,
 	// or a GitProvider's credentials): admission has nothing to judge for Git.
 	KeyMaterial bool
+	// CredentialsProblem says why the object, a GitProvider whose spec.url carries
+	// credentials, cannot be written in plaintext (batch.URLCredentialsProblem); "" otherwise.
+	CredentialsProblem string
 }
 
 // TargetState is the webhook's in-memory picture of one GitTarget a request routes to.
@@ -81,6 +84,7 @@ const (
 	ReasonPlaintextSecret = "PlaintextSensitive"
 	ReasonReadableFields  = "ReadableSensitiveFields"
 	ReasonPathConflict    = "PathConflict"
+	ReasonURLCredentials  = "CredentialsInURL"
 	ReasonNotRouted       = "NotRouted"
 	ReasonSkipped         = "SkippedClusterManaged"
 	ReasonKeyMaterial     = "SkippedKeyMaterial"
@@ -137,6 +141,8 @@ func Decide(req Request, targets []TargetState, sensitive bool, warn bool) Verdi
 			}
 			return deny(ReasonReadableFields, fmt.Sprintf("%s cannot be written to GitTarget %s: %s", obj, t.Key,
 				batch.ReadableProblem(req.Resource, req.ReadableFields, encryptedFile)))
+		} else if !isSensitive && req.CredentialsProblem != "" {
+			return deny(ReasonURLCredentials, fmt.Sprintf("%s cannot be written to GitTarget %s: %s", obj, t.Key, req.CredentialsProblem))
 		}
 		if t.PathProblem != "" {
 			return deny(ReasonPathConflict, fmt.Sprintf("%s cannot be written to GitTarget %s: %s", obj, t.Key, t.PathProblem))

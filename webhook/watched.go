@@ -213,12 +213,13 @@ func (w *Watched) locate(targets []TargetState, r Request, req admission.Request
 
 // inspect fills what the verdict needs from the whole object, decoding it only when it
 // matters: whether a Secret is key material (the old object on DELETE) or a GitProvider's
-// credentials, which the writer skips alike, and which fields a sensitive object would
-// leave readable.
+// credentials, which the writer skips alike, which fields a sensitive object would leave
+// readable, and whether a GitProvider's URL carries credentials.
 func (w *Watched) inspect(r *Request, req admission.Request, targets []TargetState) {
 	secret := r.Resource == schema.GroupResource{Resource: "secrets"}
+	provider := r.Resource == batch.GitProviders && r.Operation != Delete
 	sensitive := r.Operation != Delete && w.anySensitive(r.Resource, targets)
-	if len(targets) == 0 || (!secret && !sensitive) {
+	if len(targets) == 0 || (!secret && !sensitive && !provider) {
 		return
 	}
 	raw := req.Object.Raw
@@ -233,6 +234,9 @@ func (w *Watched) inspect(r *Request, req admission.Request, targets []TargetSta
 		w.View.NamedAsCredentials(types.NamespacedName{Namespace: r.Namespace, Name: r.Name}))
 	if sensitive {
 		r.ReadableFields = batch.ReadableFields(full)
+	}
+	if provider {
+		r.CredentialsProblem = batch.URLCredentialsProblem(r.Resource, full)
 	}
 }
 

@@ -74,6 +74,18 @@ func TestAGitProvidersCredentialsAreSkippedLikeKeyMaterial(t *testing.T) {
 	}
 }
 
+func TestAGitProviderWhoseURLCarriesATokenIsFoundBeforeItIsJudged(t *testing.T) {
+	w := &Watched{View: NewView(nil, logr.Discard()), Sensitive: func(schema.GroupResource) bool { return false }}
+	targets := []TargetState{{Key: types.NamespacedName{Namespace: "a", Name: "t"}}}
+	for url, want := range map[string]bool{"https://ghp_TOKEN@github.com/org/repo": true, "ssh://git@github.com/org/repo": false} {
+		raw := []byte(`{"apiVersion":"reverser.gitops.dev/v1alpha1","kind":"GitProvider","metadata":{"namespace":"a","name":"origin"},"spec":{"url":"` + url + `"}}`)
+		r := Request{Operation: Create, Resource: batch.GitProviders, Kind: "GitProvider", Namespace: "a", Name: "origin"}
+		w.inspect(&r, admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{Object: k8sruntime.RawExtension{Raw: raw}}}, targets)
+		assert.Equal(t, want, r.CredentialsProblem != "", url)
+		assert.NotContains(t, r.CredentialsProblem, "ghp_TOKEN", "the reason never quotes them")
+	}
+}
+
 func TestRouteFollowsTheWatcherWhenAControllerAdoptsOrOrphansAnObject(t *testing.T) {
 	key := types.NamespacedName{Namespace: "a", Name: "t"}
 	free := &partialMeta{}

@@ -13,6 +13,7 @@ import (
 	"github.com/gitops-reverser/gitops-reverser/gitops/encrypt"
 	"github.com/gitops-reverser/gitops-reverser/gitops/manifest"
 	"github.com/gitops-reverser/gitops-reverser/gitops/plan"
+	"github.com/gitops-reverser/gitops-reverser/gitops/repo"
 	"github.com/gitops-reverser/gitops-reverser/gitops/sanitize"
 )
 
@@ -90,6 +91,26 @@ func holdsIdentity(obj *unstructured.Unstructured) bool {
 		}
 	}
 	return false
+}
+
+// GitProviders are the operator's own GitProvider resources, which a rule may route to a
+// target like any other (a rule for every resource, or one naming them).
+var GitProviders = schema.GroupResource{Group: "reverser.gitops.dev", Resource: "gitproviders"}
+
+// URLCredentialsProblem says why obj, a GitProvider whose spec.url carries credentials
+// (repo.HasCredentials), cannot be written in plaintext, and what to do; "" for any other
+// object. The webhook denies with it what the writer refuses.
+func URLCredentialsProblem(gr schema.GroupResource, obj *unstructured.Unstructured) string {
+	if gr != GitProviders || obj == nil {
+		return ""
+	}
+	url, _, _ := unstructured.NestedString(obj.Object, "spec", "url")
+	if !repo.HasCredentials(url) {
+		return ""
+	}
+	return "its spec.url carries credentials (user info or a query), which never go to Git in plaintext: " +
+		"move them to the Secret of spec.secretRef (a new GitProvider: spec.url is immutable), " +
+		"or list " + GitProviders.String() + " in the GitTarget's spec.encryption.sensitiveResources to write it encrypted"
 }
 
 // options turns the digest key into encrypt options.

@@ -704,3 +704,23 @@ func TestAKeySecretBesideADocumentOfItWithoutANamespaceIsSkippedNotRefused(t *te
 	assert.Empty(t, st.Refused, "admission lets key material through unjudged; the writer skips it, with nothing to fix")
 	assert.NotContains(t, s.remote.LsTree("main"), "secrets/sops-age")
 }
+
+func TestAGitProviderWhoseURLCarriesATokenIsRefusedAndOneWithoutIsWritten(t *testing.T) {
+	providers := batch.GitProviders.WithVersion("v1alpha1")
+	s := newWriterScene(t, nil)
+	provider := func(name, url string) batch.ObjectKey {
+		k := batch.ObjectKey{GVR: providers, Kind: "GitProvider", Namespace: "app", Name: name}
+		s.cluster.mu.Lock()
+		defer s.cluster.mu.Unlock()
+		s.cluster.objs[k] = &unstructured.Unstructured{Object: map[string]any{"apiVersion": "reverser.gitops.dev/v1alpha1", "kind": "GitProvider",
+			"metadata": map[string]any{"name": name, "namespace": "app"}, "spec": map[string]any{"url": url}}}
+		return k
+	}
+	st := s.submitAndSettle(provider("token", "https://ghp_TOKEN@github.com/org/repo"), provider("clean", "ssh://git@github.com/org/repo"))
+	require.Len(t, st.Refused, 1)
+	assert.Contains(t, st.Refused[0], "GitProvider app/token: not written: its spec.url carries credentials")
+	assert.NotContains(t, st.Refused[0], "ghp_TOKEN")
+	tree := s.remote.LsTree("main")
+	assert.Contains(t, tree, "live/app/reverser.gitops.dev/gitproviders/clean.yaml")
+	assert.NotContains(t, tree, "token.yaml")
+}

@@ -197,6 +197,13 @@ func (w *worker) planOne(t *target, p *writePlan, read func(string) ([]byte, err
 	if w.isSensitive(t, k.GVR.GroupResource()) {
 		return w.planSensitive(t, p, read, k, obj, file, exists)
 	}
+	if problem := URLCredentialsProblem(k.GVR.GroupResource(), obj); problem != "" {
+		if exists { // written by an earlier release, or by a person
+			problem += fmt.Sprintf("; %s was written before and is left as it is: remove it from Git", file)
+		}
+		p.refuse(k, fmt.Sprintf("%s: not written: %s", id, problem))
+		return nil
+	}
 	var forms *writtenForms
 	if exists {
 		f := w.forms(obj, true)

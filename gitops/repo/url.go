@@ -149,6 +149,31 @@ func canonicalPath(p string, dotGit bool) string {
 	}
 }
 
+// HasCredentials reports whether a repository URL carries a secret: any user info of an
+// http(s) URL (a token is often the user name alone), the password of any other, a query
+// (`?private_token=…`), or a URL whose parts cannot be told apart (opaque). An ssh user name
+// alone selects an account and is no secret. A GitProvider holding such a URL never goes to
+// Git in plaintext, whichever rule routes it (batch.URLCredentialsProblem).
+func HasCredentials(raw string) bool {
+	if opaque(raw) {
+		return true
+	}
+	u, err := url.Parse(raw)
+	if err != nil || u.Scheme == "" {
+		return false // scp-like "git@host:path" does not parse, and holds no password
+	}
+	if u.RawQuery != "" {
+		return true
+	}
+	if u.User == nil {
+		return false
+	}
+	if _, ok := u.User.Password(); ok {
+		return true
+	}
+	return u.Scheme == "http" || u.Scheme == "https"
+}
+
 // Redact is a repository URL fit for a message (status, Event, log, admission answer):
 // its user info is dropped — a token may be the password or the user name alone — and so
 // are its query and fragment. Anything else is kept as written. Credentials belong in the

@@ -72,6 +72,29 @@ func TestNormalizeURLIsIdempotent(t *testing.T) {
 	}
 }
 
+func TestHasCredentialsFindsEverySecretARepositoryURLMayCarry(t *testing.T) {
+	cases := []struct {
+		name, in string
+		want     bool
+	}{
+		{"a password", "https://bot:S3CRET@github.com/org/repo.git", true},
+		{"a token used as the user name", "https://ghp_TOKEN@github.com/org/repo", true},
+		{"a token in the query", "https://git.example.com/repo.git?private_token=S3CRET", true},
+		{"a password of an ssh URL", "ssh://git:S3CRET@github.com/org/repo.git", true},
+		{"a URL whose parts cannot be told apart", "https://ghp_T0/KEN@github.com/org/repo", true},
+		{"not an ssh user name, which selects an account", "ssh://git@github.com/org/repo.git", false},
+		{"not an scp-like address", "git@github.com:org/repo.git", false},
+		{"not a URL without user info", "https://github.com/org/repo.git", false},
+		{"not a local path holding an @", "file:///srv/git/team@x/repo.git", false},
+		{"not a local path", "/srv/git/repo.git", false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			assert.Equal(t, c.want, repo.HasCredentials(c.in))
+		})
+	}
+}
+
 func TestRedactLeavesNoCredentialsInARepositoryURL(t *testing.T) {
 	cases := []struct{ name, in, want string }{
 		{"drops a password", "https://bot:S3CRET@github.com/org/repo.git", "https://github.com/org/repo.git"},
