@@ -86,6 +86,9 @@ func newScheme() (*runtime.Scheme, error) {
 
 // run wires the watcher, the Git writer and the controllers into one manager and runs it.
 func run(ctx context.Context, cfg *rest.Config, opts Options) error {
+	if err := opts.checkSensitive(); err != nil {
+		return err
+	}
 	scheme, err := newScheme()
 	if err != nil {
 		return err

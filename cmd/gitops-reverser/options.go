@@ -87,8 +87,8 @@ func (o *Options) bind(fs *flag.FlagSet) {
 	fs.BoolVar(&o.WebhookWarnAlways, "webhook-warn-always", false, "Add the 'where it lands' warning to every allowed request, not only to dry-runs.")
 	o.WebhookSkipUsers = append(stringList(nil), defaultSkipUsers...)
 	o.WebhookSkipManagers = append(stringList(nil), defaultSkipFieldManagers...)
-	fs.Var(&o.WebhookSkipManagers, "webhook-skip-field-managers", "Comma-separated field managers whose writes never reach the watched-objects webhook.")
-	fs.Var(&o.WebhookSkipUsers, "webhook-skip-users", "Comma-separated usernames whose writes never reach the watched-objects webhook (the operator's own identity is always added).")
+	fs.Var(&listFlag{list: &o.WebhookSkipManagers}, "webhook-skip-field-managers", "Comma-separated field managers whose writes never reach the watched-objects webhook.")
+	fs.Var(&listFlag{list: &o.WebhookSkipUsers}, "webhook-skip-users", "Comma-separated usernames whose writes never reach the watched-objects webhook (the operator's own identity is always added).")
 	o.Certs.BindFlags(fs)
 	fs.BoolVar(&o.Noise.CaptureKubeRootCA, "capture-kube-root-ca", false, "Capture the kube-root-ca.crt ConfigMap the cluster publishes in every namespace.")
 	fs.BoolVar(&o.Noise.CaptureServiceAccountTokens, "capture-service-account-tokens", false, "Capture Secrets of type kubernetes.io/service-account-token.")
@@ -96,7 +96,7 @@ func (o *Options) bind(fs *flag.FlagSet) {
 	fs.StringVar(&o.AdvertiseAddress, "advertise-address", "", "host:port where the other replicas reach this one's webhook server to forward attribution records while it leads (default $POD_IP:<webhook-port>; empty: records made on other replicas are not forwarded).")
 	fs.StringVar(&o.AuthorEmailDomain, "author-email-domain", batch.DefaultAuthorEmailDomain, "Domain that completes a commit author's e-mail when the Kubernetes username is not an address (alice → alice@<domain>).")
 	fs.BoolVar(&o.KeepDefaultedFields, "keep-defaulted-fields", false, "Write every field of a captured object, also those no field manager owns (server defaults such as dnsPolicy); by default they are left out of Git unless the file already has them.")
-	fs.Var(&o.SensitiveResources, "sensitive-resources", "Comma-separated resource.group names (besides core secrets) that must never reach Git in plaintext, e.g. sealedsecrets.bitnami.com.")
+	fs.Var(&listFlag{list: &o.SensitiveResources}, "sensitive-resources", "Comma-separated resource.group names (besides core secrets) that must never reach Git in plaintext, e.g. sealedsecrets.bitnami.com; repeatable.")
 }
 
 // compactLooseObjects is the writer's CompactLooseObjects: the flag's 0 ("never") is the
@@ -135,6 +135,20 @@ func (o *Options) webhookTimeout() (int32, error) {
 	return int32(o.WebhookTimeout), nil
 }
 
+// checkSensitive refuses a --sensitive-resources name the API server could never serve
+// (capitals, blanks, a slash): it would match nothing, and objects meant to be encrypted
+// would reach Git in plaintext without a word. A well-formed name of a resource not served
+// (yet: its CRD installed later) is accepted.
+func (o *Options) checkSensitive() error {
+	for _, r := range o.SensitiveResources {
+		if r != strings.ToLower(r) || strings.ContainsAny(r, " \t/:") || strings.HasPrefix(r, ".") || strings.HasSuffix(r, ".") {
+			return fmt.Errorf("--sensitive-resources: %q is not a resource name as the API server spells it: "+
+				"plural, lowercase, resource.group (e.g. sealedsecrets.bitnami.com)", r)
+		}
+	}
+	return nil
+}
+
 // sensitive says which resources must be encrypted: core Secrets always, plus the flag's.
 func (o *Options) sensitive() func(schema.GroupResource) bool {
 	extra := map[schema.GroupResource]bool{}
@@ -153,16 +167,31 @@ func defaultWorkDir() string {
 	return os.TempDir() + "/gitops-reverser/clones"
 }
 
-// stringList is a comma-separated flag value.
+// stringList is a list flag's values.
 type stringList []string
 
-func (s *stringList) String() string { return strings.Join(*s, ",") }
+// listFlag binds a stringList to a comma-separated, repeatable flag: the first use replaces
+// the default, later ones add to it. A chart rendering one flag per item must not keep only
+// the last (for --sensitive-resources, that would write the others in plaintext).
+type listFlag struct {
+	list *stringList
+	set  bool
+}
 
-func (s *stringList) Set(v string) error {
-	*s = nil
+func (f *listFlag) String() string {
+	if f == nil || f.list == nil {
+		return ""
+	}
+	return strings.Join(*f.list, ",")
+}
+
+func (f *listFlag) Set(v string) error {
+	if !f.set {
+		*f.list, f.set = nil, true
+	}
 	for _, x := range strings.Split(v, ",") {
 		if x = strings.TrimSpace(x); x != "" {
-			*s = append(*s, x)
+			*f.list = append(*f.list, x)
 		}
 	}
 	return nil

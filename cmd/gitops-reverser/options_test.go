@@ -1,11 +1,39 @@
 package main
 
 import (
+	"flag"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
+
+func TestAListFlagRepeatedKeepsEveryValueAndReplacesItsDefault(t *testing.T) {
+	var o Options
+	fs := flag.NewFlagSet("test", flag.ContinueOnError)
+	o.bind(fs)
+	require.NoError(t, fs.Parse([]string{
+		"--sensitive-resources=sealedsecrets.bitnami.com", "--sensitive-resources", "foos.example.com, bars.example.com",
+		"--webhook-skip-users=ci-bot",
+	}))
+	assert.Equal(t, stringList{"sealedsecrets.bitnami.com", "foos.example.com", "bars.example.com"}, o.SensitiveResources,
+		"a chart rendering one flag per item keeps them all")
+	sensitive := o.sensitive()
+	for _, gr := range []schema.GroupResource{{Resource: "secrets"}, {Group: "bitnami.com", Resource: "sealedsecrets"}, {Group: "example.com", Resource: "foos"}} {
+		assert.True(t, sensitive(gr), gr.String())
+	}
+	assert.Equal(t, stringList{"ci-bot"}, o.WebhookSkipUsers, "the first use replaces the default")
+}
+
+func TestASensitiveResourceNameTheAPIServerCouldNeverServeIsRefusedAtStart(t *testing.T) {
+	for _, name := range []string{"SealedSecrets.bitnami.com", "sealedsecrets.bitnami.com/v1", "sealed secrets.bitnami.com", ".bitnami.com"} {
+		err := (&Options{SensitiveResources: stringList{name}}).checkSensitive()
+		require.Error(t, err, name)
+		assert.Contains(t, err.Error(), "plural, lowercase, resource.group")
+	}
+	assert.NoError(t, (&Options{SensitiveResources: stringList{"sealedsecrets.bitnami.com", "configmaps"}}).checkSensitive())
+}
 
 func TestWebhookTimeoutOutsideTheAPIServersRangeIsRefusedAtStart(t *testing.T) {
 	for _, seconds := range []int{0, -1, 31, 60} {
