@@ -40,12 +40,14 @@ import (
 	"github.com/gitops-reverser/gitops-reverser/certs"
 	"github.com/gitops-reverser/gitops-reverser/gitops/batch"
 	gitopsctrl "github.com/gitops-reverser/gitops-reverser/gitops/controller"
+	"github.com/gitops-reverser/gitops-reverser/gitops/encrypt"
 	"github.com/gitops-reverser/gitops-reverser/watcher"
 	"github.com/gitops-reverser/gitops-reverser/watcher/attribution"
 	watchctrl "github.com/gitops-reverser/gitops-reverser/watcher/controller"
 )
 
 func main() {
+	encrypt.SilenceLibraryLogs() // sops would print a plaintext comment of an encrypted file
 	if len(os.Args) > 1 && os.Args[1] == "dev" {
 		if err := runDev(os.Args[2:]); err != nil {
 			fmt.Fprintln(os.Stderr, "dev:", err)
