@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/testr"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -482,6 +483,42 @@ func TestAWriterRebuildsAClonePartOfWhichCannotBeRead(t *testing.T) {
 		assert.Equal(t, "# kept\n"+configMapDoc("a", "new"), remote.Show("main", "live/app/a.yaml")+"\n", "edited in place")
 		remote.Fsck()
 	})
+}
+
+func TestACloneWhoseCompactionFindsAGarbledBlobOutsideEveryFolderIsRebuilt(t *testing.T) {
+	key, live := clusterConfigMap("a", "new")
+	remote := repotest.NewFileRemote(t)
+	remote.Seed("main", map[string]string{"live/app/a.yaml": configMapDoc("a", "old"), "docs/notes.md": "notes\n"}, "seed")
+	msgs, err := ParseMessages("", "")
+	require.NoError(t, err)
+	m := NewManager(Options{Log: testr.New(t), WorkDir: t.TempDir(), Resolver: fixedResolver{key: live}, CompactLooseObjects: 1})
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan struct{})
+	defer func() { cancel(); <-stopped }()
+	spec := TargetSpec{Key: liveKey, URL: remote.URL, Branch: "main", Folder: "live", Messages: msgs,
+		Committer: Identity{Name: "W", Email: "w@example.com"}}
+	_, err = m.EnsureTarget(ctx, spec)
+	require.NoError(t, err)
+	w := m.workerOf(liveKey)
+	w.mu.Lock()
+	// A blob no target reads turns to garbage on disk (a power loss); a new process opens
+	// the clone, whose check at start reads trees, not blobs.
+	repotest.DamageObject(t, w.repo.Dir(), "main", "docs/notes.md", []byte("x\x9c garbage"))
+	reopened, err := repo.Open(ctx, w.repo.Dir(), remote.URL, nil)
+	require.NoError(t, err)
+	reopened.SetCompactionThresholds(m.opts.compactLooseObjects(), m.opts.compactPacks())
+	w.repo = reopened
+	w.mu.Unlock()
+	go func() { _ = m.Start(ctx); close(stopped) }()
+
+	m.Submit(Change{Target: liveKey, Key: key, AllowDelete: true}) // its push makes the clone due for compaction
+	require.Eventually(t, func() bool { return strings.Contains(remote.Show("main", "live/app/a.yaml"), "k: new") },
+		20*time.Second, 50*time.Millisecond)
+	require.Eventually(t, func() bool {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		return w.repo.Verify() == nil
+	}, 20*time.Second, 50*time.Millisecond, "the compaction that could not read the blob had the clone rebuilt")
 }
 
 func TestACreateOnlyChangeWritesOnlyADocumentGitLacks(t *testing.T) {

@@ -490,12 +490,18 @@ func (w *worker) push(ctx context.Context, sha plumbing.Hash) error {
 	return w.repo.Push(ctx, w.key.branch, sha, w.remoteTip)
 }
 
-// compactIfDue keeps the clone's size bounded (repo.CompactIfDue); a failure is only
-// logged, since the clone stays usable and the next push tries again.
+// compactIfDue keeps the clone's size bounded (repo.CompactIfDue). A failure is logged and
+// the clone checked: compaction reads every object of the tip, also those outside every
+// folder, which nothing else reads, so a blob a power loss garbled shows here first, and a
+// clone that is damaged is rebuilt (repairIfDamaged) instead of failing to compact, and
+// growing, forever. Otherwise the clone stays usable and a later push tries again
+// (repo.CompactIfDue waits a while after a failure, which also bounds the checks).
+// Callers hold w.mu.
 func (w *worker) compactIfDue() {
 	done, st, err := w.repo.CompactIfDue(w.key.branch)
 	if err != nil {
 		w.log.Error(err, "compacting the local clone")
+		w.repairIfDamaged(context.Background(), fmt.Errorf("%w: compacting: %w", errCloneRead, err))
 		return
 	}
 	if done {
