@@ -6,7 +6,9 @@ import (
 	"crypto/x509"
 	"encoding/base64"
 	"fmt"
+	"math/rand/v2"
 	"net"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -40,14 +42,42 @@ func injectedCABundle(timeout time.Duration) ([]byte, error) {
 	return nil, fmt.Errorf("the operator did not inject a caBundle into %s within %s", webhookConfigName, timeout)
 }
 
-// freePort asks the kernel for a free loopback port.
+// freePort returns a free loopback port for the operator to listen on later, below the
+// kernel's ephemeral range: a port the kernel handed out (port 0) is its to hand out again
+// between this check and the operator's listen, or while the suite restarts the operator
+// on it, to any test of another package running beside (a listener on port 0, an outgoing
+// connection). Outside that range only an explicit bind can take it.
 func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
+	low := ephemeralLow()
+	for range 200 {
+		port := 10000 + rand.IntN(low-10000)
+		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
+		if err != nil {
+			continue // taken
+		}
+		_ = l.Close()
+		return port, nil
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	return 0, fmt.Errorf("no free loopback port between 10000 and %d", low)
+}
+
+// ephemeralLow is the first port of the kernel's ephemeral range (Linux's default 32768
+// when it cannot be read).
+func ephemeralLow() int {
+	const fallback = 32768
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return fallback
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return fallback
+	}
+	low, err := strconv.Atoi(f[0])
+	if err != nil || low <= 11000 {
+		return fallback
+	}
+	return low
 }
 
 // installWebhookConfiguration registers both webhooks the way the chart does, but with a
