@@ -67,6 +67,10 @@ type GitProviderStatus struct {
 	// ObservedGeneration is the generation the status describes.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// URL is spec.url without any credentials it carries (user info, query), for display:
+	// kubectl's URL column shows it, so a token in spec.url never reaches a screen or a CI log.
+	// +optional
+	URL string `json:"url,omitempty"`
 	// Conditions: Ready, Reconciling, Stalled (kstatus).
 	// +listType=map
 	// +listMapKey=type
@@ -79,7 +83,7 @@ type GitProviderStatus struct {
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=gp,categories=gitops-reverser
-// +kubebuilder:printcolumn:name="URL",type=string,JSONPath=`.spec.url`
+// +kubebuilder:printcolumn:name="URL",type=string,JSONPath=`.status.url`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Status",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].message`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`

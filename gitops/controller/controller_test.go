@@ -194,6 +194,7 @@ func TestGitProvider(t *testing.T) {
 		assert.Contains(t, msg, u.Host)
 		assert.NotContains(t, msg, "s3cret")
 		assert.NotContains(t, msg, "alice")
+		assert.Equal(t, srv.URL, p.Status.URL, "what kubectl's URL column shows")
 	})
 }
 

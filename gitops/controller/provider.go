@@ -52,6 +52,7 @@ func (r *GitProviderReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	before := p.Status.DeepCopy()
 	defer func() { res, err = status.Finish(ctx, res, err, status.Patch(ctx, r.Client, &p, before, &p.Status)) }()
 	p.Status.ObservedGeneration = p.Generation
+	p.Status.URL = repo.Redact(p.Spec.URL)
 
 	auth, _, err := ProviderAuth(ctx, r.Client, &p)
 	if err != nil {
