@@ -134,6 +134,8 @@ func Decide(req Request, targets []TargetState, sensitive bool, warn bool) Verdi
 		}
 		if isSensitive := sensitive || slices.Contains(t.SensitiveResources, req.Resource); isSensitive && !t.EncryptionReady {
 			return deny(ReasonPlaintextSecret, plaintextDenial(obj, req.Resource, t))
+		} else if !isSensitive && req.CredentialsProblem != "" { // as the writer: before a file encrypted in Git
+			return deny(ReasonURLCredentials, fmt.Sprintf("%s cannot be written to GitTarget %s: %s", obj, t.Key, req.CredentialsProblem))
 		} else if (isSensitive || (t.Encrypted && t.PathProblem == "")) && len(req.ReadableFields) > 0 {
 			encryptedFile := ""
 			if !isSensitive {
@@ -141,8 +143,6 @@ func Decide(req Request, targets []TargetState, sensitive bool, warn bool) Verdi
 			}
 			return deny(ReasonReadableFields, fmt.Sprintf("%s cannot be written to GitTarget %s: %s", obj, t.Key,
 				batch.ReadableProblem(req.Resource, req.ReadableFields, encryptedFile)))
-		} else if !isSensitive && req.CredentialsProblem != "" {
-			return deny(ReasonURLCredentials, fmt.Sprintf("%s cannot be written to GitTarget %s: %s", obj, t.Key, req.CredentialsProblem))
 		}
 		if t.PathProblem != "" {
 			return deny(ReasonPathConflict, fmt.Sprintf("%s cannot be written to GitTarget %s: %s", obj, t.Key, t.PathProblem))

@@ -44,8 +44,6 @@ func TestDecide(t *testing.T) {
 	inGitNoKeys.EncryptionReady, inGitNoKeys.PathProblem = false, "never stored in plaintext: GitTarget team-a/live cannot encrypt"
 	provider := Request{Operation: Create, Resource: batch.GitProviders, Kind: "GitProvider", Namespace: "team-a", Name: "origin",
 		CredentialsProblem: "its spec.url carries credentials"}
-	encryptsProviders := encrypted
-	encryptsProviders.SensitiveResources = []schema.GroupResource{batch.GitProviders}
 	role := Request{Operation: Update, Resource: schema.GroupResource{Group: "rbac.authorization.k8s.io", Resource: "clusterroles"}, Kind: "ClusterRole", Name: "admin"}
 
 	cases := []struct {
@@ -103,8 +101,8 @@ func TestDecide(t *testing.T) {
 		{name: "denies when any one of several targets cannot write", req: cm, targets: []TargetState{live, stalled}, reason: ReasonTargetStalled},
 		{name: "denies a GitProvider whose URL carries credentials before they reach Git", req: provider, targets: []TargetState{live},
 			reason: ReasonURLCredentials, contains: []string{"reverser.gitops.dev/GitProvider team-a/origin cannot be written to GitTarget team-a/live: its spec.url carries credentials"}},
-		{name: "allows a GitProvider whose URL carries credentials to a target that writes GitProviders encrypted", req: provider,
-			targets: []TargetState{encryptsProviders}, allowed: true, reason: ReasonAllowed},
+		{name: "denies a GitProvider whose URL carries credentials for the URL, also where its file is encrypted in Git, as the writer refuses it",
+			req: withReadable(provider, "spec"), targets: []TargetState{inGit}, reason: ReasonURLCredentials},
 		{name: "names a cluster-scoped object without a namespace", req: role, targets: []TargetState{stalled}, reason: ReasonTargetStalled,
 			contains: []string{"rbac.authorization.k8s.io/ClusterRole admin cannot be mirrored"}},
 	}

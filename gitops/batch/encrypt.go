@@ -108,9 +108,10 @@ func URLCredentialsProblem(gr schema.GroupResource, obj *unstructured.Unstructur
 	if !repo.HasCredentials(url) {
 		return ""
 	}
-	return "its spec.url carries credentials (user info or a query), which never go to Git in plaintext: " +
-		"move them to the Secret of spec.secretRef (a new GitProvider: spec.url is immutable), " +
-		"or list " + GitProviders.String() + " in the GitTarget's spec.encryption.sensitiveResources to write it encrypted"
+	// Not "make GitProviders sensitive": sops would leave their spec, the URL included,
+	// readable, which the writer refuses too (ReadableFields).
+	return "its spec.url carries credentials (user info or a query), which never go to Git: " +
+		"move them to the Secret of spec.secretRef (in a new GitProvider: spec.url is immutable)"
 }
 
 // options turns the digest key into encrypt options.
