@@ -112,12 +112,14 @@ func TestASnapshotPrunesNothingUntilEveryRuleIsRegistered(t *testing.T) {
 			require.Eventually(t, func() bool { return len(sink.snapshots()) == 1 }, 10*time.Second, 10*time.Millisecond)
 			assert.Nil(t, sink.snapshots()[0].Prunable, "rule b, not registered yet, may select what rule a no longer does")
 			assert.NotNil(t, sink.snapshots()[0].InScope, "orphans are still counted")
+			assert.False(t, sink.snapshots()[0].Complete, "recovered deletions of namespaces it did not list wait")
 
 			w.SetRule("WatchRule/team-a/b", last)
 			require.Eventually(t, func() bool { return len(sink.snapshots()) >= 2 }, 10*time.Second, 10*time.Millisecond)
 			got := sink.snapshots()[len(sink.snapshots())-1]
 			require.NotNil(t, got.Prunable, "every rule is in: the snapshot taken again prunes")
 			assert.True(t, got.Prunable("team-a", map[string]string{"app": "x"}))
+			assert.True(t, got.Complete)
 		})
 	}
 }

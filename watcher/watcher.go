@@ -207,7 +207,8 @@ func (w *Watcher) rulesLoaded() bool {
 	return ok && w.Registered(keys)
 }
 
-// holdPrune marks target's snapshot as taken without pruning, then looks again: the last
+// holdPrune marks target's snapshot as taken before every rule was in (without pruning,
+// Snapshot.Complete false), so that it is taken again once they are, then looks again: the last
 // rule may have registered between the look that held the prune back and the mark, when
 // SetRule found nothing marked, and the rules' list may have failed for a moment. A look
 // after rulesRetry covers the second; any later SetRule takes the mark too.
@@ -414,8 +415,11 @@ func (w *Watcher) snapshot(target types.NamespacedName, cs []Claim, objs []inter
 	}
 	w.opts.Log.V(1).Info("snapshot", "gitTarget", target.String(), "resource", cs[0].Resource.GVR.String(), "objects", len(present))
 	prunable := w.prunable(cs, listedIn)
-	if prunable != nil && !w.rulesLoaded() {
-		prunable = nil // counted as orphans; pruned by the snapshot taken once every rule is in
+	complete := w.rulesLoaded()
+	if !complete {
+		// Orphans are counted, not pruned, and deletions recovered from the journal wait
+		// unless their namespace was listed, until the snapshot taken once every rule is in.
+		prunable = nil
 		w.holdPrune(target)
 	}
 	w.opts.Sink.Submit(changes...)
@@ -423,6 +427,7 @@ func (w *Watcher) snapshot(target types.NamespacedName, cs []Claim, objs []inter
 		Target: target, GVR: cs[0].Resource.GVR, Kind: cs[0].Resource.Kind, Present: present,
 		InScope:  w.covered(cs, listedIn),
 		Prunable: prunable,
+		Complete: complete,
 	})
 }
 

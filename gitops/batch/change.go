@@ -116,6 +116,9 @@ type Snapshot struct {
 	// Under prune mode Always only such orphans are removed: a rule without DELETE keeps
 	// its documents whatever the mode, even next to one with DELETE in the same namespace.
 	Prunable func(namespace string, labels map[string]string) bool
+	// Complete says every rule in the cluster was registered when the list was taken: a
+	// namespace out of scope then is out of every rule's, not of one still to register.
+	Complete bool
 }
 
 // Orphans lists the identities held in Git that a snapshot's scope covers but its list

@@ -3,6 +3,7 @@ package batch
 import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/gitops-reverser/gitops-reverser/gitops/manifest"
 )
@@ -23,11 +24,17 @@ func (m *Manager) Snapshot(s Snapshot) {
 	m.mu.Lock()
 	wk, ok := m.targets[s.Target]
 	w := m.workers[wk]
-	var recovered []Change
+	var waiting []ObjectKey
 	if ok && w != nil {
-		recovered = m.takeRecovered(s)
+		waiting = m.recoveredOf(s.Target, s.GVR)
 	}
 	m.mu.Unlock()
+	var recovered []Change
+	if taken := takenBy(s, waiting); len(taken) > 0 { // judged without m.mu: InScope reads caches
+		m.mu.Lock()
+		recovered = m.takeRecovered(s.Target, taken)
+		m.mu.Unlock()
+	}
 	if ok && w != nil {
 		if unplaced := w.submitOlder(recovered...); len(unplaced) > 0 {
 			m.placeLate(unplaced) // suspended or moved meanwhile: kept for it
@@ -36,23 +43,47 @@ func (m *Manager) Snapshot(s Snapshot) {
 	}
 }
 
-// takeRecovered takes the deletions an earlier process left unwritten for the snapshot's
-// target (deleteJournal) of its resource, in the namespaces its list covered. They wait for
+// recoveredOf lists the deletions of gvr an earlier process left unwritten for target
+// (deleteJournal). Callers hold m.mu.
+func (m *Manager) recoveredOf(target types.NamespacedName, gvr schema.GroupVersionResource) []ObjectKey {
+	var out []ObjectKey
+	for k := range m.recovered[target] {
+		if k.GVR == gvr {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// takenBy picks the recovered deletions a snapshot hands over: those in the namespaces its
+// list covered, or all once every rule was registered (Snapshot.Complete). They wait for
 // such a list in this process: only then does the watcher know a rule of the target for the
 // object, which decides, at commit time, whether the document goes (before, the object reads
 // as not watched, and nothing would be written). One namespace's list is not another's: two
 // rules (a WatchRule and a ClusterWatchRule) may bring one resource from different
-// namespaces, registered one after the other. Callers hold m.mu.
-func (m *Manager) takeRecovered(s Snapshot) []Change {
-	var out []Change
-	for k, c := range m.recovered[s.Target] {
-		if k.GVR == s.GVR && s.InScope(k.Namespace) {
-			out = append(out, c)
-			delete(m.recovered[s.Target], k)
+// namespaces, registered one after the other. Pure.
+func takenBy(s Snapshot, waiting []ObjectKey) []ObjectKey {
+	var out []ObjectKey
+	for _, k := range waiting {
+		if s.Complete || s.InScope(k.Namespace) {
+			out = append(out, k)
 		}
 	}
-	if len(m.recovered[s.Target]) == 0 {
-		delete(m.recovered, s.Target)
+	return out
+}
+
+// takeRecovered takes the recovered deletions of keys for target, those still there.
+// Callers hold m.mu.
+func (m *Manager) takeRecovered(target types.NamespacedName, keys []ObjectKey) []Change {
+	var out []Change
+	for _, k := range keys {
+		if c, ok := m.recovered[target][k]; ok {
+			out = append(out, c)
+			delete(m.recovered[target], k)
+		}
+	}
+	if len(m.recovered[target]) == 0 {
+		delete(m.recovered, target)
 	}
 	return out
 }

@@ -37,3 +37,15 @@ func TestOrphans(t *testing.T) {
 		})
 	}
 }
+
+func TestASnapshotHandsOverTheRecoveredDeletionsOfWhatItListedOrAllOnceEveryRuleIsIn(t *testing.T) {
+	key := func(ns string) ObjectKey {
+		return ObjectKey{GVR: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, Kind: "ConfigMap", Namespace: ns, Name: "gone"}
+	}
+	waiting := []ObjectKey{key("a"), key("b")}
+	onlyA := func(ns string) bool { return ns == "a" }
+	assert.Equal(t, []ObjectKey{key("a")}, takenBy(Snapshot{InScope: onlyA}, waiting),
+		"b's rule may not be registered yet: its deletion waits for it, or read as not watched it would be dropped")
+	assert.Equal(t, waiting, takenBy(Snapshot{InScope: onlyA, Complete: true}, waiting),
+		"every rule is in: a namespace no rule lists now (relabelled while down) still gets the deletion seen before")
+}
