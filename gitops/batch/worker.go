@@ -355,10 +355,11 @@ func (w *worker) ensureTarget(ctx context.Context, spec TargetSpec) (*target, Ta
 		if err != nil && w.repairIfDamaged(ctx, err) {
 			err = w.refresh(ctx, true, t)
 		}
-		if err == nil {
+		if err == nil && w.compactIfDue() {
 			// Every fetch that brings something adds a packfile; a target that only sees
 			// people's commits would otherwise never compact (it happens after pushes).
-			w.compactIfDue()
+			// A clone rebuilt there is fetched again before the target reads it.
+			err = w.refresh(ctx, true, t)
 		}
 	}
 	st := w.view(t)
@@ -495,19 +496,20 @@ func (w *worker) push(ctx context.Context, sha plumbing.Hash) error {
 // folder, which nothing else reads, so a blob a power loss garbled shows here first, and a
 // clone that is damaged is rebuilt (repairIfDamaged) instead of failing to compact, and
 // growing, forever. Otherwise the clone stays usable and a later push tries again
-// (repo.CompactIfDue waits a while after a failure, which also bounds the checks).
+// (repo.CompactIfDue waits a while after a failure, which also bounds the checks). It
+// reports whether the clone was rebuilt, which the caller fetches before reading it.
 // Callers hold w.mu.
-func (w *worker) compactIfDue() {
+func (w *worker) compactIfDue() (repaired bool) {
 	done, st, err := w.repo.CompactIfDue(w.key.branch)
 	if err != nil {
 		w.log.Error(err, "compacting the local clone")
-		w.repairIfDamaged(context.Background(), fmt.Errorf("%w: compacting: %w", errCloneRead, err))
-		return
+		return w.repairIfDamaged(context.Background(), fmt.Errorf("%w: compacting: %w", errCloneRead, err))
 	}
 	if done {
 		w.log.Info("compacted the local clone to the tip", "objects", st.Kept,
 			"looseRemoved", st.LooseRemoved, "packsRemoved", st.PacksRemoved, "took", st.Took.String())
 	}
+	return false
 }
 
 // pushed moves the remote tip to sha, the commit t pushed with files, and brings every
@@ -940,7 +942,7 @@ func (w *worker) flush(ctx context.Context, t *target, win *authorWindow) (bool,
 		w.answer(win, sha.String(), nil)
 		w.keepDeferred(t, win, p.deferred)
 		w.delivered(t, win)
-		w.compactIfDue()
+		w.compactIfDue() // a clone rebuilt here is fetched by the next flush (!w.fetched)
 		return true, nil
 	}
 }

@@ -76,8 +76,12 @@ func (r *Repo) CompactIfDue(branch string) (bool, CompactionStats, error) {
 		return false, CompactionStats{}, nil
 	}
 	due, err := r.compactionDue()
-	if err != nil || !due {
+	if err != nil {
+		r.compactFailed = time.Now() // also a failed attempt: the caller checks the clone for each
 		return false, CompactionStats{}, err
+	}
+	if !due {
+		return false, CompactionStats{}, nil
 	}
 	stats, err := r.compact(branch)
 	if err != nil {
