@@ -9,6 +9,7 @@ import (
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/gitops-reverser/gitops-reverser/certs"
 	"github.com/gitops-reverser/gitops-reverser/gitops/batch"
@@ -135,13 +136,15 @@ func (o *Options) webhookTimeout() (int32, error) {
 	return int32(o.WebhookTimeout), nil
 }
 
-// checkSensitive refuses a --sensitive-resources name the API server could never serve
-// (capitals, blanks, a slash): it would match nothing, and objects meant to be encrypted
+// checkSensitive refuses a --sensitive-resources name the API server could never serve (a
+// resource that is not a DNS label, a group that is not a DNS subdomain: capitals, blanks,
+// a slash, an empty label): it would match nothing, and objects meant to be encrypted
 // would reach Git in plaintext without a word. A well-formed name of a resource not served
 // (yet: its CRD installed later) is accepted.
 func (o *Options) checkSensitive() error {
 	for _, r := range o.SensitiveResources {
-		if r != strings.ToLower(r) || strings.ContainsAny(r, " \t/:") || strings.HasPrefix(r, ".") || strings.HasSuffix(r, ".") {
+		gr := schema.ParseGroupResource(r)
+		if len(validation.IsDNS1123Label(gr.Resource)) > 0 || (gr.Group != "" && len(validation.IsDNS1123Subdomain(gr.Group)) > 0) {
 			return fmt.Errorf("--sensitive-resources: %q is not a resource name as the API server spells it: "+
 				"plural, lowercase, resource.group (e.g. sealedsecrets.bitnami.com)", r)
 		}

@@ -27,7 +27,8 @@ func TestAListFlagRepeatedKeepsEveryValueAndReplacesItsDefault(t *testing.T) {
 }
 
 func TestASensitiveResourceNameTheAPIServerCouldNeverServeIsRefusedAtStart(t *testing.T) {
-	for _, name := range []string{"SealedSecrets.bitnami.com", "sealedsecrets.bitnami.com/v1", "sealed secrets.bitnami.com", ".bitnami.com"} {
+	for _, name := range []string{"SealedSecrets.bitnami.com", "sealedsecrets.bitnami.com/v1", "sealed secrets.bitnami.com", ".bitnami.com",
+		"sealedsecrets..bitnami.com", "sealed_secrets.bitnami.com", "sealedsecrets.bitnami.com."} {
 		err := (&Options{SensitiveResources: stringList{name}}).checkSensitive()
 		require.Error(t, err, name)
 		assert.Contains(t, err.Error(), "plural, lowercase, resource.group")

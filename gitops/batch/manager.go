@@ -74,7 +74,9 @@ type Options struct {
 	WorkDir  string
 	Resolver Resolver
 	Log      logr.Logger
-	// OnStatus is called (without locks held) when a target's status changed.
+	// OnStatus is called when a target's status changed, without the writer's locks held but
+	// possibly under the watcher's (Watched): it must not block nor call back into the
+	// writer or the watcher (main's hands a notice to a buffered channel, or drops it).
 	OnStatus func(types.NamespacedName)
 	// Sensitive says which resources must never be written in plaintext; the writer refuses
 	// them until encryption exists. Default: CoreSecretsOnly.

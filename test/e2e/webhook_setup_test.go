@@ -11,6 +11,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
@@ -47,37 +48,55 @@ func injectedCABundle(timeout time.Duration) ([]byte, error) {
 // between this check and the operator's listen, or while the suite restarts the operator
 // on it, to any test of another package running beside (a listener on port 0, an outgoing
 // connection). Outside that range only an explicit bind can take it.
+// A port handed out once is not handed out again in this run: the suite's webhook port is
+// free whenever the operator is stopped.
 func freePort() (int, error) {
-	low := ephemeralLow()
+	from, to := nonEphemeralPorts()
+	handedOut.Lock()
+	defer handedOut.Unlock()
 	for range 200 {
-		port := 10000 + rand.IntN(low-10000)
+		port := from + rand.IntN(to-from)
+		if handedOut.ports[port] {
+			continue
+		}
 		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
 		if err != nil {
 			continue // taken
 		}
 		_ = l.Close()
+		handedOut.ports[port] = true
 		return port, nil
 	}
-	return 0, fmt.Errorf("no free loopback port between 10000 and %d", low)
+	return 0, fmt.Errorf("no free loopback port between %d and %d", from, to)
 }
 
-// ephemeralLow is the first port of the kernel's ephemeral range (Linux's default 32768
-// when it cannot be read).
-func ephemeralLow() int {
-	const fallback = 32768
-	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
-	if err != nil {
-		return fallback
+// handedOut holds the ports freePort returned.
+var handedOut = struct {
+	sync.Mutex
+	ports map[int]bool
+}{ports: map[int]bool{}}
+
+// nonEphemeralPorts is a range of ports outside the kernel's ephemeral range
+// (/proc/sys/net/ipv4/ip_local_port_range; Linux's default 32768–60999 when it cannot be
+// read): below it when it leaves room there, else above it.
+func nonEphemeralPorts() (from, to int) {
+	low, high := 32768, 60999
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			l, errL := strconv.Atoi(f[0])
+			h, errH := strconv.Atoi(f[1])
+			if errL == nil && errH == nil && l <= h {
+				low, high = l, h
+			}
+		}
 	}
-	f := strings.Fields(string(b))
-	if len(f) == 0 {
-		return fallback
+	switch {
+	case low-10000 >= 1000:
+		return 10000, low
+	case 65536-(high+1) >= 1000:
+		return high + 1, 65536
 	}
-	low, err := strconv.Atoi(f[0])
-	if err != nil || low <= 11000 {
-		return fallback
-	}
-	return low
+	return 1024, 65536 // nearly every port is ephemeral: none is safe from it
 }
 
 // installWebhookConfiguration registers both webhooks the way the chart does, but with a
