@@ -244,8 +244,17 @@ func (q *queue) due(cfg WindowConfig, now time.Time) (out []*authorWindow, wait 
 // maxDelay and the apply→commit latency count from its first change, not from the failure.
 func (q *queue) restore(win *authorWindow, now time.Time) {
 	joined := false // some object went back to the author's window
+	existed := q.windows[win.author] != nil
 	defer func() {
 		if cur := q.windows[win.author]; cur != nil {
+			// A window relist opened (listed) holds the author's own changes again once
+			// those of a window of theirs come back to it; one made for a listed window's
+			// objects holds only what a list brought.
+			if joined && !win.listed {
+				cur.listed = false
+			} else if joined && !existed {
+				cur.listed = true
+			}
 			// Merged into a window the author opened meanwhile, its objects keep their
 			// first build, as the window keeps its first change.
 			if joined && (cur.builtAt.IsZero() || !win.builtAt.IsZero() && win.builtAt.Before(cur.builtAt)) {
@@ -302,7 +311,7 @@ func live(requests []*CommitRequest) []*CommitRequest {
 // are pending again, as add would attach them.
 func (q *queue) retry(win *authorWindow, now time.Time) {
 	q.restore(win, now)
-	if cur := q.windows[win.author]; cur != nil && len(cur.dirty) > 0 && len(q.waiting[win.author]) > 0 {
+	if cur := q.windows[win.author]; cur != nil && len(cur.dirty) > 0 && !cur.listed && len(q.waiting[win.author]) > 0 {
 		cur.requests = append(cur.requests, q.waiting[win.author]...)
 		delete(q.waiting, win.author)
 	}

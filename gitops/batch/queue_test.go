@@ -133,6 +133,31 @@ func TestQueueWindowsPerAuthor(t *testing.T) {
 		q.add(qkey("b"), mirrorsDeletes, "alice", t0.Add(2*time.Hour))
 		assert.Contains(t, q.windows["alice"].requests, next, "which takes it")
 	})
+	t.Run("a window a list opened holds the author's change again once her failed push puts it back", func(t *testing.T) {
+		q := newQueue()
+		q.add(qkey("a"), mirrorsDeletes, "alice", t0)
+		committing, _ := q.due(cfg, t0.Add(time.Hour))
+		q.flushing = committing
+		q.relist(qkey("a"), intent{}, t0.Add(time.Hour))
+		q.flushing = nil
+		q.retry(committing[0], t0.Add(time.Hour)) // the push failed: her change is pending again
+		next := &CommitRequest{Author: "alice", Message: "for the change waiting to be pushed"}
+		q.request(next)
+		assert.Contains(t, q.windows["alice"].requests, next, "it rides her change, not waiting for another")
+	})
+	t.Run("a window a list opened whose push failed is put back as only a list's", func(t *testing.T) {
+		q := newQueue()
+		q.add(qkey("a"), mirrorsDeletes, "alice", t0)
+		q.flushing, _ = q.due(cfg, t0.Add(time.Hour))
+		q.relist(qkey("a"), intent{}, t0.Add(time.Hour))
+		q.flushing = nil // her push went through
+		listed, _ := q.due(cfg, t0.Add(2*time.Hour))
+		require.Len(t, listed, 1)
+		q.retry(listed[0], t0.Add(2*time.Hour)) // the list's push failed
+		next := &CommitRequest{Author: "alice", Message: "for her next change"}
+		q.request(next)
+		assert.Equal(t, []*CommitRequest{next}, q.waiting["alice"], "what a list brought is not her change")
+	})
 	t.Run("a snapshot of an object waiting in no author's window joins the committer's", func(t *testing.T) {
 		q := newQueue()
 		q.add(qkey("a"), mirrorsDeletes, "", t0) // an unattributed write

@@ -863,7 +863,9 @@ func (w *worker) flush(ctx context.Context, t *target, win *authorWindow) (bool,
 		if !t.verdict.Supported {
 			w.waitOnFolder(win, t)
 			w.qmu.Lock()
-			t.q.restore(win, time.Now()) // kept until the folder is fixed; the cluster holds the state
+			// Kept until the folder is fixed (the cluster holds the state), with the requests
+			// that came while it was tried: the next pass tells them too (TargetStalled).
+			t.q.retry(win, time.Now())
 			w.qmu.Unlock()
 			return false, nil
 		}
@@ -1021,7 +1023,8 @@ func (w *worker) keepDeferred(t *target, win *authorWindow, deferred map[ObjectK
 		return
 	}
 	w.qmu.Lock()
-	t.q.restore(&authorWindow{author: win.author, dirty: deferred, Window: Window{First: win.First}, builtAt: win.builtAt}, time.Now())
+	t.q.restore(&authorWindow{author: win.author, dirty: deferred, Window: Window{First: win.First}, builtAt: win.builtAt,
+		listed: win.listed}, time.Now())
 	w.qmu.Unlock()
 	w.poke() // the pass that flushed win computed its sleep without this window
 }
