@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"slices"
 
+	"gomodules.xyz/jsonpatch/v2"
 	admissionv1 "k8s.io/api/admission/v1"
 	admissionregv1 "k8s.io/api/admissionregistration/v1"
 	authnv1 "k8s.io/api/authentication/v1"
@@ -30,7 +31,9 @@ func RequesterOf(u authnv1.UserInfo) *v1alpha1.Requester {
 
 // StampRequester sets spec.requester of a new CommitRequest to whoever created it, replacing
 // any value the client sent: only the API server says who a user is (cert-manager's
-// CertificateRequest works the same way).
+// CertificateRequest works the same way). The patch touches spec.requester alone: the object
+// is never decoded and encoded again, which would rewrite other fields (spec.timeout "90s"
+// as "1m30s", which the CRD's rules may then refuse) and drop unknown ones.
 type StampRequester struct{}
 
 // Handle implements admission.Handler.
@@ -38,16 +41,14 @@ func (StampRequester) Handle(_ context.Context, req admission.Request) admission
 	if req.Operation != admissionv1.Create || req.Kind.Kind != "CommitRequest" {
 		return admission.Allowed("")
 	}
-	var cr v1alpha1.CommitRequest
-	if err := json.Unmarshal(req.Object.Raw, &cr); err != nil {
-		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the CommitRequest: %w", err))
+	var shape struct {
+		Spec map[string]json.RawMessage `json:"spec"`
 	}
-	cr.Spec.Requester = RequesterOf(req.UserInfo)
-	raw, err := json.Marshal(&cr)
-	if err != nil {
-		return admission.Errored(http.StatusInternalServerError, err)
+	if err := json.Unmarshal(req.Object.Raw, &shape); err != nil || shape.Spec == nil {
+		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the CommitRequest: it needs a spec object"))
 	}
-	return admission.PatchResponseFromRaw(req.Object.Raw, raw)
+	// "add" replaces a member that exists (RFC 6902).
+	return admission.Patched("", jsonpatch.JsonPatchOperation{Operation: "add", Path: "/spec/requester", Value: RequesterOf(req.UserInfo)})
 }
 
 // ValidateCommitRequest is the verdict on a new CommitRequest: its requester must be the

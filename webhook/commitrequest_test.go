@@ -61,12 +61,20 @@ func TestStampRequester(t *testing.T) {
 		}}
 		resp := StampRequester{}.Handle(context.Background(), req)
 		require.True(t, resp.Allowed)
-		paths := map[string]any{}
-		for _, p := range resp.Patches {
-			paths[p.Path] = p.Value
-		}
-		assert.Equal(t, "alice", paths["/spec/requester/username"])
-		assert.Equal(t, "42", paths["/spec/requester/uid"])
+		require.Len(t, resp.Patches, 1)
+		assert.Equal(t, "/spec/requester", resp.Patches[0].Path)
+		assert.Equal(t, &v1alpha1.Requester{Username: "alice", UID: "42", Groups: []string{"system:authenticated"}}, resp.Patches[0].Value)
+	})
+	t.Run("touches nothing but the requester, not even a timeout Go would spell otherwise", func(t *testing.T) {
+		raw := []byte(`{"apiVersion":"reverser.gitops.dev/v1alpha1","kind":"CommitRequest","metadata":{"name":"r"},` +
+			`"spec":{"message":"m","timeout":"90s","targetRef":{"name":"live"}}}`)
+		req := admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
+			Operation: admissionv1.Create, Kind: metav1.GroupVersionKind{Kind: "CommitRequest"},
+			Object: runtime.RawExtension{Raw: raw}, UserInfo: authnv1.UserInfo{Username: "alice"}}}
+		resp := StampRequester{}.Handle(context.Background(), req)
+		require.True(t, resp.Allowed)
+		require.Len(t, resp.Patches, 1, "a decode and encode would also rewrite spec.timeout as 1m30s")
+		assert.Equal(t, "/spec/requester", resp.Patches[0].Path)
 	})
 	t.Run("leaves every other request alone", func(t *testing.T) {
 		req := admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{Operation: admissionv1.Update, Kind: metav1.GroupVersionKind{Kind: "CommitRequest"}}}
