@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -254,6 +255,29 @@ func TestStatusCountsOnlyTheOrphansOfResourcesTheTargetIsStillWatchedFor(t *test
 	assert.Equal(t, 0, st.Orphans)
 	m.Watched(liveKey, []schema.GroupVersionResource{secrets, goneKey.GVR}) // both back, before their snapshots
 	assert.Equal(t, 2, orphans(), "until their next snapshots, the counts the last ones found")
+}
+
+func TestARequestOfATargetThatCannotRegisterWhereItMovedTimesOut(t *testing.T) {
+	m, spec := registeredManager(t, map[string]string{"live/README.md": "objects\n"})
+	r := CommitRequest{Key: types.NamespacedName{Namespace: "ops", Name: "release"}, UID: "1", Target: liveKey,
+		Author: "alice", Message: "release", Deadline: time.Now().Add(100 * time.Millisecond)}
+	out, err := m.Request(r)
+	require.NoError(t, err)
+	require.False(t, out.Done, "waiting for alice's change")
+
+	moved := spec
+	moved.Branch = "other" // its clone cannot be made there (a disk fault): a regular file holds its place
+	require.NoError(t, os.MkdirAll(filepath.Dir(m.cloneDir(workerKey{url: repo.NormalizeURL(moved.URL), branch: "other"})), 0o755))
+	require.NoError(t, os.WriteFile(m.cloneDir(workerKey{url: repo.NormalizeURL(moved.URL), branch: "other"}), []byte("x"), 0o600))
+	_, err = m.EnsureTarget(context.Background(), moved)
+	require.Error(t, err)
+
+	time.Sleep(150 * time.Millisecond) // past its deadline, in no queue
+	out, err = m.Request(r)
+	require.NoError(t, err)
+	assert.True(t, out.Done, "its controller would otherwise poll a Waiting request forever")
+	assert.Equal(t, ReasonTimedOut, out.Reason)
+	assert.Contains(t, out.Message, "moved to another repository or branch")
 }
 
 func TestSettlingCommitRequests(t *testing.T) {

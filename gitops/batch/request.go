@@ -2,6 +2,8 @@ package batch
 
 import (
 	"errors"
+	"fmt"
+	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -17,6 +19,13 @@ func (m *Manager) Request(r CommitRequest) (RequestOutcome, error) {
 	m.mu.Lock()
 	st, ok := m.requests[r.Key]
 	if ok && st.req.UID == r.UID {
+		if st.rehome && !st.outcome.Done && !time.Now().Before(st.req.Deadline) {
+			// In no queue since its target moved, and the target's registration on its new
+			// repository or branch keeps failing: no queue can time it out.
+			st.outcome = RequestOutcome{Done: true, Reason: ReasonTimedOut, Message: fmt.Sprintf(
+				"GitTarget %s moved to another repository or branch and could not write there within spec.timeout "+
+					"(see its Ready condition), so the message was not used", r.Target)}
+		}
 		out := st.outcome
 		m.mu.Unlock()
 		return out, nil
