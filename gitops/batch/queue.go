@@ -195,6 +195,9 @@ func (q *queue) window(author string) *authorWindow {
 // request attaches r to its author's open window, which then closes at once, or parks it
 // until the author's next change.
 func (q *queue) request(r *CommitRequest) {
+	if r.withdrawn {
+		return // forgotten while it was handed over
+	}
 	if win := q.windows[r.Author]; win != nil && len(win.dirty) > 0 && !win.listed {
 		win.requests, win.now = append(win.requests, r), true
 		win.notBefore = time.Time{} // tried at once: the request learns what it waits for
@@ -360,12 +363,15 @@ func (q *queue) expired(now time.Time) (out []*CommitRequest, wait time.Duration
 	return out, wait
 }
 
-// withdraw forgets a request wherever it waits or is attached (its object was deleted).
-func (q *queue) withdraw(key types.NamespacedName) {
+// withdraw forgets a request wherever it waits or is attached (its object was deleted), and
+// flags it: a request being handed to the queue while it is forgotten lends no message. It
+// matches the request itself, not its name: one created again under the name stays.
+func (q *queue) withdraw(gone *CommitRequest) {
+	gone.withdrawn = true
 	drop := func(rs []*CommitRequest) []*CommitRequest {
 		kept := rs[:0]
 		for _, r := range rs {
-			if r.Key != key {
+			if r != gone {
 				kept = append(kept, r)
 			}
 		}
@@ -381,13 +387,8 @@ func (q *queue) withdraw(key types.NamespacedName) {
 			delete(q.windows, author)
 		}
 	}
-	for _, win := range q.flushing { // its plan reads it without the lock: flagged, not cut
-		for _, r := range win.requests {
-			if r.Key == key {
-				r.withdrawn = true
-			}
-		}
-	}
+	// A window being committed keeps it in its list (its plan reads it without the lock):
+	// flagged above, not cut.
 }
 
 // holds reports whether key is dirty in some window, one being committed included.

@@ -280,11 +280,24 @@ func TestQueueWindowsPerAuthor(t *testing.T) {
 		q.restore(third[0], t0.Add(9*time.Second))
 		assert.True(t, q.windows["alice"].builtAt.IsZero(), "none of its objects came back to alice's window: c's commit is still to record")
 	})
+	t.Run("a request forgotten while it is handed to the queue lends no message, and one created again under its name keeps its own", func(t *testing.T) {
+		q := newQueue()
+		key := types.NamespacedName{Namespace: "team-a", Name: "cr"}
+		deleted := &CommitRequest{Key: key, Author: "alice", Message: "old", Deadline: t0.Add(time.Minute)}
+		q.withdraw(deleted) // its object deleted between the Manager taking it and the queue getting it
+		q.request(deleted)
+		again := &CommitRequest{Key: key, Author: "alice", Message: "new", Deadline: t0.Add(time.Minute)}
+		q.request(again)
+		q.withdraw(deleted) // a late withdraw of the old one
+		q.add(qkey("a"), mirrorsDeletes, "alice", t0)
+		assert.Equal(t, []*CommitRequest{again}, q.windows["alice"].requests)
+	})
 	t.Run("a withdrawn request leaves no empty window behind", func(t *testing.T) {
 		q := newQueue()
 		key := types.NamespacedName{Namespace: "team-a", Name: "cr"}
-		q.request(&CommitRequest{Key: key, Author: "alice", Deadline: t0.Add(time.Minute)})
-		q.withdraw(key)
+		r := &CommitRequest{Key: key, Author: "alice", Deadline: t0.Add(time.Minute)}
+		q.request(r)
+		q.withdraw(r)
 		assert.Empty(t, q.waiting)
 		out, _ := q.expired(t0.Add(time.Hour))
 		assert.Empty(t, out)
@@ -379,7 +392,7 @@ func TestARequestDeletedWhileItsWindowIsCommittedLendsItNoMessage(t *testing.T) 
 	require.Len(t, wins, 1)
 	q.flushing = wins
 
-	q.withdraw(typo.Key) // kubectl replace --force while the window is being committed
+	q.withdraw(typo) // kubectl replace --force while the window is being committed
 	assert.Empty(t, live(wins[0].requests), "left out of the commit under way if there is still time")
 
 	q.flushing = nil

@@ -69,7 +69,7 @@ func (m *Manager) forget(key types.NamespacedName) (withdraw func()) {
 	w := m.workers[m.targets[st.req.Target]]
 	return func() {
 		if w != nil {
-			w.withdraw(st.req.Target, key)
+			w.withdraw(&st.req)
 		}
 	}
 }

@@ -190,12 +190,14 @@ func (w *worker) request(r *CommitRequest) bool {
 }
 
 // withdraw forgets a CommitRequest whose object is gone.
-func (w *worker) withdraw(target, key types.NamespacedName) {
+func (w *worker) withdraw(r *CommitRequest) {
 	w.qmu.Lock()
-	if q, ok := w.queues[target]; ok {
-		q.withdraw(key)
+	defer w.qmu.Unlock()
+	if q, ok := w.queues[r.Target]; ok {
+		q.withdraw(r)
+	} else {
+		r.withdrawn = true // under qmu, as every read of the flag
 	}
-	w.qmu.Unlock()
 }
 
 // reportPending publishes the number of dirty objects on this worker and the time its
@@ -889,6 +891,9 @@ func (w *worker) flush(ctx context.Context, t *target, win *authorWindow) (bool,
 			w.delivered(t, win)
 			return w.settled(t, refusedBefore), nil
 		}
+		w.qmu.Lock()
+		win.requests = live(win.requests) // and one deleted while it was planned
+		w.qmu.Unlock()
 		when := time.Now()
 		planned := when.Sub(start)
 		author := authorSignature(win.author, t.spec.Committer, w.opts.AuthorEmailDomain, when)
