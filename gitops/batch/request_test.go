@@ -105,10 +105,12 @@ func TestACommitRequestSaysWhyItsMessageIsNotCommittedYet(t *testing.T) {
 // lostAnswerRelease runs alicesRelease against a remote that lands the push of her commit
 // but loses its answer, then fails the writer's check of where the branch is, calling
 // meanwhile (nil for nothing) just before; it returns the remote and the request's outcome.
-func lostAnswerRelease(t *testing.T, meanwhile func(*repotest.Remote)) (*repotest.Remote, *batch.Manager, batch.CommitRequest, batch.RequestOutcome) {
+func lostAnswerRelease(t *testing.T, meanwhile func(*repotest.Remote, *batch.Manager, *cluster)) (*repotest.Remote, *batch.Manager, batch.CommitRequest, batch.RequestOutcome) {
 	t.Helper()
 	var phase atomic.Int32 // 1: lose the push's answer; 2: then fail the check of where the branch is
 	var remote *repotest.Remote
+	var writer *batch.Manager
+	var c *cluster
 	remote = repotest.NewHTTPRemote(t, repotest.WithMiddleware(func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			switch {
@@ -120,7 +122,7 @@ func lostAnswerRelease(t *testing.T, meanwhile func(*repotest.Remote)) (*repotes
 			case phase.Load() == 2 && r.URL.Query().Get("service") == "git-upload-pack":
 				phase.Store(0)
 				if meanwhile != nil {
-					meanwhile(remote)
+					meanwhile(remote, writer, c)
 				}
 				http.Error(w, "unreachable", http.StatusServiceUnavailable)
 				return
@@ -128,7 +130,7 @@ func lostAnswerRelease(t *testing.T, meanwhile func(*repotest.Remote)) (*repotes
 			next.ServeHTTP(w, r)
 		})
 	}))
-	writer, c := liveWriter(t, remote)
+	writer, c = liveWriter(t, remote)
 	phase.Store(1)
 	req := alicesRelease(t, writer, c)
 	var out batch.RequestOutcome
@@ -151,7 +153,7 @@ func TestACommitRequestWhosePushLandedDespiteAnError(t *testing.T) {
 		assert.Empty(t, st.LastError, "the retry found the change delivered: nothing is failing any more")
 	})
 	t.Run("reports that commit when someone pushed on top of it before the retry", func(t *testing.T) {
-		remote, _, _, out := lostAnswerRelease(t, func(remote *repotest.Remote) {
+		remote, _, _, out := lostAnswerRelease(t, func(remote *repotest.Remote, _ *batch.Manager, _ *cluster) {
 			remote.Seed("main", map[string]string{"notes/today.md": "released\n"}, "a person's commit")
 		})
 		log := remote.Log("main")
@@ -159,6 +161,23 @@ func TestACommitRequestWhosePushLandedDespiteAnError(t *testing.T) {
 		assert.Contains(t, log[0], "a person's commit")
 		assert.Equal(t, batch.ReasonCommitted, out.Reason, out.Message)
 		assert.Equal(t, log[1], out.SHA+" release 1.2", "the commit that carried the message, under the person's")
+	})
+	t.Run("carries the message once when its author changed something else before the retry", func(t *testing.T) {
+		remote, _, _, out := lostAnswerRelease(t, func(_ *repotest.Remote, writer *batch.Manager, c *cluster) {
+			writer.Submit(batch.Change{Target: targetKey, Key: c.put(cmGVR, "ConfigMap", "other", map[string]any{"k": "v"}),
+				AllowDelete: true, Author: "alice"})
+		})
+		assert.Equal(t, batch.ReasonCommitted, out.Reason, out.Message)
+		require.Eventually(t, func() bool { return strings.Contains(remote.LsTree("main"), "configmaps/other.yaml") },
+			15*time.Second, 50*time.Millisecond, "her other change is committed too")
+		carrying := 0
+		for _, line := range remote.Log("main") {
+			if strings.Contains(line, "release 1.2") {
+				carrying++
+				assert.Equal(t, out.SHA+" release 1.2", line, "the status names the commit that carried it")
+			}
+		}
+		assert.Equal(t, 1, carrying, "one commit carries the message: %v", remote.Log("main"))
 	})
 }
 

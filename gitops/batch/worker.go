@@ -892,7 +892,11 @@ func (w *worker) flush(ctx context.Context, t *target, win *authorWindow) (bool,
 			return w.settled(t, refusedBefore), nil
 		}
 		w.qmu.Lock()
-		win.requests = live(win.requests) // and one deleted while it was planned
+		requests := live(win.requests) // and one deleted while it was planned
+		w.qmu.Unlock()
+		requests = w.answerLanded(requests)
+		w.qmu.Lock()
+		win.requests = requests
 		w.qmu.Unlock()
 		when := time.Now()
 		planned := when.Sub(start)
@@ -1090,6 +1094,25 @@ func (t *target) listRefusals() {
 	}
 	sort.Strings(out)
 	t.st.Refused = out
+}
+
+// answerLanded answers the requests an earlier commit of the window carried to the remote
+// although its push reported an error (Landed: the tip is that commit or built on it), and
+// returns the others: a retry that has new changes to commit (the author's, joined since)
+// must not carry those messages a second time. Callers hold w.mu.
+func (w *worker) answerLanded(requests []*CommitRequest) []*CommitRequest {
+	var rest []*CommitRequest
+	for _, r := range requests {
+		if len(r.attempted) > 0 {
+			if landed, ok := w.repo.Landed(w.remoteTip, r.attempted, landedSearch); ok {
+				w.answers = append(w.answers, answer{r, RequestOutcome{Done: true, SHA: landed.String(), Reason: ReasonCommitted,
+					Message: fmt.Sprintf("committed %s to %s with the requested message", shortSHA(landed.String()), r.Target)}})
+				continue
+			}
+		}
+		rest = append(rest, r)
+	}
+	return rest
 }
 
 // answer queues the outcome of the window's CommitRequests: the pushed commit, or that
