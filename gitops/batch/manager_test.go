@@ -280,6 +280,26 @@ func TestARequestOfATargetThatCannotRegisterWhereItMovedTimesOut(t *testing.T) {
 	assert.Contains(t, out.Message, "moved to another repository or branch")
 }
 
+func TestARequestWhoseChangesSomeoneElseTookOverSaysSo(t *testing.T) {
+	key, obj := clusterConfigMap("a", "new")
+	m, _ := registeredManagerWith(t, map[string]string{"live/README.md": "objects\n"}, Options{Resolver: fixedResolver{key: obj}})
+	w := m.workerOf(liveKey)
+	m.Submit(Change{Target: liveKey, Key: key, AllowDelete: true, Author: "alice"})
+	r := CommitRequest{Key: types.NamespacedName{Namespace: "ops", Name: "release"}, UID: "1", Target: liveKey,
+		Author: "alice", Message: "release", Deadline: time.Now().Add(time.Minute)}
+	_, err := m.Request(r)
+	require.NoError(t, err)
+	m.Submit(Change{Target: liveKey, Key: key, AllowDelete: true, Author: "bob"}) // before alice's window commits
+
+	_, err = w.flushIfDue(context.Background(), liveKey, time.Now().Add(2*time.Hour))
+	require.NoError(t, err)
+	out, err := m.Request(r)
+	require.NoError(t, err)
+	require.True(t, out.Done)
+	assert.Equal(t, ReasonNothingToCommit, out.Reason)
+	assert.Contains(t, out.Message, "someone changed the same objects after alice", "not that her changes left the folder as it was")
+}
+
 func TestSettlingCommitRequests(t *testing.T) {
 	key := types.NamespacedName{Namespace: "ops", Name: "release"}
 	target := types.NamespacedName{Namespace: "ops", Name: "live"}

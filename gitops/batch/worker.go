@@ -1135,6 +1135,11 @@ func (w *worker) answer(win *authorWindow, sha string, refused []string) {
 			out = RequestOutcome{Done: true, Reason: ReasonNothingToCommit,
 				Message: fmt.Sprintf("no commit was made and the message was not used: the writer refused %d of the changes (%s); "+
 					"fix that, then create a new CommitRequest with the next change", len(refused), refused[0])}
+		case sha == "" && len(win.dirty) == 0:
+			out = RequestOutcome{Done: true, Reason: ReasonNothingToCommit,
+				Message: fmt.Sprintf("no change of %s was left to commit with the message: someone changed the same objects after %s "+
+					"and their commit carries them (an object's last writer does), so the message was not used; "+
+					"create a new CommitRequest with your next change", r.Author, r.Author)}
 		case sha == "":
 			out = RequestOutcome{Done: true, Reason: ReasonNothingToCommit,
 				Message: fmt.Sprintf("the pending changes of %s left GitTarget %s's folder as it was, so no commit was made and the message was not used", r.Author, r.Target)}
