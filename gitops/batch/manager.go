@@ -216,8 +216,12 @@ type requestState struct {
 	req     CommitRequest
 	outcome RequestOutcome
 	// rehome says the request lost its queue (its target moved to another worker) and must
-	// be handed to the new one.
-	rehome bool
+	// be handed to the new one; unplaced, that the target's registration there failed
+	// since (set once the old worker let it go), so no queue can time it out meanwhile.
+	rehome, unplaced bool
+	// handedTo is the worker whose queue was given the request, where Forget withdraws it
+	// (the target's current worker may be none while it moves).
+	handedTo *worker
 }
 
 // NewManager builds a Manager; Start runs its workers.
@@ -360,6 +364,7 @@ func (m *Manager) routesTo(wk workerKey) bool {
 func (m *Manager) EnsureTarget(ctx context.Context, spec TargetSpec) (TargetStatus, error) {
 	w, wk, err := m.workerFor(ctx, spec)
 	if err != nil {
+		m.unplaced(spec.Key)
 		return TargetStatus{}, err
 	}
 	defer m.joined(wk)
@@ -704,6 +709,18 @@ func (m *Manager) moveAway(key types.NamespacedName, to workerKey) {
 	m.retireIfIdle(from)
 }
 
+// unplaced marks the CommitRequests of a moving target whose registration on its new worker
+// failed: past their deadline they end TimedOut (Request), as no queue holds them.
+func (m *Manager) unplaced(key types.NamespacedName) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, st := range m.requests {
+		if st.req.Target == key && st.rehome {
+			st.unplaced = true
+		}
+	}
+}
+
 // rehome hands the target's CommitRequests that lost their queue to its current worker,
 // where they wait for their author's next change (or time out, saying so). One the old
 // worker's last push answered while the target moved is settled and stays so.
@@ -712,9 +729,10 @@ func (m *Manager) rehome(key types.NamespacedName, w *worker) {
 	m.mu.Lock()
 	for _, st := range m.requests {
 		if st.req.Target == key && st.rehome {
-			st.rehome = false
+			st.rehome, st.unplaced = false, false
 			if !st.outcome.Done {
 				moved = append(moved, &st.req)
+				st.handedTo = w
 			}
 		}
 	}

@@ -280,6 +280,26 @@ func TestARequestOfATargetThatCannotRegisterWhereItMovedTimesOut(t *testing.T) {
 	assert.Contains(t, out.Message, "moved to another repository or branch")
 }
 
+func TestARequestOfAMovingTargetIsNotTimedOutBeforeItsRegistrationFailed(t *testing.T) {
+	m, _ := registeredManager(t, map[string]string{"live/README.md": "objects\n"})
+	r := CommitRequest{Key: types.NamespacedName{Namespace: "ops", Name: "release"}, UID: "1", Target: liveKey,
+		Author: "alice", Message: "release", Deadline: time.Now().Add(-time.Second)}
+	_, err := m.Request(r)
+	require.NoError(t, err)
+	m.mu.Lock()
+	m.requests[r.Key].rehome = true // moving: the old worker may still be pushing its message
+	m.mu.Unlock()
+
+	out, err := m.Request(r)
+	require.NoError(t, err)
+	assert.False(t, out.Done, "a commit under way may still carry it")
+
+	m.unplaced(liveKey) // the registration where it moved failed
+	out, err = m.Request(r)
+	require.NoError(t, err)
+	assert.Equal(t, ReasonTimedOut, out.Reason)
+}
+
 func TestARequestWhoseChangesSomeoneElseTookOverSaysSo(t *testing.T) {
 	key, obj := clusterConfigMap("a", "new")
 	m, _ := registeredManagerWith(t, map[string]string{"live/README.md": "objects\n"}, Options{Resolver: fixedResolver{key: obj}})

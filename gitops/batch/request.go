@@ -19,9 +19,11 @@ func (m *Manager) Request(r CommitRequest) (RequestOutcome, error) {
 	m.mu.Lock()
 	st, ok := m.requests[r.Key]
 	if ok && st.req.UID == r.UID {
-		if st.rehome && !st.outcome.Done && !time.Now().Before(st.req.Deadline) {
+		if st.unplaced && !st.outcome.Done && st.outcome.Reason != ReasonRetrying && st.outcome.Reason != ReasonTargetStalled &&
+			!time.Now().Before(st.req.Deadline) {
 			// In no queue since its target moved, and the target's registration on its new
-			// repository or branch keeps failing: no queue can time it out.
+			// repository or branch failed: no queue can time it out. One whose change had
+			// arrived (Retrying, TargetStalled) is past its timeout's reach, and waits.
 			st.outcome = RequestOutcome{Done: true, Reason: ReasonTimedOut, Message: fmt.Sprintf(
 				"GitTarget %s moved to another repository or branch and could not write there within spec.timeout "+
 					"(see its Ready condition), so the message was not used", r.Target)}
@@ -37,7 +39,7 @@ func (m *Manager) Request(r CommitRequest) (RequestOutcome, error) {
 		gone()
 		return RequestOutcome{}, ErrTargetNotRegistered
 	}
-	st = &requestState{req: r}
+	st = &requestState{req: r, handedTo: w}
 	m.requests[r.Key] = st
 	m.mu.Unlock()
 	gone()
@@ -66,7 +68,7 @@ func (m *Manager) forget(key types.NamespacedName) (withdraw func()) {
 		return func() {}
 	}
 	delete(m.requests, key)
-	w := m.workers[m.targets[st.req.Target]]
+	w := st.handedTo
 	return func() {
 		if w != nil {
 			w.withdraw(&st.req)

@@ -1032,7 +1032,9 @@ func (w *worker) keepDeferred(t *target, win *authorWindow, deferred map[ObjectK
 		return
 	}
 	w.qmu.Lock()
-	t.q.restore(&authorWindow{author: win.author, dirty: deferred, Window: Window{First: win.First}, builtAt: win.builtAt,
+	// retry: a request that came while the window was committed rides the deferred objects,
+	// the author's changes pending again.
+	t.q.retry(&authorWindow{author: win.author, dirty: deferred, Window: Window{First: win.First}, builtAt: win.builtAt,
 		listed: win.listed}, time.Now())
 	w.qmu.Unlock()
 	w.poke() // the pass that flushed win computed its sleep without this window
