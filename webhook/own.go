@@ -2,6 +2,7 @@ package webhook
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -40,27 +41,41 @@ func Overlaps(a, b Place) bool {
 
 // ValidateTarget is the cross-object verdict on a GitTarget: its branch must be allowed
 // by its provider (when the provider exists) and its folder must not overlap another
-// target's on the same repository and branch. The error message says what to change.
+// target's on the same repository and branch. While the provider is missing (applied after
+// its targets, or deleted), the repository is told apart by the provider's name (places
+// from TargetPlace): two targets of one missing provider must not overlap either. The error
+// message says what to change.
 func ValidateTarget(t *v1alpha1.GitTarget, provider *v1alpha1.GitProvider, others []Place) error {
 	if _, err := batch.ParseMessages(t.Spec.CommitMessage.Single, t.Spec.CommitMessage.Group); err != nil {
 		return fmt.Errorf("GitTarget %s/%s: spec.commitMessage: %w", t.Namespace, t.Name, err)
 	}
-	if provider == nil {
-		return nil // the reconciler reports a missing provider; it may be created next
+	me := TargetPlace(t, provider)
+	repository := fmt.Sprintf("repository of GitProvider %s/%s (not created yet)", t.Namespace, t.Spec.ProviderRef.Name)
+	if provider != nil {
+		if !controller.BranchAllowed(provider, t.Spec.Branch) {
+			return fmt.Errorf("GitTarget %s/%s: branch %q is not allowed by GitProvider %s/%s (allowedBranches %v): "+
+				"add a matching pattern to the provider's spec.allowedBranches, or choose an allowed branch",
+				t.Namespace, t.Name, t.Spec.Branch, provider.Namespace, provider.Name, provider.Spec.AllowedBranches)
+		}
+		repository = "repository " + repo.Redact(provider.Spec.URL)
 	}
-	if !controller.BranchAllowed(provider, t.Spec.Branch) {
-		return fmt.Errorf("GitTarget %s/%s: branch %q is not allowed by GitProvider %s/%s (allowedBranches %v): "+
-			"add a matching pattern to the provider's spec.allowedBranches, or choose an allowed branch",
-			t.Namespace, t.Name, t.Spec.Branch, provider.Namespace, provider.Name, provider.Spec.AllowedBranches)
-	}
-	me := Place{Key: types.NamespacedName{Namespace: t.Namespace, Name: t.Name}, URL: repo.NormalizeURL(provider.Spec.URL), Branch: t.Spec.Branch, Folder: t.Spec.Path}
 	for _, o := range others {
 		if o.Key != me.Key && Overlaps(me, o) {
-			return fmt.Errorf("GitTarget %s: folder %q overlaps folder %q of GitTarget %s on the same repository %s and branch %s; "+
-				"choose a folder that is neither equal to nor inside nor around it", me.Key, me.Folder, o.Folder, o.Key, repo.Redact(provider.Spec.URL), me.Branch)
+			return fmt.Errorf("GitTarget %s: folder %q overlaps folder %q of GitTarget %s on the same %s and branch %s; "+
+				"choose a folder that is neither equal to nor inside nor around it", me.Key, me.Folder, o.Folder, o.Key, repository, me.Branch)
 		}
 	}
 	return nil
+}
+
+// TargetPlace is where a GitTarget writes: its provider's normalised URL, or, while the
+// provider does not exist, a stand-in naming the provider (two targets of it share it).
+func TargetPlace(t *v1alpha1.GitTarget, provider *v1alpha1.GitProvider) Place {
+	url := "gitprovider:" + t.Namespace + "/" + t.Spec.ProviderRef.Name
+	if provider != nil {
+		url = repo.NormalizeURL(provider.Spec.URL)
+	}
+	return Place{Key: types.NamespacedName{Namespace: t.Namespace, Name: t.Name}, URL: url, Branch: t.Spec.Branch, Folder: t.Spec.Path}
 }
 
 // Own validates the operator's own resources.
@@ -94,10 +109,29 @@ func (o *Own) Handle(ctx context.Context, req admission.Request) admission.Respo
 	if err != nil {
 		return admission.Errored(http.StatusInternalServerError, err)
 	}
+	if samePlace(req, &t) {
+		// An update that keeps where the target writes (a label, its templates, a re-apply
+		// by a GitOps tool) is not refused for a provider narrowed since, or for an overlap
+		// the writer already reports: spec.branch is immutable, so it could never pass.
+		provider, others = nil, nil
+	}
 	if err := ValidateTarget(&t, provider, others); err != nil {
 		return admission.Denied(err.Error())
 	}
 	return o.requireAccess(ctx, req, fmt.Sprintf("GitTarget %s/%s: spec.encryption", t.Namespace, t.Name), TargetReadAccess(&t))
+}
+
+// samePlace reports whether req updates a GitTarget without changing where it writes:
+// branch, folder and provider as in the stored object.
+func samePlace(req admission.Request, t *v1alpha1.GitTarget) bool {
+	if req.Operation != admissionv1.Update || len(req.OldObject.Raw) == 0 {
+		return false
+	}
+	var old v1alpha1.GitTarget
+	if err := json.Unmarshal(req.OldObject.Raw, &old); err != nil {
+		return false
+	}
+	return old.Spec.Branch == t.Spec.Branch && old.Spec.Path == t.Spec.Path && old.Spec.ProviderRef == t.Spec.ProviderRef
 }
 
 // context reads the target's provider and the places of every other target from the cache.
@@ -106,26 +140,19 @@ func (o *Own) context(ctx context.Context, t *v1alpha1.GitTarget) (*v1alpha1.Git
 	if err := o.Client.List(ctx, &providers); err != nil {
 		return nil, nil, err
 	}
-	urls := map[types.NamespacedName]string{}
-	var mine *v1alpha1.GitProvider
+	byName := map[types.NamespacedName]*v1alpha1.GitProvider{}
 	for i := range providers.Items {
 		p := &providers.Items[i]
-		urls[types.NamespacedName{Namespace: p.Namespace, Name: p.Name}] = repo.NormalizeURL(p.Spec.URL)
-		if p.Namespace == t.Namespace && p.Name == t.Spec.ProviderRef.Name {
-			mine = p
-		}
+		byName[types.NamespacedName{Namespace: p.Namespace, Name: p.Name}] = p
 	}
 	var targets v1alpha1.GitTargetList
 	if err := o.Client.List(ctx, &targets); err != nil {
 		return nil, nil, err
 	}
-	var places []Place
-	for _, other := range targets.Items {
-		url, ok := urls[types.NamespacedName{Namespace: other.Namespace, Name: other.Spec.ProviderRef.Name}]
-		if !ok {
-			continue
-		}
-		places = append(places, Place{Key: types.NamespacedName{Namespace: other.Namespace, Name: other.Name}, URL: url, Branch: other.Spec.Branch, Folder: other.Spec.Path})
+	places := make([]Place, 0, len(targets.Items))
+	for i := range targets.Items {
+		other := &targets.Items[i]
+		places = append(places, TargetPlace(other, byName[types.NamespacedName{Namespace: other.Namespace, Name: other.Spec.ProviderRef.Name}]))
 	}
-	return mine, places, nil
+	return byName[types.NamespacedName{Namespace: t.Namespace, Name: t.Spec.ProviderRef.Name}], places, nil
 }

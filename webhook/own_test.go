@@ -1,11 +1,16 @@
 package webhook
 
 import (
+	"encoding/json"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/gitops-reverser/gitops-reverser/api/v1alpha1"
 )
@@ -42,7 +47,11 @@ func TestValidateTarget(t *testing.T) {
 
 	assert.NoError(t, ValidateTarget(target("t", "main", "clusters/dev"), provider, existing))
 	assert.NoError(t, ValidateTarget(target("t", "feature", "x"), nil, existing), "a missing provider is the reconciler's to report")
-	err := ValidateTarget(target("t", "feature", "x"), provider, existing)
+	notYet := []Place{TargetPlace(target("u", "main", "apps"), nil)}
+	err := ValidateTarget(target("t", "main", "apps/x"), nil, notYet)
+	assert.ErrorContains(t, err, `overlaps folder "apps" of GitTarget a/u on the same repository of GitProvider a/repo (not created yet)`,
+		"kubectl apply -f dir/ applies both targets before their provider")
+	err = ValidateTarget(target("t", "feature", "x"), provider, existing)
 	assert.ErrorContains(t, err, `branch "feature" is not allowed by GitProvider a/repo`)
 	err = ValidateTarget(target("t", "main", "clusters/prod/team"), provider, existing)
 	assert.ErrorContains(t, err, `overlaps folder "clusters/prod" of GitTarget b/live`, "URLs are compared normalised")
@@ -51,4 +60,23 @@ func TestValidateTarget(t *testing.T) {
 	assert.ErrorContains(t, ValidateTarget(bad, provider, existing), "spec.commitMessage")
 	same := []Place{{Key: types.NamespacedName{Namespace: "a", Name: "t"}, URL: "https://git.example.com/r", Branch: "main", Folder: "clusters/prod"}}
 	assert.NoError(t, ValidateTarget(target("t", "main", "clusters/prod"), provider, same), "an update never overlaps itself")
+}
+
+func TestAGitTargetUpdateThatKeepsWhereItWritesIsNotJudgedAgainstItsProvider(t *testing.T) {
+	stored := v1alpha1.GitTarget{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "live"},
+		Spec: v1alpha1.GitTargetSpec{ProviderRef: v1alpha1.LocalObjectReference{Name: "repo"}, Branch: "main", Path: "live"}}
+	raw, err := json.Marshal(stored)
+	require.NoError(t, err)
+	update := func(edit func(*v1alpha1.GitTarget)) (admission.Request, *v1alpha1.GitTarget) {
+		t := stored.DeepCopy()
+		edit(t)
+		return admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{Operation: admissionv1.Update,
+			OldObject: runtime.RawExtension{Raw: raw}}}, t
+	}
+	req, labelled := update(func(t *v1alpha1.GitTarget) { t.Labels = map[string]string{"team": "a"} })
+	assert.True(t, samePlace(req, labelled), "a label, a template, a GitOps tool's re-apply: a branch no longer allowed must not refuse it")
+	req, moved := update(func(t *v1alpha1.GitTarget) { t.Spec.Path = "elsewhere" })
+	assert.False(t, samePlace(req, moved), "a new folder is judged for overlaps")
+	create := admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{Operation: admissionv1.Create}}
+	assert.False(t, samePlace(create, &stored))
 }
