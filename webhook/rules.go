@@ -230,7 +230,7 @@ func NamespacesFor(watched []watcher.WatchedResource) map[schema.GroupResource][
 			}
 		}
 	}
-	pairs := 0
+	pairs, length := 0, 0
 	for gr := range out {
 		if anywhere[gr] {
 			delete(out, gr)
@@ -238,16 +238,25 @@ func NamespacesFor(watched []watcher.WatchedResource) map[schema.GroupResource][
 		}
 		sort.Strings(out[gr])
 		pairs += len(out[gr])
+		length += len(gr.Group) + len(gr.Resource) + 5 // 'group/resource', in the list of resources
+		for _, ns := range out[gr] {
+			length += len(gr.Group) + len(gr.Resource) + len(ns) + 6
+		}
 	}
-	if pairs > maxScopedPairs {
+	if pairs > maxScopedPairs || length > maxScopedLength {
 		return nil
 	}
 	return out
 }
 
-// maxScopedPairs keeps the namespace condition far below the API server's limit on a CEL
-// expression (100,000 characters): beyond it, writes are sent from every namespace.
-const maxScopedPairs = 1000
+// maxScopedPairs and maxScopedLength keep the namespace condition below the API server's
+// limit on a CEL expression (100,000 characters; long groups and namespaces reach it before
+// 1,000 pairs): beyond either, writes are sent from every namespace. A condition over the
+// limit would make the API server refuse every update of the webhook configuration.
+const (
+	maxScopedPairs  = 1000
+	maxScopedLength = 90_000
+)
 
 // namespaceCondition is the match condition that sends a write of a resource only some
 // WatchRules capture only from their namespaces; nil when there is none. It is one

@@ -3,8 +3,10 @@ package webhook
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/go-logr/logr"
 	"github.com/stretchr/testify/assert"
@@ -114,6 +116,18 @@ func TestNamespaceScope(t *testing.T) {
 		}
 		assert.Nil(t, NamespacesFor([]watcher.WatchedResource{{GVR: cm, Namespaces: many}}))
 		assert.Len(t, NamespacesFor([]watcher.WatchedResource{{GVR: cm, Namespaces: many[:maxScopedPairs]}}), 1)
+		long := schema.GroupVersionResource{Group: strings.Repeat("g", 200) + ".example.com", Version: "v1", Resource: "widgets"}
+		longNames := make([]string, 400)
+		for i := range longNames {
+			longNames[i] = fmt.Sprintf("%060d", i) // 63 characters with the prefix below
+			longNames[i] = "ns-" + longNames[i]
+		}
+		scoped := NamespacesFor([]watcher.WatchedResource{{GVR: long, Namespaces: longNames}})
+		if scoped != nil {
+			assert.Less(t, utf8.RuneCountInString(namespaceCondition(scoped).Expression), 100_000,
+				"under the API server's limit on a CEL expression")
+		}
+		assert.Nil(t, scoped, "400 pairs of a long group and 63-character namespaces pass 90,000 characters: sent from every namespace")
 	})
 	t.Run("adds no condition when no resource is scoped", func(t *testing.T) {
 		assert.Nil(t, namespaceCondition(NamespacesFor([]watcher.WatchedResource{{GVR: roles, Create: true}})))
