@@ -16,8 +16,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
+	ctrlcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gitops-reverser/gitops-reverser/watcher"
@@ -298,6 +300,10 @@ type RuleSync struct {
 	Name   string
 	Policy WebhookPolicy
 	Log    logr.Logger
+	// Informers, when set, brings every change of the configuration (an upgrade that
+	// re-applies it with no rules, a person's edit) to a sync at once, not at the next
+	// minute's check. Nil: only the minute's check undoes drift.
+	Informers ctrlcache.Informers
 
 	changed chan struct{}
 	loaded  bool
@@ -325,6 +331,10 @@ func (s *RuleSync) Start(ctx context.Context) error {
 	tick := time.NewTicker(time.Minute)
 	defer tick.Stop()
 	s.started = time.Now()
+	if err := s.watchConfiguration(ctx); err != nil {
+		s.Log.Error(err, "watching the webhook configuration: drift is undone at each minute's check only",
+			"validatingWebhookConfiguration", s.Name)
+	}
 	s.Notify()
 	for {
 		select {
@@ -343,6 +353,28 @@ func (s *RuleSync) Start(ctx context.Context) error {
 			time.AfterFunc(2*time.Second, s.Notify)
 		}
 	}
+}
+
+// watchConfiguration asks for a sync whenever the configuration changes (Informers). A
+// sync that finds it as it should be writes nothing, so its own updates end there.
+func (s *RuleSync) watchConfiguration(ctx context.Context) error {
+	if s.Informers == nil {
+		return nil
+	}
+	inf, err := s.Informers.GetInformer(ctx, &admissionv1.ValidatingWebhookConfiguration{})
+	if err != nil {
+		return err
+	}
+	ours := func(obj any) {
+		if o, ok := obj.(client.Object); ok && o.GetName() == s.Name {
+			s.Notify()
+		}
+	}
+	_, err = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    ours,
+		UpdateFunc: func(_, obj any) { ours(obj) },
+	})
+	return err
 }
 
 // loadDeadline bounds a new leader's wait for its watcher: a rule that keeps failing before

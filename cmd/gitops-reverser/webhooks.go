@@ -52,6 +52,7 @@ func setupWebhooks(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, opts
 		Self:               self,
 	}, log)
 	sync.Watched = w.Watched
+	sync.Informers = mgr.GetCache()
 	sync.Loaded = func() bool {
 		keys, ok := view.RuleKeys()
 		return ok && w.Registered(keys)

@@ -250,6 +250,14 @@ spec:
 		return strings.Contains(r, "services") && strings.Contains(r, "deployments") && !strings.Contains(r, `"*"`) &&
 			!strings.Contains(r, "events") && !strings.Contains(r, "leases") && !strings.Contains(r, "namespaces"), r
 	})
+	// An upgrade re-applying the configuration with no rules is undone at once, not at the
+	// next minute's check.
+	kubectl(t, "", "patch", "validatingwebhookconfiguration", webhookConfigName, "--type=json",
+		"-p", `[{"op":"replace","path":"/webhooks/0/rules","value":[]}]`)
+	eventually(t, 15*time.Second, "rules restored", func() (bool, string) {
+		r := webhookRules(t)
+		return strings.Contains(r, "deployments"), r
+	})
 	kubectl(t, "", "-n", "rules-a", "delete", "watchrule", "svc", "everything")
 	eventually(t, 30*time.Second, "rules removed", func() (bool, string) {
 		r := webhookRules(t)
