@@ -105,20 +105,31 @@ func (o *Own) Handle(ctx context.Context, req admission.Request) admission.Respo
 	if t.Namespace == "" {
 		t.Namespace = req.Namespace
 	}
-	provider, others, err := o.context(ctx, &t)
-	if err != nil {
-		return admission.Errored(http.StatusInternalServerError, err)
+	same := samePlace(req, &t)
+	provider, others, ctxErr := o.context(ctx, &t)
+	if ctxErr != nil && !same {
+		return admission.Errored(http.StatusInternalServerError, ctxErr)
 	}
-	if samePlace(req, &t) {
+	var warnings []string
+	if same {
 		// An update that keeps where the target writes (a label, its templates, a re-apply
-		// by a GitOps tool) is not refused for a provider narrowed since, or for an overlap
-		// the writer already reports: spec.branch is immutable, so it could never pass.
-		provider, others = nil, nil
-	}
-	if err := ValidateTarget(&t, provider, others); err != nil {
+		// by a GitOps tool) is not refused for a provider narrowed since, or an overlap that
+		// arose after its creation (a provider created or changed since): spec.branch is
+		// immutable, so it could never pass. It is warned of instead.
+		if err := ValidateTarget(&t, nil, nil); err != nil {
+			return admission.Denied(err.Error()) // its templates
+		}
+		if ctxErr == nil { // a cache that cannot list does not fail a label's update
+			if problem := ValidateTarget(&t, provider, others); problem != nil {
+				warnings = append(warnings, problem.Error()+" (this update is allowed: it keeps where the target writes)")
+			}
+		}
+	} else if err := ValidateTarget(&t, provider, others); err != nil {
 		return admission.Denied(err.Error())
 	}
-	return o.requireAccess(ctx, req, fmt.Sprintf("GitTarget %s/%s: spec.encryption", t.Namespace, t.Name), TargetReadAccess(&t))
+	resp := o.requireAccess(ctx, req, fmt.Sprintf("GitTarget %s/%s: spec.encryption", t.Namespace, t.Name), TargetReadAccess(&t))
+	resp.Warnings = append(resp.Warnings, warnings...)
+	return resp
 }
 
 // samePlace reports whether req updates a GitTarget without changing where it writes:

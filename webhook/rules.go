@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -305,9 +306,10 @@ type RuleSync struct {
 	// minute's check. Nil: only the minute's check undoes drift.
 	Informers ctrlcache.Informers
 
-	changed chan struct{}
-	loaded  bool
-	started time.Time
+	changed      chan struct{}
+	retryPending atomic.Bool
+	loaded       bool
+	started      time.Time
 }
 
 // NewRuleSync builds a RuleSync; wire Notify into View.OnChange.
@@ -347,11 +349,22 @@ func (s *RuleSync) Start(ctx context.Context) error {
 		switch {
 		case errors.Is(err, errRulesLoading):
 			s.Log.V(1).Info("keeping webhook rules until every WatchRule is loaded", "validatingWebhookConfiguration", s.Name)
-			time.AfterFunc(time.Second, s.Notify)
+			s.retryAfter(time.Second)
 		case err != nil:
 			s.Log.Error(err, "syncing webhook rules", "validatingWebhookConfiguration", s.Name)
-			time.AfterFunc(2*time.Second, s.Notify)
+			s.retryAfter(2 * time.Second)
 		}
+	}
+}
+
+// retryAfter asks for a sync after d, unless a retry is already pending: each failed sync
+// scheduling its own would grow a chain per change event while an error persists.
+func (s *RuleSync) retryAfter(d time.Duration) {
+	if s.retryPending.CompareAndSwap(false, true) {
+		time.AfterFunc(d, func() {
+			s.retryPending.Store(false)
+			s.Notify()
+		})
 	}
 }
 
@@ -361,7 +374,8 @@ func (s *RuleSync) watchConfiguration(ctx context.Context) error {
 	if s.Informers == nil {
 		return nil
 	}
-	inf, err := s.Informers.GetInformer(ctx, &admissionv1.ValidatingWebhookConfiguration{})
+	// Not waiting for its sync: a watch that cannot start must not hold the syncs back.
+	inf, err := s.Informers.GetInformer(ctx, &admissionv1.ValidatingWebhookConfiguration{}, ctrlcache.BlockUntilSynced(false))
 	if err != nil {
 		return err
 	}

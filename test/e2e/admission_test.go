@@ -253,7 +253,7 @@ spec:
 	// An upgrade re-applying the configuration with no rules is undone at once, not at the
 	// next minute's check.
 	kubectl(t, "", "patch", "validatingwebhookconfiguration", webhookConfigName, "--type=json",
-		"-p", `[{"op":"replace","path":"/webhooks/0/rules","value":[]}]`)
+		"-p", `[{"op":"test","path":"/webhooks/0/name","value":"watched.reverser.gitops.dev"},{"op":"replace","path":"/webhooks/0/rules","value":[]}]`)
 	eventually(t, 15*time.Second, "rules restored", func() (bool, string) {
 		r := webhookRules(t)
 		return strings.Contains(r, "deployments"), r
