@@ -85,8 +85,15 @@ func (r *CommitRequestReconciler) reconcile(ctx context.Context, cr *v1alpha1.Co
 			return ctrl.Result{}, nil
 		}
 		if time.Now().After(cr.CreationTimestamp.Add(timeout(cr))) {
-			settle(cr, batch.RequestOutcome{Reason: batch.ReasonTimedOut,
-				Message: fmt.Sprintf("GitTarget %s did not become Ready within the timeout; the message was not used", targetKey)})
+			msg := fmt.Sprintf("GitTarget %s did not become Ready within the timeout; the message was not used", targetKey)
+			if apimeta.IsStatusConditionTrue(t.Status.Conditions, v1alpha1.ConditionReady) {
+				// Ready as last written, by a process that is gone: a restart or a new leader,
+				// whose writer has not registered the target yet.
+				msg = fmt.Sprintf("the operator restarted (or another replica took over) and had not registered GitTarget %s again "+
+					"within spec.timeout, so the message was not used; changes made before are committed by its initial snapshot, "+
+					"under the committer", targetKey)
+			}
+			settle(cr, batch.RequestOutcome{Reason: batch.ReasonTimedOut, Message: msg})
 			return ctrl.Result{}, nil
 		}
 		v1alpha1.SetReconciling(conds, gen, v1alpha1.ReasonWaiting, fmt.Sprintf("waiting for GitTarget %s to be Ready", targetKey))

@@ -275,7 +275,11 @@ func isSopsConfig(name string) bool {
 // isKustomization reports whether a file name is one Kustomize reads as a
 // kustomization; writing beside one would not reach the cluster as written.
 func isKustomization(name string) bool {
-	return name == "kustomization.yaml" || name == "kustomization.yml" || name == "Kustomization"
+	// In any letter case: on a macOS or Windows checkout `kustomize build` of the folder
+	// reads KUSTOMIZATION.yaml as the folder's Kustomization (the writer never names a
+	// file so either, plan.reservedFileName).
+	return strings.EqualFold(name, "kustomization.yaml") || strings.EqualFold(name, "kustomization.yml") ||
+		strings.EqualFold(name, "kustomization")
 }
 
 // isDocumentation reports whether a file name is documentation or Git

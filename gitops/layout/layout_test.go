@@ -170,6 +170,12 @@ func TestAnalyzeRefuses(t *testing.T) {
 			wantMessage: "Kustomize layouts are not supported yet",
 		},
 		{
+			name:        "refuses a Kustomize file in another letter case, which a macOS checkout reads as one",
+			files:       []layout.File{yamlFile("live/Kustomization.yaml", "resources: []\n")},
+			wantFile:    "live/Kustomization.yaml",
+			wantMessage: "Kustomize layouts are not supported yet",
+		},
+		{
 			name:        "refuses a file named Kustomization",
 			files:       []layout.File{yamlFile("live/Kustomization", "resources: []\n")},
 			wantFile:    "live/Kustomization",
