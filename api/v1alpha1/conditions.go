@@ -32,14 +32,17 @@ const (
 
 // Reasons used in conditions; stable strings so alerts and tests can match on them.
 const (
-	ReasonSucceeded          = "Succeeded"
-	ReasonInvalidSecret      = "InvalidSecret"
-	ReasonInvalidURL         = "InvalidURL"
-	ReasonSecretNotFound     = "SecretNotFound"
-	ReasonUnreachable        = "Unreachable"
-	ReasonProviderNotFound   = "ProviderNotFound"
-	ReasonProviderNotReady   = "ProviderNotReady"
-	ReasonBranchNotAllowed   = "BranchNotAllowed"
+	ReasonSucceeded        = "Succeeded"
+	ReasonInvalidSecret    = "InvalidSecret"
+	ReasonInvalidURL       = "InvalidURL"
+	ReasonSecretNotFound   = "SecretNotFound"
+	ReasonUnreachable      = "Unreachable"
+	ReasonProviderNotFound = "ProviderNotFound"
+	ReasonProviderNotReady = "ProviderNotReady"
+	ReasonBranchNotAllowed = "BranchNotAllowed"
+	// ReasonFolderOverlap: the GitTarget's folder is, contains or lies inside the folder of
+	// an older GitTarget on the same repository and branch; the older one writes.
+	ReasonFolderOverlap      = "FolderOverlap"
 	ReasonUnsupportedContent = "UnsupportedContent"
 	ReasonTargetNotFound     = "TargetNotFound"
 	ReasonResourceNotFound   = "ResourceNotFound"

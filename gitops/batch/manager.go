@@ -4,10 +4,13 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"maps"
+	"path"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -44,6 +47,51 @@ type TargetSpec struct {
 	Sensitive []schema.GroupResource
 	// Encryption is nil when the target cannot encrypt; sensitive objects are then refused.
 	Encryption *Encryption
+	// Created is when the GitTarget was created: of two targets whose folders overlap on one
+	// repository and branch, the older writes (ErrFolderOverlap).
+	Created time.Time
+}
+
+// ErrFolderOverlap is EnsureTarget's answer for a target whose folder is, contains or lies
+// inside the folder of an older target registered on the same repository and branch: two
+// targets would write, and prune, the same files. Admission refuses such a target; this
+// covers those it could not see (created within its cache's lag, or with it off).
+var ErrFolderOverlap = errors.New("folder overlaps another GitTarget's")
+
+// place is where a registered target writes, for overlapPlan.
+type place struct {
+	wk      workerKey
+	folder  string
+	created time.Time
+}
+
+// overlapPlan judges a target about to register against the registered ones: the older
+// target of an overlapping pair keeps its folder (ties: the smaller name). It returns the
+// error refusing key, or the newer targets key displaces. Pure.
+func overlapPlan(key types.NamespacedName, me place, places map[types.NamespacedName]place) (refuse error, displace []types.NamespacedName) {
+	others := slices.SortedFunc(maps.Keys(places), func(a, b types.NamespacedName) int { return strings.Compare(a.String(), b.String()) })
+	for _, other := range others {
+		p := places[other]
+		if other == key || p.wk != me.wk || !foldersOverlap(me.folder, p.folder) {
+			continue
+		}
+		if p.created.Before(me.created) || (p.created.Equal(me.created) && other.String() < key.String()) {
+			return fmt.Errorf("%w: folder %q of GitTarget %s overlaps folder %q of GitTarget %s, created earlier, on the same "+
+				"repository and branch: give one of them a folder neither equal to, inside nor around the other's",
+				ErrFolderOverlap, me.folder, key, p.folder, other), nil
+		}
+		displace = append(displace, other)
+	}
+	return nil, displace
+}
+
+// foldersOverlap reports whether two folders are equal or one lies inside the other.
+func foldersOverlap(a, b string) bool {
+	fa, fb := strings.Trim(path.Clean("/"+a), "/")+"/", strings.Trim(path.Clean("/"+b), "/")+"/"
+	if fa == "/" || fb == "/" {
+		return true // the repository's root holds every folder
+	}
+	return strings.HasPrefix(fa, fb) || strings.HasPrefix(fb, fa)
 }
 
 // Identity is a Git author or committer.
@@ -208,7 +256,9 @@ type Manager struct {
 	// or a worker.
 	wmu     sync.Mutex
 	watched map[types.NamespacedName]map[schema.GroupVersionResource]bool
-	wg      sync.WaitGroup
+	// places holds where each registered target writes, for overlapPlan.
+	places map[types.NamespacedName]place
+	wg     sync.WaitGroup
 }
 
 // requestState is a CommitRequest the writer knows and, once done, its outcome.
@@ -243,6 +293,7 @@ func NewManager(opts Options) *Manager {
 		known: map[types.NamespacedName]*target{}, requests: map[types.NamespacedName]*requestState{},
 		sensitive: map[types.NamespacedName][]schema.GroupResource{}, encrypts: map[types.NamespacedName]bool{}, parked: map[types.NamespacedName]map[ObjectKey]Change{},
 		removed: map[types.NamespacedName]time.Time{}, watched: map[types.NamespacedName]map[schema.GroupVersionResource]bool{},
+		places:  map[types.NamespacedName]place{},
 		joining: map[workerKey]int{}, retiring: map[workerKey]chan struct{}{}, home: map[types.NamespacedName]workerKey{}}
 }
 
@@ -362,6 +413,17 @@ func (m *Manager) routesTo(wk workerKey) bool {
 // EnsureTarget registers or updates a target, refreshes its folder from the remote and
 // returns its status. Errors are transient (remote unreachable, clone unusable).
 func (m *Manager) EnsureTarget(ctx context.Context, spec TargetSpec) (TargetStatus, error) {
+	me := place{wk: workerKey{url: repo.NormalizeURL(spec.URL), branch: spec.Branch}, folder: spec.Folder, created: spec.Created}
+	m.mu.Lock()
+	refuse, displace := overlapPlan(spec.Key, me, m.places)
+	m.mu.Unlock()
+	if refuse != nil {
+		return TargetStatus{}, refuse
+	}
+	for _, newer := range displace {
+		m.SuspendTarget(newer, fmt.Sprintf("its folder overlaps the folder %q of GitTarget %s, created earlier", spec.Folder, spec.Key))
+		m.opts.OnStatus(newer) // its controller finds it refused, and says so
+	}
 	w, wk, err := m.workerFor(ctx, spec)
 	if err != nil {
 		m.unplaced(spec.Key)
@@ -386,6 +448,7 @@ func (m *Manager) EnsureTarget(ctx context.Context, spec TargetSpec) (TargetStat
 	}
 	m.mu.Lock()
 	m.known[spec.Key] = t
+	m.places[spec.Key] = me
 	m.sensitive[spec.Key] = spec.Sensitive
 	m.encrypts[spec.Key] = spec.Encryption != nil
 	m.mu.Unlock()
@@ -485,6 +548,7 @@ func (m *Manager) stopTarget(key types.NamespacedName, park bool, settled string
 	home, housed := m.home[key]
 	delete(m.targets, key)
 	delete(m.known, key)
+	delete(m.places, key)
 	delete(m.sensitive, key)
 	delete(m.encrypts, key)
 	w := m.workers[wk]
@@ -692,6 +756,7 @@ func (m *Manager) moveAway(key types.NamespacedName, to workerKey) {
 	}
 	old := m.workers[from]
 	delete(m.targets, key)
+	delete(m.places, key)     // registered again where it moved
 	m.home[key] = to          // the old clone goes once no other target calls it home
 	if m.parked[key] == nil { // changes arriving while it moves are kept for the new worker
 		m.parked[key] = map[ObjectKey]Change{}

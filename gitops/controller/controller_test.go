@@ -207,6 +207,20 @@ func TestGitTarget(t *testing.T) {
 		msg := waitCondition(t, gt, func() []metav1.Condition { return gt.Status.Conditions }, v1alpha1.ConditionStalled, metav1.ConditionTrue)
 		assert.Contains(t, msg, "GitProvider "+ns+"/repo not found")
 	})
+	t.Run("is Stalled when its folder overlaps an older target's on the same repository and branch", func(t *testing.T) {
+		ns := namespace(t)
+		require.NoError(t, k8s.Create(ctx, provider(ns, "file://"+bareRemote(t))))
+		older := target(ns, "main", "live")
+		require.NoError(t, k8s.Create(ctx, older))
+		waitCondition(t, older, func() []metav1.Condition { return older.Status.Conditions }, v1alpha1.ConditionReady, metav1.ConditionTrue)
+		time.Sleep(time.Second)                    // creation times are kept in seconds
+		newer := target(ns, "main", "live/team-a") // no admission webhook here: as when created within its cache's lag
+		newer.Name = "team-a"
+		require.NoError(t, k8s.Create(ctx, newer))
+		msg := waitCondition(t, newer, func() []metav1.Condition { return newer.Status.Conditions }, v1alpha1.ConditionStalled, metav1.ConditionTrue)
+		assert.Contains(t, msg, `overlaps folder "live" of GitTarget `+ns+`/`+older.Name)
+		requireStalled(t, newer.Status.Conditions, v1alpha1.ReasonFolderOverlap)
+	})
 	t.Run("is Stalled when the branch is not allowed", func(t *testing.T) {
 		ns := namespace(t)
 		require.NoError(t, k8s.Create(ctx, provider(ns, "file://"+bareRemote(t), "main", "env/*")))

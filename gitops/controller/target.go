@@ -126,9 +126,16 @@ func (r *GitTargetReconciler) reconcile(ctx context.Context, t *v1alpha1.GitTarg
 		Key: client.ObjectKeyFromObject(t), URL: p.Spec.URL, Auth: auth, AuthVersion: authVersion,
 		Branch: t.Spec.Branch, Folder: t.Spec.Path, Window: WindowConfig(t.Spec.CommitWindow),
 		Committer: committer(&p), Messages: messages, Prune: t.Spec.Prune.Mode,
-		Sensitive: sensitiveResources(t), Encryption: enc,
+		Sensitive: sensitiveResources(t), Encryption: enc, Created: t.CreationTimestamp.Time,
 	})
 	applyWriterStatus(t, st)
+	if errors.Is(err, batch.ErrFolderOverlap) {
+		// Stalled until the other target goes or one folder changes; looked at again each
+		// poll, since the other target's deletion does not reconcile this one.
+		res, _ := r.suspend(t, v1alpha1.ReasonFolderOverlap, err.Error())
+		res.RequeueAfter = r.PollInterval
+		return res, nil
+	}
 	if errors.Is(err, repo.ErrOpaqueURL) { // the provider is Stalled for it: retrying cannot help
 		// Suspending also settles what a move away left pending.
 		return r.suspend(t, v1alpha1.ReasonProviderNotReady, fmt.Sprintf("GitProvider %s: %v", pkey, err))

@@ -1,0 +1,79 @@
+package batch
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+func TestOverlapPlan(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	repoMain := workerKey{url: "https://git.example/r", branch: "main"}
+	key := func(name string) types.NamespacedName { return types.NamespacedName{Namespace: "ops", Name: name} }
+	registered := map[types.NamespacedName]place{
+		key("apps"):  {wk: repoMain, folder: "apps", created: t0},
+		key("infra"): {wk: repoMain, folder: "infra", created: t0.Add(time.Hour)},
+		key("other"): {wk: workerKey{url: "https://git.example/r", branch: "staging"}, folder: "apps", created: t0},
+	}
+	cases := []struct {
+		name         string
+		key          types.NamespacedName
+		me           place
+		refused      bool
+		wantDisplace []types.NamespacedName
+	}{
+		{name: "refuses a folder inside an older target's on the same repository and branch",
+			key: key("team"), me: place{wk: repoMain, folder: "apps/team-a", created: t0.Add(time.Minute)}, refused: true},
+		{name: "refuses a folder around an older target's", key: key("all"), me: place{wk: repoMain, folder: ".", created: t0.Add(time.Minute)}, refused: true},
+		{name: "displaces a newer target whose folder lies inside its own",
+			key: key("old"), me: place{wk: repoMain, folder: "infra/..", created: t0.Add(-time.Hour)}, wantDisplace: []types.NamespacedName{key("apps"), key("infra")}},
+		{name: "leaves alone a folder that only shares a prefix of its name",
+			key: key("apps2"), me: place{wk: repoMain, folder: "apps2", created: t0.Add(time.Minute)}},
+		{name: "leaves alone the same folder on another branch",
+			key: key("x"), me: place{wk: workerKey{url: "https://git.example/r", branch: "dev"}, folder: "apps", created: t0.Add(time.Minute)}},
+		{name: "never judges a target against itself", key: key("apps"), me: place{wk: repoMain, folder: "apps", created: t0}},
+		{name: "breaks a tie of creation times by name",
+			key: key("aaa"), me: place{wk: repoMain, folder: "apps", created: t0}, wantDisplace: []types.NamespacedName{key("apps")}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			refuse, displace := overlapPlan(tc.key, tc.me, registered)
+			if tc.refused {
+				require.ErrorIs(t, refuse, ErrFolderOverlap)
+				assert.Contains(t, refuse.Error(), "created earlier")
+				return
+			}
+			require.NoError(t, refuse)
+			assert.Equal(t, tc.wantDisplace, displace)
+		})
+	}
+}
+
+func TestTwoTargetsOnOverlappingFoldersLeaveTheFolderToTheOlder(t *testing.T) {
+	var told []types.NamespacedName
+	m, older := registeredManagerWith(t, map[string]string{"live/README.md": "objects\n"},
+		Options{OnStatus: func(k types.NamespacedName) { told = append(told, k) }})
+	older.Created = time.Unix(1000, 0)
+	_, err := m.EnsureTarget(context.Background(), older)
+	require.NoError(t, err)
+
+	newer := older
+	newer.Key, newer.Folder, newer.Created = types.NamespacedName{Namespace: "ops", Name: "team"}, "live/team-a", time.Unix(2000, 0)
+	_, err = m.EnsureTarget(context.Background(), newer)
+	require.ErrorIs(t, err, ErrFolderOverlap, "created within admission's cache lag, or with the webhook off")
+	_, registered := m.Status(newer.Key)
+	assert.False(t, registered)
+
+	m.RemoveTarget(older.Key)
+	_, err = m.EnsureTarget(context.Background(), newer)
+	require.NoError(t, err, "the older gone, the folder is the newer's")
+	_, err = m.EnsureTarget(context.Background(), older) // created again, older by its timestamp (a restart's order)
+	require.NoError(t, err)
+	_, registered = m.Status(newer.Key)
+	assert.False(t, registered, "the older target displaces the newer, which stops writing")
+	assert.Contains(t, told, newer.Key, "and its controller is told")
+}
