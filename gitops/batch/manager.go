@@ -85,6 +85,16 @@ func overlapPlan(key types.NamespacedName, me place, places map[types.Namespaced
 	return nil, displace
 }
 
+// displace stops the newer targets whose folders overlap spec's, now registered, and tells
+// their controllers, which find them refused (ErrFolderOverlap). Their pending changes are
+// kept for their return (SuspendTarget).
+func (m *Manager) displace(newer []types.NamespacedName, spec TargetSpec) {
+	for _, k := range newer {
+		m.SuspendTarget(k, fmt.Sprintf("its folder overlaps the folder %q of GitTarget %s, created earlier", spec.Folder, spec.Key))
+		m.opts.OnStatus(k)
+	}
+}
+
 // foldersOverlap reports whether two folders are equal or one lies inside the other.
 func foldersOverlap(a, b string) bool {
 	fa, fb := strings.Trim(path.Clean("/"+a), "/")+"/", strings.Trim(path.Clean("/"+b), "/")+"/"
@@ -416,19 +426,23 @@ func (m *Manager) EnsureTarget(ctx context.Context, spec TargetSpec) (TargetStat
 	me := place{wk: workerKey{url: repo.NormalizeURL(spec.URL), branch: spec.Branch}, folder: spec.Folder, created: spec.Created}
 	m.mu.Lock()
 	refuse, displace := overlapPlan(spec.Key, me, m.places)
+	if refuse == nil {
+		m.places[spec.Key] = me // reserved in the same look: a registration beside this one sees it
+	}
 	m.mu.Unlock()
 	if refuse != nil {
 		return TargetStatus{}, refuse
 	}
-	for _, newer := range displace {
-		m.SuspendTarget(newer, fmt.Sprintf("its folder overlaps the folder %q of GitTarget %s, created earlier", spec.Folder, spec.Key))
-		m.opts.OnStatus(newer) // its controller finds it refused, and says so
-	}
 	w, wk, err := m.workerFor(ctx, spec)
 	if err != nil {
+		m.mu.Lock()
+		delete(m.places, spec.Key) // it writes nowhere: a new worker was needed and could not be made
+		m.mu.Unlock()
 		m.unplaced(spec.Key)
 		return TargetStatus{}, err
 	}
+	// Only once it has a worker: a target that cannot register displaces nobody.
+	defer m.displace(displace, spec)
 	defer m.joined(wk)
 	// The queue exists before changes are routed to the worker: none arrives to find no
 	// place (making it waits for nothing, while ensureTarget may wait for a push).
