@@ -512,33 +512,44 @@ func TestARemoteThatStopsAnsweringFailsTheAttemptWithinTheGitTimeout(t *testing.
 	assert.Contains(t, err.Error(), "fetching branch main")
 }
 
+// damagedCloneScene registers ops/live on a remote seeded with seed, turns the blob of
+// garbled to garbage in the worker's clone (a disk fault, or a write a power loss cut short),
+// opens the clone again as a new process would (its check at start reads trees, not blobs),
+// and starts the writer. ConfigMap app/a is "new" in the cluster.
+func damagedCloneScene(t *testing.T, seed map[string]string, garbled string, opts Options) (*Manager, *repotest.Remote, *worker, ObjectKey) {
+	t.Helper()
+	key, live := clusterConfigMap("a", "new")
+	remote := repotest.NewFileRemote(t)
+	remote.Seed("main", seed, "seed")
+	msgs, err := ParseMessages("", "")
+	require.NoError(t, err)
+	opts.Log, opts.WorkDir, opts.Resolver = testr.New(t), t.TempDir(), fixedResolver{key: live}
+	m := NewManager(opts)
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan struct{})
+	// The worker stops before the work dir is removed, which it may still be repairing.
+	t.Cleanup(func() { cancel(); <-stopped })
+	spec := TargetSpec{Key: liveKey, URL: remote.URL, Branch: "main", Folder: "live", Messages: msgs,
+		Committer: Identity{Name: "W", Email: "w@example.com"}}
+	_, err = m.EnsureTarget(ctx, spec)
+	require.NoError(t, err)
+	w := m.workerOf(liveKey)
+	w.mu.Lock()
+	repotest.DamageObject(t, w.repo.Dir(), "main", garbled, []byte("x\x9c garbage"))
+	reopened, err := repo.Open(ctx, w.repo.Dir(), remote.URL, nil)
+	require.NoError(t, err)
+	require.NoError(t, reopened.RepairedDamage())
+	reopened.SetCompactionThresholds(m.opts.compactLooseObjects(), m.opts.compactPacks())
+	w.repo = reopened
+	w.mu.Unlock()
+	go func() { _ = m.Start(ctx); close(stopped) }()
+	return m, remote, w, key
+}
+
 func TestAWriterRebuildsAClonePartOfWhichCannotBeRead(t *testing.T) {
 	t.Run("rebuilds it from the remote and commits the change that could not read its file", func(t *testing.T) {
-		key, live := clusterConfigMap("a", "new")
-		remote := repotest.NewFileRemote(t)
-		remote.Seed("main", map[string]string{"live/app/a.yaml": "# kept\n" + configMapDoc("a", "old")}, "seed")
-		msgs, err := ParseMessages("", "")
-		require.NoError(t, err)
-		m := NewManager(Options{Log: logr.Discard(), WorkDir: t.TempDir(), Resolver: fixedResolver{key: live}})
-		ctx, cancel := context.WithCancel(context.Background())
-		stopped := make(chan struct{})
-		// The worker stops before the work dir is removed, which it may still be repairing.
-		defer func() { cancel(); <-stopped }()
-		spec := TargetSpec{Key: liveKey, URL: remote.URL, Branch: "main", Folder: "live", Messages: msgs,
-			Committer: Identity{Name: "W", Email: "w@example.com"}}
-		_, err = m.EnsureTarget(ctx, spec)
-		require.NoError(t, err)
-		w := m.workerOf(liveKey)
-		w.mu.Lock()
-		// The file's blob turns to garbage on disk (a fault, or a write a power loss cut
-		// short); a new process opens the clone, whose check at start reads trees, not blobs.
-		repotest.DamageObject(t, w.repo.Dir(), "main", "live/app/a.yaml", []byte("x\x9c garbage"))
-		reopened, err := repo.Open(ctx, w.repo.Dir(), remote.URL, nil)
-		require.NoError(t, err)
-		require.NoError(t, reopened.RepairedDamage())
-		w.repo = reopened
-		w.mu.Unlock()
-		go func() { _ = m.Start(ctx); close(stopped) }()
+		m, remote, _, key := damagedCloneScene(t, map[string]string{"live/app/a.yaml": "# kept\n" + configMapDoc("a", "old")},
+			"live/app/a.yaml", Options{})
 
 		m.Submit(Change{Target: liveKey, Key: key, AllowDelete: true})
 
@@ -550,30 +561,9 @@ func TestAWriterRebuildsAClonePartOfWhichCannotBeRead(t *testing.T) {
 }
 
 func TestACloneWhoseCompactionFindsAGarbledBlobOutsideEveryFolderIsRebuilt(t *testing.T) {
-	key, live := clusterConfigMap("a", "new")
-	remote := repotest.NewFileRemote(t)
-	remote.Seed("main", map[string]string{"live/app/a.yaml": configMapDoc("a", "old"), "docs/notes.md": "notes\n"}, "seed")
-	msgs, err := ParseMessages("", "")
-	require.NoError(t, err)
-	m := NewManager(Options{Log: testr.New(t), WorkDir: t.TempDir(), Resolver: fixedResolver{key: live}, CompactLooseObjects: 1})
-	ctx, cancel := context.WithCancel(context.Background())
-	stopped := make(chan struct{})
-	defer func() { cancel(); <-stopped }()
-	spec := TargetSpec{Key: liveKey, URL: remote.URL, Branch: "main", Folder: "live", Messages: msgs,
-		Committer: Identity{Name: "W", Email: "w@example.com"}}
-	_, err = m.EnsureTarget(ctx, spec)
-	require.NoError(t, err)
-	w := m.workerOf(liveKey)
-	w.mu.Lock()
-	// A blob no target reads turns to garbage on disk (a power loss); a new process opens
-	// the clone, whose check at start reads trees, not blobs.
-	repotest.DamageObject(t, w.repo.Dir(), "main", "docs/notes.md", []byte("x\x9c garbage"))
-	reopened, err := repo.Open(ctx, w.repo.Dir(), remote.URL, nil)
-	require.NoError(t, err)
-	reopened.SetCompactionThresholds(m.opts.compactLooseObjects(), m.opts.compactPacks())
-	w.repo = reopened
-	w.mu.Unlock()
-	go func() { _ = m.Start(ctx); close(stopped) }()
+	// A blob no target reads is garbled.
+	m, remote, w, key := damagedCloneScene(t, map[string]string{"live/app/a.yaml": configMapDoc("a", "old"), "docs/notes.md": "notes\n"},
+		"docs/notes.md", Options{CompactLooseObjects: 1})
 
 	m.Submit(Change{Target: liveKey, Key: key, AllowDelete: true}) // its push makes the clone due for compaction
 	require.Eventually(t, func() bool { return strings.Contains(remote.Show("main", "live/app/a.yaml"), "k: new") },
