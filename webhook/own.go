@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"strings"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -21,35 +20,17 @@ import (
 // OwnPath is where the webhook for the operator's own resources is served.
 const OwnPath = "/validate/reverser"
 
-// Place is where a GitTarget writes.
-type Place struct {
-	Key    types.NamespacedName
-	URL    string // normalised
-	Branch string
-	Folder string
-}
-
-// Overlaps reports whether two places would write the same files: same repository and
-// branch, and folders equal or one inside the other.
-func Overlaps(a, b Place) bool {
-	if a.URL != b.URL || a.Branch != b.Branch {
-		return false
-	}
-	fa, fb := strings.Trim(a.Folder, "/")+"/", strings.Trim(b.Folder, "/")+"/"
-	return strings.HasPrefix(fa, fb) || strings.HasPrefix(fb, fa)
-}
-
 // ValidateTarget is the cross-object verdict on a GitTarget: its branch must be allowed
 // by its provider (when the provider exists) and its folder must not overlap another
 // target's on the same repository and branch. While the provider is missing (applied after
 // its targets, or deleted), the repository is told apart by the provider's name (places
 // from TargetPlace): two targets of one missing provider must not overlap either. The error
 // message says what to change.
-func ValidateTarget(t *v1alpha1.GitTarget, provider *v1alpha1.GitProvider, others []Place) error {
+func ValidateTarget(t *v1alpha1.GitTarget, provider *v1alpha1.GitProvider, others []controller.Place) error {
 	if _, err := batch.ParseMessages(t.Spec.CommitMessage.Single, t.Spec.CommitMessage.Group); err != nil {
 		return fmt.Errorf("GitTarget %s/%s: spec.commitMessage: %w", t.Namespace, t.Name, err)
 	}
-	me := TargetPlace(t, provider)
+	me := controller.TargetPlace(t, provider)
 	repository := fmt.Sprintf("repository of GitProvider %s/%s (not created yet)", t.Namespace, t.Spec.ProviderRef.Name)
 	if provider != nil {
 		if !controller.BranchAllowed(provider, t.Spec.Branch) {
@@ -60,22 +41,12 @@ func ValidateTarget(t *v1alpha1.GitTarget, provider *v1alpha1.GitProvider, other
 		repository = "repository " + repo.Redact(provider.Spec.URL)
 	}
 	for _, o := range others {
-		if o.Key != me.Key && Overlaps(me, o) {
+		if o.Key != me.Key && controller.Overlaps(me, o) {
 			return fmt.Errorf("GitTarget %s: folder %q overlaps folder %q of GitTarget %s on the same %s and branch %s; "+
 				"choose a folder that is neither equal to nor inside nor around it", me.Key, me.Folder, o.Folder, o.Key, repository, me.Branch)
 		}
 	}
 	return nil
-}
-
-// TargetPlace is where a GitTarget writes: its provider's normalised URL, or, while the
-// provider does not exist, a stand-in naming the provider (two targets of it share it).
-func TargetPlace(t *v1alpha1.GitTarget, provider *v1alpha1.GitProvider) Place {
-	url := "gitprovider:" + t.Namespace + "/" + t.Spec.ProviderRef.Name
-	if provider != nil {
-		url = repo.NormalizeURL(provider.Spec.URL)
-	}
-	return Place{Key: types.NamespacedName{Namespace: t.Namespace, Name: t.Name}, URL: url, Branch: t.Spec.Branch, Folder: t.Spec.Path}
 }
 
 // Own validates the operator's own resources.
@@ -146,24 +117,10 @@ func samePlace(req admission.Request, t *v1alpha1.GitTarget) bool {
 }
 
 // context reads the target's provider and the places of every other target from the cache.
-func (o *Own) context(ctx context.Context, t *v1alpha1.GitTarget) (*v1alpha1.GitProvider, []Place, error) {
-	var providers v1alpha1.GitProviderList
-	if err := o.Client.List(ctx, &providers); err != nil {
+func (o *Own) context(ctx context.Context, t *v1alpha1.GitTarget) (*v1alpha1.GitProvider, []controller.Place, error) {
+	providers, places, err := controller.ListPlaces(ctx, o.Client)
+	if err != nil {
 		return nil, nil, err
 	}
-	byName := map[types.NamespacedName]*v1alpha1.GitProvider{}
-	for i := range providers.Items {
-		p := &providers.Items[i]
-		byName[types.NamespacedName{Namespace: p.Namespace, Name: p.Name}] = p
-	}
-	var targets v1alpha1.GitTargetList
-	if err := o.Client.List(ctx, &targets); err != nil {
-		return nil, nil, err
-	}
-	places := make([]Place, 0, len(targets.Items))
-	for i := range targets.Items {
-		other := &targets.Items[i]
-		places = append(places, TargetPlace(other, byName[types.NamespacedName{Namespace: other.Namespace, Name: other.Spec.ProviderRef.Name}]))
-	}
-	return byName[types.NamespacedName{Namespace: t.Namespace, Name: t.Spec.ProviderRef.Name}], places, nil
+	return providers[types.NamespacedName{Namespace: t.Namespace, Name: t.Spec.ProviderRef.Name}], places, nil
 }

@@ -76,9 +76,7 @@ func overlapPlan(key types.NamespacedName, me place, places map[types.Namespaced
 			continue
 		}
 		if p.created.Before(me.created) || (p.created.Equal(me.created) && other.String() < key.String()) {
-			return fmt.Errorf("%w: folder %q of GitTarget %s overlaps folder %q of GitTarget %s, created earlier, on the same "+
-				"repository and branch: give one of them a folder neither equal to, inside nor around the other's",
-				ErrFolderOverlap, me.folder, key, p.folder, other), nil
+			return FolderOverlapError(key, me.folder, other, p.folder), nil
 		}
 		displace = append(displace, other)
 	}
@@ -93,6 +91,14 @@ func (m *Manager) displace(newer []types.NamespacedName, spec TargetSpec) {
 		m.SuspendTarget(k, fmt.Sprintf("its folder overlaps the folder %q of GitTarget %s, created earlier", spec.Folder, spec.Key))
 		m.opts.OnStatus(k)
 	}
+}
+
+// FolderOverlapError is ErrFolderOverlap for target, refused because the older holder keeps
+// an overlapping folder; the writer and the GitTarget controller say it alike.
+func FolderOverlapError(target types.NamespacedName, folder string, holder types.NamespacedName, holderFolder string) error {
+	return fmt.Errorf("%w: folder %q of GitTarget %s overlaps folder %q of GitTarget %s, created earlier, on the same "+
+		"repository and branch: give one of them a folder neither equal to, inside nor around the other's",
+		ErrFolderOverlap, folder, target, holderFolder, holder)
 }
 
 // foldersOverlap reports whether two folders are equal or one lies inside the other.

@@ -221,6 +221,27 @@ func TestGitTarget(t *testing.T) {
 		assert.Contains(t, msg, `overlaps folder "live" of GitTarget `+ns+`/`+older.Name)
 		requireStalled(t, newer.Status.Conditions, v1alpha1.ReasonFolderOverlap)
 	})
+	t.Run("leaves its folder to an older target that is not writing, and writes once that target is gone", func(t *testing.T) {
+		ns := namespace(t)
+		p := provider(ns, "file://"+bareRemote(t))
+		p.Spec.SecretRef = &v1alpha1.LocalObjectReference{Name: "missing"} // the older target waits for its credentials
+		require.NoError(t, k8s.Create(ctx, p))
+		older := target(ns, "main", "live")
+		require.NoError(t, k8s.Create(ctx, older))
+		waitConditionSaying(t, older, func() []metav1.Condition { return older.Status.Conditions }, v1alpha1.ConditionReady, metav1.ConditionFalse, "missing")
+		time.Sleep(time.Second)           // creation times are kept in seconds
+		other := provider(ns, p.Spec.URL) // another provider of the same repository
+		other.Name = "same-repo"
+		require.NoError(t, k8s.Create(ctx, other))
+		newer := target(ns, "main", "live/team-a")
+		newer.Name, newer.Spec.ProviderRef.Name = "team-a", other.Name
+		require.NoError(t, k8s.Create(ctx, newer))
+		msg := waitCondition(t, newer, func() []metav1.Condition { return newer.Status.Conditions }, v1alpha1.ConditionStalled, metav1.ConditionTrue)
+		assert.Contains(t, msg, `overlaps folder "live" of GitTarget `+ns+`/`+older.Name)
+		requireStalled(t, newer.Status.Conditions, v1alpha1.ReasonFolderOverlap)
+		require.NoError(t, k8s.Delete(ctx, older))
+		waitCondition(t, newer, func() []metav1.Condition { return newer.Status.Conditions }, v1alpha1.ConditionReady, metav1.ConditionTrue)
+	})
 	t.Run("is Stalled when the branch is not allowed", func(t *testing.T) {
 		ns := namespace(t)
 		require.NoError(t, k8s.Create(ctx, provider(ns, "file://"+bareRemote(t), "main", "env/*")))

@@ -91,6 +91,12 @@ func (r *GitTargetReconciler) reconcile(ctx context.Context, t *v1alpha1.GitTarg
 			fmt.Sprintf("branch %q is not in GitProvider %s allowedBranches %v: add a matching pattern there, "+
 				"or create a GitTarget on an allowed branch (spec.branch is immutable)", t.Spec.Branch, pkey, p.Spec.AllowedBranches))
 	}
+	if err := r.folderHolder(ctx, t, &p); err != nil {
+		if errors.Is(err, batch.ErrFolderOverlap) {
+			return r.overlapping(t, err)
+		}
+		return ctrl.Result{}, err
+	}
 	auth, authVersion, err := ProviderAuth(ctx, r.Client, &p)
 	if err != nil {
 		if errors.Is(err, ErrCredentials) {
@@ -129,12 +135,8 @@ func (r *GitTargetReconciler) reconcile(ctx context.Context, t *v1alpha1.GitTarg
 		Sensitive: sensitiveResources(t), Encryption: enc, Created: t.CreationTimestamp.Time,
 	})
 	applyWriterStatus(t, st)
-	if errors.Is(err, batch.ErrFolderOverlap) {
-		// Stalled until the other target goes or one folder changes; looked at again each
-		// poll, since the other target's deletion does not reconcile this one.
-		res, _ := r.suspend(t, v1alpha1.ReasonFolderOverlap, err.Error())
-		res.RequeueAfter = r.PollInterval
-		return res, nil
+	if errors.Is(err, batch.ErrFolderOverlap) { // a target the cache did not show yet
+		return r.overlapping(t, err)
 	}
 	if errors.Is(err, repo.ErrOpaqueURL) { // the provider is Stalled for it: retrying cannot help
 		// Suspending also settles what a move away left pending.
@@ -200,6 +202,15 @@ func credentialsGraceLeft(conds []metav1.Condition, now time.Time) time.Duration
 // suspend stops the writer for t, which keeps its pending changes for its return, and
 // marks t Stalled with reason and msg; pending CommitRequests end quoting msg. A
 // configuration error: nothing to retry until the configuration changes.
+// overlapping stops t, whose folder an older target keeps (batch.ErrFolderOverlap): Stalled
+// until the other target goes, and looked at again each poll, since the other target's
+// deletion does not reconcile this one.
+func (r *GitTargetReconciler) overlapping(t *v1alpha1.GitTarget, err error) (ctrl.Result, error) {
+	res, _ := r.suspend(t, v1alpha1.ReasonFolderOverlap, err.Error())
+	res.RequeueAfter = r.PollInterval
+	return res, nil
+}
+
 func (r *GitTargetReconciler) suspend(t *v1alpha1.GitTarget, reason, msg string) (ctrl.Result, error) {
 	r.Writer.SuspendTarget(client.ObjectKeyFromObject(t), msg)
 	v1alpha1.SetStalled(&t.Status.Conditions, t.Generation, reason, msg)
