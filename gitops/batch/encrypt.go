@@ -222,7 +222,7 @@ func ReadableProblem(gr schema.GroupResource, fields []string, encryptedFile str
 }
 
 // ReadableFields lists, sorted, the top-level fields of a sensitive object that sops would
-// leave in the clear (only data and stringData are encrypted), e.g. a custom sensitive
+// leave in the clear (of the top-level fields only data and stringData are encrypted), e.g. a custom sensitive
 // resource keeping its values under spec. Such an object is refused rather than written
 // half-encrypted. Pure.
 func ReadableFields(obj *unstructured.Unstructured) []string {

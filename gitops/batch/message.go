@@ -35,7 +35,8 @@ type MessageChange struct {
 type MessageData struct {
 	// Target is the GitTarget as namespace/name.
 	Target string
-	// Author is who made the changes (today the committer; attribution comes later).
+	// Author is the username the API server authenticated for the window's changes, or the
+	// committer's name when unknown: what a reviewer asks first of a commit.
 	Author  string
 	Changes []MessageChange
 	// MessageChange fields of the first change, so a single-change template can say
