@@ -107,6 +107,13 @@ func TestACommitRequestSaysWhyItsMessageIsNotCommittedYet(t *testing.T) {
 // meanwhile (nil for nothing) just before; it returns the remote and the request's outcome.
 func lostAnswerRelease(t *testing.T, meanwhile func(*repotest.Remote, *batch.Manager, *cluster)) (*repotest.Remote, *batch.Manager, batch.CommitRequest, batch.RequestOutcome) {
 	t.Helper()
+	return lostAnswer(t, meanwhile, true)
+}
+
+// lostAnswer is lostAnswerRelease whose check of where the branch is, after the lost
+// answer, fails (checkFails) or answers; meanwhile runs just before that check.
+func lostAnswer(t *testing.T, meanwhile func(*repotest.Remote, *batch.Manager, *cluster), checkFails bool) (*repotest.Remote, *batch.Manager, batch.CommitRequest, batch.RequestOutcome) {
+	t.Helper()
 	var phase atomic.Int32 // 1: lose the push's answer; 2: then fail the check of where the branch is
 	var remote *repotest.Remote
 	var writer *batch.Manager
@@ -124,8 +131,10 @@ func lostAnswerRelease(t *testing.T, meanwhile func(*repotest.Remote, *batch.Man
 				if meanwhile != nil {
 					meanwhile(remote, writer, c)
 				}
-				http.Error(w, "unreachable", http.StatusServiceUnavailable)
-				return
+				if checkFails {
+					http.Error(w, "unreachable", http.StatusServiceUnavailable)
+					return
+				}
 			}
 			next.ServeHTTP(w, r)
 		})
@@ -159,6 +168,15 @@ func TestACommitRequestWhosePushLandedDespiteAnError(t *testing.T) {
 		log := remote.Log("main")
 		require.Len(t, log, 3, "the seed, alice's commit, the person's")
 		assert.Contains(t, log[0], "a person's commit")
+		assert.Equal(t, batch.ReasonCommitted, out.Reason, out.Message)
+		assert.Equal(t, log[1], out.SHA+" release 1.2", "the commit that carried the message, under the person's")
+	})
+	t.Run("reports that commit when the check after the lost answer finds someone's commit on top of it", func(t *testing.T) {
+		remote, _, _, out := lostAnswer(t, func(remote *repotest.Remote, _ *batch.Manager, _ *cluster) {
+			remote.Seed("main", map[string]string{"notes/today.md": "released\n"}, "a person's commit")
+		}, false) // the remote answers: it moved, seemingly a lost race
+		log := remote.Log("main")
+		require.Len(t, log, 3, "the seed, alice's commit, the person's: %v", log)
 		assert.Equal(t, batch.ReasonCommitted, out.Reason, out.Message)
 		assert.Equal(t, log[1], out.SHA+" release 1.2", "the commit that carried the message, under the person's")
 	})

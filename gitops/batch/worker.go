@@ -925,6 +925,9 @@ func (w *worker) flush(ctx context.Context, t *target, win *authorWindow) (bool,
 		}
 		err = w.push(ctx, sha)
 		if errors.Is(err, repo.ErrRemoteMoved) && attempt < maxPushAttempts {
+			// Usually a lost race; but a push whose answer was lost, found under someone's
+			// commit by the check that followed, lands the same way: the replay answers it.
+			attempted(win, sha)
 			w.opts.Metrics.push(w.key, "conflict")
 			w.log.Info("remote moved; replaying writes on the new tip", "gitTarget", t.spec.Key.String(), "attempt", attempt)
 			if err := w.refresh(ctx, false, t); err != nil {
