@@ -337,7 +337,8 @@ func (w *worker) ensureTarget(ctx context.Context, spec TargetSpec) (*target, Ta
 	}
 	folderChanged := ok && t.spec.Folder != spec.Folder
 	oldFolder := t.spec.Folder
-	if ok && credentialsChanged(t.spec, spec) {
+	retryNow := ok && credentialsChanged(t.spec, spec)
+	if retryNow {
 		t.backoff, t.retryAt = 0, time.Time{} // new credentials: try them now
 	}
 	if ok && t.spec.Prune != spec.Prune && (t.spec.Prune == PruneAlways || spec.Prune == PruneAlways) && t.st.Known {
@@ -368,6 +369,9 @@ func (w *worker) ensureTarget(ctx context.Context, spec TargetSpec) (*target, Ta
 	ready := w.takeReady()
 	w.mu.Unlock()
 	w.reportReady(ready)
+	if retryNow {
+		w.poke() // the loop sleeps until the old backoff's retry otherwise
+	}
 	if err != nil {
 		return t, st, err
 	}
