@@ -23,7 +23,8 @@ type Metrics struct {
 	// Pushes counts pushes per repository and branch by outcome: pushed, conflict (remote
 	// moved, writes replayed), failed (a remote that moved on the last attempt included).
 	Pushes *prometheus.CounterVec
-	// Pending is the number of dirty objects waiting per worker (repository and branch).
+	// Pending is the number of objects not yet pushed per worker (repository and branch):
+	// waiting in a window, or in one being committed and pushed.
 	Pending *prometheus.GaugeVec
 	// OldestPending is the Unix time the oldest change a worker has not yet pushed was
 	// recorded (0 when none waits): under a steady trickle Pending never falls to zero, and
@@ -57,7 +58,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Help: "Pushes per repository and branch by outcome: pushed, conflict (remote moved; writes replayed), failed."},
 			[]string{"repository", "branch", "outcome"}),
 		Pending: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "gitops_reverser_pending_changes",
-			Help: "Objects waiting to be committed, per repository and branch."}, []string{"repository", "branch"}),
+			Help: "Objects not yet pushed (waiting, or in a commit being pushed), per repository and branch."}, []string{"repository", "branch"}),
 		OldestPending: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "gitops_reverser_oldest_pending_change_timestamp_seconds",
 			Help: "Unix time the oldest change not yet pushed was recorded, per repository and branch; 0 when none waits."},
 			[]string{"repository", "branch"}),

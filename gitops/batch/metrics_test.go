@@ -91,6 +91,7 @@ func TestTheOldestPendingChangeIsWhenItWasRecordedWhoeverWaitsOnTheWorker(t *tes
 	w.qmu.Unlock()
 	w.reportPending()
 	assert.Equal(t, float64(monday.Unix()), oldest(), "a window being committed is not delivered yet")
+	assert.Equal(t, 3.0, testutil.ToFloat64(m.Pending.WithLabelValues(key.url, key.branch)), "nor are its objects")
 
 	w.qmu.Lock()
 	qs.flushing = nil

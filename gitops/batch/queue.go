@@ -438,8 +438,17 @@ func (q *queue) failing() bool {
 	return false
 }
 
-// pending is the number of dirty objects in the queue.
-func (q *queue) pending() int { return len(q.owner) }
+// pending is the number of objects not yet pushed: dirty in a window, or in one being
+// committed (its push may take minutes, and fail). An object changed again while its commit
+// is pushed counts twice until the push ends: counting it once would cost a look through
+// the committed windows at every change.
+func (q *queue) pending() int {
+	n := len(q.owner)
+	for _, win := range q.flushing {
+		n += len(win.dirty)
+	}
+	return n
+}
 
 // oldest is when the oldest change of the queue not yet pushed was recorded, a window being
 // committed included (its push may fail); zero when there is none. A window that failed
