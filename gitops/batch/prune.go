@@ -105,13 +105,17 @@ func (w *worker) snapshot(s Snapshot) {
 		prune = w.prunable(t, orphans, s.Prunable)
 	}
 	if t.orphans == nil {
-		t.orphans = map[schema.GroupVersionResource]int{}
+		t.orphans = map[schema.GroupVersionResource]map[manifest.Identity]bool{}
 	}
-	t.orphans[s.GVR] = len(orphans) - len(prune) // status counts the orphans kept, not those being removed
-	total := 0
-	for _, n := range t.orphans {
-		total += n
+	kept := make(map[manifest.Identity]bool, len(orphans)-len(prune)) // status counts the orphans kept, not those being removed
+	for _, id := range orphans {
+		kept[id] = true
 	}
+	for _, id := range prune {
+		delete(kept, id)
+	}
+	t.orphans[s.GVR] = kept
+	total := t.orphanCount(func(schema.GroupVersionResource) bool { return true })
 	forgot := t.forgetRefusalsOfGone(s) // always: not behind a short-circuit
 	changed := t.st.Orphans != total || forgot
 	t.st.Orphans = total

@@ -231,6 +231,23 @@ func TestASuspendedTargetKeepsItsPendingChanges(t *testing.T) {
 	})
 }
 
+func TestStatusStopsCountingAnOrphanOnceItsDocumentIsRemoved(t *testing.T) {
+	s := newWriterScene(t, nil)
+	gone := s.cluster.put(cmGVR, "ConfigMap", "gone", map[string]any{"k": "v"})
+	s.submitAndSettle(gone)
+	s.cluster.mu.Lock()
+	delete(s.cluster.objs, gone) // deleted while nobody watched
+	s.cluster.mu.Unlock()
+	s.writer.Snapshot(batch.Snapshot{Target: targetKey, GVR: cmGVR, Kind: "ConfigMap", InScope: func(string) bool { return true }})
+	st, _ := s.writer.Status(targetKey)
+	require.Equal(t, 1, st.Orphans, "prune mode OnEvent keeps it")
+	// Its deletion comes after the list: recovered from the journal after a restart (a
+	// snapshot hands those over just before it counts), or seen now.
+	st = s.submitAndSettle(gone)
+	require.NotContains(t, s.remote.LsTree("main"), "configmaps/gone.yaml")
+	assert.Equal(t, 0, st.Orphans, "the document left Git; no list since")
+}
+
 // unsyncedScene runs a writer (quiet 100 ms) on a seeded remote with ConfigMap app/broken
 // in the cluster, its cache not synced.
 func unsyncedScene(t *testing.T) (*repotest.Remote, *batch.Manager, *cluster, batch.ObjectKey) {

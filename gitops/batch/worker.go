@@ -57,8 +57,10 @@ type target struct {
 	// token, a protected branch) does not slow the others of its branch.
 	backoff time.Duration
 	retryAt time.Time
-	// orphans counts, per resource, documents whose objects a full list did not find.
-	orphans map[schema.GroupVersionResource]int
+	// orphans holds, per resource, the documents whose objects a full list did not find
+	// and that were kept; only those Git still holds count (orphanCount), so a removal
+	// waiting at the list (a deletion recovered after a restart) counts only until pushed.
+	orphans map[schema.GroupVersionResource]map[manifest.Identity]bool
 	// folderReady says the folder became writable (or is new) since OnFolderReady was
 	// last called for it. Whichever path re-read it (this target's registration, another
 	// target's fetch, a push replay) sets the flag; the next release of the worker's lock
@@ -259,20 +261,34 @@ func (w *worker) status(key types.NamespacedName) (TargetStatus, bool) {
 // watcher said. Callers hold w.mu.
 func (w *worker) view(t *target) TargetStatus {
 	st := t.st
-	if w.watchedOf == nil {
-		return st
-	}
-	watched, known := w.watchedOf(t.spec.Key)
-	if !known {
-		return st
-	}
-	st.Orphans = 0
-	for gvr, n := range t.orphans {
-		if watched[gvr] {
-			st.Orphans += n
+	st.Orphans = t.orphanCount(func(schema.GroupVersionResource) bool { return true })
+	if w.watchedOf != nil {
+		if watched, known := w.watchedOf(t.spec.Key); known {
+			st.Orphans = t.orphanCount(func(gvr schema.GroupVersionResource) bool { return watched[gvr] })
 		}
 	}
 	return st
+}
+
+// orphanCount counts the kept orphans Git still holds, of the resources counted says.
+// Callers hold w.mu.
+func (t *target) orphanCount(counted func(schema.GroupVersionResource) bool) int {
+	ix := t.index.Load()
+	if ix == nil {
+		return 0
+	}
+	n := 0
+	for gvr, ids := range t.orphans {
+		if !counted(gvr) {
+			continue
+		}
+		for id := range ids {
+			if _, ok := ix.lookup(id); ok {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 // openQueue returns the target's queue, made when missing; it takes only qmu, so it never
