@@ -143,6 +143,26 @@ func TestASnapshotFollowsTheOperationsOfTheRulesThatSelectAnObject(t *testing.T)
 	}
 }
 
+func TestASnapshotHandsOverAnObjectOfANamespaceTheCacheHasNotSeenYet(t *testing.T) {
+	target := types.NamespacedName{Namespace: "ops", Name: "live"}
+	cms := Resource{GVR: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, Kind: "ConfigMap", Namespaced: true}
+	bySelector := Claim{Target: target, Resource: cms, NamespaceSelector: labels.SelectorFromSet(labels.Set{"team": "a"}),
+		ObjectSelector: labels.Everything(), Create: true, Update: true, Delete: true}
+	obj := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+		"metadata": map[string]any{"name": "app", "namespace": "new"}}}
+	sink := &snapshots{}
+	New(Options{Sink: sink, Log: logr.Discard(),
+		NamespaceLabels: func(string) labels.Set { return nil },
+		NamespaceKnown:  func(string) bool { return false }, // created a moment before the list
+	}).snapshot(target, []Claim{bySelector}, []any{obj})
+	require.Len(t, sink.changes, 1, "its add was left to the snapshot: the writer waits until the namespace is known")
+	assert.Equal(t, "app", sink.changes[0].Key.Name)
+	assert.True(t, sink.changes[0].AllowDelete)
+	require.Len(t, sink.got, 1)
+	assert.Empty(t, sink.got[0].Present, "not known to be selected")
+	assert.False(t, sink.got[0].InScope("new"), "so its namespace's documents are neither orphans nor pruned")
+}
+
 func TestASnapshotJudgesTheDocumentsOfANamespaceDeletedWhileNobodyWatched(t *testing.T) {
 	target := types.NamespacedName{Namespace: "ops", Name: "live"}
 	cms := Resource{GVR: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, Kind: "ConfigMap", Namespaced: true}

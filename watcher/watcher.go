@@ -392,9 +392,14 @@ func (w *Watcher) snapshot(target types.NamespacedName, cs []Claim, objs []inter
 		// exists: a document of it, written while a capture flag was on, is no orphan.
 		noise := w.opts.Noise.SkipObject(cs[0].Resource.GVR.GroupResource(), u)
 		var ch *batch.Change
-		create, update := false, false
+		create, update, selected := false, false, false
+		unknownNamespace := !w.namespaceKnown(u.GetNamespace())
 		for _, c := range cs {
-			if !c.Matches(u.GetNamespace(), u.GetLabels(), w.opts.NamespaceLabels) {
+			matches := c.Matches(u.GetNamespace(), u.GetLabels(), w.opts.NamespaceLabels)
+			// A namespace the cache has not seen yet (created a moment before the list): its
+			// object may be selected. Its add was left to this snapshot, so it is handed
+			// over, and the writer waits until the cache can tell (batch.ErrNotSynced).
+			if !matches && !(unknownNamespace && mayMatchByNamespace(c, u)) {
 				continue
 			}
 			if ch == nil {
@@ -402,12 +407,14 @@ func (w *Watcher) snapshot(target types.NamespacedName, cs []Claim, objs []inter
 				ch = &first
 			}
 			ch.AllowDelete = ch.AllowDelete || c.Delete
-			create, update = create || c.Create, update || c.Update
+			create, update, selected = create || c.Create, update || c.Update, selected || matches
 		}
 		if ch == nil {
 			continue
 		}
-		present = append(present, ch.Key)
+		if selected { // one maybe selected is out of scope too (covered): neither present nor orphan
+			present = append(present, ch.Key)
+		}
 		if (create || update) && !noise {
 			ch.CreateOnly, ch.Relisted = !update, true
 			changes = append(changes, *ch)
