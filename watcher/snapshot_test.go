@@ -24,6 +24,11 @@ func (s *snapshots) Submit(chs ...batch.Change)                                 
 func (s *snapshots) Snapshot(snap batch.Snapshot)                                { s.got = append(s.got, snap) }
 func (s *snapshots) Watched(types.NamespacedName, []schema.GroupVersionResource) {}
 
+// snapshot is snapshotWith for claims read now.
+func (w *Watcher) snapshot(target types.NamespacedName, cs []Claim, objs []interface{}) {
+	w.snapshotWith(target, cs, objs, w.rulesLoaded())
+}
+
 func TestSnapshotScopes(t *testing.T) {
 	target := types.NamespacedName{Namespace: "ops", Name: "live"}
 	cms := Resource{GVR: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, Kind: "ConfigMap", Namespaced: true}

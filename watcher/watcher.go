@@ -106,6 +106,16 @@ type Watcher struct {
 	// registered yet (Options.RuleKeys): snapshotted again once every rule is.
 	unpruned map[types.NamespacedName]bool
 	started  chan struct{}
+	// snapshotting orders the snapshots of one target and resource (snapshotNow): one
+	// built from the rules before a change must not reach the writer after one built from
+	// the rules after it.
+	snapshotting map[snapshotKey]*sync.Mutex
+}
+
+// snapshotKey names the snapshots snapshotNow orders.
+type snapshotKey struct {
+	target types.NamespacedName
+	gvr    schema.GroupVersionResource
 }
 
 // New builds a Watcher; Start runs it.
@@ -124,6 +134,8 @@ func New(opts Options) *Watcher {
 		registered: map[string]bool{},
 		unpruned:   map[types.NamespacedName]bool{},
 		started:    make(chan struct{}),
+
+		snapshotting: map[snapshotKey]*sync.Mutex{},
 	}
 }
 
@@ -344,12 +356,33 @@ func (w *Watcher) Resync(target types.NamespacedName) {
 				// lets the writer prune, follows the target's claims as they are now, on
 				// the informer still serving them (a replaced one's store is stale; the
 				// rule change that replaced it resyncs on the new one).
-				if cs := w.claimsOf(target, gvr, inf); len(cs) > 0 {
-					w.snapshot(target, cs, inf.inf.GetStore().List())
-				}
+				w.snapshotNow(target, gvr, inf)
 			}()
 		}
 	}()
+}
+
+// snapshotNow snapshots target's objects of gvr on inf by its claims as they are now, one
+// snapshot of them at a time, so they reach the writer in the order of the rules they
+// were built from: a snapshot from the rules before a change (a DELETE dropped) arriving
+// after one from the rules after it would prune, or keep, by the old ones. Whether every
+// rule is in is read before the claims: a rule registered in between makes the snapshot
+// incomplete (taken again), never complete without its claims.
+func (w *Watcher) snapshotNow(target types.NamespacedName, gvr schema.GroupVersionResource, inf *informer) {
+	w.mu.Lock()
+	k := snapshotKey{target, gvr}
+	lock := w.snapshotting[k]
+	if lock == nil {
+		lock = &sync.Mutex{}
+		w.snapshotting[k] = lock
+	}
+	w.mu.Unlock()
+	lock.Lock()
+	defer lock.Unlock()
+	complete := w.rulesLoaded()
+	if cs := w.claimsOf(target, gvr, inf); len(cs) > 0 {
+		w.snapshotWith(target, cs, inf.inf.GetStore().List(), complete)
+	}
 }
 
 // claimsOf returns target's claims on gvr as they are now, none when inf no longer serves
@@ -369,12 +402,14 @@ func (w *Watcher) claimsOf(target types.NamespacedName, gvr schema.GroupVersionR
 	return out
 }
 
-// snapshot submits every listed object some claim selects, then the complete list. The
+// snapshotWith submits every listed object some claim selects, then the complete list. The
 // operations of the selecting claims decide how: any that mirrors deletes lets a delete
 // seen before the commit remove the document, as its event would; claims that mirror
 // creations but not updates only create missing documents; claims that mirror neither
 // write nothing, though the object counts as present.
-func (w *Watcher) snapshot(target types.NamespacedName, cs []Claim, objs []interface{}) {
+//
+// complete says whether every rule was in when cs were read (snapshotNow).
+func (w *Watcher) snapshotWith(target types.NamespacedName, cs []Claim, objs []interface{}, complete bool) {
 	var changes []batch.Change
 	var present []batch.ObjectKey
 	// A namespace holding a listed object exists, whatever the namespace cache says (it may
@@ -422,7 +457,6 @@ func (w *Watcher) snapshot(target types.NamespacedName, cs []Claim, objs []inter
 	}
 	w.opts.Log.V(1).Info("snapshot", "gitTarget", target.String(), "resource", cs[0].Resource.GVR.String(), "objects", len(present))
 	prunable := w.prunable(cs, listedIn)
-	complete := w.rulesLoaded()
 	if !complete {
 		// Orphans are counted, not pruned, and deletions recovered from the journal wait
 		// unless their namespace was listed, until the snapshot taken once every rule is in.
@@ -799,10 +833,8 @@ func (w *Watcher) afterRelist(gvr schema.GroupVersionResource, inf *informer) {
 		targets := targetsOf(w.byGVR[gvr])
 		w.mu.RUnlock()
 		for target := range targets {
-			if cs := w.claimsOf(target, gvr, inf); len(cs) > 0 {
-				w.opts.Log.Info("re-listed: comparing with Git", "gitTarget", target.String(), "resource", gvr.String())
-				w.snapshot(target, cs, inf.inf.GetStore().List())
-			}
+			w.opts.Log.Info("re-listed: comparing with Git", "gitTarget", target.String(), "resource", gvr.String())
+			w.snapshotNow(target, gvr, inf)
 		}
 	}()
 }
