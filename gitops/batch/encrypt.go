@@ -114,12 +114,18 @@ func URLCredentialsProblem(gr schema.GroupResource, obj *unstructured.Unstructur
 		"move them to the Secret of spec.secretRef (in a new GitProvider: spec.url is immutable)"
 }
 
-// options turns the digest key into encrypt options.
+// options turns the digest key and the identities into encrypt options: files written
+// carry a digest (no identity to compare plaintexts with), and a proof of their data key
+// (an identity, so the key is reused for the next value).
 func (e *Encryption) options() []encrypt.Option {
-	if e.DigestKey == nil {
-		return nil
+	var out []encrypt.Option
+	if e.DigestKey != nil {
+		out = append(out, encrypt.WithDigestKey(e.DigestKey))
 	}
-	return []encrypt.Option{encrypt.WithDigestKey(e.DigestKey)}
+	if e.Identities.Len() > 0 {
+		out = append(out, encrypt.WithKeyProof(e.Identities))
+	}
+	return out
 }
 
 // isSensitive says whether objects of gr must be encrypted before reaching t's folder: the

@@ -11,6 +11,8 @@ type Option func(*options)
 // options holds what Options set.
 type options struct {
 	digestKey DigestKey
+	// proofKey signs the data key of written files (WithKeyProof); nil: no proof.
+	proofKey []byte
 }
 
 // WithDigestKey makes written files carry a change-detection digest keyed

@@ -109,11 +109,11 @@ func emitEncrypted(tree sops.Tree) ([]byte, error) {
 	return out, nil
 }
 
-// emitPlain renders decrypted branches, without the digest comment.
+// emitPlain renders decrypted branches, without the operator's comments (digest, proof).
 func emitPlain(branches sops.TreeBranches) ([]byte, error) {
 	clean := make(sops.TreeBranches, len(branches))
 	for i, branch := range branches {
-		clean[i] = withoutDigest(branch)
+		clean[i] = withoutOperatorComments(branch)
 	}
 	out, err := newStore().EmitPlainFile(clean)
 	if err != nil {
@@ -197,6 +197,7 @@ func sealTree(tree *sops.Tree, plain plainDoc, dataKey []byte, cipher sops.Ciphe
 		}
 		tree.Branches[0] = withDigest(tree.Branches[0], d)
 	}
+	tree.Branches[0] = withKeyProof(tree.Branches[0], o.proofKey, dataKey)
 	tree.Metadata.Version = version.Version
 	err := common.EncryptTree(common.EncryptTreeOpts{Tree: tree, Cipher: cipher, DataKey: dataKey})
 	if err != nil {

@@ -15,11 +15,13 @@ import (
 // little ciphertext churn as the keys allow:
 //
 //   - ids can open the file: plaintexts are compared; equal → existingEnc,
-//     false. Otherwise the file's data key is reused and only the values that
-//     changed get new ciphertext (sops re-uses the IV of a value whose path
-//     and plaintext are unchanged); the sops block gets a new lastmodified
-//     and mac. The data key is re-wrapped only if the file's recipients are
-//     not exactly r.
+//     false. Otherwise, when the file proves ids chose its data key
+//     (keyproof.go), the key is reused and only the values that changed get
+//     new ciphertext (sops re-uses the IV of a value whose path and
+//     plaintext are unchanged); the sops block gets a new lastmodified and
+//     mac. The data key is re-wrapped only if the file's recipients are not
+//     exactly r. Without a proof the document is encrypted afresh: the key
+//     may be someone else's.
 //   - no identity opens it: the digest comment is checked with the
 //     WithDigestKey key; a match → existingEnc, false. Without a digest key,
 //     a file the held identities cannot open is rewritten for r, and with
@@ -42,6 +44,9 @@ func Update(existingEnc []byte, newPlainDoc []byte, r Recipients, ids *Identitie
 		return nil, false, err
 	}
 	o := collect(opts)
+	if ids != nil {
+		WithKeyProof(*ids)(&o) // what it writes, it can reuse the key of
+	}
 	tree, err := loadEncrypted(existingEnc)
 	if err != nil {
 		// No file, a plaintext one or an unreadable one: the cluster is the truth.
@@ -86,8 +91,9 @@ func updateOpened(existingEnc []byte, tree sops.Tree, plain plainDoc, r Recipien
 	case same:
 		return existingEnc, false, nil
 	}
-	if !hasOperatorRules(tree.Metadata) || removesRecipient(tree.Metadata, r) {
-		// A removed recipient may have kept the data key: a new value needs a new key.
+	if !hasOperatorRules(tree.Metadata) || removesRecipient(tree.Metadata, r) || !provenKey(tree.Branches[0], ids, dataKey) {
+		// A removed recipient may have kept the data key, and one the operator cannot
+		// tell it chose may be someone else's (keyproof.go): a new value needs a new key.
 		return encryptFresh(plain, r, o)
 	}
 	out, err := resealUnderSameKey(tree.Metadata, plain, dataKey, cipher, r, o)
@@ -213,11 +219,15 @@ func Renew(existingEnc []byte, ids Identities, newRecipients Recipients, opts ..
 		return nil, err
 	}
 	o := collect(opts)
+	WithKeyProof(ids)(&o)
 	switch {
 	case removes && hasOperatorRules(tree.Metadata):
 		return encryptNew(plain, r, o)
 	case removes: // a file someone wrote with other rules keeps them
 		return encryptKeepingRules(plain, r, tree.Metadata, o)
+	}
+	if !provenKey(tree.Branches[0], ids, dataKey) {
+		o.proofKey = nil // its own values under its own key, but never a proof of a key the operator did not choose
 	}
 	return resealUnderSameKey(tree.Metadata, plain, dataKey, cipher, r, o) // a legacy file
 }

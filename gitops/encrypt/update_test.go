@@ -1,6 +1,7 @@
 package encrypt_test
 
 import (
+	"regexp"
 	"strings"
 	"testing"
 
@@ -58,7 +59,7 @@ func reordered(t *testing.T, plain []byte) []byte {
 
 func TestUpdateWithIdentityChangesOnlyTheChangedValue(t *testing.T) {
 	k := newKeyPair(t)
-	enc, err := encrypt.Encrypt(readTestdata(t, "secret.yaml"), k.recipients)
+	enc, err := encrypt.Encrypt(readTestdata(t, "secret.yaml"), k.recipients, encrypt.WithKeyProof(k.ids))
 	require.NoError(t, err)
 
 	out, changed, err := encrypt.Update(enc, changedSecret(t), k.recipients, &k.ids)
@@ -145,7 +146,7 @@ func TestUpdateRewritesATamperedFile(t *testing.T) {
 
 func TestUpdateWithChangedRecipientsRewrapsTheReusedDataKey(t *testing.T) {
 	k, added := newKeyPair(t), newKeyPair(t)
-	enc, err := encrypt.Encrypt(readTestdata(t, "secret.yaml"), k.recipients)
+	enc, err := encrypt.Encrypt(readTestdata(t, "secret.yaml"), k.recipients, encrypt.WithKeyProof(k.ids))
 	require.NoError(t, err)
 	both := sorted(k.recipients[0], added.recipients[0])
 
@@ -447,8 +448,8 @@ func TestUpdateMovesAFileWrittenBeforeAnnotationsWereEncryptedToTheCurrentRule(t
 		assert.False(t, changed)
 		assert.Equal(t, string(legacy), string(out))
 	})
-	t.Run("a change encrypts the annotation values and keeps the data key and unchanged ciphertext", func(t *testing.T) {
-		out, changed, err := encrypt.Update(legacy, changedSecret(t), k.recipients, &k.ids)
+	t.Run("a change encrypts the annotation values under a new data key, the old one unproven", func(t *testing.T) {
+		out, changed, err := encrypt.Update(legacy, changedSecret(t), k.recipients, &k.ids, encrypt.WithKeyProof(k.ids))
 		require.NoError(t, err)
 		assert.True(t, changed)
 		assert.Contains(t, string(out), "encrypted_regex: "+encrypt.EncryptedRegex)
@@ -456,11 +457,10 @@ func TestUpdateMovesAFileWrittenBeforeAnnotationsWereEncryptedToTheCurrentRule(t
 		assertNoSecrets(t, string(out), k.private)
 		before, after := ciphertexts(legacy), ciphertexts(out)
 		for _, key := range []string{"password", "username", "config.ini"} {
-			assert.Equal(t, before[key], after[key], "%s keeps its exact ciphertext", key)
+			assert.NotEqual(t, before[key], after[key], "%s: a file written before data-key proofs gets a new key", key)
 		}
 		assert.Contains(t, after, "owner", "the annotation value is ciphertext now")
-		assert.Equal(t, ageBlock.FindAllString(string(legacy), -1), ageBlock.FindAllString(string(out), -1),
-			"the data key is reused, its wrapping untouched")
+		assert.Contains(t, string(out), "# gitops-reverser.dev/data-key: v1:", "the new key is proven: the next change reuses it")
 
 		got, err := encrypt.Decrypt(out, k.ids)
 		require.NoError(t, err)
@@ -509,4 +509,55 @@ func TestRenew(t *testing.T) {
 		_, err := encrypt.Renew(legacy, other.ids, other.recipients)
 		assert.ErrorIs(t, err, encrypt.ErrIdentityMismatch)
 	})
+}
+
+func TestAFileUnderADataKeyTheOperatorDidNotChooseNeverCarriesTheClustersNewValue(t *testing.T) {
+	k := newKeyPair(t)
+	// Anyone who can push can write a valid file for the public recipients, under a data
+	// key they keep: re-sealing a new value under it would hand them that value.
+	planted, err := encrypt.EncryptUnderRule(readTestdata(t, "secret.yaml"), k.recipients, encrypt.EncryptedRegex)
+	require.NoError(t, err)
+	own, err := encrypt.Encrypt(readTestdata(t, "secret.yaml"), k.recipients, encrypt.WithKeyProof(k.ids))
+	require.NoError(t, err)
+	proof := regexp.MustCompile(`(?m)^#\s*gitops-reverser\.dev/data-key: .*\n`).FindString(string(own))
+	require.NotEmpty(t, proof, "the operator's own files carry a proof of their data key")
+
+	for name, file := range map[string][]byte{
+		"a file without a proof":                  planted,
+		"a file with a proof copied from another": []byte(proof + string(planted)),
+	} {
+		t.Run(name, func(t *testing.T) {
+			out, changed, err := encrypt.Update(file, changedSecret(t), k.recipients, &k.ids)
+			require.NoError(t, err)
+			assert.True(t, changed)
+			assert.NotEqual(t, ageBlock.FindAllString(string(file), -1), ageBlock.FindAllString(string(out), -1),
+				"the new value is under a new data key")
+			before, after := ciphertexts(file), ciphertexts(out)
+			for key := range before {
+				assert.NotEqual(t, before[key], after[key], "%s", key)
+			}
+			got, err := encrypt.Decrypt(out, k.ids)
+			require.NoError(t, err)
+			assert.Equal(t, string(changedSecret(t)), string(got), "the proof comment is not part of the document")
+
+			again, changed, err := encrypt.Update(out, changedSecret(t), k.recipients, &k.ids)
+			require.NoError(t, err)
+			assert.False(t, changed)
+			assert.Equal(t, string(out), string(again))
+		})
+	}
+}
+
+func TestRenewNeverProvesADataKeyTheOperatorDidNotChoose(t *testing.T) {
+	k := newKeyPair(t)
+	planted, err := encrypt.EncryptUnderLegacyRule(readTestdata(t, "secret.yaml"), k.recipients) // anyone's
+	require.NoError(t, err)
+	renewed, err := encrypt.Renew(planted, k.ids, k.recipients)
+	require.NoError(t, err)
+	assert.False(t, encrypt.UsesEarlierRule(renewed))
+	assert.NotContains(t, string(renewed), "gitops-reverser.dev/data-key", "moved to the current rule under its own key, unproven")
+	out, _, err := encrypt.Update(renewed, changedSecret(t), k.recipients, &k.ids)
+	require.NoError(t, err)
+	assert.NotEqual(t, ageBlock.FindAllString(string(renewed), -1), ageBlock.FindAllString(string(out), -1),
+		"so its next value gets a new data key")
 }
