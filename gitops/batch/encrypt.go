@@ -178,6 +178,10 @@ func (w *worker) planSensitive(t *target, p *writePlan, read func(string) ([]byt
 		p.refuse(k, fmt.Sprintf("%s: not written: %s", id, ReadableProblem(k.GVR.GroupResource(), extra, encryptedFile)))
 		return nil
 	}
+	if n := sharedEncryptedFile(t.index.Load(), file); exists && n > 0 {
+		p.refuse(k, fmt.Sprintf("%s: not written: %s", id, sharedProblem(file, n)))
+		return nil
+	}
 	at, problem, err := w.placeSensitive(t, read, k, file, exists)
 	if err != nil || problem != "" {
 		if problem != "" {
@@ -278,6 +282,28 @@ func (w *worker) placeSensitive(t *target, read func(string) ([]byte, error), k 
 		at.plainFile = file
 	}
 	return at, "", nil
+}
+
+// sharedEncryptedFile says how many objects file holds when it is an encrypted file of more
+// than one (a person's multi-document `sops -e`), 0 otherwise. The writer keeps one object
+// per encrypted file: rewriting one would drop the others, removing one would break the
+// file's MAC.
+func sharedEncryptedFile(ix *folderIndex, file string) int {
+	if ix == nil || !ix.isEncrypted(file) {
+		return 0
+	}
+	if n := len(ix.holders(file)); n > 1 {
+		return n
+	}
+	return 0
+}
+
+// sharedProblem says why an object of an encrypted file holding n objects is neither
+// written nor removed; admission (Locate) and the writer give the same reason. Pure.
+func sharedProblem(file string, n int) string {
+	return fmt.Sprintf("%s holds %d objects encrypted together, and the writer keeps one object per encrypted file "+
+		"(rewriting it would drop the others, removing one would break the file's MAC): split it in Git into one "+
+		".sops.yaml file per object", file, n)
 }
 
 // cannotEncrypt says why a sensitive object, or one encrypted in Git, is not written to a

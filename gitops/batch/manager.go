@@ -866,6 +866,9 @@ func (m *Manager) Locate(target types.NamespacedName, gvr schema.GroupVersionRes
 		if loc, ok := idx.lookup(id); ok && idx.isEncrypted(loc.File) && !encrypts {
 			return Location{Path: loc.File, Problem: cannotEncrypt(target), Encrypted: true} // never written back in plaintext
 		} else if ok && idx.isEncrypted(loc.File) {
+			if n := sharedEncryptedFile(idx, loc.File); n > 0 {
+				return Location{Path: loc.File, Problem: sharedProblem(loc.File, n), Encrypted: true}
+			}
 			return Location{Path: loc.File, Encrypted: true}
 		} else if ok && !sensitive {
 			return Location{Path: loc.File}

@@ -172,6 +172,10 @@ func (w *worker) planOne(t *target, p *writePlan, read func(string) ([]byte, err
 		if !(in.allowDelete || in.removes(t.spec.Prune)) || !exists || t.spec.Prune == PruneNever {
 			return nil
 		}
+		if n := sharedEncryptedFile(t.index.Load(), file); n > 0 {
+			p.refuse(k, fmt.Sprintf("%s: not removed: %s", id, sharedProblem(file, n)))
+			return nil
+		}
 		if err := removeFrom(p, read, id, file); errors.Is(err, errUnwritable) {
 			p.refuse(k, fmt.Sprintf("%s: not removed: %v", id, err))
 			return nil

@@ -1,0 +1,70 @@
+package batch_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/getsops/sops/v3"
+	sopsaes "github.com/getsops/sops/v3/aes"
+	sopsage "github.com/getsops/sops/v3/age"
+	"github.com/getsops/sops/v3/cmd/sops/common"
+	sopsconfig "github.com/getsops/sops/v3/config"
+	sopsyaml "github.com/getsops/sops/v3/stores/yaml"
+	"github.com/getsops/sops/v3/version"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gitops-reverser/gitops-reverser/gitops/batch"
+	"github.com/gitops-reverser/gitops-reverser/gitops/encrypt"
+)
+
+// encryptTogether writes docs as one sops file for recipients, as a person's
+// `sops -e` of a multi-document manifest does.
+func encryptTogether(t *testing.T, recipients encrypt.Recipients, docs ...string) string {
+	t.Helper()
+	store := sopsyaml.NewStore(&sopsconfig.YAMLStoreConfig{Indent: 2})
+	branches, err := store.LoadPlainFile([]byte(strings.Join(docs, "---\n")))
+	require.NoError(t, err)
+	var group sops.KeyGroup
+	for _, r := range recipients {
+		key, err := sopsage.MasterKeyFromRecipient(r)
+		require.NoError(t, err)
+		group = append(group, key)
+	}
+	tree := sops.Tree{Branches: branches, Metadata: sops.Metadata{KeyGroups: []sops.KeyGroup{group},
+		EncryptedRegex: encrypt.EncryptedRegex, Version: version.Version}}
+	dataKey, errs := tree.GenerateDataKey()
+	require.Empty(t, errs)
+	require.NoError(t, common.EncryptTree(common.EncryptTreeOpts{Tree: &tree, Cipher: sopsaes.NewCipher(), DataKey: dataKey}))
+	out, err := store.EmitEncryptedFile(tree)
+	require.NoError(t, err)
+	return string(out)
+}
+
+func TestAnEncryptedFileHoldingSeveralObjectsIsNeitherRewrittenNorCutByTheWriter(t *testing.T) {
+	ids, recipients := identity(t)
+	s := newWriterScene(t, &batch.Encryption{Recipients: recipients, Identities: ids})
+	secret := func(name, value string) string {
+		return "apiVersion: v1\nkind: Secret\nmetadata:\n  name: " + name + "\n  namespace: app\ndata:\n  password: " + value + "\n"
+	}
+	const file = "live/app/secrets/pair.sops.yaml"
+	pair := encryptTogether(t, recipients, secret("a", "b2xk"), secret("b", "b2xk"))
+	co := s.remote.Clone("main")
+	co.WriteFile(file, pair)
+	co.CommitAndPush("main", "a person encrypts two Secrets in one file")
+	s.restart()
+
+	problem := s.writer.Locate(targetKey, secretsGVR, "Secret", "app", "a").Problem
+	assert.Contains(t, problem, file+" holds 2 objects encrypted together", "admission denies the change, with the reason")
+	st := s.submitAndSettle(s.cluster.put(secretsGVR, "Secret", "a", map[string]any{"password": "bmV3"}))
+	require.Len(t, st.Refused, 1)
+	assert.Equal(t, "Secret app/a: not written: "+problem, st.Refused[0], "admission and the writer give the same reason")
+	assert.Equal(t, strings.TrimSuffix(pair, "\n"), s.remote.Show("main", file), "b is not dropped")
+
+	st = s.submitAndSettle(batch.ObjectKey{GVR: secretsGVR, Kind: "Secret", Namespace: "app", Name: "b"}) // deleted
+	assert.Contains(t, strings.Join(st.Refused, "\n"), "Secret app/b: not removed: "+file+" holds 2 objects")
+	assert.Equal(t, strings.TrimSuffix(pair, "\n"), s.remote.Show("main", file), "nor cut out, which would break the MAC")
+	plain, err := encrypt.Decrypt([]byte(s.remote.Show("main", file)+"\n"), ids)
+	require.NoError(t, err)
+	assert.Contains(t, string(plain), "name: b")
+}
