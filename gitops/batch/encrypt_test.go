@@ -458,6 +458,26 @@ func TestWriterEncryption(t *testing.T) {
 		assert.NotContains(t, st.Refused[0], private)
 		assert.Equal(t, before, s.remote.Show("main", "live/app/secrets/sops-age.sops.yaml"), "left as it is")
 	})
+	t.Run("a recipient change never re-wraps for the new recipients a file of a Secret holding key material", func(t *testing.T) {
+		ids, recipients := identity(t)
+		s := newWriterScene(t, &batch.Encryption{Recipients: recipients, Identities: ids})
+		k := s.cluster.put(secretsGVR, "Secret", "sops-age", map[string]any{"age.agekey": "b2xk"})
+		s.submitAndSettle(k, s.cluster.put(secretsGVR, "Secret", "db", map[string]any{"password": "aHVudGVyMg=="}))
+		before := s.remote.Show("main", "live/app/secrets/sops-age.sops.yaml") // an earlier release wrote it
+		private, _, err := encrypt.GenerateIdentity()
+		require.NoError(t, err)
+		s.cluster.put(secretsGVR, "Secret", "sops-age", map[string]any{"age.agekey": base64.StdEncoding.EncodeToString([]byte(private))})
+
+		newIDs, newRecipients := identity(t)
+		s.spec.Encryption = &batch.Encryption{Recipients: append(append(encrypt.Recipients{}, recipients...), newRecipients...), Identities: ids}
+		s.ensure()
+		msg := repotest.Git(t, s.remote.Dir, "log", "-1", "--format=%B", "main")
+		assert.Contains(t, msg, "Re-wrap 1 encrypted file(s) in live")
+		assert.Contains(t, msg, "they hold key material, which the operator never writes; remove them):\n- live/app/secrets/sops-age.sops.yaml")
+		assert.Equal(t, before, s.remote.Show("main", "live/app/secrets/sops-age.sops.yaml"), "left as it is")
+		_, err = encrypt.Decrypt([]byte(before), newIDs)
+		assert.Error(t, err, "not wrapped for the new recipients")
+	})
 	t.Run("recipients only: a recipient change never re-encrypts a Secret holding key material from the cluster", func(t *testing.T) {
 		_, recipients := identity(t)
 		key, err := encrypt.GenerateDigestKey()

@@ -6,13 +6,16 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing/object"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/gitops-reverser/gitops-reverser/gitops/encrypt"
 	"github.com/gitops-reverser/gitops-reverser/gitops/manifest"
@@ -114,6 +117,12 @@ func (w *worker) rewrapFile(t *target, enc *Encryption, rp *rekeyPlan, file stri
 	}
 	var out []byte
 	if enc.Identities.Len() > 0 {
+		if keyMaterial, err := w.fileOfKeyMaterial(t, enc, content); err != nil {
+			return err
+		} else if keyMaterial {
+			rp.keyMaterial = append(rp.keyMaterial, file) // re-wrapped, new recipients could read it
+			return nil
+		}
 		out, err = encrypt.Renew(content, enc.Identities, enc.Recipients, enc.options()...)
 	}
 	if out == nil || err != nil {
@@ -138,6 +147,34 @@ func (w *worker) rewrapFile(t *target, enc *Encryption, rp *rekeyPlan, file stri
 		rp.ruled++
 	}
 	return nil
+}
+
+// fileOfKeyMaterial says whether an encrypted file holds a Secret that is key material, by
+// what Git holds (its label or an age private key among its decrypted values) or by its
+// object in the cluster (isKeyMaterial): such a file, written by an earlier release or a
+// person, is never re-wrapped for new recipients.
+func (w *worker) fileOfKeyMaterial(t *target, enc *Encryption, content []byte) (bool, error) {
+	docs, err := manifest.Parse(content)
+	if err != nil || len(docs) != 1 || docs[0].Identity.Group != "" || docs[0].Identity.Kind != "Secret" {
+		return false, nil
+	}
+	id := docs[0].Identity
+	if plain, err := encrypt.Decrypt(content, enc.Identities); err == nil {
+		var held unstructured.Unstructured
+		if sigsyaml.Unmarshal(plain, &held.Object) == nil && HoldsKeyMaterial(&held) {
+			return true, nil
+		}
+	}
+	k := ObjectKey{GVR: secretsGVR, Kind: id.Kind, Namespace: id.Namespace, Name: id.Name}
+	obj, err := w.opts.Resolver.Current(t.spec.Key, k)
+	if errors.Is(err, ErrNotWatched) || errors.Is(err, ErrNotSelected) || (err == nil && obj == nil) {
+		// Gone or not claimed: what Git holds decides, and the names the target knows.
+		return slices.Contains(enc.KeySecrets, types.NamespacedName{Namespace: id.Namespace, Name: id.Name}), nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return w.isKeyMaterial(t, k, obj)
 }
 
 // reencryptFromCluster encrypts the cluster's current state of the Secret a file holds;
