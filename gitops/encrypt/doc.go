@@ -74,10 +74,11 @@
 // high-entropy values (generated passwords, tokens, keys) this is useless,
 // since guessing 2^128 candidates is infeasible; for low-entropy ones (a
 // PIN, a dictionary password) it is an offline guessing oracle. K must
-// therefore be protected like the Secrets it covers: kept in the operator's
-// namespace, readable by the operator alone. Whoever can read K and Git but
-// not the Secrets gains only this oracle; the operator, which holds K, reads
-// the Secrets anyway.
+// therefore be protected like the Secrets it covers: readable only by those
+// trusted with them (the operator keeps it beside the GitTarget, see
+// docs/architecture.md, "Where the digest key lives"). Whoever can read K and
+// Git but not the Secrets gains only this oracle; the operator, which holds
+// K, reads the Secrets anyway.
 //
 // The scheme the digest replaces, a salted hash with the salt (or key) in
 // the file, was rejected for exactly that reason: it hands everyone who can
