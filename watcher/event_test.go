@@ -10,6 +10,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -427,4 +428,19 @@ func TestAMaybeSelectedObjectInAnUnreadableNamespaceKeepsAnotherRulesRemoval(t *
 	require.NotEmpty(t, got)
 	assert.True(t, slices.ContainsFunc(got, func(c batch.Change) bool { return c.Deleted }),
 		"it left the rule that named its namespace: removed unless the writer finds the other rule selects it")
+}
+
+func TestADeleteJoinsOnlyARecordAsRecentAsItsKindOfDeletion(t *testing.T) {
+	obj := func(deleting bool) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+			"metadata": map[string]any{"name": "app", "namespace": "team-a"}}}
+		if deleting {
+			ts := metav1.NewTime(time.Unix(1000, 0))
+			u.SetDeletionTimestamp(&ts)
+		}
+		return u
+	}
+	assert.Equal(t, immediateDeleteWindow, deleteJoinWindow(obj(false)),
+		"deleted at once: its event follows the request within the watch's lag")
+	assert.Zero(t, deleteJoinWindow(obj(true)), "it waited for finalizers or a grace period: any live record")
 }

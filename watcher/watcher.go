@@ -940,10 +940,15 @@ func perTarget(changes []batch.Change, selected map[types.NamespacedName]bool) [
 // attribute sets the author of a stored change's Changes from the admission record, when
 // there is one: the join is exact or nothing.
 func (w *Watcher) attribute(changes []batch.Change, k attribution.Key, old *unstructured.Unstructured) {
+	w.attributeWithin(changes, k, old, 0)
+}
+
+// attributeWithin is attribute joining only a record made within that time (Book.JoinWithin).
+func (w *Watcher) attributeWithin(changes []batch.Change, k attribution.Key, old *unstructured.Unstructured, within time.Duration) {
 	if w.opts.Attribution == nil {
 		return
 	}
-	a, ok := w.opts.Attribution.Join(k)
+	a, ok := w.opts.Attribution.JoinWithin(k, within)
 	if !ok && attribution.SameContent(k, old) {
 		return // a status or metadata-only write: nothing for Git, nobody to attribute
 	}
@@ -979,9 +984,24 @@ func (w *Watcher) onDelete(gvr schema.GroupVersionResource, o interface{}) {
 		}
 	}
 	if len(changes) > 0 && u.GetUID() != "" {
-		w.attribute(changes, attribution.DeleteKey(u.GetUID()), nil)
+		w.attributeWithin(changes, attribution.DeleteKey(u.GetUID()), nil, deleteJoinWindow(u))
 	}
 	w.opts.Sink.Submit(changes...)
+}
+
+// immediateDeleteWindow is how long after its request the delete event of an object
+// deleted at once (no finalizer, no grace period) may come: the watch's lag.
+const immediateDeleteWindow = 30 * time.Second
+
+// deleteJoinWindow is how old the admission record of a delete may be (0: any live one).
+// An object deleted at once has no deletionTimestamp in its final state, and its event
+// follows the request within the watch's lag; one that waited for finalizers or a grace
+// period may come minutes after it. Pure.
+func deleteJoinWindow(u *unstructured.Unstructured) time.Duration {
+	if u.GetDeletionTimestamp() == nil {
+		return immediateDeleteWindow
+	}
+	return 0
 }
 
 // removal is change for an object deleted, or gone out of c's selection, which c mirrors.

@@ -69,9 +69,10 @@ const (
 )
 
 type record struct {
-	key     Key
-	author  Author
-	expires time.Time
+	key      Key
+	author   Author
+	recorded time.Time
+	expires  time.Time
 }
 
 // Book holds recent admission records. It is safe for concurrent use: every webhook
@@ -115,7 +116,7 @@ func (b *Book) Record(k Key, a Author) {
 		}
 		b.order.Remove(e)
 	}
-	b.byKey[k] = b.order.PushBack(&record{key: k, author: a, expires: now.Add(b.ttl)})
+	b.byKey[k] = b.order.PushBack(&record{key: k, author: a, recorded: now, expires: now.Add(b.ttl)})
 	for b.order.Len() > b.max {
 		b.removeLocked(b.order.Front())
 	}
@@ -123,17 +124,28 @@ func (b *Book) Record(k Key, a Author) {
 
 // Join returns the author of the stored change k and forgets the record: a record
 // attributes at most one change.
-func (b *Book) Join(k Key) (Author, bool) {
+func (b *Book) Join(k Key) (Author, bool) { return b.JoinWithin(k, 0) }
+
+// JoinWithin is Join for a change that cannot have been requested more than within ago
+// (0: any live record): an older record for its key is forgotten, not joined. A delete
+// keyed by UID alone is the case: an admitted delete another admission step then refused
+// leaves a record that a later delete of the object, by someone whose request was not
+// recorded, would otherwise join.
+func (b *Book) JoinWithin(k Key, within time.Duration) (Author, bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.expireLocked(b.now())
+	now := b.now()
+	b.expireLocked(now)
 	e, ok := b.byKey[k]
 	if !ok {
 		return Author{}, false
 	}
 	b.removeLocked(e)
-	a := e.Value.(*record).author
-	return a, a.Username != ""
+	r := e.Value.(*record)
+	if within > 0 && now.Sub(r.recorded) > within {
+		return Author{}, false
+	}
+	return r.author, r.author.Username != ""
 }
 
 // Len is the number of live records.

@@ -113,6 +113,21 @@ func TestBookBounds(t *testing.T) {
 		assert.False(t, ok)
 		assert.Equal(t, 0, b.Len())
 	})
+	t.Run("does not join a record older than the change can be, and forgets it", func(t *testing.T) {
+		now := time.Unix(1000, 0)
+		b := NewBook(5*time.Minute, 0)
+		b.now = func() time.Time { return now }
+		b.Record(DeleteKey("u1"), Author{Username: "alice"}) // admitted, then refused by another admission step
+		now = now.Add(time.Minute)
+		_, ok := b.JoinWithin(DeleteKey("u1"), 30*time.Second) // bob's unrecorded delete, a minute later
+		assert.False(t, ok, "alice's record is too old for a delete that followed its request at once")
+		assert.Equal(t, 0, b.Len())
+		b.Record(DeleteKey("u2"), Author{Username: "carol"})
+		now = now.Add(time.Second)
+		got, ok := b.JoinWithin(DeleteKey("u2"), 30*time.Second)
+		assert.True(t, ok)
+		assert.Equal(t, "carol", got.Username)
+	})
 	t.Run("drops the oldest record beyond the limit", func(t *testing.T) {
 		b := NewBook(0, 2)
 		b.Record(CreateKey("u1"), Author{Username: "a"})
