@@ -86,6 +86,16 @@ func (w *worker) planRekey(t *target, enc *Encryption) (*rekeyPlan, error) {
 	if bytes.Equal(have, want) {
 		return nil, nil
 	}
+	if t.stale(w.remoteTip) {
+		// An index a failed re-read left behind would miss files added or moved at the tip,
+		// and this runs once per recipient change: those would stay wrapped as they were.
+		if err := w.analyze(t); err != nil {
+			return nil, err
+		}
+		if !t.verdict.Supported {
+			return nil, nil // the folder is refused now: re-wrapped once it is fixed
+		}
+	}
 	rp := &rekeyPlan{files: map[string][]byte{cfgPath: want}, created: len(have) == 0}
 	for _, file := range t.index.Load().files() {
 		content, _, err := tree.ReadFile(file)
