@@ -444,3 +444,38 @@ func TestADeleteJoinsOnlyARecordAsRecentAsItsKindOfDeletion(t *testing.T) {
 		"deleted at once: its event follows the request within the watch's lag")
 	assert.Zero(t, deleteJoinWindow(obj(true)), "it waited for finalizers or a grace period: any live record")
 }
+
+func TestADeleteOfAnObjectOnlyARuleWithoutDeleteSelectsKeepsItsDocument(t *testing.T) {
+	cms := Resource{GVR: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, Kind: "ConfigMap", Namespaced: true}
+	target := types.NamespacedName{Namespace: "ops", Name: "live"}
+	byNamespace := Claim{Target: target, Resource: cms, NamespaceSelector: labels.SelectorFromSet(labels.Set{"env": "prod"}),
+		ObjectSelector: labels.Everything(), Create: true, Update: true, Delete: true}
+	byName := Claim{Target: target, Resource: cms, Namespace: "shop", ObjectSelector: labels.Everything(), Create: true, Update: true}
+	deleted := func(nsLabels labels.Set, claims ...Claim) []batch.Change {
+		sink := &submissions{}
+		w := New(Options{Sink: sink, Log: logr.Discard(), NamespaceLabels: func(string) labels.Set { return nsLabels }})
+		w.byGVR[cms.GVR] = claims
+		w.onDelete(cms.GVR, configMap("shop", "x", nil))
+		var got []batch.Change
+		for _, cs := range sink.got {
+			got = append(got, cs...)
+		}
+		return got
+	}
+	t.Run("overrides the permission to delete a change waiting since shop left the other rule's selector", func(t *testing.T) {
+		got := deleted(labels.Set{"env": "dev"}, byNamespace, byName)
+		require.Len(t, got, 1)
+		assert.False(t, got[0].AllowDelete)
+		assert.False(t, got[0].Deleted)
+		assert.True(t, got[0].CreateOnly, "writes nothing of an object that is gone")
+		assert.True(t, got[0].Relisted, "says nothing of who made the waiting change")
+	})
+	t.Run("is the removal alone while a rule that mirrors deletions selects it", func(t *testing.T) {
+		got := deleted(labels.Set{"env": "prod"}, byNamespace, byName)
+		require.Len(t, got, 1)
+		assert.True(t, got[0].Deleted)
+	})
+	t.Run("is nothing for a target none of whose rules mirror deletions", func(t *testing.T) {
+		assert.Empty(t, deleted(labels.Set{"env": "dev"}, byName))
+	})
+}

@@ -986,7 +986,38 @@ func (w *Watcher) onDelete(gvr schema.GroupVersionResource, o interface{}) {
 	if len(changes) > 0 && u.GetUID() != "" {
 		w.attributeWithin(changes, attribution.DeleteKey(u.GetUID()), nil, deleteJoinWindow(u))
 	}
-	w.opts.Sink.Submit(changes...)
+	w.opts.Sink.Submit(append(changes, w.keeps(claims, u)...)...)
+}
+
+// keeps are the changes that keep a deleted object's document for each target whose rules
+// that select it now mirror no deletions while another rule of the target on the resource
+// does: a change of the object waiting since that rule selected it (before its namespace or
+// labels moved it out, with nothing submitted then) carries that rule's permission to
+// delete, which the current rules do not give. The newest change's permission wins (it is
+// relisted: the waiting change keeps its author).
+func (w *Watcher) keeps(claims []Claim, u *unstructured.Unstructured) []batch.Change {
+	deletes, selects := map[types.NamespacedName]bool{}, map[types.NamespacedName]*Claim{}
+	mirrors := map[types.NamespacedName]bool{}
+	for i, c := range claims {
+		mirrors[c.Target] = mirrors[c.Target] || c.Delete
+		if !c.Matches(u.GetNamespace(), u.GetLabels(), w.opts.FreshNamespaceLabels) {
+			continue
+		}
+		deletes[c.Target] = deletes[c.Target] || c.Delete
+		if selects[c.Target] == nil {
+			selects[c.Target] = &claims[i]
+		}
+	}
+	var out []batch.Change
+	for _, c := range claims { // in the claims' order
+		if first := selects[c.Target]; first != nil && !deletes[c.Target] && mirrors[c.Target] {
+			keep := change(*first, u)
+			keep.AllowDelete, keep.CreateOnly, keep.Relisted = false, true, true
+			out = append(out, keep)
+			delete(selects, c.Target)
+		}
+	}
+	return out
 }
 
 // immediateDeleteWindow is how long after its request the delete event of an object
