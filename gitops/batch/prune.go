@@ -107,6 +107,7 @@ func (w *worker) snapshot(s Snapshot) {
 	if t.orphans == nil {
 		t.orphans = map[schema.GroupVersionResource]map[manifest.Identity]bool{}
 	}
+	before := t.orphanCount(everyResource)                            // what status shows: documents removed since count no more
 	kept := make(map[manifest.Identity]bool, len(orphans)-len(prune)) // status counts the orphans kept, not those being removed
 	for _, id := range orphans {
 		kept[id] = true
@@ -115,9 +116,9 @@ func (w *worker) snapshot(s Snapshot) {
 		delete(kept, id)
 	}
 	t.orphans[s.GVR] = kept
-	total := t.orphanCount(func(schema.GroupVersionResource) bool { return true })
+	total := t.orphanCount(everyResource)
 	forgot := t.forgetRefusalsOfGone(s) // always: not behind a short-circuit
-	changed := t.st.Orphans != total || forgot
+	changed := before != total || forgot
 	t.st.Orphans = total
 	// Under w.mu, so no window is being committed (flushing): one the push puts back after
 	// this list would otherwise keep a mark the list has dropped.

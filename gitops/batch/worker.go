@@ -261,14 +261,18 @@ func (w *worker) status(key types.NamespacedName) (TargetStatus, bool) {
 // watcher said. Callers hold w.mu.
 func (w *worker) view(t *target) TargetStatus {
 	st := t.st
-	st.Orphans = t.orphanCount(func(schema.GroupVersionResource) bool { return true })
+	counted := everyResource
 	if w.watchedOf != nil {
 		if watched, known := w.watchedOf(t.spec.Key); known {
-			st.Orphans = t.orphanCount(func(gvr schema.GroupVersionResource) bool { return watched[gvr] })
+			counted = func(gvr schema.GroupVersionResource) bool { return watched[gvr] }
 		}
 	}
+	st.Orphans = t.orphanCount(counted)
 	return st
 }
+
+// everyResource counts the orphans of every resource a target has snapshots of.
+func everyResource(schema.GroupVersionResource) bool { return true }
 
 // orphanCount counts the kept orphans Git still holds, of the resources counted says.
 // Callers hold w.mu.

@@ -199,9 +199,6 @@ func credentialsGraceLeft(conds []metav1.Condition, now time.Time) time.Duration
 	return max(0, credentialsGrace-now.Sub(c.LastTransitionTime.Time))
 }
 
-// suspend stops the writer for t, which keeps its pending changes for its return, and
-// marks t Stalled with reason and msg; pending CommitRequests end quoting msg. A
-// configuration error: nothing to retry until the configuration changes.
 // overlapping stops t, whose folder an older target keeps (batch.ErrFolderOverlap): Stalled
 // until the other target goes, and looked at again each poll, since the other target's
 // deletion does not reconcile this one.
@@ -211,6 +208,9 @@ func (r *GitTargetReconciler) overlapping(t *v1alpha1.GitTarget, err error) (ctr
 	return res, nil
 }
 
+// suspend stops the writer for t, which keeps its pending changes for its return, and
+// marks t Stalled with reason and msg; pending CommitRequests end quoting msg. A
+// configuration error: nothing to retry until the configuration changes.
 func (r *GitTargetReconciler) suspend(t *v1alpha1.GitTarget, reason, msg string) (ctrl.Result, error) {
 	r.Writer.SuspendTarget(client.ObjectKeyFromObject(t), msg)
 	v1alpha1.SetStalled(&t.Status.Conditions, t.Generation, reason, msg)

@@ -50,7 +50,7 @@ func Encrypt(plainDoc []byte, r Recipients, opts ...Option) ([]byte, error) {
 
 // Decrypt opens a sops YAML file with ids only (never keys from the
 // environment) after checking sops' MAC, and returns the plaintext document
-// without the digest comment. Errors: ErrNotEncrypted, ErrNoIdentity,
+// without the operator's comments (digest, data-key proof). Errors: ErrNotEncrypted, ErrNoIdentity,
 // ErrIdentityMismatch, ErrIntegrity, ErrMalformedDocument.
 func Decrypt(encDoc []byte, ids Identities) ([]byte, error) {
 	tree, err := loadEncrypted(encDoc)
