@@ -25,6 +25,9 @@ type Place struct {
 	Folder string
 	// Created orders claims: of two overlapping targets the older keeps the folder.
 	Created time.Time
+	// LastURL is, while the provider does not exist, the normalised URL of the repository
+	// the target last wrote to (status.repository): it keeps its folder there meanwhile.
+	LastURL string
 }
 
 // Overlaps reports whether two places would write the same files: same repository and
@@ -40,12 +43,14 @@ func Overlaps(a, b Place) bool {
 // TargetPlace is where a GitTarget writes: its provider's normalised URL, or, while the
 // provider does not exist, a stand-in naming the provider (two targets of it share it).
 func TargetPlace(t *v1alpha1.GitTarget, provider *v1alpha1.GitProvider) Place {
-	url := "gitprovider:" + t.Namespace + "/" + t.Spec.ProviderRef.Name
+	url, last := "gitprovider:"+t.Namespace+"/"+t.Spec.ProviderRef.Name, ""
 	if provider != nil {
 		url = repo.NormalizeURL(provider.Spec.URL)
+	} else if t.Status.Repository != "" {
+		last = repo.NormalizeURL(t.Status.Repository) // redacted: normalising drops credentials anyway
 	}
 	return Place{Key: types.NamespacedName{Namespace: t.Namespace, Name: t.Name}, URL: url, Branch: t.Spec.Branch,
-		Folder: t.Spec.Path, Created: t.CreationTimestamp.Time}
+		Folder: t.Spec.Path, Created: t.CreationTimestamp.Time, LastURL: last}
 }
 
 // older orders places by age, then by name, as the writer does (batch.ErrFolderOverlap).
@@ -60,10 +65,16 @@ func older(a, b Place) int {
 // place not itself shut out by an older one (a target refused for its folder claims
 // nothing). ok is false when me holds its folder. Pure: the reconciler hands it every
 // GitTarget from its cache, so a target keeps its folder while it does not write (its
-// provider's credentials missing, the operator restarting), which the writer, seeing only
-// registered targets, cannot tell.
+// provider's credentials missing, its provider gone — by the repository it last wrote to —,
+// the operator restarting), which the writer, seeing only registered targets, cannot tell.
 func FolderHolder(me Place, all []Place) (holder Place, ok bool) {
-	sorted := slices.Clone(all)
+	sorted := make([]Place, 0, len(all))
+	for _, p := range all {
+		if p.LastURL != "" {
+			p.URL = p.LastURL // its provider is gone: it keeps the folder it wrote to
+		}
+		sorted = append(sorted, p)
+	}
 	slices.SortFunc(sorted, older)
 	var holders []Place
 	for _, p := range sorted {

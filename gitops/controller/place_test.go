@@ -35,6 +35,10 @@ func TestFolderHolder(t *testing.T) {
 		return Place{Key: types.NamespacedName{Namespace: "a", Name: name}, URL: "r", Branch: "main", Folder: folder,
 			Created: t0.Add(-time.Duration(age) * time.Minute)}
 	}
+	gone := func(pl Place, last string) Place {
+		pl.URL, pl.LastURL = "gitprovider:a/missing", last
+		return pl
+	}
 	cases := []struct {
 		name   string
 		me     Place
@@ -51,6 +55,10 @@ func TestFolderHolder(t *testing.T) {
 		{"ignores a target that is itself shut out by an older one",
 			p("me", "live/b", 1), []Place{p("oldest", "live/a", 3), p("middle", "live", 2)}, ""},
 		{"names the oldest of several holders", p("me", "live", 1), []Place{p("x", "live/x", 2), p("y", "live/y", 3)}, "y"},
+		{"gives way to an older target whose provider is gone, in the repository it last wrote to",
+			p("me", "live/team", 1), []Place{gone(p("old", "live", 2), "r")}, "old"},
+		{"keeps the folder against an older target whose provider is gone, that last wrote elsewhere",
+			p("me", "live/team", 1), []Place{gone(p("old", "live", 2), "s")}, ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
