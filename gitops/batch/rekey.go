@@ -15,7 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	sigsyaml "sigs.k8s.io/yaml"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
 	"github.com/gitops-reverser/gitops-reverser/gitops/encrypt"
 	"github.com/gitops-reverser/gitops-reverser/gitops/manifest"
@@ -160,25 +160,49 @@ func (w *worker) rewrapFile(t *target, enc *Encryption, rp *rekeyPlan, file stri
 }
 
 // fileOfKeyMaterial says whether an encrypted file holds a Secret that is key material, by
-// what Git holds (its label or an age private key among its decrypted values) or by its
-// object in the cluster (isKeyMaterial): such a file, written by an earlier release or a
-// person, is never re-wrapped for new recipients.
+// what Git holds (its label or an age private key among its decrypted values, in any of its
+// documents) or by its object in the cluster (isKeyMaterial): such a file, written by an
+// earlier release or a person, is never re-wrapped for new recipients.
 func (w *worker) fileOfKeyMaterial(t *target, enc *Encryption, content []byte) (bool, error) {
 	docs, err := manifest.Parse(content)
-	if err != nil || len(docs) != 1 || docs[0].Identity.Group != "" || docs[0].Identity.Kind != "Secret" {
+	if err != nil {
 		return false, nil
 	}
-	id := docs[0].Identity
-	if plain, err := encrypt.Decrypt(content, enc.Identities); err == nil {
-		var held unstructured.Unstructured
-		if sigsyaml.Unmarshal(plain, &held.Object) == nil && HoldsKeyMaterial(&held) {
-			return true, nil
+	var secrets []manifest.Identity
+	for _, d := range docs {
+		if d.Identity.Group == "" && d.Identity.Kind == "Secret" {
+			secrets = append(secrets, d.Identity)
 		}
 	}
+	if len(secrets) == 0 {
+		return false, nil
+	}
+	if plain, err := encrypt.Decrypt(content, enc.Identities); err == nil {
+		dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(plain), 4096)
+		for {
+			var held unstructured.Unstructured
+			if err := dec.Decode(&held.Object); err != nil {
+				break
+			}
+			if held.Object != nil && HoldsKeyMaterial(&held) {
+				return true, nil
+			}
+		}
+	}
+	for _, id := range secrets {
+		if keyMaterial, err := w.secretOfKeyMaterial(t, enc, id); err != nil || keyMaterial {
+			return keyMaterial, err
+		}
+	}
+	return false, nil
+}
+
+// secretOfKeyMaterial says whether Secret id is key material by its object in the cluster,
+// or, when it is gone or not claimed, by the names the target knows.
+func (w *worker) secretOfKeyMaterial(t *target, enc *Encryption, id manifest.Identity) (bool, error) {
 	k := ObjectKey{GVR: secretsGVR, Kind: id.Kind, Namespace: id.Namespace, Name: id.Name}
 	obj, err := w.opts.Resolver.Current(t.spec.Key, k)
 	if errors.Is(err, ErrNotWatched) || errors.Is(err, ErrNotSelected) || (err == nil && obj == nil) {
-		// Gone or not claimed: what Git holds decides, and the names the target knows.
 		return slices.Contains(enc.KeySecrets, types.NamespacedName{Namespace: id.Namespace, Name: id.Name}), nil
 	}
 	if err != nil {

@@ -68,3 +68,28 @@ func TestAnEncryptedFileHoldingSeveralObjectsIsNeitherRewrittenNorCutByTheWriter
 	require.NoError(t, err)
 	assert.Contains(t, string(plain), "name: b")
 }
+
+func TestARecipientChangeNeverReWrapsAFileOfSeveralObjectsHoldingKeyMaterial(t *testing.T) {
+	ids, recipients := identity(t)
+	s := newWriterScene(t, &batch.Encryption{Recipients: recipients, Identities: ids})
+	s.submitAndSettle(s.cluster.put(secretsGVR, "Secret", "db", map[string]any{"password": "aHVudGVyMg=="})) // .sops.yaml
+	private, _, err := encrypt.GenerateIdentity()
+	require.NoError(t, err)
+	flux := "apiVersion: v1\nkind: Secret\nmetadata:\n  name: sops-age\n  namespace: app\nstringData:\n  age.agekey: " + private + "\n"
+	other := "apiVersion: v1\nkind: Secret\nmetadata:\n  name: other\n  namespace: app\ndata:\n  k: b2xk\n"
+	const file = "live/app/secrets/together.sops.yaml"
+	pair := encryptTogether(t, recipients, other, flux)
+	co := s.remote.Clone("main")
+	co.WriteFile(file, pair)
+	co.CommitAndPush("main", "a person encrypts Flux's key beside another Secret")
+	s.restart()
+
+	newIDs, newRecipients := identity(t)
+	s.spec.Encryption = &batch.Encryption{Recipients: append(append(encrypt.Recipients{}, recipients...), newRecipients...), Identities: ids}
+	s.ensure()
+	msg := s.remote.Log("main")[0]
+	require.Contains(t, msg, "Re-wrap")
+	assert.Equal(t, strings.TrimSuffix(pair, "\n"), s.remote.Show("main", file), "left as it is")
+	_, err = encrypt.Decrypt([]byte(s.remote.Show("main", file)+"\n"), newIDs)
+	assert.Error(t, err, "the new recipients never get the key")
+}
