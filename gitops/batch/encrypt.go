@@ -179,6 +179,9 @@ func (w *worker) planSensitive(t *target, p *writePlan, read func(string) ([]byt
 		return nil
 	}
 	if n := sharedEncryptedFile(t.index.Load(), file); exists && n > 0 {
+		if inStep, err := w.inSharedFile(t, enc, read, file, obj); err != nil || inStep {
+			return err // nothing to write: no refusal at every list
+		}
 		p.refuse(k, fmt.Sprintf("%s: not written: %s", id, sharedProblem(file, n)))
 		return nil
 	}
@@ -296,6 +299,27 @@ func sharedEncryptedFile(ix *folderIndex, file string) int {
 		return n
 	}
 	return 0
+}
+
+// inSharedFile says whether an encrypted file of several objects holds obj as the cluster
+// has it, so nothing is to be written; false when the target holds no identity to tell.
+func (w *worker) inSharedFile(t *target, enc *Encryption, read func(string) ([]byte, error), file string, obj *unstructured.Unstructured) (bool, error) {
+	if enc.Identities.Len() == 0 {
+		return false, nil
+	}
+	content, err := read(file)
+	if unwritablePath(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("reading %s: %w", file, err)
+	}
+	plain, _, err := manifest.UpsertStyled(nil, sanitize.Object(obj), t.style)
+	if err != nil {
+		return false, nil
+	}
+	same, err := encrypt.HoldsDocument(content, plain, enc.Identities)
+	return err == nil && same, nil
 }
 
 // sharedProblem says why an object of an encrypted file holding n objects is neither

@@ -54,9 +54,12 @@ func TestAnEncryptedFileHoldingSeveralObjectsIsNeitherRewrittenNorCutByTheWriter
 	co.CommitAndPush("main", "a person encrypts two Secrets in one file")
 	s.restart()
 
+	st := s.submitAndSettle(s.cluster.put(secretsGVR, "Secret", "a", map[string]any{"password": "b2xk"}))
+	assert.Empty(t, st.Refused, "an object as the file holds it needs nothing written: no refusal at every list")
+
 	problem := s.writer.Locate(targetKey, secretsGVR, "Secret", "app", "a").Problem
 	assert.Contains(t, problem, file+" holds 2 objects encrypted together", "admission denies the change, with the reason")
-	st := s.submitAndSettle(s.cluster.put(secretsGVR, "Secret", "a", map[string]any{"password": "bmV3"}))
+	st = s.submitAndSettle(s.cluster.put(secretsGVR, "Secret", "a", map[string]any{"password": "bmV3"}))
 	require.Len(t, st.Refused, 1)
 	assert.Equal(t, "Secret app/a: not written: "+problem, st.Refused[0], "admission and the writer give the same reason")
 	assert.Equal(t, strings.TrimSuffix(pair, "\n"), s.remote.Show("main", file), "b is not dropped")

@@ -262,3 +262,26 @@ func NeedsUpdateKeys(existingEnc []byte, r Recipients) (bool, error) {
 	}
 	return !onlyRecipients(tree.Metadata, recipients), nil
 }
+
+// HoldsDocument says whether one of the documents of an encrypted file, opened with ids,
+// equals plainDoc (compared as Update compares): for a file holding several objects, which
+// the writer does not rewrite, it tells an object in step with Git from a changed one.
+func HoldsDocument(existingEnc []byte, plainDoc []byte, ids Identities) (bool, error) {
+	plain, err := parsePlain(plainDoc)
+	if err != nil {
+		return false, err
+	}
+	tree, err := loadEncrypted(existingEnc)
+	if err != nil {
+		return false, err
+	}
+	if _, err := openTree(&tree, ids, sopsaes.NewCipher()); err != nil {
+		return false, err
+	}
+	for _, branch := range tree.Branches {
+		if same, err := samePlaintext(sops.TreeBranches{branch}, plain); err != nil || same {
+			return same, err
+		}
+	}
+	return false, nil
+}
