@@ -46,7 +46,7 @@ func (r *ClusterWatchRuleReconciler) Reconcile(ctx context.Context, req ctrl.Req
 	if err := r.Client.Get(ctx, target, &v1alpha1.GitTarget{}); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.Registry.SetRule(key, nil)
-			v1alpha1.SetStalled(&cr.Status.Conditions, cr.Generation, v1alpha1.ReasonTargetNotFound,
+			watchesNothing(&cr.Status, cr.Generation, v1alpha1.ReasonTargetNotFound,
 				fmt.Sprintf("GitTarget %s not found: create it or fix spec.targetRef", target))
 			return ctrl.Result{}, nil
 		}
@@ -63,7 +63,7 @@ func (r *ClusterWatchRuleReconciler) Reconcile(ctx context.Context, req ctrl.Req
 		c, p, err := claimsFor(target, "", rule.ResourceRule, rule.NamespaceSelector, d, true)
 		if err != nil {
 			r.Registry.SetRule(key, nil)
-			v1alpha1.SetStalled(&cr.Status.Conditions, cr.Generation, v1alpha1.ReasonInvalidRule, err.Error())
+			watchesNothing(&cr.Status, cr.Generation, v1alpha1.ReasonInvalidRule, err.Error())
 			return ctrl.Result{}, nil
 		}
 		claims, problems = append(claims, c...), append(problems, p...)
@@ -76,7 +76,7 @@ func (r *ClusterWatchRuleReconciler) Reconcile(ctx context.Context, req ctrl.Req
 func (r *ClusterWatchRuleReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.ClusterWatchRule{}).
-		Watches(&v1alpha1.GitTarget{}, crdEvents(r.all)).
+		Watches(&v1alpha1.GitTarget{}, crdEvents(r.all), targetExistence()).
 		Watches(&apiextensionsv1.CustomResourceDefinition{}, crdEvents(r.all)).
 		Complete(r)
 }

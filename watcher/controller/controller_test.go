@@ -107,6 +107,13 @@ func TestWatchRule(t *testing.T) {
 		assert.Contains(t, msg, "GitTarget "+ns+"/live not found")
 		gitTarget(t, ns)
 		waitCondition(t, wr, func() []metav1.Condition { return wr.Status.Conditions }, v1alpha1.ConditionReady, metav1.ConditionTrue)
+
+		require.NoError(t, k8s.Delete(ctx, &v1alpha1.GitTarget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "live"}}))
+		waitCondition(t, wr, func() []metav1.Condition { return wr.Status.Conditions }, v1alpha1.ConditionStalled, metav1.ConditionTrue)
+		assert.Empty(t, wr.Status.Resources, "it watches nothing until the target exists again")
+		resolved := apimeta.FindStatusCondition(wr.Status.Conditions, v1alpha1.ConditionResourcesResolved)
+		require.NotNil(t, resolved)
+		assert.Equal(t, metav1.ConditionFalse, resolved.Status)
 	})
 }
 

@@ -15,8 +15,11 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/gitops-reverser/gitops-reverser/api/v1alpha1"
@@ -118,6 +121,21 @@ func degraded(st *v1alpha1.WatchRuleStatus, gen int64, res ctrl.Result, kept str
 	}
 	v1alpha1.SetReconciling(&st.Conditions, gen, v1alpha1.ReasonDiscoveryFailed, kept)
 	return ctrl.Result{RequeueAfter: discoveryRetry}
+}
+
+// watchesNothing records on a rule's status that it watches nothing, for a configuration
+// problem (reason, msg): no resources listed, ResourcesResolved False, Stalled.
+func watchesNothing(st *v1alpha1.WatchRuleStatus, gen int64, reason, msg string) {
+	st.Resources = nil
+	v1alpha1.SetCondition(&st.Conditions, gen, v1alpha1.ConditionResourcesResolved, false, reason, msg)
+	v1alpha1.SetStalled(&st.Conditions, gen, reason, msg)
+}
+
+// targetExistence passes only the GitTarget events a rule's verdict depends on: the target
+// appearing or going. Its status changes at every commit; each change would otherwise run
+// a full API discovery for every rule of its namespace (and every ClusterWatchRule).
+func targetExistence() builder.WatchesOption {
+	return builder.WithPredicates(predicate.Funcs{UpdateFunc: func(event.UpdateEvent) bool { return false }})
 }
 
 // claimsFor compiles one rule into claims for target; namespace "" means cluster-wide.

@@ -48,7 +48,7 @@ func (r *WatchRuleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	if err := r.Client.Get(ctx, target, &v1alpha1.GitTarget{}); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.Registry.SetRule(key, nil)
-			v1alpha1.SetStalled(&wr.Status.Conditions, wr.Generation, v1alpha1.ReasonTargetNotFound,
+			watchesNothing(&wr.Status, wr.Generation, v1alpha1.ReasonTargetNotFound,
 				fmt.Sprintf("GitTarget %s not found: create it or fix spec.targetRef", target))
 			return ctrl.Result{}, nil
 		}
@@ -65,7 +65,7 @@ func (r *WatchRuleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		c, p, err := claimsFor(target, wr.Namespace, rule, nil, d, false)
 		if err != nil {
 			r.Registry.SetRule(key, nil)
-			v1alpha1.SetStalled(&wr.Status.Conditions, wr.Generation, v1alpha1.ReasonInvalidRule, err.Error())
+			watchesNothing(&wr.Status, wr.Generation, v1alpha1.ReasonInvalidRule, err.Error())
 			return ctrl.Result{}, nil
 		}
 		claims, problems = append(claims, c...), append(problems, p...)
@@ -78,7 +78,7 @@ func (r *WatchRuleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 func (r *WatchRuleReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.WatchRule{}).
-		Watches(&v1alpha1.GitTarget{}, handler.EnqueueRequestsFromMapFunc(r.rulesInNamespace)).
+		Watches(&v1alpha1.GitTarget{}, handler.EnqueueRequestsFromMapFunc(r.rulesInNamespace), targetExistence()).
 		Watches(&apiextensionsv1.CustomResourceDefinition{}, crdEvents(r.all)).
 		Complete(r)
 }
