@@ -98,6 +98,11 @@ func ProviderAuth(ctx context.Context, c client.Client, p *v1alpha1.GitProvider)
 		return nil, "", fmt.Errorf("reading Secret %s: %w", key, err)
 	}
 	auth, err = repo.AuthFromSecret(p.Spec.URL, s.Data)
+	if err != nil && !errors.Is(err, repo.ErrInvalidSecret) && !errors.Is(err, repo.ErrNoKnownHosts) {
+		// Not the Secret's fault (a temporary file for known_hosts that cannot be written):
+		// retried with backoff, not reported as a Secret to fix.
+		return nil, "", fmt.Errorf("building credentials from Secret %s: %w", key, err)
+	}
 	if err != nil {
 		return nil, "", fmt.Errorf("%w: Secret %s: %v", ErrCredentials, key, err)
 	}

@@ -1,0 +1,40 @@
+package controller_test
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"golang.org/x/crypto/ssh"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/gitops-reverser/gitops-reverser/api/v1alpha1"
+	"github.com/gitops-reverser/gitops-reverser/gitops/controller"
+)
+
+func TestProviderAuthRetriesWhatIsNotTheSecretsFault(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t)
+	pub, _, err := ed25519.GenerateKey(rand.Reader)
+	require.NoError(t, err)
+	hostKey, err := ssh.NewPublicKey(pub)
+	require.NoError(t, err)
+	require.NoError(t, k8s.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "ssh"},
+		Data: map[string][]byte{"identity": sshKey(t), "known_hosts": append([]byte("[127.0.0.1]:2222 "), ssh.MarshalAuthorizedKey(hostKey)...)}}))
+	p := provider(ns, "ssh://git@127.0.0.1:2222/repo.git")
+	p.Spec.SecretRef = &v1alpha1.LocalObjectReference{Name: "ssh"}
+
+	_, _, err = controller.ProviderAuth(ctx, k8s, p)
+	require.NoError(t, err, "a valid Secret")
+	// Faked: a full disk cannot be caused here; a temporary directory that does not exist
+	// fails the same write of known_hosts to a temporary file.
+	t.Setenv("TMPDIR", filepath.Join(t.TempDir(), "missing"))
+	_, _, err = controller.ProviderAuth(ctx, k8s, p)
+	require.Error(t, err)
+	assert.NotErrorIs(t, err, controller.ErrCredentials, "no Secret to fix: retried with backoff, not Stalled")
+}
