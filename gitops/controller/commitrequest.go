@@ -55,8 +55,12 @@ func (r *CommitRequestReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 		return ctrl.Result{}, nil
 	}
 	before := cr.Status.DeepCopy()
-	defer func() { res, err = status.Finish(ctx, res, err, status.Patch(ctx, r.Client, &cr, before, &cr.Status)) }()
-	cr.Status.ObservedGeneration = cr.Generation
+	defer func() {
+		if err == nil { // a generation a passing error kept from its verdict is not observed yet
+			cr.Status.ObservedGeneration = cr.Generation
+		}
+		res, err = status.Finish(ctx, res, err, status.Patch(ctx, r.Client, &cr, before, &cr.Status))
+	}()
 	return r.reconcile(ctx, &cr)
 }
 

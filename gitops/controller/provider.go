@@ -50,8 +50,12 @@ func (r *GitProviderReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	before := p.Status.DeepCopy()
-	defer func() { res, err = status.Finish(ctx, res, err, status.Patch(ctx, r.Client, &p, before, &p.Status)) }()
-	p.Status.ObservedGeneration = p.Generation
+	defer func() {
+		if err == nil { // a generation a passing error kept from its verdict is not observed yet
+			p.Status.ObservedGeneration = p.Generation
+		}
+		res, err = status.Finish(ctx, res, err, status.Patch(ctx, r.Client, &p, before, &p.Status))
+	}()
 	p.Status.URL = repo.Redact(p.Spec.URL)
 
 	auth, _, err := ProviderAuth(ctx, r.Client, &p)

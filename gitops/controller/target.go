@@ -70,8 +70,12 @@ func (r *GitTargetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	before := t.Status.DeepCopy()
-	defer func() { res, err = status.Finish(ctx, res, err, status.Patch(ctx, r.Client, &t, before, &t.Status)) }()
-	t.Status.ObservedGeneration = t.Generation
+	defer func() {
+		if err == nil { // a generation a passing error kept from its verdict is not observed yet
+			t.Status.ObservedGeneration = t.Generation
+		}
+		res, err = status.Finish(ctx, res, err, status.Patch(ctx, r.Client, &t, before, &t.Status))
+	}()
 	return r.reconcile(ctx, &t)
 }
 

@@ -39,8 +39,12 @@ func (r *ClusterWatchRuleReconciler) Reconcile(ctx context.Context, req ctrl.Req
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	before := cr.Status.DeepCopy()
-	defer func() { res, err = status.Finish(ctx, res, err, status.Patch(ctx, r.Client, &cr, before, &cr.Status)) }()
-	cr.Status.ObservedGeneration = cr.Generation
+	defer func() {
+		if err == nil { // a generation a passing error kept from its verdict is not observed yet
+			cr.Status.ObservedGeneration = cr.Generation
+		}
+		res, err = status.Finish(ctx, res, err, status.Patch(ctx, r.Client, &cr, before, &cr.Status))
+	}()
 
 	target := types.NamespacedName{Namespace: cr.Spec.TargetRef.Namespace, Name: cr.Spec.TargetRef.Name}
 	if err := r.Client.Get(ctx, target, &v1alpha1.GitTarget{}); err != nil {

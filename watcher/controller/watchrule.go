@@ -41,8 +41,12 @@ func (r *WatchRuleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	before := wr.Status.DeepCopy()
-	defer func() { res, err = status.Finish(ctx, res, err, status.Patch(ctx, r.Client, &wr, before, &wr.Status)) }()
-	wr.Status.ObservedGeneration = wr.Generation
+	defer func() {
+		if err == nil { // a generation a passing error kept from its verdict is not observed yet
+			wr.Status.ObservedGeneration = wr.Generation
+		}
+		res, err = status.Finish(ctx, res, err, status.Patch(ctx, r.Client, &wr, before, &wr.Status))
+	}()
 
 	target := types.NamespacedName{Namespace: wr.Namespace, Name: wr.Spec.TargetRef.Name}
 	if err := r.Client.Get(ctx, target, &v1alpha1.GitTarget{}); err != nil {
