@@ -274,7 +274,7 @@ func (r *GitTargetReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&v1alpha1.GitTarget{}).
 		Owns(&corev1.Secret{}).
 		Watches(&v1alpha1.GitProvider{}, handler.EnqueueRequestsFromMapFunc(r.targetsForProvider)).
-		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.targetsForAgeSecret))
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.targetsForSecret))
 	if r.StatusEvents != nil {
 		b = b.WatchesRawSource(source.Channel(r.StatusEvents, &handler.TypedEnqueueRequestForObject[*v1alpha1.GitTarget]{}))
 	}
@@ -285,10 +285,21 @@ func (r *GitTargetReconciler) targetsForProvider(ctx context.Context, o client.O
 	return r.targetsBy(ctx, o, providerRefIndex)
 }
 
-// targetsForAgeSecret re-reconciles the targets whose spec.encryption.age.secretRef names
-// the Secret, so edited or deleted identities take effect at once.
-func (r *GitTargetReconciler) targetsForAgeSecret(ctx context.Context, o client.Object) []reconcile.Request {
-	return r.targetsBy(ctx, o, ageSecretRefIndex)
+// targetsForSecret re-reconciles the targets whose spec.encryption.age.secretRef names the
+// Secret, so edited or deleted identities take effect at once, and the targets of the
+// GitProviders whose spec.secretRef names it: rotated credentials reach the writer at once,
+// not at the next poll (the provider's own status may not change, telling its targets
+// nothing).
+func (r *GitTargetReconciler) targetsForSecret(ctx context.Context, o client.Object) []reconcile.Request {
+	reqs := r.targetsBy(ctx, o, ageSecretRefIndex)
+	var providers v1alpha1.GitProviderList
+	if err := r.Client.List(ctx, &providers, client.InNamespace(o.GetNamespace()), client.MatchingFields{secretRefIndex: o.GetName()}); err != nil {
+		return reqs
+	}
+	for i := range providers.Items {
+		reqs = append(reqs, r.targetsBy(ctx, &providers.Items[i], providerRefIndex)...)
+	}
+	return reqs
 }
 
 // ageSecretName indexes a target by the Secret holding its age identities.
