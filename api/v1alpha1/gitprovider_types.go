@@ -64,7 +64,8 @@ type LocalObjectReference struct {
 
 // GitProviderStatus reports whether the repository is reachable with the given credentials.
 type GitProviderStatus struct {
-	// ObservedGeneration is the generation the status describes.
+	// ObservedGeneration is the last generation a reconcile reached a verdict on; one cut
+	// short by a passing error leaves it behind (its conditions may already name the new one).
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 	// URL is spec.url without any credentials it carries (user info, query), for display:

@@ -159,7 +159,8 @@ type CommitWindow struct {
 
 // GitTargetStatus reports whether the folder can be written and what was last committed.
 type GitTargetStatus struct {
-	// ObservedGeneration is the generation the status describes.
+	// ObservedGeneration is the last generation a reconcile reached a verdict on; one cut
+	// short by a passing error leaves it behind (its conditions may already name the new one).
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 	// Conditions: Ready, Reconciling, Stalled (kstatus), FolderReady (the folder verdict)

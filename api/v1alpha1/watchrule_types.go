@@ -54,7 +54,8 @@ type WatchRuleSpec struct {
 
 // WatchRuleStatus reports which resources the rule resolved to.
 type WatchRuleStatus struct {
-	// ObservedGeneration is the generation the status describes.
+	// ObservedGeneration is the last generation a reconcile reached a verdict on; one cut
+	// short by a passing error leaves it behind (its conditions may already name the new one).
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 	// Conditions: Ready, Reconciling, Stalled (kstatus) and ResourcesResolved.

@@ -26,18 +26,48 @@ type Place struct {
 	// Created orders claims: of two overlapping targets the older keeps the folder.
 	Created time.Time
 	// LastURL is, while the provider does not exist, the normalised URL of the repository
-	// the target last wrote to (status.repository): it keeps its folder there meanwhile.
+	// the target last resolved (status.repository): it keeps its folder there meanwhile.
 	LastURL string
 }
 
 // Overlaps reports whether two places would write the same files: same repository and
 // branch, and folders equal or one inside the other.
 func Overlaps(a, b Place) bool {
-	if a.URL != b.URL || a.Branch != b.Branch {
+	if !sameRepository(a, b) || a.Branch != b.Branch {
 		return false
 	}
 	fa, fb := strings.Trim(a.Folder, "/")+"/", strings.Trim(b.Folder, "/")+"/"
 	return strings.HasPrefix(fa, fb) || strings.HasPrefix(fb, fa)
+}
+
+// sameRepository says whether two places are on one repository: the same URL (two targets
+// of one missing provider share its stand-in), or, when either's provider is gone, the
+// repository it last resolved. status.repository is redacted, which drops an ssh URL's
+// user, so those are compared without it.
+func sameRepository(a, b Place) bool {
+	if a.URL == b.URL {
+		return true
+	}
+	ra, rb, fromStatus := a.URL, b.URL, false
+	if a.LastURL != "" {
+		ra, fromStatus = a.LastURL, true
+	}
+	if b.LastURL != "" {
+		rb, fromStatus = b.LastURL, true
+	}
+	return fromStatus && withoutSSHUser(ra) == withoutSSHUser(rb)
+}
+
+// withoutSSHUser drops the user of a normalised ssh URL. Pure.
+func withoutSSHUser(u string) string {
+	rest, ok := strings.CutPrefix(u, "ssh://")
+	if !ok {
+		return u
+	}
+	if at, slash := strings.Index(rest, "@"), strings.Index(rest+"/", "/"); at >= 0 && at < slash {
+		return "ssh://" + rest[at+1:]
+	}
+	return u
 }
 
 // TargetPlace is where a GitTarget writes: its provider's normalised URL, or, while the
@@ -65,16 +95,10 @@ func older(a, b Place) int {
 // place not itself shut out by an older one (a target refused for its folder claims
 // nothing). ok is false when me holds its folder. Pure: the reconciler hands it every
 // GitTarget from its cache, so a target keeps its folder while it does not write (its
-// provider's credentials missing, its provider gone — by the repository it last wrote to —,
+// provider's credentials missing, its provider gone — by the repository it last resolved —,
 // the operator restarting), which the writer, seeing only registered targets, cannot tell.
 func FolderHolder(me Place, all []Place) (holder Place, ok bool) {
-	sorted := make([]Place, 0, len(all))
-	for _, p := range all {
-		if p.LastURL != "" {
-			p.URL = p.LastURL // its provider is gone: it keeps the folder it wrote to
-		}
-		sorted = append(sorted, p)
-	}
+	sorted := slices.Clone(all)
 	slices.SortFunc(sorted, older)
 	var holders []Place
 	for _, p := range sorted {

@@ -21,6 +21,10 @@ func TestOverlaps(t *testing.T) {
 		{"allows sibling folders that share a prefix", p("r", "main", "live"), p("r", "main", "live2"), false},
 		{"allows the same folder on another branch", p("r", "main", "live"), p("r", "dev", "live"), false},
 		{"allows the same folder in another repository", p("r", "main", "live"), p("s", "main", "live"), false},
+		{"refuses a folder of a target whose provider is gone, in the repository it last resolved",
+			p("r", "main", "live"), Place{URL: "gitprovider:a/gone", LastURL: "r", Branch: "main", Folder: "live/team"}, true},
+		{"refuses two targets of one missing provider, whatever they last resolved",
+			Place{URL: "gitprovider:a/gone", Branch: "main", Folder: "live"}, Place{URL: "gitprovider:a/gone", LastURL: "r", Branch: "main", Folder: "live"}, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -37,6 +41,10 @@ func TestFolderHolder(t *testing.T) {
 	}
 	gone := func(pl Place, last string) Place {
 		pl.URL, pl.LastURL = "gitprovider:a/missing", last
+		return pl
+	}
+	ssh := func(pl Place, url string) Place {
+		pl.URL = url
 		return pl
 	}
 	cases := []struct {
@@ -59,6 +67,9 @@ func TestFolderHolder(t *testing.T) {
 			p("me", "live/team", 1), []Place{gone(p("old", "live", 2), "r")}, "old"},
 		{"keeps the folder against an older target whose provider is gone, that last wrote elsewhere",
 			p("me", "live/team", 1), []Place{gone(p("old", "live", 2), "s")}, ""},
+		{"gives way by an ssh repository whose user its redacted status lost",
+			ssh(p("me", "live/team", 1), "ssh://gitea@git.example.com/org/repo"),
+			[]Place{gone(p("old", "live", 2), "ssh://git@git.example.com/org/repo")}, "old"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
