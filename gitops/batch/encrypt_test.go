@@ -461,44 +461,22 @@ func TestWriterEncryption(t *testing.T) {
 	t.Run("a recipient change never re-wraps for the new recipients a file of a Secret holding key material", func(t *testing.T) {
 		ids, recipients := identity(t)
 		s := newWriterScene(t, &batch.Encryption{Recipients: recipients, Identities: ids})
-		k := s.cluster.put(secretsGVR, "Secret", "sops-age", map[string]any{"age.agekey": "b2xk"})
-		s.submitAndSettle(k, s.cluster.put(secretsGVR, "Secret", "db", map[string]any{"password": "aHVudGVyMg=="}))
-		before := s.remote.Show("main", "live/app/secrets/sops-age.sops.yaml") // an earlier release wrote it
-		private, _, err := encrypt.GenerateIdentity()
-		require.NoError(t, err)
-		s.cluster.put(secretsGVR, "Secret", "sops-age", map[string]any{"age.agekey": base64.StdEncoding.EncodeToString([]byte(private))})
-
+		before := keyMaterialWrittenBefore(t, s)
 		newIDs, newRecipients := identity(t)
 		s.spec.Encryption = &batch.Encryption{Recipients: append(append(encrypt.Recipients{}, recipients...), newRecipients...), Identities: ids}
 		s.ensure()
-		msg := repotest.Git(t, s.remote.Dir, "log", "-1", "--format=%B", "main")
-		assert.Contains(t, msg, "Re-wrap 1 encrypted file(s) in live")
-		assert.Contains(t, msg, "they hold key material, which the operator never writes; remove them):\n- live/app/secrets/sops-age.sops.yaml")
-		assert.Equal(t, before, s.remote.Show("main", "live/app/secrets/sops-age.sops.yaml"), "left as it is")
-		_, err = encrypt.Decrypt([]byte(before), newIDs)
-		assert.Error(t, err, "not wrapped for the new recipients")
+		assertKeyMaterialLeft(t, s, before, newIDs)
 	})
 	t.Run("recipients only: a recipient change never re-encrypts a Secret holding key material from the cluster", func(t *testing.T) {
 		_, recipients := identity(t)
 		key, err := encrypt.GenerateDigestKey()
 		require.NoError(t, err)
 		s := newWriterScene(t, &batch.Encryption{Recipients: recipients, DigestKey: key})
-		k := s.cluster.put(secretsGVR, "Secret", "sops-age", map[string]any{"age.agekey": "b2xk"})
-		s.submitAndSettle(k, s.cluster.put(secretsGVR, "Secret", "db", map[string]any{"password": "aHVudGVyMg=="}))
-		before := s.remote.Show("main", "live/app/secrets/sops-age.sops.yaml")
-		private, _, err := encrypt.GenerateIdentity()
-		require.NoError(t, err)
-		s.cluster.put(secretsGVR, "Secret", "sops-age", map[string]any{"age.agekey": base64.StdEncoding.EncodeToString([]byte(private))})
-
+		before := keyMaterialWrittenBefore(t, s)
 		newIDs, newRecipients := identity(t)
 		s.spec.Encryption = &batch.Encryption{Recipients: newRecipients, DigestKey: key}
 		s.ensure()
-		msg := repotest.Git(t, s.remote.Dir, "log", "-1", "--format=%B", "main")
-		assert.Contains(t, msg, "Re-wrap 1 encrypted file(s) in live")
-		assert.Contains(t, msg, "they hold key material, which the operator never writes; remove them):\n- live/app/secrets/sops-age.sops.yaml")
-		assert.Equal(t, before, s.remote.Show("main", "live/app/secrets/sops-age.sops.yaml"), "left as it is")
-		_, err = encrypt.Decrypt([]byte(before), newIDs)
-		assert.Error(t, err, "not wrapped for the new recipients")
+		assertKeyMaterialLeft(t, s, before, newIDs)
 	})
 	t.Run("moves files written before annotation values were encrypted to the current rule, in the commit that updates .sops.yaml", func(t *testing.T) {
 		ids, recipients := identity(t)
@@ -574,6 +552,32 @@ func personsFileScene(t *testing.T, path, content, message string) *writerScene 
 
 // personsFilesScene is a writer scene, encrypting when asked (a new age identity), started
 // afresh on a remote where a person committed files in one commit with message.
+// keyMaterialWrittenBefore has the writer write Secrets sops-age (no key in it yet, as an
+// earlier release could) and db, then gives sops-age an age private key in the cluster. It
+// returns sops-age's file as Git holds it.
+func keyMaterialWrittenBefore(t *testing.T, s *writerScene) string {
+	t.Helper()
+	k := s.cluster.put(secretsGVR, "Secret", "sops-age", map[string]any{"age.agekey": "b2xk"})
+	s.submitAndSettle(k, s.cluster.put(secretsGVR, "Secret", "db", map[string]any{"password": "aHVudGVyMg=="}))
+	before := s.remote.Show("main", "live/app/secrets/sops-age.sops.yaml")
+	private, _, err := encrypt.GenerateIdentity()
+	require.NoError(t, err)
+	s.cluster.put(secretsGVR, "Secret", "sops-age", map[string]any{"age.agekey": base64.StdEncoding.EncodeToString([]byte(private))})
+	return before
+}
+
+// assertKeyMaterialLeft checks that the last commit re-wrapped db and left sops-age's file
+// as it was (before), named in its message and unreadable to newIDs.
+func assertKeyMaterialLeft(t *testing.T, s *writerScene, before string, newIDs encrypt.Identities) {
+	t.Helper()
+	msg := repotest.Git(t, s.remote.Dir, "log", "-1", "--format=%B", "main")
+	assert.Contains(t, msg, "Re-wrap 1 encrypted file(s) in live")
+	assert.Contains(t, msg, "they hold key material, which the operator never writes; remove them):\n- live/app/secrets/sops-age.sops.yaml")
+	assert.Equal(t, before, s.remote.Show("main", "live/app/secrets/sops-age.sops.yaml"), "left as it is")
+	_, err := encrypt.Decrypt([]byte(before), newIDs)
+	assert.Error(t, err, "not wrapped for the new recipients")
+}
+
 func personsFilesScene(t *testing.T, encrypting bool, files map[string]string, message string) *writerScene {
 	t.Helper()
 	var enc *batch.Encryption
