@@ -4,6 +4,7 @@ package watcher
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -44,9 +45,9 @@ type Claim struct {
 // namespaced rule. "*" takes every watchable resource of the groups that the rule may
 // capture, except the cluster's runtime state (see RuntimeState). Problems name each
 // resource; the resources that do resolve are returned either way.
-func Resolve(rule v1alpha1.ResourceRule, lists []*metav1.APIResourceList, scope Scope) ([]Resource, []string) {
+func Resolve(rule v1alpha1.ResourceRule, lists []*metav1.APIResourceList, scope Scope) ([]Resource, []Problem) {
 	var out []Resource
-	var problems []string
+	var problems []Problem
 	seen := map[schema.GroupVersionResource]bool{}
 	for _, name := range rule.Resources {
 		found := false
@@ -65,7 +66,7 @@ func Resolve(rule v1alpha1.ResourceRule, lists []*metav1.APIResourceList, scope 
 					}
 					found = true
 					if problem := unwatchable(gv.Group, r, scope); problem != "" {
-						problems = append(problems, problem)
+						problems = append(problems, Problem{Name: name, Groups: rule.APIGroups, Message: problem})
 						continue
 					}
 					gvr := gv.WithResource(r.Name)
@@ -78,11 +79,29 @@ func Resolve(rule v1alpha1.ResourceRule, lists []*metav1.APIResourceList, scope 
 			}
 		}
 		if !found && name != "*" {
-			problems = append(problems, notFound(rule.APIGroups, name))
+			problems = append(problems, Problem{Name: name, Groups: rule.APIGroups, Missing: true, Message: notFound(rule.APIGroups, name)})
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].GVR.String() < out[j].GVR.String() })
 	return out, problems
+}
+
+// Problem is why a resource a rule names is not captured. Missing tells a resource that
+// discovery lists in none of the rule's groups (which an API failing discovery may only
+// hide) from one listed where the rule cannot capture it.
+type Problem struct {
+	// Name is the resource as the rule names it, in any of the rule's Groups.
+	Name    string
+	Groups  []string
+	Missing bool
+	// Message names the resource and what to do, for the rule's status.
+	Message string
+}
+
+// InGroup says whether the problem is about a resource of group: one of the rule's groups,
+// or any group for "*".
+func (p Problem) InGroup(group string) bool {
+	return slices.Contains(p.Groups, "*") || slices.Contains(p.Groups, group)
 }
 
 // Scope is which resources a rule may capture.

@@ -98,7 +98,11 @@ func TestResolve(t *testing.T) {
 				names = append(names, r.GVR.String())
 			}
 			assert.Equal(t, tc.want, names)
-			assert.Equal(t, tc.problems, problems)
+			var messages []string
+			for _, p := range problems {
+				messages = append(messages, p.Message)
+			}
+			assert.Equal(t, tc.problems, messages)
 		})
 	}
 }
@@ -205,4 +209,16 @@ func TestWatchedNamesTheNamespacesOfWatchRules(t *testing.T) {
 		require.Len(t, got, 1)
 		assert.Nil(t, got[0].Namespaces)
 	})
+}
+
+func TestResolveTellsAMissingResourceFromOneItCannotCapture(t *testing.T) {
+	rule := v1alpha1.ResourceRule{APIGroups: []string{"", "rbac.authorization.k8s.io"}, Resources: []string{"widgets", "clusterroles", "bindings"}}
+	_, problems := Resolve(rule, discoveryFixture(), WatchRuleScope)
+	missing := map[string]bool{}
+	for _, p := range problems {
+		missing[p.Name] = p.Missing
+		assert.Equal(t, rule.APIGroups, p.Groups)
+	}
+	assert.Equal(t, map[string]bool{"widgets": true, "clusterroles": false, "bindings": false}, missing,
+		"an API failing discovery may hide only the first")
 }

@@ -54,8 +54,9 @@ const (
 	// ReasonObjectsRefused: a GitTarget writes, but some objects routed to it are not
 	// written (Ready stays True); the message names them and what to fix.
 	ReasonObjectsRefused = "ObjectsRefused"
-	// ReasonDiscoveryFailed: an API a rule's registered resources belong to could not be
-	// discovered (an aggregated API down); the rule keeps watching them as before.
+	// ReasonDiscoveryFailed: an API a rule's resources belong to, or may belong to, could not
+	// be discovered (an aggregated API down); the rule keeps watching those it watched and
+	// takes the others once the API answers.
 	ReasonDiscoveryFailed = "DiscoveryFailed"
 )
 

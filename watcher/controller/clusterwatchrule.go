@@ -61,19 +61,18 @@ func (r *ClusterWatchRuleReconciler) Reconcile(ctx context.Context, req ctrl.Req
 		return ctrl.Result{}, err
 	}
 	d := discovered{lists: lists, failed: failed, undiscovered: undiscovered(r.Registry.Claims(key), failed)}
-	var claims []watcher.Claim
-	var problems []string
+	var all compiled
 	for _, rule := range cr.Spec.Rules {
-		c, p, err := claimsFor(target, "", rule.ResourceRule, rule.NamespaceSelector, d, true)
+		c, err := claimsFor(target, "", rule.ResourceRule, rule.NamespaceSelector, d, true)
 		if err != nil {
 			r.Registry.SetRule(key, nil)
 			watchesNothing(&cr.Status, cr.Generation, v1alpha1.ReasonInvalidRule, err.Error())
 			return ctrl.Result{}, nil
 		}
-		claims, problems = append(claims, c...), append(problems, p...)
+		all.add(c)
 	}
-	r.Registry.SetRule(key, claims)
-	return degraded(&cr.Status, cr.Generation, applyResult(&cr.Status, cr.Generation, claims, problems), keptMessage(claims, failed)), nil
+	r.Registry.SetRule(key, all.claims)
+	return applyResult(&cr.Status, cr.Generation, all, keptMessage(all.claims, failed)), nil
 }
 
 // SetupWithManager watches rules, targets and CRDs.

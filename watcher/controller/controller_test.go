@@ -199,6 +199,18 @@ func TestARuleKeepsItsResourcesWhileTheirAPICannotBeDiscovered(t *testing.T) {
 	require.Len(t, got, 1, "the informer keeps running: changes waiting for it are not dropped")
 	assert.Equal(t, registered[0].Resource, got[0].Resource)
 	assert.True(t, got[0].Delete, "compiled from the rule as it is now (all operations), not as registered")
+	resolved := apimeta.FindStatusCondition(wr.Status.Conditions, v1alpha1.ConditionResourcesResolved)
+	assert.Equal(t, metav1.ConditionTrue, resolved.Status, "a kept resource is not reported missing: %s", resolved.Message)
+
+	// A rule that never watched the API (as after a restart while it is down) waits for it
+	// rather than calling its resource missing.
+	fresh := rule(ns, []string{"metrics.example.com"}, []string{"podmetrics"})
+	fresh.Name = "fresh"
+	require.NoError(t, k8s.Create(ctx, fresh))
+	msg = waitCondition(t, fresh, func() []metav1.Condition { return fresh.Status.Conditions }, v1alpha1.ConditionReconciling, metav1.ConditionTrue)
+	assert.Contains(t, msg, "podmetrics is not listed while discovery of metrics.example.com/v1beta1")
+	assert.Nil(t, apimeta.FindStatusCondition(fresh.Status.Conditions, v1alpha1.ConditionStalled), "nothing for a human to fix in the rule")
+	assert.Equal(t, v1alpha1.ReasonDiscoveryFailed, apimeta.FindStatusCondition(fresh.Status.Conditions, v1alpha1.ConditionResourcesResolved).Reason)
 }
 
 func TestRuleResourcesValidation(t *testing.T) {

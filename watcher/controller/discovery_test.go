@@ -3,9 +3,11 @@ package controller
 import (
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -36,9 +38,11 @@ func TestARuleCompiledWhileAnAPIFailsDiscovery(t *testing.T) {
 	}
 	compile := func(t *testing.T, rule v1alpha1.ResourceRule) []watcher.Claim {
 		t.Helper()
-		claims, _, err := claimsFor(target, "team-a", rule, nil, d, false)
+		c, err := claimsFor(target, "team-a", rule, nil, d, false)
 		require.NoError(t, err)
-		return claims
+		assert.Empty(t, c.stalled, "no problem for a human")
+		assert.Empty(t, c.waiting, "a kept resource waits for nothing")
+		return c.claims
 	}
 
 	t.Run("keeps an undiscovered resource the rule names, and compiles the rest as usual", func(t *testing.T) {
@@ -62,9 +66,78 @@ func TestARuleCompiledWhileAnAPIFailsDiscovery(t *testing.T) {
 	t.Run("keeps nothing when another version of the resource was discovered", func(t *testing.T) {
 		other := discovered{lists: append(lists, &metav1.APIResourceList{GroupVersion: "metrics.example.com/v1", APIResources: []metav1.APIResource{
 			{Name: "podmetrics", Kind: "PodMetrics", Namespaced: true, Verbs: rw}}}), failed: failed, undiscovered: []watcher.Resource{podMetrics}}
-		claims, _, err := claimsFor(target, "team-a", v1alpha1.ResourceRule{APIGroups: []string{"metrics.example.com"}, Resources: []string{"podmetrics"}}, nil, other, false)
+		c, err := claimsFor(target, "team-a", v1alpha1.ResourceRule{APIGroups: []string{"metrics.example.com"}, Resources: []string{"podmetrics"}}, nil, other, false)
 		require.NoError(t, err)
-		require.Len(t, claims, 1)
-		assert.Equal(t, "v1", claims[0].Resource.GVR.Version)
+		require.Len(t, c.claims, 1)
+		assert.Equal(t, "v1", c.claims[0].Resource.GVR.Version)
 	})
+}
+
+func TestARuleVerdictWhileAnAPIFailsDiscovery(t *testing.T) {
+	rw := metav1.Verbs{"get", "list", "watch"}
+	lists := []*metav1.APIResourceList{{GroupVersion: "v1", APIResources: []metav1.APIResource{
+		{Name: "configmaps", Kind: "ConfigMap", Namespaced: true, Verbs: rw},
+	}}}
+	podMetrics := watcher.Resource{GVR: schema.GroupVersionResource{Group: "metrics.example.com", Version: "v1beta1", Resource: "podmetrics"},
+		Kind: "PodMetrics", Namespaced: true}
+	failed := map[schema.GroupVersion]error{podMetrics.GVR.GroupVersion(): errors.New("the server is currently unable to handle the request")}
+	target := types.NamespacedName{Namespace: "team-a", Name: "live"}
+	metrics := v1alpha1.ResourceRule{APIGroups: []string{"metrics.example.com"}, Resources: []string{"podmetrics"}}
+	widgets := v1alpha1.ResourceRule{APIGroups: []string{"example.com"}, Resources: []string{"widgets"}}
+	configMaps := v1alpha1.ResourceRule{APIGroups: []string{""}, Resources: []string{"configmaps"}}
+	cases := []struct {
+		name       string
+		registered []watcher.Resource // resources the rule watched before discovery failed
+		rules      []v1alpha1.ResourceRule
+		reason     string // of Ready (and of Stalled or Reconciling)
+		stalled    bool
+		resolved   metav1.ConditionStatus
+		says       []string
+	}{
+		{"keeps watching a named resource of the failing API, resolved and Reconciling, not missing",
+			[]watcher.Resource{podMetrics}, []v1alpha1.ResourceRule{metrics, configMaps},
+			v1alpha1.ReasonDiscoveryFailed, false, metav1.ConditionTrue,
+			[]string{"discovery of metrics.example.com/v1beta1 (the server is currently unable to handle the request) failed"}},
+		{"waits, Reconciling, for a named resource of the failing API it never watched, instead of calling it missing",
+			nil, []v1alpha1.ResourceRule{metrics, configMaps},
+			v1alpha1.ReasonDiscoveryFailed, false, metav1.ConditionFalse,
+			[]string{"podmetrics is not listed while discovery of metrics.example.com/v1beta1 (the server is currently unable to handle the request) fails"}},
+		{"stays Stalled for a resource missing from groups that answered, naming the failing API too",
+			[]watcher.Resource{podMetrics}, []v1alpha1.ResourceRule{metrics, widgets},
+			v1alpha1.ReasonResourceNotFound, true, metav1.ConditionFalse,
+			[]string{"widgets.example.com not found on the server", "discovery of metrics.example.com/v1beta1"}},
+		{"stays Stalled for a missing resource while an API it does not name fails discovery",
+			nil, []v1alpha1.ResourceRule{widgets},
+			v1alpha1.ReasonResourceNotFound, true, metav1.ConditionFalse,
+			[]string{"widgets.example.com not found on the server"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var registered []watcher.Claim
+			for _, r := range tc.registered {
+				registered = append(registered, watcher.Claim{Target: target, Resource: r, Namespace: "team-a"})
+			}
+			d := discovered{lists: lists, failed: failed, undiscovered: undiscovered(registered, failed)}
+			var all compiled
+			for _, rule := range tc.rules {
+				c, err := claimsFor(target, "team-a", rule, nil, d, false)
+				require.NoError(t, err)
+				all.add(c)
+			}
+			var st v1alpha1.WatchRuleStatus
+			res := applyResult(&st, 1, all, keptMessage(all.claims, failed))
+
+			assert.Equal(t, 30*time.Second, res.RequeueAfter, "looks again while anything is unresolved")
+			ready := apimeta.FindStatusCondition(st.Conditions, v1alpha1.ConditionReady)
+			require.NotNil(t, ready)
+			assert.Equal(t, metav1.ConditionFalse, ready.Status)
+			assert.Equal(t, tc.reason, ready.Reason)
+			assert.Equal(t, tc.stalled, apimeta.IsStatusConditionTrue(st.Conditions, v1alpha1.ConditionStalled))
+			assert.Equal(t, !tc.stalled, apimeta.IsStatusConditionTrue(st.Conditions, v1alpha1.ConditionReconciling))
+			assert.Equal(t, tc.resolved, apimeta.FindStatusCondition(st.Conditions, v1alpha1.ConditionResourcesResolved).Status)
+			for _, s := range tc.says {
+				assert.Contains(t, ready.Message, s)
+			}
+		})
+	}
 }

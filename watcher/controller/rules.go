@@ -109,18 +109,55 @@ func keptMessage(claims []watcher.Claim, failed map[schema.GroupVersion]error) s
 	return fmt.Sprintf("discovery of %s failed: its resources are watched as before until it succeeds", strings.Join(slices.Compact(kept), ", "))
 }
 
-// discoveryRetry is how soon a rule that keeps resources through a discovery failure looks
-// again.
+// discoveryRetry is how soon a rule that keeps resources through a discovery failure, or
+// waits for an API that failed it, looks again.
 const discoveryRetry = 30 * time.Second
 
-// degraded marks a rule Reconciling (DiscoveryFailed) while it keeps resources whose API
-// failed discovery (kept names them; "" leaves res and the status as they are).
-func degraded(st *v1alpha1.WatchRuleStatus, gen int64, res ctrl.Result, kept string) ctrl.Result {
-	if kept == "" {
-		return res
+// compiled is what a rule's resource rules compile to: the claims to register, the
+// problems a human must fix (stalled), and the named resources that may be in an API that
+// failed discovery this time (waiting), which are no configuration error yet.
+type compiled struct {
+	claims  []watcher.Claim
+	stalled []string
+	waiting []string
+}
+
+// add appends one resource rule's outcome.
+func (c *compiled) add(o compiled) {
+	c.claims = append(c.claims, o.claims...)
+	c.stalled = append(c.stalled, o.stalled...)
+	c.waiting = append(c.waiting, o.waiting...)
+}
+
+// sortProblems tells Resolve's problems apart: a resource discovery did not list but that
+// the rule keeps through its API's discovery failure (among resources) is no problem;
+// one missing from every listed group while an API of one of its groups failed discovery
+// waits for that API, since it may be there; the rest a human must fix.
+func sortProblems(problems []watcher.Problem, resources []watcher.Resource, failed map[schema.GroupVersion]error) (stalled, waiting []string) {
+	for _, p := range problems {
+		kept := slices.ContainsFunc(resources, func(r watcher.Resource) bool { return r.GVR.Resource == p.Name && p.InGroup(r.GVR.Group) })
+		switch down := failedGroupVersions(p, failed); {
+		case p.Missing && kept:
+		case p.Missing && down != "":
+			waiting = append(waiting, fmt.Sprintf("%s is not listed while discovery of %s fails: it is watched once that API answers", p.Name, down))
+		default:
+			stalled = append(stalled, p.Message)
+		}
 	}
-	v1alpha1.SetReconciling(&st.Conditions, gen, v1alpha1.ReasonDiscoveryFailed, kept)
-	return ctrl.Result{RequeueAfter: discoveryRetry}
+	return stalled, waiting
+}
+
+// failedGroupVersions names, with why, the group-versions of p's groups that failed
+// discovery ("" when none did).
+func failedGroupVersions(p watcher.Problem, failed map[schema.GroupVersion]error) string {
+	var out []string
+	for gv, err := range failed {
+		if p.InGroup(gv.Group) {
+			out = append(out, fmt.Sprintf("%s (%v)", gv, err))
+		}
+	}
+	slices.Sort(out)
+	return strings.Join(out, ", ")
 }
 
 // watchesNothing records on a rule's status that it watches nothing, for a configuration
@@ -140,7 +177,7 @@ func targetExistence() builder.WatchesOption {
 
 // claimsFor compiles one rule into claims for target; namespace "" means cluster-wide.
 func claimsFor(target types.NamespacedName, namespace string, rule v1alpha1.ResourceRule, nsSel *metav1.LabelSelector,
-	d discovered, clusterRule bool) ([]watcher.Claim, []string, error) {
+	d discovered, clusterRule bool) (compiled, error) {
 	scope := watcher.WatchRuleScope
 	if clusterRule {
 		scope = watcher.Scope{Namespaced: nsSel != nil, ClusterScoped: true}
@@ -149,40 +186,59 @@ func claimsFor(target types.NamespacedName, namespace string, rule v1alpha1.Reso
 	resources = withUndiscovered(resources, rule, scope, d.undiscovered)
 	objSel, err := watcher.Selector(rule.ObjectSelector)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%w: objectSelector: %v", errConfig, err)
+		return compiled{}, fmt.Errorf("%w: objectSelector: %v", errConfig, err)
 	}
 	create, update, del := watcher.Operations(rule.Operations)
-	var claims []watcher.Claim
+	var out compiled
+	out.stalled, out.waiting = sortProblems(problems, resources, d.failed)
 	for _, r := range resources {
 		c := watcher.Claim{Target: target, Resource: r, Namespace: namespace, ObjectSelector: objSel, Create: create, Update: update, Delete: del}
 		if r.Namespaced && clusterRule { // Resolve took it only with a namespaceSelector
 			if c.NamespaceSelector, err = watcher.Selector(nsSel); err != nil {
-				return nil, nil, fmt.Errorf("%w: namespaceSelector: %v", errConfig, err)
+				return compiled{}, fmt.Errorf("%w: namespaceSelector: %v", errConfig, err)
 			}
 		}
-		claims = append(claims, c)
+		out.claims = append(out.claims, c)
 	}
-	return claims, problems, nil
+	return out, nil
 }
 
 // unresolvedRetry re-checks rules naming resources the server does not have yet; CRD
 // events usually arrive first, this covers discovery lagging behind them.
 const unresolvedRetry = 30 * time.Second
 
-// applyResult records the outcome on a rule's status and says when to look again.
-func applyResult(st *v1alpha1.WatchRuleStatus, gen int64, claims []watcher.Claim, problems []string) ctrl.Result {
+// applyResult records the outcome on a rule's status and says when to look again: a
+// problem a human must fix makes the rule Stalled, whatever else is going on (the message
+// names that too); a resource waiting for an API that failed discovery makes it
+// Reconciling with ResourcesResolved False; resources kept through such a failure (kept
+// names them) make it Reconciling with every named resource resolved.
+func applyResult(st *v1alpha1.WatchRuleStatus, gen int64, c compiled, kept string) ctrl.Result {
 	st.Resources = nil
-	for _, c := range claims {
-		st.Resources = append(st.Resources, c.Resource.GVR.String())
+	for _, claim := range c.claims {
+		st.Resources = append(st.Resources, claim.Resource.GVR.String())
 	}
-	if len(problems) > 0 {
-		msg := strings.Join(problems, "; ")
+	transient := c.waiting
+	if kept != "" {
+		transient = append(slices.Clip(transient), kept)
+	}
+	switch {
+	case len(c.stalled) > 0:
+		msg := strings.Join(append(slices.Clip(c.stalled), transient...), "; ")
 		v1alpha1.SetCondition(&st.Conditions, gen, v1alpha1.ConditionResourcesResolved, false, v1alpha1.ReasonResourceNotFound, msg)
 		v1alpha1.SetStalled(&st.Conditions, gen, v1alpha1.ReasonResourceNotFound, msg)
-		return ctrl.Result{RequeueAfter: unresolvedRetry}
+		return ctrl.Result{RequeueAfter: min(unresolvedRetry, discoveryRetry)}
+	case len(c.waiting) > 0:
+		msg := strings.Join(transient, "; ")
+		v1alpha1.SetCondition(&st.Conditions, gen, v1alpha1.ConditionResourcesResolved, false, v1alpha1.ReasonDiscoveryFailed, msg)
+		v1alpha1.SetReconciling(&st.Conditions, gen, v1alpha1.ReasonDiscoveryFailed, msg)
+		return ctrl.Result{RequeueAfter: discoveryRetry}
 	}
-	v1alpha1.SetCondition(&st.Conditions, gen, v1alpha1.ConditionResourcesResolved, true, v1alpha1.ReasonSucceeded, fmt.Sprintf("%d resource(s) resolved", len(claims)))
-	v1alpha1.SetReady(&st.Conditions, gen, v1alpha1.ReasonSucceeded, fmt.Sprintf("watching %d resource(s)", len(claims)))
+	v1alpha1.SetCondition(&st.Conditions, gen, v1alpha1.ConditionResourcesResolved, true, v1alpha1.ReasonSucceeded, fmt.Sprintf("%d resource(s) resolved", len(c.claims)))
+	if kept != "" {
+		v1alpha1.SetReconciling(&st.Conditions, gen, v1alpha1.ReasonDiscoveryFailed, kept)
+		return ctrl.Result{RequeueAfter: discoveryRetry}
+	}
+	v1alpha1.SetReady(&st.Conditions, gen, v1alpha1.ReasonSucceeded, fmt.Sprintf("watching %d resource(s)", len(c.claims)))
 	return ctrl.Result{}
 }
 

@@ -63,19 +63,18 @@ func (r *WatchRuleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		return ctrl.Result{}, err
 	}
 	d := discovered{lists: lists, failed: failed, undiscovered: undiscovered(r.Registry.Claims(key), failed)}
-	var claims []watcher.Claim
-	var problems []string
+	var all compiled
 	for _, rule := range wr.Spec.Rules {
-		c, p, err := claimsFor(target, wr.Namespace, rule, nil, d, false)
+		c, err := claimsFor(target, wr.Namespace, rule, nil, d, false)
 		if err != nil {
 			r.Registry.SetRule(key, nil)
 			watchesNothing(&wr.Status, wr.Generation, v1alpha1.ReasonInvalidRule, err.Error())
 			return ctrl.Result{}, nil
 		}
-		claims, problems = append(claims, c...), append(problems, p...)
+		all.add(c)
 	}
-	r.Registry.SetRule(key, claims)
-	return degraded(&wr.Status, wr.Generation, applyResult(&wr.Status, wr.Generation, claims, problems), keptMessage(claims, failed)), nil
+	r.Registry.SetRule(key, all.claims)
+	return applyResult(&wr.Status, wr.Generation, all, keptMessage(all.claims, failed)), nil
 }
 
 // SetupWithManager watches rules, their targets and CRDs.
