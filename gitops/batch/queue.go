@@ -80,6 +80,10 @@ func (i intent) merge(newer intent) intent {
 type queue struct {
 	windows map[string]*authorWindow
 	owner   map[ObjectKey]string
+	// since is when each dirty object's oldest change not yet committed came, whichever
+	// windows it moved through since: a window's age for maxDelay is its oldest object's,
+	// so an object two authors keep changing in turn still commits.
+	since   map[ObjectKey]time.Time
 	waiting map[string][]*CommitRequest
 	// flushing are the windows due detached and the worker is committing now: their objects
 	// are still the queue's, for holds.
@@ -87,7 +91,8 @@ type queue struct {
 }
 
 func newQueue() *queue {
-	return &queue{windows: map[string]*authorWindow{}, owner: map[ObjectKey]string{}, waiting: map[string][]*CommitRequest{}}
+	return &queue{windows: map[string]*authorWindow{}, owner: map[ObjectKey]string{}, since: map[ObjectKey]time.Time{},
+		waiting: map[string][]*CommitRequest{}}
 }
 
 // add records that author changed key at now. An object lives in the window of whoever
@@ -121,15 +126,24 @@ func (q *queue) add(key ObjectKey, in intent, author string, now time.Time) {
 	q.place(win, key, in, now)
 }
 
-// place puts key in win, its author's window, at now.
+// place puts key in win, its author's window, at now. The window is as old as its oldest
+// object: one that moved in from another author's window brings its age along.
 func (q *queue) place(win *authorWindow, key ObjectKey, in intent, now time.Time) {
 	win.dirty[key] = in
 	win.Count = len(win.dirty)
 	q.owner[key] = win.author
-	if win.First.IsZero() {
-		win.First = now
+	q.dirtySince(key, now)
+	if since := q.since[key]; win.First.IsZero() || since.Before(win.First) {
+		win.First = since
 	}
 	win.Last = now
+}
+
+// dirtySince records that key has waited since at, unless it waited from earlier.
+func (q *queue) dirtySince(key ObjectKey, at time.Time) {
+	if since, ok := q.since[key]; !ok || at.Before(since) {
+		q.since[key] = at
+	}
 }
 
 // relist records a change a list brought (Change.Relisted): an object already waiting in
@@ -236,6 +250,7 @@ func (q *queue) due(cfg WindowConfig, now time.Time) (out []*authorWindow, wait 
 		for k := range win.dirty {
 			if q.owner[k] == win.author {
 				delete(q.owner, k)
+				delete(q.since, k)
 			}
 		}
 	}
@@ -270,12 +285,18 @@ func (q *queue) restore(win *authorWindow, now time.Time) {
 		if owner, taken := q.owner[k]; taken {
 			joined = joined || owner == win.author
 			// Someone changed it since: it stays in that window, which keeps a delete
-			// this one saw before the failure.
+			// this one saw before the failure, and its age.
 			if cur := q.windows[owner]; cur != nil {
 				if newer, held := cur.dirty[k]; held {
 					cur.dirty[k] = in.merge(newer)
 				}
 				cur.failed = cur.failed || win.failed
+				if !win.First.IsZero() {
+					q.dirtySince(k, win.First)
+					if win.First.Before(cur.First) {
+						cur.First = win.First
+					}
+				}
 			}
 			continue
 		}
@@ -290,6 +311,7 @@ func (q *queue) restore(win *authorWindow, now time.Time) {
 		if cur.First.IsZero() {
 			cur.First = now
 		}
+		q.dirtySince(k, cur.First)
 		cur.Last = now
 	}
 	if requests := live(win.requests); len(requests) > 0 {

@@ -65,6 +65,23 @@ func TestQueueWindowsPerAuthor(t *testing.T) {
 		wins, _ := q.due(cfg, t0.Add(10*time.Second))
 		require.Equal(t, []string{"bob"}, authors(wins))
 	})
+	t.Run("an object two authors keep changing in turn still commits once its first change is maxDelay old", func(t *testing.T) {
+		q := newQueue()
+		q.add(qkey("b"), mirrorsDeletes, "bob", t0.Add(-time.Minute)) // bob's other object: his window is older
+		wins, _ := q.due(cfg, t0)
+		require.Equal(t, []string{"bob"}, authors(wins))
+		var due []*authorWindow
+		for i := 0; len(due) == 0 && i < 20; i++ {
+			at := t0.Add(time.Duration(i) * 4 * time.Second) // within quiet of each other
+			q.add(qkey("a"), mirrorsDeletes, []string{"alice", "bob"}[i%2], at)
+			due, _ = q.due(cfg, at)
+			require.True(t, len(due) > 0 || at.Before(t0.Add(cfg.MaxDelay)), "nothing due at %s", at.Sub(t0))
+		}
+		require.Len(t, due, 1)
+		assert.Contains(t, due[0].dirty, qkey("a"))
+		assert.Equal(t, t0, due[0].First, "the window is as old as the object's first change")
+		assert.Empty(t, q.since, "nothing waits")
+	})
 	t.Run("a delete already seen stays a delete when a snapshot lists the object again", func(t *testing.T) {
 		q := newQueue()
 		q.add(qkey("a"), seenDelete, "alice", t0) // alice deleted it, through a rule that mirrors deletes
