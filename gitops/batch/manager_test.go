@@ -142,7 +142,7 @@ func TestChangesSeenWhileATargetIsReRegisteredOrMoved(t *testing.T) {
 		m.Submit(Change{Target: liveKey, Key: goneKey, AllowDelete: true, Author: "bob"})
 		flushed := make(chan struct{})
 		go func() {
-			_, _ = w.flushIfDue(context.Background(), liveKey, time.Now().Add(2*time.Hour))
+			_, _ = w.flushIfDue(context.Background(), liveKey, 2*time.Hour)
 			close(flushed)
 		}()
 		<-planning.reached // bob's window is detached and being committed
@@ -311,7 +311,7 @@ func TestARequestWhoseChangesSomeoneElseTookOverSaysSo(t *testing.T) {
 	require.NoError(t, err)
 	m.Submit(Change{Target: liveKey, Key: key, AllowDelete: true, Author: "bob"}) // before alice's window commits
 
-	_, err = w.flushIfDue(context.Background(), liveKey, time.Now().Add(2*time.Hour))
+	_, err = w.flushIfDue(context.Background(), liveKey, 2*time.Hour)
 	require.NoError(t, err)
 	out, err := m.Request(r)
 	require.NoError(t, err)
@@ -463,7 +463,7 @@ func TestACommitIsPlannedFromAnIndexOfTheTip(t *testing.T) {
 		w.mu.Unlock()
 
 		m.Submit(Change{Target: liveKey, Key: key, AllowDelete: true})
-		_, err = w.flushIfDue(context.Background(), liveKey, time.Now().Add(2*time.Hour))
+		_, err = w.flushIfDue(context.Background(), liveKey, 2*time.Hour)
 		require.NoError(t, err)
 
 		show := func(path string) string { return remote.Show("main", path) + "\n" } // Show drops the last line break
@@ -584,7 +584,7 @@ func TestACreateOnlyChangeWritesOnlyADocumentGitLacks(t *testing.T) {
 	remote := w.key.url
 
 	m.Submit(Change{Target: liveKey, Key: keyA, CreateOnly: true}, Change{Target: liveKey, Key: keyB, CreateOnly: true})
-	_, err := w.flushIfDue(context.Background(), liveKey, time.Now().Add(2*time.Hour))
+	_, err := w.flushIfDue(context.Background(), liveKey, 2*time.Hour)
 	require.NoError(t, err)
 
 	got := filesAtTip(t, w, "live")
@@ -613,7 +613,7 @@ func TestATargetMovedToAnotherFolderWhileTheRemoteIsDownWritesOnlyToTheNewFolder
 	require.NoError(t, os.Rename(remoteDir+".away", remoteDir))
 
 	m.Submit(Change{Target: liveKey, Key: key, AllowDelete: true})
-	_, err = w.flushIfDue(context.Background(), liveKey, time.Now().Add(2*time.Hour))
+	_, err = w.flushIfDue(context.Background(), liveKey, 2*time.Hour)
 	require.NoError(t, err)
 
 	got := filesAtTip(t, w, "")
@@ -648,7 +648,7 @@ func TestAnObjectNoRuleSelectsAnyMore(t *testing.T) {
 			m, _ := registeredManagerWith(t, doc, Options{Resolver: notSelected{}})
 			w := m.workerOf(liveKey)
 			m.Submit(tt.change)
-			_, err := w.flushIfDue(context.Background(), liveKey, time.Now().Add(2*time.Hour))
+			_, err := w.flushIfDue(context.Background(), liveKey, 2*time.Hour)
 			require.NoError(t, err)
 			_, kept := filesAtTip(t, w, "live")["live/app/configmaps/a.yaml"]
 			assert.Equal(t, tt.kept, kept)
@@ -699,7 +699,7 @@ func TestABranchSomeoneDeletedIsWrittenWholeAgain(t *testing.T) {
 
 		m.Submit(change)
 		w := m.workerOf(liveKey)
-		_, err := w.flushIfDue(context.Background(), liveKey, time.Now().Add(2*time.Hour))
+		_, err := w.flushIfDue(context.Background(), liveKey, 2*time.Hour)
 		require.NoError(t, err)
 
 		require.Len(t, remote.Log("main"), 1, "the window is written at once, on a new branch")
@@ -722,9 +722,9 @@ func TestABranchSomeoneDeletedIsWrittenWholeAgain(t *testing.T) {
 		repotest.Git(t, remote.Dir, "update-ref", "-d", "refs/heads/main")
 
 		m.Submit(change)
-		_, err = w.flushIfDue(context.Background(), liveKey, time.Now().Add(2*time.Hour))
+		_, err = w.flushIfDue(context.Background(), liveKey, 2*time.Hour)
 		require.Error(t, err, "the damaged file fails the first attempt, and the clone is rebuilt")
-		_, err = w.flushIfDue(context.Background(), liveKey, time.Now().Add(3*time.Hour))
+		_, err = w.flushIfDue(context.Background(), liveKey, 3*time.Hour)
 		require.NoError(t, err)
 
 		require.Len(t, remote.Log("main"), 1, "the window is written on a new branch")
@@ -773,7 +773,7 @@ func TestAPruneWaitingForItsCommitFollowsTheModeAndTheListsAsTheyAreThen(t *test
 
 			tc.then(t, m, spec)
 			w := m.workerOf(liveKey)
-			_, err = w.flushIfDue(context.Background(), liveKey, time.Now().Add(2*time.Hour))
+			_, err = w.flushIfDue(context.Background(), liveKey, 2*time.Hour)
 			require.NoError(t, err)
 			_, present := filesAtTip(t, w, "live")["live/app/configmaps/a.yaml"]
 			assert.Equal(t, tc.kept, present)
@@ -808,7 +808,7 @@ func TestADeleteSeenBeforeItsTargetRegistersIsWrittenOnceItDoes(t *testing.T) {
 	require.Equal(t, 2, m.pendingOf(liveKey), "the delete waits, and b, kept once the target kept a change")
 
 	w := m.workerOf(liveKey)
-	_, err = w.flushIfDue(context.Background(), liveKey, time.Now().Add(2*time.Hour))
+	_, err = w.flushIfDue(context.Background(), liveKey, 2*time.Hour)
 	require.NoError(t, err)
 	assert.NotContains(t, filesAtTip(t, w, "live"), "live/app/configmaps/a.yaml")
 	assert.Contains(t, remote.Log("main")[0], "Delete ConfigMap app/a")
@@ -865,4 +865,28 @@ func TestACommitOutsideTheFolderDoesNotReadTheFolderAgain(t *testing.T) {
 	again, _ := refresh()
 	assert.NotSame(t, after, again)
 	assert.Equal(t, 2, again.len())
+}
+
+// A fetch or another target's push may hold the worker's lock for seconds: a window whose
+// quiet period ends meanwhile commits once the lock is free, judged by the time then.
+func TestAWindowDueWhileTheWorkerWaitsForItsLockCommitsOnceItHasIt(t *testing.T) {
+	key, live := clusterConfigMap("a", "new")
+	m, _ := registeredManagerWith(t, map[string]string{"live/app/configmaps/a.yaml": configMapDoc("a", "old")},
+		Options{Resolver: fixedResolver{key: live}})
+	w := m.workerOf(liveKey)
+	m.Submit(Change{Target: liveKey, Key: key})
+
+	w.mu.Lock()
+	held := time.Now()
+	done := make(chan error, 1)
+	go func() {
+		// Asked 500 ms before the window's quiet hour ends; the lock is free 1.5 s later.
+		_, err := w.flushIfDue(context.Background(), liveKey, time.Hour-500*time.Millisecond)
+		done <- err
+	}()
+	time.Sleep(1500*time.Millisecond - time.Since(held))
+	w.mu.Unlock()
+	require.NoError(t, <-done)
+
+	assert.Equal(t, configMapDoc("a", "new"), filesAtTip(t, w, "live")["live/app/configmaps/a.yaml"])
 }

@@ -756,7 +756,7 @@ func (w *worker) drain(timeout time.Duration) {
 	w.mu.Unlock()
 	sort.Slice(keys, func(i, j int) bool { return keys[i].String() < keys[j].String() })
 	for _, k := range keys {
-		if _, err := w.flushIfDue(ctx, k, time.Now()); err != nil {
+		if _, err := w.flushIfDue(ctx, k, 0); err != nil {
 			w.log.Error(err, "last commit before stopping failed; the snapshot after the restart recovers the changes", "gitTarget", k.String())
 		}
 	}
@@ -775,8 +775,7 @@ func (w *worker) flushDue(ctx context.Context) time.Duration {
 	w.mu.Unlock()
 	sort.Slice(keys, func(i, j int) bool { return keys[i].String() < keys[j].String() })
 	for _, k := range keys {
-		// Now, not when the pass began: the target before may have spent seconds pushing.
-		wait, _ := w.flushIfDue(ctx, k, time.Now()) // a failure is logged there, with its backoff
+		wait, _ := w.flushIfDue(ctx, k, 0) // a failure is logged there, with its backoff
 		if wait > 0 && wait < next {
 			next = wait
 		}
@@ -784,8 +783,12 @@ func (w *worker) flushDue(ctx context.Context) time.Duration {
 	return next
 }
 
-func (w *worker) flushIfDue(ctx context.Context, key types.NamespacedName, now time.Time) (time.Duration, error) {
+// flushIfDue commits the windows of one target that are due, judged at the time the worker's
+// lock is held (ahead of it by ahead, for tests): not when the pass began, nor before a wait
+// for the lock, which a fetch or another target's push may hold for seconds.
+func (w *worker) flushIfDue(ctx context.Context, key types.NamespacedName, ahead time.Duration) (time.Duration, error) {
 	w.mu.Lock()
+	now := time.Now().Add(ahead)
 	t, ok := w.targets[key]
 	if !ok {
 		w.mu.Unlock()
