@@ -14,3 +14,14 @@ func (m *Manager) Settled(key types.NamespacedName) bool {
 	q := w.queues[key]
 	return q == nil || (q.pending() == 0 && len(q.flushing) == 0)
 }
+
+// RecoveredDeletions counts the deletions an earlier process left that no snapshot took yet.
+func (m *Manager) RecoveredDeletions() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := 0
+	for _, keys := range m.recovered {
+		n += len(keys)
+	}
+	return n
+}

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/gitops-reverser/gitops-reverser/gitops/batch"
 	"github.com/gitops-reverser/gitops-reverser/gitops/repo/repotest"
@@ -74,4 +75,41 @@ func TestADeletionSeenBeforeAKillIsWrittenAfterTheRestart(t *testing.T) {
 		"the deletion the first process accepted reaches Git")
 	assert.Contains(t, remote.Log("main")[0], "Delete ConfigMap app/gone")
 	assert.Contains(t, repotest.Git(t, remote.Dir, "log", "-1", "--format=%an", "main"), "alice", "under its author")
+}
+
+// A CRD upgraded while the operator was down may serve its resource at a new preferred
+// version: the rules resolve to it after the restart, and the watcher knows the objects by
+// that version only.
+func TestADeletionSeenBeforeAKillIsWrittenWhenItsResourceComesBackAtAnotherVersion(t *testing.T) {
+	const file = "live/app/widget.example.io/w1.yaml"
+	remote := repotest.NewFileRemote(t)
+	remote.Seed("main", map[string]string{file: "apiVersion: example.io/v1beta1\nkind: Widget\nmetadata:\n  name: w1\n  namespace: app\nspec:\n  size: 1\n"}, "seed")
+	c := &cluster{objs: map[batch.ObjectKey]*unstructured.Unstructured{}}
+	workDir := t.TempDir()
+	spec := targetSpec(t, "live", remote.URL, nil)
+	spec.Prune = batch.PruneOnEvent
+
+	writer, kill := runWriter(t, workDir, c)
+	_, err := writer.EnsureTarget(context.Background(), spec)
+	require.NoError(t, err)
+	old := batch.ObjectKey{GVR: schema.GroupVersionResource{Group: "example.io", Version: "v1beta1", Resource: "widgets"}, Kind: "Widget", Namespace: "app", Name: "w1"}
+	writer.Submit(batch.Change{Target: targetKey, Key: old, Deleted: true, AllowDelete: true, Author: "alice"})
+	kill()
+	require.Contains(t, remote.LsTree("main"), file, "killed before its window closed")
+
+	current := old
+	current.GVR.Version = "v1"
+	c.setWatched(old, false) // no informer for the old version any more
+	writer, _ = runWriter(t, workDir, c)
+	spec.Window = batch.WindowConfig{Quiet: 10 * time.Millisecond, MaxDelay: time.Hour, MaxChanges: 100}
+	_, err = writer.EnsureTarget(context.Background(), spec)
+	require.NoError(t, err)
+	writer.Snapshot(batch.Snapshot{Target: targetKey, GVR: current.GVR, Kind: "Widget", Complete: true, InScope: func(string) bool { return true }})
+	require.Eventually(t, func() bool { return !strings.Contains(remote.LsTree("main"), file) }, 10*time.Second, 20*time.Millisecond,
+		"the deletion the first process accepted reaches Git")
+	assert.Contains(t, repotest.Git(t, remote.Dir, "log", "-1", "--format=%an", "main"), "alice", "under its author")
+
+	// The journal forgets it: a third process hands nothing over.
+	writer, _ = runWriter(t, workDir, c)
+	assert.Zero(t, writer.RecoveredDeletions(), "nothing left pending")
 }

@@ -35,20 +35,35 @@ func (m *Manager) Snapshot(s Snapshot) {
 		recovered = m.takeRecovered(s.Target, taken)
 		m.mu.Unlock()
 	}
+	recovered, renamed := atVersion(recovered, s.GVR)
 	if ok && w != nil {
 		if unplaced := w.submitOlder(recovered...); len(unplaced) > 0 {
 			m.placeLate(unplaced) // suspended or moved meanwhile: kept for it
 		}
+		m.journal.written(s.Target, renamed) // recorded again, under the version listed
 		w.snapshot(s)
 	}
 }
 
-// recoveredOf lists the deletions of gvr an earlier process left unwritten for target
-// (deleteJournal). Callers hold m.mu.
+// atVersion gives recovered deletions the version of the list that took them: the watcher
+// knows objects by the version their rules resolve to now, which a CRD upgraded while the
+// operator was down may have changed. renamed are their keys as the journal has them.
+func atVersion(recovered []Change, gvr schema.GroupVersionResource) (out []Change, renamed []ObjectKey) {
+	for i, c := range recovered {
+		if c.Key.GVR != gvr {
+			renamed = append(renamed, c.Key)
+			recovered[i].Key.GVR = gvr
+		}
+	}
+	return recovered, renamed
+}
+
+// recoveredOf lists the deletions of gvr's resource, at any version, an earlier process
+// left unwritten for target (deleteJournal). Callers hold m.mu.
 func (m *Manager) recoveredOf(target types.NamespacedName, gvr schema.GroupVersionResource) []ObjectKey {
 	var out []ObjectKey
 	for k := range m.recovered[target] {
-		if k.GVR == gvr {
+		if k.GVR.GroupResource() == gvr.GroupResource() {
 			out = append(out, k)
 		}
 	}
