@@ -17,8 +17,9 @@ const (
 	ReasonNothingToCommit = "NothingToCommit"
 	ReasonTimedOut        = "TimedOut"
 	ReasonTargetRemoved   = "TargetRemoved"
-	// ReasonRetrying is not final: the commit carrying the message failed (the remote
-	// refused or could not be reached) and is retried with backoff.
+	// ReasonRetrying is not final: the commit carrying the message, or one the target's
+	// commits wait behind, failed (the remote refused or could not be reached) and is
+	// retried with backoff.
 	ReasonRetrying = "Retrying"
 	// ReasonTargetStalled is not final either: the author's changes wait with the message
 	// because the target's folder cannot be written; they commit once it is fixed.

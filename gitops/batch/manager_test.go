@@ -890,3 +890,30 @@ func TestAWindowDueWhileTheWorkerWaitsForItsLockCommitsOnceItHasIt(t *testing.T)
 
 	assert.Equal(t, configMapDoc("a", "new"), filesAtTip(t, w, "live")["live/app/configmaps/a.yaml"])
 }
+
+func TestARequestOnAWindowHeldBackByTheTargetsBackoffSaysItWaitsForTheRetry(t *testing.T) {
+	keyA, a := clusterConfigMap("a", "new")
+	keyB, b := clusterConfigMap("b", "new")
+	m, _ := registeredManagerWith(t, map[string]string{"live/app/configmaps/a.yaml": configMapDoc("a", "old")},
+		Options{Resolver: fixedResolver{keyA: a, keyB: b}})
+	w := m.workerOf(liveKey)
+	remoteDir := strings.TrimPrefix(w.repo.URL(), "file://")
+	require.NoError(t, os.Rename(remoteDir, remoteDir+".away")) // the remote is unreachable
+	m.Submit(Change{Target: liveKey, Key: keyA, AllowDelete: true, Author: "alice"})
+	_, err := w.flushIfDue(context.Background(), liveKey, 2*time.Hour)
+	require.Error(t, err, "alice's push fails: the target backs off for a second")
+
+	m.Submit(Change{Target: liveKey, Key: keyB, AllowDelete: true, Author: "bob"})
+	req := CommitRequest{Key: types.NamespacedName{Namespace: "ops", Name: "bobs"}, Target: liveKey, Author: "bob",
+		Message: "bob's release", Deadline: time.Now().Add(time.Minute)}
+	_, err = m.Request(req)
+	require.NoError(t, err)
+	_, err = w.flushIfDue(context.Background(), liveKey, 0) // within the backoff: nothing is tried
+	require.NoError(t, err)
+
+	out, err := m.Request(req)
+	require.NoError(t, err)
+	assert.False(t, out.Done)
+	assert.Equal(t, ReasonRetrying, out.Reason, "not waiting for a change of bob's: his change waits for the retry")
+	assert.Contains(t, out.Message, remoteDir, "with the push's error")
+}

@@ -320,6 +320,15 @@ func (q *queue) restore(win *authorWindow, now time.Time) {
 	}
 }
 
+// attached lists the requests on the queue's open windows.
+func (q *queue) attached() []*CommitRequest {
+	var out []*CommitRequest
+	for _, win := range q.windows {
+		out = append(out, win.requests...)
+	}
+	return out
+}
+
 // live is requests without the withdrawn ones, in a new slice.
 func live(requests []*CommitRequest) []*CommitRequest {
 	var out []*CommitRequest

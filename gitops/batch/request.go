@@ -45,8 +45,15 @@ func (m *Manager) Request(r CommitRequest) (RequestOutcome, error) {
 	gone()
 	if !w.request(&st.req) {
 		m.mu.Lock()
-		delete(m.requests, r.Key)
-		m.mu.Unlock()
+		defer m.mu.Unlock()
+		if st.outcome.Done {
+			// Removed or suspended while handed over, and settled so (TargetRemoved): that
+			// outcome is the request's, not a registration to wait for.
+			return st.outcome, nil
+		}
+		if m.requests[r.Key] == st {
+			delete(m.requests, r.Key)
+		}
 		return RequestOutcome{}, ErrTargetNotRegistered
 	}
 	return RequestOutcome{}, nil

@@ -797,9 +797,11 @@ func (w *worker) flushIfDue(ctx context.Context, key types.NamespacedName, ahead
 	w.qmu.Lock()
 	timedOut, wait := t.q.expired(now)
 	var wins []*authorWindow
+	var held []*CommitRequest // attached while the target backs off: they wait for its retry
 	switch {
 	case now.Before(t.retryAt):
 		wait = shorter(wait, t.retryAt.Sub(now))
+		held = t.q.attached()
 	case t.st.Known && !t.verdict.Supported:
 		for _, win := range t.q.windows {
 			w.waitOnFolder(win, t)
@@ -811,6 +813,9 @@ func (w *worker) flushIfDue(ctx context.Context, key types.NamespacedName, ahead
 		t.q.flushing = wins
 	}
 	w.qmu.Unlock()
+	if len(held) > 0 {
+		w.retrying(held, errors.New(t.st.LastError))
+	}
 	for _, r := range timedOut {
 		w.answers = append(w.answers, answer{r, RequestOutcome{Done: true, Reason: ReasonTimedOut,
 			Message: fmt.Sprintf("no change by %s reached GitTarget %s within spec.timeout, so the message was not used: "+
@@ -829,8 +834,11 @@ func (w *worker) flushIfDue(ctx context.Context, key types.NamespacedName, ahead
 			for _, rest := range wins[i:] {
 				t.q.retry(rest, time.Now())
 			}
+			// Every request on a window of the target waits for the retry, those that came
+			// meanwhile and those of windows not tried included.
+			riding := t.q.attached()
 			w.qmu.Unlock()
-			w.retrying(win, err)
+			w.retrying(riding, err)
 			t.st.LastError = err.Error()
 			t.backoff = min(max(2*t.backoff, time.Second), 2*time.Minute)
 			t.retryAt = time.Now().Add(t.backoff)
@@ -1070,13 +1078,13 @@ func (w *worker) keepDeferred(t *target, win *authorWindow, deferred map[ObjectK
 	w.poke() // the pass that flushed win computed its sleep without this window
 }
 
-// retrying tells the CommitRequests of a window put back after a failure why their message
+// retrying tells the CommitRequests waiting for a retry after a failed commit why their message
 // is not committed yet; the outcome stays open, and the commit that carries the message
 // replaces it. Callers hold w.mu.
-func (w *worker) retrying(win *authorWindow, err error) {
-	for _, r := range win.requests {
+func (w *worker) retrying(requests []*CommitRequest, err error) {
+	for _, r := range requests {
 		w.answers = append(w.answers, answer{r, RequestOutcome{Reason: ReasonRetrying,
-			Message: fmt.Sprintf("the commit carrying the message failed and is retried: %v", err)}})
+			Message: fmt.Sprintf("a commit of the target failed and is retried, the message with it: %v", err)}})
 	}
 }
 
