@@ -917,3 +917,53 @@ func TestARequestOnAWindowHeldBackByTheTargetsBackoffSaysItWaitsForTheRetry(t *t
 	assert.Equal(t, ReasonRetrying, out.Reason, "not waiting for a change of bob's: his change waits for the retry")
 	assert.Contains(t, out.Message, remoteDir, "with the push's error")
 }
+
+// racingResolver serves one object; the first time it is read it takes a newer state and
+// calls changed, as an informer does: its cache holds a write just before the write's event
+// reaches the writer.
+type racingResolver struct {
+	mu         sync.Mutex
+	obj, newer *unstructured.Unstructured
+	changed    func()
+	races      int
+}
+
+func (r *racingResolver) Current(types.NamespacedName, ObjectKey) (*unstructured.Unstructured, error) {
+	r.mu.Lock()
+	if r.newer != nil {
+		r.obj, r.newer = r.newer, nil
+		r.races++
+		r.mu.Unlock()
+		r.changed()
+		r.mu.Lock()
+	}
+	defer r.mu.Unlock()
+	return r.obj.DeepCopy(), nil
+}
+
+func TestAnObjectChangedByAnotherAuthorWhileAWindowIsPlannedGoesWithTheirChange(t *testing.T) {
+	key, alices := clusterConfigMap("a", "alice's")
+	_, bobs := clusterConfigMap("a", "bob's")
+	r := &racingResolver{obj: alices, newer: bobs}
+	m, _ := registeredManagerWith(t, map[string]string{"live/app/configmaps/a.yaml": configMapDoc("a", "old")}, Options{Resolver: r})
+	r.changed = func() { m.Submit(Change{Target: liveKey, Key: key, AllowDelete: true, Author: "bob"}) }
+	w := m.workerOf(liveKey)
+	m.Submit(Change{Target: liveKey, Key: key, AllowDelete: true, Author: "alice"})
+	req := CommitRequest{Key: types.NamespacedName{Namespace: "ops", Name: "alices"}, Target: liveKey, Author: "alice",
+		Message: "alice's release", Deadline: time.Now().Add(time.Minute)}
+	_, err := m.Request(req)
+	require.NoError(t, err)
+
+	_, err = w.flushIfDue(context.Background(), liveKey, 0) // alice's window, closed by her request
+	require.NoError(t, err)
+	require.Equal(t, 1, r.races, "bob's write reached the cache while alice's window was planned")
+	out, err := m.Request(req)
+	require.NoError(t, err)
+	assert.Equal(t, ReasonNothingToCommit, out.Reason, "bob changed it after her: his commit carries it")
+	_, err = w.flushIfDue(context.Background(), liveKey, 2*time.Hour) // bob's window
+	require.NoError(t, err)
+
+	assert.Equal(t, configMapDoc("a", "bob's"), filesAtTip(t, w, "live")["live/app/configmaps/a.yaml"])
+	log := repotest.Git(t, strings.TrimPrefix(w.repo.URL(), "file://"), "log", "--format=%an", "main")
+	assert.Equal(t, "bob\nFixture Person", strings.TrimSpace(log), "one commit since the seed, bob's")
+}

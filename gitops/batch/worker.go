@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"sort"
@@ -910,12 +911,12 @@ func (w *worker) flush(ctx context.Context, t *target, win *authorWindow) (bool,
 		win.requests = live(win.requests) // a request deleted meanwhile lends no message
 		w.qmu.Unlock()
 		start := time.Now()
-		p, err := w.plan(ctx, t, win.dirty)
+		p, dirty, err := w.planOwn(ctx, t, win)
 		if err != nil {
 			return false, err
 		}
 		refusedBefore := t.st.Refused
-		t.noteRefusals(win.dirty, p.deferred, p.refused)
+		t.noteRefusals(dirty, p.deferred, p.refused)
 		if len(p.deferred) > 0 && len(p.files) == 0 {
 			w.deferAll(t, win, p.deferredErr)
 			return !slices.Equal(refusedBefore, t.st.Refused), nil
@@ -1076,6 +1077,41 @@ func (w *worker) keepDeferred(t *target, win *authorWindow, deferred map[ObjectK
 		listed: win.listed}, time.Now())
 	w.qmu.Unlock()
 	w.poke() // the pass that flushed win computed its sleep without this window
+}
+
+// planOwn plans the window's objects but those another author changed since it was
+// detached: an object's state is read at commit time, so it carries their change, which
+// their window commits under their name. The plan is made again when one was changed
+// while it was planned (the informer's cache holds a write just before its event reaches
+// the writer); dirty is what the plan covers.
+func (w *worker) planOwn(ctx context.Context, t *target, win *authorWindow) (p *writePlan, dirty map[ObjectKey]intent, err error) {
+	dirty = w.ownDirty(t, win, win.dirty)
+	for {
+		if p, err = w.plan(ctx, t, dirty); err != nil {
+			return nil, nil, err
+		}
+		left := w.ownDirty(t, win, dirty)
+		if len(left) == len(dirty) {
+			return p, dirty, nil
+		}
+		dirty = left
+	}
+}
+
+// ownDirty is dirty without the objects now waiting in another author's window.
+func (w *worker) ownDirty(t *target, win *authorWindow, dirty map[ObjectKey]intent) map[ObjectKey]intent {
+	w.qmu.Lock()
+	defer w.qmu.Unlock()
+	out, copied := dirty, false
+	for k := range dirty {
+		if owner, ok := t.q.owner[k]; ok && owner != win.author {
+			if !copied {
+				out, copied = maps.Clone(dirty), true
+			}
+			delete(out, k)
+		}
+	}
+	return out
 }
 
 // retrying tells the CommitRequests waiting for a retry after a failed commit why their message
