@@ -124,6 +124,35 @@ func TestASnapshotPrunesNothingUntilEveryRuleIsRegistered(t *testing.T) {
 	}
 }
 
+// A rule naming a resource of an API that fails discovery may select, through it, what the
+// target's other rules no longer do: until it resolves, lists prune nothing.
+func TestASnapshotPrunesNothingWhileARuleWaitsForAnAPI(t *testing.T) {
+	target := types.NamespacedName{Namespace: "ops", Name: "live"}
+	gvr := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	claim := Claim{Target: target, Resource: Resource{GVR: gvr, Kind: "ConfigMap", Namespaced: true}, Namespace: "team-a",
+		ObjectSelector: labels.Everything(), Create: true, Update: true, Delete: true}
+	sink := &lockedSnapshots{}
+	w := New(Options{Sink: sink, Log: logr.Discard(), RuleKeys: func() ([]string, bool) {
+		return []string{"WatchRule/team-a/a", "WatchRule/team-a/b"}, true
+	}})
+	w.informers[gvr] = listedInformer(t, true, configMap("team-a", "app", nil))
+	close(w.started)
+
+	w.SetRule("WatchRule/team-a/a", []Claim{claim})
+	w.SetRuleWaiting("WatchRule/team-a/b", nil) // its resource's API fails discovery
+	require.Eventually(t, func() bool { return len(sink.snapshots()) >= 1 }, 10*time.Second, 10*time.Millisecond)
+	for _, s := range sink.snapshots() {
+		assert.Nil(t, s.Prunable, "rule b may select what rule a no longer does")
+		assert.False(t, s.Complete)
+	}
+	assert.False(t, w.Registered([]string{"WatchRule/team-a/b"}), "nor does the webhook narrow its rules to it")
+
+	w.SetRule("WatchRule/team-a/b", nil) // resolved
+	require.Eventually(t, func() bool { s := sink.snapshots(); return len(s) >= 2 && s[len(s)-1].Complete }, 10*time.Second, 10*time.Millisecond,
+		"once it resolves, the list is taken again, complete")
+	assert.NotNil(t, sink.snapshots()[len(sink.snapshots())-1].Prunable)
+}
+
 func TestARuleChangeTellsTheWriterWhatEachOfItsTargetsIsStillWatchedFor(t *testing.T) {
 	target := types.NamespacedName{Namespace: "ops", Name: "live"}
 	cms := Resource{GVR: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, Kind: "ConfigMap", Namespaced: true}

@@ -156,9 +156,18 @@ func (w *Watcher) NeedLeaderElection() bool { return true }
 // SetRule replaces the claims of one rule, starts and stops informers to match, and sends a
 // snapshot of every target whose claims changed: those of the new claims and of the old
 // ones (a narrowed rule's orphans are counted again).
-func (w *Watcher) SetRule(ruleKey string, claims []Claim) {
+func (w *Watcher) SetRule(ruleKey string, claims []Claim) { w.setRule(ruleKey, claims, true) }
+
+// SetRuleWaiting is SetRule for a rule naming resources that discovery could not list this
+// time, while an API of their groups failed it: its claims are watched as given, but the
+// rule does not count as loaded, so no snapshot counts as complete (Snapshot.Complete: none
+// prunes, nor hands over every recovered deletion) until it does — those resources may
+// select what its targets' other rules no longer do.
+func (w *Watcher) SetRuleWaiting(ruleKey string, claims []Claim) { w.setRule(ruleKey, claims, false) }
+
+func (w *Watcher) setRule(ruleKey string, claims []Claim, loaded bool) {
 	w.mu.Lock()
-	w.registered[ruleKey] = true
+	w.registered[ruleKey] = loaded
 	if sameClaims(w.rules[ruleKey], claims) {
 		w.mu.Unlock()
 		for t := range w.takeUnpruned() { // it may be the last rule to register

@@ -71,7 +71,7 @@ func (r *ClusterWatchRuleReconciler) Reconcile(ctx context.Context, req ctrl.Req
 		}
 		all.add(c)
 	}
-	r.Registry.SetRule(key, all.claims)
+	register(r.Registry, key, all)
 	return applyResult(&cr.Status, cr.Generation, all, keptMessage(all.claims, failed)), nil
 }
 

@@ -211,6 +211,8 @@ func TestARuleKeepsItsResourcesWhileTheirAPICannotBeDiscovered(t *testing.T) {
 	assert.Contains(t, msg, "podmetrics is not listed while discovery of metrics.example.com/v1beta1")
 	assert.Nil(t, apimeta.FindStatusCondition(fresh.Status.Conditions, v1alpha1.ConditionStalled), "nothing for a human to fix in the rule")
 	assert.Equal(t, v1alpha1.ReasonDiscoveryFailed, apimeta.FindStatusCondition(fresh.Status.Conditions, v1alpha1.ConditionResourcesResolved).Reason)
+	assert.False(t, registry.loaded(watcher.RuleKey("WatchRule", ns, "fresh")), "registered as waiting: its targets' lists prune nothing meanwhile")
+	assert.True(t, registry.loaded(key), "a rule that keeps its resources is loaded")
 }
 
 func TestRuleResourcesValidation(t *testing.T) {

@@ -29,6 +29,9 @@ import (
 // Registry is the part of the watcher the rule controllers drive.
 type Registry interface {
 	SetRule(ruleKey string, claims []watcher.Claim)
+	// SetRuleWaiting registers a rule whose named resources may be in an API that failed
+	// discovery: it does not count as loaded until SetRule.
+	SetRuleWaiting(ruleKey string, claims []watcher.Claim)
 	// ForgetRule drops a deleted rule, claims and all.
 	ForgetRule(ruleKey string)
 	// Claims are those registered for a rule (none when unknown).
@@ -127,6 +130,15 @@ func (c *compiled) add(o compiled) {
 	c.claims = append(c.claims, o.claims...)
 	c.stalled = append(c.stalled, o.stalled...)
 	c.waiting = append(c.waiting, o.waiting...)
+}
+
+// register hands a rule's claims to the registry, as loaded unless it waits for an API.
+func register(reg Registry, key string, c compiled) {
+	if len(c.waiting) > 0 {
+		reg.SetRuleWaiting(key, c.claims)
+		return
+	}
+	reg.SetRule(key, c.claims)
 }
 
 // sortProblems tells Resolve's problems apart: a resource discovery did not list but that

@@ -22,7 +22,7 @@ import (
 
 var (
 	k8s      client.Client
-	registry = &recordingRegistry{rules: map[string][]watcher.Claim{}}
+	registry = &recordingRegistry{rules: map[string][]watcher.Claim{}, waiting: map[string]bool{}}
 	// discoveryClient is the one the reconcilers ask.
 	discoveryClient discovery.DiscoveryInterface
 )
@@ -30,8 +30,9 @@ var (
 // recordingRegistry stands in for the watcher so tests can read the registered claims; the
 // watcher itself runs for real in the e2e suite.
 type recordingRegistry struct {
-	mu    sync.Mutex
-	rules map[string][]watcher.Claim
+	mu      sync.Mutex
+	rules   map[string][]watcher.Claim
+	waiting map[string]bool
 }
 
 func (r *recordingRegistry) Claims(key string) []watcher.Claim { return r.claims(key) }
@@ -40,6 +41,22 @@ func (r *recordingRegistry) SetRule(key string, claims []watcher.Claim) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.rules[key] = claims
+	delete(r.waiting, key)
+}
+
+// loaded says the rule of key registered as loaded, not waiting for an API.
+func (r *recordingRegistry) loaded(key string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	_, known := r.rules[key]
+	return known && !r.waiting[key]
+}
+
+func (r *recordingRegistry) SetRuleWaiting(key string, claims []watcher.Claim) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.rules[key] = claims
+	r.waiting[key] = true
 }
 
 func (r *recordingRegistry) ForgetRule(key string) {

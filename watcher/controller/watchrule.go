@@ -73,7 +73,7 @@ func (r *WatchRuleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		}
 		all.add(c)
 	}
-	r.Registry.SetRule(key, all.claims)
+	register(r.Registry, key, all)
 	return applyResult(&wr.Status, wr.Generation, all, keptMessage(all.claims, failed)), nil
 }
 
