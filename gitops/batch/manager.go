@@ -462,6 +462,9 @@ func (m *Manager) EnsureTarget(ctx context.Context, spec TargetSpec) (TargetStat
 		defer m.retireIfIdle(prev)
 	}
 	t, st, err := w.ensureTarget(ctx, spec)
+	// Requests first: one whose author's changes were kept while the target moved rides the
+	// window they open, which may commit before syncKeys returns.
+	m.rehome(spec.Key, w)
 	m.unpark(spec.Key, w) // its queue exists now, whether or not the fetch worked
 	if err == nil {
 		st, err = w.syncKeys(ctx, spec.Key)
@@ -472,7 +475,6 @@ func (m *Manager) EnsureTarget(ctx context.Context, spec TargetSpec) (TargetStat
 	m.sensitive[spec.Key] = spec.Sensitive
 	m.encrypts[spec.Key] = spec.Encryption != nil
 	m.mu.Unlock()
-	m.rehome(spec.Key, w)
 	return st, err
 }
 
