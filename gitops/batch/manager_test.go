@@ -575,12 +575,19 @@ func TestACloneWhoseCompactionFindsAGarbledBlobOutsideEveryFolderIsRebuilt(t *te
 	}, 20*time.Second, 50*time.Millisecond, "the compaction that could not read the blob had the clone rebuilt")
 }
 
-func TestACreateOnlyChangeWritesOnlyADocumentGitLacks(t *testing.T) {
+// twoConfigMaps registers ops/live on a folder holding ConfigMap app/a at "old", over a
+// cluster where app/a and app/b are "new", and returns its worker and their keys.
+func twoConfigMaps(t *testing.T) (m *Manager, w *worker, keyA, keyB ObjectKey) {
+	t.Helper()
 	keyA, a := clusterConfigMap("a", "new")
 	keyB, b := clusterConfigMap("b", "new")
-	m, _ := registeredManagerWith(t, map[string]string{"live/app/configmaps/a.yaml": configMapDoc("a", "old")},
+	m, _ = registeredManagerWith(t, map[string]string{"live/app/configmaps/a.yaml": configMapDoc("a", "old")},
 		Options{Resolver: fixedResolver{keyA: a, keyB: b}})
-	w := m.workerOf(liveKey)
+	return m, m.workerOf(liveKey), keyA, keyB
+}
+
+func TestACreateOnlyChangeWritesOnlyADocumentGitLacks(t *testing.T) {
+	m, w, keyA, keyB := twoConfigMaps(t)
 	remote := w.key.url
 
 	m.Submit(Change{Target: liveKey, Key: keyA, CreateOnly: true}, Change{Target: liveKey, Key: keyB, CreateOnly: true})
@@ -892,11 +899,7 @@ func TestAWindowDueWhileTheWorkerWaitsForItsLockCommitsOnceItHasIt(t *testing.T)
 }
 
 func TestARequestOnAWindowHeldBackByTheTargetsBackoffSaysItWaitsForTheRetry(t *testing.T) {
-	keyA, a := clusterConfigMap("a", "new")
-	keyB, b := clusterConfigMap("b", "new")
-	m, _ := registeredManagerWith(t, map[string]string{"live/app/configmaps/a.yaml": configMapDoc("a", "old")},
-		Options{Resolver: fixedResolver{keyA: a, keyB: b}})
-	w := m.workerOf(liveKey)
+	m, w, keyA, keyB := twoConfigMaps(t)
 	remoteDir := strings.TrimPrefix(w.repo.URL(), "file://")
 	require.NoError(t, os.Rename(remoteDir, remoteDir+".away")) // the remote is unreachable
 	m.Submit(Change{Target: liveKey, Key: keyA, AllowDelete: true, Author: "alice"})
