@@ -124,33 +124,51 @@ func TestASnapshotPrunesNothingUntilEveryRuleIsRegistered(t *testing.T) {
 	}
 }
 
-// A rule naming a resource of an API that fails discovery may select, through it, what the
-// target's other rules no longer do: until it resolves, lists prune nothing.
-func TestASnapshotPrunesNothingWhileARuleWaitsForAnAPI(t *testing.T) {
-	target := types.NamespacedName{Namespace: "ops", Name: "live"}
+// A rule naming a resource of an API that fails discovery may select, through it, what its
+// target's other rules no longer do: until it resolves, that target's lists prune nothing.
+// Other targets' do, and the webhook counts the rule as loaded.
+func TestASnapshotPrunesNothingWhileARuleOfItsTargetWaitsForAnAPI(t *testing.T) {
+	live, other := types.NamespacedName{Namespace: "ops", Name: "live"}, types.NamespacedName{Namespace: "ops", Name: "other"}
 	gvr := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
-	claim := Claim{Target: target, Resource: Resource{GVR: gvr, Kind: "ConfigMap", Namespaced: true}, Namespace: "team-a",
-		ObjectSelector: labels.Everything(), Create: true, Update: true, Delete: true}
+	claim := func(target types.NamespacedName) Claim {
+		return Claim{Target: target, Resource: Resource{GVR: gvr, Kind: "ConfigMap", Namespaced: true}, Namespace: "team-a",
+			ObjectSelector: labels.Everything(), Create: true, Update: true, Delete: true}
+	}
 	sink := &lockedSnapshots{}
 	w := New(Options{Sink: sink, Log: logr.Discard(), RuleKeys: func() ([]string, bool) {
-		return []string{"WatchRule/team-a/a", "WatchRule/team-a/b"}, true
+		return []string{"WatchRule/team-a/a", "WatchRule/team-a/b", "WatchRule/team-a/c"}, true
 	}})
 	w.informers[gvr] = listedInformer(t, true, configMap("team-a", "app", nil))
 	close(w.started)
-
-	w.SetRule("WatchRule/team-a/a", []Claim{claim})
-	w.SetRuleWaiting("WatchRule/team-a/b", nil) // its resource's API fails discovery
-	require.Eventually(t, func() bool { return len(sink.snapshots()) >= 1 }, 10*time.Second, 10*time.Millisecond)
-	for _, s := range sink.snapshots() {
-		assert.Nil(t, s.Prunable, "rule b may select what rule a no longer does")
-		assert.False(t, s.Complete)
+	last := func(target types.NamespacedName) (batch.Snapshot, bool) {
+		var out batch.Snapshot
+		found := false
+		for _, s := range sink.snapshots() {
+			if s.Target == target {
+				out, found = s, true
+			}
+		}
+		return out, found
 	}
-	assert.False(t, w.Registered([]string{"WatchRule/team-a/b"}), "nor does the webhook narrow its rules to it")
+
+	w.SetRuleWaiting("WatchRule/team-a/b", live, nil) // its resource's API fails discovery
+	w.SetRule("WatchRule/team-a/a", []Claim{claim(live)})
+	w.SetRule("WatchRule/team-a/c", []Claim{claim(other)})
+	require.Eventually(t, func() bool {
+		s, ok := last(other)
+		return ok && s.Complete
+	}, 10*time.Second, 10*time.Millisecond, "every rule is in: the other target's list prunes")
+	s, ok := last(live)
+	require.True(t, ok)
+	assert.False(t, s.Complete, "rule b may select what rule a no longer does")
+	assert.Nil(t, s.Prunable)
+	assert.True(t, w.Registered([]string{"WatchRule/team-a/b"}), "the webhook does not wait for it")
 
 	w.SetRule("WatchRule/team-a/b", nil) // resolved
-	require.Eventually(t, func() bool { s := sink.snapshots(); return len(s) >= 2 && s[len(s)-1].Complete }, 10*time.Second, 10*time.Millisecond,
-		"once it resolves, the list is taken again, complete")
-	assert.NotNil(t, sink.snapshots()[len(sink.snapshots())-1].Prunable)
+	require.Eventually(t, func() bool { s, _ := last(live); return s.Complete }, 10*time.Second, 10*time.Millisecond,
+		"once it resolves, the target's list is taken again, complete")
+	s, _ = last(live)
+	assert.NotNil(t, s.Prunable)
 }
 
 func TestARuleChangeTellsTheWriterWhatEachOfItsTargetsIsStillWatchedFor(t *testing.T) {

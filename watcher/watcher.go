@@ -102,8 +102,11 @@ type Watcher struct {
 	// registered holds every rule key SetRule has seen, with or without claims, so a new
 	// leader can tell when it has loaded each existing rule once.
 	registered map[string]bool
+	// waiting are the rules registered by SetRuleWaiting, with their target: its snapshots
+	// prune nothing until the rule is set again without waiting.
+	waiting map[string]types.NamespacedName
 	// unpruned are the targets whose snapshot pruned nothing because some rule was not
-	// registered yet (Options.RuleKeys): snapshotted again once every rule is.
+	// registered yet (Options.RuleKeys), or waited: snapshotted again once every rule is in.
 	unpruned map[types.NamespacedName]bool
 	started  chan struct{}
 	// snapshotting orders the snapshots of one target and resource (snapshotNow): one
@@ -133,6 +136,7 @@ func New(opts Options) *Watcher {
 		informers:  map[schema.GroupVersionResource]*informer{},
 		registered: map[string]bool{},
 		unpruned:   map[types.NamespacedName]bool{},
+		waiting:    map[string]types.NamespacedName{},
 		started:    make(chan struct{}),
 
 		snapshotting: map[snapshotKey]*sync.Mutex{},
@@ -156,18 +160,27 @@ func (w *Watcher) NeedLeaderElection() bool { return true }
 // SetRule replaces the claims of one rule, starts and stops informers to match, and sends a
 // snapshot of every target whose claims changed: those of the new claims and of the old
 // ones (a narrowed rule's orphans are counted again).
-func (w *Watcher) SetRule(ruleKey string, claims []Claim) { w.setRule(ruleKey, claims, true) }
+func (w *Watcher) SetRule(ruleKey string, claims []Claim) { w.setRule(ruleKey, claims, nil) }
 
-// SetRuleWaiting is SetRule for a rule naming resources that discovery could not list this
-// time, while an API of their groups failed it: its claims are watched as given, but the
-// rule does not count as loaded, so no snapshot counts as complete (Snapshot.Complete: none
-// prunes, nor hands over every recovered deletion) until it does — those resources may
-// select what its targets' other rules no longer do.
-func (w *Watcher) SetRuleWaiting(ruleKey string, claims []Claim) { w.setRule(ruleKey, claims, false) }
+// SetRuleWaiting is SetRule for a rule of target naming resources that discovery could not
+// list this time, while an API of their groups failed it: its claims are watched as given,
+// but until the rule is set again without waiting, no snapshot of target counts as
+// complete (Snapshot.Complete: none prunes, nor hands over every recovered deletion) —
+// those resources may select what the target's other rules no longer do. Other targets'
+// snapshots, and the webhook's rules (Registered), are not held back.
+func (w *Watcher) SetRuleWaiting(ruleKey string, target types.NamespacedName, claims []Claim) {
+	w.setRule(ruleKey, claims, &target)
+}
 
-func (w *Watcher) setRule(ruleKey string, claims []Claim, loaded bool) {
+// setRule registers a rule's claims; waitingFor is the target a waiting rule holds back.
+func (w *Watcher) setRule(ruleKey string, claims []Claim, waitingFor *types.NamespacedName) {
 	w.mu.Lock()
-	w.registered[ruleKey] = loaded
+	w.registered[ruleKey] = true
+	if waitingFor != nil {
+		w.waiting[ruleKey] = *waitingFor
+	} else {
+		delete(w.waiting, ruleKey)
+	}
 	if sameClaims(w.rules[ruleKey], claims) {
 		w.mu.Unlock()
 		for t := range w.takeUnpruned() { // it may be the last rule to register
@@ -228,6 +241,19 @@ func (w *Watcher) rulesLoaded() bool {
 	return ok && w.Registered(keys)
 }
 
+// waitsForAPI reports whether a rule of target waits for an API that failed discovery
+// (SetRuleWaiting). Callers hold no lock.
+func (w *Watcher) waitsForAPI(target types.NamespacedName) bool {
+	w.mu.RLock()
+	defer w.mu.RUnlock()
+	for _, t := range w.waiting {
+		if t == target {
+			return true
+		}
+	}
+	return false
+}
+
 // holdPrune marks target's snapshot as taken before every rule was in (without pruning,
 // Snapshot.Complete false), so that it is taken again once they are, then looks again: the last
 // rule may have registered between the look that held the prune back and the mark, when
@@ -250,18 +276,28 @@ func (w *Watcher) holdPrune(target types.NamespacedName) {
 const rulesRetry = 30 * time.Second
 
 // takeUnpruned returns, once every rule is registered, the targets whose snapshots pruned
-// nothing before, and forgets them. Callers hold no lock.
+// nothing before and none of whose rules waits for an API, and forgets them. Callers hold
+// no lock.
 func (w *Watcher) takeUnpruned() map[types.NamespacedName]bool {
 	w.mu.RLock()
-	waiting := len(w.unpruned) > 0
+	held := len(w.unpruned) > 0
 	w.mu.RUnlock()
-	if !waiting || !w.rulesLoaded() {
+	if !held || !w.rulesLoaded() {
 		return nil
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	out := w.unpruned
-	w.unpruned = map[types.NamespacedName]bool{}
+	waits := map[types.NamespacedName]bool{}
+	for _, t := range w.waiting {
+		waits[t] = true
+	}
+	out := map[types.NamespacedName]bool{}
+	for t := range w.unpruned {
+		if !waits[t] {
+			out[t] = true
+			delete(w.unpruned, t)
+		}
+	}
 	return out
 }
 
@@ -388,7 +424,7 @@ func (w *Watcher) snapshotNow(target types.NamespacedName, gvr schema.GroupVersi
 	w.mu.Unlock()
 	lock.Lock()
 	defer lock.Unlock()
-	complete := w.rulesLoaded()
+	complete := w.rulesLoaded() && !w.waitsForAPI(target)
 	if cs := w.claimsOf(target, gvr, inf); len(cs) > 0 {
 		w.snapshotWith(target, cs, inf.inf.GetStore().List(), complete)
 	}

@@ -71,7 +71,7 @@ func (r *ClusterWatchRuleReconciler) Reconcile(ctx context.Context, req ctrl.Req
 		}
 		all.add(c)
 	}
-	register(r.Registry, key, all)
+	register(r.Registry, key, target, all)
 	return applyResult(&cr.Status, cr.Generation, all, keptMessage(all.claims, failed)), nil
 }
 

@@ -110,6 +110,10 @@ func TestARuleVerdictWhileAnAPIFailsDiscovery(t *testing.T) {
 			nil, []v1alpha1.ResourceRule{widgets},
 			v1alpha1.ReasonResourceNotFound, true, metav1.ConditionFalse,
 			[]string{"widgets.example.com not found on the server"}},
+		{"stays Stalled for a resource missing from every group of \"*\", whatever API fails elsewhere",
+			nil, []v1alpha1.ResourceRule{{APIGroups: []string{"*"}, Resources: []string{"widgets"}}},
+			v1alpha1.ReasonResourceNotFound, true, metav1.ConditionFalse,
+			[]string{"widgets.* not found on the server"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -29,9 +29,9 @@ import (
 // Registry is the part of the watcher the rule controllers drive.
 type Registry interface {
 	SetRule(ruleKey string, claims []watcher.Claim)
-	// SetRuleWaiting registers a rule whose named resources may be in an API that failed
-	// discovery: it does not count as loaded until SetRule.
-	SetRuleWaiting(ruleKey string, claims []watcher.Claim)
+	// SetRuleWaiting registers a rule of target whose named resources may be in an API that
+	// failed discovery: the target's lists prune nothing until SetRule.
+	SetRuleWaiting(ruleKey string, target types.NamespacedName, claims []watcher.Claim)
 	// ForgetRule drops a deleted rule, claims and all.
 	ForgetRule(ruleKey string)
 	// Claims are those registered for a rule (none when unknown).
@@ -132,10 +132,11 @@ func (c *compiled) add(o compiled) {
 	c.waiting = append(c.waiting, o.waiting...)
 }
 
-// register hands a rule's claims to the registry, as loaded unless it waits for an API.
-func register(reg Registry, key string, c compiled) {
+// register hands the claims of a rule of target to the registry, as waiting when it names
+// resources an API failing discovery may hold.
+func register(reg Registry, key string, target types.NamespacedName, c compiled) {
 	if len(c.waiting) > 0 {
-		reg.SetRuleWaiting(key, c.claims)
+		reg.SetRuleWaiting(key, target, c.claims)
 		return
 	}
 	reg.SetRule(key, c.claims)
@@ -159,12 +160,13 @@ func sortProblems(problems []watcher.Problem, resources []watcher.Resource, fail
 	return stalled, waiting
 }
 
-// failedGroupVersions names, with why, the group-versions of p's groups that failed
-// discovery ("" when none did).
+// failedGroupVersions names, with why, the group-versions of the groups p's rule names that
+// failed discovery ("" when none did). "*" names none: any API failing anywhere (a broken
+// metrics server is common) would otherwise hide a resource that simply does not exist.
 func failedGroupVersions(p watcher.Problem, failed map[schema.GroupVersion]error) string {
 	var out []string
 	for gv, err := range failed {
-		if p.InGroup(gv.Group) {
+		if slices.Contains(p.Groups, gv.Group) {
 			out = append(out, fmt.Sprintf("%s (%v)", gv, err))
 		}
 	}

@@ -7,6 +7,7 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -52,7 +53,7 @@ func (r *recordingRegistry) loaded(key string) bool {
 	return known && !r.waiting[key]
 }
 
-func (r *recordingRegistry) SetRuleWaiting(key string, claims []watcher.Claim) {
+func (r *recordingRegistry) SetRuleWaiting(key string, _ types.NamespacedName, claims []watcher.Claim) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.rules[key] = claims

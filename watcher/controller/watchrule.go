@@ -73,7 +73,7 @@ func (r *WatchRuleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		}
 		all.add(c)
 	}
-	register(r.Registry, key, all)
+	register(r.Registry, key, target, all)
 	return applyResult(&wr.Status, wr.Generation, all, keptMessage(all.claims, failed)), nil
 }
 
