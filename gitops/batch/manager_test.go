@@ -904,7 +904,10 @@ func TestARequestOnAWindowHeldBackByTheTargetsBackoffSaysItWaitsForTheRetry(t *t
 	require.NoError(t, os.Rename(remoteDir, remoteDir+".away")) // the remote is unreachable
 	m.Submit(Change{Target: liveKey, Key: keyA, AllowDelete: true, Author: "alice"})
 	_, err := w.flushIfDue(context.Background(), liveKey, 2*time.Hour)
-	require.Error(t, err, "alice's push fails: the target backs off for a second")
+	require.Error(t, err, "alice's push fails: the target backs off")
+	w.mu.Lock()
+	w.targets[liveKey].retryAt = time.Now().Add(time.Minute) // as after a few failures: a slow machine cannot outlast it
+	w.mu.Unlock()
 
 	m.Submit(Change{Target: liveKey, Key: keyB, AllowDelete: true, Author: "bob"})
 	req := CommitRequest{Key: types.NamespacedName{Namespace: "ops", Name: "bobs"}, Target: liveKey, Author: "bob",
@@ -952,6 +955,7 @@ func TestAnObjectChangedByAnotherAuthorWhileAWindowIsPlannedGoesWithTheirChange(
 	r.changed = func() { m.Submit(Change{Target: liveKey, Key: key, AllowDelete: true, Author: "bob"}) }
 	w := m.workerOf(liveKey)
 	m.Submit(Change{Target: liveKey, Key: key, AllowDelete: true, Author: "alice"})
+	alicesChange := time.Now()
 	req := CommitRequest{Key: types.NamespacedName{Namespace: "ops", Name: "alices"}, Target: liveKey, Author: "alice",
 		Message: "alice's release", Deadline: time.Now().Add(time.Minute)}
 	_, err := m.Request(req)
@@ -963,6 +967,11 @@ func TestAnObjectChangedByAnotherAuthorWhileAWindowIsPlannedGoesWithTheirChange(
 	out, err := m.Request(req)
 	require.NoError(t, err)
 	assert.Equal(t, ReasonNothingToCommit, out.Reason, "bob changed it after her: his commit carries it")
+	assert.Contains(t, out.Message, "someone changed the same objects after alice")
+	w.qmu.Lock()
+	bobsWindow := w.queues[liveKey].windows["bob"].First
+	w.qmu.Unlock()
+	assert.False(t, bobsWindow.After(alicesChange), "the object keeps its age in bob's window: maxDelay counts from alice's change")
 	_, err = w.flushIfDue(context.Background(), liveKey, 2*time.Hour) // bob's window
 	require.NoError(t, err)
 

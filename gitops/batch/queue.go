@@ -36,6 +36,9 @@ type authorWindow struct {
 	// committed, until they change something: a CommitRequest waiting for their next change
 	// does not take it for one.
 	listed bool
+	// since is, once the window is detached (due), when each of its objects' oldest
+	// uncommitted change came (queue.since): one left to another author's window keeps it.
+	since map[ObjectKey]time.Time
 }
 
 // intent is how a waiting object may be written, merged over the changes that made it
@@ -137,6 +140,29 @@ func (q *queue) place(win *authorWindow, key ObjectKey, in intent, now time.Time
 		win.First = since
 	}
 	win.Last = now
+}
+
+// sinceOf is when key's oldest uncommitted change came, as the window knew it when it was
+// detached; its opening when it did not hold key then.
+func (win *authorWindow) sinceOf(key ObjectKey) time.Time {
+	if at, ok := win.since[key]; ok && !at.IsZero() {
+		return at
+	}
+	return win.First
+}
+
+// keepAge makes key, waiting in some window now, as old as it was in from, a detached
+// window that commits without it.
+func (q *queue) keepAge(key ObjectKey, from *authorWindow) {
+	win := q.windows[q.owner[key]]
+	since := from.sinceOf(key)
+	if win == nil || since.IsZero() {
+		return
+	}
+	q.dirtySince(key, since)
+	if since.Before(win.First) {
+		win.First = since
+	}
 }
 
 // dirtySince records that key has waited since at, unless it waited from earlier.
@@ -247,9 +273,11 @@ func (q *queue) due(cfg WindowConfig, now time.Time) (out []*authorWindow, wait 
 	})
 	for _, win := range out {
 		delete(q.windows, win.author)
+		win.since = make(map[ObjectKey]time.Time, len(win.dirty))
 		for k := range win.dirty {
 			if q.owner[k] == win.author {
 				delete(q.owner, k)
+				win.since[k] = q.since[k]
 				delete(q.since, k)
 			}
 		}
@@ -291,10 +319,10 @@ func (q *queue) restore(win *authorWindow, now time.Time) {
 					cur.dirty[k] = in.merge(newer)
 				}
 				cur.failed = cur.failed || win.failed
-				if !win.First.IsZero() {
-					q.dirtySince(k, win.First)
-					if win.First.Before(cur.First) {
-						cur.First = win.First
+				if at := win.sinceOf(k); !at.IsZero() {
+					q.dirtySince(k, at)
+					if at.Before(cur.First) {
+						cur.First = at
 					}
 				}
 			}
@@ -311,7 +339,11 @@ func (q *queue) restore(win *authorWindow, now time.Time) {
 		if cur.First.IsZero() {
 			cur.First = now
 		}
-		q.dirtySince(k, cur.First)
+		if at := win.sinceOf(k); !at.IsZero() {
+			q.dirtySince(k, at)
+		} else {
+			q.dirtySince(k, cur.First)
+		}
 		cur.Last = now
 	}
 	if requests := live(win.requests); len(requests) > 0 {

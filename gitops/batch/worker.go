@@ -923,7 +923,7 @@ func (w *worker) flush(ctx context.Context, t *target, win *authorWindow) (bool,
 		}
 		refusals := p.refusals()
 		if len(p.files) == 0 {
-			w.answer(win, "", refusals)
+			w.answer(win, dirty, "", refusals)
 			w.delivered(t, win)
 			return w.settled(t, refusedBefore), nil
 		}
@@ -944,7 +944,7 @@ func (w *worker) flush(ctx context.Context, t *target, win *authorWindow) (bool,
 			return !slices.Equal(refusedBefore, t.st.Refused), nil
 		}
 		if errors.Is(err, repo.ErrNoChange) {
-			w.answer(win, "", refusals)
+			w.answer(win, dirty, "", refusals)
 			w.delivered(t, win)
 			return w.settled(t, refusedBefore), nil
 		}
@@ -989,7 +989,7 @@ func (w *worker) flush(ctx context.Context, t *target, win *authorWindow) (bool,
 		w.clearFailure(t)
 		w.log.Info("pushed", "gitTarget", t.spec.Key.String(), "sha", sha.String(), "files", len(p.files), "author", author.Name,
 			"plan", planned.String(), "build", built.Sub(when).String(), "push", pushedAt.Sub(built).String())
-		w.answer(win, sha.String(), nil)
+		w.answer(win, dirty, sha.String(), nil)
 		w.keepDeferred(t, win, p.deferred)
 		w.delivered(t, win)
 		w.compactIfDue() // a clone rebuilt here is fetched by the next flush (!w.fetched)
@@ -1081,24 +1081,31 @@ func (w *worker) keepDeferred(t *target, win *authorWindow, deferred map[ObjectK
 
 // planOwn plans the window's objects but those another author changed since it was
 // detached: an object's state is read at commit time, so it carries their change, which
-// their window commits under their name. The plan is made again when one was changed
-// while it was planned (the informer's cache holds a write just before its event reaches
-// the writer); dirty is what the plan covers.
+// their window commits under their name. The plan is made again (up to replans times) when
+// one was changed while it was planned: the informer's cache holds a write just before its
+// event reaches the writer. One whose event comes after the last look still goes with
+// this commit. dirty is what the plan covers.
 func (w *worker) planOwn(ctx context.Context, t *target, win *authorWindow) (p *writePlan, dirty map[ObjectKey]intent, err error) {
 	dirty = w.ownDirty(t, win, win.dirty)
-	for {
+	for range replans + 1 {
 		if p, err = w.plan(ctx, t, dirty); err != nil {
 			return nil, nil, err
 		}
 		left := w.ownDirty(t, win, dirty)
 		if len(left) == len(dirty) {
-			return p, dirty, nil
+			break
 		}
 		dirty = left
 	}
+	return p, dirty, nil
 }
 
-// ownDirty is dirty without the objects now waiting in another author's window.
+// replans bounds how often planOwn plans a window again: each plan reads every object of it
+// while the worker's lock is held.
+const replans = 2
+
+// ownDirty is dirty without the objects now waiting in another author's window. Those keep
+// the age they had in win (for maxDelay), as if they had moved there before it closed.
 func (w *worker) ownDirty(t *target, win *authorWindow, dirty map[ObjectKey]intent) map[ObjectKey]intent {
 	w.qmu.Lock()
 	defer w.qmu.Unlock()
@@ -1109,6 +1116,7 @@ func (w *worker) ownDirty(t *target, win *authorWindow, dirty map[ObjectKey]inte
 				out, copied = maps.Clone(dirty), true
 			}
 			delete(out, k)
+			t.q.keepAge(k, win)
 		}
 	}
 	return out
@@ -1192,8 +1200,10 @@ func (w *worker) answerLanded(requests []*CommitRequest) []*CommitRequest {
 }
 
 // answer queues the outcome of the window's CommitRequests: the pushed commit, or that
-// their author's changes needed none (or could not be written: refused). Callers hold w.mu.
-func (w *worker) answer(win *authorWindow, sha string, refused []string) {
+// their author's changes needed none (or could not be written: refused, or were all left to
+// the authors who changed them since: dirty, what the plan covered, is empty). Callers hold
+// w.mu.
+func (w *worker) answer(win *authorWindow, dirty map[ObjectKey]intent, sha string, refused []string) {
 	for _, r := range win.requests {
 		out := RequestOutcome{Done: true, SHA: sha, Reason: ReasonCommitted,
 			Message: fmt.Sprintf("committed %s to %s with the requested message", shortSHA(sha), r.Target)}
@@ -1211,7 +1221,7 @@ func (w *worker) answer(win *authorWindow, sha string, refused []string) {
 			out = RequestOutcome{Done: true, Reason: ReasonNothingToCommit,
 				Message: fmt.Sprintf("no commit was made and the message was not used: the writer refused %d of the changes (%s); "+
 					"fix that, then create a new CommitRequest with the next change", len(refused), refused[0])}
-		case sha == "" && len(win.dirty) == 0:
+		case sha == "" && len(dirty) == 0:
 			out = RequestOutcome{Done: true, Reason: ReasonNothingToCommit,
 				Message: fmt.Sprintf("no change of %s was left to commit with the message: someone changed the same objects after %s "+
 					"and their commit carries them (an object's last writer does), so the message was not used; "+
