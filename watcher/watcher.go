@@ -956,7 +956,7 @@ func (w *Watcher) onEvent(gvr schema.GroupVersionResource, oldObj, newObj interf
 	}
 	changes = perTarget(changes, selected)
 	if len(changes) > 0 && keyed {
-		w.attribute(changes, key, old)
+		w.attribute(changes, key, old, u)
 	}
 	w.opts.Sink.Submit(changes...)
 }
@@ -983,9 +983,19 @@ func perTarget(changes []batch.Change, selected map[types.NamespacedName]bool) [
 }
 
 // attribute sets the author of a stored change's Changes from the admission record, when
-// there is one: the join is exact or nothing.
-func (w *Watcher) attribute(changes []batch.Change, k attribution.Key, old *unstructured.Unstructured) {
-	w.attributeWithin(changes, k, old, 0)
+// there is one: the join is exact or nothing. obj is the object as the event has it: one
+// seen for the first time may carry a later update's content (Book.JoinCreated).
+func (w *Watcher) attribute(changes []batch.Change, k attribution.Key, old, obj *unstructured.Unstructured) {
+	if k.Op != attribution.Create || w.opts.Attribution == nil {
+		w.attributeWithin(changes, k, old, 0)
+		return
+	}
+	d, err := attribution.DigestOf(obj)
+	if err != nil {
+		return // cannot be encoded: nothing can be joined exactly
+	}
+	a, ok := w.opts.Attribution.JoinCreated(k.UID, obj.GetResourceVersion(), d)
+	w.authored(changes, a, ok)
 }
 
 // attributeWithin is attribute joining only a record made within that time (Book.JoinWithin).
@@ -997,6 +1007,11 @@ func (w *Watcher) attributeWithin(changes []batch.Change, k attribution.Key, old
 	if !ok && attribution.SameContent(k, old) {
 		return // a status or metadata-only write: nothing for Git, nobody to attribute
 	}
+	w.authored(changes, a, ok)
+}
+
+// authored counts a join and, when it found the author, sets it on changes.
+func (w *Watcher) authored(changes []batch.Change, a attribution.Author, ok bool) {
 	w.opts.AttributionMetrics.Observe(ok)
 	if !ok {
 		return

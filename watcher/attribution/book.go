@@ -5,9 +5,11 @@
 // never to a guess.
 //
 // Keys (architecture §4): a create joins on the object's UID, which the API server assigns
-// before validating admission; an update on UID + the resourceVersion the request replaced
-// + a digest of the sanitized new object (so an admitted request that later failed in
-// storage cannot claim another request's write); a delete on UID.
+// before validating admission, when the object seen has the content admitted (its digest;
+// the API server changes nothing after validating admission); an update on UID + the
+// resourceVersion the request replaced + a digest of the sanitized new object (so an
+// admitted request that later failed in storage cannot claim another request's write); a
+// delete on UID.
 package attribution
 
 import (
@@ -45,12 +47,22 @@ type Key struct {
 	UID types.UID `json:"uid"`
 	// OldResourceVersion is the version an update replaced; empty for creates and deletes.
 	OldResourceVersion string `json:"oldResourceVersion,omitempty"`
-	// Digest is the sanitized new object's digest for updates; zero otherwise.
+	// Digest is the sanitized new object's digest for creates and updates; zero for
+	// deletes. A create's is not part of its join key (see slot).
 	Digest Digest `json:"digest"`
 }
 
 // CreateKey is the join key of a create.
 func CreateKey(uid types.UID) Key { return Key{Op: Create, UID: uid} }
+
+// slot is where the Book files a record of k: a create's by UID alone, its digest kept in
+// the record to compare with the object seen (JoinCreated).
+func (k Key) slot() Key {
+	if k.Op == Create {
+		k.Digest = Digest{}
+	}
+	return k
+}
 
 // UpdateKey is the join key of an update.
 func UpdateKey(uid types.UID, oldRV string, d Digest) Key {
@@ -84,7 +96,16 @@ type Book struct {
 
 	mu    sync.Mutex
 	byKey map[Key]*list.Element
-	order *list.List // oldest first
+	// byResult finds an update's record by the object it left (UID and digest): for an
+	// object first seen after a create and an update in one relist gap (JoinCreated).
+	byResult map[result]*list.Element
+	order    *list.List // oldest first
+}
+
+// result is the object an update left: its UID and the digest of its sanitized form.
+type result struct {
+	uid    types.UID
+	digest Digest
 }
 
 // NewBook returns a Book keeping records for ttl, at most maxRecords of them (the oldest go
@@ -96,7 +117,7 @@ func NewBook(ttl time.Duration, maxRecords int) *Book {
 	if maxRecords <= 0 {
 		maxRecords = DefaultMaxRecords
 	}
-	return &Book{ttl: ttl, max: maxRecords, now: time.Now, byKey: map[Key]*list.Element{}, order: list.New()}
+	return &Book{ttl: ttl, max: maxRecords, now: time.Now, byKey: map[Key]*list.Element{}, byResult: map[result]*list.Element{}, order: list.New()}
 }
 
 // Record remembers who asked for a write. Two records for one key by different users make
@@ -110,13 +131,17 @@ func (b *Book) Record(k Key, a Author) {
 	defer b.mu.Unlock()
 	now := b.now()
 	b.expireLocked(now)
-	if e, ok := b.byKey[k]; ok {
+	if e, ok := b.byKey[k.slot()]; ok {
 		if prev := e.Value.(*record).author; prev != a {
 			a = Author{} // ambiguous: joins as unattributed
 		}
-		b.order.Remove(e)
+		b.removeLocked(e)
 	}
-	b.byKey[k] = b.order.PushBack(&record{key: k, author: a, recorded: now, expires: now.Add(b.ttl)})
+	e := b.order.PushBack(&record{key: k, author: a, recorded: now, expires: now.Add(b.ttl)})
+	b.byKey[k.slot()] = e
+	if k.Op == Update {
+		b.byResult[result{k.UID, k.Digest}] = e // the newest update leaving that content
+	}
 	for b.order.Len() > b.max {
 		b.removeLocked(b.order.Front())
 	}
@@ -136,7 +161,7 @@ func (b *Book) JoinWithin(k Key, within time.Duration) (Author, bool) {
 	defer b.mu.Unlock()
 	now := b.now()
 	b.expireLocked(now)
-	e, ok := b.byKey[k]
+	e, ok := b.byKey[k.slot()]
 	if !ok {
 		return Author{}, false
 	}
@@ -145,6 +170,39 @@ func (b *Book) JoinWithin(k Key, within time.Duration) (Author, bool) {
 	if within > 0 && now.Sub(r.recorded) > within {
 		return Author{}, false
 	}
+	return r.author, r.author.Username != ""
+}
+
+// JoinCreated is Join for an object seen for the first time (a watch's add), in state
+// resourceVersion rv with digest d: the create's record when the object is as it was
+// created. After a re-list whose gap covered the create and a later update, it is not: the
+// record of an update that left exactly d (and did not replace rv, as an update made after
+// the add would) is joined instead, and nothing when no record left that content (an
+// update nobody recorded). The create's record is forgotten either way. A create record
+// without a digest (from a replica of an earlier release) joins as before.
+func (b *Book) JoinCreated(uid types.UID, rv string, d Digest) (Author, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.expireLocked(b.now())
+	var e *list.Element
+	created := b.byKey[CreateKey(uid)]
+	update, updated := b.byResult[result{uid, d}]
+	switch {
+	case created != nil && (created.Value.(*record).key.Digest == d || created.Value.(*record).key.Digest == Digest{}):
+		e = created
+	case updated && update.Value.(*record).key.OldResourceVersion != rv:
+		e = update
+	}
+	if created != nil {
+		b.removeLocked(created)
+	}
+	if e == nil {
+		return Author{}, false
+	}
+	if e != created {
+		b.removeLocked(e)
+	}
+	r := e.Value.(*record)
 	return r.author, r.author.Username != ""
 }
 
@@ -162,6 +220,10 @@ func (b *Book) expireLocked(now time.Time) {
 }
 
 func (b *Book) removeLocked(e *list.Element) {
-	delete(b.byKey, e.Value.(*record).key)
+	k := e.Value.(*record).key
+	delete(b.byKey, k.slot())
+	if res := (result{k.UID, k.Digest}); k.Op == Update && b.byResult[res] == e {
+		delete(b.byResult, res)
+	}
 	b.order.Remove(e)
 }

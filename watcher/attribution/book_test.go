@@ -174,3 +174,58 @@ func TestSameContent(t *testing.T) {
 	assert.False(t, SameContent(k, old), "a data change does")
 	assert.False(t, SameContent(CreateKey("u1"), nil), "a create is never the same content")
 }
+
+func TestJoinCreated(t *testing.T) {
+	alice, bob := Author{Username: "alice"}, Author{Username: "bob"}
+	record := func(b *Book, op Op, obj, old *unstructured.Unstructured, a Author) {
+		k, ok := KeyForRequest(op, obj, old)
+		require.True(t, ok)
+		b.Record(k, a)
+	}
+	digest := func(obj *unstructured.Unstructured) Digest {
+		d, err := DigestOf(obj)
+		require.NoError(t, err)
+		return d
+	}
+	tests := []struct {
+		name   string
+		record func(*Book)
+		seen   *unstructured.Unstructured // the object as the watch first shows it
+		want   *Author
+	}{
+		{"joins the create of an object seen as it was created",
+			func(b *Book) { record(b, Create, cm("u1", "", "a"), nil, alice) }, cm("u1", "5", "a"), &alice},
+		{"joins the update that left the object as seen, after a re-list whose gap hid the create and that update",
+			func(b *Book) {
+				record(b, Create, cm("u1", "", "a"), nil, alice)
+				record(b, Update, cm("u1", "5", "b"), cm("u1", "5", "a"), bob)
+			}, cm("u1", "6", "b"), &bob},
+		{"leaves unattributed an object no recorded write left as seen (an update nobody recorded)",
+			func(b *Book) {
+				record(b, Create, cm("u1", "", "a"), nil, alice)
+				record(b, Update, cm("u1", "5", "b"), cm("u1", "5", "a"), bob)
+			}, cm("u1", "7", "c"), nil},
+		{"keeps the create's author when an update after it left the same content",
+			func(b *Book) {
+				record(b, Create, cm("u1", "", "a"), nil, alice)
+				record(b, Update, cm("u1", "5", "a"), cm("u1", "5", "a"), bob)
+			}, cm("u1", "5", "a"), &alice},
+		{"joins a create recorded without a digest, as a replica of an earlier release forwards it",
+			func(b *Book) { b.Record(CreateKey("u1"), alice) }, cm("u1", "5", "b"), &alice},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := NewBook(0, 0)
+			tt.record(b)
+			got, joined := b.JoinCreated("u1", tt.seen.GetResourceVersion(), digest(tt.seen))
+			if tt.want == nil {
+				assert.False(t, joined)
+			} else {
+				assert.True(t, joined)
+				assert.Equal(t, *tt.want, got)
+			}
+			_, again := b.Join(CreateKey("u1"))
+			assert.False(t, again, "the create's record is used up")
+		})
+	}
+}

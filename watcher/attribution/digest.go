@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/gitops-reverser/gitops-reverser/gitops/sanitize"
 )
@@ -31,12 +32,12 @@ func KeyForEvent(old, obj *unstructured.Unstructured) (Key, bool) {
 	if obj == nil || obj.GetUID() == "" {
 		return Key{}, false
 	}
-	if old == nil {
-		return CreateKey(obj.GetUID()), true
-	}
 	d, err := DigestOf(obj)
 	if err != nil {
 		return Key{}, false
+	}
+	if old == nil {
+		return createKeyWith(obj.GetUID(), d), true
 	}
 	return UpdateKey(obj.GetUID(), old.GetResourceVersion(), d), true
 }
@@ -47,7 +48,9 @@ func KeyForRequest(op Op, obj, old *unstructured.Unstructured) (Key, bool) {
 	switch op {
 	case Create:
 		if obj != nil && obj.GetUID() != "" {
-			return CreateKey(obj.GetUID()), true
+			if d, err := DigestOf(obj); err == nil {
+				return createKeyWith(obj.GetUID(), d), true
+			}
 		}
 	case Update:
 		if obj != nil && old != nil && old.GetUID() != "" {
@@ -62,6 +65,13 @@ func KeyForRequest(op Op, obj, old *unstructured.Unstructured) (Key, bool) {
 		}
 	}
 	return Key{}, false
+}
+
+// createKeyWith is the key of a create whose object has digest d.
+func createKeyWith(uid types.UID, d Digest) Key {
+	k := CreateKey(uid)
+	k.Digest = d
+	return k
 }
 
 // SameContent reports whether the update keyed by k left the sanitized object as old had
