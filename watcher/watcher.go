@@ -497,6 +497,7 @@ func (w *Watcher) snapshotWith(target types.NamespacedName, cs []Claim, objs []i
 		}
 		if (create || update) && !noise {
 			ch.CreateOnly, ch.Relisted = !update, true
+			ch.Author = w.createdBy(u)
 			changes = append(changes, *ch)
 		}
 	}
@@ -1008,6 +1009,16 @@ func (w *Watcher) attributeWithin(changes []batch.Change, k attribution.Key, old
 		return // a status or metadata-only write: nothing for Git, nobody to attribute
 	}
 	w.authored(changes, a, ok)
+}
+
+// createdBy is who created u, when a list shows it as its create left it (Book.CreatedBy),
+// else "": a list is no one's change.
+func (w *Watcher) createdBy(u *unstructured.Unstructured) string {
+	if w.opts.Attribution == nil {
+		return ""
+	}
+	a, _ := w.opts.Attribution.CreatedBy(u)
+	return a.Username
 }
 
 // authored counts a join and, when it found the author, sets it on changes.

@@ -206,6 +206,17 @@ func (b *Book) JoinCreated(uid types.UID, rv string, d Digest) (Author, bool) {
 	return r.author, r.author.Username != ""
 }
 
+// peek returns the live record of k, leaving it in the Book.
+func (b *Book) peek(k Key) (record, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	e, ok := b.byKey[k.slot()]
+	if !ok || !b.now().Before(e.Value.(*record).expires) {
+		return record{}, false
+	}
+	return *e.Value.(*record), true
+}
+
 // Len is the number of live records.
 func (b *Book) Len() int {
 	b.mu.Lock()

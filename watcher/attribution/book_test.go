@@ -229,3 +229,26 @@ func TestJoinCreated(t *testing.T) {
 		})
 	}
 }
+
+func TestCreatedBy(t *testing.T) {
+	alice := Author{Username: "alice"}
+	b := NewBook(0, 0)
+	k, ok := KeyForRequest(Create, cm("u1", "", "a"), nil)
+	require.True(t, ok)
+	b.Record(k, alice)
+
+	got, ok := b.CreatedBy(cm("u1", "5", "a"))
+	assert.True(t, ok, "a list shows the object as its create left it")
+	assert.Equal(t, alice, got)
+	_, ok = b.CreatedBy(cm("u1", "6", "b"))
+	assert.False(t, ok, "changed since: a list cannot tell by whom")
+	_, ok = b.CreatedBy(cm("u2", "5", "a"))
+	assert.False(t, ok, "another object")
+	got, ok = b.JoinCreated("u1", "5", func() Digest { d, _ := DigestOf(cm("u1", "5", "a")); return d }())
+	assert.True(t, ok, "the record stays for the add event that may follow the list")
+	assert.Equal(t, alice, got)
+
+	b.Record(CreateKey("u3"), alice) // from a replica of an earlier release: no digest to compare
+	_, ok = b.CreatedBy(cm("u3", "5", "a"))
+	assert.False(t, ok)
+}

@@ -67,6 +67,22 @@ func KeyForRequest(op Op, obj, old *unstructured.Unstructured) (Key, bool) {
 	return Key{}, false
 }
 
+// CreatedBy is the author of the create record of obj, as a list shows it, when obj still
+// has the content that create admitted: an object created just before its rule's informer
+// listed it comes to the writer by the list, not by an add event. The record stays, for the
+// add event that may still follow (its notification can trail the cache); it expires.
+func (b *Book) CreatedBy(obj *unstructured.Unstructured) (Author, bool) {
+	r, ok := b.peek(CreateKey(obj.GetUID()))
+	if !ok || r.author.Username == "" || r.key.Digest == (Digest{}) {
+		return Author{}, false
+	}
+	d, err := DigestOf(obj)
+	if err != nil || d != r.key.Digest {
+		return Author{}, false
+	}
+	return r.author, true
+}
+
 // createKeyWith is the key of a create whose object has digest d.
 func createKeyWith(uid types.UID, d Digest) Key {
 	k := CreateKey(uid)
