@@ -991,11 +991,7 @@ func (w *Watcher) attribute(changes []batch.Change, k attribution.Key, old, obj 
 		w.attributeWithin(changes, k, old, 0)
 		return
 	}
-	d, err := attribution.DigestOf(obj)
-	if err != nil {
-		return // cannot be encoded: nothing can be joined exactly
-	}
-	a, ok := w.opts.Attribution.JoinCreated(k.UID, obj.GetResourceVersion(), d)
+	a, ok := w.opts.Attribution.JoinCreated(k, obj.GetResourceVersion())
 	w.authored(changes, a, ok)
 }
 
@@ -1017,7 +1013,7 @@ func (w *Watcher) createdBy(u *unstructured.Unstructured) string {
 	if w.opts.Attribution == nil {
 		return ""
 	}
-	a, _ := w.opts.Attribution.CreatedBy(u)
+	a, _ := w.opts.Attribution.CreatedBy(u.GetUID(), func() (attribution.Key, bool) { return attribution.KeyForEvent(nil, u) })
 	return a.Username
 }
 

@@ -50,6 +50,10 @@ type Key struct {
 	// Digest is the sanitized new object's digest for creates and updates; zero for
 	// deletes. A create's is not part of its join key (see slot).
 	Digest Digest `json:"digest"`
+	// APIVersion is a create's object's apiVersion, in which Digest was taken: a create
+	// requested in another version than the watch's is joined by UID alone. Not part of
+	// the join key either.
+	APIVersion string `json:"apiVersion,omitempty"`
 }
 
 // CreateKey is the join key of a create.
@@ -59,7 +63,7 @@ func CreateKey(uid types.UID) Key { return Key{Op: Create, UID: uid} }
 // the record to compare with the object seen (JoinCreated).
 func (k Key) slot() Key {
 	if k.Op == Create {
-		k.Digest = Digest{}
+		k.Digest, k.APIVersion = Digest{}, ""
 	}
 	return k
 }
@@ -85,6 +89,8 @@ type record struct {
 	author   Author
 	recorded time.Time
 	expires  time.Time
+	// listed is set once a list carried the create's author (CreatedBy): later lists do not.
+	listed bool
 }
 
 // Book holds recent admission records. It is safe for concurrent use: every webhook
@@ -173,22 +179,24 @@ func (b *Book) JoinWithin(k Key, within time.Duration) (Author, bool) {
 	return r.author, r.author.Username != ""
 }
 
-// JoinCreated is Join for an object seen for the first time (a watch's add), in state
-// resourceVersion rv with digest d: the create's record when the object is as it was
-// created. After a re-list whose gap covered the create and a later update, it is not: the
-// record of an update that left exactly d (and did not replace rv, as an update made after
-// the add would) is joined instead, and nothing when no record left that content (an
-// update nobody recorded). The create's record is forgotten either way. A create record
-// without a digest (from a replica of an earlier release) joins as before.
-func (b *Book) JoinCreated(uid types.UID, rv string, d Digest) (Author, bool) {
+// JoinCreated is Join for an object seen for the first time (a watch's add): seen, its
+// key from KeyForEvent, in state resourceVersion rv. The create's record is joined when the
+// object is as it was created. After a re-list whose gap covered the create and a later
+// update, it is not: the record of an update that left exactly the content seen (and did
+// not replace rv, as an update made after the add would) is joined instead, and nothing
+// when no record left that content (an update nobody recorded). The create's record is
+// forgotten either way. One whose content cannot be compared joins by UID alone, as
+// before digests: requested in another API version than the watch's, or recorded by a
+// replica of an earlier release.
+func (b *Book) JoinCreated(seen Key, rv string) (Author, bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.expireLocked(b.now())
 	var e *list.Element
-	created := b.byKey[CreateKey(uid)]
-	update, updated := b.byResult[result{uid, d}]
+	created := b.byKey[CreateKey(seen.UID)]
+	update, updated := b.byResult[result{seen.UID, seen.Digest}]
 	switch {
-	case created != nil && (created.Value.(*record).key.Digest == d || created.Value.(*record).key.Digest == Digest{}):
+	case created != nil && sameCreate(created.Value.(*record).key, seen, true):
 		e = created
 	case updated && update.Value.(*record).key.OldResourceVersion != rv:
 		e = update
@@ -206,15 +214,44 @@ func (b *Book) JoinCreated(uid types.UID, rv string, d Digest) (Author, bool) {
 	return r.author, r.author.Username != ""
 }
 
-// peek returns the live record of k, leaving it in the Book.
-func (b *Book) peek(k Key) (record, bool) {
+// sameCreate says whether the object seen (its create key from a watch or a list) is as
+// the recorded create left it. When their contents cannot be compared (another API
+// version, or no digest recorded), loose decides.
+func sameCreate(recorded, seen Key, loose bool) bool {
+	if recorded.Digest == (Digest{}) || recorded.APIVersion != seen.APIVersion {
+		return loose
+	}
+	return recorded.Digest == seen.Digest
+}
+
+// CreatedBy is the author of the create record of uid, when a list shows the object exactly
+// as that create left it (seen gives its create key, computed only when there is a record):
+// an object created just before its rule's informer listed it comes to the writer by the
+// list, not by an add event. Only the first list that asks gets it (later ones, a rule
+// edited, a re-list, are no one's change). The record stays, for the add event that may
+// still follow (its notification can trail the cache), and expires.
+func (b *Book) CreatedBy(uid types.UID, seen func() (Key, bool)) (Author, bool) {
+	b.mu.Lock()
+	e, ok := b.byKey[CreateKey(uid)]
+	var r record
+	if ok {
+		r = *e.Value.(*record)
+	}
+	b.mu.Unlock()
+	if !ok || r.listed || r.author.Username == "" || !b.now().Before(r.expires) {
+		return Author{}, false
+	}
+	k, ok := seen()
+	if !ok || !sameCreate(r.key, k, false) {
+		return Author{}, false
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	e, ok := b.byKey[k.slot()]
-	if !ok || !b.now().Before(e.Value.(*record).expires) {
-		return record{}, false
+	if cur, still := b.byKey[CreateKey(uid)]; !still || cur != e || cur.Value.(*record).listed {
+		return Author{}, false
 	}
-	return *e.Value.(*record), true
+	e.Value.(*record).listed = true
+	return r.author, true
 }
 
 // Len is the number of live records.

@@ -182,11 +182,6 @@ func TestJoinCreated(t *testing.T) {
 		require.True(t, ok)
 		b.Record(k, a)
 	}
-	digest := func(obj *unstructured.Unstructured) Digest {
-		d, err := DigestOf(obj)
-		require.NoError(t, err)
-		return d
-	}
 	tests := []struct {
 		name   string
 		record func(*Book)
@@ -210,6 +205,12 @@ func TestJoinCreated(t *testing.T) {
 				record(b, Create, cm("u1", "", "a"), nil, alice)
 				record(b, Update, cm("u1", "5", "a"), cm("u1", "5", "a"), bob)
 			}, cm("u1", "5", "a"), &alice},
+		{"joins by UID alone a create requested in another API version than the watch's",
+			func(b *Book) {
+				requested := cm("u1", "", "a")
+				requested.SetAPIVersion("v1beta1")
+				record(b, Create, requested, nil, alice)
+			}, cm("u1", "5", "a"), &alice},
 		{"joins a create recorded without a digest, as a replica of an earlier release forwards it",
 			func(b *Book) { b.Record(CreateKey("u1"), alice) }, cm("u1", "5", "b"), &alice},
 	}
@@ -217,7 +218,9 @@ func TestJoinCreated(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			b := NewBook(0, 0)
 			tt.record(b)
-			got, joined := b.JoinCreated("u1", tt.seen.GetResourceVersion(), digest(tt.seen))
+			seen, ok := KeyForEvent(nil, tt.seen)
+			require.True(t, ok)
+			got, joined := b.JoinCreated(seen, tt.seen.GetResourceVersion())
 			if tt.want == nil {
 				assert.False(t, joined)
 			} else {
@@ -236,19 +239,25 @@ func TestCreatedBy(t *testing.T) {
 	k, ok := KeyForRequest(Create, cm("u1", "", "a"), nil)
 	require.True(t, ok)
 	b.Record(k, alice)
+	listed := func(obj *unstructured.Unstructured) (Author, bool) {
+		return b.CreatedBy(obj.GetUID(), func() (Key, bool) { return KeyForEvent(nil, obj) })
+	}
 
-	got, ok := b.CreatedBy(cm("u1", "5", "a"))
+	_, ok = listed(cm("u1", "6", "b"))
+	assert.False(t, ok, "changed since: a list cannot tell by whom")
+	_, ok = listed(cm("u2", "5", "a"))
+	assert.False(t, ok, "another object")
+	got, ok := listed(cm("u1", "5", "a"))
 	assert.True(t, ok, "a list shows the object as its create left it")
 	assert.Equal(t, alice, got)
-	_, ok = b.CreatedBy(cm("u1", "6", "b"))
-	assert.False(t, ok, "changed since: a list cannot tell by whom")
-	_, ok = b.CreatedBy(cm("u2", "5", "a"))
-	assert.False(t, ok, "another object")
-	got, ok = b.JoinCreated("u1", "5", func() Digest { d, _ := DigestOf(cm("u1", "5", "a")); return d }())
+	_, ok = listed(cm("u1", "5", "a"))
+	assert.False(t, ok, "only the first list: a later one (a rule edited, a re-list) is no one's change")
+	seen, _ := KeyForEvent(nil, cm("u1", "5", "a"))
+	got, ok = b.JoinCreated(seen, "5")
 	assert.True(t, ok, "the record stays for the add event that may follow the list")
 	assert.Equal(t, alice, got)
 
 	b.Record(CreateKey("u3"), alice) // from a replica of an earlier release: no digest to compare
-	_, ok = b.CreatedBy(cm("u3", "5", "a"))
+	_, ok = b.CreatedBy("u3", func() (Key, bool) { return KeyForEvent(nil, cm("u3", "5", "a")) })
 	assert.False(t, ok)
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/gitops-reverser/gitops-reverser/gitops/sanitize"
 )
@@ -37,7 +36,7 @@ func KeyForEvent(old, obj *unstructured.Unstructured) (Key, bool) {
 		return Key{}, false
 	}
 	if old == nil {
-		return createKeyWith(obj.GetUID(), d), true
+		return createKeyWith(obj, d), true
 	}
 	return UpdateKey(obj.GetUID(), old.GetResourceVersion(), d), true
 }
@@ -49,7 +48,7 @@ func KeyForRequest(op Op, obj, old *unstructured.Unstructured) (Key, bool) {
 	case Create:
 		if obj != nil && obj.GetUID() != "" {
 			if d, err := DigestOf(obj); err == nil {
-				return createKeyWith(obj.GetUID(), d), true
+				return createKeyWith(obj, d), true
 			}
 		}
 	case Update:
@@ -67,26 +66,10 @@ func KeyForRequest(op Op, obj, old *unstructured.Unstructured) (Key, bool) {
 	return Key{}, false
 }
 
-// CreatedBy is the author of the create record of obj, as a list shows it, when obj still
-// has the content that create admitted: an object created just before its rule's informer
-// listed it comes to the writer by the list, not by an add event. The record stays, for the
-// add event that may still follow (its notification can trail the cache); it expires.
-func (b *Book) CreatedBy(obj *unstructured.Unstructured) (Author, bool) {
-	r, ok := b.peek(CreateKey(obj.GetUID()))
-	if !ok || r.author.Username == "" || r.key.Digest == (Digest{}) {
-		return Author{}, false
-	}
-	d, err := DigestOf(obj)
-	if err != nil || d != r.key.Digest {
-		return Author{}, false
-	}
-	return r.author, true
-}
-
-// createKeyWith is the key of a create whose object has digest d.
-func createKeyWith(uid types.UID, d Digest) Key {
-	k := CreateKey(uid)
-	k.Digest = d
+// createKeyWith is the key of the create of obj, whose digest is d.
+func createKeyWith(obj *unstructured.Unstructured, d Digest) Key {
+	k := CreateKey(obj.GetUID())
+	k.Digest, k.APIVersion = d, obj.GetAPIVersion()
 	return k
 }
 
