@@ -1087,25 +1087,24 @@ func (w *worker) keepDeferred(t *target, win *authorWindow, deferred map[ObjectK
 // this commit. dirty is what the plan covers.
 func (w *worker) planOwn(ctx context.Context, t *target, win *authorWindow) (p *writePlan, dirty map[ObjectKey]intent, err error) {
 	dirty = w.ownDirty(t, win, win.dirty)
-	for range replans + 1 {
+	for i := 0; ; i++ {
 		if p, err = w.plan(ctx, t, dirty); err != nil {
 			return nil, nil, err
 		}
 		left := w.ownDirty(t, win, dirty)
-		if len(left) == len(dirty) {
-			break
+		if len(left) == len(dirty) || i == replans {
+			w.leftOut(t, win, dirty)
+			return p, dirty, nil // the plan and what it covers
 		}
 		dirty = left
 	}
-	return p, dirty, nil
 }
 
 // replans bounds how often planOwn plans a window again: each plan reads every object of it
 // while the worker's lock is held.
 const replans = 2
 
-// ownDirty is dirty without the objects now waiting in another author's window. Those keep
-// the age they had in win (for maxDelay), as if they had moved there before it closed.
+// ownDirty is dirty without the objects now waiting in another author's window.
 func (w *worker) ownDirty(t *target, win *authorWindow, dirty map[ObjectKey]intent) map[ObjectKey]intent {
 	w.qmu.Lock()
 	defer w.qmu.Unlock()
@@ -1116,10 +1115,24 @@ func (w *worker) ownDirty(t *target, win *authorWindow, dirty map[ObjectKey]inte
 				out, copied = maps.Clone(dirty), true
 			}
 			delete(out, k)
-			t.q.keepAge(k, win)
 		}
 	}
 	return out
+}
+
+// leftOut gives the objects of win its plan left to other authors (those not in planned)
+// the age they had in win, for maxDelay, as if they had moved before it closed.
+func (w *worker) leftOut(t *target, win *authorWindow, planned map[ObjectKey]intent) {
+	if len(planned) == len(win.dirty) {
+		return
+	}
+	w.qmu.Lock()
+	defer w.qmu.Unlock()
+	for k := range win.dirty {
+		if _, ok := planned[k]; !ok {
+			t.q.keepAge(k, win)
+		}
+	}
 }
 
 // retrying tells the CommitRequests waiting for a retry after a failed commit why their message
