@@ -19,8 +19,19 @@ type partialMeta struct {
 		Labels          map[string]string       `json:"labels"`
 		OwnerReferences []metav1.OwnerReference `json:"ownerReferences"`
 	} `json:"metadata"`
-	// Type is a Secret's type.
-	Type string `json:"type"`
+	// Type is a Secret's type (see secretType): raw, since a custom resource may have a
+	// top-level "type" of any shape, which must not make its request undecodable.
+	Type json.RawMessage `json:"type"`
+}
+
+// secretType is the object's top-level "type" when it is a string, as a Secret's is; ""
+// otherwise.
+func (m *partialMeta) secretType() string {
+	var t string
+	if json.Unmarshal(m.Type, &t) != nil {
+		return ""
+	}
+	return t
 }
 
 func (m *partialMeta) unmarshal(raw []byte) error {

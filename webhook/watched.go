@@ -276,7 +276,7 @@ func (w *Watched) isNoise(r Request, objs ...*partialMeta) bool {
 		if m == nil {
 			continue
 		}
-		skip, _ := w.Noise.Skip(watcher.ObjectFacts{Resource: r.Resource, Name: r.Name, SecretType: m.Type, Owners: m.Metadata.OwnerReferences})
+		skip, _ := w.Noise.Skip(watcher.ObjectFacts{Resource: r.Resource, Name: r.Name, SecretType: m.secretType(), Owners: m.Metadata.OwnerReferences})
 		return skip
 	}
 	return false

@@ -156,3 +156,24 @@ func TestAnUpdateThatStoresNothingNewIsAllowedWhateverTheTarget(t *testing.T) {
 		})
 	}
 }
+
+func TestARequestIsDecodedWhateverTheShapeOfItsObjectsTopLevelType(t *testing.T) {
+	for _, raw := range []string{
+		`{"kind":"Widget","metadata":{"name":"a"},"type":1}`,
+		`{"kind":"Widget","metadata":{"name":"a"},"type":{"shape":"round"}}`,
+		`{"kind":"Widget","metadata":{"name":"a"},"type":null}`,
+	} {
+		req := admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{Operation: admissionv1.Update,
+			Object: k8sruntime.RawExtension{Raw: []byte(raw)}, OldObject: k8sruntime.RawExtension{Raw: []byte(raw)}}}
+		_, obj, old, err := requestOf(req)
+		if assert.NoError(t, err, "a custom resource's own field: %s", raw) {
+			assert.Equal(t, "a", obj.Metadata.Name)
+			assert.Empty(t, obj.secretType(), "no Secret type")
+			assert.Empty(t, old.secretType())
+		}
+	}
+	_, secret, _, err := requestOf(admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{Operation: admissionv1.Create,
+		Object: k8sruntime.RawExtension{Raw: []byte(`{"kind":"Secret","metadata":{"name":"s"},"type":"kubernetes.io/tls"}`)}}})
+	assert.NoError(t, err)
+	assert.Equal(t, "kubernetes.io/tls", secret.secretType())
+}
