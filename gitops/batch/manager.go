@@ -257,6 +257,8 @@ type Manager struct {
 	// joining counts, per worker, registrations between finding the worker and routing the
 	// target to it, so that a worker about to gain a target is not retired meanwhile.
 	joining map[workerKey]int
+	// opening are the clones workerFor is opening, without m.mu; closed once done.
+	opening map[workerKey]chan struct{}
 	// retiring holds, per worker being retired, a channel closed once its goroutine ended
 	// and its clone was closed: a new worker for the same clone waits for it.
 	retiring map[workerKey]chan struct{}
@@ -310,7 +312,7 @@ func NewManager(opts Options) *Manager {
 		sensitive: map[types.NamespacedName][]schema.GroupResource{}, encrypts: map[types.NamespacedName]bool{}, parked: map[types.NamespacedName]map[ObjectKey]Change{},
 		removed: map[types.NamespacedName]time.Time{}, watched: map[types.NamespacedName]map[schema.GroupVersionResource]bool{},
 		places:  map[types.NamespacedName]place{},
-		joining: map[workerKey]int{}, retiring: map[workerKey]chan struct{}{}, home: map[types.NamespacedName]workerKey{}}
+		joining: map[workerKey]int{}, opening: map[workerKey]chan struct{}{}, retiring: map[workerKey]chan struct{}{}, home: map[types.NamespacedName]workerKey{}}
 }
 
 // Start runs until ctx ends; workers created before or after Start run under ctx.
@@ -693,15 +695,29 @@ func (m *Manager) workerFor(ctx context.Context, spec TargetSpec) (*worker, work
 	m.moveAway(spec.Key, wk)
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	for m.retiring[wk] != nil { // its clone is still being closed
-		retired := m.retiring[wk]
+	for {
+		busy := m.retiring[wk] // its clone is still being closed
+		if busy == nil {
+			busy = m.opening[wk] // or opened, by another registration
+		}
+		if busy == nil {
+			break
+		}
 		m.mu.Unlock()
-		<-retired
+		<-busy
 		m.mu.Lock()
 	}
 	w, ok := m.workers[wk]
 	if !ok {
+		// Opened without m.mu: verifying a large clone takes seconds, and admission's
+		// Locate must not wait for it (the webhook answers within its timeout).
+		opened := make(chan struct{})
+		m.opening[wk] = opened
+		m.mu.Unlock()
 		r, err := repo.Open(ctx, m.cloneDir(wk), spec.URL, spec.Auth)
+		m.mu.Lock()
+		delete(m.opening, wk)
+		close(opened)
 		if err != nil {
 			return nil, wk, fmt.Errorf("opening the local clone of %s: %w", repo.Redact(spec.URL), err)
 		}

@@ -171,6 +171,9 @@ func (m *Manager) keptClones(inUse []Clone) map[string]bool {
 	for wk := range m.joining {
 		add(wk)
 	}
+	for wk := range m.opening {
+		add(wk)
+	}
 	for wk := range m.retiring {
 		add(wk)
 	}
