@@ -138,11 +138,17 @@ func objectSegments(gvr schema.GroupVersionResource, namespace, name string, sen
 	return segments, nil
 }
 
+// maxFileName is the longest file name ext4, XFS, APFS and NTFS all hold, in bytes: an object
+// name may have 253 characters, and its file adds ".yaml" or ".sops.yaml".
+const maxFileName = 255
+
 // reservedFileName explains why an object's file cannot have this name, which tools read as
 // something other than a manifest (case-insensitively, as on macOS and Windows checkouts),
 // or returns "".
 func reservedFileName(name string) string {
 	switch {
+	case len(name) > maxFileName:
+		return fmt.Sprintf("%d bytes long: no common file system holds a name over %d, so no checkout of the repository (Flux's, Argo CD's, a person's) would work", len(name), maxFileName)
 	case strings.EqualFold(name, "kustomization.yaml"):
 		return "which Kustomize and Flux read as the folder's Kustomization (so the folder could no longer be owned)"
 	case strings.EqualFold(name, ".sops.yaml"):
