@@ -297,16 +297,24 @@ func (v *View) Targets(ctx context.Context, req Request, objLabels, oldLabels la
 	return out
 }
 
+// nsLabels reads namespaces' labels for one request, each namespace once: every rule with a
+// namespaceSelector asks, twice for an update, and a namespace the cache has not seen yet
+// costs a read from the API server, within the webhook's timeout.
 func (v *View) nsLabels(ctx context.Context) func(string) labels.Set {
+	read := map[string]labels.Set{}
 	return func(name string) labels.Set {
+		if l, ok := read[name]; ok {
+			return l
+		}
 		var ns corev1.Namespace
 		err := v.Cache.Get(ctx, types.NamespacedName{Name: name}, &ns)
 		if apierrors.IsNotFound(err) && v.Live != nil {
 			err = v.Live.Get(ctx, types.NamespacedName{Name: name}, &ns)
 		}
 		if err != nil {
-			return nil
+			ns.Labels = nil
 		}
+		read[name] = ns.Labels
 		return ns.Labels
 	}
 }

@@ -9,11 +9,14 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/stretchr/testify/assert"
 	admissionv1 "k8s.io/api/admission/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 )
 
@@ -176,4 +179,38 @@ func TestARequestIsDecodedWhateverTheShapeOfItsObjectsTopLevelType(t *testing.T)
 		Object: k8sruntime.RawExtension{Raw: []byte(`{"kind":"Secret","metadata":{"name":"s"},"type":"kubernetes.io/tls"}`)}}})
 	assert.NoError(t, err)
 	assert.Equal(t, "kubernetes.io/tls", secret.secretType())
+}
+
+// countingReader serves namespaces labelled team=a and counts the reads.
+type countingReader struct {
+	reads int
+}
+
+func (r *countingReader) Get(_ context.Context, _ client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
+	r.reads++
+	obj.SetLabels(map[string]string{"team": "a"})
+	return nil
+}
+
+func (r *countingReader) List(context.Context, client.ObjectList, ...client.ListOption) error {
+	return nil
+}
+
+// emptyCache is an informer cache that has seen no namespace (only Get is used).
+type emptyCache struct {
+	cache.Cache
+}
+
+func (emptyCache) Get(_ context.Context, key client.ObjectKey, _ client.Object, _ ...client.GetOption) error {
+	return apierrors.NewNotFound(schema.GroupResource{Resource: "namespaces"}, key.Name)
+}
+
+func TestANamespaceTheCacheLacksIsReadOncePerRequest(t *testing.T) {
+	live := &countingReader{}
+	v := &View{Cache: emptyCache{}, Live: live}
+	labelsOf := v.nsLabels(context.Background())
+	for range 6 { // three rules with a namespaceSelector, an update: old and new
+		assert.Equal(t, "a", labelsOf("fresh")["team"])
+	}
+	assert.Equal(t, 1, live.reads, "one read from the API server, however many rules ask")
 }
