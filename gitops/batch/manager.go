@@ -373,7 +373,7 @@ func (m *Manager) retireIfIdle(wk workerKey) {
 	}
 	w := m.workers[wk]
 	forget := !m.isHome(wk)
-	if m.joining[wk] > 0 || m.routesTo(wk) || (w == nil && !forget) {
+	if m.joining[wk] > 0 || m.opening[wk] != nil || m.routesTo(wk) || (w == nil && !forget) {
 		m.mu.Unlock()
 		return
 	}
@@ -711,10 +711,11 @@ func (m *Manager) workerFor(ctx context.Context, spec TargetSpec) (*worker, work
 	if !ok {
 		// Opened without m.mu: verifying a large clone takes seconds, and admission's
 		// Locate must not wait for it (the webhook answers within its timeout).
+		// Neither retired (retireIfIdle) nor swept (keptClones) meanwhile.
 		opened := make(chan struct{})
 		m.opening[wk] = opened
 		m.mu.Unlock()
-		r, err := repo.Open(ctx, m.cloneDir(wk), spec.URL, spec.Auth)
+		r, err := openUnlocked(ctx, m.cloneDir(wk), spec)
 		m.mu.Lock()
 		delete(m.opening, wk)
 		close(opened)
@@ -736,6 +737,17 @@ func (m *Manager) workerFor(ctx context.Context, spec TargetSpec) (*worker, work
 	}
 	m.joining[wk]++
 	return w, wk, nil
+}
+
+// openUnlocked is repo.Open, called without m.mu: a panic in it is returned as an error,
+// so that workerFor takes m.mu back and ends the open before unwinding.
+func openUnlocked(ctx context.Context, dir string, spec TargetSpec) (r *repo.Repo, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("opening the clone panicked: %v", p)
+		}
+	}()
+	return repo.Open(ctx, dir, spec.URL, spec.Auth)
 }
 
 // park keeps changes of suspended or moving targets, the last per object; older ones (a
