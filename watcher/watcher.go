@@ -497,7 +497,7 @@ func (w *Watcher) snapshotWith(target types.NamespacedName, cs []Claim, objs []i
 		}
 		if (create || update) && !noise {
 			ch.CreateOnly, ch.Relisted = !update, true
-			ch.Author = w.createdBy(u)
+			ch.Author = w.createdBy(u, target)
 			changes = append(changes, *ch)
 		}
 	}
@@ -1007,13 +1007,13 @@ func (w *Watcher) attributeWithin(changes []batch.Change, k attribution.Key, old
 	w.authored(changes, a, ok)
 }
 
-// createdBy is who created u, when a list shows it as its create left it (Book.CreatedBy),
-// else "": a list is no one's change.
-func (w *Watcher) createdBy(u *unstructured.Unstructured) string {
+// createdBy is who created u, when target's first list of it shows it as its create left it
+// (Book.CreatedBy), else "": a list is no one's change.
+func (w *Watcher) createdBy(u *unstructured.Unstructured, target types.NamespacedName) string {
 	if w.opts.Attribution == nil {
 		return ""
 	}
-	a, _ := w.opts.Attribution.CreatedBy(u.GetUID(), func() (attribution.Key, bool) { return attribution.KeyForEvent(nil, u) })
+	a, _ := w.opts.Attribution.CreatedBy(u.GetUID(), target, func() (attribution.Key, bool) { return attribution.KeyForEvent(nil, u) })
 	return a.Username
 }
 

@@ -89,8 +89,9 @@ type record struct {
 	author   Author
 	recorded time.Time
 	expires  time.Time
-	// listed is set once a list carried the create's author (CreatedBy): later lists do not.
-	listed bool
+	// listed holds the targets a list carried the create's author to (CreatedBy): later
+	// lists for them do not.
+	listed map[types.NamespacedName]bool
 }
 
 // Book holds recent admission records. It is safe for concurrent use: every webhook
@@ -196,10 +197,12 @@ func (b *Book) JoinCreated(seen Key, rv string) (Author, bool) {
 	created := b.byKey[CreateKey(seen.UID)]
 	update, updated := b.byResult[result{seen.UID, seen.Digest}]
 	switch {
-	case created != nil && sameCreate(created.Value.(*record).key, seen, true):
+	case created != nil && sameCreate(created.Value.(*record).key, seen, false):
 		e = created
 	case updated && update.Value.(*record).key.OldResourceVersion != rv:
 		e = update
+	case created != nil && sameCreate(created.Value.(*record).key, seen, true):
+		e = created // cannot be compared: by UID alone
 	}
 	if created != nil {
 		b.removeLocked(created)
@@ -224,13 +227,13 @@ func sameCreate(recorded, seen Key, loose bool) bool {
 	return recorded.Digest == seen.Digest
 }
 
-// CreatedBy is the author of the create record of uid, when a list shows the object exactly
-// as that create left it (seen gives its create key, computed only when there is a record):
-// an object created just before its rule's informer listed it comes to the writer by the
-// list, not by an add event. Only the first list that asks gets it (later ones, a rule
-// edited, a re-list, are no one's change). The record stays, for the add event that may
-// still follow (its notification can trail the cache), and expires.
-func (b *Book) CreatedBy(uid types.UID, seen func() (Key, bool)) (Author, bool) {
+// CreatedBy is the author of the create record of uid, when target's list shows the object
+// exactly as that create left it (seen gives its create key, computed only when there is a
+// record): an object created just before its rule's informer listed it comes to the writer
+// by the list, not by an add event. Only the first list for each target gets it (later
+// ones, a rule edited, a re-list, are no one's change). The record stays, for the add event
+// that may still follow (its notification can trail the cache), and expires.
+func (b *Book) CreatedBy(uid types.UID, target types.NamespacedName, seen func() (Key, bool)) (Author, bool) {
 	b.mu.Lock()
 	e, ok := b.byKey[CreateKey(uid)]
 	var r record
@@ -238,7 +241,7 @@ func (b *Book) CreatedBy(uid types.UID, seen func() (Key, bool)) (Author, bool) 
 		r = *e.Value.(*record)
 	}
 	b.mu.Unlock()
-	if !ok || r.listed || r.author.Username == "" || !b.now().Before(r.expires) {
+	if !ok || r.listed[target] || r.author.Username == "" || !b.now().Before(r.expires) {
 		return Author{}, false
 	}
 	k, ok := seen()
@@ -247,10 +250,14 @@ func (b *Book) CreatedBy(uid types.UID, seen func() (Key, bool)) (Author, bool) 
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if cur, still := b.byKey[CreateKey(uid)]; !still || cur != e || cur.Value.(*record).listed {
+	cur, still := b.byKey[CreateKey(uid)]
+	if !still || cur != e || cur.Value.(*record).listed[target] {
 		return Author{}, false
 	}
-	e.Value.(*record).listed = true
+	if cur.Value.(*record).listed == nil {
+		cur.Value.(*record).listed = map[types.NamespacedName]bool{}
+	}
+	cur.Value.(*record).listed[target] = true
 	return r.author, true
 }
 

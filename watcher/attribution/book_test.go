@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 func cm(uid, rv, value string) *unstructured.Unstructured {
@@ -239,9 +240,11 @@ func TestCreatedBy(t *testing.T) {
 	k, ok := KeyForRequest(Create, cm("u1", "", "a"), nil)
 	require.True(t, ok)
 	b.Record(k, alice)
-	listed := func(obj *unstructured.Unstructured) (Author, bool) {
-		return b.CreatedBy(obj.GetUID(), func() (Key, bool) { return KeyForEvent(nil, obj) })
+	live, staging := types.NamespacedName{Namespace: "ops", Name: "live"}, types.NamespacedName{Namespace: "ops", Name: "staging"}
+	listedFor := func(target types.NamespacedName, obj *unstructured.Unstructured) (Author, bool) {
+		return b.CreatedBy(obj.GetUID(), target, func() (Key, bool) { return KeyForEvent(nil, obj) })
 	}
+	listed := func(obj *unstructured.Unstructured) (Author, bool) { return listedFor(live, obj) }
 
 	_, ok = listed(cm("u1", "6", "b"))
 	assert.False(t, ok, "changed since: a list cannot tell by whom")
@@ -252,12 +255,15 @@ func TestCreatedBy(t *testing.T) {
 	assert.Equal(t, alice, got)
 	_, ok = listed(cm("u1", "5", "a"))
 	assert.False(t, ok, "only the first list: a later one (a rule edited, a re-list) is no one's change")
+	got, ok = listedFor(staging, cm("u1", "5", "a"))
+	assert.True(t, ok, "the first list of another target that selects it")
+	assert.Equal(t, alice, got)
 	seen, _ := KeyForEvent(nil, cm("u1", "5", "a"))
 	got, ok = b.JoinCreated(seen, "5")
 	assert.True(t, ok, "the record stays for the add event that may follow the list")
 	assert.Equal(t, alice, got)
 
 	b.Record(CreateKey("u3"), alice) // from a replica of an earlier release: no digest to compare
-	_, ok = b.CreatedBy("u3", func() (Key, bool) { return KeyForEvent(nil, cm("u3", "5", "a")) })
+	_, ok = b.CreatedBy("u3", live, func() (Key, bool) { return KeyForEvent(nil, cm("u3", "5", "a")) })
 	assert.False(t, ok)
 }
