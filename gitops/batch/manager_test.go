@@ -922,6 +922,16 @@ func TestARequestOnAWindowHeldBackByTheTargetsBackoffSaysItWaitsForTheRetry(t *t
 	assert.False(t, out.Done)
 	assert.Equal(t, ReasonRetrying, out.Reason, "not waiting for a change of bob's: his change waits for the retry")
 	assert.Contains(t, out.Message, remoteDir, "with the push's error")
+
+	require.NoError(t, os.Rename(remoteDir+".away", remoteDir)) // back
+	w.mu.Lock()
+	w.targets[liveKey].retryAt = time.Time{}
+	w.mu.Unlock()
+	_, err = w.flushIfDue(context.Background(), liveKey, 0) // alice's window, retried, and bob's, which his request closed
+	require.NoError(t, err)
+	out, err = m.Request(req)
+	require.NoError(t, err)
+	assert.Equal(t, ReasonCommitted, out.Reason, "the retry carries bob's message: %s", out.Message)
 }
 
 // racingResolver serves one object; the first time it is read it takes a newer state and
