@@ -237,11 +237,13 @@ func (b *Book) CreatedBy(uid types.UID, target types.NamespacedName, seen func()
 	b.mu.Lock()
 	e, ok := b.byKey[CreateKey(uid)]
 	var r record
+	listed := false
 	if ok {
 		r = *e.Value.(*record)
+		listed = r.listed[target] // the map is shared with the record: read under the lock
 	}
 	b.mu.Unlock()
-	if !ok || r.listed[target] || r.author.Username == "" || !b.now().Before(r.expires) {
+	if !ok || listed || r.author.Username == "" || !b.now().Before(r.expires) {
 		return Author{}, false
 	}
 	k, ok := seen()
