@@ -100,7 +100,7 @@ func TestADeletionSeenBeforeAKillIsWrittenWhenItsResourceComesBackAtAnotherVersi
 	current := old
 	current.GVR.Version = "v1"
 	c.setWatched(old, false) // no informer for the old version any more
-	writer, _ = runWriter(t, workDir, c)
+	writer, stop := runWriter(t, workDir, c)
 	spec.Window = batch.WindowConfig{Quiet: 10 * time.Millisecond, MaxDelay: time.Hour, MaxChanges: 100}
 	_, err = writer.EnsureTarget(context.Background(), spec)
 	require.NoError(t, err)
@@ -109,7 +109,9 @@ func TestADeletionSeenBeforeAKillIsWrittenWhenItsResourceComesBackAtAnotherVersi
 		"the deletion the first process accepted reaches Git")
 	assert.Contains(t, repotest.Git(t, remote.Dir, "log", "-1", "--format=%an", "main"), "alice", "under its author")
 
-	// The journal forgets it: a third process hands nothing over.
+	// The journal forgets it: a third process hands nothing over. The second one records
+	// that after its push; stopping it first waits for that, as a process's exit would.
+	stop()
 	writer, _ = runWriter(t, workDir, c)
 	assert.Zero(t, writer.RecoveredDeletions(), "nothing left pending")
 }
