@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"errors"
+	"net/http"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -747,4 +748,44 @@ func TestAGitProviderWhoseURLCarriesATokenIsRefusedAndOneWithoutIsWritten(t *tes
 	tree := s.remote.LsTree("main")
 	assert.Contains(t, tree, "live/app/reverser.gitops.dev/gitproviders/clean.yaml")
 	assert.NotContains(t, tree, "token.yaml")
+}
+
+// The GitTarget controller puts EnsureTarget's error in a condition, and a status that
+// changes requeues the target at once, past its backoff: an error that differs on every
+// attempt would reconcile it in a loop for as long as the remote refuses.
+func TestARewrapTheRemoteRefusesFailsWithTheSameErrorEachTime(t *testing.T) {
+	var refuse atomic.Bool
+	remote := repotest.NewHTTPRemote(t, repotest.WithMiddleware(func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if refuse.Load() && repotest.IsReceivePack(r) {
+				http.Error(w, "protected branch", http.StatusForbidden)
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}))
+	remote.Seed("main", map[string]string{"live/README.md": "objects\n"}, "seed")
+	msgs, err := batch.ParseMessages("", "")
+	require.NoError(t, err)
+	writer := batch.NewManager(batch.Options{Resolver: &cluster{objs: map[batch.ObjectKey]*unstructured.Unstructured{}},
+		Log: logr.Discard(), WorkDir: t.TempDir()})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { _ = writer.Start(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	spec := batch.TargetSpec{Key: targetKey, URL: remote.URL, Branch: "main", Folder: "live", Messages: msgs,
+		Window: batch.WindowConfig{MaxDelay: time.Second, MaxChanges: 100}, Committer: batch.Identity{Name: "Writer", Email: "w@example.com"}}
+	_, err = writer.EnsureTarget(ctx, spec)
+	require.NoError(t, err)
+
+	ids, recipients := identity(t)
+	spec.Encryption = &batch.Encryption{Recipients: recipients, Identities: ids} // .sops.yaml is to be written
+	refuse.Store(true)
+	_, first := writer.EnsureTarget(ctx, spec)
+	require.Error(t, first)
+	time.Sleep(1100 * time.Millisecond) // a commit made a second later has another hash
+	_, second := writer.EnsureTarget(ctx, spec)
+	require.Error(t, second)
+	assert.Equal(t, first.Error(), second.Error())
+	assert.NotContains(t, remote.LsTree("main"), "live/.sops.yaml")
 }

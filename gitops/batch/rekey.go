@@ -299,7 +299,9 @@ func (w *worker) pushRekey(ctx context.Context, t *target, enc *Encryption, rp *
 			return w.refresh(ctx, false, t)
 		}
 		w.opts.Metrics.push(w.key, "failed")
-		return fmt.Errorf("pushing re-wrapped files %s: %w", sha, err)
+		// No SHA in the error: the commit is made again, with a new one, on every attempt,
+		// and the error reaches status, whose every change requeues the target at once.
+		return fmt.Errorf("pushing re-wrapped files: %w", err)
 	}
 	w.opts.Metrics.push(w.key, "pushed")
 	if err := w.pushed(t, sha, rp.files, nil); err != nil {
