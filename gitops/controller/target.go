@@ -274,7 +274,8 @@ func (r *GitTargetReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&v1alpha1.GitTarget{}).
 		Owns(&corev1.Secret{}).
 		Watches(&v1alpha1.GitProvider{}, handler.EnqueueRequestsFromMapFunc(r.targetsForProvider)).
-		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.targetsForSecret))
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.targetsForSecret)).
+		WithOptions(retryOptions())
 	if r.StatusEvents != nil {
 		b = b.WatchesRawSource(source.Channel(r.StatusEvents, &handler.TypedEnqueueRequestForObject[*v1alpha1.GitTarget]{}))
 	}

@@ -1,0 +1,22 @@
+package controller
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+)
+
+func TestAReconcileThatKeepsFailingIsRetriedAtLeastEveryTwoMinutes(t *testing.T) {
+	limiter := retryLimiter()
+	req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "ops", Name: "live"}}
+	var last time.Duration
+	for range 40 { // an outage of hours
+		last = limiter.When(req)
+	}
+	assert.Equal(t, 2*time.Minute, last)
+	limiter.Forget(req)
+	assert.Equal(t, 5*time.Millisecond, limiter.When(req), "a success starts again from the shortest wait")
+}
