@@ -1,6 +1,8 @@
 package batch_test
 
 import (
+	"net/http"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,7 +17,13 @@ import (
 // has: the window would close only in an hour.
 func openWindow(t *testing.T, opts batch.Options) *writerScene {
 	t.Helper()
-	s := newWriterSceneWith(t, nil, opts)
+	return openWindowOn(t, repotest.NewFileRemote(t), opts)
+}
+
+// openWindowOn is openWindow on an empty remote of the test's.
+func openWindowOn(t *testing.T, remote *repotest.Remote, opts batch.Options) *writerScene {
+	t.Helper()
+	s := newWriterSceneOn(t, remote, nil, opts)
 	gone := s.cluster.put(cmGVR, "ConfigMap", "gone", map[string]any{"k": "v"})
 	s.submitAndSettle(gone)
 	require.Contains(t, s.remote.LsTree("main"), "live/app/configmaps/gone.yaml")
@@ -48,4 +56,25 @@ func TestStoppingWithANegativeDrainTimeoutAbandonsOpenWindows(t *testing.T) {
 	before := s.commits()
 	s.stop()
 	assert.Equal(t, before, s.commits(), "as a kill would: the snapshot after a restart recovers what it can")
+}
+
+// The drain's bound is what the pod's grace period leaves for it: a push it cuts short is
+// not followed by a look at the remote that would take up to 15 s more (and the rest of the
+// grace period, which saving the folder indexes needs).
+func TestStoppingWhileTheRemoteHangsTakesNoLongerThanTheDrainTimeout(t *testing.T) {
+	var hang atomic.Bool
+	remote := repotest.NewHTTPRemote(t, repotest.WithMiddleware(func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if hang.Load() {
+				<-r.Context().Done() // accepts, never answers
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}))
+	s := openWindowOn(t, remote, batch.Options{WorkDir: t.TempDir(), DrainTimeout: time.Second})
+	hang.Store(true)
+	start := time.Now()
+	s.stop()
+	assert.Less(t, time.Since(start), 5*time.Second)
 }

@@ -107,7 +107,12 @@ func newWriterScene(t *testing.T, enc *batch.Encryption) *writerScene {
 // Log).
 func newWriterSceneWith(t *testing.T, enc *batch.Encryption, opts batch.Options) *writerScene {
 	t.Helper()
-	remote := repotest.NewFileRemote(t)
+	return newWriterSceneOn(t, repotest.NewFileRemote(t), enc, opts)
+}
+
+// newWriterSceneOn is newWriterSceneWith on an empty remote of the test's.
+func newWriterSceneOn(t *testing.T, remote *repotest.Remote, enc *batch.Encryption, opts batch.Options) *writerScene {
+	t.Helper()
 	remote.Seed("main", map[string]string{"live/README.md": "objects\n"}, "seed")
 	msgs, err := batch.ParseMessages("", "")
 	require.NoError(t, err)
@@ -764,19 +769,8 @@ func TestARewrapTheRemoteRefusesFailsWithTheSameErrorEachTime(t *testing.T) {
 			next.ServeHTTP(w, r)
 		})
 	}))
-	remote.Seed("main", map[string]string{"live/README.md": "objects\n"}, "seed")
-	msgs, err := batch.ParseMessages("", "")
-	require.NoError(t, err)
-	writer := batch.NewManager(batch.Options{Resolver: &cluster{objs: map[batch.ObjectKey]*unstructured.Unstructured{}},
-		Log: logr.Discard(), WorkDir: t.TempDir()})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { _ = writer.Start(ctx); close(done) }()
-	t.Cleanup(func() { cancel(); <-done })
-	spec := batch.TargetSpec{Key: targetKey, URL: remote.URL, Branch: "main", Folder: "live", Messages: msgs,
-		Window: batch.WindowConfig{MaxDelay: time.Second, MaxChanges: 100}, Committer: batch.Identity{Name: "Writer", Email: "w@example.com"}}
-	_, err = writer.EnsureTarget(ctx, spec)
-	require.NoError(t, err)
+	s := newWriterSceneOn(t, remote, nil, batch.Options{WorkDir: t.TempDir()})
+	ctx, spec, writer := context.Background(), s.spec, s.writer
 
 	ids, recipients := identity(t)
 	spec.Encryption = &batch.Encryption{Recipients: recipients, Identities: ids} // .sops.yaml is to be written

@@ -741,8 +741,13 @@ func (w *worker) drain(timeout time.Duration) {
 	if timeout == 0 {
 		timeout = DefaultDrainTimeout
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	// Cancelled at its bound, not given a deadline: after a push whose deadline passed,
+	// repo.Push asks the remote for up to 15 s more whether it landed, time the pod's grace
+	// period does not have (a cancelled push is left to the next process to find).
+	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	bound := time.AfterFunc(timeout, cancel)
+	defer bound.Stop()
 	w.mu.Lock()
 	keys := make([]types.NamespacedName, 0, len(w.targets))
 	for k, t := range w.targets {
