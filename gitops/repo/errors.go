@@ -14,6 +14,11 @@ var (
 	// and push again.
 	ErrRemoteMoved = errors.New("remote branch moved")
 
+	// ErrRejected means the server took the pack and declined the update: a protected
+	// branch, or a rule about this commit's content or author (a pre-receive hook, push
+	// protection). Another commit may be taken where this one is not.
+	ErrRejected = errors.New("the remote declined the update")
+
 	// ErrNotFastForward means the commit to push does not descend from the
 	// expected remote commit; pushing it would discard commits, so it is
 	// refused.

@@ -2,14 +2,13 @@ package repo
 
 import (
 	"errors"
-	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing/transport"
 )
 
 // remoteHint says what to fix for a remote's refusal that is about configuration, not an
 // outage: credentials refused, credentials that may read but not push, a repository the
-// credentials cannot see, an update the server declined (a protected branch). "" otherwise.
+// credentials cannot see, an update the server declined (a protected branch, a rule). "" otherwise.
 func remoteHint(err error, pushing bool) string {
 	switch {
 	case errors.Is(err, transport.ErrAuthenticationRequired):
@@ -20,8 +19,8 @@ func remoteHint(err error, pushing bool) string {
 		return " (the credentials may not read the repository: check the GitProvider's Secret)"
 	case errors.Is(err, transport.ErrRepositoryNotFound):
 		return " (check the GitProvider's spec.url, and that its credentials can see the repository)"
-	case pushing && strings.Contains(err.Error(), "command error on"):
-		return " (the server declined the update, e.g. a protected branch: allow the GitProvider's credentials to push to it)"
+	case errors.Is(err, ErrRejected):
+		return " (allow the GitProvider's credentials to push to a protected branch, or change what the server's rules refuse)"
 	default:
 		return ""
 	}

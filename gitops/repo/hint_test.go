@@ -10,7 +10,7 @@ import (
 )
 
 func TestRemoteHint(t *testing.T) {
-	declined := errors.New("command error on refs/heads/main: protected branch hook declined")
+	declined := fmt.Errorf("%w: command error on refs/heads/main: protected branch hook declined", ErrRejected)
 	cases := []struct {
 		name    string
 		err     error
@@ -22,6 +22,7 @@ func TestRemoteHint(t *testing.T) {
 		{"asks for read access when credentials may not fetch", transport.ErrAuthorizationFailed, false, "may not read"},
 		{"points at the URL for a repository not found", transport.ErrRepositoryNotFound, false, "spec.url"},
 		{"names a protected branch when the server declines a push", declined, true, "protected branch"},
+		{"names the server's rules when it declines a push", declined, true, "change what the server's rules refuse"},
 		{"says nothing of an outage", errors.New("dial tcp 127.0.0.1:1: connect: connection refused"), true, ""},
 	}
 	for _, tc := range cases {

@@ -85,7 +85,29 @@ func (r *Repo) push(ctx context.Context, ref plumbing.ReferenceName, newTip, exp
 	}
 	req := packp.NewReferenceUpdateRequestFromCapabilities(ar.Capabilities)
 	req.Commands = []*packp.Command{{Name: ref, Old: expected, New: newTip}}
-	return r.send(ctx, sess, req, hashes, !ar.Capabilities.Supports(capability.OFSDelta))
+	said := hearServer(req, ar.Capabilities)
+	err = r.send(ctx, sess, req, hashes, !ar.Capabilities.Supports(capability.OFSDelta))
+	if errors.Is(err, ErrRejected) {
+		return fmt.Errorf("%w%s", err, serverSaid(said.b))
+	}
+	return err
+}
+
+// hearServer asks the server for the messages its hooks print (side band), without its
+// progress meters (quiet), when it offers both: a declined update then says why, as
+// `git push` shows it under "remote:".
+func hearServer(req *packp.ReferenceUpdateRequest, offered *capability.List) *serverMessages {
+	said := &serverMessages{}
+	band := capability.Sideband64k
+	if !offered.Supports(band) {
+		band = capability.Sideband
+	}
+	if offered.Supports(band) && offered.Supports(capability.Quiet) {
+		_ = req.Capabilities.Set(band)
+		_ = req.Capabilities.Set(capability.Quiet)
+		req.Progress = said
+	}
+	return said
 }
 
 // receivePackSession opens a push session to origin.
@@ -132,6 +154,9 @@ func (r *Repo) send(ctx context.Context, sess transport.ReceivePackSession, req 
 	if err != nil {
 		_ = rd.CloseWithError(err) // unblock the encoder
 		<-done
+		if status != nil && status.Error() != nil { // go-git returns the report with its error
+			return fmt.Errorf("%w: %w", ErrRejected, status.Error())
+		}
 		return fmt.Errorf("send pack: %w", err)
 	}
 	if err := <-done; err != nil {
@@ -144,7 +169,7 @@ func (r *Repo) send(ctx context.Context, sess transport.ReceivePackSession, req 
 	}
 	if status != nil {
 		if err := status.Error(); err != nil {
-			return fmt.Errorf("remote rejected the update: %w", err)
+			return fmt.Errorf("%w: %w", ErrRejected, err)
 		}
 	}
 	return nil
