@@ -383,11 +383,17 @@ func (q *queue) retry(win *authorWindow, now time.Time) {
 	}
 }
 
-// deferWindow puts back a window whose objects all wait for their cache, with the requests
-// that came meanwhile (as retry). When the author changed nothing else meanwhile, it is held
-// back with a backoff of its own (1 s doubling to 2 min); the target's other windows go on.
+// deferWindow holds back a window whose objects all wait for their cache (holdBack).
 func (q *queue) deferWindow(win *authorWindow, now time.Time) {
 	win.failed = false // waiting for the cache is no write failure: this attempt got that far
+	q.holdBack(win, now)
+}
+
+// holdBack puts back a window (as retry) and, when its author changed nothing else
+// meanwhile, holds it back with a backoff of its own (1 s doubling to 2 min): the target's
+// other windows go on. A request attaching to it, or a new change of its author, ends the
+// wait.
+func (q *queue) holdBack(win *authorWindow, now time.Time) {
 	q.retry(win, now)
 	cur := q.windows[win.author]
 	if cur == nil {

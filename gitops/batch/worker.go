@@ -831,9 +831,16 @@ func (w *worker) flushIfDue(ctx context.Context, key types.NamespacedName, ahead
 	}
 	var err error
 	changed := false
+	var declined error
 	for i, win := range wins {
 		var c bool
-		if c, err = w.flush(ctx, t, win); err != nil {
+		c, err = w.flush(ctx, t, win)
+		if errors.Is(err, repo.ErrRejected) {
+			w.declined(t, win, err)
+			declined, err, changed = err, nil, true
+			continue
+		}
+		if err != nil {
 			w.repairIfDamaged(ctx, err) // the window is retried after the backoff, on the new clone
 			w.qmu.Lock()
 			win.failed = true
@@ -858,6 +865,9 @@ func (w *worker) flushIfDue(ctx context.Context, key types.NamespacedName, ahead
 	}
 	if err == nil && len(wins) > 0 {
 		t.backoff = 0
+	}
+	if err == nil {
+		err = declined
 	}
 	w.qmu.Lock()
 	t.q.flushing = nil
@@ -1051,6 +1061,29 @@ func (w *worker) waitOnFolder(win *authorWindow, t *target) {
 		w.answers = append(w.answers, answer{r, RequestOutcome{Reason: ReasonTargetStalled,
 			Message: fmt.Sprintf("the message waits with %s's changes until GitTarget %s's folder can be written: %s", r.Author, r.Target, t.verdict.Message())}})
 	}
+}
+
+// declined puts back a window whose commit the server declined (repo.ErrRejected): perhaps
+// for what this commit holds or who wrote it (a pre-receive hook, push protection), so the
+// window backs off on its own (queue.holdBack) while the target's other windows commit.
+// Before, it went first at every retry, being the oldest, and held back every other
+// author's changes of the target for as long as the server declined it. The failure stands
+// in status until the window commits; its requests say why they wait. Callers hold w.mu.
+func (w *worker) declined(t *target, win *authorWindow, err error) {
+	w.qmu.Lock()
+	win.failed = true
+	t.q.holdBack(win, time.Now())
+	var riding []*CommitRequest
+	if cur := t.q.windows[win.author]; cur != nil {
+		riding = cur.requests
+	}
+	w.qmu.Unlock()
+	w.retrying(riding, err)
+	t.st.LastError = err.Error()
+	w.log.Error(err, "the remote declined a commit; retrying it with backoff, the target's other windows go on",
+		"gitTarget", t.spec.Key.String(), "author", win.author)
+	w.opts.Metrics.failed(w.key)
+	w.poke() // the pass computed its sleep without this window
 }
 
 // deferAll puts back a window with nothing to commit but objects waiting for their cache:

@@ -1,0 +1,55 @@
+package batch_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gitops-reverser/gitops-reverser/gitops/batch"
+	"github.com/gitops-reverser/gitops-reverser/gitops/repo/repotest"
+)
+
+// declineAuthor installs a pre-receive hook in the remote that declines every update
+// carrying a commit by author, as a server's push rule or push protection declines one
+// commit for what it holds or who wrote it; it returns a function removing the hook.
+func declineAuthor(t *testing.T, remote *repotest.Remote, author string) (remove func()) {
+	t.Helper()
+	hook := filepath.Join(remote.Dir, "hooks", "pre-receive")
+	script := "#!/bin/sh\nwhile read old new ref; do\n" +
+		"  if git log --format=%an \"$old..$new\" | grep -qx '" + author + "'; then\n" +
+		"    echo \"commits by " + author + " are not accepted\" >&2; exit 1\n  fi\ndone\n"
+	require.NoError(t, os.MkdirAll(filepath.Dir(hook), 0o755))
+	require.NoError(t, os.WriteFile(hook, []byte(script), 0o755))
+	return func() { require.NoError(t, os.Remove(hook)) }
+}
+
+func TestACommitTheRemoteDeclinesHoldsBackOnlyItsOwnWindow(t *testing.T) {
+	remote := repotest.NewHTTPRemote(t)
+	s := newWriterSceneOn(t, remote, nil, batch.Options{WorkDir: t.TempDir()})
+	allow := declineAuthor(t, remote, "mallory")
+	hers := s.cluster.put(cmGVR, "ConfigMap", "hers", map[string]any{"k": "v"})
+	s.writer.Submit(batch.Change{Target: targetKey, Key: hers, AllowDelete: true, Author: "mallory"})
+	require.Eventually(t, func() bool {
+		st, _ := s.writer.Status(targetKey)
+		return strings.Contains(st.LastError, "commits by mallory are not accepted")
+	}, 10*time.Second, 20*time.Millisecond, "the server's reason reaches status")
+
+	his := s.cluster.put(cmGVR, "ConfigMap", "his", map[string]any{"k": "v"})
+	s.writer.Submit(batch.Change{Target: targetKey, Key: his, AllowDelete: true, Author: "alice"})
+	require.Eventually(t, func() bool { return strings.Contains(remote.LsTree("main"), "live/app/configmaps/his.yaml") },
+		10*time.Second, 20*time.Millisecond, "alice's window commits while mallory's is declined")
+	assert.NotContains(t, remote.LsTree("main"), "hers.yaml")
+	st, _ := s.writer.Status(targetKey)
+	assert.Contains(t, st.LastError, "commits by mallory are not accepted", "the failure stands until her window commits")
+
+	allow()
+	require.Eventually(t, func() bool { return strings.Contains(remote.LsTree("main"), "live/app/configmaps/hers.yaml") },
+		10*time.Second, 20*time.Millisecond, "her window is retried with its own backoff")
+	require.Eventually(t, func() bool { st, _ := s.writer.Status(targetKey); return st.LastError == "" }, 5*time.Second, 20*time.Millisecond)
+	assert.Equal(t, "mallory", repotest.Git(t, remote.Dir, "log", "-1", "--format=%an", "main"))
+}
