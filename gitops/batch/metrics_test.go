@@ -122,22 +122,7 @@ func TestEveryPushAttemptIsCountedOnceUnderItsOutcome(t *testing.T) {
 			next.ServeHTTP(w, r)
 		})
 	}))
-	remote.Seed("main", map[string]string{"live/README.md": "objects\n"}, "seed")
-	m, err := NewMetrics(prometheus.NewRegistry())
-	require.NoError(t, err)
-	msgs, err := ParseMessages("", "")
-	require.NoError(t, err)
-	cluster := &liveCluster{objects: map[ObjectKey]*unstructured.Unstructured{}}
-	writer := NewManager(Options{Log: logr.Discard(), WorkDir: t.TempDir(), Resolver: cluster, Metrics: m})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { _ = writer.Start(ctx); close(done) }()
-	t.Cleanup(func() { cancel(); <-done })
-	spec := TargetSpec{Key: liveKey, URL: remote.URL, Branch: "main", Folder: "live", Messages: msgs,
-		Window: WindowConfig{MaxDelay: time.Second, MaxChanges: 100}, Committer: Identity{Name: "W", Email: "w@example.com"}}
-	_, err = writer.EnsureTarget(context.Background(), spec)
-	require.NoError(t, err)
-	key := workerKey{url: repo.NormalizeURL(remote.URL), branch: "main"}
+	writer, m, cluster, key := measuredWriter(t, remote)
 	count := func(outcome string) float64 {
 		return testutil.ToFloat64(m.Pushes.WithLabelValues(key.url, key.branch, outcome))
 	}
@@ -164,4 +149,66 @@ func TestACommitThatFailsBeforeItsPushIsCounted(t *testing.T) {
 	assert.Equal(t, 1.0, testutil.ToFloat64(m.Failures.WithLabelValues(key.url, key.branch)))
 	m.forget(key)
 	assert.Zero(t, testutil.CollectAndCount(m.Failures), "a retired worker's series goes")
+}
+
+// A push whose answer is lost, and the look at the remote that follows fails too, is
+// counted failed; its retry finds the commit there and nothing to commit. The window was
+// delivered, and the latency histograms, which the "delivery is slow" alert reads, have it.
+func TestAWindowWhosePushLandedUnconfirmedIsTimedWhenFoundDelivered(t *testing.T) {
+	var lose atomic.Int32 // 2: drop the next push's answer; 1: then fail the next ref listing
+	remote := repotest.NewHTTPRemote(t, repotest.WithMiddleware(func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			switch {
+			case repotest.IsReceivePack(r) && lose.CompareAndSwap(2, 1):
+				next.ServeHTTP(discarded{w.Header()}, r) // the server takes the update
+				http.Error(w, "bad gateway", http.StatusBadGateway)
+				return
+			case r.URL.Query().Get("service") == "git-upload-pack" && lose.CompareAndSwap(1, 0):
+				http.Error(w, "bad gateway", http.StatusBadGateway)
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}))
+	writer, m, cluster, key := measuredWriter(t, remote)
+
+	lose.Store(2)
+	writer.Submit(Change{Target: liveKey, Key: cluster.set("a", "1"), AllowDelete: true})
+	require.Eventually(t, func() bool {
+		return testutil.ToFloat64(m.Pushes.WithLabelValues(key.url, key.branch, "failed")) == 1
+	}, 10*time.Second, 10*time.Millisecond)
+	require.Eventually(t, func() bool { return writer.Settled(liveKey) }, 10*time.Second, 10*time.Millisecond)
+	assert.Len(t, remote.Log("main"), 2, "one commit, the one whose answer was lost")
+	assert.Equal(t, uint64(1), sampleCount(t, m.ChangeToPush))
+	assert.Equal(t, uint64(1), sampleCount(t, m.CommitToPush))
+}
+
+// discarded is a ResponseWriter that drops what is written to it.
+type discarded struct{ h http.Header }
+
+func (d discarded) Header() http.Header         { return d.h }
+func (d discarded) Write(b []byte) (int, error) { return len(b), nil }
+func (d discarded) WriteHeader(int)             {}
+
+// measuredWriter runs a writer with metrics and registers liveKey on the remote, which it
+// seeds.
+func measuredWriter(t *testing.T, remote *repotest.Remote) (*Manager, *Metrics, *liveCluster, workerKey) {
+	t.Helper()
+	remote.Seed("main", map[string]string{"live/README.md": "objects\n"}, "seed")
+	m, err := NewMetrics(prometheus.NewRegistry())
+	require.NoError(t, err)
+	msgs, err := ParseMessages("", "")
+	require.NoError(t, err)
+	cluster := &liveCluster{objects: map[ObjectKey]*unstructured.Unstructured{}}
+	writer := NewManager(Options{Log: logr.Discard(), WorkDir: t.TempDir(), Resolver: cluster, Metrics: m})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { _ = writer.Start(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	spec := TargetSpec{Key: liveKey, URL: remote.URL, Branch: "main", Folder: "live", Messages: msgs,
+		Window: WindowConfig{MaxDelay: time.Second, MaxChanges: 100}, Committer: Identity{Name: "W", Email: "w@example.com"}}
+	_, err = writer.EnsureTarget(context.Background(), spec)
+	require.NoError(t, err)
+	key := workerKey{url: repo.NormalizeURL(remote.URL), branch: "main"}
+	return writer, m, cluster, key
 }

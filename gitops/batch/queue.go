@@ -29,6 +29,9 @@ type authorWindow struct {
 	// change-to-commit latency is recorded once, not again at each retry of a failed push,
 	// and its commit-to-push latency counts from then, through every retry.
 	builtAt time.Time
+	// tried are the window's last commits (up to keptAttempts) whose push reported an
+	// error: one a retry finds on the remote was delivered after all (foundDelivered).
+	tried []plumbing.Hash
 	// failed is set on a window whose commit failed and is put back for a retry: while one
 	// is, the target's write failure stands, whatever other windows commit meanwhile.
 	failed bool
@@ -305,6 +308,9 @@ func (q *queue) restore(win *authorWindow, now time.Time) {
 			// first build, as the window keeps its first change.
 			if joined && (cur.builtAt.IsZero() || !win.builtAt.IsZero() && win.builtAt.Before(cur.builtAt)) {
 				cur.builtAt = win.builtAt
+			}
+			if joined && cur != win {
+				cur.tried = lastKept(append(cur.tried, win.tried...))
 			}
 			cur.failed = cur.failed || win.failed
 		}

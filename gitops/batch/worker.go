@@ -938,6 +938,7 @@ func (w *worker) flush(ctx context.Context, t *target, win *authorWindow) (bool,
 		}
 		refusals := p.refusals()
 		if len(p.files) == 0 {
+			w.foundDelivered(win)
 			w.answer(win, dirty, "", refusals)
 			w.delivered(t, win)
 			return w.settled(t, refusedBefore), nil
@@ -959,6 +960,7 @@ func (w *worker) flush(ctx context.Context, t *target, win *authorWindow) (bool,
 			return !slices.Equal(refusedBefore, t.st.Refused), nil
 		}
 		if errors.Is(err, repo.ErrNoChange) {
+			w.foundDelivered(win)
 			w.answer(win, dirty, "", refusals)
 			w.delivered(t, win)
 			return w.settled(t, refusedBefore), nil
@@ -1190,11 +1192,34 @@ func (w *worker) retrying(requests []*CommitRequest, err error) {
 // per retry.
 func attempted(win *authorWindow, sha plumbing.Hash) {
 	for _, r := range win.requests {
-		r.attempted = append(r.attempted, sha)
-		if extra := len(r.attempted) - keptAttempts; extra > 0 {
-			r.attempted = slices.Delete(r.attempted, 0, extra)
-		}
+		r.attempted = lastKept(append(r.attempted, sha))
 	}
+	win.tried = lastKept(append(win.tried, sha))
+}
+
+// lastKept is the last keptAttempts of shas.
+func lastKept(shas []plumbing.Hash) []plumbing.Hash {
+	if extra := len(shas) - keptAttempts; extra > 0 {
+		return slices.Delete(shas, 0, extra)
+	}
+	return shas
+}
+
+// foundDelivered records the delivery of a window with nothing left to commit when an
+// earlier commit of it, whose push reported an error, is on the remote (its answer was
+// lost, and so was the look that followed): the slowest windows, those an outage delayed,
+// would otherwise be missing from the latency histograms the "delivery is slow" alert
+// reads. git_pushes_total keeps that attempt as counted, each attempt once. Callers hold
+// w.mu.
+func (w *worker) foundDelivered(win *authorWindow) {
+	if len(win.tried) == 0 || win.builtAt.IsZero() {
+		return
+	}
+	if _, ok := w.repo.Landed(w.remoteTip, win.tried, landedSearch); ok {
+		now := time.Now()
+		w.opts.Metrics.delivered(now.Sub(win.First).Seconds(), now.Sub(win.builtAt).Seconds())
+	}
+	win.tried = nil
 }
 
 // keptAttempts is how many of a request's failed pushes attempted remembers.
