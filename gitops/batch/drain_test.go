@@ -72,9 +72,12 @@ func TestStoppingWhileTheRemoteHangsTakesNoLongerThanTheDrainTimeout(t *testing.
 			next.ServeHTTP(w, r)
 		})
 	}))
-	s := openWindowOn(t, remote, batch.Options{WorkDir: t.TempDir(), DrainTimeout: time.Second})
-	hang.Store(true)
-	start := time.Now()
-	s.stop()
-	assert.Less(t, time.Since(start), 5*time.Second)
+	for _, gitTimeout := range []time.Duration{0, 500 * time.Millisecond} { // the default 2 min, or shorter than the drain
+		s := openWindowOn(t, remote, batch.Options{WorkDir: t.TempDir(), DrainTimeout: time.Second, GitTimeout: gitTimeout})
+		hang.Store(true)
+		start := time.Now()
+		s.stop()
+		assert.Less(t, time.Since(start), 5*time.Second, "git timeout %s", gitTimeout)
+		hang.Store(false)
+	}
 }

@@ -513,9 +513,7 @@ func (w *worker) repairIfDamaged(ctx context.Context, err error) bool {
 // push pushes sha over the remote tip (repo.Push), within Options.GitTimeout. Callers hold
 // w.mu.
 func (w *worker) push(ctx context.Context, sha plumbing.Hash) error {
-	ctx, cancel := context.WithTimeout(ctx, w.opts.gitTimeout())
-	defer cancel()
-	return w.repo.Push(ctx, w.key.branch, sha, w.remoteTip)
+	return w.repo.PushWithin(ctx, w.opts.gitTimeout(), w.key.branch, sha, w.remoteTip)
 }
 
 // compactIfDue keeps the clone's size bounded (repo.CompactIfDue). A failure is logged and
@@ -741,13 +739,10 @@ func (w *worker) drain(timeout time.Duration) {
 	if timeout == 0 {
 		timeout = DefaultDrainTimeout
 	}
-	// Cancelled at its bound, not given a deadline: after a push whose deadline passed,
-	// repo.Push asks the remote for up to 15 s more whether it landed, time the pod's grace
-	// period does not have (a cancelled push is left to the next process to find).
-	ctx, cancel := context.WithCancel(context.Background())
+	// A push this bound cuts short is not looked at again (repo.PushWithin): the pod's grace
+	// period has no time for it, and the next process finds whether it landed.
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	bound := time.AfterFunc(timeout, cancel)
-	defer bound.Stop()
 	w.mu.Lock()
 	keys := make([]types.NamespacedName, 0, len(w.targets))
 	for k, t := range w.targets {

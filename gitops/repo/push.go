@@ -30,8 +30,17 @@ import (
 // which applies the update only if the ref still holds the old value sent
 // with it. newTip must descend from expectedRemote (else ErrNotFastForward).
 // Only objects that differ from expectedRemote's tree along the changed paths
-// are sent. On success refs/remotes/origin/<branch> becomes newTip.
+// are sent. On success refs/remotes/origin/<branch> becomes newTip. ctx bounds all of
+// it; see PushWithin for a bound of the push's own.
 func (r *Repo) Push(ctx context.Context, branch string, newTip, expectedRemote plumbing.Hash) error {
+	return r.PushWithin(ctx, 0, branch, newTip, expectedRemote)
+}
+
+// PushWithin is Push with a timeout of the attempt's own (none when 0): when an attempt
+// runs into it, perhaps after the server took the update, the remote is asked for up to
+// 15 s more whether it did, so a landed push is not reported (and retried) as failed. A ctx
+// that ends (the caller stopping) ends the push without that look, so a stop's bound holds.
+func (r *Repo) PushWithin(ctx context.Context, timeout time.Duration, branch string, newTip, expectedRemote plumbing.Hash) error {
 	ref, err := branchRef(branch)
 	if err != nil {
 		return err
@@ -41,7 +50,12 @@ func (r *Repo) Push(ctx context.Context, branch string, newTip, expectedRemote p
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	err = r.push(ctx, ref, newTip, expectedRemote)
+	attempt, cancel := ctx, context.CancelFunc(func() {})
+	if timeout > 0 {
+		attempt, cancel = context.WithTimeout(ctx, timeout)
+	}
+	err = r.push(attempt, ref, newTip, expectedRemote)
+	cancel()
 	if err != nil {
 		err = r.classifyFailure(ctx, ref, newTip, expectedRemote, err)
 	}
@@ -205,17 +219,14 @@ func (r *Repo) packWindow() (uint, error) {
 // classifyFailure looks at the remote again after a failed attempt: if the
 // branch is at newTip the update landed (only the answer was lost); if it is
 // neither there nor at expected, another writer won the race.
+// It asks within ctx, the caller's (not the attempt's, whose deadline may have passed), for
+// up to classifyTimeout; a ctx already ended asks nothing.
 func (r *Repo) classifyFailure(ctx context.Context, ref plumbing.ReferenceName, newTip, expected plumbing.Hash, cause error) error {
-	if errors.Is(cause, ErrRemoteMoved) || errors.Is(cause, ErrNotFastForward) || errors.Is(ctx.Err(), context.Canceled) {
+	if errors.Is(cause, ErrRemoteMoved) || errors.Is(cause, ErrNotFastForward) || ctx.Err() != nil {
 		return cause
 	}
-	if ctx.Err() != nil {
-		// The push's deadline passed, perhaps after the server took the update: ask
-		// anyway, briefly, so a landed push is not reported (and retried) as failed.
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), classifyTimeout)
-		defer cancel()
-	}
+	ctx, cancel := context.WithTimeout(ctx, classifyTimeout)
+	defer cancel()
 	current, err := r.remoteTip(ctx, ref)
 	switch {
 	case err != nil:

@@ -271,9 +271,6 @@ func TestAPushWhoseDeadlinePassesAfterTheRemoteTookItIsDelivered(t *testing.T) {
 	c := commit(t, r, plumbing.ZeroHash, files("a.yaml", "a: 1\n"), "one")
 	// Long enough for both round trips to reach the server even on a loaded machine: the
 	// deadline must pass after the update is stored, not before.
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-
-	require.NoError(t, r.Push(ctx, "main", c, plumbing.ZeroHash))
+	require.NoError(t, r.PushWithin(context.Background(), 5*time.Second, "main", c, plumbing.ZeroHash))
 	assert.Equal(t, c.String(), remote.Head("main"))
 }
