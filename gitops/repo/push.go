@@ -169,7 +169,7 @@ func (r *Repo) send(ctx context.Context, sess transport.ReceivePackSession, req 
 		_ = rd.CloseWithError(err) // unblock the encoder
 		<-done
 		if status != nil && status.Error() != nil { // go-git returns the report with its error
-			return fmt.Errorf("%w: %w", ErrRejected, status.Error())
+			return reportError(status)
 		}
 		return fmt.Errorf("send pack: %w", err)
 	}
@@ -182,8 +182,8 @@ func (r *Repo) send(ctx context.Context, sess transport.ReceivePackSession, req 
 		return errors.New("the remote did not report whether it took the update")
 	}
 	if status != nil {
-		if err := status.Error(); err != nil {
-			return fmt.Errorf("%w: %w", ErrRejected, err)
+		if err := reportError(status); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -214,6 +214,21 @@ func (r *Repo) packWindow() (uint, error) {
 		return 0, fmt.Errorf("read config: %w", err)
 	}
 	return cfg.Pack.Window, nil
+}
+
+// reportError is the error of the server's report: ErrRejected when it stored the pack and
+// declined the update, with commit hashes hidden (hideHashes) since each attempt is a new
+// commit; a pack it could not store (a full disk, a quota) is no rule of the server's.
+func reportError(status *packp.ReportStatus) error {
+	err := status.Error()
+	switch {
+	case err == nil:
+		return nil
+	case status.UnpackStatus != "ok":
+		return fmt.Errorf("the remote could not store the pushed objects: %w", err)
+	default:
+		return fmt.Errorf("%w: %s", ErrRejected, hideHashes(err.Error()))
+	}
 }
 
 // classifyFailure looks at the remote again after a failed attempt: if the

@@ -50,7 +50,8 @@ func serverSaid(raw []byte) string {
 }
 
 // hideHashes replaces each word of 7 to 40 lower-case hex digits, with a digit among them
-// (not a word such as "defaced"), by "<commit>".
+// (not a word such as "defaced"), by "<commit>", and each Gerrit Change-Id ("I" and 40 hex
+// digits, computed from the commit) by "<change-id>".
 func hideHashes(line string) string {
 	var b strings.Builder
 	for i := 0; i < len(line); {
@@ -64,8 +65,11 @@ func hideHashes(line string) string {
 			continue
 		}
 		word := line[i:j]
-		if len(word) >= 7 && len(word) <= 40 && strings.Trim(word, "0123456789abcdef") == "" && strings.ContainsAny(word, "0123456789") {
+		switch {
+		case len(word) >= 7 && len(word) <= 40 && isHex(word) && strings.ContainsAny(word, "0123456789"):
 			word = "<commit>"
+		case len(word) == 41 && word[0] == 'I' && isHex(word[1:]):
+			word = "<change-id>"
 		}
 		b.WriteString(word)
 		i = j
@@ -76,3 +80,5 @@ func hideHashes(line string) string {
 func isWordByte(c byte) bool {
 	return c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
 }
+
+func isHex(s string) bool { return strings.Trim(s, "0123456789abcdef") == "" }

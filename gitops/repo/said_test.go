@@ -4,7 +4,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestServerSaid(t *testing.T) {
@@ -22,6 +24,8 @@ func TestServerSaid(t *testing.T) {
 			" (the server said: commit: <commit>; path: live/a.yaml defaced 1234567x)"},
 		{"hides a whole hash among other words", "ng 0123456789abcdef0123456789abcdef01234567: declined",
 			" (the server said: ng <commit>: declined)"},
+		{"hides a Gerrit Change-Id, computed from the commit", "  Change-Id: I0123456789abcdef0123456789abcdef01234567\n",
+			" (the server said: Change-Id: <change-id>)"},
 		{"drops control characters a hook could forge log lines with", "a\x1b[31mb\tc\n", " (the server said: a[31mbc)"},
 	}
 	for _, tc := range cases {
@@ -39,4 +43,20 @@ func TestServerMessagesKeepsOnlyTheFirstBytes(t *testing.T) {
 	n, _ = m.Write([]byte(strings.Repeat("y", 3<<10)))
 	assert.Equal(t, 3<<10, n, "the rest is read and dropped, so the push goes on")
 	assert.Len(t, m.b, maxSaid)
+}
+
+func TestReportError(t *testing.T) {
+	declined := &packp.ReportStatus{UnpackStatus: "ok", CommandStatuses: []*packp.CommandStatus{
+		{ReferenceName: "refs/heads/main", Status: "commit 3f2a9c1: missing Change-Id in message footer"}}}
+	err := reportError(declined)
+	require.ErrorIs(t, err, ErrRejected)
+	assert.Equal(t, "the remote declined the update: command error on refs/heads/main: commit <commit>: missing Change-Id in message footer", err.Error(),
+		"the same message at every attempt")
+
+	unstored := &packp.ReportStatus{UnpackStatus: "unpack-objects abnormal exit"}
+	err = reportError(unstored)
+	require.Error(t, err)
+	assert.NotErrorIs(t, err, ErrRejected, "a pack the server could not store is no rule of its")
+
+	assert.NoError(t, reportError(&packp.ReportStatus{UnpackStatus: "ok", CommandStatuses: []*packp.CommandStatus{{ReferenceName: "refs/heads/main", Status: "ok"}}}))
 }
