@@ -989,3 +989,19 @@ func TestAnObjectChangedByAnotherAuthorWhileAWindowIsPlannedGoesWithTheirChange(
 	log := repotest.Git(t, strings.TrimPrefix(w.repo.URL(), "file://"), "log", "--format=%an", "main")
 	assert.Equal(t, "bob\nFixture Person", strings.TrimSpace(log), "one commit since the seed, bob's")
 }
+
+func TestWhenTheServerDeclinesEveryAuthorsCommitTheTargetBacksOffAsAWhole(t *testing.T) {
+	m, w, keyA, keyB := twoConfigMaps(t)
+	remoteDir := strings.TrimPrefix(w.repo.URL(), "file://")
+	hook := filepath.Join(remoteDir, "hooks", "pre-receive")
+	require.NoError(t, os.MkdirAll(filepath.Dir(hook), 0o755))
+	require.NoError(t, os.WriteFile(hook, []byte("#!/bin/sh\necho 'the branch is protected' >&2\nexit 1\n"), 0o755))
+	m.Submit(Change{Target: liveKey, Key: keyA, AllowDelete: true, Author: "alice"},
+		Change{Target: liveKey, Key: keyB, AllowDelete: true, Author: "bob"})
+	_, err := w.flushIfDue(context.Background(), liveKey, 2*time.Hour)
+	require.ErrorIs(t, err, repo.ErrRejected)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	assert.True(t, w.targets[liveKey].retryAt.After(time.Now()), "a protected branch, not one commit's content: one backoff, not one push per author")
+	assert.Contains(t, w.targets[liveKey].st.LastError, "the branch is protected", "what the server said")
+}

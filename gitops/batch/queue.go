@@ -25,6 +25,9 @@ type authorWindow struct {
 	// the backoff.
 	notBefore time.Time
 	deferrals int
+	// declined is set on a window held back because the server declined its commit
+	// (worker.declined): only a change to what it holds may be the fix.
+	declined bool
 	// builtAt is when the first commit of the window was built (zero: none yet): its
 	// change-to-commit latency is recorded once, not again at each retry of a failed push,
 	// and its commit-to-push latency counts from then, through every retry.
@@ -126,7 +129,14 @@ func (q *queue) add(key ObjectKey, in intent, author string, now time.Time) {
 		win.requests = append(win.requests, rs...)
 		delete(q.waiting, author)
 	}
-	if _, held := win.dirty[key]; !held {
+	_, held := win.dirty[key]
+	switch {
+	case win.declined && held && now.Add(time.Second).Before(win.notBefore):
+		// Perhaps the fix of what the server declined: tried within a second, the backoff
+		// going on should it be declined again (an object changed every second must not
+		// make a push of each change).
+		win.notBefore = now.Add(time.Second)
+	case !win.declined && !held:
 		win.notBefore, win.deferrals = time.Time{}, 0 // something new to commit: no more holding back
 	}
 	q.place(win, key, in, now)
@@ -386,6 +396,18 @@ func (q *queue) retry(win *authorWindow, now time.Time) {
 	if cur := q.windows[win.author]; cur != nil && len(cur.dirty) > 0 && !cur.listed && len(q.waiting[win.author]) > 0 {
 		cur.requests = append(cur.requests, q.waiting[win.author]...)
 		delete(q.waiting, win.author)
+	}
+}
+
+// decline holds back a window whose commit the server declined (holdBack), as failed: a
+// new object of its author does not release it, since what the server refused is still in
+// it; a change to an object it holds, perhaps the fix, brings its next try to within a
+// second (queue.add).
+func (q *queue) decline(win *authorWindow, now time.Time) {
+	win.failed = true
+	q.holdBack(win, now)
+	if cur := q.windows[win.author]; cur != nil && !cur.notBefore.IsZero() {
+		cur.declined = true
 	}
 }
 

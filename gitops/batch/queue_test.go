@@ -467,3 +467,38 @@ func TestARequestRemembersOnlyItsLastFailedPushes(t *testing.T) {
 	assert.Len(t, r.attempted, keptAttempts, "an outage's retries do not grow it")
 	assert.Equal(t, last, r.attempted[len(r.attempted)-1], "the newest, which a landed push would be, is kept")
 }
+
+func TestAWindowWhoseCommitTheServerDeclined(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	cfg := WindowConfig{Quiet: time.Second}
+	declined := func(t *testing.T) *queue {
+		t.Helper()
+		q := newQueue()
+		q.add(qkey("a"), mirrorsDeletes, "alice", t0)
+		wins, _ := q.due(cfg, t0.Add(time.Second))
+		q.decline(wins[0], t0.Add(time.Second))
+		again, _ := q.due(cfg, t0.Add(2*time.Second))
+		require.Equal(t, []string{"alice"}, authors(again))
+		q.decline(again[0], t0.Add(2*time.Second))
+		require.Equal(t, t0.Add(4*time.Second), q.windows["alice"].notBefore, "the hold doubles")
+		require.True(t, q.failing(), "a failed write, which status shows")
+		return q
+	}
+	t.Run("is not released by a new object of its author: what the server refused is still in it", func(t *testing.T) {
+		q := declined(t)
+		q.add(qkey("c"), mirrorsDeletes, "alice", t0.Add(2500*time.Millisecond))
+		assert.Equal(t, t0.Add(4*time.Second), q.windows["alice"].notBefore)
+		assert.Equal(t, 2, q.windows["alice"].deferrals)
+	})
+	t.Run("is tried within a second when its author changes an object it holds, perhaps the fix", func(t *testing.T) {
+		q := declined(t)
+		q.add(qkey("a"), mirrorsDeletes, "alice", t0.Add(2500*time.Millisecond))
+		assert.Equal(t, t0.Add(3500*time.Millisecond), q.windows["alice"].notBefore)
+		assert.Equal(t, 2, q.windows["alice"].deferrals, "declined again, it waits longer")
+	})
+	t.Run("is released by a CommitRequest of its author", func(t *testing.T) {
+		q := declined(t)
+		q.request(&CommitRequest{Author: "alice", Deadline: t0.Add(time.Minute)})
+		assert.True(t, q.windows["alice"].notBefore.IsZero())
+	})
+}

@@ -53,3 +53,16 @@ func TestACommitTheRemoteDeclinesHoldsBackOnlyItsOwnWindow(t *testing.T) {
 	require.Eventually(t, func() bool { st, _ := s.writer.Status(targetKey); return st.LastError == "" }, 5*time.Second, 20*time.Millisecond)
 	assert.Equal(t, "mallory", repotest.Git(t, remote.Dir, "log", "-1", "--format=%an", "main"))
 }
+
+func TestAStopTriesOnceMoreACommitTheRemoteDeclined(t *testing.T) {
+	remote := repotest.NewHTTPRemote(t)
+	s := newWriterSceneOn(t, remote, nil, batch.Options{WorkDir: t.TempDir()})
+	allow := declineAuthor(t, remote, "mallory")
+	hers := s.cluster.put(cmGVR, "ConfigMap", "hers", map[string]any{"k": "v"})
+	s.writer.Submit(batch.Change{Target: targetKey, Key: hers, AllowDelete: true, Author: "mallory"})
+	require.Eventually(t, func() bool { st, _ := s.writer.Status(targetKey); return st.LastError != "" }, 10*time.Second, 20*time.Millisecond)
+	allow()
+	s.stop() // within her window's hold
+	assert.Contains(t, remote.LsTree("main"), "live/app/configmaps/hers.yaml", "drained under her name, not left to a snapshot under the committer's")
+	assert.Equal(t, "mallory", repotest.Git(t, remote.Dir, "log", "-1", "--format=%an", "main"))
+}

@@ -749,6 +749,9 @@ func (w *worker) drain(timeout time.Duration) {
 		w.qmu.Lock()
 		for _, win := range t.q.windows {
 			win.now = true
+			if win.failed { // a declined commit's hold: tried once more, as the target's backoff is
+				win.notBefore = time.Time{}
+			}
 		}
 		w.qmu.Unlock()
 		t.retryAt = time.Time{}
@@ -827,12 +830,14 @@ func (w *worker) flushIfDue(ctx context.Context, key types.NamespacedName, ahead
 	var err error
 	changed := false
 	var declined error
+	declines := 0
 	for i, win := range wins {
 		var c bool
 		c, err = w.flush(ctx, t, win)
 		if errors.Is(err, repo.ErrRejected) {
 			w.declined(t, win, err)
 			declined, err, changed = err, nil, true
+			declines++
 			continue
 		}
 		if err != nil {
@@ -858,7 +863,14 @@ func (w *worker) flushIfDue(ctx context.Context, key types.NamespacedName, ahead
 		}
 		changed = changed || c
 	}
-	if err == nil && len(wins) > 0 {
+	switch {
+	case err == nil && declines > 1 && declines == len(wins):
+		// Every author's commit declined: the branch's rule, not one commit's (a protected
+		// branch). The target backs off as a whole too, so N authors are not N pushes.
+		t.backoff = min(max(2*t.backoff, time.Second), 2*time.Minute)
+		t.retryAt = time.Now().Add(t.backoff)
+		wait = shorter(wait, t.backoff)
+	case err == nil && len(wins) > declines:
 		t.backoff = 0
 	}
 	if err == nil {
@@ -1062,14 +1074,13 @@ func (w *worker) waitOnFolder(win *authorWindow, t *target) {
 
 // declined puts back a window whose commit the server declined (repo.ErrRejected): perhaps
 // for what this commit holds or who wrote it (a pre-receive hook, push protection), so the
-// window backs off on its own (queue.holdBack) while the target's other windows commit.
+// window backs off on its own (queue.decline) while the target's other windows commit.
 // Before, it went first at every retry, being the oldest, and held back every other
 // author's changes of the target for as long as the server declined it. The failure stands
 // in status until the window commits; its requests say why they wait. Callers hold w.mu.
 func (w *worker) declined(t *target, win *authorWindow, err error) {
 	w.qmu.Lock()
-	win.failed = true
-	t.q.holdBack(win, time.Now())
+	t.q.decline(win, time.Now())
 	var riding []*CommitRequest
 	if cur := t.q.windows[win.author]; cur != nil {
 		riding = cur.requests
