@@ -3,6 +3,7 @@ package controller
 import (
 	"time"
 
+	"golang.org/x/time/rate"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -15,12 +16,18 @@ import (
 // back, with its changes.
 const MaxRetryDelay = 2 * time.Minute
 
-// retryOptions are the options of the controllers that reach Git: failures back off from
-// 5 ms, doubling, up to MaxRetryDelay.
+// retryOptions are the options of the controllers that reach Git: controller-runtime's
+// default rate limiter but for its longest wait, MaxRetryDelay.
 func retryOptions() controller.Options {
 	return controller.Options{RateLimiter: retryLimiter()}
 }
 
+// retryLimiter backs each failing object off from 5 ms, doubling, up to MaxRetryDelay, and,
+// as the default does, lets no more than 10 retries a second (bursts of 100) through in
+// all, so an outage that fails many GitTargets at once does not fetch in a tight loop.
 func retryLimiter() workqueue.TypedRateLimiter[reconcile.Request] {
-	return workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](5*time.Millisecond, MaxRetryDelay)
+	return workqueue.NewTypedMaxOfRateLimiter(
+		workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](5*time.Millisecond, MaxRetryDelay),
+		&workqueue.TypedBucketRateLimiter[reconcile.Request]{Limiter: rate.NewLimiter(rate.Limit(10), 100)},
+	)
 }

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -19,4 +20,12 @@ func TestAReconcileThatKeepsFailingIsRetriedAtLeastEveryTwoMinutes(t *testing.T)
 	assert.Equal(t, 2*time.Minute, last)
 	limiter.Forget(req)
 	assert.Equal(t, 5*time.Millisecond, limiter.When(req), "a success starts again from the shortest wait")
+
+	many := retryLimiter()
+	var longest time.Duration
+	for i := range 300 { // an outage failing 300 GitTargets at once
+		req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "ops", Name: fmt.Sprint("t", i)}}
+		longest = max(longest, many.When(req))
+	}
+	assert.Greater(t, longest, 15*time.Second, "no more than 10 retries a second in all, after a burst of 100")
 }
