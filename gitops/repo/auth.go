@@ -155,7 +155,9 @@ func knownHostsDB(content []byte) (*knownhosts.HostKeyDB, error) {
 	}
 	db, err := knownhosts.NewDB(f.Name())
 	if err != nil {
-		return nil, fmt.Errorf("%w: parse %s: %w", ErrInvalidSecret, KeyKnownHosts, err)
+		// Named as the Secret's key, not as the file, whose name is new at every call: the
+		// error reaches status, and a message that changed requeues the object at once.
+		return nil, fmt.Errorf("%w: parse %s: %s", ErrInvalidSecret, KeyKnownHosts, strings.ReplaceAll(err.Error(), f.Name(), KeyKnownHosts))
 	}
 	return db, nil
 }

@@ -424,3 +424,16 @@ func TestErrorsNeverRepeatCredentialsCarriedInTheURL(t *testing.T) {
 		}
 	}
 }
+
+// The error reaches the GitProvider's status, and a status whose message changed requeues
+// it at once: the parser's temporary file, new at every call, must not be in it.
+func TestAuthFromSecretRefusesAMalformedKnownHostsWithTheSameErrorEachTime(t *testing.T) {
+	_, identity := repotest.NewSSHKey(t)
+	data := map[string][]byte{"identity": identity, "known_hosts": []byte("git.example.com ssh-ed25519 !!\n")}
+	_, first := repo.AuthFromSecret("ssh://git@git.example.com/org/repo", data)
+	require.ErrorIs(t, first, repo.ErrInvalidSecret)
+	_, second := repo.AuthFromSecret("ssh://git@git.example.com/org/repo", data)
+	assert.Equal(t, first.Error(), second.Error())
+	assert.Contains(t, first.Error(), "known_hosts:1:", "the line it could not read")
+	assert.NotContains(t, first.Error(), os.TempDir())
+}
