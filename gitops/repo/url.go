@@ -257,12 +257,13 @@ func (e *redactedError) Unwrap() error { return e.err }
 
 // scrub removes raw's credentials wherever err's message repeats them: go-git and Go's HTTP
 // client quote the URL they requested, user info and query included (go-git glues its
-// "/info/refs" after the query), and a URL that does not parse is quoted whole.
+// "/info/refs" after the query), and a URL that does not parse is quoted whole. It also
+// drops local addresses (hideSourceAddrs), so the message is the same at every attempt.
 func scrub(err error, raw string) error {
 	if err == nil {
 		return nil
 	}
-	msg := err.Error()
+	msg := hideSourceAddrs(err.Error())
 	for _, form := range credentialForms(raw) {
 		msg = strings.ReplaceAll(msg, form, "")
 	}
