@@ -73,6 +73,10 @@ const (
 	ReasonNoIdentity = "NoIdentity"
 	// ReasonSecretUnreadable: the referenced Secret exists but cannot be read.
 	ReasonSecretUnreadable = "SecretUnreadable"
+	// ReasonSecretUnwritable: the API server refuses to store a key the operator made (a
+	// generated identity, the digest key): an invalid name, an immutable Secret, a quota or
+	// a policy. Retrying cannot help until that changes; the target writes everything else.
+	ReasonSecretUnwritable = "SecretUnwritable"
 )
 
 // SetReady records success: Ready=True, and clears Reconciling and Stalled.

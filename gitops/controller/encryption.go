@@ -174,6 +174,9 @@ func (r *GitTargetReconciler) generateIdentity(ctx context.Context, t *v1alpha1.
 	} else {
 		err = r.Client.Update(ctx, s)
 	}
+	if v, ok := unwritable("the generated age identity", client.ObjectKeyFromObject(s), err); ok {
+		return encrypt.Identities{}, v, nil
+	}
 	if err != nil {
 		// The API error names the object, never the data.
 		return encrypt.Identities{}, encryptionVerdict{}, fmt.Errorf("storing the generated age identity in Secret %s/%s: %w", s.Namespace, s.Name, err)
@@ -255,8 +258,25 @@ func (r *GitTargetReconciler) createDigestKey(ctx context.Context, t *v1alpha1.G
 	if err := controllerutil.SetControllerReference(t, s, r.Client.Scheme()); err != nil {
 		return nil, encryptionVerdict{}, fmt.Errorf("owning Secret %s: %w", key, err)
 	}
-	if err := r.Client.Create(ctx, s); err != nil {
+	err = r.Client.Create(ctx, s)
+	if v, ok := unwritable("the digest key", key, err); ok {
+		return nil, v, nil
+	}
+	if err != nil {
 		return nil, encryptionVerdict{}, fmt.Errorf("creating Secret %s: %w", key, err)
 	}
 	return k, encryptionVerdict{}, nil
+}
+
+// unwritable is the verdict on a key Secret the API server refuses to store for good (an
+// invalid name, an immutable Secret, a quota, a policy): retrying cannot help until someone
+// changes that, so the target goes on without encryption, writing everything else, and says
+// why, instead of failing its reconcile, unregistered and with no condition, at every retry.
+// It is looked at again at every poll and whenever a Secret of the target changes. The API
+// error names the object, never the data.
+func unwritable(what string, key types.NamespacedName, err error) (encryptionVerdict, bool) {
+	if !apierrors.IsInvalid(err) && !apierrors.IsForbidden(err) {
+		return encryptionVerdict{}, false
+	}
+	return notReady(v1alpha1.ReasonSecretUnwritable, "%s cannot be stored in Secret %s: %v", what, key, err), true
 }

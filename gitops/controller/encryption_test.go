@@ -129,6 +129,13 @@ func TestEncryptionReady(t *testing.T) {
 		err = k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: "live" + controller.DigestSecretSuffix}, &s)
 		assert.Error(t, err, "no digest key is needed while the operator holds an identity")
 	})
+	t.Run("is False naming the Secret when the API server refuses the identity it generates, and the target still writes", func(t *testing.T) {
+		_, gt := encryptedTarget(t, &v1alpha1.AgeEncryption{SecretRef: &v1alpha1.LocalObjectReference{Name: "Age_Keys"}, GenerateWhenMissing: true})
+		c := encryptionCondition(t, gt, metav1.ConditionFalse)
+		assert.Equal(t, v1alpha1.ReasonSecretUnwritable, c.Reason)
+		assert.Contains(t, c.Message, "Age_Keys")
+		waitCondition(t, gt, func() []metav1.Condition { return gt.Status.Conditions }, v1alpha1.ConditionReady, metav1.ConditionTrue)
+	})
 	t.Run("generateWhenMissing creates an identity, annotates the Secret and warns without the private key", func(t *testing.T) {
 		ns, gt := encryptedTarget(t, &v1alpha1.AgeEncryption{SecretRef: &v1alpha1.LocalObjectReference{Name: "age"}, GenerateWhenMissing: true})
 		c := encryptionCondition(t, gt, metav1.ConditionTrue)
