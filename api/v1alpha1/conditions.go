@@ -1,6 +1,8 @@
 package v1alpha1
 
 import (
+	"unicode/utf8"
+
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -110,5 +112,23 @@ func SetCondition(conds *[]metav1.Condition, gen int64, typ string, ok bool, rea
 }
 
 func set(conds *[]metav1.Condition, gen int64, typ string, st metav1.ConditionStatus, reason, msg string) {
-	meta.SetStatusCondition(conds, metav1.Condition{Type: typ, Status: st, Reason: reason, Message: msg, ObservedGeneration: gen})
+	meta.SetStatusCondition(conds, metav1.Condition{Type: typ, Status: st, Reason: reason, Message: fitMessage(msg), ObservedGeneration: gen})
+}
+
+// MaxMessage is the longest condition message written: the API server refuses a status
+// whose condition message is longer than 32768 bytes (metav1.Condition), and a status it
+// refuses is never written, the reconcile failing at every retry.
+const MaxMessage = 32768
+
+// fitMessage cuts msg to MaxMessage bytes, on a character boundary, ending in "…".
+func fitMessage(msg string) string {
+	if len(msg) <= MaxMessage {
+		return msg
+	}
+	const more = "…"
+	cut := MaxMessage - len(more)
+	for cut > 0 && !utf8.RuneStart(msg[cut]) {
+		cut--
+	}
+	return msg[:cut] + more
 }

@@ -2,6 +2,8 @@ package controller
 
 import (
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -144,4 +146,19 @@ func TestARuleVerdictWhileAnAPIFailsDiscovery(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestARuleWithAHundredMissingResourcesQuotesTenAndCountsTheRest(t *testing.T) {
+	var c compiled
+	for i := range 100 {
+		c.stalled = append(c.stalled, fmt.Sprintf("widget%02ds.example.com not found on the server: install its CRD, or fix apiGroups %s", i, strings.Repeat("x", 300)))
+	}
+	var st v1alpha1.WatchRuleStatus
+	applyResult(&st, 1, c, "")
+	stalled := apimeta.FindStatusCondition(st.Conditions, v1alpha1.ConditionStalled)
+	require.NotNil(t, stalled)
+	assert.Contains(t, stalled.Message, "widget09s")
+	assert.NotContains(t, stalled.Message, "widget10s")
+	assert.True(t, strings.HasSuffix(stalled.Message, "; and 90 more"))
+	assert.Less(t, len(stalled.Message), v1alpha1.MaxMessage, "a message the API server takes")
 }

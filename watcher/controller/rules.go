@@ -221,6 +221,20 @@ func claimsFor(target types.NamespacedName, namespace string, rule v1alpha1.Reso
 // events usually arrive first, this covers discovery lagging behind them.
 const unresolvedRetry = 30 * time.Second
 
+// problemsShown is how many of a rule's problems its conditions quote.
+const problemsShown = 10
+
+// joinProblems quotes the first problemsShown problems and counts the rest: a rule naming
+// a hundred resources before their CRDs are installed would otherwise make a message longer
+// than a condition may hold.
+func joinProblems(problems []string) string {
+	msg := strings.Join(problems[:min(len(problems), problemsShown)], "; ")
+	if more := len(problems) - problemsShown; more > 0 {
+		msg += fmt.Sprintf("; and %d more", more)
+	}
+	return msg
+}
+
 // applyResult records the outcome on a rule's status and says when to look again: a
 // problem a human must fix makes the rule Stalled, whatever else is going on (the message
 // names that too); a resource waiting for an API that failed discovery makes it
@@ -237,12 +251,12 @@ func applyResult(st *v1alpha1.WatchRuleStatus, gen int64, c compiled, kept strin
 	}
 	switch {
 	case len(c.stalled) > 0:
-		msg := strings.Join(append(slices.Clip(c.stalled), transient...), "; ")
+		msg := joinProblems(append(slices.Clip(c.stalled), transient...))
 		v1alpha1.SetCondition(&st.Conditions, gen, v1alpha1.ConditionResourcesResolved, false, v1alpha1.ReasonResourceNotFound, msg)
 		v1alpha1.SetStalled(&st.Conditions, gen, v1alpha1.ReasonResourceNotFound, msg)
 		return ctrl.Result{RequeueAfter: min(unresolvedRetry, discoveryRetry)}
 	case len(c.waiting) > 0:
-		msg := strings.Join(transient, "; ")
+		msg := joinProblems(transient)
 		v1alpha1.SetCondition(&st.Conditions, gen, v1alpha1.ConditionResourcesResolved, false, v1alpha1.ReasonDiscoveryFailed, msg)
 		v1alpha1.SetReconciling(&st.Conditions, gen, v1alpha1.ReasonDiscoveryFailed, msg)
 		return ctrl.Result{RequeueAfter: discoveryRetry}
