@@ -4,6 +4,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gitops-reverser/gitops-reverser/api/v1alpha1"
+	"github.com/gitops-reverser/gitops-reverser/gitops/batch"
 	"github.com/stretchr/testify/assert"
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -78,4 +80,18 @@ func TestFolderHolder(t *testing.T) {
 			assert.Equal(t, tc.holder, h.Key.Name)
 		})
 	}
+}
+
+func TestApplyWriterStatus(t *testing.T) {
+	old := &v1alpha1.CommitInfo{SHA: "1111111111111111111111111111111111111111"}
+	t.Run("forgets the last commit of a repository the target left for a branch with none", func(t *testing.T) {
+		gt := &v1alpha1.GitTarget{Status: v1alpha1.GitTargetStatus{LastCommit: old}}
+		applyWriterStatus(gt, batch.TargetStatus{Known: true})
+		assert.Nil(t, gt.Status.LastCommit)
+	})
+	t.Run("keeps the status while the writer has not read the branch", func(t *testing.T) {
+		gt := &v1alpha1.GitTarget{Status: v1alpha1.GitTargetStatus{LastCommit: old}}
+		applyWriterStatus(gt, batch.TargetStatus{})
+		assert.Equal(t, old, gt.Status.LastCommit)
+	})
 }

@@ -227,9 +227,11 @@ func applyWriterStatus(t *v1alpha1.GitTarget, st batch.TargetStatus) {
 	}
 	t.Status.ObjectCount = int32(st.ObjectCount)
 	t.Status.Orphans = int32(st.Orphans)
-	if st.LastCommit != plumbing.ZeroHash {
-		t.Status.LastCommit = &v1alpha1.CommitInfo{SHA: st.LastCommit.String(), Time: metav1.NewTime(st.LastCommitTime.Truncate(time.Second))}
+	if st.LastCommit == plumbing.ZeroHash {
+		t.Status.LastCommit = nil // the branch has no commit yet: the target moved to a new one
+		return
 	}
+	t.Status.LastCommit = &v1alpha1.CommitInfo{SHA: st.LastCommit.String(), Time: metav1.NewTime(st.LastCommitTime.Truncate(time.Second))}
 }
 
 // WindowConfig turns the API's commit window (defaults already applied by the API server)
