@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/gitops-reverser/gitops-reverser/gitops/encrypt"
 	"github.com/gitops-reverser/gitops-reverser/gitops/layout"
 	"github.com/gitops-reverser/gitops-reverser/gitops/repo"
 	"github.com/gitops-reverser/gitops-reverser/gitops/repo/repotest"
@@ -990,18 +991,23 @@ func TestAnObjectChangedByAnotherAuthorWhileAWindowIsPlannedGoesWithTheirChange(
 	assert.Equal(t, "bob\nFixture Person", strings.TrimSpace(log), "one commit since the seed, bob's")
 }
 
-func TestWhenTheServerDeclinesEveryAuthorsCommitTheTargetBacksOffAsAWhole(t *testing.T) {
-	m, w, keyA, keyB := twoConfigMaps(t)
-	remoteDir := strings.TrimPrefix(w.repo.URL(), "file://")
-	hook := filepath.Join(remoteDir, "hooks", "pre-receive")
-	require.NoError(t, os.MkdirAll(filepath.Dir(hook), 0o755))
-	require.NoError(t, os.WriteFile(hook, []byte("#!/bin/sh\necho 'the branch is protected' >&2\nexit 1\n"), 0o755))
-	m.Submit(Change{Target: liveKey, Key: keyA, AllowDelete: true, Author: "alice"},
-		Change{Target: liveKey, Key: keyB, AllowDelete: true, Author: "bob"})
-	_, err := w.flushIfDue(context.Background(), liveKey, 2*time.Hour)
-	require.ErrorIs(t, err, repo.ErrRejected)
+func TestATargetThatCanEncryptNowAsksForASnapshotOfWhatItRefused(t *testing.T) {
+	m, _, rec, _ := snapshotAskingTarget(t, map[string]string{"live/README.md": "objects\n"})
+	before := len(rec.got())
+	w := m.workerOf(liveKey)
 	w.mu.Lock()
-	defer w.mu.Unlock()
-	assert.True(t, w.targets[liveKey].retryAt.After(time.Now()), "a protected branch, not one commit's content: one backoff, not one push per author")
-	assert.Contains(t, w.targets[liveKey].st.LastError, "the branch is protected", "what the server said")
+	spec := w.targets[liveKey].spec
+	w.mu.Unlock()
+	_, public, err := encrypt.GenerateIdentity()
+	require.NoError(t, err)
+	recipients := encrypt.Recipients{public}
+	key, err := encrypt.GenerateDigestKey()
+	require.NoError(t, err)
+	spec.Encryption = &Encryption{Recipients: recipients, DigestKey: key}
+	_, err = m.EnsureTarget(context.Background(), spec)
+	require.NoError(t, err)
+	assert.Len(t, rec.got(), before+1, "the Secrets it refused are planned again, not left for their next change")
+	_, err = m.EnsureTarget(context.Background(), spec)
+	require.NoError(t, err)
+	assert.Len(t, rec.got(), before+1, "once")
 }

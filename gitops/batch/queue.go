@@ -399,15 +399,37 @@ func (q *queue) retry(win *authorWindow, now time.Time) {
 	}
 }
 
-// decline holds back a window whose commit the server declined (holdBack), as failed: a
-// new object of its author does not release it, since what the server refused is still in
-// it; a change to an object it holds, perhaps the fix, brings its next try to within a
-// second (queue.add).
+// decline puts back a window whose commit the server declined, as failed, held back with a
+// backoff of its own (1 s doubling to 2 min) whatever its author changed while it was
+// pushed: what the server refused is still in it. A change to an object it held, made
+// meanwhile or later (queue.add), perhaps the fix, ends the hold within a second; a
+// CommitRequest, at once.
 func (q *queue) decline(win *authorWindow, now time.Time) {
 	win.failed = true
-	q.holdBack(win, now)
-	if cur := q.windows[win.author]; cur != nil && !cur.notBefore.IsZero() {
-		cur.declined = true
+	fix, asked := false, false // while it was pushed: a held object changed; a request came
+	if cur := q.windows[win.author]; cur != nil {
+		for k := range cur.dirty {
+			if _, held := win.dirty[k]; held {
+				fix = true
+			}
+		}
+		asked = len(cur.requests) > 0
+	}
+	asked = asked || len(q.waiting[win.author]) > 0
+	q.retry(win, now)
+	cur := q.windows[win.author]
+	if cur == nil {
+		return
+	}
+	cur.declined = true
+	cur.deferrals = win.deferrals + 1
+	switch {
+	case asked:
+		cur.notBefore = time.Time{}
+	case fix:
+		cur.notBefore = now.Add(time.Second)
+	default:
+		cur.notBefore = now.Add(min(time.Second<<min(win.deferrals, 7), 2*time.Minute))
 	}
 }
 

@@ -501,4 +501,34 @@ func TestAWindowWhoseCommitTheServerDeclined(t *testing.T) {
 		q.request(&CommitRequest{Author: "alice", Deadline: t0.Add(time.Minute)})
 		assert.True(t, q.windows["alice"].notBefore.IsZero())
 	})
+	// Changes reach the queue while a window is pushed: they open a new window of its author,
+	// which the declined one joins.
+	pushedWhile := func(t *testing.T, change func(q *queue)) *authorWindow {
+		t.Helper()
+		q := newQueue()
+		q.add(qkey("a"), mirrorsDeletes, "alice", t0)
+		wins, _ := q.due(cfg, t0.Add(time.Second))
+		q.decline(wins[0], t0.Add(time.Second)) // held until t0+2s
+		wins, _ = q.due(cfg, t0.Add(2*time.Second))
+		require.Equal(t, []string{"alice"}, authors(wins))
+		change(q)
+		q.decline(wins[0], t0.Add(3*time.Second)) // declined again: held for 2 s
+		return q.windows["alice"]
+	}
+	t.Run("is held back though its author added an object while it was pushed", func(t *testing.T) {
+		win := pushedWhile(t, func(q *queue) { q.add(qkey("c"), mirrorsDeletes, "alice", t0.Add(2500*time.Millisecond)) })
+		assert.Equal(t, t0.Add(5*time.Second), win.notBefore)
+		assert.True(t, win.declined)
+		assert.Len(t, win.dirty, 2)
+	})
+	t.Run("is tried within a second when its author changed an object of it while it was pushed", func(t *testing.T) {
+		win := pushedWhile(t, func(q *queue) { q.add(qkey("a"), mirrorsDeletes, "alice", t0.Add(2500*time.Millisecond)) })
+		assert.Equal(t, t0.Add(4*time.Second), win.notBefore)
+		assert.Equal(t, 2, win.deferrals, "declined again, it waits longer")
+	})
+	t.Run("is not held back when its author asked to commit while it was pushed", func(t *testing.T) {
+		win := pushedWhile(t, func(q *queue) { q.request(&CommitRequest{Author: "alice", Deadline: t0.Add(time.Minute)}) })
+		assert.True(t, win.notBefore.IsZero())
+		assert.Len(t, win.requests, 1)
+	})
 }

@@ -367,6 +367,12 @@ func (w *worker) ensureTarget(ctx context.Context, spec TargetSpec) (*target, Ta
 		// was pruning and the new mode keeps.
 		t.folderReady = true
 	}
+	if ok && t.spec.Encryption == nil && spec.Encryption != nil && t.st.Known {
+		// The sensitive objects refused while the target could not encrypt are written now,
+		// not at their next change: a snapshot plans them again (the others, unchanged, are
+		// confirmed by digest).
+		t.folderReady = true
+	}
 	t.spec = spec
 	t.folderPath.Store(&spec.Folder)
 	if folderChanged {
@@ -830,7 +836,7 @@ func (w *worker) flushIfDue(ctx context.Context, key types.NamespacedName, ahead
 	var err error
 	changed := false
 	var declined error
-	declines := 0
+	declines := 0 // declined windows back off on their own, not the target
 	for i, win := range wins {
 		var c bool
 		c, err = w.flush(ctx, t, win)
@@ -863,14 +869,7 @@ func (w *worker) flushIfDue(ctx context.Context, key types.NamespacedName, ahead
 		}
 		changed = changed || c
 	}
-	switch {
-	case err == nil && declines > 1 && declines == len(wins):
-		// Every author's commit declined: the branch's rule, not one commit's (a protected
-		// branch). The target backs off as a whole too, so N authors are not N pushes.
-		t.backoff = min(max(2*t.backoff, time.Second), 2*time.Minute)
-		t.retryAt = time.Now().Add(t.backoff)
-		wait = shorter(wait, t.backoff)
-	case err == nil && len(wins) > declines:
+	if err == nil && len(wins) > declines {
 		t.backoff = 0
 	}
 	if err == nil {
@@ -1005,7 +1004,7 @@ func (w *worker) flush(ctx context.Context, t *target, win *authorWindow) (bool,
 		pushedAt := time.Now()
 		w.opts.Metrics.delivered(pushedAt.Sub(win.First).Seconds(), pushedAt.Sub(win.builtAt).Seconds()) // through every retry
 		if err := w.pushed(t, sha, p.files, p.parsed); err != nil {
-			attempted(win, sha) // delivered: a retry that finds it there reports it
+			attemptedFor(win.requests, sha) // delivered, and timed: a retry that finds it there reports it
 			return false, err
 		}
 		t.st.LastCommit, t.st.LastCommitTime = sha, when
@@ -1197,10 +1196,16 @@ func (w *worker) retrying(requests []*CommitRequest, err error) {
 // plan answers the request (Landed), and an hour's outage must not grow the list by one
 // per retry.
 func attempted(win *authorWindow, sha plumbing.Hash) {
-	for _, r := range win.requests {
+	attemptedFor(win.requests, sha)
+	win.tried = lastKept(append(win.tried, sha))
+}
+
+// attemptedFor is attempted for the requests alone: sha was pushed (and its delivery timed),
+// but what followed failed.
+func attemptedFor(requests []*CommitRequest, sha plumbing.Hash) {
+	for _, r := range requests {
 		r.attempted = lastKept(append(r.attempted, sha))
 	}
-	win.tried = lastKept(append(win.tried, sha))
 }
 
 // lastKept is the last keptAttempts of shas.
