@@ -123,7 +123,10 @@ type TargetStatus struct {
 	Verdict        layout.Verdict
 	LastCommit     plumbing.Hash
 	LastCommitTime time.Time
-	ObjectCount    int
+	// BranchEmpty says the branch has no commit yet (LastCommit is zero for that reason, not
+	// because its commit could not be read).
+	BranchEmpty bool
+	ObjectCount int
 	// LastError is the latest failure to write or push, empty after a success.
 	LastError string
 	// Refused names objects the writer will not write and why (e.g. plaintext Secrets).

@@ -269,6 +269,7 @@ func (w *worker) view(t *target) TargetStatus {
 		}
 	}
 	st.Orphans = t.orphanCount(counted)
+	st.BranchEmpty = st.Known && w.remoteTip.IsZero()
 	return st
 }
 

@@ -86,8 +86,13 @@ func TestApplyWriterStatus(t *testing.T) {
 	old := &v1alpha1.CommitInfo{SHA: "1111111111111111111111111111111111111111"}
 	t.Run("forgets the last commit of a repository the target left for a branch with none", func(t *testing.T) {
 		gt := &v1alpha1.GitTarget{Status: v1alpha1.GitTargetStatus{LastCommit: old}}
-		applyWriterStatus(gt, batch.TargetStatus{Known: true})
+		applyWriterStatus(gt, batch.TargetStatus{Known: true, BranchEmpty: true})
 		assert.Nil(t, gt.Status.LastCommit)
+	})
+	t.Run("keeps the last commit when the writer could not read the branch's", func(t *testing.T) {
+		gt := &v1alpha1.GitTarget{Status: v1alpha1.GitTargetStatus{LastCommit: old}}
+		applyWriterStatus(gt, batch.TargetStatus{Known: true})
+		assert.Equal(t, old, gt.Status.LastCommit)
 	})
 	t.Run("keeps the status while the writer has not read the branch", func(t *testing.T) {
 		gt := &v1alpha1.GitTarget{Status: v1alpha1.GitTargetStatus{LastCommit: old}}

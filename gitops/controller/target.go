@@ -227,9 +227,12 @@ func applyWriterStatus(t *v1alpha1.GitTarget, st batch.TargetStatus) {
 	}
 	t.Status.ObjectCount = int32(st.ObjectCount)
 	t.Status.Orphans = int32(st.Orphans)
-	if st.LastCommit == plumbing.ZeroHash {
+	switch {
+	case st.BranchEmpty:
 		t.Status.LastCommit = nil // the branch has no commit yet: the target moved to a new one
 		return
+	case st.LastCommit == plumbing.ZeroHash:
+		return // not read: the last value stands
 	}
 	t.Status.LastCommit = &v1alpha1.CommitInfo{SHA: st.LastCommit.String(), Time: metav1.NewTime(st.LastCommitTime.Truncate(time.Second))}
 }
