@@ -760,15 +760,7 @@ func TestAGitProviderWhoseURLCarriesATokenIsRefusedAndOneWithoutIsWritten(t *tes
 // attempt would reconcile it in a loop for as long as the remote refuses.
 func TestARewrapTheRemoteRefusesFailsWithTheSameErrorEachTime(t *testing.T) {
 	var refuse atomic.Bool
-	remote := repotest.NewHTTPRemote(t, repotest.WithMiddleware(func(next http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if refuse.Load() && repotest.IsReceivePack(r) {
-				http.Error(w, "protected branch", http.StatusForbidden)
-				return
-			}
-			next.ServeHTTP(w, r)
-		})
-	}))
+	remote := repotest.NewHTTPRemote(t, repotest.RefusePushesWhile(&refuse, http.StatusForbidden, "protected branch"))
 	s := newWriterSceneOn(t, remote, nil, batch.Options{WorkDir: t.TempDir()})
 	ctx, spec, writer := context.Background(), s.spec, s.writer
 

@@ -28,16 +28,24 @@ func declineAuthor(t *testing.T, remote *repotest.Remote, author string) (remove
 	return func() { require.NoError(t, os.Remove(hook)) }
 }
 
-func TestACommitTheRemoteDeclinesHoldsBackOnlyItsOwnWindow(t *testing.T) {
-	remote := repotest.NewHTTPRemote(t)
-	s := newWriterSceneOn(t, remote, nil, batch.Options{WorkDir: t.TempDir()})
-	allow := declineAuthor(t, remote, "mallory")
+// malloryDeclined is a writer scene whose remote declines mallory's commits, with her
+// change of ConfigMap app/hers declined once; allow removes the rule.
+func malloryDeclined(t *testing.T) (s *writerScene, remote *repotest.Remote, allow func()) {
+	t.Helper()
+	remote = repotest.NewHTTPRemote(t)
+	s = newWriterSceneOn(t, remote, nil, batch.Options{WorkDir: t.TempDir()})
+	allow = declineAuthor(t, remote, "mallory")
 	hers := s.cluster.put(cmGVR, "ConfigMap", "hers", map[string]any{"k": "v"})
 	s.writer.Submit(batch.Change{Target: targetKey, Key: hers, AllowDelete: true, Author: "mallory"})
 	require.Eventually(t, func() bool {
 		st, _ := s.writer.Status(targetKey)
 		return strings.Contains(st.LastError, "commits by mallory are not accepted")
 	}, 10*time.Second, 20*time.Millisecond, "the server's reason reaches status")
+	return s, remote, allow
+}
+
+func TestACommitTheRemoteDeclinesHoldsBackOnlyItsOwnWindow(t *testing.T) {
+	s, remote, allow := malloryDeclined(t)
 
 	his := s.cluster.put(cmGVR, "ConfigMap", "his", map[string]any{"k": "v"})
 	s.writer.Submit(batch.Change{Target: targetKey, Key: his, AllowDelete: true, Author: "alice"})
@@ -55,12 +63,7 @@ func TestACommitTheRemoteDeclinesHoldsBackOnlyItsOwnWindow(t *testing.T) {
 }
 
 func TestAStopTriesOnceMoreACommitTheRemoteDeclined(t *testing.T) {
-	remote := repotest.NewHTTPRemote(t)
-	s := newWriterSceneOn(t, remote, nil, batch.Options{WorkDir: t.TempDir()})
-	allow := declineAuthor(t, remote, "mallory")
-	hers := s.cluster.put(cmGVR, "ConfigMap", "hers", map[string]any{"k": "v"})
-	s.writer.Submit(batch.Change{Target: targetKey, Key: hers, AllowDelete: true, Author: "mallory"})
-	require.Eventually(t, func() bool { st, _ := s.writer.Status(targetKey); return st.LastError != "" }, 10*time.Second, 20*time.Millisecond)
+	s, remote, allow := malloryDeclined(t)
 	allow()
 	s.stop() // within her window's hold
 	assert.Contains(t, remote.LsTree("main"), "live/app/configmaps/hers.yaml", "drained under her name, not left to a snapshot under the committer's")

@@ -69,15 +69,7 @@ func alicesRelease(t *testing.T, writer *batch.Manager, c *cluster) batch.Commit
 func TestACommitRequestSaysWhyItsMessageIsNotCommittedYet(t *testing.T) {
 	t.Run("reports Retrying with the push error while the remote refuses, then the commit with the message", func(t *testing.T) {
 		var refuse atomic.Bool
-		remote := repotest.NewHTTPRemote(t, repotest.WithMiddleware(func(next http.Handler) http.Handler {
-			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				if refuse.Load() && repotest.IsReceivePack(r) {
-					http.Error(w, "the remote is down for maintenance", http.StatusServiceUnavailable)
-					return
-				}
-				next.ServeHTTP(w, r)
-			})
-		}))
+		remote := repotest.NewHTTPRemote(t, repotest.RefusePushesWhile(&refuse, http.StatusServiceUnavailable, "the remote is down for maintenance"))
 		writer, c := liveWriter(t, remote)
 
 		refuse.Store(true)

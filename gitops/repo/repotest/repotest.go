@@ -20,6 +20,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 )
 
@@ -260,6 +261,20 @@ func BeforeFirstPush(fn func()) Option {
 					state = 2
 					mu.Unlock()
 				}
+			}
+			next.ServeHTTP(w, r)
+		})
+	})
+}
+
+// RefusePushesWhile answers every push with code and msg while refuse holds, as a server
+// whose branch is protected or that is down for maintenance does; fetches go through.
+func RefusePushesWhile(refuse *atomic.Bool, code int, msg string) Option {
+	return WithMiddleware(func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if refuse.Load() && IsReceivePack(r) {
+				http.Error(w, msg, code)
+				return
 			}
 			next.ServeHTTP(w, r)
 		})
