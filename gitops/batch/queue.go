@@ -415,11 +415,17 @@ func (q *queue) decline(win *authorWindow, now time.Time) {
 		}
 		asked = len(cur.requests) > 0
 	}
-	asked = asked || len(q.waiting[win.author]) > 0
+	parked := len(q.waiting[win.author])
 	q.retry(win, now)
 	cur := q.windows[win.author]
 	if cur == nil {
 		return
+	}
+	// Only requests that ride the window end its hold: one left parked (a window a relist
+	// opened takes none) would release it at every decline, a push in a loop.
+	asked = asked || parked > 0 && len(q.waiting[win.author]) == 0
+	if !asked && !holdsAny(cur, win) {
+		return // all it held went to other authors' windows: the author's new ones owe nothing
 	}
 	cur.declined = true
 	cur.deferrals = win.deferrals + 1
@@ -431,6 +437,16 @@ func (q *queue) decline(win *authorWindow, now time.Time) {
 	default:
 		cur.notBefore = now.Add(min(time.Second<<min(win.deferrals, 7), 2*time.Minute))
 	}
+}
+
+// holdsAny reports whether cur holds an object of win.
+func holdsAny(cur, win *authorWindow) bool {
+	for k := range win.dirty {
+		if _, ok := cur.dirty[k]; ok {
+			return true
+		}
+	}
+	return false
 }
 
 // deferWindow holds back a window whose objects all wait for their cache (holdBack).

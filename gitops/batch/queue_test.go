@@ -526,6 +526,24 @@ func TestAWindowWhoseCommitTheServerDeclined(t *testing.T) {
 		assert.Equal(t, t0.Add(4*time.Second), win.notBefore)
 		assert.Equal(t, 2, win.deferrals, "declined again, it waits longer")
 	})
+	t.Run("holds back none of its author's new objects when all it held went to another author", func(t *testing.T) {
+		win := pushedWhile(t, func(q *queue) {
+			q.add(qkey("a"), mirrorsDeletes, "bob", t0.Add(2500*time.Millisecond))
+			q.add(qkey("c"), mirrorsDeletes, "alice", t0.Add(2500*time.Millisecond))
+		})
+		assert.True(t, win.notBefore.IsZero())
+		assert.False(t, win.declined)
+	})
+	t.Run("is held back when a request of its author stays parked", func(t *testing.T) {
+		q := newQueue()
+		q.add(qkey("a"), mirrorsDeletes, "alice", t0)
+		wins, _ := q.due(cfg, t0.Add(time.Second))
+		wins[0].listed = true // a window a relist opened, which takes no request
+		q.waiting["alice"] = []*CommitRequest{{Author: "alice", Deadline: t0.Add(time.Minute)}}
+		q.decline(wins[0], t0.Add(2*time.Second))
+		require.Len(t, q.waiting["alice"], 1, "a window a relist opened takes no request")
+		assert.False(t, q.windows["alice"].notBefore.IsZero(), "or the request would release it at every decline")
+	})
 	t.Run("is not held back when its author asked to commit while it was pushed", func(t *testing.T) {
 		win := pushedWhile(t, func(q *queue) { q.request(&CommitRequest{Author: "alice", Deadline: t0.Add(time.Minute)}) })
 		assert.True(t, win.notBefore.IsZero())

@@ -269,7 +269,7 @@ func (w *worker) view(t *target) TargetStatus {
 		}
 	}
 	st.Orphans = t.orphanCount(counted)
-	st.BranchEmpty = st.Known && w.remoteTip.IsZero()
+	st.BranchEmpty = st.Known && w.fetched && w.remoteTip.IsZero() // a rebuilt clone knows no tip until it fetched
 	return st
 }
 
