@@ -762,6 +762,11 @@ func TestAPruneWaitingForItsCommitFollowsTheModeAndTheListsAsTheyAreThen(t *test
 				keeping.Prunable = nil
 				m.Snapshot(keeping)
 			}},
+		{name: "keeps the document when a later list no longer covers its namespace (a selector narrowed)", kept: true,
+			then: func(_ *testing.T, m *Manager, _ TargetSpec) {
+				m.Snapshot(Snapshot{Target: liveKey, GVR: goneKey.GVR, Kind: "ConfigMap", Complete: true,
+					InScope: func(ns string) bool { return ns != "app" }, Prunable: func(string, map[string]string) bool { return true }})
+			}},
 		{name: "removes the document when a delete of the object was seen too, whatever the mode became",
 			then: func(t *testing.T, m *Manager, spec TargetSpec) {
 				m.Submit(Change{Target: liveKey, Key: ObjectKey{GVR: goneKey.GVR, Kind: "ConfigMap", Namespace: "app", Name: "a"}, Deleted: true})

@@ -151,8 +151,11 @@ func (w *worker) snapshot(s Snapshot) {
 }
 
 // unprune clears the prune mark of the target's waiting objects of the snapshot's resource
-// and scope that its list no longer prunes: a rule edited to keep them (DELETE removed, a
-// selector narrowed or widened), a mode switched away from Always, or the object back.
+// that its list no longer prunes: a rule edited to keep them (DELETE removed, a selector
+// narrowed or widened), a mode switched away from Always, or the object back. A namespace
+// outside the snapshot's scope is pruned by none of the target's rules now (a snapshot
+// carries all of them for its resource): its marks go too. Clearing one keeps a file, the
+// safe way; a later list marks it again if it should go.
 // Callers hold w.mu, so no window of the target is being committed.
 func (w *worker) unprune(s Snapshot, prune []manifest.Identity) {
 	still := make(map[manifest.Identity]bool, len(prune))
@@ -167,7 +170,7 @@ func (w *worker) unprune(s Snapshot, prune []manifest.Identity) {
 	}
 	for _, win := range q.windows {
 		for k, in := range win.dirty {
-			if in.pruned && k.GVR == s.GVR && s.InScope(k.Namespace) && !still[k.Identity()] {
+			if in.pruned && k.GVR == s.GVR && !still[k.Identity()] {
 				in.pruned = false
 				win.dirty[k] = in
 			}
