@@ -60,6 +60,12 @@ func configMap(ns, name string, lbls map[string]string) *unstructured.Unstructur
 	return u
 }
 
+// atVersion is key at another version of its resource.
+func atVersion(version string, key batch.ObjectKey) batch.ObjectKey {
+	key.GVR.Version = version
+	return key
+}
+
 func TestCurrent(t *testing.T) {
 	target := types.NamespacedName{Namespace: "team-a", Name: "live"}
 	other := types.NamespacedName{Namespace: "team-b", Name: "live"}
@@ -109,6 +115,10 @@ func TestCurrent(t *testing.T) {
 			claims: []Claim{bySelector}, informer: "synced", key: key("brand-new", "app"), wantErr: batch.ErrNotSynced},
 		{name: "says no claim selects an object in a known namespace the namespaceSelector does not select",
 			claims: []Claim{bySelector}, informer: "synced", key: key("team-a", "app"), wantErr: batch.ErrNotSelected},
+		{name: "answers nothing for an object deleted while its resource came to be served at another version",
+			claims: []Claim{claim(target, team)}, informer: "synced", key: atVersion("v0", key("team-a", "gone"))},
+		{name: "returns the object as the version its rules watch now shows it",
+			claims: []Claim{claim(target, team)}, informer: "synced", key: atVersion("v0", key("team-a", "app")), want: "app"},
 		{name: "answers nothing, not a wait, for an object gone from a namespace the cache has not seen",
 			claims: []Claim{bySelector}, informer: "synced", key: key("brand-new", "gone")},
 	}

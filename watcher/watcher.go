@@ -707,8 +707,9 @@ func (w *Watcher) namespaceGone(ns string, listedIn map[string]bool) bool {
 // cache is no deletion, and a deletion waiting in the window must not be dropped either.
 func (w *Watcher) Current(target types.NamespacedName, key batch.ObjectKey) (*unstructured.Unstructured, error) {
 	w.mu.RLock()
-	inf := w.informers[key.GVR]
-	claims := w.byGVR[key.GVR]
+	gvr := w.watchedVersion(target, key.GVR)
+	inf := w.informers[gvr]
+	claims := w.byGVR[gvr]
 	w.mu.RUnlock()
 	covered := slices.ContainsFunc(claims, func(c Claim) bool {
 		return c.Target == target && (!c.Resource.Namespaced || c.Namespace == "" || c.Namespace == key.Namespace)
@@ -746,6 +747,25 @@ func (w *Watcher) Current(target types.NamespacedName, key batch.ObjectKey) (*un
 		return nil, fmt.Errorf("%w: namespace %s", batch.ErrNotSynced, u.GetNamespace())
 	}
 	return nil, batch.ErrNotSelected
+}
+
+// watchedVersion is the version of gvr's resource that target's rules watch now: gvr itself
+// when one of its claims is on it, else another version of the same resource one is on (a
+// CRD whose preferred version changed while a change of the object waited, a deletion
+// above all: the informer of the old version is gone, and its document would be left as an
+// orphan), else gvr. Documents in Git carry no version that matters for where they are.
+// Callers hold w.mu.
+func (w *Watcher) watchedVersion(target types.NamespacedName, gvr schema.GroupVersionResource) schema.GroupVersionResource {
+	ofTarget := func(c Claim) bool { return c.Target == target }
+	if slices.ContainsFunc(w.byGVR[gvr], ofTarget) {
+		return gvr
+	}
+	for other, claims := range w.byGVR {
+		if other.GroupResource() == gvr.GroupResource() && slices.ContainsFunc(claims, ofTarget) {
+			return other
+		}
+	}
+	return gvr
 }
 
 // namespaceUnknown says whether a claim of target selects namespaces by label, matches the
