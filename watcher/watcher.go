@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -707,13 +708,11 @@ func (w *Watcher) namespaceGone(ns string, listedIn map[string]bool) bool {
 // cache is no deletion, and a deletion waiting in the window must not be dropped either.
 func (w *Watcher) Current(target types.NamespacedName, key batch.ObjectKey) (*unstructured.Unstructured, error) {
 	w.mu.RLock()
-	gvr := w.watchedVersion(target, key.GVR)
+	gvr := w.watchedVersion(target, key)
 	inf := w.informers[gvr]
 	claims := w.byGVR[gvr]
 	w.mu.RUnlock()
-	covered := slices.ContainsFunc(claims, func(c Claim) bool {
-		return c.Target == target && (!c.Resource.Namespaced || c.Namespace == "" || c.Namespace == key.Namespace)
-	})
+	covered := slices.ContainsFunc(claims, func(c Claim) bool { return c.covers(target, key) })
 	switch {
 	case !covered:
 		return nil, batch.ErrNotWatched
@@ -749,23 +748,34 @@ func (w *Watcher) Current(target types.NamespacedName, key batch.ObjectKey) (*un
 	return nil, batch.ErrNotSelected
 }
 
-// watchedVersion is the version of gvr's resource that target's rules watch now: gvr itself
-// when one of its claims is on it, else another version of the same resource one is on (a
-// CRD whose preferred version changed while a change of the object waited, a deletion
-// above all: the informer of the old version is gone, and its document would be left as an
-// orphan), else gvr. Documents in Git carry no version that matters for where they are.
-// Callers hold w.mu.
-func (w *Watcher) watchedVersion(target types.NamespacedName, gvr schema.GroupVersionResource) schema.GroupVersionResource {
-	ofTarget := func(c Claim) bool { return c.Target == target }
-	if slices.ContainsFunc(w.byGVR[gvr], ofTarget) {
-		return gvr
+// watchedVersion is the version of key's resource at which a claim of target covers it
+// now: key's own when one does, else another version of the same resource, the first in
+// order (a CRD whose preferred version changed while a change of the object waited, a
+// deletion above all: the informer of the old version is gone, and its document would be
+// left as an orphan; rules re-resolve one by one, so for a while a target may watch two
+// versions), else key's. Documents in Git carry no version that matters for where they
+// are. Callers hold w.mu.
+func (w *Watcher) watchedVersion(target types.NamespacedName, key batch.ObjectKey) schema.GroupVersionResource {
+	covers := func(c Claim) bool { return c.covers(target, key) }
+	if slices.ContainsFunc(w.byGVR[key.GVR], covers) {
+		return key.GVR
 	}
-	for other, claims := range w.byGVR {
-		if other.GroupResource() == gvr.GroupResource() && slices.ContainsFunc(claims, ofTarget) {
-			return other
+	var others []schema.GroupVersionResource
+	for gvr, claims := range w.byGVR {
+		if gvr.GroupResource() == key.GVR.GroupResource() && slices.ContainsFunc(claims, covers) {
+			others = append(others, gvr)
 		}
 	}
-	return gvr
+	if len(others) == 0 {
+		return key.GVR
+	}
+	slices.SortFunc(others, func(a, b schema.GroupVersionResource) int { return strings.Compare(a.Version, b.Version) })
+	return others[0]
+}
+
+// covers says whether c is a claim of target on key's namespace.
+func (c Claim) covers(target types.NamespacedName, key batch.ObjectKey) bool {
+	return c.Target == target && (!c.Resource.Namespaced || c.Namespace == "" || c.Namespace == key.Namespace)
 }
 
 // namespaceUnknown says whether a claim of target selects namespaces by label, matches the
