@@ -767,6 +767,12 @@ func TestAPruneWaitingForItsCommitFollowsTheModeAndTheListsAsTheyAreThen(t *test
 				m.Snapshot(Snapshot{Target: liveKey, GVR: goneKey.GVR, Kind: "ConfigMap", Complete: true,
 					InScope: func(ns string) bool { return ns != "app" }, Prunable: func(string, map[string]string) bool { return true }})
 			}},
+		{name: "keeps the document when a list at the resource's new version no longer prunes it", kept: true,
+			then: func(_ *testing.T, m *Manager, _ TargetSpec) {
+				keeping := pruning
+				keeping.GVR.Version, keeping.Prunable = "v2", nil
+				m.Snapshot(keeping)
+			}},
 		{name: "removes the document when a delete of the object was seen too, whatever the mode became",
 			then: func(t *testing.T, m *Manager, spec TargetSpec) {
 				m.Submit(Change{Target: liveKey, Key: ObjectKey{GVR: goneKey.GVR, Kind: "ConfigMap", Namespace: "app", Name: "a"}, Deleted: true})

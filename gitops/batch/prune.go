@@ -155,7 +155,9 @@ func (w *worker) snapshot(s Snapshot) {
 // narrowed or widened), a mode switched away from Always, or the object back. A namespace
 // outside the snapshot's scope is pruned by none of the target's rules now (a snapshot
 // carries all of them for its resource): its marks go too. Clearing one keeps a file, the
-// safe way; a later list marks it again if it should go.
+// safe way; a later list marks it again if it should go. Marks made at another version of
+// the resource go by the same list: once every rule moved to a new preferred version, no
+// list of the old one comes any more.
 // Callers hold w.mu, so no window of the target is being committed.
 func (w *worker) unprune(s Snapshot, prune []manifest.Identity) {
 	still := make(map[manifest.Identity]bool, len(prune))
@@ -170,7 +172,7 @@ func (w *worker) unprune(s Snapshot, prune []manifest.Identity) {
 	}
 	for _, win := range q.windows {
 		for k, in := range win.dirty {
-			if in.pruned && k.GVR == s.GVR && !still[k.Identity()] {
+			if in.pruned && k.GVR.GroupResource() == s.GVR.GroupResource() && !still[k.Identity()] {
 				in.pruned = false
 				win.dirty[k] = in
 			}
