@@ -128,6 +128,9 @@ func (q *queue) add(key ObjectKey, in intent, author string, now time.Time) {
 	if rs := q.waiting[author]; len(rs) > 0 {
 		win.requests = append(win.requests, rs...)
 		delete(q.waiting, author)
+		if win.declined {
+			win.notBefore = time.Time{} // a request that rides it ends its hold, as request does
+		}
 	}
 	_, held := win.dirty[key]
 	switch {

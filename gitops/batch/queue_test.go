@@ -543,6 +543,9 @@ func TestAWindowWhoseCommitTheServerDeclined(t *testing.T) {
 		q.decline(wins[0], t0.Add(2*time.Second))
 		require.Len(t, q.waiting["alice"], 1, "a window a relist opened takes no request")
 		assert.False(t, q.windows["alice"].notBefore.IsZero(), "or the request would release it at every decline")
+		q.add(qkey("c"), mirrorsDeletes, "alice", t0.Add(2500*time.Millisecond))
+		assert.Len(t, q.windows["alice"].requests, 1, "her next change takes the request along")
+		assert.True(t, q.windows["alice"].notBefore.IsZero(), "and a request that rides the window ends its hold")
 	})
 	t.Run("is not held back when its author asked to commit while it was pushed", func(t *testing.T) {
 		win := pushedWhile(t, func(q *queue) { q.request(&CommitRequest{Author: "alice", Deadline: t0.Add(time.Minute)}) })
