@@ -771,7 +771,16 @@ func TestAPruneWaitingForItsCommitFollowsTheModeAndTheListsAsTheyAreThen(t *test
 			then: func(_ *testing.T, m *Manager, _ TargetSpec) {
 				keeping := pruning
 				keeping.GVR.Version, keeping.Prunable = "v2", nil
+				m.Watched(liveKey, []schema.GroupVersionResource{keeping.GVR}) // every rule moved to v2
 				m.Snapshot(keeping)
+			}},
+		{name: "removes the document when a list at another version the target still watches does not cover it",
+			then: func(_ *testing.T, m *Manager, _ TargetSpec) {
+				other := pruning
+				other.GVR.Version, other.Prunable = "v2", nil
+				other.InScope = func(ns string) bool { return ns == "elsewhere" } // a rule not moved to v1 yet
+				m.Watched(liveKey, []schema.GroupVersionResource{pruning.GVR, other.GVR})
+				m.Snapshot(other)
 			}},
 		{name: "removes the document when a delete of the object was seen too, whatever the mode became",
 			then: func(t *testing.T, m *Manager, spec TargetSpec) {

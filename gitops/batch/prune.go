@@ -155,14 +155,24 @@ func (w *worker) snapshot(s Snapshot) {
 // narrowed or widened), a mode switched away from Always, or the object back. A namespace
 // outside the snapshot's scope is pruned by none of the target's rules now (a snapshot
 // carries all of them for its resource): its marks go too. Clearing one keeps a file, the
-// safe way; a later list marks it again if it should go. Marks made at another version of
-// the resource go by the same list: once every rule moved to a new preferred version, no
-// list of the old one comes any more.
+// safe way; a later list marks it again if it should go. Marks made at a version of the
+// resource the target watches no more go by the same list: once every rule moved to a new
+// preferred version, no list of the old one comes any more.
 // Callers hold w.mu, so no window of the target is being committed.
 func (w *worker) unprune(s Snapshot, prune []manifest.Identity) {
 	still := make(map[manifest.Identity]bool, len(prune))
 	for _, id := range prune {
 		still[id] = true
+	}
+	// A mark at another version goes by this list only once the target watches that version
+	// no more: while rules re-resolve one by one, a list of one version covers only the
+	// rules at it, and a late one must not clear what the other version's list just marked.
+	watched, known := map[schema.GroupVersionResource]bool(nil), false
+	if w.watchedOf != nil {
+		watched, known = w.watchedOf(s.Target)
+	}
+	ofList := func(gvr schema.GroupVersionResource) bool {
+		return gvr == s.GVR || gvr.GroupResource() == s.GVR.GroupResource() && known && !watched[gvr]
 	}
 	w.qmu.Lock()
 	defer w.qmu.Unlock()
@@ -172,7 +182,7 @@ func (w *worker) unprune(s Snapshot, prune []manifest.Identity) {
 	}
 	for _, win := range q.windows {
 		for k, in := range win.dirty {
-			if in.pruned && k.GVR.GroupResource() == s.GVR.GroupResource() && !still[k.Identity()] {
+			if in.pruned && ofList(k.GVR) && !still[k.Identity()] {
 				in.pruned = false
 				win.dirty[k] = in
 			}

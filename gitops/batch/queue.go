@@ -129,7 +129,7 @@ func (q *queue) add(key ObjectKey, in intent, author string, now time.Time) {
 		win.requests = append(win.requests, rs...)
 		delete(q.waiting, author)
 		if win.declined {
-			win.notBefore = time.Time{} // a request that rides it ends its hold, as request does
+			win.notBefore = time.Time{} // a request that rides it ends its hold; it commits when due
 		}
 	}
 	_, held := win.dirty[key]
