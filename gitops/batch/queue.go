@@ -322,7 +322,7 @@ func (q *queue) restore(win *authorWindow, now time.Time) {
 			if joined && (cur.builtAt.IsZero() || !win.builtAt.IsZero() && win.builtAt.Before(cur.builtAt)) {
 				cur.builtAt = win.builtAt
 			}
-			if joined && cur != win {
+			if joined {
 				cur.tried = lastKept(append(cur.tried, win.tried...))
 			}
 			cur.failed = cur.failed || win.failed
