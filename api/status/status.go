@@ -14,6 +14,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 )
 
 // ConflictRetry is how soon a reconcile whose status write met a newer object runs again.
@@ -50,4 +51,14 @@ func Finish(ctx context.Context, res ctrl.Result, err, statusErr error) (ctrl.Re
 		return ctrl.Result{}, err
 	}
 	return res, nil
+}
+
+// OwnChanges passes the events of a reconciler's own objects that can change its verdict:
+// creation, deletion, and updates of the spec (a new generation), labels or annotations.
+// It leaves out updates of the status alone, which are this operator's own writes: each
+// would run the object's reconcile again at once, past its backoff, and a message that
+// differs at every attempt would make it reconcile in a loop. A status edited by hand is
+// written again at the object's next reconcile (its poll).
+func OwnChanges() predicate.Predicate {
+	return predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{})
 }

@@ -9,8 +9,12 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+
+	"github.com/gitops-reverser/gitops-reverser/api/v1alpha1"
 )
 
 func TestFinish(t *testing.T) {
@@ -43,4 +47,34 @@ func TestFinish(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestOwnChanges(t *testing.T) {
+	target := func(generation int64, labels, annotations map[string]string, ready string) *v1alpha1.GitTarget {
+		return &v1alpha1.GitTarget{
+			ObjectMeta: metav1.ObjectMeta{Name: "live", Namespace: "team-a", Generation: generation, Labels: labels, Annotations: annotations},
+			Status:     v1alpha1.GitTargetStatus{Conditions: []metav1.Condition{{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue, Message: ready}}},
+		}
+	}
+	old := target(1, nil, nil, "writing")
+	tests := []struct {
+		name string
+		new  *v1alpha1.GitTarget
+		want bool
+	}{
+		{"leaves out an update of the status alone, the operator's own write", target(1, nil, nil, "last write failed, retrying"), false},
+		{"passes a spec change, which makes a new generation", target(2, nil, nil, "writing"), true},
+		{"passes a label change", target(1, map[string]string{"team": "a"}, nil, "writing"), true},
+		{"passes an annotation change, such as a request to reconcile now", target(1, nil, map[string]string{"reconcile.reverser.gitops.dev/requestedAt": "now"}, "writing"), true},
+	}
+	p := OwnChanges()
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, p.Update(event.UpdateEvent{ObjectOld: old, ObjectNew: tt.new}))
+		})
+	}
+	t.Run("passes creation and deletion", func(t *testing.T) {
+		assert.True(t, p.Create(event.CreateEvent{Object: old}))
+		assert.True(t, p.Delete(event.DeleteEvent{Object: old}))
+	})
 }

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -78,7 +79,7 @@ func (r *ClusterWatchRuleReconciler) Reconcile(ctx context.Context, req ctrl.Req
 // SetupWithManager watches rules, targets and CRDs.
 func (r *ClusterWatchRuleReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
-		For(&v1alpha1.ClusterWatchRule{}).
+		For(&v1alpha1.ClusterWatchRule{}, builder.WithPredicates(status.OwnChanges())).
 		Watches(&v1alpha1.GitTarget{}, crdEvents(r.all), targetExistence()).
 		Watches(&apiextensionsv1.CustomResourceDefinition{}, crdEvents(r.all)).
 		Complete(r)
