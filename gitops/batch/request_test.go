@@ -4,6 +4,8 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -391,4 +393,51 @@ func TestACommitRequestCreatedAgainUnderTheSameNameIsANewRequest(t *testing.T) {
 	log := remote.Log("main")
 	assert.Contains(t, log[0], "release 1.3")
 	assert.NotContains(t, strings.Join(log, "\n"), "typo", "the deleted request's message is not used")
+}
+
+// holdAuthor makes remote's pushes of commits by author wait until release is called (or
+// the test ends): a pre-receive hook, run by the real git http-backend.
+func holdAuthor(t *testing.T, remote *repotest.Remote, author string) (release func()) {
+	t.Helper()
+	block := filepath.Join(t.TempDir(), "hold")
+	require.NoError(t, os.WriteFile(block, nil, 0o644))
+	hook := filepath.Join(remote.Dir, "hooks", "pre-receive")
+	script := "#!/bin/sh\nwhile read old new ref; do\n" +
+		"  if git log --format=%an \"$old..$new\" | grep -qx '" + author + "'; then\n" +
+		"    while [ -f '" + block + "' ]; do sleep 0.05; done\n  fi\ndone\n"
+	require.NoError(t, os.MkdirAll(filepath.Dir(hook), 0o755))
+	require.NoError(t, os.WriteFile(hook, []byte(script), 0o755))
+	release = func() { _ = os.Remove(block) }
+	t.Cleanup(release) // before the server stops, or its push never ends
+	return release
+}
+
+func TestARequestIsAnsweredBeforeTheNextWindowOfTheTargetIsPushed(t *testing.T) {
+	var refuse atomic.Bool
+	refuse.Store(true)
+	remote := repotest.NewHTTPRemote(t, repotest.RefusePushesWhile(&refuse, http.StatusServiceUnavailable, "down for maintenance"))
+	writer, c := liveWriter(t, remote)
+	alices := alicesRelease(t, writer, c)
+	require.Eventually(t, func() bool {
+		out, _ := writer.Request(alices)
+		return out.Reason == batch.ReasonRetrying
+	}, 10*time.Second, 20*time.Millisecond, "her push failed and waits for the target's retry")
+	writer.Submit(batch.Change{Target: targetKey, Key: c.put(cmGVR, "ConfigMap", "bobs", map[string]any{"k": "v"}), AllowDelete: true, Author: "bob"})
+	_, err := writer.Request(batch.CommitRequest{Key: types.NamespacedName{Namespace: "ops", Name: "bobs-release"}, Target: targetKey,
+		Author: "bob", Message: "bob's release", Deadline: time.Now().Add(time.Minute)})
+	require.NoError(t, err)
+	release := holdAuthor(t, remote, "bob")
+	refuse.Store(false) // the retry pushes her window, then his, which the server holds
+
+	var out batch.RequestOutcome
+	require.Eventually(t, func() bool {
+		out, _ = writer.Request(alices)
+		return out.Done
+	}, 10*time.Second, 20*time.Millisecond, "alice hears of her commit while bob's push still waits")
+	assert.Equal(t, batch.ReasonCommitted, out.Reason, out.Message)
+	assert.Equal(t, remote.Head("main"), out.SHA)
+	assert.NotContains(t, remote.LsTree("main"), "bobs.yaml", "his push was still held")
+	release()
+	require.Eventually(t, func() bool { return strings.Contains(remote.LsTree("main"), "configmaps/bobs.yaml") },
+		10*time.Second, 20*time.Millisecond, "his window lands once the server lets it")
 }

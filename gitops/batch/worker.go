@@ -839,6 +839,10 @@ func (w *worker) flushIfDue(ctx context.Context, key types.NamespacedName, ahead
 	var declined error
 	declines := 0 // declined windows back off on their own, not the target
 	for i, win := range wins {
+		// The answers so far (the last window's) go out before the next push, which may take
+		// minutes: a pod killed meanwhile would leave a committed request Waiting, and its
+		// message would ride the author's next change a second time.
+		w.report()
 		var c bool
 		c, err = w.flush(ctx, t, win)
 		if errors.Is(err, repo.ErrRejected) {
@@ -879,10 +883,7 @@ func (w *worker) flushIfDue(ctx context.Context, key types.NamespacedName, ahead
 	w.qmu.Lock()
 	t.q.flushing = nil
 	w.qmu.Unlock()
-	for _, a := range w.answers {
-		w.outcome(a.req, a.out)
-	}
-	w.answers = nil
+	w.report()
 	ready := w.takeReady()
 	w.mu.Unlock()
 	w.reportReady(ready)
@@ -891,6 +892,15 @@ func (w *worker) flushIfDue(ctx context.Context, key types.NamespacedName, ahead
 		w.opts.OnStatus(key)
 	}
 	return wait, err
+}
+
+// report hands the answers collected so far to the Manager. Callers hold w.mu, so a
+// target's removal never overtakes a commit that carried a request's message.
+func (w *worker) report() {
+	for _, a := range w.answers {
+		w.outcome(a.req, a.out)
+	}
+	w.answers = nil
 }
 
 // shorter is the sooner of two waits, where 0 means "nothing to wait for".
