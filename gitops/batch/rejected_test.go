@@ -19,13 +19,20 @@ import (
 // commit for what it holds or who wrote it; it returns a function removing the hook.
 func declineAuthor(t *testing.T, remote *repotest.Remote, author string) (remove func()) {
 	t.Helper()
-	hook := filepath.Join(remote.Dir, "hooks", "pre-receive")
-	script := "#!/bin/sh\nwhile read old new ref; do\n" +
-		"  if git log --format=%an \"$old..$new\" | grep -qx '" + author + "'; then\n" +
-		"    echo \"commits by " + author + " are not accepted\" >&2; exit 1\n  fi\ndone\n"
-	require.NoError(t, os.MkdirAll(filepath.Dir(hook), 0o755))
-	require.NoError(t, os.WriteFile(hook, []byte(script), 0o755))
+	hook := onPushBy(t, remote, author, "echo \"commits by "+author+" are not accepted\" >&2; exit 1")
 	return func() { require.NoError(t, os.Remove(hook)) }
+}
+
+// onPushBy installs a pre-receive hook on remote that runs script (sh) for a push of
+// commits by author, and returns the hook's path.
+func onPushBy(t *testing.T, remote *repotest.Remote, author, script string) string {
+	t.Helper()
+	hook := filepath.Join(remote.Dir, "hooks", "pre-receive")
+	body := "#!/bin/sh\nwhile read old new ref; do\n" +
+		"  if git log --format=%an \"$old..$new\" | grep -qx '" + author + "'; then\n    " + script + "\n  fi\ndone\n"
+	require.NoError(t, os.MkdirAll(filepath.Dir(hook), 0o755))
+	require.NoError(t, os.WriteFile(hook, []byte(body), 0o755))
+	return hook
 }
 
 // malloryDeclined is a writer scene whose remote declines mallory's commits, with her

@@ -401,12 +401,7 @@ func holdAuthor(t *testing.T, remote *repotest.Remote, author string) (release f
 	t.Helper()
 	block := filepath.Join(t.TempDir(), "hold")
 	require.NoError(t, os.WriteFile(block, nil, 0o644))
-	hook := filepath.Join(remote.Dir, "hooks", "pre-receive")
-	script := "#!/bin/sh\nwhile read old new ref; do\n" +
-		"  if git log --format=%an \"$old..$new\" | grep -qx '" + author + "'; then\n" +
-		"    while [ -f '" + block + "' ]; do sleep 0.05; done\n  fi\ndone\n"
-	require.NoError(t, os.MkdirAll(filepath.Dir(hook), 0o755))
-	require.NoError(t, os.WriteFile(hook, []byte(script), 0o755))
+	onPushBy(t, remote, author, "while [ -f '"+block+"' ]; do sleep 0.05; done")
 	release = func() { _ = os.Remove(block) }
 	t.Cleanup(release) // before the server stops, or its push never ends
 	return release
