@@ -436,3 +436,42 @@ func TestARequestIsAnsweredBeforeTheNextWindowOfTheTargetIsPushed(t *testing.T) 
 	require.Eventually(t, func() bool { return strings.Contains(remote.LsTree("main"), "configmaps/bobs.yaml") },
 		10*time.Second, 20*time.Millisecond, "his window lands once the server lets it")
 }
+
+func TestARequestOnATargetThatNeverReadItsBranchSaysWhy(t *testing.T) {
+	var down atomic.Bool
+	down.Store(true)
+	remote := repotest.NewHTTPRemote(t, repotest.WithMiddleware(func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if down.Load() {
+				http.Error(w, "down for maintenance", http.StatusServiceUnavailable)
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}))
+	remote.Seed("main", map[string]string{"live/README.md": "objects\n"}, "seed")
+	writer, c := startWriter(t)
+	spec := targetSpec(t, "live", remote.URL, nil)
+	_, err := writer.EnsureTarget(context.Background(), spec)
+	require.Error(t, err, "the operator started during an outage")
+	req := alicesRelease(t, writer, c)
+
+	var out batch.RequestOutcome
+	require.Eventually(t, func() bool {
+		out, _ = writer.Request(req)
+		return out.Reason == batch.ReasonRetrying
+	}, 10*time.Second, 20*time.Millisecond, "not Waiting for changes that arrived")
+	assert.False(t, out.Done)
+	assert.Contains(t, out.Message, "could not read its branch yet")
+	assert.Contains(t, out.Message, "503")
+
+	down.Store(false)
+	_, err = writer.EnsureTarget(context.Background(), spec) // the GitTarget's next reconcile
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		out, _ = writer.Request(req)
+		return out.Done
+	}, 10*time.Second, 20*time.Millisecond)
+	assert.Equal(t, batch.ReasonCommitted, out.Reason, out.Message)
+	assert.Contains(t, remote.Log("main")[0], "release 1.2")
+}

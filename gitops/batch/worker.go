@@ -67,6 +67,9 @@ type target struct {
 	// target's fetch, a push replay) sets the flag; the next release of the worker's lock
 	// reports it.
 	folderReady bool
+	// unread is why the last registration could not read the branch, while it never could
+	// (st.Known false): the requests riding the target's windows say so, not that they wait.
+	unread error
 }
 
 // worker serialises every Git operation of one (repository, branch).
@@ -393,12 +396,17 @@ func (w *worker) ensureTarget(ctx context.Context, spec TargetSpec) (*target, Ta
 			err = w.refresh(ctx, true, t)
 		}
 	}
+	t.unread = nil
+	if err != nil && !t.st.Known {
+		t.unread = err
+	}
+	unread := t.unread != nil
 	st := w.view(t)
 	ready := w.takeReady()
 	w.mu.Unlock()
 	w.reportReady(ready)
-	if retryNow {
-		w.poke() // the loop sleeps until the old backoff's retry otherwise
+	if retryNow || unread {
+		w.poke() // the loop sleeps until the old backoff's retry otherwise; requests learn why they wait
 	}
 	if err != nil {
 		return t, st, err
@@ -813,6 +821,12 @@ func (w *worker) flushIfDue(ctx context.Context, key types.NamespacedName, ahead
 	case now.Before(t.retryAt):
 		wait = shorter(wait, t.retryAt.Sub(now))
 		held = t.q.attached()
+	case !t.st.Known && t.unread != nil:
+		for _, r := range t.q.attached() {
+			w.answers = append(w.answers, answer{r, RequestOutcome{Reason: ReasonRetrying, Message: fmt.Sprintf(
+				"GitTarget %s could not read its branch yet, and tries again at its next reconcile; the message waits with %s's changes: %v",
+				r.Target, r.Author, t.unread)}})
+		}
 	case t.st.Known && !t.verdict.Supported:
 		for _, win := range t.q.windows {
 			w.waitOnFolder(win, t)
