@@ -232,7 +232,7 @@ func run(ctx context.Context, cfg *rest.Config, opts Options) error {
 				Recorder: mgr.GetEventRecorder("gitops-reverser")}).SetupWithManager(mgr)
 		},
 		func() error {
-			return (&gitopsctrl.CommitRequestReconciler{Client: c, Writer: writer, Events: requestEvents}).SetupWithManager(mgr)
+			return (&gitopsctrl.CommitRequestReconciler{Client: c, Writer: writer, Events: requestEvents, APIReader: mgr.GetAPIReader()}).SetupWithManager(mgr)
 		},
 		func() error {
 			return (&watchctrl.WatchRuleReconciler{Client: c, Discovery: dc, Registry: w}).SetupWithManager(mgr)

@@ -36,6 +36,10 @@ type CommitRequestReconciler struct {
 	Writer Requests
 	// Events carries the writer's "outcome known" notices into this controller.
 	Events <-chan event.TypedGenericEvent[*v1alpha1.CommitRequest]
+	// APIReader reads past the cache, to confirm a GitTarget the cache does not show before
+	// a request ends TargetNotFound for good: created in the same apply, the target may not
+	// have reached the cache yet. nil trusts the cache.
+	APIReader client.Reader
 }
 
 // +kubebuilder:rbac:groups=reverser.gitops.dev,resources=commitrequests,verbs=get;list;watch
@@ -80,7 +84,7 @@ func (r *CommitRequestReconciler) reconcile(ctx context.Context, cr *v1alpha1.Co
 	})
 	if errors.Is(err, batch.ErrTargetNotRegistered) {
 		var t v1alpha1.GitTarget
-		if err := r.Client.Get(ctx, targetKey, &t); err != nil {
+		if err := r.getTarget(ctx, targetKey, &t); err != nil {
 			if !apierrors.IsNotFound(err) {
 				return ctrl.Result{}, err
 			}
@@ -120,6 +124,16 @@ func (r *CommitRequestReconciler) reconcile(ctx context.Context, cr *v1alpha1.Co
 	}
 	settle(cr, out)
 	return ctrl.Result{}, nil
+}
+
+// getTarget reads the GitTarget from the cache, and a NotFound again from the API server
+// (APIReader), since it is final for the request.
+func (r *CommitRequestReconciler) getTarget(ctx context.Context, key types.NamespacedName, t *v1alpha1.GitTarget) error {
+	err := r.Client.Get(ctx, key, t)
+	if apierrors.IsNotFound(err) && r.APIReader != nil {
+		err = r.APIReader.Get(ctx, key, t)
+	}
+	return err
 }
 
 // recheckAfter is how long to wait before asking the writer again: until the deadline,

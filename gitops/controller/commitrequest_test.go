@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -118,4 +119,36 @@ func TestACommitRequestOfADeletedGitTarget(t *testing.T) {
 		assert.Equal(t, metav1.ConditionFalse, c.Status)
 		assert.Equal(t, v1alpha1.ReasonTargetNotFound, c.Reason)
 	})
+}
+
+// laggingCache reads through k8s, except that it does not show GitTargets yet, as the
+// controller's cache right after a GitTarget and a CommitRequest were created in one apply
+// (separate watches: either may come first). A stand-in: that lag cannot be caused on demand.
+type laggingCache struct{ client.Client }
+
+func (c laggingCache) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if _, ok := obj.(*v1alpha1.GitTarget); ok {
+		return apierrors.NewNotFound(v1alpha1.GroupVersion.WithResource("gittargets").GroupResource(), key.Name)
+	}
+	return c.Client.Get(ctx, key, obj, opts...)
+}
+
+func TestACommitRequestWaitsForAGitTargetItsCacheDoesNotShowYet(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t)
+	require.NoError(t, k8s.Create(ctx, target(ns, "main", "live")))
+	cr := &v1alpha1.CommitRequest{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "release"}, Spec: v1alpha1.CommitRequestSpec{
+		TargetRef: v1alpha1.LocalObjectReference{Name: "live"}, Message: "release 1.2",
+		Requester: &v1alpha1.Requester{Username: "alice"}}}
+	require.NoError(t, k8s.Create(ctx, cr))
+	r := &controller.CommitRequestReconciler{Client: laggingCache{k8s}, APIReader: k8s, Writer: answeringWriter{err: batch.ErrTargetNotRegistered}}
+
+	_, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(cr)})
+	require.NoError(t, err)
+
+	require.NoError(t, k8s.Get(ctx, client.ObjectKeyFromObject(cr), cr))
+	c := apimeta.FindStatusCondition(cr.Status.Conditions, v1alpha1.ConditionCommitted)
+	require.NotNil(t, c)
+	assert.Equal(t, v1alpha1.ReasonWaiting, c.Reason, "not a final TargetNotFound: the GitTarget exists")
+	assert.False(t, controller.Settled(cr.Status.Conditions))
 }
