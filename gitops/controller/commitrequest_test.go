@@ -30,7 +30,10 @@ func (w *retryingWriter) Request(batch.CommitRequest) (batch.RequestOutcome, err
 
 func (w *retryingWriter) Forget(k types.NamespacedName) { w.forgot = append(w.forgot, k) }
 
-func TestACommitRequestWhoseCommitIsRetriedStaysWithItsWindow(t *testing.T) {
+// alicesRelease creates GitTarget live in a new namespace and alice's CommitRequest
+// "release 1.2" on it.
+func alicesRelease(t *testing.T) *v1alpha1.CommitRequest {
+	t.Helper()
 	ctx := context.Background()
 	ns := namespace(t)
 	require.NoError(t, k8s.Create(ctx, target(ns, "main", "live")))
@@ -38,6 +41,12 @@ func TestACommitRequestWhoseCommitIsRetriedStaysWithItsWindow(t *testing.T) {
 		TargetRef: v1alpha1.LocalObjectReference{Name: "live"}, Message: "release 1.2",
 		Requester: &v1alpha1.Requester{Username: "alice"}}}
 	require.NoError(t, k8s.Create(ctx, cr))
+	return cr
+}
+
+func TestACommitRequestWhoseCommitIsRetriedStaysWithItsWindow(t *testing.T) {
+	ctx := context.Background()
+	cr := alicesRelease(t)
 	w := &retryingWriter{}
 	r := &controller.CommitRequestReconciler{Client: k8s, Writer: w}
 	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(cr)}
@@ -135,12 +144,7 @@ func (c laggingCache) Get(ctx context.Context, key client.ObjectKey, obj client.
 
 func TestACommitRequestWaitsForAGitTargetItsCacheDoesNotShowYet(t *testing.T) {
 	ctx := context.Background()
-	ns := namespace(t)
-	require.NoError(t, k8s.Create(ctx, target(ns, "main", "live")))
-	cr := &v1alpha1.CommitRequest{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "release"}, Spec: v1alpha1.CommitRequestSpec{
-		TargetRef: v1alpha1.LocalObjectReference{Name: "live"}, Message: "release 1.2",
-		Requester: &v1alpha1.Requester{Username: "alice"}}}
-	require.NoError(t, k8s.Create(ctx, cr))
+	cr := alicesRelease(t)
 	r := &controller.CommitRequestReconciler{Client: laggingCache{k8s}, APIReader: k8s, Writer: answeringWriter{err: batch.ErrTargetNotRegistered}}
 
 	_, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(cr)})
