@@ -467,9 +467,6 @@ func (m *Manager) EnsureTarget(ctx context.Context, spec TargetSpec) (TargetStat
 		defer m.retireIfIdle(prev)
 	}
 	t, st, err := w.ensureTarget(ctx, spec)
-	// Requests first: one whose author's changes were kept while the target moved rides the
-	// window they open, which may commit before syncKeys returns.
-	m.rehome(spec.Key, w)
 	m.unpark(spec.Key, w) // its queue exists now, whether or not the fetch worked
 	if err == nil {
 		st, err = w.syncKeys(ctx, spec.Key)
@@ -781,20 +778,24 @@ func keep(p map[ObjectKey]Change, c Change) Change {
 }
 
 // unpark hands a target whose queue now exists the changes kept while it was suspended
-// or moving; an object its queue already holds stays in its newer window.
+// or moving (an object its queue already holds stays in its newer window), and the
+// CommitRequests that lost their queue as it moved (rehomed). Both go in one hand-over:
+// a request whose author's changes were kept rides the window they open, and the worker
+// cannot time it out in between, for want of a change that is on its way.
 func (m *Manager) unpark(key types.NamespacedName, w *worker) {
+	requests := m.rehomed(key, w)
 	m.mu.Lock()
 	p := m.parked[key]
 	delete(m.parked, key)
 	m.mu.Unlock()
-	if len(p) == 0 {
+	if len(p) == 0 && len(requests) == 0 {
 		return
 	}
 	changes := make([]Change, 0, len(p))
 	for _, c := range p {
 		changes = append(changes, c)
 	}
-	w.submitOlder(changes...)
+	w.enqueue(changes, true, requests...)
 }
 
 // moveAway takes a target off the worker it had when its repository or branch changed.
@@ -839,11 +840,11 @@ func (m *Manager) unplaced(key types.NamespacedName) {
 	}
 }
 
-// rehome hands the target's CommitRequests that lost their queue to its current worker,
-// where they wait for their author's next change (or time out, saying so). One the old
-// worker's last push answered while the target moved is settled and stays so.
-func (m *Manager) rehome(key types.NamespacedName, w *worker) {
-	var moved []*CommitRequest
+// rehomed returns the target's CommitRequests that lost their queue, now handed to its
+// current worker w, where they wait for their author's next change (or time out, saying
+// so). One the old worker's last push answered while the target moved is settled and
+// stays so.
+func (m *Manager) rehomed(key types.NamespacedName, w *worker) (moved []*CommitRequest) {
 	m.mu.Lock()
 	for _, st := range m.requests {
 		if st.req.Target == key && st.rehome {
@@ -855,9 +856,7 @@ func (m *Manager) rehome(key types.NamespacedName, w *worker) {
 		}
 	}
 	m.mu.Unlock()
-	for _, r := range moved {
-		w.request(r)
-	}
+	return moved
 }
 
 // Location is where an object would land in a target's folder, as admission needs it.

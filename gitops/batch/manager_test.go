@@ -353,9 +353,23 @@ func TestSettlingCommitRequests(t *testing.T) {
 		m.requests[key] = &requestState{req: CommitRequest{Key: key, Target: target, Author: "alice"}, outcome: done, rehome: true}
 		w := newWorker(workerKey{}, nil, m.opts, m.settle)
 		w.queues[target] = newQueue()
-		m.rehome(target, w)
+		m.unpark(target, w)
 		assert.Empty(t, w.queues[target].waiting, "its message was used already")
 		assert.False(t, m.requests[key].rehome)
+	})
+	t.Run("hands a moved request past its deadline to the window of its author's kept changes, not to a timeout", func(t *testing.T) {
+		m, _ := newManager()
+		m.requests[key] = &requestState{req: CommitRequest{Key: key, Target: target, Author: "alice", Deadline: time.Now().Add(-time.Second)},
+			outcome: RequestOutcome{Reason: ReasonRetrying}, rehome: true}
+		m.parked[target] = map[ObjectKey]Change{goneKey: {Target: target, Key: goneKey, AllowDelete: true, Author: "alice"}}
+		w := newWorker(workerKey{}, nil, m.opts, m.settle)
+		w.queues[target] = newQueue()
+		m.unpark(target, w)
+		q := w.queues[target]
+		timedOut, _ := q.expired(time.Now())
+		assert.Empty(t, timedOut, "her change arrived with it")
+		require.NotNil(t, q.windows["alice"])
+		assert.Equal(t, []*CommitRequest{&m.requests[key].req}, q.windows["alice"].requests)
 	})
 }
 

@@ -155,10 +155,17 @@ func (w *worker) submitOlder(changes ...Change) (unplaced []Change) {
 	return w.enqueue(changes, true)
 }
 
-func (w *worker) enqueue(changes []Change, older bool) (unplaced []Change) {
+// enqueue records changes, after handing requests to their queues in the same hold of
+// qmu (see Manager.unpark).
+func (w *worker) enqueue(changes []Change, older bool, requests ...*CommitRequest) (unplaced []Change) {
 	now := time.Now()
 	placed := make([]Change, 0, len(changes))
 	w.qmu.Lock()
+	for _, r := range requests {
+		if q, ok := w.queues[r.Target]; ok {
+			q.request(r)
+		}
+	}
 	for _, c := range changes {
 		q, ok := w.queues[c.Target]
 		switch {
