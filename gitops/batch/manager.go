@@ -617,7 +617,11 @@ func (m *Manager) stopTarget(key types.NamespacedName, park bool, settled string
 	}
 	m.mu.Unlock()
 	for _, r := range orphaned {
-		m.settle(r, RequestOutcome{Done: true, Reason: ReasonTargetRemoved, Message: settled})
+		out := RequestOutcome{Done: true, Reason: ReasonTargetRemoved, Message: settled}
+		if w != nil {
+			out = w.landedBeforeStop(r, out)
+		}
+		m.settle(r, out)
 	}
 }
 

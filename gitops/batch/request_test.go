@@ -115,10 +115,7 @@ func lostAnswer(t *testing.T, meanwhile func(*repotest.Remote, *batch.Manager, *
 	remote = repotest.NewHTTPRemote(t, repotest.WithMiddleware(func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			switch {
-			case phase.Load() == 1 && repotest.IsReceivePack(r):
-				next.ServeHTTP(httptest.NewRecorder(), r) // the push lands ...
-				phase.Store(2)
-				http.Error(w, "connection reset", http.StatusBadGateway) // ... and its answer is lost
+			case loseAnswer(&phase, next, w, r):
 				return
 			case phase.Load() == 2 && r.URL.Query().Get("service") == "git-upload-pack":
 				phase.Store(0)
@@ -143,6 +140,18 @@ func lostAnswer(t *testing.T, meanwhile func(*repotest.Remote, *batch.Manager, *
 		return err == nil && out.Done
 	}, 15*time.Second, 50*time.Millisecond)
 	return remote, writer, req, out
+}
+
+// loseAnswer, in phase 1, lets a push land and loses its answer, moving on to phase 2; it
+// reports whether it answered r.
+func loseAnswer(phase *atomic.Int32, next http.Handler, w http.ResponseWriter, r *http.Request) bool {
+	if phase.Load() != 1 || !repotest.IsReceivePack(r) {
+		return false
+	}
+	next.ServeHTTP(httptest.NewRecorder(), r) // the push lands ...
+	phase.Store(2)
+	http.Error(w, "connection reset", http.StatusBadGateway) // ... and its answer is lost
+	return true
 }
 
 func TestACommitRequestWhosePushLandedDespiteAnError(t *testing.T) {
@@ -474,4 +483,35 @@ func TestARequestOnATargetThatNeverReadItsBranchSaysWhy(t *testing.T) {
 	}, 10*time.Second, 20*time.Millisecond)
 	assert.Equal(t, batch.ReasonCommitted, out.Reason, out.Message)
 	assert.Contains(t, remote.Log("main")[0], "release 1.2")
+}
+
+func TestACommitRequestOfATargetDeletedWhileItsPushIsInDoubtSaysWhichCommit(t *testing.T) {
+	var phase atomic.Int32 // 1: lose the push's answer; 2: then the remote is down
+	remote := repotest.NewHTTPRemote(t, repotest.WithMiddleware(func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			switch {
+			case loseAnswer(&phase, next, w, r):
+				return
+			case phase.Load() == 2:
+				http.Error(w, "down for maintenance", http.StatusServiceUnavailable)
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}))
+	writer, c := liveWriter(t, remote)
+	phase.Store(1)
+	req := alicesRelease(t, writer, c)
+	require.Eventually(t, func() bool {
+		out, _ := writer.Request(req)
+		return out.Reason == batch.ReasonRetrying
+	}, 10*time.Second, 20*time.Millisecond, "the push is in doubt: the remote cannot be asked")
+
+	writer.RemoveTarget(targetKey) // deleted during the backoff
+
+	out, err := writer.Request(req)
+	require.NoError(t, err)
+	require.True(t, out.Done)
+	assert.Equal(t, batch.ReasonTargetRemoved, out.Reason)
+	assert.Contains(t, out.Message, remote.Head("main")[:7], "names the commit that did land, so its author can find it")
 }

@@ -1299,6 +1299,27 @@ func (t *target) listRefusals() {
 	t.st.Refused = out
 }
 
+// landedBeforeStop is the outcome of request r of a target that stopped writing before its
+// commit was confirmed, removed being the default: Committed when a push that reported an
+// error carried its message to the remote as last seen, else removed saying which commit
+// may have. A target deleted in its backoff would otherwise report TargetRemoved for a
+// message that is in Git. Callers hold no lock.
+func (w *worker) landedBeforeStop(r *CommitRequest, removed RequestOutcome) RequestOutcome {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(r.attempted) == 0 {
+		return removed
+	}
+	if landed, ok := w.repo.Landed(w.remoteTip, r.attempted, landedSearch); ok {
+		return RequestOutcome{Done: true, SHA: landed.String(), Reason: ReasonCommitted,
+			Message: fmt.Sprintf("committed %s to %s with the requested message", shortSHA(landed.String()), r.Target)}
+	}
+	tried := r.attempted[len(r.attempted)-1].String()
+	removed.Message += fmt.Sprintf("; the last push of the message (commit %s) reported an error: "+
+		"if the remote took it after all, the branch has it", shortSHA(tried))
+	return removed
+}
+
 // answerLanded answers the requests an earlier commit of the window carried to the remote
 // although its push reported an error (Landed: the tip is that commit or built on it), and
 // returns the others: a retry that has new changes to commit (the author's, joined since)
