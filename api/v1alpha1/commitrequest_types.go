@@ -10,9 +10,11 @@ import (
 type CommitRequestSpec struct {
 	// TargetRef names the GitTarget, in the CommitRequest's namespace.
 	TargetRef LocalObjectReference `json:"targetRef"`
-	// Message is the commit message, used verbatim (first line = subject).
+	// Message is the commit message (first line = subject), used as written less the blank
+	// space around it, as git commit does; blank alone, it would make an empty message.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=65536
+	// +kubebuilder:validation:XValidation:rule="self.trim() != ''",message="message must not be blank: write what the commit does"
 	Message string `json:"message"`
 	// Timeout bounds the wait for the requester's next change when none is pending on the
 	// target when the request arrives. `0s` waits for none: with no window of the

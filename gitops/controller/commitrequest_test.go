@@ -156,3 +156,12 @@ func TestACommitRequestWaitsForAGitTargetItsCacheDoesNotShowYet(t *testing.T) {
 	assert.Equal(t, v1alpha1.ReasonWaiting, c.Reason, "not a final TargetNotFound: the GitTarget exists")
 	assert.False(t, controller.Settled(cr.Status.Conditions))
 }
+
+func TestABlankCommitRequestMessageIsRefusedAtCreation(t *testing.T) {
+	ns := namespace(t)
+	cr := &v1alpha1.CommitRequest{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "blank"}, Spec: v1alpha1.CommitRequestSpec{
+		TargetRef: v1alpha1.LocalObjectReference{Name: "live"}, Message: " \n\t\n"}}
+	err := k8s.Create(context.Background(), cr)
+	require.True(t, apierrors.IsInvalid(err), "%v", err)
+	assert.Contains(t, err.Error(), "message must not be blank")
+}
