@@ -617,11 +617,7 @@ func (m *Manager) stopTarget(key types.NamespacedName, park bool, settled string
 	}
 	m.mu.Unlock()
 	for _, r := range orphaned {
-		out := RequestOutcome{Done: true, Reason: ReasonTargetRemoved, Message: settled}
-		if w != nil {
-			out = w.landedBeforeStop(r, out)
-		}
-		m.settle(r, out)
+		m.settle(r, landedBeforeStop(w, r, RequestOutcome{Done: true, Reason: ReasonTargetRemoved, Message: settled}))
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -1301,22 +1302,29 @@ func (t *target) listRefusals() {
 
 // landedBeforeStop is the outcome of request r of a target that stopped writing before its
 // commit was confirmed, removed being the default: Committed when a push that reported an
-// error carried its message to the remote as last seen, else removed saying which commit
-// may have. A target deleted in its backoff would otherwise report TargetRemoved for a
-// message that is in Git. Callers hold no lock.
-func (w *worker) landedBeforeStop(r *CommitRequest, removed RequestOutcome) RequestOutcome {
-	w.mu.Lock()
-	defer w.mu.Unlock()
+// error carried its message to the remote as w last saw it, else removed naming the commits
+// that may have. A target deleted in its backoff would otherwise report TargetRemoved for a
+// message that is in Git. w is nil when the target had no worker; callers hold no lock.
+func landedBeforeStop(w *worker, r *CommitRequest, removed RequestOutcome) RequestOutcome {
+	if w != nil {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+	}
 	if len(r.attempted) == 0 {
 		return removed
 	}
-	if landed, ok := w.repo.Landed(w.remoteTip, r.attempted, landedSearch); ok {
-		return RequestOutcome{Done: true, SHA: landed.String(), Reason: ReasonCommitted,
-			Message: fmt.Sprintf("committed %s to %s with the requested message", shortSHA(landed.String()), r.Target)}
+	if w != nil {
+		if landed, ok := w.repo.Landed(w.remoteTip, r.attempted, landedSearch); ok {
+			return RequestOutcome{Done: true, SHA: landed.String(), Reason: ReasonCommitted,
+				Message: fmt.Sprintf("committed %s to %s with the requested message", shortSHA(landed.String()), r.Target)}
+		}
 	}
-	tried := r.attempted[len(r.attempted)-1].String()
-	removed.Message += fmt.Sprintf("; the last push of the message (commit %s) reported an error: "+
-		"if the remote took it after all, the branch has it", shortSHA(tried))
+	tried := make([]string, 0, len(r.attempted))
+	for _, sha := range r.attempted {
+		tried = append(tried, shortSHA(sha.String()))
+	}
+	removed.Message += fmt.Sprintf("; pushes of the message reported errors (commits %s): "+
+		"if the remote took one after all, the branch has it", strings.Join(tried, ", "))
 	return removed
 }
 
