@@ -11,8 +11,11 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 )
@@ -54,11 +57,44 @@ func Finish(ctx context.Context, res ctrl.Result, err, statusErr error) (ctrl.Re
 }
 
 // OwnChanges passes the events of a reconciler's own objects that can change its verdict:
-// creation, deletion, and updates of the spec (a new generation), labels or annotations.
-// It leaves out updates of the status alone, which are this operator's own writes: each
-// would run the object's reconcile again at once, past its backoff, and a message that
-// differs at every attempt would make it reconcile in a loop. A status edited by hand is
-// written again at the object's next reconcile (its poll).
+// creation, deletion, updates of the spec (a new generation), labels or annotations, and
+// status updates that change what a condition says (one added or gone, another status or
+// reason). It leaves out status updates that change only messages, times or counts, which
+// are this operator's own writes: each would run the object's reconcile again at once, past
+// its backoff, and a message that differs at every attempt would make it reconcile in a
+// loop. A verdict write is passed so that a reconcile that read an older verdict from the
+// cache, computed that one again and so wrote nothing, runs once more from the new one.
 func OwnChanges() predicate.Predicate {
-	return predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{})
+	return predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{},
+		predicate.AnnotationChangedPredicate{}, verdictChanged())
+}
+
+// conditioned is an object with kstatus conditions (every kind of this API).
+type conditioned interface {
+	GetConditions() []metav1.Condition
+}
+
+// verdictChanged passes updates whose conditions say something else (sameVerdicts), and
+// those of objects without conditions.
+func verdictChanged() predicate.Funcs {
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		before, ok := e.ObjectOld.(conditioned)
+		after, ok2 := e.ObjectNew.(conditioned)
+		return !ok || !ok2 || !sameVerdicts(before.GetConditions(), after.GetConditions())
+	}}
+}
+
+// sameVerdicts reports whether a and b hold the same condition types with the same status
+// and reason, whatever their messages and times. Pure.
+func sameVerdicts(a, b []metav1.Condition) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for _, c := range a {
+		d := apimeta.FindStatusCondition(b, c.Type)
+		if d == nil || d.Status != c.Status || d.Reason != c.Reason {
+			return false
+		}
+	}
+	return true
 }

@@ -53,8 +53,17 @@ func TestOwnChanges(t *testing.T) {
 	target := func(generation int64, labels, annotations map[string]string, ready string) *v1alpha1.GitTarget {
 		return &v1alpha1.GitTarget{
 			ObjectMeta: metav1.ObjectMeta{Name: "live", Namespace: "team-a", Generation: generation, Labels: labels, Annotations: annotations},
-			Status:     v1alpha1.GitTargetStatus{Conditions: []metav1.Condition{{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue, Message: ready}}},
+			Status:     v1alpha1.GitTargetStatus{Conditions: []metav1.Condition{{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: "Succeeded", Message: ready}}},
 		}
+	}
+	reason := func(t *v1alpha1.GitTarget, r string) *v1alpha1.GitTarget { t.Status.Conditions[0].Reason = r; return t }
+	status := func(t *v1alpha1.GitTarget, s metav1.ConditionStatus) *v1alpha1.GitTarget {
+		t.Status.Conditions[0].Status = s
+		return t
+	}
+	stalled := func(t *v1alpha1.GitTarget) *v1alpha1.GitTarget {
+		t.Status.Conditions = append(t.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionStalled, Status: metav1.ConditionTrue, Reason: "ProviderNotFound"})
+		return t
 	}
 	old := target(1, nil, nil, "writing")
 	tests := []struct {
@@ -62,7 +71,10 @@ func TestOwnChanges(t *testing.T) {
 		new  *v1alpha1.GitTarget
 		want bool
 	}{
-		{"leaves out an update of the status alone, the operator's own write", target(1, nil, nil, "last write failed, retrying"), false},
+		{"leaves out a status update that changes only a message, the operator's own write", target(1, nil, nil, "last write failed, retrying"), false},
+		{"passes a status update that changes a condition's reason, which a reconcile may have read an older one of", reason(target(1, nil, nil, "writing"), "ObjectsRefused"), true},
+		{"passes a status update that changes a condition's status", status(target(1, nil, nil, "writing"), metav1.ConditionFalse), true},
+		{"passes a status update that adds a condition", stalled(target(1, nil, nil, "writing")), true},
 		{"passes a spec change, which makes a new generation", target(2, nil, nil, "writing"), true},
 		{"passes a label change", target(1, map[string]string{"team": "a"}, nil, "writing"), true},
 		{"passes an annotation change, such as a request to reconcile now", target(1, nil, map[string]string{"reconcile.reverser.gitops.dev/requestedAt": "now"}, "writing"), true},

@@ -132,3 +132,19 @@ func fitMessage(msg string) string {
 	}
 	return msg[:cut] + more
 }
+
+// GetConditions returns the GitTarget's conditions, so code that treats every kind of this
+// API alike (status.OwnChanges) can read them.
+func (t *GitTarget) GetConditions() []metav1.Condition { return t.Status.Conditions }
+
+// GetConditions returns the GitProvider's conditions (see GitTarget.GetConditions).
+func (p *GitProvider) GetConditions() []metav1.Condition { return p.Status.Conditions }
+
+// GetConditions returns the WatchRule's conditions (see GitTarget.GetConditions).
+func (r *WatchRule) GetConditions() []metav1.Condition { return r.Status.Conditions }
+
+// GetConditions returns the ClusterWatchRule's conditions (see GitTarget.GetConditions).
+func (r *ClusterWatchRule) GetConditions() []metav1.Condition { return r.Status.Conditions }
+
+// GetConditions returns the CommitRequest's conditions (see GitTarget.GetConditions).
+func (r *CommitRequest) GetConditions() []metav1.Condition { return r.Status.Conditions }
