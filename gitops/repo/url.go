@@ -200,11 +200,11 @@ func Redact(raw string) string {
 // "/", "?" or "#" makes url.Parse read the rest of the user info as path, query or
 // fragment, with the token in it). Its credentials cannot be told apart, so it is never
 // dialled (ErrOpaqueURL), and shown only as redactUnparsed gives it. A file:// path may hold
-// "@". Addresses without "://" (scp-like, local paths) are never opaque.
+// "@". An address without "://" (scp-like, a local path) is opaque only as scpPassword says.
 func opaque(raw string) bool {
 	i := strings.Index(raw, "://")
 	if i < 0 {
-		return false
+		return scpPassword(raw)
 	}
 	u, err := url.Parse(raw)
 	if err != nil {
@@ -219,6 +219,16 @@ func opaque(raw string) bool {
 	return end >= 0 && strings.Contains(rest[end:], "@")
 }
 
+// scpPassword reports whether raw, an address without "://", reads as scp-like
+// "user:password@host:path": a colon before its first "@". Git's scp-like syntax has no
+// password, but one written there is a secret all the same, and url.Parse reads "user" as
+// the scheme and the rest as opaque data, which hid it from HasCredentials and Redact.
+func scpPassword(raw string) bool {
+	at := strings.IndexByte(raw, '@')
+	colon := strings.IndexByte(raw, ':')
+	return at > 0 && colon >= 0 && colon < at && !strings.HasPrefix(raw, "/")
+}
+
 // opaqueKey is NormalizeURL of an opaque URL: one key per URL as written, so that it shares
 // no branch worker or clone with another, holding nothing of it (it is logged).
 func opaqueKey(raw string) string {
@@ -228,12 +238,13 @@ func opaqueKey(raw string) string {
 
 // redactUnparsed is Redact for an opaque URL: after "://", everything up to the
 // last "@" goes (a password may hold "/" or "?", so the host's end cannot be told), and so
-// does everything from the first "?" or "#" after that. Without "://" (scp-like, a local
-// path) it is kept as written. It may take more than the credentials, never less.
+// does everything from the first "?" or "#" after that. Without "://" (an scp-like address
+// with a password) everything up to the last "@" goes. It may take more than the
+// credentials, never less.
 func redactUnparsed(raw string) string {
 	i := strings.Index(raw, "://")
 	if i < 0 {
-		return raw
+		return raw[strings.LastIndex(raw, "@")+1:]
 	}
 	scheme, rest := raw[:i+3], raw[i+3:]
 	if at := strings.LastIndex(rest, "@"); at >= 0 {

@@ -59,7 +59,9 @@ func TestNormalizeURLGivesAnOpaqueURLAKeyOfItsOwn(t *testing.T) {
 	}
 	assert.NotEqual(t, unparsed, slashed)
 	assert.NotEqual(t, repo.NormalizeURL("https://github.com/org/repo"), unparsed, "an opaque URL shares no worker or clone with a working one")
-	assert.Equal(t, "ssh://git@github.com/team@x/repo", repo.NormalizeURL("git@github.com:team@x/repo.git"), "an scp-like address is never opaque")
+	assert.Equal(t, "ssh://git@github.com/team@x/repo", repo.NormalizeURL("git@github.com:team@x/repo.git"), "an scp-like address is not opaque")
+	scp := repo.NormalizeURL("bot:S3CRET@github.com:org/repo.git")
+	assert.True(t, strings.HasPrefix(scp, "opaque-url:"), "unless a password was written into it: %s", scp)
 	for _, escaped := range []string{"https://github.com/org%40x/repo.git", "https://github.com/a|b%40c/repo.git"} {
 		assert.NotContains(t, repo.NormalizeURL(escaped), "opaque-url:", "an escaped @ in the path is no user info: %s", escaped)
 	}
@@ -84,6 +86,7 @@ func TestHasCredentialsFindsEverySecretARepositoryURLMayCarry(t *testing.T) {
 		{"a URL whose parts cannot be told apart", "https://ghp_T0/KEN@github.com/org/repo", true},
 		{"not an ssh user name, which selects an account", "ssh://git@github.com/org/repo.git", false},
 		{"not an scp-like address", "git@github.com:org/repo.git", false},
+		{"a password written into an scp-like address", "bot:S3CRET@github.com:org/repo.git", true},
 		{"not a URL without user info", "https://github.com/org/repo.git", false},
 		{"not a local path holding an @", "file:///srv/git/team@x/repo.git", false},
 		{"not a local path", "/srv/git/repo.git", false},
@@ -103,6 +106,7 @@ func TestRedactLeavesNoCredentialsInARepositoryURL(t *testing.T) {
 		{"drops the ssh user of a URL", "ssh://git@github.com/org/repo.git", "ssh://github.com/org/repo.git"},
 		{"keeps a URL without credentials as written", "https://GitHub.com/org/repo.git/", "https://GitHub.com/org/repo.git/"},
 		{"keeps an scp-like address, which holds no password", "git@github.com:org/repo.git", "git@github.com:org/repo.git"},
+		{"drops a password written into an scp-like address", "bot:S3CRET@github.com:org/repo.git", "github.com:org/repo.git"},
 		{"keeps a local path", "/srv/git/repo.git", "/srv/git/repo.git"},
 		{"drops all that may be user info of a URL that does not parse", "https://bot:pa^ss/w@rd@github.com/org/repo.git", "https://github.com/org/repo.git"},
 		{"drops the query of a URL that does not parse", "https://bot:p^w@github.com/org/repo?private_token=S3CRET", "https://github.com/org/repo"},
