@@ -585,6 +585,7 @@ func (m *Manager) stopTarget(key types.NamespacedName, park bool, settled string
 		delete(m.parked, key)
 		delete(m.home, key)
 		delete(m.recovered, key)
+		m.forgetRemovedBefore(time.Now().Add(-removedMemory)) // a target per pull request adds one each
 		m.removed[key] = time.Now()
 	}
 	m.mu.Unlock()
@@ -655,14 +656,19 @@ func (m *Manager) Submit(changes ...Change) {
 // recentlyRemoved reports whether key's GitTarget was deleted less than removedMemory ago,
 // forgetting the deletions older than that. Callers hold m.mu.
 func (m *Manager) recentlyRemoved(key types.NamespacedName) bool {
-	now := time.Now()
+	m.forgetRemovedBefore(time.Now().Add(-removedMemory))
+	_, ok := m.removed[key]
+	return ok
+}
+
+// forgetRemovedBefore drops the deleted GitTargets removed before cutoff from m.removed.
+// Callers hold m.mu.
+func (m *Manager) forgetRemovedBefore(cutoff time.Time) {
 	for k, at := range m.removed {
-		if now.Sub(at) > removedMemory {
+		if at.Before(cutoff) {
 			delete(m.removed, k)
 		}
 	}
-	_, ok := m.removed[key]
-	return ok
 }
 
 // removedMemory is how long a deleted GitTarget's events are not kept for it: longer than

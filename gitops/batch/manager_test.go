@@ -1045,3 +1045,13 @@ func TestATargetThatCanEncryptNowAsksForASnapshotOfWhatItRefused(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, rec.got(), before+1, "once")
 }
+
+func TestDeletedTargetsAreRememberedOnlyForAWhile(t *testing.T) {
+	m := NewManager(Options{})
+	long := types.NamespacedName{Namespace: "previews", Name: "pr-1"}
+	m.removed[long] = time.Now().Add(-removedMemory - time.Second)
+	next := types.NamespacedName{Namespace: "previews", Name: "pr-2"}
+	m.RemoveTarget(next)
+	assert.NotContains(t, m.removed, long, "a target per pull request must not grow the map for ever")
+	assert.Contains(t, m.removed, next)
+}
