@@ -120,7 +120,7 @@ func openJournal(dir string, log logr.Logger, now time.Time) (*deleteJournal, ma
 	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	j.rewrite()
+	j.rewrite(now)
 	return j, pending
 }
 
@@ -218,7 +218,7 @@ func (j *deleteJournal) append(entries []journalEntry) {
 		return
 	}
 	if j.lines+len(entries) > 4*len(j.live)+1024 {
-		j.rewrite()
+		j.rewrite(time.Now())
 		return
 	}
 	if err := appendFile(j.path, lines(entries)); err != nil {
@@ -241,9 +241,16 @@ func appendFile(path string, b []byte) error {
 }
 
 // rewrite replaces the file by the pending deletions, in one rename. Callers hold j.mu.
-func (j *deleteJournal) rewrite() {
+// Deletions older than journalMaxAge at now go, as a start would drop them: those of a
+// GitTarget deleted while no process ran are never written, and a process that runs for
+// weeks would otherwise keep them.
+func (j *deleteJournal) rewrite(now time.Time) {
 	entries := make([]journalEntry, 0, len(j.live))
-	for _, e := range j.live {
+	for p, e := range j.live {
+		if now.Sub(e.At) > journalMaxAge {
+			delete(j.live, p)
+			continue
+		}
 		entries = append(entries, e)
 	}
 	tmp := j.path + ".tmp"

@@ -75,6 +75,25 @@ func TestDeleteJournal(t *testing.T) {
 		assert.Empty(t, reopen(dir, time.Now().Add(8*24*time.Hour)))
 		assert.Empty(t, reopen(dir, time.Now()), "and from the file")
 	})
+	t.Run("drops at a rewrite a deletion a long-running process kept for a week", func(t *testing.T) {
+		dir := t.TempDir()
+		j, _ := openJournal(dir, logr.Discard(), time.Now())
+		j.record(deletion(staging, "a", "alice")) // of a GitTarget deleted while no process ran: never taken
+		j.record(deletion(live, "b", "bob"))
+		j.mu.Lock()
+		for p, e := range j.live {
+			if p.target == staging {
+				e.At = time.Now().Add(-8 * 24 * time.Hour)
+				j.live[p] = e
+			}
+		}
+		j.rewrite(time.Now())
+		j.mu.Unlock()
+		content, err := os.ReadFile(filepath.Join(dir, JournalFileName))
+		require.NoError(t, err)
+		assert.NotContains(t, string(content), `"target":"ops/staging"`)
+		assert.Contains(t, string(content), `"target":"ops/live"`)
+	})
 	t.Run("rewrites the file with the pending deletions once it holds many more lines", func(t *testing.T) {
 		dir := t.TempDir()
 		j, _ := openJournal(dir, logr.Discard(), time.Now())
