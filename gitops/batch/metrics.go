@@ -63,7 +63,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Help: "Unix time the oldest change not yet pushed was recorded, per repository and branch; 0 when none waits."},
 			[]string{"repository", "branch"}),
 		Failures: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "gitops_reverser_commit_failures_total",
-			Help: "Windows whose commit failed at any stage (fetch, plan, commit, push) and are retried with backoff, per repository and branch."},
+			Help: "Windows whose commit failed at any stage (fetch, plan, commit, push) and are retried with backoff, and registrations of a target whose branch was never read while changes wait on it, per repository and branch."},
 			[]string{"repository", "branch"}),
 		Repairs: prometheus.NewCounter(prometheus.CounterOpts{Name: "gitops_reverser_clone_repairs_total",
 			Help: "Local clones found damaged (e.g. after a crash) and rebuilt from the remote."}),

@@ -194,6 +194,16 @@ func (d discarded) WriteHeader(int)             {}
 // seeds.
 func measuredWriter(t *testing.T, remote *repotest.Remote) (*Manager, *Metrics, *liveCluster, workerKey) {
 	t.Helper()
+	writer, m, cluster, spec := measuredWriterFor(t, remote)
+	_, err := writer.EnsureTarget(context.Background(), spec)
+	require.NoError(t, err)
+	return writer, m, cluster, workerKey{url: repo.NormalizeURL(remote.URL), branch: "main"}
+}
+
+// measuredWriterFor seeds remote and runs a writer with metrics; spec is target ops/live on
+// it, not registered yet.
+func measuredWriterFor(t *testing.T, remote *repotest.Remote) (*Manager, *Metrics, *liveCluster, TargetSpec) {
+	t.Helper()
 	remote.Seed("main", map[string]string{"live/README.md": "objects\n"}, "seed")
 	m, err := NewMetrics(prometheus.NewRegistry())
 	require.NoError(t, err)
@@ -207,8 +217,32 @@ func measuredWriter(t *testing.T, remote *repotest.Remote) (*Manager, *Metrics, 
 	t.Cleanup(func() { cancel(); <-done })
 	spec := TargetSpec{Key: liveKey, URL: remote.URL, Branch: "main", Folder: "live", Messages: msgs,
 		Window: WindowConfig{MaxDelay: time.Second, MaxChanges: 100}, Committer: Identity{Name: "W", Email: "w@example.com"}}
-	_, err = writer.EnsureTarget(context.Background(), spec)
-	require.NoError(t, err)
+	return writer, m, cluster, spec
+}
+
+// An operator started during a Git outage never reads its targets' branches: their windows
+// cannot commit, and the "commits keep failing" alert must see it.
+func TestChangesWaitingOnATargetThatNeverReadItsBranchCountAsFailures(t *testing.T) {
+	var down atomic.Bool
+	remote := repotest.NewHTTPRemote(t, repotest.WithMiddleware(func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if down.Load() {
+				http.Error(w, "down for maintenance", http.StatusServiceUnavailable)
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}))
+	writer, m, cluster, spec := measuredWriterFor(t, remote)
+	down.Store(true)
 	key := workerKey{url: repo.NormalizeURL(remote.URL), branch: "main"}
-	return writer, m, cluster, key
+	failures := func() float64 { return testutil.ToFloat64(m.Failures.WithLabelValues(key.url, key.branch)) }
+
+	_, err := writer.EnsureTarget(context.Background(), spec)
+	require.Error(t, err)
+	assert.Zero(t, failures(), "nothing waits yet: a failed fetch alone is no failed commit")
+	writer.Submit(Change{Target: liveKey, Key: cluster.set("app", "v"), AllowDelete: true, Author: "alice"})
+	_, err = writer.EnsureTarget(context.Background(), spec) // the GitTarget's retry
+	require.Error(t, err)
+	assert.Equal(t, 1.0, failures())
 }

@@ -407,6 +407,12 @@ func (w *worker) ensureTarget(ctx context.Context, spec TargetSpec) (*target, Ta
 	t.unread = nil
 	if err != nil && !t.st.Known {
 		t.unread = err
+		w.qmu.Lock()
+		waiting := len(t.q.windows) > 0
+		w.qmu.Unlock()
+		if waiting { // they cannot commit: the "commits keep failing" alert sees the outage
+			w.opts.Metrics.failed(w.key)
+		}
 	}
 	unread := t.unread != nil
 	st := w.view(t)
