@@ -224,15 +224,7 @@ func measuredWriterFor(t *testing.T, remote *repotest.Remote) (*Manager, *Metric
 // cannot commit, and the "commits keep failing" alert must see it.
 func TestChangesWaitingOnATargetThatNeverReadItsBranchCountAsFailures(t *testing.T) {
 	var down atomic.Bool
-	remote := repotest.NewHTTPRemote(t, repotest.WithMiddleware(func(next http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if down.Load() {
-				http.Error(w, "down for maintenance", http.StatusServiceUnavailable)
-				return
-			}
-			next.ServeHTTP(w, r)
-		})
-	}))
+	remote := repotest.NewHTTPRemote(t, repotest.DownWhile(&down))
 	writer, m, cluster, spec := measuredWriterFor(t, remote)
 	down.Store(true)
 	key := workerKey{url: repo.NormalizeURL(remote.URL), branch: "main"}

@@ -449,15 +449,7 @@ func TestARequestIsAnsweredBeforeTheNextWindowOfTheTargetIsPushed(t *testing.T) 
 func TestARequestOnATargetThatNeverReadItsBranchSaysWhy(t *testing.T) {
 	var down atomic.Bool
 	down.Store(true)
-	remote := repotest.NewHTTPRemote(t, repotest.WithMiddleware(func(next http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if down.Load() {
-				http.Error(w, "down for maintenance", http.StatusServiceUnavailable)
-				return
-			}
-			next.ServeHTTP(w, r)
-		})
-	}))
+	remote := repotest.NewHTTPRemote(t, repotest.DownWhile(&down))
 	remote.Seed("main", map[string]string{"live/README.md": "objects\n"}, "seed")
 	writer, c := startWriter(t)
 	spec := targetSpec(t, "live", remote.URL, nil)

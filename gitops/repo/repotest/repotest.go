@@ -281,6 +281,20 @@ func RefusePushesWhile(refuse *atomic.Bool, code int, msg string) Option {
 	})
 }
 
+// DownWhile answers every request, fetches and pushes alike, with 503 while down holds, as
+// a server under maintenance does.
+func DownWhile(down *atomic.Bool) Option {
+	return WithMiddleware(func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if down.Load() {
+				http.Error(w, "down for maintenance", http.StatusServiceUnavailable)
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	})
+}
+
 // IsReceivePack reports whether r is the POST that carries a push, so
 // middleware can interfere exactly between ref advertisement and update.
 func IsReceivePack(r *http.Request) bool {
