@@ -305,6 +305,7 @@ func (q *queue) due(cfg WindowConfig, now time.Time) (out []*authorWindow, wait 
 // stay where that change put them; the request stays attached. The window keeps its age:
 // maxDelay and the apply→commit latency count from its first change, not from the failure.
 func (q *queue) restore(win *authorWindow, now time.Time) {
+	q.flushing = without(q.flushing, win) // its objects are the queue's again: counted once
 	joined := false // some object went back to the author's window
 	existed := q.windows[win.author] != nil
 	defer func() {
@@ -574,6 +575,17 @@ func (q *queue) failing() bool {
 		}
 	}
 	return false
+}
+
+// without is wins less win, in a new slice: the worker ranges over the one it gave flushing.
+func without(wins []*authorWindow, win *authorWindow) []*authorWindow {
+	out := make([]*authorWindow, 0, len(wins))
+	for _, w := range wins {
+		if w != win {
+			out = append(out, w)
+		}
+	}
+	return out
 }
 
 // pending is the number of objects not yet pushed: dirty in a window, or in one being

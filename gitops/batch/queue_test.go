@@ -553,3 +553,17 @@ func TestAWindowWhoseCommitTheServerDeclined(t *testing.T) {
 		assert.Len(t, win.requests, 1)
 	})
 }
+
+func TestAWindowPutBackIsCountedOnceAsPending(t *testing.T) {
+	q := newQueue()
+	t0 := time.Unix(1000, 0)
+	q.add(qkey("a"), mirrorsDeletes, "alice", t0)
+	q.add(qkey("b"), mirrorsDeletes, "bob", t0)
+	wins, _ := q.due(WindowConfig{Quiet: time.Second}, t0.Add(time.Hour))
+	require.Len(t, wins, 2)
+	q.flushing = wins
+	q.decline(wins[0], t0.Add(time.Hour)) // the server declined alice's; bob's is being pushed
+	assert.Equal(t, 2, q.pending(), "alice's object once, bob's once")
+	assert.Len(t, wins, 2, "the worker's own list of the pass is untouched")
+	assert.Equal(t, []*authorWindow{wins[1]}, q.flushing)
+}
