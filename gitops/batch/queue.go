@@ -306,7 +306,7 @@ func (q *queue) due(cfg WindowConfig, now time.Time) (out []*authorWindow, wait 
 // maxDelay and the apply→commit latency count from its first change, not from the failure.
 func (q *queue) restore(win *authorWindow, now time.Time) {
 	q.flushing = without(q.flushing, win) // its objects are the queue's again: counted once
-	joined := false // some object went back to the author's window
+	joined := false                       // some object went back to the author's window
 	existed := q.windows[win.author] != nil
 	defer func() {
 		if cur := q.windows[win.author]; cur != nil {
