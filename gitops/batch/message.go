@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"text/template"
+	"text/template/parse"
 )
 
 // Default commit message templates; see docs/configuration.md for the variables.
@@ -67,10 +68,11 @@ func ParseMessages(single, group string) (Messages, error) {
 	if m.group, err = parseOne("group", group); err != nil {
 		return Messages{}, err
 	}
+	// As at commit time: the single template sees one change and its fields, the group
+	// template the list of several.
 	sample := MessageChange{Verb: "Update", Kind: "ConfigMap", Namespace: "ns", Name: "name", Object: "ConfigMap ns/name", Path: "p/ns/configmaps/name.yaml"}
-	data := MessageData{Target: "ns/target", Author: "someone", Changes: []MessageChange{sample, sample}, MessageChange: sample}
-	for _, t := range []*template.Template{m.single, m.group} {
-		if _, err := render(t, data); err != nil {
+	for _, changes := range [][]MessageChange{{sample}, {sample, sample}} {
+		if _, err := m.render("ns/target", "someone", changes, maxMessage); err != nil {
 			return Messages{}, err
 		}
 	}
@@ -82,11 +84,77 @@ func parseOne(name, text string) (*template.Template, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrInvalidTemplate, name, err)
 	}
+	if len(t.Templates()) > 1 {
+		return nil, fmt.Errorf("%w: %s: {{define}} and {{block}} are not supported", ErrInvalidTemplate, name)
+	}
+	if err := bounded(t.Root, 0); err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrInvalidTemplate, name, err)
+	}
 	return t, nil
 }
 
-func render(t *template.Template, data MessageData) (string, error) {
-	var buf bytes.Buffer
+// bounded refuses what makes a template's work grow faster than its changes: a range
+// inside a range (each level multiplies by up to a whole window's changes, and
+// text/template can be neither stopped nor timed out), a range over a number (as large as
+// its author writes it) and {{template}} (a fan-out without a range). A GitTarget's
+// template runs in the webhook, the controller and the branch worker, shared by every
+// target of the branch. Pure.
+func bounded(node parse.Node, ranges int) error {
+	switch n := node.(type) {
+	case *parse.ListNode:
+		if n == nil {
+			return nil
+		}
+		for _, c := range n.Nodes {
+			if err := bounded(c, ranges); err != nil {
+				return err
+			}
+		}
+	case *parse.IfNode:
+		return errors.Join(bounded(n.List, ranges), bounded(n.ElseList, ranges))
+	case *parse.WithNode:
+		return errors.Join(bounded(n.List, ranges), bounded(n.ElseList, ranges))
+	case *parse.RangeNode:
+		if ranges > 0 {
+			return errors.New("a {{range}} inside a {{range}} is not supported")
+		}
+		for _, cmd := range n.Pipe.Cmds {
+			for _, arg := range cmd.Args {
+				if _, ok := arg.(*parse.NumberNode); ok {
+					return errors.New("{{range}} over a number is not supported")
+				}
+			}
+		}
+		return errors.Join(bounded(n.List, ranges+1), bounded(n.ElseList, ranges))
+	case *parse.TemplateNode:
+		return errors.New("{{template}} is not supported")
+	}
+	return nil
+}
+
+// maxMessage bounds what a GitTarget's template may write: past it, the commit takes the
+// default message (Render), as for a template that fails.
+const maxMessage = 1 << 20
+
+// errMessageTooLong is the error of a rendering past its limit.
+var errMessageTooLong = fmt.Errorf("the message would exceed %d bytes", maxMessage)
+
+// cappedBuffer is a bytes.Buffer that refuses to grow past limit (0: no limit).
+type cappedBuffer struct {
+	bytes.Buffer
+	limit int
+}
+
+func (b *cappedBuffer) Write(p []byte) (int, error) {
+	if b.limit > 0 && b.Len()+len(p) > b.limit {
+		return 0, errMessageTooLong
+	}
+	return b.Buffer.Write(p)
+}
+
+// render executes t, writing at most limit bytes (0: no limit, for the defaults).
+func render(t *template.Template, data MessageData, limit int) (string, error) {
+	buf := cappedBuffer{limit: limit}
 	if err := t.Execute(&buf, data); err != nil {
 		return "", fmt.Errorf("%w: %s: %v (the variables are %s; see docs/configuration.md)", ErrInvalidTemplate, t.Name(), err, messageVariables)
 	}
@@ -102,20 +170,20 @@ const messageVariables = ".Verb, .Object, .Kind, .Group, .Namespace, .Name, .Pat
 // commit never waits on a message.
 func (m Messages) Render(target, author string, changes []MessageChange) string {
 	if m.single != nil {
-		if out, err := m.render(target, author, changes); err == nil && strings.TrimSpace(out) != "" {
+		if out, err := m.render(target, author, changes, maxMessage); err == nil && strings.TrimSpace(out) != "" {
 			return out
 		}
 	}
 	def, _ := ParseMessages("", "")
-	out, _ := def.render(target, author, changes)
+	out, _ := def.render(target, author, changes, 0) // a snapshot's list may be long
 	return out
 }
 
-func (m Messages) render(target, author string, changes []MessageChange) (string, error) {
+func (m Messages) render(target, author string, changes []MessageChange, limit int) (string, error) {
 	data := MessageData{Target: target, Author: author, Changes: changes}
 	if len(changes) == 1 {
 		data.MessageChange = changes[0]
-		return render(m.single, data)
+		return render(m.single, data, limit)
 	}
-	return render(m.group, data)
+	return render(m.group, data, limit)
 }

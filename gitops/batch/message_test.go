@@ -1,6 +1,7 @@
 package batch
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -40,4 +41,30 @@ func TestParseMessagesRefusesBadTemplates(t *testing.T) {
 	_, err = ParseMessages("", "{{.NoSuchField}}")
 	assert.ErrorIs(t, err, ErrInvalidTemplate, "a template naming an unknown variable is refused before any commit")
 	assert.ErrorContains(t, err, ".Verb, .Object", "the refusal lists the variables there are")
+}
+
+func TestParseMessagesRefusesTemplatesWhoseWorkHasNoBound(t *testing.T) {
+	cases := []struct{ name, single, group, says string }{
+		{"refuses a range inside a range, whose work multiplies by a window's changes at each level", "",
+			"{{range .Changes}}{{range $.Changes}}x{{end}}{{end}}", "inside a {{range}}"},
+		{"refuses a range over a number", "{{range 1000000000}}{{end}}", "", "over a number"},
+		{"refuses {{template}}, a fan-out without a range", `{{define "x"}}a{{end}}{{template "x"}}`, "", "not supported"},
+		{"refuses a single template that reads a second change, which a single change has not", "{{index .Changes 1}}", "", "index out of range"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ParseMessages(tc.single, tc.group)
+			assert.ErrorIs(t, err, ErrInvalidTemplate)
+			assert.ErrorContains(t, err, tc.says)
+		})
+	}
+	t.Run("takes the default message when a template would write more than a megabyte", func(t *testing.T) {
+		m, err := ParseMessages("", `{{range .Changes}}{{printf "%0100000d" 0}}{{end}}`)
+		require.NoError(t, err, "two changes' worth fits")
+		changes := make([]MessageChange, 11)
+		for i := range changes {
+			changes[i] = MessageChange{Verb: "Update", Object: "ConfigMap team-a/app"}
+		}
+		assert.True(t, strings.HasPrefix(m.Render("team-a/live", "alice", changes), "team-a/live: 11 changes by alice"))
+	})
 }
