@@ -28,6 +28,11 @@ type authorWindow struct {
 	// declined is set on a window held back because the server declined its commit
 	// (worker.declined): only a change to what it holds may be the fix.
 	declined bool
+	// shortened says its hold was cut to a second for such a change (a quick try); steady
+	// says the hold follows a declined quick try, and no change shortens it: at most one
+	// quick try per step of the backoff, so an object changed every second does not make a
+	// push of each change.
+	shortened, steady bool
 	// builtAt is when the first commit of the window was built (zero: none yet): its
 	// change-to-commit latency is recorded once, not again at each retry of a failed push,
 	// and its commit-to-push latency counts from then, through every retry.
@@ -134,11 +139,10 @@ func (q *queue) add(key ObjectKey, in intent, author string, now time.Time) {
 	}
 	_, held := win.dirty[key]
 	switch {
-	case win.declined && held && now.Add(time.Second).Before(win.notBefore):
+	case win.declined && held && !win.steady && now.Add(time.Second).Before(win.notBefore):
 		// Perhaps the fix of what the server declined: tried within a second, the backoff
-		// going on should it be declined again (an object changed every second must not
-		// make a push of each change).
-		win.notBefore = now.Add(time.Second)
+		// going on should it be declined again.
+		win.notBefore, win.shortened = now.Add(time.Second), true
 	case !win.declined && !held:
 		win.notBefore, win.deferrals = time.Time{}, 0 // something new to commit: no more holding back
 	}
@@ -433,13 +437,16 @@ func (q *queue) decline(win *authorWindow, now time.Time) {
 	}
 	cur.declined = true
 	cur.deferrals = win.deferrals + 1
+	quick := win.shortened // this push was a quick try of a possible fix
+	cur.shortened, cur.steady = false, false
 	switch {
 	case asked:
 		cur.notBefore = time.Time{}
-	case fix:
-		cur.notBefore = now.Add(time.Second)
+	case fix && !quick:
+		cur.notBefore, cur.shortened = now.Add(time.Second), true
 	default:
 		cur.notBefore = now.Add(min(time.Second<<min(win.deferrals, 7), 2*time.Minute))
+		cur.steady = quick
 	}
 }
 

@@ -496,6 +496,20 @@ func TestAWindowWhoseCommitTheServerDeclined(t *testing.T) {
 		assert.Equal(t, t0.Add(3500*time.Millisecond), q.windows["alice"].notBefore)
 		assert.Equal(t, 2, q.windows["alice"].deferrals, "declined again, it waits longer")
 	})
+	t.Run("is tried quickly once per step of its backoff while an object it holds keeps changing", func(t *testing.T) {
+		q := declined(t)
+		q.add(qkey("a"), mirrorsDeletes, "alice", t0.Add(2500*time.Millisecond)) // tried at 3.5 s
+		quick, _ := q.due(cfg, t0.Add(3500*time.Millisecond))
+		require.Equal(t, []string{"alice"}, authors(quick))
+		q.decline(quick[0], t0.Add(3500*time.Millisecond)) // declined again: held for 4 s
+		require.Equal(t, t0.Add(7500*time.Millisecond), q.windows["alice"].notBefore)
+		q.add(qkey("a"), mirrorsDeletes, "alice", t0.Add(4*time.Second))
+		assert.Equal(t, t0.Add(7500*time.Millisecond), q.windows["alice"].notBefore, "the step after a quick try runs its course")
+		full, _ := q.due(cfg, t0.Add(7500*time.Millisecond))
+		q.decline(full[0], t0.Add(7500*time.Millisecond))
+		q.add(qkey("a"), mirrorsDeletes, "alice", t0.Add(8*time.Second))
+		assert.Equal(t, t0.Add(9*time.Second), q.windows["alice"].notBefore, "and the next step has its quick try again")
+	})
 	t.Run("is released by a CommitRequest of its author", func(t *testing.T) {
 		q := declined(t)
 		q.request(&CommitRequest{Author: "alice", Deadline: t0.Add(time.Minute)})
