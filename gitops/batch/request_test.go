@@ -507,3 +507,40 @@ func TestACommitRequestOfATargetDeletedWhileItsPushIsInDoubtSaysWhichCommit(t *t
 	assert.Equal(t, batch.ReasonTargetRemoved, out.Reason)
 	assert.Contains(t, out.Message, remote.Head("main")[:7], "names the commit that did land, so its author can find it")
 }
+
+func TestAListedChangeOfAnObjectWhoseWindowWasPushedGoesToTheCommitter(t *testing.T) {
+	var refuse atomic.Bool
+	refuse.Store(true)
+	remote := repotest.NewHTTPRemote(t, repotest.RefusePushesWhile(&refuse, http.StatusServiceUnavailable, "down for maintenance"))
+	remote.Seed("main", map[string]string{"live/README.md": "objects\n"}, "seed")
+	writer, c := startWriter(t)
+	spec := targetSpec(t, "live", remote.URL, nil)
+	spec.Window.Quiet = 200 * time.Millisecond
+	_, err := writer.EnsureTarget(context.Background(), spec)
+	require.NoError(t, err)
+	release := holdAuthor(t, remote, "bob")
+	writer.Submit(batch.Change{Target: targetKey, Key: c.put(cmGVR, "ConfigMap", "app", map[string]any{"k": "v"}), AllowDelete: true, Author: "alice"})
+	time.Sleep(50 * time.Millisecond) // hers is the older window
+	writer.Submit(batch.Change{Target: targetKey, Key: c.put(cmGVR, "ConfigMap", "bobs", map[string]any{"k": "v"}), AllowDelete: true, Author: "bob"})
+	require.Eventually(t, func() bool {
+		st, _ := writer.Status(targetKey)
+		return st.LastError != ""
+	}, 10*time.Second, 20*time.Millisecond)
+	refuse.Store(false) // the retry pushes her window, then his, which the server holds
+	require.Eventually(t, func() bool { return strings.Contains(remote.LsTree("main"), "configmaps/app.yaml") },
+		10*time.Second, 20*time.Millisecond, "her window is delivered")
+	time.Sleep(time.Second) // the worker takes in that it was (milliseconds), then pushes his, held
+
+	// Someone the webhook did not see changes her object; a list finds it while his push waits.
+	app := c.put(cmGVR, "ConfigMap", "app", map[string]any{"k": "changed unseen"})
+	writer.Submit(batch.Change{Target: targetKey, Key: app, AllowDelete: true, Relisted: true})
+	release()
+	var author string
+	require.Eventually(t, func() bool {
+		log, _ := repotest.RunGit(t, remote.Dir, "log", "--format=%an %s", "main", "--", "live/app/configmaps/app.yaml")
+		lines := strings.Split(strings.TrimSpace(log), "\n")
+		author = lines[0]
+		return len(lines) == 2
+	}, 10*time.Second, 50*time.Millisecond, "the unseen change is committed")
+	assert.True(t, strings.HasPrefix(author, "Writer "), "by the committer: her change was delivered, this one is not hers: %s", author)
+}

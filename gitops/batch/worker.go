@@ -901,6 +901,9 @@ func (w *worker) flushIfDue(ctx context.Context, key types.NamespacedName, ahead
 			break
 		}
 		changed = changed || c
+		w.qmu.Lock()
+		t.q.flushing = without(t.q.flushing, win) // delivered: a change of its objects from now on is a new one
+		w.qmu.Unlock()
 	}
 	if err == nil && len(wins) > declines {
 		t.backoff = 0
