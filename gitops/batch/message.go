@@ -95,10 +95,10 @@ func parseOne(name, text string) (*template.Template, error) {
 
 // bounded refuses what makes a template's work grow faster than its changes: a range
 // inside a range (each level multiplies by up to a whole window's changes, and
-// text/template can be neither stopped nor timed out), a range over a number (as large as
-// its author writes it) and {{template}} (a fan-out without a range). A GitTarget's
-// template runs in the webhook, the controller and the branch worker, shared by every
-// target of the branch. Pure.
+// text/template can be neither stopped nor timed out), a range over anything but
+// .Changes (a number, in whatever variable, is as large as its author writes it) and
+// {{template}} (a fan-out without a range). A GitTarget's template runs in the webhook,
+// the controller and the branch worker, shared by every target of the branch. Pure.
 func bounded(node parse.Node, ranges int) error {
 	switch n := node.(type) {
 	case *parse.ListNode:
@@ -118,18 +118,54 @@ func bounded(node parse.Node, ranges int) error {
 		if ranges > 0 {
 			return errors.New("a {{range}} inside a {{range}} is not supported")
 		}
-		for _, cmd := range n.Pipe.Cmds {
-			for _, arg := range cmd.Args {
-				if _, ok := arg.(*parse.NumberNode); ok {
-					return errors.New("{{range}} over a number is not supported")
-				}
-			}
+		if !overChanges(n.Pipe) {
+			return errors.New("{{range}} is supported over .Changes only")
 		}
 		return errors.Join(bounded(n.List, ranges+1), bounded(n.ElseList, ranges))
 	case *parse.TemplateNode:
 		return errors.New("{{template}} is not supported")
 	}
 	return nil
+}
+
+// overChanges reports whether a range's pipeline is .Changes or $.Changes alone (its
+// variables declared or not).
+func overChanges(pipe *parse.PipeNode) bool {
+	if pipe == nil || len(pipe.Cmds) != 1 || len(pipe.Cmds[0].Args) != 1 {
+		return false
+	}
+	switch arg := pipe.Cmds[0].Args[0].(type) {
+	case *parse.FieldNode:
+		return len(arg.Ident) == 1 && arg.Ident[0] == "Changes"
+	case *parse.VariableNode:
+		return len(arg.Ident) == 2 && arg.Ident[0] == "$" && arg.Ident[1] == "Changes"
+	}
+	return false
+}
+
+// maxWork bounds the text one rendering may build with the functions that make strings
+// (print, printf, println, html, js, urlquery), whether or not it writes it: a variable
+// doubled by each {{$x = print $x $x}} fills memory without a byte of output.
+const maxWork = 4 * maxMessage
+
+// budgeted returns the string-making functions of text/template, failing once the
+// rendering they belong to has built maxWork bytes with them.
+func budgeted() template.FuncMap {
+	used := 0
+	spend := func(s string) (string, error) {
+		if used += len(s); used > maxWork {
+			return "", fmt.Errorf("the template builds more than %d bytes of text", maxWork)
+		}
+		return s, nil
+	}
+	return template.FuncMap{
+		"print":    func(a ...any) (string, error) { return spend(fmt.Sprint(a...)) },
+		"printf":   func(f string, a ...any) (string, error) { return spend(fmt.Sprintf(f, a...)) },
+		"println":  func(a ...any) (string, error) { return spend(fmt.Sprintln(a...)) },
+		"html":     func(a ...any) (string, error) { return spend(template.HTMLEscaper(a...)) },
+		"js":       func(a ...any) (string, error) { return spend(template.JSEscaper(a...)) },
+		"urlquery": func(a ...any) (string, error) { return spend(template.URLQueryEscaper(a...)) },
+	}
 }
 
 // maxMessage bounds what a GitTarget's template may write: past it, the commit takes the
@@ -152,8 +188,16 @@ func (b *cappedBuffer) Write(p []byte) (int, error) {
 	return b.Buffer.Write(p)
 }
 
-// render executes t, writing at most limit bytes (0: no limit, for the defaults).
+// render executes t, writing at most limit bytes and building at most maxWork with its
+// functions (limit 0: no limit, for the defaults, whose work follows the changes).
 func render(t *template.Template, data MessageData, limit int) (string, error) {
+	if limit > 0 {
+		clone, err := t.Clone()
+		if err != nil {
+			return "", fmt.Errorf("%w: %s: %v", ErrInvalidTemplate, t.Name(), err)
+		}
+		t = clone.Funcs(budgeted()) // a budget of its own for each rendering
+	}
 	buf := cappedBuffer{limit: limit}
 	if err := t.Execute(&buf, data); err != nil {
 		return "", fmt.Errorf("%w: %s: %v (the variables are %s; see docs/configuration.md)", ErrInvalidTemplate, t.Name(), err, messageVariables)

@@ -47,7 +47,12 @@ func TestParseMessagesRefusesTemplatesWhoseWorkHasNoBound(t *testing.T) {
 	cases := []struct{ name, single, group, says string }{
 		{"refuses a range inside a range, whose work multiplies by a window's changes at each level", "",
 			"{{range .Changes}}{{range $.Changes}}x{{end}}{{end}}", "inside a {{range}}"},
-		{"refuses a range over a number", "{{range 1000000000}}{{end}}", "", "over a number"},
+		{"refuses a range over a number", "{{range 1000000000}}{{end}}", "", "over .Changes only"},
+		{"refuses a range over a number in a variable", "{{$n := 999999999999999}}{{range $n}}{{end}}", "", "over .Changes only"},
+		{"refuses a range over a number brought in by with", "{{with 999999999999999}}{{range .}}{{end}}{{end}}", "", "over .Changes only"},
+		{"refuses a range inside a with inside a range", "", "{{range .Changes}}{{with .}}{{range $.Changes}}{{end}}{{end}}{{end}}", "inside a {{range}}"},
+		{"refuses a template that builds text without bound, though it writes none",
+			`{{$x := "xxxxxxxx"}}` + strings.Repeat("{{$x = print $x $x}}", 30), "", "builds more than"},
 		{"refuses {{template}}, a fan-out without a range", `{{define "x"}}a{{end}}{{template "x"}}`, "", "not supported"},
 		{"refuses a single template that reads a second change, which a single change has not", "{{index .Changes 1}}", "", "index out of range"},
 	}
@@ -58,6 +63,16 @@ func TestParseMessagesRefusesTemplatesWhoseWorkHasNoBound(t *testing.T) {
 			assert.ErrorContains(t, err, tc.says)
 		})
 	}
+	t.Run("accepts the ranges people write over the changes", func(t *testing.T) {
+		for _, group := range []string{
+			DefaultGroupMessage,
+			"{{range $i, $c := .Changes}}{{if $i}}, {{end}}{{$c.Object}}{{end}}",
+			"{{range $.Changes}}{{with .Path}}{{.}}{{end}}{{else}}none{{end}}",
+		} {
+			_, err := ParseMessages("", group)
+			assert.NoError(t, err, group)
+		}
+	})
 	t.Run("takes the default message when a template would write more than a megabyte", func(t *testing.T) {
 		m, err := ParseMessages("", `{{range .Changes}}{{printf "%0100000d" 0}}{{end}}`)
 		require.NoError(t, err, "two changes' worth fits")
