@@ -220,13 +220,16 @@ func opaque(raw string) bool {
 }
 
 // scpPassword reports whether raw, an address without "://", reads as scp-like
-// "user:password@host:path": a colon before its first "@". Git's scp-like syntax has no
-// password, but one written there is a secret all the same, and url.Parse reads "user" as
-// the scheme and the rest as opaque data, which hid it from HasCredentials and Redact.
+// "user:password@host:path": a colon before its first "@", no "/" before that colon (else
+// it is a local path, as for scpParts) and the host's colon after the "@" (else the "@" is
+// in the path of "host:team@x/repo"). Git's scp-like syntax has no password, but one
+// written there is a secret all the same, and url.Parse reads "user" as the scheme and the
+// rest as opaque data, which hid it from HasCredentials and Redact.
 func scpPassword(raw string) bool {
 	at := strings.IndexByte(raw, '@')
 	colon := strings.IndexByte(raw, ':')
-	return at > 0 && colon >= 0 && colon < at && !strings.HasPrefix(raw, "/")
+	slash := strings.IndexByte(raw, '/')
+	return at > 0 && colon >= 0 && colon < at && (slash < 0 || slash > colon) && strings.Contains(raw[at+1:], ":")
 }
 
 // opaqueKey is NormalizeURL of an opaque URL: one key per URL as written, so that it shares

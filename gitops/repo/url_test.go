@@ -87,6 +87,8 @@ func TestHasCredentialsFindsEverySecretARepositoryURLMayCarry(t *testing.T) {
 		{"not an ssh user name, which selects an account", "ssh://git@github.com/org/repo.git", false},
 		{"not an scp-like address", "git@github.com:org/repo.git", false},
 		{"a password written into an scp-like address", "bot:S3CRET@github.com:org/repo.git", true},
+		{"not an scp-like address without a user, with an @ in its path", "github.com:team@x/repo.git", false},
+		{"not a relative path holding a colon and an @", "repos/a:b@c", false},
 		{"not a URL without user info", "https://github.com/org/repo.git", false},
 		{"not a local path holding an @", "file:///srv/git/team@x/repo.git", false},
 		{"not a local path", "/srv/git/repo.git", false},
