@@ -410,8 +410,9 @@ func (q *queue) retry(win *authorWindow, now time.Time) {
 // decline puts back a window whose commit the server declined, as failed, held back with a
 // backoff of its own (1 s doubling to 2 min) whatever its author changed while it was
 // pushed: what the server refused is still in it. A change to an object it held, made
-// meanwhile or later (queue.add), perhaps the fix, ends the hold within a second; a
-// CommitRequest, at once.
+// meanwhile or later (queue.add), perhaps the fix, ends the hold within a second, unless
+// this push was itself such a quick try (the step then runs its course, steady); a
+// CommitRequest ends it at once.
 func (q *queue) decline(win *authorWindow, now time.Time) {
 	win.failed = true
 	fix, asked := false, false // while it was pushed: a held object changed; a request came

@@ -406,14 +406,16 @@ func TestACommitRequestCreatedAgainUnderTheSameNameIsANewRequest(t *testing.T) {
 
 // holdAuthor makes remote's pushes of commits by author wait until release is called (or
 // the test ends): a pre-receive hook, run by the real git http-backend.
-func holdAuthor(t *testing.T, remote *repotest.Remote, author string) (release func()) {
+// held reports whether such a push has reached the server and waits.
+func holdAuthor(t *testing.T, remote *repotest.Remote, author string) (release func(), held func() bool) {
 	t.Helper()
-	block := filepath.Join(t.TempDir(), "hold")
+	dir := t.TempDir()
+	block, arrived := filepath.Join(dir, "hold"), filepath.Join(dir, "arrived")
 	require.NoError(t, os.WriteFile(block, nil, 0o644))
-	onPushBy(t, remote, author, "while [ -f '"+block+"' ]; do sleep 0.05; done")
+	onPushBy(t, remote, author, "touch '"+arrived+"'; while [ -f '"+block+"' ]; do sleep 0.05; done")
 	release = func() { _ = os.Remove(block) }
 	t.Cleanup(release) // before the server stops, or its push never ends
-	return release
+	return release, func() bool { _, err := os.Stat(arrived); return err == nil }
 }
 
 func TestARequestIsAnsweredBeforeTheNextWindowOfTheTargetIsPushed(t *testing.T) {
@@ -430,7 +432,7 @@ func TestARequestIsAnsweredBeforeTheNextWindowOfTheTargetIsPushed(t *testing.T) 
 	_, err := writer.Request(batch.CommitRequest{Key: types.NamespacedName{Namespace: "ops", Name: "bobs-release"}, Target: targetKey,
 		Author: "bob", Message: "bob's release", Deadline: time.Now().Add(time.Minute)})
 	require.NoError(t, err)
-	release := holdAuthor(t, remote, "bob")
+	release, _ := holdAuthor(t, remote, "bob")
 	refuse.Store(false) // the retry pushes her window, then his, which the server holds
 
 	var out batch.RequestOutcome
@@ -518,7 +520,7 @@ func TestAListedChangeOfAnObjectWhoseWindowWasPushedGoesToTheCommitter(t *testin
 	spec.Window.Quiet = 200 * time.Millisecond
 	_, err := writer.EnsureTarget(context.Background(), spec)
 	require.NoError(t, err)
-	release := holdAuthor(t, remote, "bob")
+	release, held := holdAuthor(t, remote, "bob")
 	writer.Submit(batch.Change{Target: targetKey, Key: c.put(cmGVR, "ConfigMap", "app", map[string]any{"k": "v"}), AllowDelete: true, Author: "alice"})
 	time.Sleep(50 * time.Millisecond) // hers is the older window
 	writer.Submit(batch.Change{Target: targetKey, Key: c.put(cmGVR, "ConfigMap", "bobs", map[string]any{"k": "v"}), AllowDelete: true, Author: "bob"})
@@ -527,9 +529,8 @@ func TestAListedChangeOfAnObjectWhoseWindowWasPushedGoesToTheCommitter(t *testin
 		return st.LastError != ""
 	}, 10*time.Second, 20*time.Millisecond)
 	refuse.Store(false) // the retry pushes her window, then his, which the server holds
-	require.Eventually(t, func() bool { return strings.Contains(remote.LsTree("main"), "configmaps/app.yaml") },
-		10*time.Second, 20*time.Millisecond, "her window is delivered")
-	time.Sleep(time.Second) // the worker takes in that it was (milliseconds), then pushes his, held
+	require.Eventually(t, func() bool { return held() && strings.Contains(remote.LsTree("main"), "configmaps/app.yaml") },
+		10*time.Second, 20*time.Millisecond, "her window is delivered, and his push is held")
 
 	// Someone the webhook did not see changes her object; a list finds it while his push waits.
 	app := c.put(cmGVR, "ConfigMap", "app", map[string]any{"k": "changed unseen"})
