@@ -468,6 +468,9 @@ func (m *Manager) EnsureTarget(ctx context.Context, spec TargetSpec) (TargetStat
 	}
 	t, st, err := w.ensureTarget(ctx, spec)
 	m.unpark(spec.Key, w) // its queue exists now, whether or not the fetch worked
+	if err != nil && !st.Known {
+		w.unreadWithChanges(spec.Key)
+	}
 	if err == nil {
 		st, err = w.syncKeys(ctx, spec.Key)
 	}

@@ -191,6 +191,20 @@ func (w *worker) enqueue(changes []Change, older bool, requests ...*CommitReques
 	return unplaced
 }
 
+// unreadWithChanges counts a failed commit for a target whose registration could not read
+// its branch, which it never did, when changes wait on it: they cannot commit, and the
+// "commits keep failing" alert must see an outage that began before the operator started.
+// Called once the kept changes were handed over (Manager.unpark).
+func (w *worker) unreadWithChanges(key types.NamespacedName) {
+	w.qmu.Lock()
+	q := w.queues[key]
+	waiting := q != nil && len(q.windows) > 0
+	w.qmu.Unlock()
+	if waiting {
+		w.opts.Metrics.failed(w.key)
+	}
+}
+
 // request hands a CommitRequest to its target's queue; false when the target is unknown.
 func (w *worker) request(r *CommitRequest) bool {
 	w.qmu.Lock()
@@ -407,12 +421,6 @@ func (w *worker) ensureTarget(ctx context.Context, spec TargetSpec) (*target, Ta
 	t.unread = nil
 	if err != nil && !t.st.Known {
 		t.unread = err
-		w.qmu.Lock()
-		waiting := len(t.q.windows) > 0
-		w.qmu.Unlock()
-		if waiting { // they cannot commit: the "commits keep failing" alert sees the outage
-			w.opts.Metrics.failed(w.key)
-		}
 	}
 	unread := t.unread != nil
 	st := w.view(t)
