@@ -213,14 +213,24 @@ const messageVariables = ".Verb, .Object, .Kind, .Group, .Namespace, .Name, .Pat
 // group template for several. A failing or empty rendering falls back to the defaults, so a
 // commit never waits on a message.
 func (m Messages) Render(target, author string, changes []MessageChange) string {
+	out, _ := m.RenderOrDefault(target, author, changes)
+	return out
+}
+
+// RenderOrDefault is Render that also says why the GitTarget's template was not used
+// (fellBack nil when it was, or when it rendered only whitespace): the writer logs it, since
+// a template that fails at commit time is otherwise ignored without a trace.
+func (m Messages) RenderOrDefault(target, author string, changes []MessageChange) (out string, fellBack error) {
 	if m.single != nil {
-		if out, err := m.render(target, author, changes, maxMessage); err == nil && strings.TrimSpace(out) != "" {
-			return out
+		out, err := m.render(target, author, changes, maxMessage)
+		if err == nil && strings.TrimSpace(out) != "" {
+			return out, nil
 		}
+		fellBack = err
 	}
 	def, _ := ParseMessages("", "")
-	out, _ := def.render(target, author, changes, 0) // a snapshot's list may be long
-	return out
+	out, _ = def.render(target, author, changes, 0) // a snapshot's list may be long
+	return out, fellBack
 }
 
 func (m Messages) render(target, author string, changes []MessageChange, limit int) (string, error) {

@@ -83,3 +83,14 @@ func TestParseMessagesRefusesTemplatesWhoseWorkHasNoBound(t *testing.T) {
 		assert.True(t, strings.HasPrefix(m.Render("team-a/live", "alice", changes), "team-a/live: 11 changes by alice"))
 	})
 }
+
+func TestATemplateThatFailsAtCommitTimeSaysWhyTheDefaultWasUsed(t *testing.T) {
+	m, err := ParseMessages("", "{{if gt (len .Changes) 2}}{{index .Changes 9}}{{end}}{{.Target}}")
+	require.NoError(t, err, "two sample changes pass")
+	app := MessageChange{Verb: "Update", Object: "ConfigMap team-a/app"}
+	out, fellBack := m.RenderOrDefault("team-a/live", "alice", []MessageChange{app, app, app})
+	assert.True(t, strings.HasPrefix(out, "team-a/live: 3 changes by alice"), out)
+	assert.ErrorContains(t, fellBack, "index")
+	_, fellBack = m.RenderOrDefault("team-a/live", "alice", []MessageChange{app, app})
+	assert.NoError(t, fellBack)
+}

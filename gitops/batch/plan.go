@@ -85,14 +85,15 @@ func (p *writePlan) lookup(ix *folderIndex, id manifest.Identity) (string, bool)
 }
 
 // message is the commit message: the CommitRequests' messages when the window commits for
-// any, else the target's templates rendered for the window's author.
-func (p *writePlan) message(t *target, win *authorWindow) string {
+// any, else the target's templates rendered for the window's author; fellBack says why the
+// default message was used instead of the target's template (Messages.RenderOrDefault).
+func (p *writePlan) message(t *target, win *authorWindow) (msg string, fellBack error) {
 	if len(win.requests) > 0 {
 		msgs := make([]string, 0, len(win.requests))
 		for _, r := range win.requests {
 			msgs = append(msgs, strings.TrimSpace(r.Message))
 		}
-		return strings.Join(msgs, "\n\n") + "\n"
+		return strings.Join(msgs, "\n\n") + "\n", nil
 	}
 	changes := make([]MessageChange, 0, len(p.actions))
 	for _, a := range p.actions {
@@ -103,7 +104,7 @@ func (p *writePlan) message(t *target, win *authorWindow) string {
 	if author == "" {
 		author = t.spec.Committer.Name
 	}
-	return t.spec.Messages.Render(t.spec.Key.String(), author, changes)
+	return t.spec.Messages.RenderOrDefault(t.spec.Key.String(), author, changes)
 }
 
 // plan resolves every dirty key to its current state and edits the files holding them.

@@ -1010,7 +1010,11 @@ func (w *worker) flush(ctx context.Context, t *target, win *authorWindow) (bool,
 		planned := when.Sub(start)
 		author := authorSignature(win.author, t.spec.Committer, w.opts.AuthorEmailDomain, when)
 		committer := object.Signature{Name: t.spec.Committer.Name, Email: t.spec.Committer.Email, When: when}
-		sha, err := w.repo.Commit(w.remoteTip, p.files, author, committer, p.message(t, win))
+		msg, fellBack := p.message(t, win)
+		if fellBack != nil {
+			w.log.Info("the commit message template failed; the default message is used", "gitTarget", t.spec.Key.String(), "reason", fellBack.Error())
+		}
+		sha, err := w.repo.Commit(w.remoteTip, p.files, author, committer, msg)
 		if errors.Is(err, repo.ErrNoChange) && len(p.deferred) > 0 {
 			w.deferAll(t, win, p.deferredErr) // as above: nothing committed but what waits
 			return !slices.Equal(refusedBefore, t.st.Refused), nil
