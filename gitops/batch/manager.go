@@ -233,6 +233,9 @@ type workerKey struct {
 // GitTarget's changes to its worker. It runs only on the leader.
 type Manager struct {
 	opts Options
+	// started is when this writer was made: a CommitRequest created before it may have been
+	// committed by an earlier process, which died before writing its status.
+	started time.Time
 
 	mu  sync.Mutex
 	ctx context.Context
@@ -310,7 +313,7 @@ func NewManager(opts Options) *Manager {
 		opts.OnRequest = func(types.NamespacedName) {}
 	}
 	journal, recovered := openJournal(opts.WorkDir, opts.Log, time.Now())
-	return &Manager{opts: opts, journal: journal, recovered: recovered, workers: map[workerKey]*worker{}, targets: map[types.NamespacedName]workerKey{},
+	return &Manager{opts: opts, started: time.Now(), journal: journal, recovered: recovered, workers: map[workerKey]*worker{}, targets: map[types.NamespacedName]workerKey{},
 		known: map[types.NamespacedName]*target{}, requests: map[types.NamespacedName]*requestState{},
 		sensitive: map[types.NamespacedName][]schema.GroupResource{}, encrypts: map[types.NamespacedName]bool{}, parked: map[types.NamespacedName]map[ObjectKey]Change{},
 		removed: map[types.NamespacedName]time.Time{}, watched: map[types.NamespacedName]map[schema.GroupVersionResource]bool{},

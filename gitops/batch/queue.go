@@ -376,6 +376,28 @@ func (q *queue) restore(win *authorWindow, now time.Time) {
 	}
 }
 
+// lookingBack takes the queue's requests, waiting or riding a window, that have not
+// searched the branch for an earlier process's commit yet (CommitRequest.lookBack), and
+// clears their flag: each searches once.
+func (q *queue) lookingBack() []*CommitRequest {
+	var out []*CommitRequest
+	take := func(rs []*CommitRequest) {
+		for _, r := range rs {
+			if r.lookBack {
+				r.lookBack = false
+				out = append(out, r)
+			}
+		}
+	}
+	for _, rs := range q.waiting {
+		take(rs)
+	}
+	for _, win := range q.windows {
+		take(win.requests)
+	}
+	return out
+}
+
 // attached lists the requests on the queue's open windows.
 func (q *queue) attached() []*CommitRequest {
 	var out []*CommitRequest
@@ -641,6 +663,12 @@ type CommitRequest struct {
 	Message string
 	// Deadline ends the wait for the author's next change when none is pending.
 	Deadline time.Time
+	// Created is when the CommitRequest object was made (zero: unknown).
+	Created time.Time
+	// lookBack is set on a request created before this process started, and cleared once the
+	// branch was searched for a commit an earlier process made with its message (its status
+	// not written before that process died): answered so, the message is not committed twice.
+	lookBack bool
 	// attempted are the commits carrying the message whose push reported an error; one of
 	// them may have landed all the same (the answer lost, the remote unreachable to check).
 	attempted []plumbing.Hash

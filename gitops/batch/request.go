@@ -40,6 +40,7 @@ func (m *Manager) Request(r CommitRequest) (RequestOutcome, error) {
 		return RequestOutcome{}, ErrTargetNotRegistered
 	}
 	st = &requestState{req: r, handedTo: w}
+	st.req.lookBack = !r.Created.IsZero() && r.Created.Before(m.started)
 	m.requests[r.Key] = st
 	m.mu.Unlock()
 	gone()

@@ -404,6 +404,17 @@ func TestACommitRequestCreatedAgainUnderTheSameNameIsANewRequest(t *testing.T) {
 	assert.NotContains(t, strings.Join(log, "\n"), "typo", "the deleted request's message is not used")
 }
 
+// outcomeOf waits up to 10 s for req's final outcome from writer.
+func outcomeOf(t *testing.T, writer *batch.Manager, req batch.CommitRequest, what string) batch.RequestOutcome {
+	t.Helper()
+	var out batch.RequestOutcome
+	require.Eventually(t, func() bool {
+		out, _ = writer.Request(req)
+		return out.Done
+	}, 10*time.Second, 20*time.Millisecond, what)
+	return out
+}
+
 // holdAuthor makes remote's pushes of commits by author wait until release is called (or
 // the test ends): a pre-receive hook, run by the real git http-backend.
 // held reports whether such a push has reached the server and waits.
@@ -435,11 +446,7 @@ func TestARequestIsAnsweredBeforeTheNextWindowOfTheTargetIsPushed(t *testing.T) 
 	release, _ := holdAuthor(t, remote, "bob")
 	refuse.Store(false) // the retry pushes her window, then his, which the server holds
 
-	var out batch.RequestOutcome
-	require.Eventually(t, func() bool {
-		out, _ = writer.Request(alices)
-		return out.Done
-	}, 10*time.Second, 20*time.Millisecond, "alice hears of her commit while bob's push still waits")
+	out := outcomeOf(t, writer, alices, "alice hears of her commit while bob's push still waits")
 	assert.Equal(t, batch.ReasonCommitted, out.Reason, out.Message)
 	assert.Equal(t, remote.Head("main"), out.SHA)
 	assert.NotContains(t, remote.LsTree("main"), "bobs.yaml", "his push was still held")
@@ -544,4 +551,34 @@ func TestAListedChangeOfAnObjectWhoseWindowWasPushedGoesToTheCommitter(t *testin
 		return len(lines) == 2
 	}, 10*time.Second, 50*time.Millisecond, "the unseen change is committed")
 	assert.True(t, strings.HasPrefix(author, "Writer "), "by the committer: her change was delivered, this one is not hers: %s", author)
+}
+
+// A kill right after a push leaves the CommitRequest's status unwritten; the next process
+// is handed it again. Another writer on the same remote stands for that process.
+func TestARequestAnEarlierProcessCommittedIsAnsweredFromTheBranch(t *testing.T) {
+	remote := repotest.NewHTTPRemote(t)
+	first, c := liveWriter(t, remote)
+	created := time.Now().Add(-time.Second)
+	req := alicesRelease(t, first, c)
+	out := outcomeOf(t, first, req, "her commit")
+	require.Equal(t, batch.ReasonCommitted, out.Reason, out.Message)
+
+	second, _ := startWriter(t) // the next process, which never saw the request
+	_, err := second.EnsureTarget(context.Background(), targetSpec(t, "live", remote.URL, nil))
+	require.NoError(t, err)
+	req.Created = created
+	other := batch.CommitRequest{Key: types.NamespacedName{Namespace: "ops", Name: "other"}, Target: targetKey, Author: "alice",
+		Message: "a message no commit has", Deadline: time.Now().Add(time.Minute), Created: created}
+	_, err = second.Request(other)
+	require.NoError(t, err)
+	_, err = second.Request(req)
+	require.NoError(t, err)
+
+	again := outcomeOf(t, second, req, "without a change of hers")
+	assert.Equal(t, batch.ReasonCommitted, again.Reason, again.Message)
+	assert.Equal(t, out.SHA, again.SHA)
+	waiting, err := second.Request(other)
+	require.NoError(t, err)
+	assert.False(t, waiting.Done, "a message the branch does not have waits for her next change, as before")
+	assert.Len(t, remote.Log("main"), 2, "the seed and her one commit")
 }

@@ -835,6 +835,9 @@ func (w *worker) flushIfDue(ctx context.Context, key types.NamespacedName, ahead
 		w.mu.Unlock()
 		return 0, nil
 	}
+	if t.st.Known {
+		w.lookBack(t) // before a timeout or a window could use the message again
+	}
 	w.qmu.Lock()
 	timedOut, wait := t.q.expired(now)
 	var wins []*authorWindow
@@ -931,6 +934,33 @@ func (w *worker) flushIfDue(ctx context.Context, key types.NamespacedName, ahead
 		w.opts.OnStatus(key)
 	}
 	return wait, err
+}
+
+// lookBack answers Committed the requests created before this process that an earlier one
+// committed (its status not written before it died: a kill right after the push), found on
+// the branch by their author, their message and a commit time not before their creation;
+// they leave the queue, so the message is not committed a second time. The others wait as
+// before. Callers hold w.mu.
+func (w *worker) lookBack(t *target) {
+	w.qmu.Lock()
+	requests := t.q.lookingBack()
+	w.qmu.Unlock()
+	for _, r := range requests {
+		author := authorSignature(r.Author, t.spec.Committer, w.opts.AuthorEmailDomain, time.Time{})
+		msg := strings.TrimSpace(r.Message)
+		sha, ok := w.repo.FindCommit(w.remoteTip, landedSearch, func(c *object.Commit) bool {
+			return c.Author.Name == author.Name && c.Author.Email == author.Email &&
+				!c.Committer.When.Before(r.Created.Truncate(time.Second)) && strings.Contains(c.Message, msg)
+		})
+		if !ok {
+			continue
+		}
+		w.qmu.Lock()
+		t.q.withdraw(r)
+		w.qmu.Unlock()
+		w.answers = append(w.answers, answer{r, RequestOutcome{Done: true, SHA: sha.String(), Reason: ReasonCommitted,
+			Message: fmt.Sprintf("committed %s to %s with the requested message (before the operator restarted)", shortSHA(sha.String()), r.Target)}})
+	}
 }
 
 // report hands the answers collected so far to the Manager. Callers hold w.mu, so a

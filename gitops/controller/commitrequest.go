@@ -80,7 +80,7 @@ func (r *CommitRequestReconciler) reconcile(ctx context.Context, cr *v1alpha1.Co
 	// deleted before this status was written) stands over what the GitTarget is now.
 	out, err := r.Writer.Request(batch.CommitRequest{
 		Key: client.ObjectKeyFromObject(cr), UID: cr.UID, Target: targetKey, Author: cr.Spec.Requester.Username,
-		Message: cr.Spec.Message, Deadline: cr.CreationTimestamp.Add(timeout(cr)),
+		Message: cr.Spec.Message, Deadline: cr.CreationTimestamp.Add(timeout(cr)), Created: cr.CreationTimestamp.Time,
 	})
 	if errors.Is(err, batch.ErrTargetNotRegistered) {
 		var t v1alpha1.GitTarget

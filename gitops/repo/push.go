@@ -332,7 +332,23 @@ func (r *Repo) objectsToPush(newTip, expected plumbing.Hash, known map[plumbing.
 // landed and been built on since (by another target of the branch, or a person); a commit
 // the walk cannot reach is not reported.
 func (r *Repo) Landed(tip plumbing.Hash, candidates []plumbing.Hash, limit int) (plumbing.Hash, bool) {
-	if len(candidates) == 0 || tip.IsZero() {
+	if len(candidates) == 0 {
+		return plumbing.ZeroHash, false
+	}
+	return r.walk(tip, limit, func(h plumbing.Hash, _ *object.Commit) bool { return slices.Contains(candidates, h) })
+}
+
+// FindCommit returns the first commit from tip back (breadth first, at most limit commits
+// of the history the shallow clone holds) for which match is true.
+func (r *Repo) FindCommit(tip plumbing.Hash, limit int, match func(*object.Commit) bool) (plumbing.Hash, bool) {
+	return r.walk(tip, limit, func(_ plumbing.Hash, c *object.Commit) bool { return c != nil && match(c) })
+}
+
+// walk visits tip and its ancestors breadth first, at most limit of them, until found is
+// true for one: a hash with its commit, or with nil beyond the shallow clone's history
+// (whose parents are then not known).
+func (r *Repo) walk(tip plumbing.Hash, limit int, found func(plumbing.Hash, *object.Commit) bool) (plumbing.Hash, bool) {
+	if tip.IsZero() {
 		return plumbing.ZeroHash, false
 	}
 	seen := map[plumbing.Hash]bool{}
@@ -344,14 +360,16 @@ func (r *Repo) Landed(tip plumbing.Hash, candidates []plumbing.Hash, limit int) 
 			continue
 		}
 		seen[h] = true
-		if slices.Contains(candidates, h) {
-			return h, true
-		}
 		c, err := object.GetCommit(r.objects(), h)
 		if err != nil {
-			continue // beyond the shallow clone's history
+			c = nil // beyond the shallow clone's history
 		}
-		queue = append(queue, c.ParentHashes...)
+		if found(h, c) {
+			return h, true
+		}
+		if c != nil {
+			queue = append(queue, c.ParentHashes...)
+		}
 	}
 	return plumbing.ZeroHash, false
 }
