@@ -233,8 +233,9 @@ type workerKey struct {
 // GitTarget's changes to its worker. It runs only on the leader.
 type Manager struct {
 	opts Options
-	// started is when this writer was made: a CommitRequest created before it may have been
-	// committed by an earlier process, which died before writing its status.
+	// started is when this writer started writing (Start: the replica became leader); a
+	// CommitRequest created before may have been committed by an earlier leader, which died
+	// before writing its status. Guarded by mu.
 	started time.Time
 
 	mu  sync.Mutex
@@ -325,6 +326,7 @@ func NewManager(opts Options) *Manager {
 func (m *Manager) Start(ctx context.Context) error {
 	m.mu.Lock()
 	m.ctx = ctx
+	m.started = time.Now() // when this replica leads: a standby's process started long before
 	for _, w := range m.workers {
 		m.run(w)
 	}

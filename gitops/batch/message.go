@@ -148,24 +148,78 @@ func overChanges(pipe *parse.PipeNode) bool {
 // doubled by each {{$x = print $x $x}} fills memory without a byte of output.
 const maxWork = 4 * maxMessage
 
-// budgeted returns the string-making functions of text/template, failing once the
+// maxBuilt bounds one call of those functions, judged before it runs (a printf of many
+// %01000000d verbs would build hundreds of megabytes in one go), and so the size of any
+// text a template holds in a variable.
+const maxBuilt = 64 << 10
+
+// budgeted returns the string-making functions of text/template, failing a call whose
+// result could exceed maxBuilt, judged from its arguments before it runs, and any once the
 // rendering they belong to has built maxWork bytes with them.
 func budgeted() template.FuncMap {
 	used := 0
-	spend := func(s string) (string, error) {
+	build := func(estimate int, make func() string) (string, error) {
+		if estimate > maxBuilt {
+			return "", fmt.Errorf("a call would build more than %d bytes of text", maxBuilt)
+		}
+		s := make()
 		if used += len(s); used > maxWork {
 			return "", fmt.Errorf("the template builds more than %d bytes of text", maxWork)
 		}
 		return s, nil
 	}
+	const escaped = 6 // js writes \u003C for <: six bytes for one
 	return template.FuncMap{
-		"print":    func(a ...any) (string, error) { return spend(fmt.Sprint(a...)) },
-		"printf":   func(f string, a ...any) (string, error) { return spend(fmt.Sprintf(f, a...)) },
-		"println":  func(a ...any) (string, error) { return spend(fmt.Sprintln(a...)) },
-		"html":     func(a ...any) (string, error) { return spend(template.HTMLEscaper(a...)) },
-		"js":       func(a ...any) (string, error) { return spend(template.JSEscaper(a...)) },
-		"urlquery": func(a ...any) (string, error) { return spend(template.URLQueryEscaper(a...)) },
+		"print":   func(a ...any) (string, error) { return build(sizeOf(a), func() string { return fmt.Sprint(a...) }) },
+		"println": func(a ...any) (string, error) { return build(sizeOf(a)+len(a), func() string { return fmt.Sprintln(a...) }) },
+		"printf": func(f string, a ...any) (string, error) {
+			return build(len(f)+sizeOf(a)+widths(f), func() string { return fmt.Sprintf(f, a...) })
+		},
+		"html":     func(a ...any) (string, error) { return build(escaped*sizeOf(a), func() string { return template.HTMLEscaper(a...) }) },
+		"js":       func(a ...any) (string, error) { return build(escaped*sizeOf(a), func() string { return template.JSEscaper(a...) }) },
+		"urlquery": func(a ...any) (string, error) { return build(escaped*sizeOf(a), func() string { return template.URLQueryEscaper(a...) }) },
 	}
+}
+
+// sizeOf is how long args print: a string's length, and what any other value (a change,
+// the list of them: bounded by the window) prints as. Pure.
+func sizeOf(args []any) int {
+	n := 0
+	for _, a := range args {
+		if s, ok := a.(string); ok {
+			n += len(s)
+		} else {
+			n += len(fmt.Sprint(a))
+		}
+	}
+	return n
+}
+
+// widths sums the widths and precisions a printf format asks for (each pads up to that
+// many bytes), counting one taken from an argument (*) as past any bound. Pure.
+func widths(f string) int {
+	total := 0
+	for i := 0; i < len(f); i++ {
+		if f[i] != '%' {
+			continue
+		}
+		n := 0
+		for i++; i < len(f) && strings.IndexByte("+-# 0123456789.*[]", f[i]) >= 0; i++ {
+			switch c := f[i]; {
+			case c == '*':
+				return maxBuilt + 1
+			case c >= '0' && c <= '9':
+				n = min(n*10+int(c-'0'), maxBuilt+1)
+			default:
+				total, n = total+n, 0
+			}
+		}
+		total += n
+		if total > maxBuilt {
+			return total
+		}
+	}
+	return total
 }
 
 // maxMessage bounds what a GitTarget's template may write: past it, the commit takes the

@@ -51,8 +51,12 @@ func TestParseMessagesRefusesTemplatesWhoseWorkHasNoBound(t *testing.T) {
 		{"refuses a range over a number in a variable", "{{$n := 999999999999999}}{{range $n}}{{end}}", "", "over .Changes only"},
 		{"refuses a range over a number brought in by with", "{{with 999999999999999}}{{range .}}{{end}}{{end}}", "", "over .Changes only"},
 		{"refuses a range inside a with inside a range", "", "{{range .Changes}}{{with .}}{{range $.Changes}}{{end}}{{end}}{{end}}", "inside a {{range}}"},
+		{"refuses a printf that would build hundreds of megabytes in one call, before it runs",
+			`{{printf "` + strings.Repeat("%01000000d", 100) + `"` + strings.Repeat(" 0", 100) + `}}`, "", "a call would build more than"},
 		{"refuses a template that builds text without bound, though it writes none",
-			`{{$x := "xxxxxxxx"}}` + strings.Repeat("{{$x = print $x $x}}", 30), "", "builds more than"},
+			`{{$x := "xxxxxxxx"}}` + strings.Repeat("{{$x = print $x $x}}", 30), "", "would build more than"},
+		{"refuses a template that builds more than its budget in calls each within bounds",
+			`{{$y := ""}}` + strings.Repeat(`{{$y = printf "%060000d" 0}}`, 80), "", "the template builds more than"},
 		{"refuses {{template}}, a fan-out without a range", `{{define "x"}}a{{end}}{{template "x"}}`, "", "not supported"},
 		{"refuses a single template that reads a second change, which a single change has not", "{{index .Changes 1}}", "", "index out of range"},
 	}
@@ -74,13 +78,13 @@ func TestParseMessagesRefusesTemplatesWhoseWorkHasNoBound(t *testing.T) {
 		}
 	})
 	t.Run("takes the default message when a template would write more than a megabyte", func(t *testing.T) {
-		m, err := ParseMessages("", `{{range .Changes}}{{printf "%0100000d" 0}}{{end}}`)
+		m, err := ParseMessages("", `{{range .Changes}}{{printf "%060000d" 0}}{{end}}`)
 		require.NoError(t, err, "two changes' worth fits")
-		changes := make([]MessageChange, 11)
+		changes := make([]MessageChange, 20)
 		for i := range changes {
 			changes[i] = MessageChange{Verb: "Update", Object: "ConfigMap team-a/app"}
 		}
-		assert.True(t, strings.HasPrefix(m.Render("team-a/live", "alice", changes), "team-a/live: 11 changes by alice"))
+		assert.True(t, strings.HasPrefix(m.Render("team-a/live", "alice", changes), "team-a/live: 20 changes by alice"))
 	})
 }
 

@@ -947,21 +947,29 @@ func (w *worker) lookBack(t *target) {
 	w.qmu.Unlock()
 	for _, r := range requests {
 		author := authorSignature(r.Author, t.spec.Committer, w.opts.AuthorEmailDomain, time.Time{})
-		msg := strings.TrimSpace(r.Message)
+		paragraph := "\n\n" + strings.TrimSpace(r.Message) + "\n\n" // requests' messages are joined by blank lines
 		sha, ok := w.repo.FindCommit(w.remoteTip, landedSearch, func(c *object.Commit) bool {
 			return c.Author.Name == author.Name && c.Author.Email == author.Email &&
-				!c.Committer.When.Before(r.Created.Truncate(time.Second)) && strings.Contains(c.Message, msg)
+				!c.Committer.When.Before(r.Created.Add(-clockSkew)) &&
+				strings.Contains("\n\n"+strings.TrimSpace(c.Message)+"\n\n", paragraph)
 		})
 		if !ok {
 			continue
 		}
 		w.qmu.Lock()
 		t.q.withdraw(r)
+		if win := t.q.windows[r.Author]; win != nil && len(win.requests) == 0 {
+			win.now = false // the request made it urgent; its author's changes keep their quiet time
+		}
 		w.qmu.Unlock()
 		w.answers = append(w.answers, answer{r, RequestOutcome{Done: true, SHA: sha.String(), Reason: ReasonCommitted,
-			Message: fmt.Sprintf("committed %s to %s with the requested message (before the operator restarted)", shortSHA(sha.String()), r.Target)}})
+			Message: fmt.Sprintf("committed %s to %s with the requested message", shortSHA(sha.String()), r.Target)}})
 	}
 }
+
+// clockSkew is how far ahead of the operator's clock the API server's may be when lookBack
+// compares a commit's time with a request's creation.
+const clockSkew = time.Minute
 
 // report hands the answers collected so far to the Manager. Callers hold w.mu, so a
 // target's removal never overtakes a commit that carried a request's message.
