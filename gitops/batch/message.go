@@ -170,14 +170,22 @@ func budgeted() template.FuncMap {
 	}
 	const escaped = 6 // js writes \u003C for <: six bytes for one
 	return template.FuncMap{
-		"print":   func(a ...any) (string, error) { return build(sizeOf(a), func() string { return fmt.Sprint(a...) }) },
-		"println": func(a ...any) (string, error) { return build(sizeOf(a)+len(a), func() string { return fmt.Sprintln(a...) }) },
+		"print": func(a ...any) (string, error) { return build(sizeOf(a), func() string { return fmt.Sprint(a...) }) },
+		"println": func(a ...any) (string, error) {
+			return build(sizeOf(a)+len(a), func() string { return fmt.Sprintln(a...) })
+		},
 		"printf": func(f string, a ...any) (string, error) {
 			return build(len(f)+sizeOf(a)+widths(f), func() string { return fmt.Sprintf(f, a...) })
 		},
-		"html":     func(a ...any) (string, error) { return build(escaped*sizeOf(a), func() string { return template.HTMLEscaper(a...) }) },
-		"js":       func(a ...any) (string, error) { return build(escaped*sizeOf(a), func() string { return template.JSEscaper(a...) }) },
-		"urlquery": func(a ...any) (string, error) { return build(escaped*sizeOf(a), func() string { return template.URLQueryEscaper(a...) }) },
+		"html": func(a ...any) (string, error) {
+			return build(escaped*sizeOf(a), func() string { return template.HTMLEscaper(a...) })
+		},
+		"js": func(a ...any) (string, error) {
+			return build(escaped*sizeOf(a), func() string { return template.JSEscaper(a...) })
+		},
+		"urlquery": func(a ...any) (string, error) {
+			return build(escaped*sizeOf(a), func() string { return template.URLQueryEscaper(a...) })
+		},
 	}
 }
 
