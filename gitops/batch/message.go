@@ -162,20 +162,23 @@ func budgeted() template.FuncMap {
 		if estimate > maxBuilt {
 			return "", fmt.Errorf("a call would build more than %d bytes of text", maxBuilt)
 		}
-		s := make()
-		if used += len(s); used > maxWork {
+		// The estimate is charged before the call: judging it printed the arguments, which
+		// a verb may then drop (%.0s).
+		if used += estimate; used > maxWork {
 			return "", fmt.Errorf("the template builds more than %d bytes of text", maxWork)
 		}
+		s := make()
+		used += max(0, len(s)-estimate)
 		return s, nil
 	}
-	const escaped = 6 // js writes \u003C for <: six bytes for one
+	const escaped = 6 // js writes \u003C for <, and printf's % #x 5 bytes, for one
 	return template.FuncMap{
 		"print": func(a ...any) (string, error) { return build(sizeOf(a), func() string { return fmt.Sprint(a...) }) },
 		"println": func(a ...any) (string, error) {
 			return build(sizeOf(a)+len(a), func() string { return fmt.Sprintln(a...) })
 		},
 		"printf": func(f string, a ...any) (string, error) {
-			return build(len(f)+sizeOf(a)+widths(f), func() string { return fmt.Sprintf(f, a...) })
+			return build(len(f)+escaped*sizeOf(a)+widths(f), func() string { return fmt.Sprintf(f, a...) })
 		},
 		"html": func(a ...any) (string, error) {
 			return build(escaped*sizeOf(a), func() string { return template.HTMLEscaper(a...) })
@@ -203,18 +206,23 @@ func sizeOf(args []any) int {
 	return n
 }
 
-// widths sums the widths and precisions a printf format asks for (each pads up to that
-// many bytes), counting one taken from an argument (*) as past any bound. Pure.
+// widths sums what a printf format may add to its arguments: the widths and precisions it
+// asks for (each pads up to that many bytes) and, per verb, the longest a number prints as
+// (a float, 330 bytes) or fmt's note on a missing argument. A width taken from an argument
+// (*) or an argument index ([n], which prints one argument any number of times) counts as
+// past any bound. Pure.
 func widths(f string) int {
+	const perVerb = 350
 	total := 0
 	for i := 0; i < len(f); i++ {
 		if f[i] != '%' {
 			continue
 		}
+		total += perVerb
 		n := 0
 		for i++; i < len(f) && strings.IndexByte("+-# 0123456789.*[]", f[i]) >= 0; i++ {
 			switch c := f[i]; {
-			case c == '*':
+			case c == '*' || c == '[':
 				return maxBuilt + 1
 			case c >= '0' && c <= '9':
 				n = min(n*10+int(c-'0'), maxBuilt+1)

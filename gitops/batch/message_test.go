@@ -55,6 +55,7 @@ func TestParseMessagesRefusesTemplatesWhoseWorkHasNoBound(t *testing.T) {
 			`{{printf "` + strings.Repeat("%01000000d", 100) + `"` + strings.Repeat(" 0", 100) + `}}`, "", "a call would build more than"},
 		{"refuses a template that builds text without bound, though it writes none",
 			`{{$x := "xxxxxxxx"}}` + strings.Repeat("{{$x = print $x $x}}", 30), "", "would build more than"},
+		{"refuses a printf argument index, which prints one argument any number of times", `{{printf "%[1]s%[1]s" .Object}}`, "", "would build more than"},
 		{"refuses a template that builds more than its budget in calls each within bounds",
 			`{{$y := ""}}` + strings.Repeat(`{{$y = printf "%060000d" 0}}`, 80), "", "the template builds more than"},
 		{"refuses {{template}}, a fan-out without a range", `{{define "x"}}a{{end}}{{template "x"}}`, "", "not supported"},
@@ -75,6 +76,10 @@ func TestParseMessagesRefusesTemplatesWhoseWorkHasNoBound(t *testing.T) {
 		} {
 			_, err := ParseMessages("", group)
 			assert.NoError(t, err, group)
+		}
+		for _, single := range []string{`{{printf "%s/%s" .Namespace .Name}}`, `{{printf "%-40s %s" .Object .Path | html}}`} {
+			_, err := ParseMessages(single, "")
+			assert.NoError(t, err, single)
 		}
 	})
 	t.Run("takes the default message when a template would write more than a megabyte", func(t *testing.T) {

@@ -117,6 +117,8 @@ type worker struct {
 	retired bool
 	// journal is the Manager's record of deletions not written yet (nil: none kept).
 	journal *deleteJournal
+	// draining is set, under mu, once a stop commits every open window (drain).
+	draining bool
 }
 
 // answer is a CommitRequest outcome waiting to be reported.
@@ -781,6 +783,7 @@ func (w *worker) drain(timeout time.Duration) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	w.mu.Lock()
+	w.draining = true
 	keys := make([]types.NamespacedName, 0, len(w.targets))
 	for k, t := range w.targets {
 		w.qmu.Lock()
@@ -957,8 +960,10 @@ func (w *worker) lookBack(t *target) {
 			continue
 		}
 		w.qmu.Lock()
+		win := t.q.windows[r.Author]
+		rode := win != nil && slices.Contains(win.requests, r)
 		t.q.withdraw(r)
-		if win := t.q.windows[r.Author]; win != nil && len(win.requests) == 0 {
+		if rode && len(win.requests) == 0 && !w.draining {
 			win.now = false // the request made it urgent; its author's changes keep their quiet time
 		}
 		w.qmu.Unlock()
