@@ -939,10 +939,11 @@ func (w *worker) flushIfDue(ctx context.Context, key types.NamespacedName, ahead
 	return wait, err
 }
 
-// lookBack answers Committed the requests created before this process that an earlier one
-// committed (its status not written before it died: a kill right after the push), found on
-// the branch by their author, their message and a commit time not before their creation;
-// they leave the queue, so the message is not committed a second time. The others wait as
+// lookBack answers Committed the requests created before this replica started leading
+// that an earlier leader committed (its status not written before it died: a kill right
+// after the push), found on the branch by their author, their message as one of the
+// commit's paragraphs and a commit time not before their creation (less clockSkew); they
+// leave the queue, so the message is not committed a second time. The others wait as
 // before. Callers hold w.mu.
 func (w *worker) lookBack(t *target) {
 	w.qmu.Lock()
