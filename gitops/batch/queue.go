@@ -309,8 +309,9 @@ func (q *queue) due(cfg WindowConfig, now time.Time) (out []*authorWindow, wait 
 // stay where that change put them; the request stays attached. The window keeps its age:
 // maxDelay and the apply→commit latency count from its first change, not from the failure.
 func (q *queue) restore(win *authorWindow, now time.Time) {
-	q.flushing = without(q.flushing, win) // its objects are the queue's again: counted once
-	joined := false                       // some object went back to the author's window
+	// Its objects are the queue's again: counted once, not also as being committed.
+	q.flushing = without(q.flushing, win)
+	joined := false // some object went back to the author's window
 	existed := q.windows[win.author] != nil
 	defer func() {
 		if cur := q.windows[win.author]; cur != nil {
@@ -377,7 +378,7 @@ func (q *queue) restore(win *authorWindow, now time.Time) {
 }
 
 // lookingBack takes the queue's requests, waiting or riding a window, that have not
-// searched the branch for an earlier process's commit yet (CommitRequest.lookBack), and
+// searched the branch for an earlier leader's commit yet (CommitRequest.lookBack), and
 // clears their flag: each searches once.
 func (q *queue) lookingBack() []*CommitRequest {
 	var out []*CommitRequest
@@ -665,9 +666,9 @@ type CommitRequest struct {
 	Deadline time.Time
 	// Created is when the CommitRequest object was made (zero: unknown).
 	Created time.Time
-	// lookBack is set on a request created before this process started, and cleared once the
-	// branch was searched for a commit an earlier process made with its message (its status
-	// not written before that process died): answered so, the message is not committed twice.
+	// lookBack is set on a request created before this replica started leading, and cleared
+	// once the branch was searched for a commit an earlier leader made with its message (its
+	// status not written before it died): answered so, the message is not committed twice.
 	lookBack bool
 	// attempted are the commits carrying the message whose push reported an error; one of
 	// them may have landed all the same (the answer lost, the remote unreachable to check).
