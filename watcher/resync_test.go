@@ -195,3 +195,31 @@ func TestARuleChangeTellsTheWriterWhatEachOfItsTargetsIsStillWatchedFor(t *testi
 	assert.Empty(t, got, "its last rule gone, it is watched for nothing")
 	assert.Empty(t, sink.snapshots(), "no informer runs here: no list, no snapshot")
 }
+
+// Targets and resources come and go for the life of the process: the lock that orders one
+// target's snapshots of a resource must not outlive them.
+func TestSnapshotsOfATargetLeaveNoLockBehindOnceDone(t *testing.T) {
+	target := types.NamespacedName{Namespace: "ops", Name: "live"}
+	gvr := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	sink := &lockedSnapshots{}
+	w := New(Options{Sink: sink, Log: logr.Discard()})
+	inf := listedInformer(t, true, configMap("team-a", "app", nil))
+	w.informers[gvr] = inf
+	w.byGVR[gvr] = []Claim{{Target: target, Resource: Resource{GVR: gvr, Kind: "ConfigMap", Namespaced: true},
+		Namespace: "team-a", ObjectSelector: labels.Everything(), Create: true, Update: true}}
+
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w.snapshotNow(target, gvr, inf)
+		}()
+	}
+	wg.Wait()
+
+	assert.Len(t, sink.snapshots(), 8)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	assert.Empty(t, w.snapshotting)
+}

@@ -112,8 +112,15 @@ type Watcher struct {
 	started  chan struct{}
 	// snapshotting orders the snapshots of one target and resource (snapshotNow): one
 	// built from the rules before a change must not reach the writer after one built from
-	// the rules after it.
-	snapshotting map[snapshotKey]*sync.Mutex
+	// the rules after it. An entry lives while a snapshot holds or waits for it, so
+	// targets and resources that come and go leave nothing behind.
+	snapshotting map[snapshotKey]*snapshotTurn
+}
+
+// snapshotTurn is the lock of one snapshotKey and how many snapshots hold or wait for it.
+type snapshotTurn struct {
+	sync.Mutex
+	users int
 }
 
 // snapshotKey names the snapshots snapshotNow orders.
@@ -140,7 +147,7 @@ func New(opts Options) *Watcher {
 		waiting:    map[string]types.NamespacedName{},
 		started:    make(chan struct{}),
 
-		snapshotting: map[snapshotKey]*sync.Mutex{},
+		snapshotting: map[snapshotKey]*snapshotTurn{},
 	}
 }
 
@@ -415,19 +422,35 @@ func (w *Watcher) Resync(target types.NamespacedName) {
 // rule is in is read before the claims: a rule registered in between makes the snapshot
 // incomplete (taken again), never complete without its claims.
 func (w *Watcher) snapshotNow(target types.NamespacedName, gvr schema.GroupVersionResource, inf *informer) {
-	w.mu.Lock()
-	k := snapshotKey{target, gvr}
-	lock := w.snapshotting[k]
-	if lock == nil {
-		lock = &sync.Mutex{}
-		w.snapshotting[k] = lock
-	}
-	w.mu.Unlock()
-	lock.Lock()
-	defer lock.Unlock()
+	turn := w.takeTurn(snapshotKey{target, gvr})
+	defer w.endTurn(snapshotKey{target, gvr}, turn)
 	complete := w.rulesLoaded() && !w.waitsForAPI(target)
 	if cs := w.claimsOf(target, gvr, inf); len(cs) > 0 {
 		w.snapshotWith(target, cs, inf.inf.GetStore().List(), complete)
+	}
+}
+
+// takeTurn waits until no other snapshot of k runs.
+func (w *Watcher) takeTurn(k snapshotKey) *snapshotTurn {
+	w.mu.Lock()
+	turn := w.snapshotting[k]
+	if turn == nil {
+		turn = &snapshotTurn{}
+		w.snapshotting[k] = turn
+	}
+	turn.users++
+	w.mu.Unlock()
+	turn.Lock()
+	return turn
+}
+
+// endTurn lets the next snapshot of k run, and forgets k when none waits.
+func (w *Watcher) endTurn(k snapshotKey, turn *snapshotTurn) {
+	turn.Unlock()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if turn.users--; turn.users == 0 {
+		delete(w.snapshotting, k)
 	}
 }
 
