@@ -42,6 +42,21 @@ func TestValidateTarget(t *testing.T) {
 	assert.NoError(t, ValidateTarget(target("t", "main", "clusters/prod"), provider, same), "an update never overlaps itself")
 }
 
+func TestAGitTargetIsRefusedTheFolderOfAnotherProvidersTargetOnTheSameRepositoryDialledAsAnotherSSHUser(t *testing.T) {
+	provider := func(name, url string) *v1alpha1.GitProvider {
+		return &v1alpha1.GitProvider{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: name}, Spec: v1alpha1.GitProviderSpec{URL: url}}
+	}
+	target := func(name, providerName string) *v1alpha1.GitTarget {
+		return &v1alpha1.GitTarget{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: name},
+			Spec: v1alpha1.GitTargetSpec{ProviderRef: v1alpha1.LocalObjectReference{Name: providerName}, Branch: "main", Path: "live"}}
+	}
+	first := provider("key-1", "ssh://APKAEXAMPLE1@git-codecommit.example/v1/repos/live")
+	second := provider("key-2", "ssh://APKAEXAMPLE2@git-codecommit.example/v1/repos/live")
+	existing := []controller.Place{controller.TargetPlace(target("one", "key-1"), first)}
+	err := ValidateTarget(target("two", "key-2"), second, existing)
+	assert.ErrorContains(t, err, `overlaps folder "live" of GitTarget a/one`, "the ssh user picks the account, not the repository")
+}
+
 func TestAGitTargetUpdateThatKeepsWhereItWritesIsNotJudgedAgainstItsProvider(t *testing.T) {
 	stored := v1alpha1.GitTarget{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "live"},
 		Spec: v1alpha1.GitTargetSpec{ProviderRef: v1alpha1.LocalObjectReference{Name: "repo"}, Branch: "main", Path: "live"}}

@@ -439,7 +439,7 @@ func (m *Manager) routesTo(wk workerKey) bool {
 // EnsureTarget registers or updates a target, refreshes its folder from the remote and
 // returns its status. Errors are transient (remote unreachable, clone unusable).
 func (m *Manager) EnsureTarget(ctx context.Context, spec TargetSpec) (TargetStatus, error) {
-	me := place{wk: workerKey{url: repo.NormalizeURL(spec.URL), branch: spec.Branch}, folder: spec.Folder, created: spec.Created}
+	me := place{wk: workerKeyOf(spec), folder: spec.Folder, created: spec.Created}
 	m.mu.Lock()
 	refuse, displace := overlapPlan(spec.Key, me, m.places)
 	if refuse == nil {
@@ -704,8 +704,14 @@ func (m *Manager) placeLate(changes []Change) {
 	}
 }
 
+// workerKeyOf is the branch worker spec's target writes through: one per repository
+// (repo.RepositoryKey) and branch, whichever GitProvider, and ssh user, reaches it.
+func workerKeyOf(spec TargetSpec) workerKey {
+	return workerKey{url: repo.RepositoryKey(spec.URL), branch: spec.Branch}
+}
+
 func (m *Manager) workerFor(ctx context.Context, spec TargetSpec) (*worker, workerKey, error) {
-	wk := workerKey{url: repo.NormalizeURL(spec.URL), branch: spec.Branch}
+	wk := workerKeyOf(spec)
 	m.moveAway(spec.Key, wk)
 	m.mu.Lock()
 	defer m.mu.Unlock()

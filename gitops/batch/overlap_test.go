@@ -53,6 +53,19 @@ func TestOverlapPlan(t *testing.T) {
 	}
 }
 
+// AWS CodeCommit takes the SSH key's ID as the user: two GitProviders with keys of their own
+// name one repository with two users.
+func TestTargetsDiallingOneRepositoryAsTwoSSHUsersShareItsWorkerAndFolders(t *testing.T) {
+	a := TargetSpec{Key: types.NamespacedName{Namespace: "ops", Name: "a"}, URL: "ssh://APKAEXAMPLE1@git-codecommit.example/v1/repos/live",
+		Branch: "main", Folder: "live", Created: time.Unix(1000, 0)}
+	b := a
+	b.Key, b.URL, b.Created = types.NamespacedName{Namespace: "ops", Name: "b"}, "APKAEXAMPLE2@git-codecommit.example:v1/repos/live.git", time.Unix(2000, 0)
+	require.Equal(t, workerKeyOf(a), workerKeyOf(b), "one worker: two would race on every push")
+	refuse, _ := overlapPlan(b.Key, place{wk: workerKeyOf(b), folder: b.Folder, created: b.Created},
+		map[types.NamespacedName]place{a.Key: {wk: workerKeyOf(a), folder: a.Folder, created: a.Created}})
+	require.ErrorIs(t, refuse, ErrFolderOverlap)
+}
+
 func TestTwoTargetsOnOverlappingFoldersLeaveTheFolderToTheOlder(t *testing.T) {
 	var told []types.NamespacedName
 	m, older := registeredManagerWith(t, map[string]string{"live/README.md": "objects\n"},

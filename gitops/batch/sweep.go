@@ -109,7 +109,7 @@ func (m *Manager) foldersWritten(inUse []Clone) map[string]map[string]bool {
 	defer m.mu.Unlock()
 	for _, c := range inUse {
 		if c.URL != "" {
-			add(workerKey{url: repo.NormalizeURL(c.URL), branch: c.Branch}, c.Folder)
+			add(workerKey{url: repo.RepositoryKey(c.URL), branch: c.Branch}, c.Folder)
 		}
 	}
 	for key, t := range m.known {
@@ -162,7 +162,7 @@ func (m *Manager) keptClones(inUse []Clone) map[string]bool {
 	add := func(wk workerKey) { keep[filepath.Base(m.cloneDir(wk))] = true }
 	for _, c := range inUse {
 		if c.URL != "" {
-			add(workerKey{url: repo.NormalizeURL(c.URL), branch: c.Branch})
+			add(workerKey{url: repo.RepositoryKey(c.URL), branch: c.Branch})
 		}
 	}
 	for wk := range m.workers {

@@ -20,12 +20,12 @@ import (
 // reads a cache and may be off.
 type Place struct {
 	Key    types.NamespacedName
-	URL    string // normalised
+	URL    string // repo.RepositoryKey
 	Branch string
 	Folder string
 	// Created orders claims: of two overlapping targets the older keeps the folder.
 	Created time.Time
-	// LastURL is, while the provider does not exist, the normalised URL of the repository
+	// LastURL is, while the provider does not exist, the repo.RepositoryKey of the repository
 	// the target last resolved (status.repository): it keeps its folder there meanwhile.
 	LastURL string
 }
@@ -75,9 +75,9 @@ func withoutSSHUser(u string) string {
 func TargetPlace(t *v1alpha1.GitTarget, provider *v1alpha1.GitProvider) Place {
 	url, last := "gitprovider:"+t.Namespace+"/"+t.Spec.ProviderRef.Name, ""
 	if provider != nil {
-		url = repo.NormalizeURL(provider.Spec.URL)
+		url = repo.RepositoryKey(provider.Spec.URL)
 	} else if t.Status.Repository != "" {
-		last = repo.NormalizeURL(t.Status.Repository) // redacted: normalising drops credentials anyway
+		last = repo.RepositoryKey(t.Status.Repository) // redacted: the key drops credentials anyway
 	}
 	return Place{Key: types.NamespacedName{Namespace: t.Namespace, Name: t.Name}, URL: url, Branch: t.Spec.Branch,
 		Folder: t.Spec.Path, Created: t.CreationTimestamp.Time, LastURL: last}

@@ -287,10 +287,10 @@ func verify(g *git.Repository, url string, readBlobs bool) error {
 	return verifyRefs(g, readBlobs)
 }
 
-// sameRemote reports whether the configured remote is url (compared in
-// normalised form).
+// sameRemote reports whether the configured remote is url's repository (RepositoryKey):
+// the targets sharing a clone may dial it as different ssh users.
 func sameRemote(rc *config.RemoteConfig, url string) bool {
-	return len(rc.URLs) == 1 && NormalizeURL(rc.URLs[0]) == NormalizeURL(url)
+	return len(rc.URLs) == 1 && RepositoryKey(rc.URLs[0]) == RepositoryKey(url)
 }
 
 // verifyRefs checks that every ref is readable and that each hash ref points

@@ -25,9 +25,9 @@ func defaultPort(scheme string) string {
 	}
 }
 
-// NormalizeURL returns a canonical form of a Git remote URL for "is this the
-// same repository?" comparisons (one branch worker per repository and branch;
-// overlapping targets). It is not meant to be dialled. Rules:
+// NormalizeURL returns a canonical form of a Git remote URL: the address and the account
+// it is dialled as (the ssh user the credentials go with). "Is this the same repository?"
+// is RepositoryKey, which leaves the account out. It is not meant to be dialled. Rules:
 //
 //   - surrounding spaces are trimmed; an unparseable address is returned trimmed, and an
 //     opaque URL (which is never dialled) becomes a key of its own that holds nothing of it;
@@ -46,7 +46,11 @@ func defaultPort(scheme string) string {
 // An scp-like path is read as absolute ("host:org/repo" is "host:/org/repo"), as Git
 // hosting services serve both; on a plain SSH server the first is relative to the user's
 // home: write such a repository as an ssh:// URL with its full path.
-func NormalizeURL(raw string) string {
+func NormalizeURL(raw string) string { return normalize(raw, true) }
+
+// normalize is NormalizeURL, keeping an ssh user name only when sshUsers is set or the
+// path starts in a home directory (RepositoryKey).
+func normalize(raw string, sshUsers bool) string {
 	s := strings.TrimSpace(raw)
 	if s == "" {
 		return ""
@@ -62,13 +66,23 @@ func NormalizeURL(raw string) string {
 	scheme := canonicalScheme(u.Scheme)
 	var b strings.Builder
 	b.WriteString(scheme + "://")
-	if scheme == "ssh" {
+	path := canonicalPath(u.Path, scheme != "file")
+	if scheme == "ssh" && (sshUsers || strings.HasPrefix(path, "/~")) {
 		b.WriteString(sshUser(u) + "@")
 	}
 	b.WriteString(canonicalHost(scheme, u))
-	b.WriteString(canonicalPath(u.Path, scheme != "file"))
+	b.WriteString(path)
 	return b.String()
 }
+
+// RepositoryKey names the repository raw addresses: one branch worker and clone per key
+// and branch, and the folder overlap checks compare keys. It is NormalizeURL without an
+// ssh user name. The user picks the account the writer dials as, not the repository: on
+// AWS CodeCommit it is the SSH key's ID, so two GitProviders with keys of their own name
+// one repository with two users, and must share its worker (each target still dials with
+// its own key and user). A path under a home directory ("ssh://alice@host/~/repo") is the
+// exception: there the user picks the repository too, and is kept.
+func RepositoryKey(raw string) string { return normalize(raw, false) }
 
 // toURLSyntax rewrites scp-like addresses and local paths as URLs.
 func toURLSyntax(s string) string {

@@ -67,6 +67,28 @@ func TestNormalizeURLGivesAnOpaqueURLAKeyOfItsOwn(t *testing.T) {
 	}
 }
 
+func TestRepositoryKeyNamesTheRepositoryWhicheverAccountDialsIt(t *testing.T) {
+	cases := []struct{ name, a, b string }{
+		{"shares a CodeCommit repository between two SSH key IDs",
+			"ssh://APKAEXAMPLE1@git-codecommit.eu-west-1.amazonaws.com/v1/repos/live",
+			"ssh://APKAEXAMPLE2@git-codecommit.eu-west-1.amazonaws.com/v1/repos/live"},
+		{"shares an scp-like address and an ssh URL without a user",
+			"deploy@git.example.com:org/repo.git", "ssh://git.example.com/org/repo"},
+		{"shares an https repository between two tokens",
+			"https://a:t1@github.com/org/repo", "https://b:t2@github.com/org/repo.git"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			assert.Equal(t, repo.RepositoryKey(c.a), repo.RepositoryKey(c.b))
+			assert.NotContains(t, repo.RepositoryKey(c.a), "@")
+		})
+	}
+	assert.NotEqual(t, repo.RepositoryKey("ssh://alice@host/~/repo"), repo.RepositoryKey("ssh://bob@host/~/repo"),
+		"a path in the user's home is another repository per user")
+	assert.Equal(t, "ssh://alice@host/~/repo", repo.RepositoryKey("alice@host:~/repo"))
+	assert.NotEqual(t, repo.NormalizeURL("ssh://a@h/r"), repo.NormalizeURL("ssh://b@h/r"), "the address still says which account dials")
+}
+
 func TestNormalizeURLIsIdempotent(t *testing.T) {
 	for _, in := range []string{"git@github.com:org/repo.git", "HTTPS://u:p@Host:443/a/b.git/", "/srv/x.git"} {
 		once := repo.NormalizeURL(in)
