@@ -198,16 +198,16 @@ func TestANamespaceWhoseLabelsChange(t *testing.T) {
 		var got []string
 		for _, cs := range sink.got {
 			for _, ch := range cs {
-				got = append(got, fmt.Sprintf("%s/%s delete=%v deleted=%v", ch.Key.Namespace, ch.Key.Name, ch.AllowDelete, ch.Deleted))
+				got = append(got, fmt.Sprintf("%s/%s deleted=%v", ch.Key.Namespace, ch.Key.Name, ch.Deleted))
 			}
 		}
 		return got
 	}
 	t.Run("hands over the selected objects of a namespace that joins", func(t *testing.T) {
-		assert.Equal(t, []string{"shop/app delete=true deleted=false"}, relabel(t, claim(true, true), labels.Set{"env": "dev"}, labels.Set{"env": "prod"}))
+		assert.Equal(t, []string{"shop/app deleted=false"}, relabel(t, claim(true, true), labels.Set{"env": "dev"}, labels.Set{"env": "prod"}))
 	})
 	t.Run("hands over those of a namespace that leaves, for the rule that deletes, as removals", func(t *testing.T) {
-		assert.Equal(t, []string{"shop/app delete=true deleted=true"}, relabel(t, claim(true, true), labels.Set{"env": "prod"}, nil))
+		assert.Equal(t, []string{"shop/app deleted=true"}, relabel(t, claim(true, true), labels.Set{"env": "prod"}, nil))
 	})
 	t.Run("keeps the documents of a namespace that leaves a rule without DELETE", func(t *testing.T) {
 		assert.Empty(t, relabel(t, claim(true, false), labels.Set{"env": "prod"}, nil))
@@ -252,24 +252,6 @@ func TestANamespaceThatLeavesWhileItsInformerSyncs(t *testing.T) {
 	go inf.inf.Run(inf.ctx.Done())
 	require.Eventually(t, func() bool { return sink.count() == 1 }, 10*time.Second, 10*time.Millisecond,
 		"the objects are handed over once it has: the snapshot that follows would not see a namespace that left")
-}
-
-func TestAnEventSeenByTwoRulesOfATargetAllowsDeletesWhenEitherDoes(t *testing.T) {
-	cms := Resource{GVR: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, Kind: "ConfigMap", Namespaced: true}
-	target := types.NamespacedName{Namespace: "ops", Name: "live"}
-	claim := func(del bool) Claim {
-		return Claim{Target: target, Resource: cms, Namespace: "shop", ObjectSelector: labels.Everything(), Create: true, Update: true, Delete: del}
-	}
-	for _, order := range [][]Claim{{claim(true), claim(false)}, {claim(false), claim(true)}} {
-		sink := &submissions{}
-		w := New(Options{Sink: sink, Log: logr.Discard()})
-		w.byGVR[cms.GVR] = order
-		w.onEvent(cms.GVR, nil, configMap("shop", "app", nil), false)
-		require.Len(t, sink.got, 1)
-		for _, c := range sink.got[0] {
-			assert.True(t, c.AllowDelete, "whichever rule comes last")
-		}
-	}
 }
 
 func TestAnObjectThatLeavesOneRuleOfATargetButNotAnother(t *testing.T) {
@@ -374,7 +356,6 @@ func TestANamespaceThatJoinsTwoRulesOfATargetAgreesPerObject(t *testing.T) {
 		}
 		require.NotEmpty(t, got)
 		for _, c := range got {
-			assert.True(t, c.AllowDelete, "either rule mirrors deletes, whichever comes last")
 			assert.False(t, c.CreateOnly, "one rule mirrors updates, whichever comes last")
 		}
 	}
@@ -462,13 +443,9 @@ func TestADeleteOfAnObjectOnlyARuleWithoutDeleteSelectsKeepsItsDocument(t *testi
 		}
 		return got
 	}
-	t.Run("overrides the permission to delete a change waiting since shop left the other rule's selector", func(t *testing.T) {
-		got := deleted(labels.Set{"env": "dev"}, byNamespace, byName)
-		require.Len(t, got, 1)
-		assert.False(t, got[0].AllowDelete)
-		assert.False(t, got[0].Deleted)
-		assert.True(t, got[0].CreateOnly, "writes nothing of an object that is gone")
-		assert.True(t, got[0].Relisted, "says nothing of who made the waiting change")
+	t.Run("is nothing once shop left the selector of the rule that mirrors deletions", func(t *testing.T) {
+		assert.Empty(t, deleted(labels.Set{"env": "dev"}, byNamespace, byName),
+			"a change of it waiting since it left removes nothing: it saw no delete")
 	})
 	t.Run("is the removal alone while a rule that mirrors deletions selects it", func(t *testing.T) {
 		got := deleted(labels.Set{"env": "prod"}, byNamespace, byName)

@@ -81,20 +81,6 @@ func TestSnapshotScopes(t *testing.T) {
 	}
 }
 
-func TestASnapshotLetsADeleteRemoveTheDocumentWhenAnySelectingRuleMirrorsDeletes(t *testing.T) {
-	target := types.NamespacedName{Namespace: "ops", Name: "live"}
-	cms := Resource{GVR: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, Kind: "ConfigMap", Namespaced: true}
-	keep := Claim{Target: target, Resource: cms, Namespace: "team-a", ObjectSelector: labels.Everything(), Create: true, Update: true}
-	mirror := keep
-	mirror.Delete = true
-	cm := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
-		"metadata": map[string]any{"name": "x", "namespace": "team-a"}}}
-	sink := &snapshots{}
-	New(Options{Sink: sink, Log: logr.Discard()}).snapshot(target, []Claim{keep, mirror}, []any{cm})
-	require.Len(t, sink.changes, 1)
-	assert.True(t, sink.changes[0].AllowDelete, "the second rule mirrors deletes")
-}
-
 func TestASnapshotCountsNoiseAsPresentWithoutWritingIt(t *testing.T) {
 	target := types.NamespacedName{Namespace: "ops", Name: "live"}
 	cms := Resource{GVR: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, Kind: "ConfigMap", Namespaced: true}
@@ -162,7 +148,6 @@ func TestASnapshotHandsOverAnObjectOfANamespaceTheCacheHasNotSeenYet(t *testing.
 	}).snapshot(target, []Claim{bySelector}, []any{obj})
 	require.Len(t, sink.changes, 1, "its add was left to the snapshot: the writer waits until the namespace is known")
 	assert.Equal(t, "app", sink.changes[0].Key.Name)
-	assert.True(t, sink.changes[0].AllowDelete)
 	require.Len(t, sink.got, 1)
 	assert.Empty(t, sink.got[0].Present, "not known to be selected")
 	assert.False(t, sink.got[0].InScope("new"), "so its namespace's documents are neither orphans nor pruned")

@@ -472,10 +472,9 @@ func (w *Watcher) claimsOf(target types.NamespacedName, gvr schema.GroupVersionR
 }
 
 // snapshotWith submits every listed object some claim selects, then the complete list. The
-// operations of the selecting claims decide how: any that mirrors deletes lets a delete
-// seen before the commit remove the document, as its event would; claims that mirror
-// creations but not updates only create missing documents; claims that mirror neither
-// write nothing, though the object counts as present.
+// operations of the selecting claims decide how: claims that mirror creations but not
+// updates only create missing documents; claims that mirror neither write nothing, though
+// the object counts as present.
 //
 // complete says whether every rule was in when cs were read (snapshotNow).
 func (w *Watcher) snapshotWith(target types.NamespacedName, cs []Claim, objs []interface{}, complete bool) {
@@ -510,7 +509,6 @@ func (w *Watcher) snapshotWith(target types.NamespacedName, cs []Claim, objs []i
 				first := change(c, u)
 				ch = &first
 			}
-			ch.AllowDelete = ch.AllowDelete || c.Delete
 			create, update, selected = create || c.Create, update || c.Update, selected || matches
 		}
 		if ch == nil {
@@ -613,8 +611,7 @@ func flippedClaims(cs []Claim, before, after labels.Set) []Claim {
 
 // flippedChanges is the changes of the claims cs of one resource whose namespaceSelector
 // flipped for namespace ns, now labelled after, with each object's changes agreeing per
-// target as an event's do: a delete is allowed when any of the target's claims mirrors
-// deletes, and the object is create-only only when every claim that takes it in is.
+// target: the object is create-only only when every claim that takes it in is.
 func (w *Watcher) flippedChanges(cs []Claim, inf *informer, ns string, after labels.Set) []batch.Change {
 	var changes []batch.Change
 	for _, c := range cs {
@@ -624,10 +621,9 @@ func (w *Watcher) flippedChanges(cs []Claim, inf *informer, ns string, after lab
 		target types.NamespacedName
 		key    batch.ObjectKey
 	}
-	allow, createOnly := map[object]bool{}, map[object]bool{}
+	createOnly := map[object]bool{}
 	for _, ch := range changes {
 		o := object{ch.Target, ch.Key}
-		allow[o] = allow[o] || ch.AllowDelete
 		if prev, seen := createOnly[o]; seen {
 			createOnly[o] = prev && ch.CreateOnly
 		} else {
@@ -636,7 +632,7 @@ func (w *Watcher) flippedChanges(cs []Claim, inf *informer, ns string, after lab
 	}
 	for i := range changes {
 		o := object{changes[i].Target, changes[i].Key}
-		changes[i].AllowDelete, changes[i].CreateOnly = allow[o], createOnly[o]
+		changes[i].CreateOnly = createOnly[o]
 	}
 	return changes
 }
@@ -1016,22 +1012,14 @@ func (w *Watcher) onEvent(gvr schema.GroupVersionResource, oldObj, newObj interf
 }
 
 // perTarget makes the changes one event gives a target agree, since several rules of it
-// may select the object. A rule's removal is dropped while another rule of the target
-// still selects the object (selected): those rules, with their own operations, decide.
-// Each remaining change allows deletes when any does (the writer keeps the newest change's
-// AllowDelete, which would otherwise depend on the order of the rules).
+// may select the object: a rule's removal is dropped while another rule of the target
+// still selects the object (selected), since those rules, with their own operations, decide.
 func perTarget(changes []batch.Change, selected map[types.NamespacedName]bool) []batch.Change {
 	kept := changes[:0]
-	allow := map[types.NamespacedName]bool{}
 	for _, c := range changes {
-		if c.Deleted && selected[c.Target] {
-			continue
+		if !(c.Deleted && selected[c.Target]) {
+			kept = append(kept, c)
 		}
-		kept = append(kept, c)
-		allow[c.Target] = allow[c.Target] || c.AllowDelete
-	}
-	for i := range kept {
-		kept[i].AllowDelete = allow[kept[i].Target]
 	}
 	return kept
 }
@@ -1106,38 +1094,7 @@ func (w *Watcher) onDelete(gvr schema.GroupVersionResource, o interface{}) {
 	if len(changes) > 0 && u.GetUID() != "" {
 		w.attributeWithin(changes, attribution.DeleteKey(u.GetUID()), nil, deleteJoinWindow(u))
 	}
-	w.opts.Sink.Submit(append(changes, w.keeps(claims, u)...)...)
-}
-
-// keeps are the changes that keep a deleted object's document for each target whose rules
-// that select it now mirror no deletions while another rule of the target on the resource
-// does: a change of the object waiting since that rule selected it (before its namespace or
-// labels moved it out, with nothing submitted then) carries that rule's permission to
-// delete, which the current rules do not give. The newest change's permission wins (it is
-// relisted: the waiting change keeps its author).
-func (w *Watcher) keeps(claims []Claim, u *unstructured.Unstructured) []batch.Change {
-	deletes, selects := map[types.NamespacedName]bool{}, map[types.NamespacedName]*Claim{}
-	mirrors := map[types.NamespacedName]bool{}
-	for i, c := range claims {
-		mirrors[c.Target] = mirrors[c.Target] || c.Delete
-		if !c.Matches(u.GetNamespace(), u.GetLabels(), w.opts.FreshNamespaceLabels) {
-			continue
-		}
-		deletes[c.Target] = deletes[c.Target] || c.Delete
-		if selects[c.Target] == nil {
-			selects[c.Target] = &claims[i]
-		}
-	}
-	var out []batch.Change
-	for _, c := range claims { // in the claims' order
-		if first := selects[c.Target]; first != nil && !deletes[c.Target] && mirrors[c.Target] {
-			keep := change(*first, u)
-			keep.AllowDelete, keep.CreateOnly, keep.Relisted = false, true, true
-			out = append(out, keep)
-			delete(selects, c.Target)
-		}
-	}
-	return out
+	w.opts.Sink.Submit(changes...)
 }
 
 // immediateDeleteWindow is how long after its request the delete event of an object
@@ -1164,8 +1121,7 @@ func removal(c Claim, u *unstructured.Unstructured) batch.Change {
 
 func change(c Claim, u *unstructured.Unstructured) batch.Change {
 	return batch.Change{
-		Target:      c.Target,
-		AllowDelete: c.Delete,
+		Target: c.Target,
 		Key: batch.ObjectKey{
 			GVR: c.Resource.GVR, Kind: c.Resource.Kind,
 			Namespace: u.GetNamespace(), Name: u.GetName(),

@@ -29,13 +29,13 @@ func (k ObjectKey) Identity() manifest.Identity {
 type Change struct {
 	Target types.NamespacedName
 	Key    ObjectKey
-	// AllowDelete says the rule mirrors deletions: when the object is gone (or no longer
-	// claimed) at commit time, its document is removed only if this is true.
-	AllowDelete bool
 	// Deleted says the change is a delete its rule mirrors: the object was deleted, or
-	// left the rule's selection. Unlike AllowDelete, which a later change of the object
-	// replaces (its rule may have stopped mirroring deletes), it stays until the commit,
-	// so that a snapshot listed before the delete cannot turn it into a kept document.
+	// left the rule's selection. Only such a change (or a prune, Pruned) removes a
+	// document: an object found gone at commit time after a change without one keeps its
+	// document, since its delete, if a rule mirrors it, comes as a change of its own, and
+	// none comes when the rule that selected it was deleted or narrowed meanwhile. It stays
+	// until the commit, so that a snapshot listed before the delete cannot turn it into a
+	// kept document.
 	Deleted bool
 	// CreateOnly says the change comes from a snapshot through rules that mirror creations
 	// but not updates: the object's document is written only when Git has none, so such a
@@ -47,8 +47,7 @@ type Change struct {
 	// Pruned says a complete list under prune mode Always found the object gone, or out of
 	// the selection of every rule that mirrors deletions: its document is removed at commit
 	// time only while the target still prunes Always and no later list has found the object
-	// keepable again (its rule no longer mirrors deletions, another rule selects it). It
-	// says nothing of the rules' AllowDelete.
+	// keepable again (its rule no longer mirrors deletions, another rule selects it).
 	Pruned bool
 	// Relisted says the change comes from a list (a snapshot at start, after a re-list or a
 	// rule change, or the prune it leads to), not from a write: it says nothing about who
@@ -57,14 +56,13 @@ type Change struct {
 	Relisted bool
 }
 
-// merge is what a newer change of the same object leaves waiting: its author and its
-// AllowDelete (the rules as they are now), except that a prune, which says nothing of the
-// rules, keeps the older AllowDelete; a delete when either was one (a delete already seen
-// must not become a kept document), likewise a prune mark; create-only only when both
-// were. A relisted newer change keeps the older one's author.
+// merge is what a newer change of the same object leaves waiting: its author, a delete
+// when either was one (a delete already seen must not become a kept document), likewise a
+// prune mark, and create-only only when both were. A relisted newer change keeps the older
+// one's author.
 func (c Change) merge(newer Change) Change {
 	in := intentOf(c).merge(intentOf(newer)) // one rule for parked changes and queued ones
-	newer.AllowDelete, newer.Deleted, newer.CreateOnly, newer.Pruned = in.allowDelete, in.deleted, in.createOnly, in.pruned
+	newer.Deleted, newer.CreateOnly, newer.Pruned = in.deleted, in.createOnly, in.pruned
 	if newer.Relisted {
 		newer.Author, newer.Relisted = c.Author, c.Relisted
 	}

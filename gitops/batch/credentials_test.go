@@ -46,7 +46,7 @@ func TestTargetsOfOneBranchUseTheirOwnCredentials(t *testing.T) {
 		_, _ = writer.EnsureTarget(ctx, other)
 
 		app := c.put(cmGVR, "ConfigMap", "app", map[string]any{"k": "v"})
-		writer.Submit(batch.Change{Target: live.Key, Key: app, AllowDelete: true})
+		writer.Submit(batch.Change{Target: live.Key, Key: app})
 		require.Eventually(t, func() bool { return strings.Contains(remote.LsTree("main"), "live/app/configmaps/app.yaml") },
 			10*time.Second, 50*time.Millisecond, "live pushes with its own credentials")
 
@@ -54,7 +54,7 @@ func TestTargetsOfOneBranchUseTheirOwnCredentials(t *testing.T) {
 		// still go out with other's credentials, and fail.
 		_, err := writer.EnsureTarget(ctx, live)
 		require.NoError(t, err)
-		writer.Submit(batch.Change{Target: other.Key, Key: app, AllowDelete: true})
+		writer.Submit(batch.Change{Target: other.Key, Key: app})
 		require.Eventually(t, func() bool {
 			st, _ := writer.Status(other.Key)
 			return st.LastError != ""
@@ -98,7 +98,7 @@ func TestOneTargetsTroubleStaysItsOwn(t *testing.T) {
 		require.NoError(t, err)
 		_, err = writer.EnsureTarget(ctx, targetSpec(t, "other", remote.URL, &githttp.BasicAuth{Username: "alice", Password: "wrong"}))
 		require.Error(t, err, "other never fetched: it has no index")
-		writer.Submit(batch.Change{Target: live.Key, Key: c.put(cmGVR, "ConfigMap", "a", map[string]any{"k": "v"}), AllowDelete: true})
+		writer.Submit(batch.Change{Target: live.Key, Key: c.put(cmGVR, "ConfigMap", "a", map[string]any{"k": "v"})})
 		require.Eventually(t, func() bool { return strings.Contains(remote.LsTree("main"), "live/app/configmaps/a.yaml") },
 			10*time.Second, 20*time.Millisecond)
 	})
@@ -109,13 +109,13 @@ func TestOneTargetsTroubleStaysItsOwn(t *testing.T) {
 		good := live.Auth
 		other.Auth = &githttp.BasicAuth{Username: "alice", Password: "read-only"}
 		_, _ = writer.EnsureTarget(ctx, other)
-		writer.Submit(batch.Change{Target: other.Key, Key: c.put(cmGVR, "ConfigMap", "a", map[string]any{"k": "v"}), AllowDelete: true})
+		writer.Submit(batch.Change{Target: other.Key, Key: c.put(cmGVR, "ConfigMap", "a", map[string]any{"k": "v"})})
 		// other fails and backs off: it retries at about 1, 3 and 7 s, then not before 15 s. The
 		// checks below fall between 7.5 and 15 s: well within other's backoff, and clear of
 		// its retries, whose pushes would hold the branch's worker for a moment.
 		time.Sleep(7500 * time.Millisecond)
 
-		writer.Submit(batch.Change{Target: live.Key, Key: c.put(cmGVR, "ConfigMap", "b", map[string]any{"k": "v"}), AllowDelete: true})
+		writer.Submit(batch.Change{Target: live.Key, Key: c.put(cmGVR, "ConfigMap", "b", map[string]any{"k": "v"})})
 		require.Eventually(t, func() bool { return strings.Contains(remote.LsTree("main"), "live/app/configmaps/b.yaml") },
 			3*time.Second, 20*time.Millisecond, "live commits at once, whatever other's backoff")
 		st, _ := writer.Status(other.Key)

@@ -34,8 +34,8 @@ func openWindowOn(t *testing.T, remote *repotest.Remote, opts batch.Options) *wr
 	delete(s.cluster.objs, gone)
 	s.cluster.mu.Unlock()
 	added := s.cluster.put(cmGVR, "ConfigMap", "added", map[string]any{"k": "v"})
-	s.writer.Submit(batch.Change{Target: targetKey, Key: gone, AllowDelete: true, Deleted: true, Author: "alice"},
-		batch.Change{Target: targetKey, Key: added, AllowDelete: true, Author: "alice"})
+	s.writer.Submit(batch.Change{Target: targetKey, Key: gone, Deleted: true, Author: "alice"},
+		batch.Change{Target: targetKey, Key: added, Author: "alice"})
 	require.False(t, s.writer.Settled(targetKey), "alice's window is open")
 	return s
 }

@@ -158,8 +158,19 @@ func (s *writerScene) ensure() batch.TargetStatus {
 // committed, and no error: what it was given has landed.
 func (s *writerScene) submitAndSettle(keys ...batch.ObjectKey) batch.TargetStatus {
 	s.t.Helper()
+	return s.settleChanges(false, keys...)
+}
+
+// deleteAndSettle is submitAndSettle for the delete events of keys.
+func (s *writerScene) deleteAndSettle(keys ...batch.ObjectKey) batch.TargetStatus {
+	s.t.Helper()
+	return s.settleChanges(true, keys...)
+}
+
+func (s *writerScene) settleChanges(deleted bool, keys ...batch.ObjectKey) batch.TargetStatus {
+	s.t.Helper()
 	for _, k := range keys {
-		s.writer.Submit(batch.Change{Target: targetKey, Key: k, AllowDelete: true})
+		s.writer.Submit(batch.Change{Target: targetKey, Key: k, Deleted: deleted})
 	}
 	time.Sleep(300 * time.Millisecond) // a zero quiet window commits at once
 	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
@@ -243,7 +254,7 @@ func TestWriterEncryption(t *testing.T) {
 		s.cluster.mu.Lock()
 		delete(s.cluster.objs, secret)
 		s.cluster.mu.Unlock()
-		st = s.submitAndSettle(secret)
+		st = s.deleteAndSettle(secret)
 		assert.Empty(t, st.Refused, "the Secret is gone: nothing is left to refuse")
 	})
 	t.Run("forgets a refusal when a complete list no longer has the object", func(t *testing.T) {
@@ -645,7 +656,7 @@ func TestAnObjectIsWrittenIntoItsPathWhenTheObjectHoldingItLeavesInTheSameWindow
 		"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n  namespace: app\ndata:\n  k: mine\n",
 		"a person names a file after another object")
 	settings := batch.ObjectKey{GVR: cmGVR, Kind: "ConfigMap", Namespace: "app", Name: "settings"} // not in the cluster: deleted
-	s.writer.Submit(batch.Change{Target: targetKey, Key: settings, AllowDelete: true, Deleted: true})
+	s.writer.Submit(batch.Change{Target: targetKey, Key: settings, Deleted: true})
 	// ConfigMap app/app is planned before app/settings, whose removal empties the file.
 	st := s.submitAndSettle(s.cluster.put(cmGVR, "ConfigMap", "app", map[string]any{"k": "v"}))
 	assert.Empty(t, st.Refused, "whichever of the two is planned first")

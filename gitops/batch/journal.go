@@ -52,17 +52,16 @@ type journalKey struct {
 
 // journalEntry is one line of the journal.
 type journalEntry struct {
-	Op          string    `json:"op"`
-	Target      string    `json:"target"`
-	Group       string    `json:"group,omitempty"`
-	Version     string    `json:"version"`
-	Resource    string    `json:"resource"`
-	Kind        string    `json:"kind"`
-	Namespace   string    `json:"namespace,omitempty"`
-	Name        string    `json:"name"`
-	AllowDelete bool      `json:"allowDelete,omitempty"`
-	Author      string    `json:"author,omitempty"`
-	At          time.Time `json:"at"`
+	Op        string    `json:"op"`
+	Target    string    `json:"target"`
+	Group     string    `json:"group,omitempty"`
+	Version   string    `json:"version"`
+	Resource  string    `json:"resource"`
+	Kind      string    `json:"kind"`
+	Namespace string    `json:"namespace,omitempty"`
+	Name      string    `json:"name"`
+	Author    string    `json:"author,omitempty"`
+	At        time.Time `json:"at"`
 }
 
 func (e journalEntry) place() (journalKey, bool) {
@@ -83,7 +82,7 @@ func splitKey(s string) (string, string, bool) {
 func entryOf(op string, p journalKey, c Change, at time.Time) journalEntry {
 	return journalEntry{Op: op, Target: p.target.String(), Group: p.key.GVR.Group, Version: p.key.GVR.Version,
 		Resource: p.key.GVR.Resource, Kind: p.key.Kind, Namespace: p.key.Namespace, Name: p.key.Name,
-		AllowDelete: c.AllowDelete, Author: c.Author, At: at}
+		Author: c.Author, At: at}
 }
 
 // openJournal reads the journal under dir ("" keeps none) and returns it with the
@@ -116,7 +115,7 @@ func openJournal(dir string, log logr.Logger, now time.Time) (*deleteJournal, ma
 		if pending[p.target] == nil {
 			pending[p.target] = map[ObjectKey]Change{}
 		}
-		pending[p.target][p.key] = Change{Target: p.target, Key: p.key, Deleted: true, AllowDelete: e.AllowDelete, Author: e.Author}
+		pending[p.target][p.key] = Change{Target: p.target, Key: p.key, Deleted: true, Author: e.Author}
 	}
 	j.mu.Lock()
 	defer j.mu.Unlock()

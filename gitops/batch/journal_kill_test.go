@@ -50,7 +50,7 @@ func TestADeletionSeenBeforeAKillIsWrittenAfterTheRestart(t *testing.T) {
 	_, err := writer.EnsureTarget(context.Background(), spec)
 	require.NoError(t, err)
 	gone := batch.ObjectKey{GVR: cmGVR, Kind: "ConfigMap", Namespace: "app", Name: "gone"}
-	writer.Submit(batch.Change{Target: targetKey, Key: gone, Deleted: true, AllowDelete: true, Author: "alice"})
+	writer.Submit(batch.Change{Target: targetKey, Key: gone, Deleted: true, Author: "alice"})
 	kill()
 	require.Contains(t, remote.LsTree("main"), file, "killed before its window closed")
 
@@ -65,7 +65,7 @@ func TestADeletionSeenBeforeAKillIsWrittenAfterTheRestart(t *testing.T) {
 	// Alice changes another object: her window commits, and a deletion of hers handed over
 	// at registration, or with that list, would have gone with it unwritten.
 	other := c.put(cmGVR, "ConfigMap", "other", map[string]any{"k": "v"})
-	writer.Submit(batch.Change{Target: targetKey, Key: other, AllowDelete: true, Author: "alice"})
+	writer.Submit(batch.Change{Target: targetKey, Key: other, Author: "alice"})
 	require.Eventually(t, func() bool { return strings.Contains(remote.LsTree("main"), "live/app/configmaps/other.yaml") },
 		10*time.Second, 20*time.Millisecond)
 	require.Contains(t, remote.LsTree("main"), file, "kept until a list of its namespace shows the watcher knows its rules")
@@ -93,7 +93,7 @@ func TestADeletionSeenBeforeAKillIsWrittenWhenItsResourceComesBackAtAnotherVersi
 	_, err := writer.EnsureTarget(context.Background(), spec)
 	require.NoError(t, err)
 	old := batch.ObjectKey{GVR: schema.GroupVersionResource{Group: "example.io", Version: "v1beta1", Resource: "widgets"}, Kind: "Widget", Namespace: "app", Name: "w1"}
-	writer.Submit(batch.Change{Target: targetKey, Key: old, Deleted: true, AllowDelete: true, Author: "alice"})
+	writer.Submit(batch.Change{Target: targetKey, Key: old, Deleted: true, Author: "alice"})
 	kill()
 	require.Contains(t, remote.LsTree("main"), file, "killed before its window closed")
 

@@ -17,7 +17,7 @@ import (
 func TestDeleteJournal(t *testing.T) {
 	live, staging := types.NamespacedName{Namespace: "ops", Name: "live"}, types.NamespacedName{Namespace: "ops", Name: "staging"}
 	deletion := func(target types.NamespacedName, name, author string) Change {
-		return Change{Target: target, Key: qkey(name), Deleted: true, AllowDelete: true, Author: author}
+		return Change{Target: target, Key: qkey(name), Deleted: true, Author: author}
 	}
 	reopen := func(dir string, now time.Time) map[types.NamespacedName]map[ObjectKey]Change {
 		_, pending := openJournal(dir, logr.Discard(), now)
@@ -30,9 +30,9 @@ func TestDeleteJournal(t *testing.T) {
 		assert.Empty(t, pending)
 		j.record(deletion(live, "a", "alice"))
 		j.record(deletion(staging, "b", ""))
-		j.record(Change{Target: live, Key: qkey("c"), AllowDelete: true, Author: "bob"}) // an update: the cluster has it
-		j.record(Change{Target: live, Key: qkey("d"), Deleted: true, Relisted: true})    // a prune: the next list finds it again
-		j.record(Change{Target: live, Key: qkey("a"), Deleted: true, Relisted: true})    // nor does one take alice's deletion
+		j.record(Change{Target: live, Key: qkey("c"), Author: "bob"})                 // an update: the cluster has it
+		j.record(Change{Target: live, Key: qkey("d"), Deleted: true, Relisted: true}) // a prune: the next list finds it again
+		j.record(Change{Target: live, Key: qkey("a"), Deleted: true, Relisted: true}) // nor does one take alice's deletion
 		assert.Equal(t, map[types.NamespacedName]map[ObjectKey]Change{
 			live:    {qkey("a"): deletion(live, "a", "alice")},
 			staging: {qkey("b"): deletion(staging, "b", "")},
@@ -132,7 +132,7 @@ func TestAJournalThatCannotBeReadIsKeptAsideNotOverwritten(t *testing.T) {
 	assert.Equal(t, "kept", string(kept))
 
 	target := types.NamespacedName{Namespace: "ops", Name: "live"}
-	j.record(Change{Target: target, Key: qkey("a"), Deleted: true, AllowDelete: true, Author: "alice"})
+	j.record(Change{Target: target, Key: qkey("a"), Deleted: true, Author: "alice"})
 	_, pending = openJournal(dir, logr.Discard(), now)
 	assert.Len(t, pending[target], 1, "a new journal works in its place")
 }
@@ -144,9 +144,9 @@ func TestTheJournalKeepsTheNewerDeletionsAuthor(t *testing.T) {
 	w.journal = j
 	live := types.NamespacedName{Namespace: "ops", Name: "live"}
 	w.openQueue(live)
-	bob := Change{Target: live, Key: qkey("a"), Deleted: true, AllowDelete: true, Author: "bob"}
+	bob := Change{Target: live, Key: qkey("a"), Deleted: true, Author: "bob"}
 	w.submit(bob)
-	w.submitOlder(Change{Target: live, Key: qkey("a"), Deleted: true, AllowDelete: true, Author: "alice"}) // kept from before
+	w.submitOlder(Change{Target: live, Key: qkey("a"), Deleted: true, Author: "alice"}) // kept from before
 	_, pending := openJournal(dir, logr.Discard(), time.Now())
 	assert.Equal(t, map[types.NamespacedName]map[ObjectKey]Change{live: {qkey("a"): bob}}, pending)
 }
@@ -154,8 +154,8 @@ func TestTheJournalKeepsTheNewerDeletionsAuthor(t *testing.T) {
 func TestChangesOfATargetNotRegisteredYetAreKeptWhenAsked(t *testing.T) {
 	m := NewManager(Options{Log: logr.Discard(), WorkDir: t.TempDir()})
 	live := types.NamespacedName{Namespace: "ops", Name: "live"}
-	deletion := Change{Target: live, Key: qkey("a"), Deleted: true, AllowDelete: true, Author: "alice"}
-	update := Change{Target: live, Key: qkey("b"), AllowDelete: true, Author: "bob"}
+	deletion := Change{Target: live, Key: qkey("a"), Deleted: true, Author: "alice"}
+	update := Change{Target: live, Key: qkey("b"), Author: "bob"}
 	m.Submit(update)
 	assert.Empty(t, m.parked[live], "an unknown target's update is dropped: its registration brings a snapshot")
 	m.KeepChanges(live) // its credentials in their grace period on a new leader: admission lets changes through

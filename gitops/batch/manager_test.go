@@ -91,7 +91,7 @@ func TestChangesSeenWhileATargetIsReRegisteredOrMoved(t *testing.T) {
 		done := make(chan struct{})
 		go func() { _, _ = m.EnsureTarget(context.Background(), spec); close(done) }()
 		require.Eventually(t, func() bool { return m.workerOf(liveKey) != nil }, time.Second, time.Millisecond)
-		m.Submit(Change{Target: liveKey, Key: goneKey, AllowDelete: true})
+		m.Submit(Change{Target: liveKey, Key: goneKey, Deleted: true})
 		w.mu.Unlock()
 		<-done
 		assert.Equal(t, 1, m.pendingOf(liveKey))
@@ -104,7 +104,7 @@ func TestChangesSeenWhileATargetIsReRegisteredOrMoved(t *testing.T) {
 		done := make(chan struct{})
 		go func() { _, _ = m.EnsureTarget(context.Background(), spec); close(done) }()
 		require.Eventually(t, func() bool { return m.workerOf(liveKey) == nil }, time.Second, time.Millisecond)
-		m.Submit(Change{Target: liveKey, Key: goneKey, AllowDelete: true})
+		m.Submit(Change{Target: liveKey, Key: goneKey, Deleted: true})
 		old.mu.Unlock()
 		<-done
 		assert.Equal(t, 1, m.pendingOf(liveKey))
@@ -119,16 +119,16 @@ func TestChangesSeenWhileATargetIsReRegisteredOrMoved(t *testing.T) {
 		done := make(chan struct{})
 		go func() { _, _ = m.EnsureTarget(context.Background(), second); close(done) }()
 		require.Eventually(t, func() bool { return m.workerOf(second.Key) != nil }, time.Second, time.Millisecond)
-		m.Submit(Change{Target: second.Key, Key: goneKey, AllowDelete: true})
+		m.Submit(Change{Target: second.Key, Key: goneKey, Deleted: true})
 		w.mu.Unlock()
 		<-done
 		assert.Equal(t, 1, m.pendingOf(second.Key))
 	})
 	t.Run("keeps the author of a change newer than the suspended queue's", func(t *testing.T) {
 		m, spec := registeredManager(t, readme)
-		m.Submit(Change{Target: liveKey, Key: goneKey, AllowDelete: true, Author: "alice"})
+		m.Submit(Change{Target: liveKey, Key: goneKey, Deleted: true, Author: "alice"})
 		m.SuspendTarget(liveKey, "its GitProvider is gone")
-		m.Submit(Change{Target: liveKey, Key: goneKey, AllowDelete: true, Author: "bob"})
+		m.Submit(Change{Target: liveKey, Key: goneKey, Deleted: true, Author: "bob"})
 		_, err := m.EnsureTarget(context.Background(), spec)
 		require.NoError(t, err)
 		w := m.workerOf(liveKey)
@@ -140,7 +140,7 @@ func TestChangesSeenWhileATargetIsReRegisteredOrMoved(t *testing.T) {
 		planning := &pausedResolver{reached: make(chan struct{}), release: make(chan struct{})}
 		m, _ := registeredManagerWith(t, readme, Options{Resolver: planning})
 		w := m.workerOf(liveKey)
-		m.Submit(Change{Target: liveKey, Key: goneKey, AllowDelete: true, Author: "bob"})
+		m.Submit(Change{Target: liveKey, Key: goneKey, Deleted: true, Author: "bob"})
 		flushed := make(chan struct{})
 		go func() {
 			_, _ = w.flushIfDue(context.Background(), liveKey, 2*time.Hour)
@@ -148,7 +148,7 @@ func TestChangesSeenWhileATargetIsReRegisteredOrMoved(t *testing.T) {
 		}()
 		<-planning.reached // bob's window is detached and being committed
 
-		w.submitOlder(Change{Target: liveKey, Key: goneKey, AllowDelete: true, Author: "alice"}) // parked before bob's
+		w.submitOlder(Change{Target: liveKey, Key: goneKey, Deleted: true, Author: "alice"}) // parked before bob's
 		close(planning.release)
 		<-flushed
 
@@ -305,12 +305,12 @@ func TestARequestWhoseChangesSomeoneElseTookOverSaysSo(t *testing.T) {
 	key, obj := clusterConfigMap("a", "new")
 	m, _ := registeredManagerWith(t, map[string]string{"live/README.md": "objects\n"}, Options{Resolver: fixedResolver{key: obj}})
 	w := m.workerOf(liveKey)
-	m.Submit(Change{Target: liveKey, Key: key, AllowDelete: true, Author: "alice"})
+	m.Submit(Change{Target: liveKey, Key: key, Author: "alice"})
 	r := CommitRequest{Key: types.NamespacedName{Namespace: "ops", Name: "release"}, UID: "1", Target: liveKey,
 		Author: "alice", Message: "release", Deadline: time.Now().Add(time.Minute)}
 	_, err := m.Request(r)
 	require.NoError(t, err)
-	m.Submit(Change{Target: liveKey, Key: key, AllowDelete: true, Author: "bob"}) // before alice's window commits
+	m.Submit(Change{Target: liveKey, Key: key, Author: "bob"}) // before alice's window commits
 
 	_, err = w.flushIfDue(context.Background(), liveKey, 2*time.Hour)
 	require.NoError(t, err)
@@ -361,7 +361,7 @@ func TestSettlingCommitRequests(t *testing.T) {
 		m, _ := newManager()
 		m.requests[key] = &requestState{req: CommitRequest{Key: key, Target: target, Author: "alice", Deadline: time.Now().Add(-time.Second)},
 			outcome: RequestOutcome{Reason: ReasonRetrying}, rehome: true}
-		m.parked[target] = map[ObjectKey]Change{goneKey: {Target: target, Key: goneKey, AllowDelete: true, Author: "alice"}}
+		m.parked[target] = map[ObjectKey]Change{goneKey: {Target: target, Key: goneKey, Deleted: true, Author: "alice"}}
 		w := newWorker(workerKey{}, nil, m.opts, m.settle)
 		w.queues[target] = newQueue()
 		m.unpark(target, w)
@@ -477,7 +477,7 @@ func TestACommitIsPlannedFromAnIndexOfTheTip(t *testing.T) {
 		w.remoteTip = tip
 		w.mu.Unlock()
 
-		m.Submit(Change{Target: liveKey, Key: key, AllowDelete: true})
+		m.Submit(Change{Target: liveKey, Key: key})
 		_, err = w.flushIfDue(context.Background(), liveKey, 2*time.Hour)
 		require.NoError(t, err)
 
@@ -566,7 +566,7 @@ func TestAWriterRebuildsAClonePartOfWhichCannotBeRead(t *testing.T) {
 		m, remote, _, key := damagedCloneScene(t, map[string]string{"live/app/a.yaml": "# kept\n" + configMapDoc("a", "old")},
 			"live/app/a.yaml", Options{})
 
-		m.Submit(Change{Target: liveKey, Key: key, AllowDelete: true})
+		m.Submit(Change{Target: liveKey, Key: key})
 
 		require.Eventually(t, func() bool { return strings.Contains(remote.Show("main", "live/app/a.yaml"), "k: new") },
 			20*time.Second, 50*time.Millisecond, "the change is committed once the clone is rebuilt")
@@ -580,7 +580,7 @@ func TestACloneWhoseCompactionFindsAGarbledBlobOutsideEveryFolderIsRebuilt(t *te
 	m, remote, w, key := damagedCloneScene(t, map[string]string{"live/app/a.yaml": configMapDoc("a", "old"), "docs/notes.md": "notes\n"},
 		"docs/notes.md", Options{CompactLooseObjects: 1})
 
-	m.Submit(Change{Target: liveKey, Key: key, AllowDelete: true}) // its push makes the clone due for compaction
+	m.Submit(Change{Target: liveKey, Key: key}) // its push makes the clone due for compaction
 	require.Eventually(t, func() bool { return strings.Contains(remote.Show("main", "live/app/a.yaml"), "k: new") },
 		20*time.Second, 50*time.Millisecond)
 	require.Eventually(t, func() bool {
@@ -634,7 +634,7 @@ func TestATargetMovedToAnotherFolderWhileTheRemoteIsDownWritesOnlyToTheNewFolder
 	assert.Empty(t, at.Problem)
 	require.NoError(t, os.Rename(remoteDir+".away", remoteDir))
 
-	m.Submit(Change{Target: liveKey, Key: key, AllowDelete: true})
+	m.Submit(Change{Target: liveKey, Key: key})
 	_, err = w.flushIfDue(context.Background(), liveKey, 2*time.Hour)
 	require.NoError(t, err)
 
@@ -656,18 +656,25 @@ func TestAnObjectNoRuleSelectsAnyMore(t *testing.T) {
 	doc := map[string]string{"live/app/configmaps/a.yaml": configMapDoc("a", "old")}
 	key, _ := clusterConfigMap("a", "old")
 	tests := []struct {
-		name   string
-		change Change
-		kept   bool
+		name     string
+		resolver Resolver
+		change   Change
+		kept     bool
 	}{
 		{name: "keeps the document of an object whose rule was deleted while its update waited",
-			change: Change{Target: liveKey, Key: key, AllowDelete: true}, kept: true},
+			resolver: notSelected{}, change: Change{Target: liveKey, Key: key}, kept: true},
 		{name: "removes the document of an object that left the selection of a rule mirroring that",
-			change: Change{Target: liveKey, Key: key, AllowDelete: true, Deleted: true}},
+			resolver: notSelected{}, change: Change{Target: liveKey, Key: key, Deleted: true}},
+		// Its rule mirrored deletes when the update came, was narrowed, and then the object
+		// was deleted: no rule mirrored that delete, so no removal came.
+		{name: "keeps the document of an object deleted after its rule was narrowed while its update waited",
+			resolver: fixedResolver{}, change: Change{Target: liveKey, Key: key}, kept: true},
+		{name: "removes the document of an object whose delete was seen",
+			resolver: fixedResolver{}, change: Change{Target: liveKey, Key: key, Deleted: true}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			m, _ := registeredManagerWith(t, doc, Options{Resolver: notSelected{}})
+			m, _ := registeredManagerWith(t, doc, Options{Resolver: tt.resolver})
 			w := m.workerOf(liveKey)
 			m.Submit(tt.change)
 			_, err := w.flushIfDue(context.Background(), liveKey, 2*time.Hour)
@@ -711,7 +718,7 @@ func snapshotAskingTarget(t *testing.T, seed map[string]string) (*Manager, *repo
 		Window: WindowConfig{Quiet: time.Hour, MaxDelay: time.Hour}, Committer: Identity{Name: "W", Email: "w@example.com"}}
 	_, err = m.EnsureTarget(context.Background(), spec)
 	require.NoError(t, err)
-	return m, remote, rec, Change{Target: liveKey, Key: key, AllowDelete: true}
+	return m, remote, rec, Change{Target: liveKey, Key: key}
 }
 
 func TestABranchSomeoneDeletedIsWrittenWholeAgain(t *testing.T) {
@@ -840,8 +847,8 @@ func TestADeleteSeenBeforeItsTargetRegistersIsWrittenOnceItDoes(t *testing.T) {
 	m, remote, spec := unregisteredManager(t)
 	a := ObjectKey{GVR: goneKey.GVR, Kind: "ConfigMap", Namespace: "app", Name: "a"}
 	// A new leader's informer delivers the delete before the GitTarget's first reconcile.
-	m.Submit(Change{Target: liveKey, Key: a, AllowDelete: true, Deleted: true, Author: "alice"},
-		Change{Target: liveKey, Key: ObjectKey{GVR: goneKey.GVR, Kind: "ConfigMap", Namespace: "app", Name: "b"}, AllowDelete: true})
+	m.Submit(Change{Target: liveKey, Key: a, Deleted: true, Author: "alice"},
+		Change{Target: liveKey, Key: ObjectKey{GVR: goneKey.GVR, Kind: "ConfigMap", Namespace: "app", Name: "b"}})
 
 	_, err := m.EnsureTarget(context.Background(), spec)
 	require.NoError(t, err)
@@ -860,7 +867,7 @@ func TestADeleteOfAGitTargetJustDeletedIsNotKeptForIt(t *testing.T) {
 	m, spec := registeredManager(t, map[string]string{"live/README.md": "objects\n"})
 	a := ObjectKey{GVR: goneKey.GVR, Kind: "ConfigMap", Namespace: "app", Name: "a"}
 	m.RemoveTarget(liveKey)
-	m.Submit(Change{Target: liveKey, Key: a, AllowDelete: true, Deleted: true}) // its rule has not noticed yet
+	m.Submit(Change{Target: liveKey, Key: a, Deleted: true}) // its rule has not noticed yet
 	assert.Nil(t, m.parked[liveKey], "it will never register: nothing is kept, in memory or in the journal")
 
 	_, err := m.EnsureTarget(context.Background(), spec) // created again under its name
@@ -868,7 +875,7 @@ func TestADeleteOfAGitTargetJustDeletedIsNotKeptForIt(t *testing.T) {
 	m.SuspendTarget(liveKey, "its GitProvider is gone")
 	m.RemoveTarget(liveKey)
 	m.KeepChanges(liveKey) // a new one on another leader, in its credentials' grace period
-	m.Submit(Change{Target: liveKey, Key: a, AllowDelete: true, Deleted: true})
+	m.Submit(Change{Target: liveKey, Key: a, Deleted: true})
 	assert.Len(t, m.parked[liveKey], 1, "a target the controller says exists keeps it")
 }
 
@@ -937,14 +944,14 @@ func TestARequestOnAWindowHeldBackByTheTargetsBackoffSaysItWaitsForTheRetry(t *t
 	m, w, keyA, keyB := twoConfigMaps(t)
 	remoteDir := strings.TrimPrefix(w.repo.URL(), "file://")
 	require.NoError(t, os.Rename(remoteDir, remoteDir+".away")) // the remote is unreachable
-	m.Submit(Change{Target: liveKey, Key: keyA, AllowDelete: true, Author: "alice"})
+	m.Submit(Change{Target: liveKey, Key: keyA, Author: "alice"})
 	_, err := w.flushIfDue(context.Background(), liveKey, 2*time.Hour)
 	require.Error(t, err, "alice's push fails: the target backs off")
 	w.mu.Lock()
 	w.targets[liveKey].retryAt = time.Now().Add(time.Minute) // as after a few failures: a slow machine cannot outlast it
 	w.mu.Unlock()
 
-	m.Submit(Change{Target: liveKey, Key: keyB, AllowDelete: true, Author: "bob"})
+	m.Submit(Change{Target: liveKey, Key: keyB, Author: "bob"})
 	req := CommitRequest{Key: types.NamespacedName{Namespace: "ops", Name: "bobs"}, Target: liveKey, Author: "bob",
 		Message: "bob's release", Deadline: time.Now().Add(time.Minute)}
 	_, err = m.Request(req)
@@ -997,9 +1004,9 @@ func TestAnObjectChangedByAnotherAuthorWhileAWindowIsPlannedGoesWithTheirChange(
 	_, bobs := clusterConfigMap("a", "bob's")
 	r := &racingResolver{obj: alices, newer: bobs}
 	m, _ := registeredManagerWith(t, map[string]string{"live/app/configmaps/a.yaml": configMapDoc("a", "old")}, Options{Resolver: r})
-	r.changed = func() { m.Submit(Change{Target: liveKey, Key: key, AllowDelete: true, Author: "bob"}) }
+	r.changed = func() { m.Submit(Change{Target: liveKey, Key: key, Author: "bob"}) }
 	w := m.workerOf(liveKey)
-	m.Submit(Change{Target: liveKey, Key: key, AllowDelete: true, Author: "alice"})
+	m.Submit(Change{Target: liveKey, Key: key, Author: "alice"})
 	alicesChange := time.Now()
 	req := CommitRequest{Key: types.NamespacedName{Namespace: "ops", Name: "alices"}, Target: liveKey, Author: "alice",
 		Message: "alice's release", Deadline: time.Now().Add(time.Minute)}

@@ -54,8 +54,8 @@ func TestPendingChangesLeaveTheGaugeWithTheirTarget(t *testing.T) {
 	target := types.NamespacedName{Namespace: "ops", Name: "live"}
 	q := w.openQueue(target)
 	w.qmu.Lock()
-	q.add(qkey("a"), mirrorsDeletes, "alice", time.Now())
-	q.add(qkey("b"), mirrorsDeletes, "alice", time.Now())
+	q.add(qkey("a"), anUpdate, "alice", time.Now())
+	q.add(qkey("b"), anUpdate, "alice", time.Now())
 	w.qmu.Unlock()
 	w.reportPending()
 	assert.Equal(t, 2.0, testutil.ToFloat64(m.Pending.WithLabelValues(key.url, key.branch)))
@@ -78,9 +78,9 @@ func TestTheOldestPendingChangeIsWhenItWasRecordedWhoeverWaitsOnTheWorker(t *tes
 	monday := time.Date(2026, 12, 7, 9, 0, 0, 0, time.UTC)
 	ql, qs := w.openQueue(live), w.openQueue(staging)
 	w.qmu.Lock()
-	ql.add(qkey("a"), mirrorsDeletes, "alice", monday.Add(time.Minute))
-	qs.add(qkey("b"), mirrorsDeletes, "bob", monday)
-	ql.add(qkey("c"), mirrorsDeletes, "alice", monday.Add(2*time.Minute))
+	ql.add(qkey("a"), anUpdate, "alice", monday.Add(time.Minute))
+	qs.add(qkey("b"), anUpdate, "bob", monday)
+	ql.add(qkey("c"), anUpdate, "alice", monday.Add(2*time.Minute))
 	w.qmu.Unlock()
 	w.reportPending()
 	assert.Equal(t, float64(monday.Unix()), oldest(), "bob's change on the other target is the oldest")
@@ -129,7 +129,7 @@ func TestEveryPushAttemptIsCountedOnceUnderItsOutcome(t *testing.T) {
 
 	racing.Store(true)
 	attempts.Store(0)
-	writer.Submit(Change{Target: liveKey, Key: cluster.set("a", "1"), AllowDelete: true})
+	writer.Submit(Change{Target: liveKey, Key: cluster.set("a", "1")})
 	require.Eventually(t, func() bool { return count("failed") >= 1 }, 30*time.Second, 10*time.Millisecond,
 		"a flush gives up after its last replay")
 	racing.Store(false)
@@ -173,7 +173,7 @@ func TestAWindowWhosePushLandedUnconfirmedIsTimedWhenFoundDelivered(t *testing.T
 	writer, m, cluster, key := measuredWriter(t, remote)
 
 	lose.Store(2)
-	writer.Submit(Change{Target: liveKey, Key: cluster.set("a", "1"), AllowDelete: true})
+	writer.Submit(Change{Target: liveKey, Key: cluster.set("a", "1")})
 	require.Eventually(t, func() bool {
 		return testutil.ToFloat64(m.Pushes.WithLabelValues(key.url, key.branch, "failed")) == 1
 	}, 10*time.Second, 10*time.Millisecond)
@@ -233,7 +233,7 @@ func TestChangesWaitingOnATargetThatNeverReadItsBranchCountAsFailures(t *testing
 	_, err := writer.EnsureTarget(context.Background(), spec)
 	require.Error(t, err)
 	assert.Zero(t, failures(), "nothing waits yet: a failed fetch alone is no failed commit")
-	writer.Submit(Change{Target: liveKey, Key: cluster.set("app", "v"), AllowDelete: true, Author: "alice"})
+	writer.Submit(Change{Target: liveKey, Key: cluster.set("app", "v"), Author: "alice"})
 	_, err = writer.EnsureTarget(context.Background(), spec) // the GitTarget's retry
 	require.Error(t, err)
 	assert.Equal(t, 1.0, failures())

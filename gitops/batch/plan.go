@@ -170,8 +170,8 @@ func (w *worker) planOne(t *target, p *writePlan, read func(string) ([]byte, err
 	}
 	file, exists := p.lookup(t.index.Load(), id)
 	if obj == nil {
-		if !(in.allowDelete || in.removes(t.spec.Prune)) || !exists || t.spec.Prune == PruneNever {
-			return nil
+		if !in.removes(t.spec.Prune) || !exists || t.spec.Prune == PruneNever {
+			return nil // no removal seen: its delete, if a rule mirrors it, comes on its own
 		}
 		if n := sharedEncryptedFile(t.index.Load(), file); n > 0 {
 			p.refuse(k, fmt.Sprintf("%s: not removed: %s", id, sharedProblem(file, n)))

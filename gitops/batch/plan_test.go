@@ -105,9 +105,9 @@ func TestAnUnwritableObjectHoldsBackNothingElse(t *testing.T) {
 
 		bad := s.cluster.put(cmGVR, "ConfigMap", "bad", map[string]any{"k": "v"})
 		good := s.cluster.put(cmGVR, "ConfigMap", "good", map[string]any{"k": "v"})
-		s.writer.Submit(batch.Change{Target: targetKey, Key: bad, AllowDelete: true, Author: "alice"})
-		s.writer.Submit(batch.Change{Target: targetKey, Key: good, AllowDelete: true, Author: "bob"})
-		s.writer.Submit(batch.Change{Target: other.Key, Key: good, AllowDelete: true, Author: "carol"})
+		s.writer.Submit(batch.Change{Target: targetKey, Key: bad, Author: "alice"})
+		s.writer.Submit(batch.Change{Target: targetKey, Key: good, Author: "bob"})
+		s.writer.Submit(batch.Change{Target: other.Key, Key: good, Author: "carol"})
 
 		require.Eventually(t, func() bool {
 			tree := s.remote.LsTree("main")

@@ -55,10 +55,8 @@ type authorWindow struct {
 // intent is how a waiting object may be written, merged over the changes that made it
 // dirty (see Change.merge).
 type intent struct {
-	// allowDelete: a document whose object is gone at commit time is removed.
-	allowDelete bool
 	// deleted: a delete was seen; the document is removed when the object is gone at
-	// commit time, whatever allowDelete became since.
+	// commit time.
 	deleted bool
 	// createOnly: the document is written only when Git has none.
 	createOnly bool
@@ -67,25 +65,20 @@ type intent struct {
 }
 
 // removes says whether the document of an object gone or out of every rule's selection at
-// commit time is removed whatever allowDelete says: a delete was seen, or a list under
-// prune mode Always, still the target's mode, found it gone.
+// commit time is removed: a delete was seen, or a list under prune mode Always, still the
+// target's mode, found it gone.
 func (i intent) removes(mode string) bool {
 	return i.deleted || (i.pruned && mode == PruneAlways)
 }
 
 // intentOf is the intent a change carries.
 func intentOf(c Change) intent {
-	return intent{allowDelete: c.AllowDelete, deleted: c.Deleted, createOnly: c.CreateOnly, pruned: c.Pruned}
+	return intent{deleted: c.Deleted, createOnly: c.CreateOnly, pruned: c.Pruned}
 }
 
 // merge is what newer leaves waiting over i (Change.merge).
 func (i intent) merge(newer intent) intent {
-	allowDelete := newer.allowDelete
-	if newer.pruned && !newer.deleted {
-		allowDelete = allowDelete || i.allowDelete // a prune says nothing of the rules
-	}
-	return intent{allowDelete: allowDelete, deleted: i.deleted || newer.deleted, createOnly: i.createOnly && newer.createOnly,
-		pruned: i.pruned || newer.pruned}
+	return intent{deleted: i.deleted || newer.deleted, createOnly: i.createOnly && newer.createOnly, pruned: i.pruned || newer.pruned}
 }
 
 // queue is one target's pending work: a window per author, which window holds each dirty
@@ -591,7 +584,7 @@ func (q *queue) changes(target types.NamespacedName) []Change {
 	out := make([]Change, 0, len(q.owner))
 	for _, win := range q.windows {
 		for k, in := range win.dirty {
-			out = append(out, Change{Target: target, Key: k, AllowDelete: in.allowDelete, Deleted: in.deleted, CreateOnly: in.createOnly,
+			out = append(out, Change{Target: target, Key: k, Deleted: in.deleted, CreateOnly: in.createOnly,
 				Pruned: in.pruned, Author: win.author})
 		}
 	}

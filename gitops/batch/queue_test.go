@@ -12,11 +12,11 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// mirrorsDeletes is the intent of a change through a rule that mirrors deletes, and
-// seenDelete that of a delete it mirrors.
+// anUpdate is the intent of a change that an update made, and seenDelete that of a delete
+// its rule mirrors.
 var (
-	mirrorsDeletes = intent{allowDelete: true}
-	seenDelete     = intent{allowDelete: true, deleted: true}
+	anUpdate   = intent{}
+	seenDelete = intent{deleted: true}
 )
 
 func qkey(name string) ObjectKey {
@@ -49,9 +49,9 @@ func TestQueueWindowsPerAuthor(t *testing.T) {
 
 	t.Run("interleaved authors keep separate windows", func(t *testing.T) {
 		q := newQueue()
-		q.add(qkey("a"), mirrorsDeletes, "alice", t0)
-		q.add(qkey("b"), mirrorsDeletes, "bob", t0.Add(time.Second))
-		q.add(qkey("c"), mirrorsDeletes, "alice", t0.Add(2*time.Second))
+		q.add(qkey("a"), anUpdate, "alice", t0)
+		q.add(qkey("b"), anUpdate, "bob", t0.Add(time.Second))
+		q.add(qkey("c"), anUpdate, "alice", t0.Add(2*time.Second))
 		wins, _ := q.due(cfg, t0.Add(10*time.Second))
 		require.Equal(t, []string{"alice", "bob"}, authors(wins))
 		assert.Len(t, wins[0].dirty, 2)
@@ -60,20 +60,20 @@ func TestQueueWindowsPerAuthor(t *testing.T) {
 	})
 	t.Run("an object belongs to the window of whoever changed it last", func(t *testing.T) {
 		q := newQueue()
-		q.add(qkey("a"), mirrorsDeletes, "alice", t0)
-		q.add(qkey("a"), mirrorsDeletes, "bob", t0.Add(time.Second))
+		q.add(qkey("a"), anUpdate, "alice", t0)
+		q.add(qkey("a"), anUpdate, "bob", t0.Add(time.Second))
 		wins, _ := q.due(cfg, t0.Add(10*time.Second))
 		require.Equal(t, []string{"bob"}, authors(wins))
 	})
 	t.Run("an object two authors keep changing in turn still commits once its first change is maxDelay old", func(t *testing.T) {
 		q := newQueue()
-		q.add(qkey("b"), mirrorsDeletes, "bob", t0.Add(-time.Minute)) // bob's other object: his window is older
+		q.add(qkey("b"), anUpdate, "bob", t0.Add(-time.Minute)) // bob's other object: his window is older
 		wins, _ := q.due(cfg, t0)
 		require.Equal(t, []string{"bob"}, authors(wins))
 		var due []*authorWindow
 		for i := 0; len(due) == 0 && i < 20; i++ {
 			at := t0.Add(time.Duration(i) * 4 * time.Second) // within quiet of each other
-			q.add(qkey("a"), mirrorsDeletes, []string{"alice", "bob"}[i%2], at)
+			q.add(qkey("a"), anUpdate, []string{"alice", "bob"}[i%2], at)
 			due, _ = q.due(cfg, at)
 			require.True(t, len(due) > 0 || at.Before(t0.Add(cfg.MaxDelay)), "nothing due at %s", at.Sub(t0))
 		}
@@ -89,26 +89,19 @@ func TestQueueWindowsPerAuthor(t *testing.T) {
 		q.add(qkey("b"), intent{}, "alice", t0)   // nothing allowed it for b
 		assert.Equal(t, map[ObjectKey]intent{qkey("a"): {deleted: true}, qkey("b"): {}}, dirtyOf(q, cfg, t0))
 	})
-	t.Run("whether a delete found at commit time removes the document follows the newest change", func(t *testing.T) {
+	t.Run("a prune removes the document only while the target prunes Always, a delete seen whatever the mode", func(t *testing.T) {
 		q := newQueue()
-		q.add(qkey("a"), mirrorsDeletes, "alice", t0) // alice's update, through a rule that mirrors deletes
-		q.add(qkey("a"), intent{}, "", t0)            // the rule no longer does: its resync
-		assert.Equal(t, map[ObjectKey]intent{qkey("a"): {}}, dirtyOf(q, cfg, t0))
-	})
-	t.Run("a prune leaves the rules' AllowDelete of the change it joins as it was", func(t *testing.T) {
-		q := newQueue()
-		q.add(qkey("a"), mirrorsDeletes, "alice", t0) // alice's update, through a rule that mirrors deletes
+		q.add(qkey("a"), anUpdate, "alice", t0)
 		q.relist(qkey("a"), intent{pruned: true}, t0) // a list under Always finds it gone
-		q.add(qkey("b"), intent{}, "alice", t0)       // through a rule that does not
-		q.relist(qkey("b"), intent{pruned: true}, t0) // (another rule prunes it)
-		assert.Equal(t, map[ObjectKey]intent{qkey("a"): {allowDelete: true, pruned: true}, qkey("b"): {pruned: true}}, dirtyOf(q, cfg, t0))
+		assert.Equal(t, map[ObjectKey]intent{qkey("a"): {pruned: true}}, dirtyOf(q, cfg, t0))
 		assert.True(t, intent{pruned: true}.removes(PruneAlways))
 		assert.False(t, intent{pruned: true}.removes(PruneOnEvent), "only while the target still prunes Always")
 		assert.True(t, intent{deleted: true}.removes(PruneOnEvent), "a delete seen is one whatever the mode")
+		assert.False(t, anUpdate.removes(PruneAlways), "an update removes nothing, whatever its rule mirrored then")
 	})
 	t.Run("a snapshot leaves an object waiting in its author's window, with the CommitRequest on it", func(t *testing.T) {
 		q := newQueue()
-		q.add(qkey("a"), mirrorsDeletes, "alice", t0)
+		q.add(qkey("a"), anUpdate, "alice", t0)
 		r := &CommitRequest{Author: "alice", Message: "rotate the app's settings"}
 		q.request(r)
 		q.relist(qkey("a"), intent{}, t0.Add(time.Second)) // a WatchRule of the target changed: its resync lists a
@@ -122,7 +115,7 @@ func TestQueueWindowsPerAuthor(t *testing.T) {
 	})
 	t.Run("a snapshot during the commit of an author's window waits with that author, and a failed push keeps it there", func(t *testing.T) {
 		q := newQueue()
-		q.add(qkey("a"), mirrorsDeletes, "alice", t0)
+		q.add(qkey("a"), anUpdate, "alice", t0)
 		r := &CommitRequest{Author: "alice", Message: "rotate the app's settings"}
 		q.request(r)
 		committing, _ := q.due(cfg, t0.Add(time.Hour))
@@ -140,19 +133,19 @@ func TestQueueWindowsPerAuthor(t *testing.T) {
 	})
 	t.Run("a window a list opened for an author is not the change their next CommitRequest waits for", func(t *testing.T) {
 		q := newQueue()
-		q.add(qkey("a"), mirrorsDeletes, "alice", t0)
+		q.add(qkey("a"), anUpdate, "alice", t0)
 		q.flushing, _ = q.due(cfg, t0.Add(time.Hour))
 		q.relist(qkey("a"), intent{}, t0.Add(time.Hour))
 		q.flushing = nil // her push went through
 		next := &CommitRequest{Author: "alice", Message: "for her next change"}
 		q.request(next)
 		assert.Equal(t, []*CommitRequest{next}, q.waiting["alice"], "it waits for her change")
-		q.add(qkey("b"), mirrorsDeletes, "alice", t0.Add(2*time.Hour))
+		q.add(qkey("b"), anUpdate, "alice", t0.Add(2*time.Hour))
 		assert.Contains(t, q.windows["alice"].requests, next, "which takes it")
 	})
 	t.Run("a window a list opened holds the author's change again once her failed push puts it back", func(t *testing.T) {
 		q := newQueue()
-		q.add(qkey("a"), mirrorsDeletes, "alice", t0)
+		q.add(qkey("a"), anUpdate, "alice", t0)
 		committing, _ := q.due(cfg, t0.Add(time.Hour))
 		q.flushing = committing
 		q.relist(qkey("a"), intent{}, t0.Add(time.Hour))
@@ -164,7 +157,7 @@ func TestQueueWindowsPerAuthor(t *testing.T) {
 	})
 	t.Run("a window a list opened whose push failed is put back as only a list's", func(t *testing.T) {
 		q := newQueue()
-		q.add(qkey("a"), mirrorsDeletes, "alice", t0)
+		q.add(qkey("a"), anUpdate, "alice", t0)
 		q.flushing, _ = q.due(cfg, t0.Add(time.Hour))
 		q.relist(qkey("a"), intent{}, t0.Add(time.Hour))
 		q.flushing = nil // her push went through
@@ -177,7 +170,7 @@ func TestQueueWindowsPerAuthor(t *testing.T) {
 	})
 	t.Run("a snapshot of an object waiting in no author's window joins the committer's", func(t *testing.T) {
 		q := newQueue()
-		q.add(qkey("a"), mirrorsDeletes, "", t0) // an unattributed write
+		q.add(qkey("a"), anUpdate, "", t0) // an unattributed write
 		q.relist(qkey("a"), seenDelete, t0.Add(time.Second))
 		wins, _ := q.due(cfg, t0.Add(time.Hour))
 		require.Equal(t, []string{""}, authors(wins))
@@ -210,16 +203,16 @@ func TestQueueWindowsPerAuthor(t *testing.T) {
 	})
 	t.Run("one author's silence does not wait for another author's activity", func(t *testing.T) {
 		q := newQueue()
-		q.add(qkey("a"), mirrorsDeletes, "alice", t0)
-		q.add(qkey("b"), mirrorsDeletes, "bob", t0.Add(4*time.Second))
+		q.add(qkey("a"), anUpdate, "alice", t0)
+		q.add(qkey("b"), anUpdate, "bob", t0.Add(4*time.Second))
 		wins, wait := q.due(cfg, t0.Add(6*time.Second))
 		assert.Equal(t, []string{"alice"}, authors(wins))
 		assert.Equal(t, 3*time.Second, wait)
 	})
 	t.Run("a CommitRequest closes its author's open window at once", func(t *testing.T) {
 		q := newQueue()
-		q.add(qkey("a"), mirrorsDeletes, "alice", t0)
-		q.add(qkey("b"), mirrorsDeletes, "bob", t0)
+		q.add(qkey("a"), anUpdate, "alice", t0)
+		q.add(qkey("b"), anUpdate, "bob", t0)
 		q.request(&CommitRequest{Author: "alice", Message: "release 1.2"})
 		wins, _ := q.due(cfg, t0.Add(time.Second))
 		require.Equal(t, []string{"alice"}, authors(wins))
@@ -228,8 +221,8 @@ func TestQueueWindowsPerAuthor(t *testing.T) {
 	t.Run("a CommitRequest before any change waits and rides the author's next window", func(t *testing.T) {
 		q := newQueue()
 		q.request(&CommitRequest{Author: "alice", Message: "m", Deadline: t0.Add(time.Minute)})
-		q.add(qkey("x"), mirrorsDeletes, "bob", t0)
-		q.add(qkey("a"), mirrorsDeletes, "alice", t0.Add(time.Second))
+		q.add(qkey("x"), anUpdate, "bob", t0)
+		q.add(qkey("a"), anUpdate, "alice", t0.Add(time.Second))
 		wins, _ := q.due(cfg, t0.Add(2*time.Second))
 		assert.Empty(t, wins, "the window still closes on quiet, so a multi-object apply lands in one commit")
 		wins, _ = q.due(cfg, t0.Add(7*time.Second))
@@ -248,12 +241,12 @@ func TestQueueWindowsPerAuthor(t *testing.T) {
 	})
 	t.Run("a failed window comes back with its request, but not with objects changed since", func(t *testing.T) {
 		q := newQueue()
-		q.add(qkey("a"), mirrorsDeletes, "alice", t0)
-		q.add(qkey("b"), mirrorsDeletes, "alice", t0)
+		q.add(qkey("a"), anUpdate, "alice", t0)
+		q.add(qkey("b"), anUpdate, "alice", t0)
 		q.request(&CommitRequest{Author: "alice"})
 		wins, _ := q.due(cfg, t0)
 		require.Len(t, wins, 1)
-		q.add(qkey("b"), mirrorsDeletes, "bob", t0.Add(time.Second))
+		q.add(qkey("b"), anUpdate, "bob", t0.Add(time.Second))
 		q.restore(wins[0], t0.Add(2*time.Second))
 		assert.Equal(t, "alice", q.owner[qkey("a")])
 		assert.Equal(t, "bob", q.owner[qkey("b")])
@@ -264,10 +257,10 @@ func TestQueueWindowsPerAuthor(t *testing.T) {
 	})
 	t.Run("a window put back after a failure keeps its age, so maxDelay still counts from its first change", func(t *testing.T) {
 		q := newQueue()
-		q.add(qkey("a"), mirrorsDeletes, "alice", t0)
+		q.add(qkey("a"), anUpdate, "alice", t0)
 		wins, _ := q.due(WindowConfig{MaxDelay: 30 * time.Second}, t0.Add(31*time.Second))
 		require.Len(t, wins, 1)
-		q.add(qkey("b"), mirrorsDeletes, "alice", t0.Add(5*time.Minute))
+		q.add(qkey("b"), anUpdate, "alice", t0.Add(5*time.Minute))
 		q.restore(wins[0], t0.Add(10*time.Minute))
 		assert.Equal(t, t0, q.windows["alice"].First)
 		again, _ := q.due(WindowConfig{Quiet: time.Hour, MaxDelay: 30 * time.Second}, t0.Add(10*time.Minute))
@@ -275,7 +268,7 @@ func TestQueueWindowsPerAuthor(t *testing.T) {
 	})
 	t.Run("a window put back after its push failed keeps its first build, also merged into a newer window of its author", func(t *testing.T) {
 		q := newQueue()
-		q.add(qkey("a"), mirrorsDeletes, "alice", t0)
+		q.add(qkey("a"), anUpdate, "alice", t0)
 		wins, _ := q.due(WindowConfig{}, t0)
 		require.Len(t, wins, 1)
 		wins[0].builtAt = t0.Add(time.Second)
@@ -284,16 +277,16 @@ func TestQueueWindowsPerAuthor(t *testing.T) {
 
 		again, _ := q.due(WindowConfig{}, t0.Add(3*time.Second))
 		require.Len(t, again, 1)
-		q.add(qkey("b"), mirrorsDeletes, "alice", t0.Add(4*time.Second)) // while it was committed
+		q.add(qkey("b"), anUpdate, "alice", t0.Add(4*time.Second)) // while it was committed
 		q.restore(again[0], t0.Add(5*time.Second))
 		assert.Equal(t, t0.Add(time.Second), q.windows["alice"].builtAt,
 			"commit-to-push counts from the first build; change-to-commit is not recorded again from its first change, an outage later")
 
 		third, _ := q.due(WindowConfig{}, t0.Add(6*time.Second))
 		require.Len(t, third, 1)
-		q.add(qkey("a"), mirrorsDeletes, "bob", t0.Add(7*time.Second))   // bob takes a and b
-		q.add(qkey("b"), mirrorsDeletes, "bob", t0.Add(7*time.Second))   // while alice's window is committed
-		q.add(qkey("c"), mirrorsDeletes, "alice", t0.Add(8*time.Second)) // and alice changes c
+		q.add(qkey("a"), anUpdate, "bob", t0.Add(7*time.Second))   // bob takes a and b
+		q.add(qkey("b"), anUpdate, "bob", t0.Add(7*time.Second))   // while alice's window is committed
+		q.add(qkey("c"), anUpdate, "alice", t0.Add(8*time.Second)) // and alice changes c
 		q.restore(third[0], t0.Add(9*time.Second))
 		assert.True(t, q.windows["alice"].builtAt.IsZero(), "none of its objects came back to alice's window: c's commit is still to record")
 	})
@@ -306,7 +299,7 @@ func TestQueueWindowsPerAuthor(t *testing.T) {
 		again := &CommitRequest{Key: key, Author: "alice", Message: "new", Deadline: t0.Add(time.Minute)}
 		q.request(again)
 		q.withdraw(deleted) // a late withdraw of the old one
-		q.add(qkey("a"), mirrorsDeletes, "alice", t0)
+		q.add(qkey("a"), anUpdate, "alice", t0)
 		assert.Equal(t, []*CommitRequest{again}, q.windows["alice"].requests)
 	})
 	t.Run("a withdrawn request leaves no empty window behind", func(t *testing.T) {
@@ -324,7 +317,7 @@ func TestQueueWindowsPerAuthor(t *testing.T) {
 func TestAFailedWindowTakesTheRequestsThatCameWhileItWasCommitted(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	q := newQueue()
-	q.add(qkey("a"), mirrorsDeletes, "alice", t0)
+	q.add(qkey("a"), anUpdate, "alice", t0)
 	wins, _ := q.due(WindowConfig{}, t0)
 	require.Len(t, wins, 1)
 	q.request(&CommitRequest{Author: "alice", Message: "release 1.2", Deadline: t0.Add(time.Minute)})
@@ -340,8 +333,8 @@ func TestAWindowWhoseObjectsAllWaitForTheirCache(t *testing.T) {
 	cfg := WindowConfig{Quiet: time.Second}
 	t.Run("is held back with a backoff of its own, while other windows commit", func(t *testing.T) {
 		q := newQueue()
-		q.add(qkey("a"), mirrorsDeletes, "alice", t0)
-		q.add(qkey("b"), mirrorsDeletes, "bob", t0)
+		q.add(qkey("a"), anUpdate, "alice", t0)
+		q.add(qkey("b"), anUpdate, "bob", t0)
 		wins, _ := q.due(cfg, t0.Add(time.Second))
 		require.Equal(t, []string{"alice", "bob"}, authors(wins))
 		q.deferWindow(wins[0], t0.Add(time.Second))
@@ -355,21 +348,21 @@ func TestAWindowWhoseObjectsAllWaitForTheirCache(t *testing.T) {
 	})
 	t.Run("is not held back once its author changed something else", func(t *testing.T) {
 		q := newQueue()
-		q.add(qkey("a"), mirrorsDeletes, "alice", t0)
+		q.add(qkey("a"), anUpdate, "alice", t0)
 		wins, _ := q.due(cfg, t0.Add(time.Second))
-		q.add(qkey("c"), mirrorsDeletes, "alice", t0.Add(1100*time.Millisecond))
+		q.add(qkey("c"), anUpdate, "alice", t0.Add(1100*time.Millisecond))
 		q.deferWindow(wins[0], t0.Add(1200*time.Millisecond))
 		assert.True(t, q.windows["alice"].notBefore.IsZero(), "c commits after its quiet time; a is deferred again then")
 	})
 	t.Run("is released by its author's next change or CommitRequest", func(t *testing.T) {
 		for _, next := range []string{"change", "request"} {
 			q := newQueue()
-			q.add(qkey("a"), mirrorsDeletes, "alice", t0)
+			q.add(qkey("a"), anUpdate, "alice", t0)
 			wins, _ := q.due(cfg, t0.Add(time.Second))
 			q.deferWindow(wins[0], t0.Add(time.Second))
 			require.False(t, q.windows["alice"].notBefore.IsZero())
 			if next == "change" {
-				q.add(qkey("c"), mirrorsDeletes, "alice", t0.Add(1500*time.Millisecond))
+				q.add(qkey("c"), anUpdate, "alice", t0.Add(1500*time.Millisecond))
 			} else {
 				q.request(&CommitRequest{Author: "alice", Deadline: t0.Add(time.Minute)})
 			}
@@ -381,7 +374,7 @@ func TestAWindowWhoseObjectsAllWaitForTheirCache(t *testing.T) {
 	})
 	t.Run("takes the requests that came while it was tried", func(t *testing.T) {
 		q := newQueue()
-		q.add(qkey("a"), mirrorsDeletes, "alice", t0)
+		q.add(qkey("a"), anUpdate, "alice", t0)
 		wins, _ := q.due(cfg, t0.Add(time.Second))
 		q.request(&CommitRequest{Author: "alice", Deadline: t0.Add(time.Minute)})
 		q.deferWindow(wins[0], t0.Add(time.Second))
@@ -391,7 +384,7 @@ func TestAWindowWhoseObjectsAllWaitForTheirCache(t *testing.T) {
 }
 
 func TestAChangeKeptForASuspendedTargetKeepsItsAuthorThroughASnapshot(t *testing.T) {
-	alice := Change{Key: qkey("a"), Author: "alice", AllowDelete: true}
+	alice := Change{Key: qkey("a"), Author: "alice"}
 	listed := Change{Key: qkey("a"), Relisted: true}
 	assert.Equal(t, Change{Key: qkey("a"), Author: "alice"}, alice.merge(listed), "alice's change, by the rules of the list")
 	bob := Change{Key: qkey("a"), Author: "bob"}
@@ -402,7 +395,7 @@ func TestAChangeKeptForASuspendedTargetKeepsItsAuthorThroughASnapshot(t *testing
 func TestARequestDeletedWhileItsWindowIsCommittedLendsItNoMessage(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	q := newQueue()
-	q.add(qkey("a"), mirrorsDeletes, "alice", t0)
+	q.add(qkey("a"), anUpdate, "alice", t0)
 	typo := &CommitRequest{Key: types.NamespacedName{Namespace: "ops", Name: "release"}, Author: "alice", Message: "release 1.2 (typo)"}
 	q.request(typo)
 	wins, _ := q.due(WindowConfig{}, t0)
@@ -423,14 +416,14 @@ func TestARequestDeletedWhileItsWindowIsCommittedLendsItNoMessage(t *testing.T) 
 func TestATargetIsFailingWhileAWindowWhoseCommitFailedWaits(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	q := newQueue()
-	q.add(qkey("a"), mirrorsDeletes, "alice", t0)
+	q.add(qkey("a"), anUpdate, "alice", t0)
 	wins, _ := q.due(WindowConfig{}, t0)
 	wins[0].failed = true // as flushIfDue marks it
 	q.retry(wins[0], t0)
-	q.add(qkey("b"), mirrorsDeletes, "bob", t0)
+	q.add(qkey("b"), anUpdate, "bob", t0)
 	assert.True(t, q.failing(), "bob's window committing does not end alice's failure")
 
-	q.add(qkey("a"), mirrorsDeletes, "alice", t0.Add(time.Second)) // she changes it again meanwhile
+	q.add(qkey("a"), anUpdate, "alice", t0.Add(time.Second)) // she changes it again meanwhile
 	assert.True(t, q.failing(), "her newer change does not either")
 	wins, _ = q.due(WindowConfig{}, t0.Add(time.Hour))
 	require.Len(t, wins, 2)
@@ -438,17 +431,17 @@ func TestATargetIsFailingWhileAWindowWhoseCommitFailedWaits(t *testing.T) {
 
 	t.Run("the failure goes with its objects to whoever changes them next", func(t *testing.T) {
 		q := newQueue()
-		q.add(qkey("a"), mirrorsDeletes, "alice", t0)
+		q.add(qkey("a"), anUpdate, "alice", t0)
 		wins, _ := q.due(WindowConfig{}, t0)
 		wins[0].failed = true
 		q.retry(wins[0], t0)
-		q.add(qkey("a"), mirrorsDeletes, "bob", t0.Add(time.Second)) // alice's window is left empty, and dropped
+		q.add(qkey("a"), anUpdate, "bob", t0.Add(time.Second)) // alice's window is left empty, and dropped
 		assert.NotContains(t, q.windows, "alice")
 		assert.True(t, q.failing(), "bob's window carries the object whose commit failed")
 	})
 	t.Run("waiting for the cache is no write failure", func(t *testing.T) {
 		q := newQueue()
-		q.add(qkey("a"), mirrorsDeletes, "alice", t0)
+		q.add(qkey("a"), anUpdate, "alice", t0)
 		wins, _ := q.due(WindowConfig{}, t0)
 		wins[0].failed = true // failed once, then its retry found the cache not synced
 		q.deferWindow(wins[0], t0)
@@ -474,7 +467,7 @@ func TestAWindowWhoseCommitTheServerDeclined(t *testing.T) {
 	declined := func(t *testing.T) *queue {
 		t.Helper()
 		q := newQueue()
-		q.add(qkey("a"), mirrorsDeletes, "alice", t0)
+		q.add(qkey("a"), anUpdate, "alice", t0)
 		wins, _ := q.due(cfg, t0.Add(time.Second))
 		q.decline(wins[0], t0.Add(time.Second))
 		again, _ := q.due(cfg, t0.Add(2*time.Second))
@@ -486,28 +479,28 @@ func TestAWindowWhoseCommitTheServerDeclined(t *testing.T) {
 	}
 	t.Run("is not released by a new object of its author: what the server refused is still in it", func(t *testing.T) {
 		q := declined(t)
-		q.add(qkey("c"), mirrorsDeletes, "alice", t0.Add(2500*time.Millisecond))
+		q.add(qkey("c"), anUpdate, "alice", t0.Add(2500*time.Millisecond))
 		assert.Equal(t, t0.Add(4*time.Second), q.windows["alice"].notBefore)
 		assert.Equal(t, 2, q.windows["alice"].deferrals)
 	})
 	t.Run("is tried within a second when its author changes an object it holds, perhaps the fix", func(t *testing.T) {
 		q := declined(t)
-		q.add(qkey("a"), mirrorsDeletes, "alice", t0.Add(2500*time.Millisecond))
+		q.add(qkey("a"), anUpdate, "alice", t0.Add(2500*time.Millisecond))
 		assert.Equal(t, t0.Add(3500*time.Millisecond), q.windows["alice"].notBefore)
 		assert.Equal(t, 2, q.windows["alice"].deferrals, "declined again, it waits longer")
 	})
 	t.Run("is tried quickly once per step of its backoff while an object it holds keeps changing", func(t *testing.T) {
 		q := declined(t)
-		q.add(qkey("a"), mirrorsDeletes, "alice", t0.Add(2500*time.Millisecond)) // tried at 3.5 s
+		q.add(qkey("a"), anUpdate, "alice", t0.Add(2500*time.Millisecond)) // tried at 3.5 s
 		quick, _ := q.due(cfg, t0.Add(3500*time.Millisecond))
 		require.Equal(t, []string{"alice"}, authors(quick))
 		q.decline(quick[0], t0.Add(3500*time.Millisecond)) // declined again: held for 4 s
 		require.Equal(t, t0.Add(7500*time.Millisecond), q.windows["alice"].notBefore)
-		q.add(qkey("a"), mirrorsDeletes, "alice", t0.Add(4*time.Second))
+		q.add(qkey("a"), anUpdate, "alice", t0.Add(4*time.Second))
 		assert.Equal(t, t0.Add(7500*time.Millisecond), q.windows["alice"].notBefore, "the step after a quick try runs its course")
 		full, _ := q.due(cfg, t0.Add(7500*time.Millisecond))
 		q.decline(full[0], t0.Add(7500*time.Millisecond))
-		q.add(qkey("a"), mirrorsDeletes, "alice", t0.Add(8*time.Second))
+		q.add(qkey("a"), anUpdate, "alice", t0.Add(8*time.Second))
 		assert.Equal(t, t0.Add(9*time.Second), q.windows["alice"].notBefore, "and the next step has its quick try again")
 	})
 	t.Run("is released by a CommitRequest of its author", func(t *testing.T) {
@@ -520,7 +513,7 @@ func TestAWindowWhoseCommitTheServerDeclined(t *testing.T) {
 	pushedWhile := func(t *testing.T, change func(q *queue)) *authorWindow {
 		t.Helper()
 		q := newQueue()
-		q.add(qkey("a"), mirrorsDeletes, "alice", t0)
+		q.add(qkey("a"), anUpdate, "alice", t0)
 		wins, _ := q.due(cfg, t0.Add(time.Second))
 		q.decline(wins[0], t0.Add(time.Second)) // held until t0+2s
 		wins, _ = q.due(cfg, t0.Add(2*time.Second))
@@ -530,34 +523,34 @@ func TestAWindowWhoseCommitTheServerDeclined(t *testing.T) {
 		return q.windows["alice"]
 	}
 	t.Run("is held back though its author added an object while it was pushed", func(t *testing.T) {
-		win := pushedWhile(t, func(q *queue) { q.add(qkey("c"), mirrorsDeletes, "alice", t0.Add(2500*time.Millisecond)) })
+		win := pushedWhile(t, func(q *queue) { q.add(qkey("c"), anUpdate, "alice", t0.Add(2500*time.Millisecond)) })
 		assert.Equal(t, t0.Add(5*time.Second), win.notBefore)
 		assert.True(t, win.declined)
 		assert.Len(t, win.dirty, 2)
 	})
 	t.Run("is tried within a second when its author changed an object of it while it was pushed", func(t *testing.T) {
-		win := pushedWhile(t, func(q *queue) { q.add(qkey("a"), mirrorsDeletes, "alice", t0.Add(2500*time.Millisecond)) })
+		win := pushedWhile(t, func(q *queue) { q.add(qkey("a"), anUpdate, "alice", t0.Add(2500*time.Millisecond)) })
 		assert.Equal(t, t0.Add(4*time.Second), win.notBefore)
 		assert.Equal(t, 2, win.deferrals, "declined again, it waits longer")
 	})
 	t.Run("holds back none of its author's new objects when all it held went to another author", func(t *testing.T) {
 		win := pushedWhile(t, func(q *queue) {
-			q.add(qkey("a"), mirrorsDeletes, "bob", t0.Add(2500*time.Millisecond))
-			q.add(qkey("c"), mirrorsDeletes, "alice", t0.Add(2500*time.Millisecond))
+			q.add(qkey("a"), anUpdate, "bob", t0.Add(2500*time.Millisecond))
+			q.add(qkey("c"), anUpdate, "alice", t0.Add(2500*time.Millisecond))
 		})
 		assert.True(t, win.notBefore.IsZero())
 		assert.False(t, win.declined)
 	})
 	t.Run("is held back when a request of its author stays parked", func(t *testing.T) {
 		q := newQueue()
-		q.add(qkey("a"), mirrorsDeletes, "alice", t0)
+		q.add(qkey("a"), anUpdate, "alice", t0)
 		wins, _ := q.due(cfg, t0.Add(time.Second))
 		wins[0].listed = true // a window a relist opened, which takes no request
 		q.waiting["alice"] = []*CommitRequest{{Author: "alice", Deadline: t0.Add(time.Minute)}}
 		q.decline(wins[0], t0.Add(2*time.Second))
 		require.Len(t, q.waiting["alice"], 1, "a window a relist opened takes no request")
 		assert.False(t, q.windows["alice"].notBefore.IsZero(), "or the request would release it at every decline")
-		q.add(qkey("c"), mirrorsDeletes, "alice", t0.Add(2500*time.Millisecond))
+		q.add(qkey("c"), anUpdate, "alice", t0.Add(2500*time.Millisecond))
 		assert.Len(t, q.windows["alice"].requests, 1, "her next change takes the request along")
 		assert.True(t, q.windows["alice"].notBefore.IsZero(), "and a request that rides the window ends its hold")
 	})
@@ -571,8 +564,8 @@ func TestAWindowWhoseCommitTheServerDeclined(t *testing.T) {
 func TestAWindowPutBackIsCountedOnceAsPending(t *testing.T) {
 	q := newQueue()
 	t0 := time.Unix(1000, 0)
-	q.add(qkey("a"), mirrorsDeletes, "alice", t0)
-	q.add(qkey("b"), mirrorsDeletes, "bob", t0)
+	q.add(qkey("a"), anUpdate, "alice", t0)
+	q.add(qkey("b"), anUpdate, "bob", t0)
 	wins, _ := q.due(WindowConfig{Quiet: time.Second}, t0.Add(time.Hour))
 	require.Len(t, wins, 2)
 	q.flushing = wins

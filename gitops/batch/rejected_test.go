@@ -43,7 +43,7 @@ func malloryDeclined(t *testing.T) (s *writerScene, remote *repotest.Remote, all
 	s = newWriterSceneOn(t, remote, nil, batch.Options{WorkDir: t.TempDir()})
 	allow = declineAuthor(t, remote, "mallory")
 	hers := s.cluster.put(cmGVR, "ConfigMap", "hers", map[string]any{"k": "v"})
-	s.writer.Submit(batch.Change{Target: targetKey, Key: hers, AllowDelete: true, Author: "mallory"})
+	s.writer.Submit(batch.Change{Target: targetKey, Key: hers, Author: "mallory"})
 	require.Eventually(t, func() bool {
 		st, _ := s.writer.Status(targetKey)
 		return strings.Contains(st.LastError, "commits by mallory are not accepted")
@@ -55,7 +55,7 @@ func TestACommitTheRemoteDeclinesHoldsBackOnlyItsOwnWindow(t *testing.T) {
 	s, remote, allow := malloryDeclined(t)
 
 	his := s.cluster.put(cmGVR, "ConfigMap", "his", map[string]any{"k": "v"})
-	s.writer.Submit(batch.Change{Target: targetKey, Key: his, AllowDelete: true, Author: "alice"})
+	s.writer.Submit(batch.Change{Target: targetKey, Key: his, Author: "alice"})
 	require.Eventually(t, func() bool { return strings.Contains(remote.LsTree("main"), "live/app/configmaps/his.yaml") },
 		10*time.Second, 20*time.Millisecond, "alice's window commits while mallory's is declined")
 	assert.NotContains(t, remote.LsTree("main"), "hers.yaml")

@@ -60,7 +60,7 @@ func liveWriter(t *testing.T, remote *repotest.Remote) (*batch.Manager, *cluster
 // which closes her window at once.
 func alicesRelease(t *testing.T, writer *batch.Manager, c *cluster) batch.CommitRequest {
 	t.Helper()
-	writer.Submit(batch.Change{Target: targetKey, Key: c.put(cmGVR, "ConfigMap", "app", map[string]any{"k": "v"}), AllowDelete: true, Author: "alice"})
+	writer.Submit(batch.Change{Target: targetKey, Key: c.put(cmGVR, "ConfigMap", "app", map[string]any{"k": "v"}), Author: "alice"})
 	req := batch.CommitRequest{Key: types.NamespacedName{Namespace: "ops", Name: "release"}, Target: targetKey, Author: "alice",
 		Message: "release 1.2", Deadline: time.Now().Add(time.Minute)}
 	_, err := writer.Request(req)
@@ -186,7 +186,7 @@ func TestACommitRequestWhosePushLandedDespiteAnError(t *testing.T) {
 	t.Run("carries the message once when its author changed something else before the retry", func(t *testing.T) {
 		remote, _, _, out := lostAnswerRelease(t, func(_ *repotest.Remote, writer *batch.Manager, c *cluster) {
 			writer.Submit(batch.Change{Target: targetKey, Key: c.put(cmGVR, "ConfigMap", "other", map[string]any{"k": "v"}),
-				AllowDelete: true, Author: "alice"})
+				Author: "alice"})
 		})
 		assert.Equal(t, batch.ReasonCommitted, out.Reason, out.Message)
 		require.Eventually(t, func() bool { return strings.Contains(remote.LsTree("main"), "configmaps/other.yaml") },
@@ -217,7 +217,7 @@ func TestASuspendedTargetKeepsItsPendingChanges(t *testing.T) {
 			s.cluster.mu.Lock()
 			delete(s.cluster.objs, k)
 			s.cluster.mu.Unlock()
-			s.writer.Submit(batch.Change{Target: targetKey, Key: k, AllowDelete: true}) // the delete event
+			s.writer.Submit(batch.Change{Target: targetKey, Key: k, Deleted: true}) // the delete event
 		}
 		gone(a)                                                      // pending in a window when the provider goes away
 		s.writer.SuspendTarget(targetKey, "its GitProvider is gone") // e.g. its GitProvider briefly NotFound
@@ -246,7 +246,7 @@ func TestStatusStopsCountingAnOrphanOnceItsDocumentIsRemoved(t *testing.T) {
 	require.Equal(t, 1, st.Orphans, "prune mode OnEvent keeps it")
 	// Its deletion comes after the list: recovered from the journal after a restart (a
 	// snapshot hands those over just before it counts), or seen now.
-	st = s.submitAndSettle(gone)
+	st = s.deleteAndSettle(gone)
 	require.NotContains(t, s.remote.LsTree("main"), "configmaps/gone.yaml")
 	assert.Equal(t, 0, st.Orphans, "the document left Git; no list since")
 }
@@ -271,8 +271,8 @@ func TestAnObjectWhoseCacheIsIncompleteHoldsBackNothingElse(t *testing.T) {
 	t.Run("commits an author's other changes while one object's cache has not synced, and that object once it has", func(t *testing.T) {
 		remote, writer, c, broken := unsyncedScene(t)
 		app := c.put(cmGVR, "ConfigMap", "app", map[string]any{"k": "v"})
-		writer.Submit(batch.Change{Target: targetKey, Key: broken, AllowDelete: true, Author: "alice"},
-			batch.Change{Target: targetKey, Key: app, AllowDelete: true, Author: "alice"})
+		writer.Submit(batch.Change{Target: targetKey, Key: broken, Author: "alice"},
+			batch.Change{Target: targetKey, Key: app, Author: "alice"})
 
 		require.Eventually(t, func() bool { return strings.Contains(remote.LsTree("main"), "live/app/configmaps/app.yaml") },
 			10*time.Second, 50*time.Millisecond, "the synced object is committed")
@@ -286,8 +286,8 @@ func TestAnObjectWhoseCacheIsIncompleteHoldsBackNothingElse(t *testing.T) {
 	t.Run("lists an object it refuses in status while the rest of its window waits for a cache", func(t *testing.T) {
 		_, writer, c, broken := unsyncedScene(t)
 		token := c.put(secretsGVR, "Secret", "token", map[string]any{"k": "dg=="})
-		writer.Submit(batch.Change{Target: targetKey, Key: broken, AllowDelete: true, Author: "alice"},
-			batch.Change{Target: targetKey, Key: token, AllowDelete: true, Author: "alice"})
+		writer.Submit(batch.Change{Target: targetKey, Key: broken, Author: "alice"},
+			batch.Change{Target: targetKey, Key: token, Author: "alice"})
 
 		require.Eventually(t, func() bool {
 			st, _ := writer.Status(targetKey)
@@ -296,10 +296,10 @@ func TestAnObjectWhoseCacheIsIncompleteHoldsBackNothingElse(t *testing.T) {
 	})
 	t.Run("holds back no other author's window, nor marks the target failed, while one author's objects all wait", func(t *testing.T) {
 		remote, writer, c, broken := unsyncedScene(t)
-		writer.Submit(batch.Change{Target: targetKey, Key: broken, AllowDelete: true, Author: "alice"})
+		writer.Submit(batch.Change{Target: targetKey, Key: broken, Author: "alice"})
 		time.Sleep(2 * time.Second) // alice's window is tried and deferred, twice
 		app := c.put(cmGVR, "ConfigMap", "app", map[string]any{"k": "v"})
-		writer.Submit(batch.Change{Target: targetKey, Key: app, AllowDelete: true, Author: "bob"})
+		writer.Submit(batch.Change{Target: targetKey, Key: app, Author: "bob"})
 		// Alice's window never commits (her cache never syncs): were bob's held behind it, it
 		// would not commit at all.
 		require.Eventually(t, func() bool { return strings.Contains(remote.LsTree("main"), "live/app/configmaps/app.yaml") },
@@ -393,7 +393,7 @@ func TestACommitRequestCreatedAgainUnderTheSameNameIsANewRequest(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, out.Done, "a new request: nothing is known of it yet")
 
-	writer.Submit(batch.Change{Target: targetKey, Key: c.put(cmGVR, "ConfigMap", "app", map[string]any{"k": "v"}), AllowDelete: true, Author: "alice"})
+	writer.Submit(batch.Change{Target: targetKey, Key: c.put(cmGVR, "ConfigMap", "app", map[string]any{"k": "v"}), Author: "alice"})
 	require.Eventually(t, func() bool {
 		out, err = writer.Request(again)
 		return err == nil && out.Done
@@ -439,7 +439,7 @@ func TestARequestIsAnsweredBeforeTheNextWindowOfTheTargetIsPushed(t *testing.T) 
 		out, _ := writer.Request(alices)
 		return out.Reason == batch.ReasonRetrying
 	}, 10*time.Second, 20*time.Millisecond, "her push failed and waits for the target's retry")
-	writer.Submit(batch.Change{Target: targetKey, Key: c.put(cmGVR, "ConfigMap", "bobs", map[string]any{"k": "v"}), AllowDelete: true, Author: "bob"})
+	writer.Submit(batch.Change{Target: targetKey, Key: c.put(cmGVR, "ConfigMap", "bobs", map[string]any{"k": "v"}), Author: "bob"})
 	_, err := writer.Request(batch.CommitRequest{Key: types.NamespacedName{Namespace: "ops", Name: "bobs-release"}, Target: targetKey,
 		Author: "bob", Message: "bob's release", Deadline: time.Now().Add(time.Minute)})
 	require.NoError(t, err)
@@ -528,9 +528,9 @@ func TestAListedChangeOfAnObjectWhoseWindowWasPushedGoesToTheCommitter(t *testin
 	_, err := writer.EnsureTarget(context.Background(), spec)
 	require.NoError(t, err)
 	release, held := holdAuthor(t, remote, "bob")
-	writer.Submit(batch.Change{Target: targetKey, Key: c.put(cmGVR, "ConfigMap", "app", map[string]any{"k": "v"}), AllowDelete: true, Author: "alice"})
+	writer.Submit(batch.Change{Target: targetKey, Key: c.put(cmGVR, "ConfigMap", "app", map[string]any{"k": "v"}), Author: "alice"})
 	time.Sleep(50 * time.Millisecond) // hers is the older window
-	writer.Submit(batch.Change{Target: targetKey, Key: c.put(cmGVR, "ConfigMap", "bobs", map[string]any{"k": "v"}), AllowDelete: true, Author: "bob"})
+	writer.Submit(batch.Change{Target: targetKey, Key: c.put(cmGVR, "ConfigMap", "bobs", map[string]any{"k": "v"}), Author: "bob"})
 	require.Eventually(t, func() bool {
 		st, _ := writer.Status(targetKey)
 		return st.LastError != ""
@@ -541,7 +541,7 @@ func TestAListedChangeOfAnObjectWhoseWindowWasPushedGoesToTheCommitter(t *testin
 
 	// Someone the webhook did not see changes her object; a list finds it while his push waits.
 	app := c.put(cmGVR, "ConfigMap", "app", map[string]any{"k": "changed unseen"})
-	writer.Submit(batch.Change{Target: targetKey, Key: app, AllowDelete: true, Relisted: true})
+	writer.Submit(batch.Change{Target: targetKey, Key: app, Relisted: true})
 	release()
 	var author string
 	require.Eventually(t, func() bool {

@@ -98,7 +98,7 @@ func newRunningWriter(t *testing.T) *runningWriter {
 func (rw *runningWriter) write(t *testing.T, target types.NamespacedName, branch, name, v string) {
 	t.Helper()
 	before := len(rw.remote.Log(branch))
-	rw.m.Submit(Change{Target: target, Key: rw.cluster.set(name, v), AllowDelete: true})
+	rw.m.Submit(Change{Target: target, Key: rw.cluster.set(name, v)})
 	require.Eventually(t, func() bool { return len(rw.remote.Log(branch)) == before+1 }, 10*time.Second, 10*time.Millisecond)
 }
 

@@ -64,7 +64,7 @@ func TestAnEncryptedFileHoldingSeveralObjectsIsNeitherRewrittenNorCutByTheWriter
 	assert.Equal(t, "Secret app/a: not written: "+problem, st.Refused[0], "admission and the writer give the same reason")
 	assert.Equal(t, strings.TrimSuffix(pair, "\n"), s.remote.Show("main", file), "b is not dropped")
 
-	st = s.submitAndSettle(batch.ObjectKey{GVR: secretsGVR, Kind: "Secret", Namespace: "app", Name: "b"}) // deleted
+	st = s.deleteAndSettle(batch.ObjectKey{GVR: secretsGVR, Kind: "Secret", Namespace: "app", Name: "b"})
 	assert.Contains(t, strings.Join(st.Refused, "\n"), "Secret app/b: not removed: "+file+" holds 2 objects")
 	assert.Equal(t, strings.TrimSuffix(pair, "\n"), s.remote.Show("main", file), "nor cut out, which would break the MAC")
 	plain, err := encrypt.Decrypt([]byte(s.remote.Show("main", file)+"\n"), ids)
