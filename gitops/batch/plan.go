@@ -41,6 +41,9 @@ type writePlan struct {
 	// once every other key is (lastPass): a removal later in the window may empty the file.
 	heldBack []ObjectKey
 	lastPass bool
+	// present are the objects the plan found in the cluster: no orphans, whatever an
+	// earlier list said (target.forgetOrphans).
+	present []manifest.Identity
 }
 
 // parsedFile is a file's content with its documents as manifest.Parse returns them.
@@ -187,6 +190,7 @@ func (w *worker) planOne(t *target, p *writePlan, read func(string) ([]byte, err
 		p.actions = append(p.actions, action{"Delete", id, file})
 		return nil
 	}
+	p.present = append(p.present, id)
 	if exists && in.createOnly {
 		return nil // its rules mirror creations only: the document Git has stays as it is
 	}

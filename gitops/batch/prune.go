@@ -132,12 +132,13 @@ func (w *worker) snapshot(s Snapshot) {
 	}
 	t.orphans[s.GVR] = kept
 	total := t.orphanCount(everyResource)
-	forgot := t.forgetRefusalsOfGone(s) // always: not behind a short-circuit
+	ofList := w.ofList(s)
+	forgot := t.forgetRefusalsOfGone(s, ofList) // always: not behind a short-circuit
 	changed := before != total || forgot
 	t.st.Orphans = total
 	// Under w.mu, so no window is being committed (flushing): one the push puts back after
 	// this list would otherwise keep a mark the list has dropped.
-	w.unprune(s, prune)
+	w.unprune(s, prune, ofList)
 	w.mu.Unlock()
 	for _, id := range prune {
 		// A removal the complete list showed: the object is gone, or out of the selection
@@ -156,23 +157,12 @@ func (w *worker) snapshot(s Snapshot) {
 // outside the snapshot's scope is pruned by none of the target's rules now (a snapshot
 // carries all of them for its resource): its marks go too. Clearing one keeps a file, the
 // safe way; a later list marks it again if it should go. Marks made at a version of the
-// resource the target watches no more go by the same list: once every rule moved to a new
-// preferred version, no list of the old one comes any more.
+// resource the target watches no more go by the same list (ofList).
 // Callers hold w.mu, so no window of the target is being committed.
-func (w *worker) unprune(s Snapshot, prune []manifest.Identity) {
+func (w *worker) unprune(s Snapshot, prune []manifest.Identity, ofList func(schema.GroupVersionResource) bool) {
 	still := make(map[manifest.Identity]bool, len(prune))
 	for _, id := range prune {
 		still[id] = true
-	}
-	// A mark at another version goes by this list only once the target watches that version
-	// no more: while rules re-resolve one by one, a list of one version covers only the
-	// rules at it, and a late one must not clear what the other version's list just marked.
-	watched, known := map[schema.GroupVersionResource]bool(nil), false
-	if w.watchedOf != nil {
-		watched, known = w.watchedOf(s.Target)
-	}
-	ofList := func(gvr schema.GroupVersionResource) bool {
-		return gvr == s.GVR || gvr.GroupResource() == s.GVR.GroupResource() && known && !watched[gvr]
 	}
 	w.qmu.Lock()
 	defer w.qmu.Unlock()
@@ -216,16 +206,32 @@ func (w *worker) prunable(t *target, orphans []manifest.Identity, selects func(s
 	return out
 }
 
+// ofList says which versions of s's resource s speaks for: its own, and those the target
+// watches no more. Once every rule moved to a new preferred version no list of the old one
+// comes any more; while rules re-resolve one by one, a list of one version covers only the
+// rules at it, and a late one must not undo what the other version's list just found.
+func (w *worker) ofList(s Snapshot) func(schema.GroupVersionResource) bool {
+	watched, known := map[schema.GroupVersionResource]bool(nil), false
+	if w.watchedOf != nil {
+		watched, known = w.watchedOf(s.Target)
+	}
+	return func(gvr schema.GroupVersionResource) bool {
+		return gvr == s.GVR || gvr.GroupResource() == s.GVR.GroupResource() && known && !watched[gvr]
+	}
+}
+
 // forgetRefusalsOfGone drops the refusals of objects a complete list of their resource no
-// longer has in scope (deleted, or no longer selected): nothing is left to write. It reports whether st.Refused changed. Callers hold w.mu.
-func (t *target) forgetRefusalsOfGone(s Snapshot) bool {
-	present := make(map[ObjectKey]bool, len(s.Present))
+// longer has in scope (deleted, or no longer selected): nothing is left to write. A refusal
+// at a version the target watches no more goes too (ofList): no list of it comes again. It
+// reports whether st.Refused changed. Callers hold w.mu.
+func (t *target) forgetRefusalsOfGone(s Snapshot, ofList func(schema.GroupVersionResource) bool) bool {
+	present := make(map[manifest.Identity]bool, len(s.Present))
 	for _, k := range s.Present {
-		present[k] = true
+		present[k.Identity()] = true
 	}
 	gone := false
 	for k := range t.refused {
-		if k.GVR == s.GVR && s.InScope(k.Namespace) && !present[k] {
+		if ofList(k.GVR) && s.InScope(k.Namespace) && !present[k.Identity()] {
 			delete(t.refused, k)
 			gone = true
 		}

@@ -1,9 +1,12 @@
 package batch
 
 import (
+	"context"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/gitops-reverser/gitops-reverser/gitops/manifest"
@@ -48,4 +51,43 @@ func TestASnapshotHandsOverTheRecoveredDeletionsOfWhatItListedOrAllOnceEveryRule
 		"b's rule may not be registered yet: its deletion waits for it, or read as not watched it would be dropped")
 	assert.Equal(t, waiting, takenBy(Snapshot{InScope: onlyA, Complete: true}, waiting),
 		"every rule is in: a namespace no rule lists now (relabelled while down) still gets the deletion seen before")
+}
+
+func TestAnOrphanWhoseObjectComesBackIsCountedNoMore(t *testing.T) {
+	key, obj := clusterConfigMap("a", "new")
+	cluster := fixedResolver{}
+	m, _ := registeredManagerWith(t, map[string]string{"live/app/configmaps/a.yaml": configMapDoc("a", "old")}, Options{Resolver: cluster})
+	m.Snapshot(Snapshot{Target: liveKey, GVR: key.GVR, Kind: "ConfigMap", InScope: func(string) bool { return true }, Complete: true})
+	st, _ := m.Status(liveKey)
+	require.Equal(t, 1, st.Orphans, "deleted while nobody watched")
+
+	cluster[key] = obj // created again: its event comes, no list
+	m.Submit(Change{Target: liveKey, Key: key})
+	_, err := m.workerOf(liveKey).flushIfDue(context.Background(), liveKey, 2*time.Hour)
+	require.NoError(t, err)
+	st, _ = m.Status(liveKey)
+	assert.Equal(t, 0, st.Orphans, "not until the next list of its resource, which may be days away")
+}
+
+func TestARefusalAtAVersionTheTargetWatchesNoMoreGoesWithTheListOfTheNewOne(t *testing.T) {
+	key, obj := clusterConfigMap("..", "new") // a name no file can have
+	key.GVR.Version = "v1beta1"
+	m, _ := registeredManagerWith(t, map[string]string{"live/README.md": "objects\n"}, Options{Resolver: fixedResolver{key: obj}})
+	m.Submit(Change{Target: liveKey, Key: key})
+	_, err := m.workerOf(liveKey).flushIfDue(context.Background(), liveKey, 2*time.Hour)
+	require.NoError(t, err)
+	st, _ := m.Status(liveKey)
+	require.Len(t, st.Refused, 1)
+
+	v1 := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	listV1 := Snapshot{Target: liveKey, GVR: v1, Kind: "ConfigMap", InScope: func(string) bool { return true }, Complete: true}
+	m.Watched(liveKey, []schema.GroupVersionResource{key.GVR, v1})
+	m.Snapshot(listV1)
+	st, _ = m.Status(liveKey)
+	assert.Len(t, st.Refused, 1, "while v1beta1 is watched too, its own list speaks for it")
+
+	m.Watched(liveKey, []schema.GroupVersionResource{v1}) // the CRD's preferred version moved; then the object was deleted
+	m.Snapshot(listV1)
+	st, _ = m.Status(liveKey)
+	assert.Empty(t, st.Refused, "no list of v1beta1 comes again")
 }

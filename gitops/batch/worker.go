@@ -1032,16 +1032,17 @@ func (w *worker) flush(ctx context.Context, t *target, win *authorWindow) (bool,
 		}
 		refusedBefore := t.st.Refused
 		t.noteRefusals(dirty, p.deferred, p.refused)
+		found := t.forgetOrphans(p.present)
 		if len(p.deferred) > 0 && len(p.files) == 0 {
 			w.deferAll(t, win, p.deferredErr)
-			return !slices.Equal(refusedBefore, t.st.Refused), nil
+			return found || !slices.Equal(refusedBefore, t.st.Refused), nil
 		}
 		refusals := p.refusals()
 		if len(p.files) == 0 {
 			w.foundDelivered(win)
 			w.answer(win, dirty, "", refusals)
 			w.delivered(t, win)
-			return w.settled(t, refusedBefore), nil
+			return w.settled(t, refusedBefore) || found, nil
 		}
 		w.qmu.Lock()
 		requests := live(win.requests) // and one deleted while it was planned
@@ -1061,13 +1062,13 @@ func (w *worker) flush(ctx context.Context, t *target, win *authorWindow) (bool,
 		sha, err := w.repo.Commit(w.remoteTip, p.files, author, committer, msg)
 		if errors.Is(err, repo.ErrNoChange) && len(p.deferred) > 0 {
 			w.deferAll(t, win, p.deferredErr) // as above: nothing committed but what waits
-			return !slices.Equal(refusedBefore, t.st.Refused), nil
+			return found || !slices.Equal(refusedBefore, t.st.Refused), nil
 		}
 		if errors.Is(err, repo.ErrNoChange) {
 			w.foundDelivered(win)
 			w.answer(win, dirty, "", refusals)
 			w.delivered(t, win)
-			return w.settled(t, refusedBefore), nil
+			return w.settled(t, refusedBefore) || found, nil
 		}
 		if errors.Is(err, repo.ErrInvalidPath) || errors.Is(err, repo.ErrPathConflict) || errors.Is(err, repo.ErrInvalidSignature) {
 			return false, fmt.Errorf("committing: %w", err) // the plan's fault, not the clone's: nothing to verify
@@ -1353,6 +1354,23 @@ func (t *target) noteRefusals(dirty, deferred map[ObjectKey]intent, refused map[
 		}
 	}
 	t.listRefusals()
+}
+
+// forgetOrphans stops counting as orphans the objects a plan found in the cluster: one
+// created again after a list found it gone, or created between the list and its snapshot,
+// counted in status.orphans until the next list of its resource, which may be days away.
+// It reports whether an orphan counted in status was forgotten. Callers hold w.mu.
+func (t *target) forgetOrphans(present []manifest.Identity) bool {
+	forgot := false
+	for _, id := range present {
+		for _, ids := range t.orphans { // of any version of its resource
+			if ids[id] {
+				delete(ids, id)
+				forgot = true
+			}
+		}
+	}
+	return forgot
 }
 
 // listRefusals sets st.Refused from refused, sorted. Callers hold w.mu.
