@@ -63,6 +63,17 @@ func TestTargetsOfOneBranchUseTheirOwnCredentials(t *testing.T) {
 	})
 }
 
+// Another target's fetch a moment before must not vouch for credentials it did not use.
+func TestATargetWhoseCredentialsChangedTriesThemWhenItRegisters(t *testing.T) {
+	_, writer, _, live, other := twoTargetsWithAuth(t, false)
+	other.Auth = &githttp.BasicAuth{Username: "alice", Password: "revoked"}
+	_, err := writer.EnsureTarget(context.Background(), other)
+	require.Error(t, err, "its Secret now holds a password the remote refuses: not Ready")
+	assert.NotContains(t, err.Error(), "revoked")
+	_, err = writer.EnsureTarget(context.Background(), live)
+	require.NoError(t, err, "the other target's credentials still work")
+}
+
 func TestOneTargetsTroubleStaysItsOwn(t *testing.T) {
 	t.Run("a folder that became a file stalls its own target only: the others still register", func(t *testing.T) {
 		remote := repotest.NewFileRemote(t)

@@ -408,7 +408,9 @@ func (w *worker) ensureTarget(ctx context.Context, spec TargetSpec) (*target, Ta
 	}
 	w.actFor(spec)
 	var err error
-	if !t.st.Known || folderChanged || time.Since(w.lastFetch) > minFetchInterval {
+	// New credentials are tried at once: another target's fetch a moment ago, with its
+	// own, says nothing of them.
+	if !t.st.Known || folderChanged || retryNow || time.Since(w.lastFetch) > minFetchInterval {
 		err = w.refresh(ctx, folderChanged || !t.st.Known, t)
 		if err != nil && w.repairIfDamaged(ctx, err) {
 			err = w.refresh(ctx, true, t)
