@@ -766,10 +766,11 @@ func TestAGitProviderWhoseURLCarriesATokenIsRefusedAndOneWithoutIsWritten(t *tes
 	assert.NotContains(t, tree, "token.yaml")
 }
 
-// The GitTarget controller puts EnsureTarget's error in a condition, and a status that
-// changes requeues the target at once, past its backoff: an error that differs on every
-// attempt would reconcile it in a loop for as long as the remote refuses.
-func TestARewrapTheRemoteRefusesFailsWithTheSameErrorEachTime(t *testing.T) {
+// A push the remote refuses is a write failure (WriteFailed), tried again at the next
+// registration: returned as an error it read as an unreachable remote, and the controller
+// retried it at once, pushing the re-wrap a dozen times in two minutes. The message is the
+// same at every attempt, so a status write does not requeue the target either.
+func TestARewrapTheRemoteRefusesIsAWriteFailureTriedAtTheNextRegistration(t *testing.T) {
 	var refuse atomic.Bool
 	remote := repotest.NewHTTPRemote(t, repotest.RefusePushesWhile(&refuse, http.StatusForbidden, "protected branch"))
 	s := newWriterSceneOn(t, remote, nil, batch.Options{WorkDir: t.TempDir()})
@@ -778,11 +779,18 @@ func TestARewrapTheRemoteRefusesFailsWithTheSameErrorEachTime(t *testing.T) {
 	ids, recipients := identity(t)
 	spec.Encryption = &batch.Encryption{Recipients: recipients, Identities: ids} // .sops.yaml is to be written
 	refuse.Store(true)
-	_, first := writer.EnsureTarget(ctx, spec)
-	require.Error(t, first)
+	first, err := writer.EnsureTarget(ctx, spec)
+	require.NoError(t, err)
+	assert.Contains(t, first.LastError, "pushing re-wrapped files")
 	time.Sleep(1100 * time.Millisecond) // a commit made a second later has another hash
-	_, second := writer.EnsureTarget(ctx, spec)
-	require.Error(t, second)
-	assert.Equal(t, first.Error(), second.Error())
+	second, err := writer.EnsureTarget(ctx, spec)
+	require.NoError(t, err)
+	assert.Equal(t, first.LastError, second.LastError)
 	assert.NotContains(t, remote.LsTree("main"), "live/.sops.yaml")
+
+	refuse.Store(false)
+	third, err := writer.EnsureTarget(ctx, spec)
+	require.NoError(t, err)
+	assert.Empty(t, third.LastError, "the re-wrap landed")
+	assert.Contains(t, remote.LsTree("main"), "live/.sops.yaml")
 }

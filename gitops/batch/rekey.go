@@ -298,15 +298,23 @@ func (w *worker) pushRekey(ctx context.Context, t *target, enc *Encryption, rp *
 			w.opts.Metrics.push(w.key, "conflict")
 			return w.refresh(ctx, false, t)
 		}
+		// A write failure, as a window's: status says WriteFailed (not that the remote is
+		// unreachable), and the next registration, a poll interval later, tries again,
+		// rather than the controller's quick retries of an error. No SHA in the error: the
+		// commit is made again, with a new one, on every attempt, and status would change.
 		w.opts.Metrics.push(w.key, "failed")
-		// No SHA in the error: the commit is made again, with a new one, on every attempt,
-		// and the error reaches status, whose every change requeues the target at once.
-		return fmt.Errorf("pushing re-wrapped files: %w", err)
+		w.opts.Metrics.failed(w.key)
+		err = fmt.Errorf("pushing re-wrapped files: %w", err)
+		t.st.LastError = err.Error()
+		w.log.Error(err, "re-wrapping the folder's encrypted files failed; tried again at the target's next registration",
+			"gitTarget", t.spec.Key.String())
+		return nil
 	}
 	w.opts.Metrics.push(w.key, "pushed")
 	if err := w.pushed(t, sha, rp.files, nil); err != nil {
 		return err
 	}
+	w.clearFailure(t)
 	t.st.LastCommit, t.st.LastCommitTime = sha, sig.When
 	w.log.Info("re-wrapped encrypted files", "gitTarget", t.spec.Key.String(), "sha", sha.String(),
 		"files", rp.rewrapped, "skipped", len(rp.skipped), "recipients", len(enc.Recipients))
