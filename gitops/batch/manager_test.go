@@ -685,6 +685,56 @@ func TestAnObjectNoRuleSelectsAnyMore(t *testing.T) {
 	}
 }
 
+func TestPlanBefore(t *testing.T) {
+	v1, beta := goneKey, goneKey
+	beta.GVR.Version = "v1beta1"
+	other := goneKey
+	other.Name = "another"
+	tests := []struct {
+		name  string
+		a, b  ObjectKey
+		dirty map[ObjectKey]intent
+		want  bool
+	}{
+		{"orders objects by identity", other, v1, map[ObjectKey]intent{}, true},
+		{"plans the removal of an object waiting at two versions before its write",
+			beta, v1, map[ObjectKey]intent{v1: {}, beta: {deleted: true}}, true},
+		{"plans its write after the removal, whichever version each came at",
+			beta, v1, map[ObjectKey]intent{v1: {deleted: true}, beta: {}}, false},
+		{"orders two writes of one object by version", v1, beta, map[ObjectKey]intent{}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, planBefore(tt.a, tt.b, tt.dirty, PruneOnEvent))
+		})
+	}
+}
+
+// byVersion answers per version of a resource: rules at v1 and at v1beta1 re-resolving one
+// by one after a CRD's preferred version moved.
+type byVersion map[string]*unstructured.Unstructured
+
+func (r byVersion) Current(_ types.NamespacedName, k ObjectKey) (*unstructured.Unstructured, error) {
+	if o := r[k.GVR.Version]; o != nil {
+		return o.DeepCopy(), nil
+	}
+	return nil, ErrNotSelected
+}
+
+func TestAnObjectOneVersionsRuleLetGoAndAnotherStillSelectsKeepsItsDocument(t *testing.T) {
+	v1, obj := clusterConfigMap("a", "new")
+	beta := v1
+	beta.GVR.Version = "v1beta1"
+	m, _ := registeredManagerWith(t, map[string]string{"live/app/configmaps/a.yaml": configMapDoc("a", "old")},
+		Options{Resolver: byVersion{"v1beta1": obj}})
+	m.Submit(Change{Target: liveKey, Key: v1, Deleted: true}, // it left the v1 rule's selection
+		Change{Target: liveKey, Key: beta}) // the v1beta1 rule still selects it
+	w := m.workerOf(liveKey)
+	_, err := w.flushIfDue(context.Background(), liveKey, 2*time.Hour)
+	require.NoError(t, err)
+	assert.Equal(t, configMapDoc("a", "new"), filesAtTip(t, w, "live")["live/app/configmaps/a.yaml"])
+}
+
 // readyRecorder records the targets whose folder asked for a snapshot (OnFolderReady).
 type readyRecorder struct {
 	mu    sync.Mutex

@@ -113,11 +113,12 @@ func (p *writePlan) message(t *target, win *authorWindow) (msg string, fellBack 
 // plan resolves every dirty key to its current state and edits the files holding them.
 // Callers hold w.mu.
 func (w *worker) plan(ctx context.Context, t *target, dirty map[ObjectKey]intent) (*writePlan, error) {
+	mode := t.spec.Prune
 	keys := make([]ObjectKey, 0, len(dirty))
 	for k := range dirty {
 		keys = append(keys, k)
 	}
-	sort.Slice(keys, func(i, j int) bool { return keys[i].Identity().String() < keys[j].Identity().String() })
+	sort.Slice(keys, func(i, j int) bool { return planBefore(keys[i], keys[j], dirty, mode) })
 
 	p := &writePlan{files: map[string][]byte{}, located: map[manifest.Identity]string{}, parsed: map[string]parsedFile{}}
 	tree := w.repo.TreeReader(w.remoteTip)
@@ -146,6 +147,20 @@ func (w *worker) plan(ctx context.Context, t *target, dirty map[ObjectKey]intent
 		}
 	}
 	return p, nil
+}
+
+// planBefore orders a window's keys by identity; one object waiting at two versions of its
+// resource (rules re-resolving after a CRD's preferred version moved: one version's rule
+// saw it leave, the other's still selects it) is planned removal first, so the write
+// planned after it stands whatever order the map gave. Pure.
+func planBefore(a, b ObjectKey, dirty map[ObjectKey]intent, mode string) bool {
+	if ia, ib := a.Identity().String(), b.Identity().String(); ia != ib {
+		return ia < ib
+	}
+	if ra, rb := dirty[a].removes(mode), dirty[b].removes(mode); ra != rb {
+		return ra
+	}
+	return a.GVR.Version < b.GVR.Version
 }
 
 func (w *worker) planOne(t *target, p *writePlan, read func(string) ([]byte, error), k ObjectKey, in intent) error {
