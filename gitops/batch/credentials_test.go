@@ -70,8 +70,14 @@ func TestATargetWhoseCredentialsChangedTriesThemWhenItRegisters(t *testing.T) {
 	_, err := writer.EnsureTarget(context.Background(), other)
 	require.Error(t, err, "its Secret now holds a password the remote refuses: not Ready")
 	assert.NotContains(t, err.Error(), "revoked")
+	_, err = writer.EnsureTarget(context.Background(), other)
+	require.Error(t, err, "nor at the controller's retry, until they fetch once")
 	_, err = writer.EnsureTarget(context.Background(), live)
 	require.NoError(t, err, "the other target's credentials still work")
+
+	other.Auth = &githttp.BasicAuth{Username: "alice", Password: "s3cret"}
+	_, err = writer.EnsureTarget(context.Background(), other)
+	require.NoError(t, err, "fixed")
 }
 
 func TestOneTargetsTroubleStaysItsOwn(t *testing.T) {

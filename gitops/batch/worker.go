@@ -46,6 +46,10 @@ type target struct {
 	// index is swapped whole on re-analysis; admission reads it without the worker's lock.
 	index atomic.Pointer[folderIndex]
 	st    TargetStatus
+	// untried says the target's credentials changed and no fetch with them succeeded yet:
+	// each registration fetches until one does, whatever another target fetched meanwhile
+	// with its own.
+	untried bool
 	// refused holds why each object the writer would not write was left out, until a
 	// later plan of that object writes, skips or removes it; st.Refused lists it.
 	refused map[ObjectKey]string
@@ -389,6 +393,7 @@ func (w *worker) ensureTarget(ctx context.Context, spec TargetSpec) (*target, Ta
 	retryNow := ok && credentialsChanged(t.spec, spec)
 	if retryNow {
 		t.backoff, t.retryAt = 0, time.Time{} // new credentials: try them now
+		t.untried = true
 	}
 	if ok && t.spec.Prune != spec.Prune && (t.spec.Prune == PruneAlways || spec.Prune == PruneAlways) && t.st.Known {
 		// A snapshot prunes now the orphans the old mode kept, or counts again those it
@@ -408,9 +413,9 @@ func (w *worker) ensureTarget(ctx context.Context, spec TargetSpec) (*target, Ta
 	}
 	w.actFor(spec)
 	var err error
-	// New credentials are tried at once: another target's fetch a moment ago, with its
-	// own, says nothing of them.
-	if !t.st.Known || folderChanged || retryNow || time.Since(w.lastFetch) > minFetchInterval {
+	// New credentials are tried until they fetch: another target's fetch a moment ago,
+	// with its own, says nothing of them.
+	if !t.st.Known || folderChanged || t.untried || time.Since(w.lastFetch) > minFetchInterval {
 		err = w.refresh(ctx, folderChanged || !t.st.Known, t)
 		if err != nil && w.repairIfDamaged(ctx, err) {
 			err = w.refresh(ctx, true, t)
@@ -420,6 +425,9 @@ func (w *worker) ensureTarget(ctx context.Context, spec TargetSpec) (*target, Ta
 			// people's commits would otherwise never compact (it happens after pushes).
 			// A clone rebuilt there is fetched again before the target reads it.
 			err = w.refresh(ctx, true, t)
+		}
+		if err == nil {
+			t.untried = false
 		}
 	}
 	t.unread = nil
