@@ -766,13 +766,23 @@ func TestAGitProviderWhoseURLCarriesATokenIsRefusedAndOneWithoutIsWritten(t *tes
 	assert.NotContains(t, tree, "token.yaml")
 }
 
-// A push the remote refuses is a write failure (WriteFailed), tried again at the next
-// registration: returned as an error it read as an unreachable remote, and the controller
-// retried it at once, pushing the re-wrap a dozen times in two minutes. The message is the
-// same at every attempt, so a status write does not requeue the target either.
-func TestARewrapTheRemoteRefusesIsAWriteFailureTriedAtTheNextRegistration(t *testing.T) {
+// A push the remote refuses is a write failure (WriteFailed), not an error: returned as one
+// it read as an unreachable remote, and the controller retried it at once, pushing the
+// re-wrap a dozen times in two minutes. It is tried again after a backoff of its own; a
+// window that commits meanwhile does not end it, since the rotation has not landed.
+func TestARewrapTheRemoteRefusesIsAWriteFailureTriedAfterABackoff(t *testing.T) {
 	var refuse atomic.Bool
-	remote := repotest.NewHTTPRemote(t, repotest.RefusePushesWhile(&refuse, http.StatusForbidden, "protected branch"))
+	var refused atomic.Int32
+	remote := repotest.NewHTTPRemote(t, repotest.WithMiddleware(func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if refuse.Load() && repotest.IsReceivePack(r) {
+				refused.Add(1)
+				http.Error(w, "protected branch", http.StatusForbidden)
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}))
 	s := newWriterSceneOn(t, remote, nil, batch.Options{WorkDir: t.TempDir()})
 	ctx, spec, writer := context.Background(), s.spec, s.writer
 
@@ -782,13 +792,21 @@ func TestARewrapTheRemoteRefusesIsAWriteFailureTriedAtTheNextRegistration(t *tes
 	first, err := writer.EnsureTarget(ctx, spec)
 	require.NoError(t, err)
 	assert.Contains(t, first.LastError, "pushing re-wrapped files")
-	time.Sleep(1100 * time.Millisecond) // a commit made a second later has another hash
-	second, err := writer.EnsureTarget(ctx, spec)
+	pushes := refused.Load()
+	second, err := writer.EnsureTarget(ctx, spec) // the status write requeues the target at once
 	require.NoError(t, err)
-	assert.Equal(t, first.LastError, second.LastError)
-	assert.NotContains(t, remote.LsTree("main"), "live/.sops.yaml")
+	assert.Equal(t, first.LastError, second.LastError, "the same message: no requeue loop")
+	assert.Equal(t, pushes, refused.Load(), "not pushed again within its backoff")
 
 	refuse.Store(false)
+	writer.Submit(batch.Change{Target: targetKey, Key: s.cluster.put(cmGVR, "ConfigMap", "app", map[string]any{"k": "v"})})
+	require.Eventually(t, func() bool { return strings.Contains(remote.LsTree("main"), "configmaps/app.yaml") },
+		10*time.Second, 50*time.Millisecond)
+	st, _ := writer.Status(targetKey)
+	assert.Equal(t, first.LastError, st.LastError, "a window that commits does not end the re-wrap's failure")
+	assert.NotContains(t, remote.LsTree("main"), "live/.sops.yaml")
+
+	time.Sleep(time.Second) // the backoff
 	third, err := writer.EnsureTarget(ctx, spec)
 	require.NoError(t, err)
 	assert.Empty(t, third.LastError, "the re-wrap landed")

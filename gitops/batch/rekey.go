@@ -59,10 +59,16 @@ func (w *worker) syncKeys(ctx context.Context, key types.NamespacedName) (Target
 		return TargetStatus{}, nil
 	}
 	enc := t.spec.Encryption
-	if enc == nil || !t.st.Known || !t.verdict.Supported {
+	if enc == nil {
+		t.rekeyFailed = "" // nothing left to re-wrap for
+	}
+	if enc == nil || !t.st.Known || !t.verdict.Supported || time.Now().Before(t.rekeyRetryAt) {
 		return w.view(t), nil
 	}
 	rp, err := w.planRekey(t, enc)
+	if rp == nil && err == nil {
+		t.rekeyFailed, t.rekeyBackoff = "", 0 // in step already: landed, or made so by hand
+	}
 	if err != nil || rp == nil {
 		return w.view(t), err
 	}
@@ -299,22 +305,24 @@ func (w *worker) pushRekey(ctx context.Context, t *target, enc *Encryption, rp *
 			return w.refresh(ctx, false, t)
 		}
 		// A write failure, as a window's: status says WriteFailed (not that the remote is
-		// unreachable), and the next registration, a poll interval later, tries again,
-		// rather than the controller's quick retries of an error. No SHA in the error: the
-		// commit is made again, with a new one, on every attempt, and status would change.
+		// unreachable), and a registration after the backoff tries again, rather than the
+		// controller's quick retries of an error. No SHA in the error: the commit is made
+		// again, with a new one, on every attempt, and status would change each time.
 		w.opts.Metrics.push(w.key, "failed")
 		w.opts.Metrics.failed(w.key)
 		err = fmt.Errorf("pushing re-wrapped files: %w", err)
-		t.st.LastError = err.Error()
-		w.log.Error(err, "re-wrapping the folder's encrypted files failed; tried again at the target's next registration",
-			"gitTarget", t.spec.Key.String())
+		t.rekeyFailed = err.Error()
+		t.rekeyBackoff = min(max(2*t.rekeyBackoff, time.Second), 2*time.Minute)
+		t.rekeyRetryAt = time.Now().Add(t.rekeyBackoff)
+		w.log.Error(err, "re-wrapping the folder's encrypted files failed; tried again at a later registration",
+			"gitTarget", t.spec.Key.String(), "retryIn", t.rekeyBackoff.String())
 		return nil
 	}
 	w.opts.Metrics.push(w.key, "pushed")
 	if err := w.pushed(t, sha, rp.files, nil); err != nil {
 		return err
 	}
-	w.clearFailure(t)
+	t.rekeyFailed, t.rekeyBackoff = "", 0
 	t.st.LastCommit, t.st.LastCommitTime = sha, sig.When
 	w.log.Info("re-wrapped encrypted files", "gitTarget", t.spec.Key.String(), "sha", sha.String(),
 		"files", rp.rewrapped, "skipped", len(rp.skipped), "recipients", len(enc.Recipients))

@@ -46,6 +46,14 @@ type target struct {
 	// index is swapped whole on re-analysis; admission reads it without the worker's lock.
 	index atomic.Pointer[folderIndex]
 	st    TargetStatus
+	// rekeyFailed is why the last re-wrap of the folder's encrypted files (syncKeys) did
+	// not land, shown as st.LastError while no window's failure is; a window that commits
+	// does not clear it. The re-wrap is tried again at a registration after rekeyRetryAt
+	// (rekeyBackoff: 1 s doubling to 2 minutes), or at once when the recipients or the
+	// credentials change.
+	rekeyFailed  string
+	rekeyBackoff time.Duration
+	rekeyRetryAt time.Time
 	// untried says the target's credentials changed and no fetch with them succeeded yet:
 	// each registration fetches until one does, whatever another target fetched meanwhile
 	// with its own.
@@ -293,6 +301,9 @@ func (w *worker) status(key types.NamespacedName) (TargetStatus, bool) {
 // watcher said. Callers hold w.mu.
 func (w *worker) view(t *target) TargetStatus {
 	st := t.st
+	if st.LastError == "" {
+		st.LastError = t.rekeyFailed
+	}
 	counted := everyResource
 	if w.watchedOf != nil {
 		if watched, known := w.watchedOf(t.spec.Key); known {
@@ -378,6 +389,14 @@ func credentialsChanged(before, after TargetSpec) bool {
 	return !reflect.DeepEqual(before.Auth, after.Auth)
 }
 
+// sameRecipients says whether two encryption settings wrap files for the same recipients.
+func sameRecipients(a, b *Encryption) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return slices.Equal(a.Recipients, b.Recipients)
+}
+
 // ensureTarget registers the target, fetches the branch and re-reads folders when the
 // remote moved. It reports a folder that became writable, or a new folder, through
 // OnFolderReady.
@@ -399,6 +418,9 @@ func (w *worker) ensureTarget(ctx context.Context, spec TargetSpec) (*target, Ta
 		// A snapshot prunes now the orphans the old mode kept, or counts again those it
 		// was pruning and the new mode keeps.
 		t.folderReady = true
+	}
+	if ok && (retryNow || !sameRecipients(t.spec.Encryption, spec.Encryption)) {
+		t.rekeyRetryAt = time.Time{} // a re-wrap that failed is tried with them at once
 	}
 	if ok && t.spec.Encryption == nil && spec.Encryption != nil && t.st.Known {
 		// The sensitive objects refused while the target could not encrypt are written now,
