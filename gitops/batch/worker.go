@@ -1391,18 +1391,20 @@ func (t *target) noteRefusals(dirty, deferred map[ObjectKey]intent, refused map[
 // forgetOrphans stops counting as orphans the objects a plan found in the cluster: one
 // created again after a list found it gone, or created between the list and its snapshot,
 // counted in status.orphans until the next list of its resource, which may be days away.
-// It reports whether an orphan counted in status was forgotten. Callers hold w.mu.
+// It reports whether the count status shows changed. Callers hold w.mu.
 func (t *target) forgetOrphans(present []manifest.Identity) bool {
-	forgot := false
+	before := -1
 	for _, id := range present {
 		for _, ids := range t.orphans { // of any version of its resource
 			if ids[id] {
+				if before < 0 {
+					before = t.orphanCount(everyResource) // counted only when one is forgotten
+				}
 				delete(ids, id)
-				forgot = true
 			}
 		}
 	}
-	return forgot
+	return before >= 0 && before != t.orphanCount(everyResource)
 }
 
 // listRefusals sets st.Refused from refused, sorted. Callers hold w.mu.

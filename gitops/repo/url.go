@@ -80,8 +80,9 @@ func normalize(raw string, sshUsers bool) string {
 // ssh user name. The user picks the account the writer dials as, not the repository: on
 // AWS CodeCommit it is the SSH key's ID, so two GitProviders with keys of their own name
 // one repository with two users, and must share its worker (each target still dials with
-// its own key and user). A path under a home directory ("ssh://alice@host/~/repo") is the
-// exception: there the user picks the repository too, and is kept.
+// its own key and user). A path under a home directory ("ssh://alice@host/~/repo",
+// "alice@host:~/repo") is the exception: there the user picks the repository too, and is
+// kept. Any other scp-like path is read from the root, as NormalizeURL says.
 func RepositoryKey(raw string) string { return normalize(raw, false) }
 
 // toURLSyntax rewrites scp-like addresses and local paths as URLs.
