@@ -787,6 +787,10 @@ func (s *writerSuite) benchRestart(b *testing.B) {
 	}
 	fmt.Printf("writer (d): restart with %s unchanged objects: %s (goal 0), Ready and caught up in %s vs one LIST %s, ratio %.1f%s\n\n",
 		thousands(snapshotObjects), plural(commits, "commit"), ready.Round(10*time.Millisecond), list.Round(time.Millisecond), ratio, note)
+	if commits != 0 {
+		// Not a speed: a restart that commits unchanged objects is wrong on any machine.
+		b.Errorf("writer (d): a restart with unchanged objects made %s; it must make none", plural(commits, "commit"))
+	}
 }
 
 // waitCaughtUp polls until the restarted operator has reconciled the GitTarget (its own

@@ -175,7 +175,7 @@ func TestAllowedDryRunWarnsWhereTheObjectLands(t *testing.T) {
 	setupTarget(t, "warn-a", remote, "live", "0s")
 	watchRule(t, "warn-a", "cms", `"configmaps"`)
 	cm := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\n  namespace: warn-a\ndata:\n  k: v\n"
-	want := fmt.Sprintf("file://%s main:live/warn-a/configmaps/app.yaml", remote)
+	want := fmt.Sprintf("%s main:live/warn-a/configmaps/app.yaml", remoteURL(t, remote))
 	eventually(t, 30*time.Second, "dry-run warning", func() (bool, string) {
 		o, err := kubectlErr(cm, "apply", "--dry-run=server", "-f", "-")
 		return err == nil && strings.Contains(o, want), o
@@ -297,7 +297,7 @@ metadata:
   name: same-repo
   namespace: over-a
 spec:
-  url: file://%s/
+  url: %s/
 ---
 apiVersion: reverser.gitops.dev/v1alpha1
 kind: GitTarget
@@ -309,7 +309,7 @@ spec:
     name: same-repo
   branch: main
   path: clusters/prod/team
-`, remote), "apply", "-f", "-")
+`, remoteURL(t, remote)), "apply", "-f", "-")
 	require.Error(t, err)
 	assert.Contains(t, out, `overlaps folder "clusters/prod" of GitTarget over-a/live`)
 

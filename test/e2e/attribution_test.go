@@ -110,6 +110,7 @@ func TestCommitRequestBeforeDuringAndAfterTheAuthorsWindow(t *testing.T) {
 		kubectl(t, commitRequest("requests", "during", "Turn the flags on\n\nTicket: OPS-1", "60s"), as("alice", "apply", "-f", "-")...)
 		kubectl(t, "", "-n", "requests", "wait", "--for=condition=Committed", "--timeout=60s", "commitrequest/during")
 		assert.Less(t, time.Since(start), 18*time.Second, "the request closes the window before its 20s quiet period")
+		assert.Equal(t, "Committed", committedReason(t, "during"))
 		sha := kubectl(t, "", "-n", "requests", "get", "commitrequest/during", "-o", "jsonpath={.status.sha}")
 		msg := git(t, remote, "log", "-1", "--format=%an|%B", sha)
 		assert.Equal(t, "alice|Turn the flags on\n\nTicket: OPS-1", strings.TrimSpace(msg))
@@ -121,20 +122,25 @@ func TestCommitRequestBeforeDuringAndAfterTheAuthorsWindow(t *testing.T) {
 
 	t.Run("before: the request waits for the author's next change", func(t *testing.T) {
 		kubectl(t, commitRequest("requests", "before", "Scale down for the night", "60s"), as("alice", "apply", "-f", "-")...)
-		time.Sleep(time.Second)
+		kubectl(t, "", "-n", "requests", "wait", "--for=jsonpath={.status.conditions[?(@.type==\"Committed\")].reason}=Waiting",
+			"--timeout=60s", "commitrequest/before") // the writer holds it before her change comes
 		kubectl(t, configMap("requests", "scale", "1"), as("alice", "apply", "-f", "-")...)
 		kubectl(t, "", "-n", "requests", "wait", "--for=condition=Committed", "--timeout=60s", "commitrequest/before")
+		assert.Equal(t, "Committed", committedReason(t, "before"))
 		sha := kubectl(t, "", "-n", "requests", "get", "commitrequest/before", "-o", "jsonpath={.status.sha}")
 		assert.Equal(t, "Scale down for the night", strings.TrimSpace(git(t, remote, "log", "-1", "--format=%B", sha)))
 	})
 
-	t.Run("after: with nothing pending the request times out and says so", func(t *testing.T) {
-		kubectl(t, commitRequest("requests", "after", "Nothing to see", "3s"), as("alice", "apply", "-f", "-")...)
+	t.Run("after: once the author's window committed on its own, the request times out and says so", func(t *testing.T) {
+		// bob's change of the first case, committed when its 20s quiet period ended
+		waitFile(t, remote, "live/requests/configmaps/other.yaml", func(string) bool { return true })
+		kubectl(t, commitRequest("requests", "after", "Nothing to see", "3s"), as("bob", "apply", "-f", "-")...)
 		kubectl(t, "", "-n", "requests", "wait", "--for=jsonpath={.status.conditions[?(@.type==\"Committed\")].reason}=TimedOut", "--timeout=60s", "commitrequest/after")
 		msg := kubectl(t, "", "-n", "requests", "get", "commitrequest/after", "-o", "jsonpath={.status.conditions[?(@.type==\"Committed\")].message}")
 		assert.Contains(t, msg, "the message was not used")
 		status := kubectl(t, "", "-n", "requests", "get", "commitrequest/after", "-o", "jsonpath={.status.conditions[?(@.type==\"Committed\")].status}")
 		assert.Equal(t, "False", status)
+		assert.NotContains(t, git(t, remote, "log", "--format=%B", "main"), "Nothing to see")
 	})
 
 	t.Run("a request for a GitTarget that does not exist is refused", func(t *testing.T) {
@@ -142,6 +148,12 @@ func TestCommitRequestBeforeDuringAndAfterTheAuthorsWindow(t *testing.T) {
 		require.Error(t, err)
 		assert.Contains(t, out, "GitTarget requests/missing")
 	})
+}
+
+// committedReason is the reason of CommitRequest requests/name's Committed condition.
+func committedReason(t *testing.T, name string) string {
+	t.Helper()
+	return kubectl(t, "", "-n", "requests", "get", "commitrequest/"+name, "-o", `jsonpath={.status.conditions[?(@.type=="Committed")].reason}`)
 }
 
 func TestAReplicaThatDoesNotLeadForwardsWhoMadeTheChange(t *testing.T) {

@@ -18,8 +18,8 @@ func clonesOf(t *testing.T, work, remote string) []string {
 	require.NoError(t, err)
 	var out []string
 	for _, e := range entries {
-		config, err := os.ReadFile(filepath.Join(work, e.Name(), "config"))
-		if err == nil && strings.Contains(string(config), "url = file://"+remote+"\n") {
+		url, err := gitErr(filepath.Join(work, e.Name()), "config", "remote.origin.url")
+		if err == nil && strings.TrimSuffix(strings.TrimSpace(url), "/") == remoteURL(t, remote) {
 			out = append(out, e.Name())
 		}
 	}

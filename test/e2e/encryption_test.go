@@ -23,7 +23,7 @@ import (
 // given as YAML (indented under `age:`), and waits for Ready.
 func encryptedTarget(t *testing.T, ns, remote, age string) {
 	t.Helper()
-	kubectl(t, targetManifest(ns, remote, "live", "0s", "  encryption:\n    age:\n"+age), "apply", "-f", "-")
+	kubectl(t, targetManifest(ns, remoteURL(t, remote), "live", "0s", "  encryption:\n    age:\n"+age), "apply", "-f", "-")
 	kubectl(t, "", "-n", ns, "wait", "--for=condition=Ready", "--timeout=60s", "gitprovider/repo", "gittarget/live")
 }
 

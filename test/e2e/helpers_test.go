@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +15,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/gitops-reverser/gitops-reverser/gitops/repo/repotest"
 )
 
 // operator is one running instance of the real binary.
@@ -131,13 +134,35 @@ func gitErr(gitDir string, args ...string) (string, error) {
 	return string(out), err
 }
 
-// newRemote makes an empty bare repository and returns its path.
+// newRemote makes an empty bare repository, served over smart HTTP by `git http-backend`
+// on 127.0.0.1 (remoteURL: what the operator dials), and returns its path, where the git CLI
+// observes it. The server stops when the test ends (serverOf stops it sooner).
 func newRemote(t *testing.T) string {
 	t.Helper()
-	dir := filepath.Join(t.TempDir(), "remote.git")
-	out, err := exec.Command("git", "init", "--bare", "--initial-branch=main", dir).CombinedOutput()
-	require.NoError(t, err, string(out))
+	return newRemoteWith(t)
+}
+
+// newRemoteWith is newRemote with the server's handler wrapped (repotest.Serve).
+func newRemoteWith(t *testing.T, wrappers ...func(http.Handler) http.Handler) string {
+	t.Helper()
+	root := t.TempDir()
+	dir := repotest.NewBareRepo(t, root, "remote")
+	shared.servers.Store(dir, repotest.NewServer(t, root, wrappers...))
 	return dir
+}
+
+// serverOf is the server of a repository newRemote made.
+func serverOf(t *testing.T, remote string) *repotest.Server {
+	t.Helper()
+	s, ok := shared.servers.Load(remote)
+	require.True(t, ok, "%s was not made by newRemote", remote)
+	return s.(*repotest.Server)
+}
+
+// remoteURL is the URL of a repository newRemote made.
+func remoteURL(t *testing.T, remote string) string {
+	t.Helper()
+	return serverOf(t, remote).URL() + "/remote.git"
 }
 
 // commits lists the subjects on main, newest first; none when the branch does not exist.
@@ -182,13 +207,13 @@ func fsck(t *testing.T, remote string) {
 // Ready and returns the namespace.
 func setupTarget(t *testing.T, ns, remote, path, quiet string) {
 	t.Helper()
-	kubectl(t, targetManifest(ns, remote, path, quiet, ""), "apply", "-f", "-")
+	kubectl(t, targetManifest(ns, remoteURL(t, remote), path, quiet, ""), "apply", "-f", "-")
 	kubectl(t, "", "-n", ns, "wait", "--for=condition=Ready", "--timeout=60s", "gitprovider/repo", "gittarget/live")
 }
 
-// targetManifest is the namespace, GitProvider and GitTarget of setupTarget; extraSpec is
-// appended to the GitTarget's spec (indented by two spaces).
-func targetManifest(ns, remote, path, quiet, extraSpec string) string {
+// targetManifest is the namespace, GitProvider and GitTarget of setupTarget, on the
+// repository at url; extraSpec is appended to the GitTarget's spec (indented by two spaces).
+func targetManifest(ns, url, path, quiet, extraSpec string) string {
 	return fmt.Sprintf(`apiVersion: v1
 kind: Namespace
 metadata:
@@ -200,7 +225,7 @@ metadata:
   name: repo
   namespace: %[1]s
 spec:
-  url: file://%[2]s
+  url: %[2]s
   allowedBranches: ["main"]
 ---
 apiVersion: reverser.gitops.dev/v1alpha1
@@ -215,7 +240,7 @@ spec:
   path: %[3]s
   commitWindow:
     quiet: %[4]s
-%[5]s`, ns, remote, path, quiet, extraSpec)
+%[5]s`, ns, url, path, quiet, extraSpec)
 }
 
 func execGit(dir string, args ...string) (string, error) {

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -34,6 +35,8 @@ type suite struct {
 	dir                string
 	certDir            string
 	webhookPort        int
+	// servers holds the server of each repository newRemote made, by its path.
+	servers sync.Map
 }
 
 var shared suite

@@ -211,7 +211,7 @@ metadata:
   name: repo
   namespace: team-d
 spec:
-  url: file://%s
+  url: %s
 ---
 apiVersion: reverser.gitops.dev/v1alpha1
 kind: GitTarget
@@ -223,7 +223,7 @@ spec:
     name: repo
   branch: main
   path: live
-`, remote), "apply", "-f", "-")
+`, remoteURL(t, remote)), "apply", "-f", "-")
 	kubectl(t, "", "-n", "team-d", "wait", "--for=condition=Stalled", "--timeout=60s", "gittarget/live")
 	msg := kubectl(t, "", "-n", "team-d", "get", "gittarget", "live", "-o", `jsonpath={.status.conditions[?(@.type=="Stalled")].message}`)
 	assert.Contains(t, msg, "live/run.sh")

@@ -11,6 +11,7 @@ package repotest
 
 import (
 	"bytes"
+	"net"
 	"net/http"
 	"net/http/cgi"
 	"net/http/httptest"
@@ -22,6 +23,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // Fixture identity used by every commit the git CLI makes here, so that tests
@@ -192,6 +194,15 @@ func (c *serveConfig) handlerWrappers() []func(http.Handler) http.Handler {
 // URL. Wrappers are applied in order, so the last one sees a request first.
 func Serve(t testing.TB, projectRoot string, wrappers ...func(http.Handler) http.Handler) string {
 	t.Helper()
+	srv := httptest.NewServer(backend(t, projectRoot, wrappers...)) // listens on 127.0.0.1
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// backend is `git http-backend` serving projectRoot, wrapped in order (the last wrapper
+// sees a request first).
+func backend(t testing.TB, projectRoot string, wrappers ...func(http.Handler) http.Handler) http.Handler {
+	t.Helper()
 	execPath := Git(t, projectRoot, "--exec-path")
 	var h http.Handler = &cgi.Handler{
 		Path: filepath.Join(execPath, "git-http-backend"),
@@ -207,9 +218,61 @@ func Serve(t testing.TB, projectRoot string, wrappers ...func(http.Handler) http
 	for _, w := range wrappers {
 		h = w(h)
 	}
-	srv := httptest.NewServer(h) // listens on 127.0.0.1
-	t.Cleanup(srv.Close)
-	return srv.URL
+	return h
+}
+
+// Server serves the repositories under a root over smart HTTP with `git http-backend` on
+// a fixed loopback port, which Stop and Start take away and bring back: while it is
+// stopped, clients meet refused connections, as during a real outage.
+type Server struct {
+	t       testing.TB
+	handler http.Handler
+	addr    string
+	mu      sync.Mutex
+	srv     *http.Server
+}
+
+// NewServer serves projectRoot as Serve does, until the test ends or Stop.
+func NewServer(t testing.TB, projectRoot string, wrappers ...func(http.Handler) http.Handler) *Server {
+	t.Helper()
+	s := &Server{t: t, handler: backend(t, projectRoot, wrappers...), addr: "127.0.0.1:0"}
+	s.Start()
+	t.Cleanup(s.Stop)
+	return s
+}
+
+// URL is the server's base URL; it stays the same across Stop and Start.
+func (s *Server) URL() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return "http://" + s.addr
+}
+
+// Start serves again on the same port (a no-op while serving).
+func (s *Server) Start() {
+	s.t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.srv != nil {
+		return
+	}
+	l, err := net.Listen("tcp", s.addr)
+	if err != nil {
+		s.t.Fatalf("listening on %s: %v", s.addr, err)
+	}
+	s.addr = l.Addr().String()
+	s.srv = &http.Server{Handler: s.handler, ReadHeaderTimeout: 10 * time.Second}
+	go func(srv *http.Server) { _ = srv.Serve(l) }(s.srv)
+}
+
+// Stop closes the listener and every open connection (a no-op while stopped).
+func (s *Server) Stop() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.srv != nil {
+		_ = s.srv.Close()
+		s.srv = nil
+	}
 }
 
 // logWriter sends the server's stderr (expected rejections included) to the
