@@ -697,10 +697,10 @@ func TestPlanBefore(t *testing.T) {
 		want  bool
 	}{
 		{"orders objects by identity", other, v1, map[ObjectKey]intent{}, true},
-		{"plans the removal of an object waiting at two versions before its write",
-			beta, v1, map[ObjectKey]intent{v1: {}, beta: {deleted: true}}, true},
-		{"plans its write after the removal, whichever version each came at",
-			beta, v1, map[ObjectKey]intent{v1: {deleted: true}, beta: {}}, false},
+		{"plans the write of an object waiting at two versions before its removal",
+			v1, beta, map[ObjectKey]intent{v1: {}, beta: {deleted: true}}, true},
+		{"plans its removal after the write, whichever version each came at",
+			v1, beta, map[ObjectKey]intent{v1: {deleted: true}, beta: {}}, false},
 		{"orders two writes of one object by version", v1, beta, map[ObjectKey]intent{}, true},
 	}
 	for _, tt := range tests {
@@ -725,14 +725,17 @@ func TestAnObjectOneVersionsRuleLetGoAndAnotherStillSelectsKeepsItsDocument(t *t
 	v1, obj := clusterConfigMap("a", "new")
 	beta := v1
 	beta.GVR.Version = "v1beta1"
-	m, _ := registeredManagerWith(t, map[string]string{"live/app/configmaps/a.yaml": configMapDoc("a", "old")},
+	both := configMapDoc("a", "old") + "---\n" + configMapDoc("b", "x") // a person keeps two objects in one file
+	m, _ := registeredManagerWith(t, map[string]string{"live/app/all.yaml": both},
 		Options{Resolver: byVersion{"v1beta1": obj}})
 	m.Submit(Change{Target: liveKey, Key: v1, Deleted: true}, // it left the v1 rule's selection
 		Change{Target: liveKey, Key: beta}) // the v1beta1 rule still selects it
 	w := m.workerOf(liveKey)
 	_, err := w.flushIfDue(context.Background(), liveKey, 2*time.Hour)
 	require.NoError(t, err)
-	assert.Equal(t, configMapDoc("a", "new"), filesAtTip(t, w, "live")["live/app/configmaps/a.yaml"])
+	files := filesAtTip(t, w, "live")
+	assert.Equal(t, configMapDoc("a", "new")+"---\n"+configMapDoc("b", "x"), files["live/app/all.yaml"], "updated where it is")
+	assert.NotContains(t, files, "live/app/configmaps/a.yaml", "not moved out of the person's file")
 }
 
 // readyRecorder records the targets whose folder asked for a snapshot (OnFolderReady).

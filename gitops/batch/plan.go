@@ -42,8 +42,9 @@ type writePlan struct {
 	heldBack []ObjectKey
 	lastPass bool
 	// present are the objects the plan found in the cluster: no orphans, whatever an
-	// earlier list said (target.forgetOrphans).
-	present []manifest.Identity
+	// earlier list said (target.forgetOrphans), and not removed by a key of the same
+	// object at another version in the window (planBefore).
+	present map[manifest.Identity]bool
 }
 
 // parsedFile is a file's content with its documents as manifest.Parse returns them.
@@ -120,7 +121,8 @@ func (w *worker) plan(ctx context.Context, t *target, dirty map[ObjectKey]intent
 	}
 	sort.Slice(keys, func(i, j int) bool { return planBefore(keys[i], keys[j], dirty, mode) })
 
-	p := &writePlan{files: map[string][]byte{}, located: map[manifest.Identity]string{}, parsed: map[string]parsedFile{}}
+	p := &writePlan{files: map[string][]byte{}, located: map[manifest.Identity]string{}, parsed: map[string]parsedFile{},
+		present: map[manifest.Identity]bool{}}
 	tree := w.repo.TreeReader(w.remoteTip)
 	read := func(path string) ([]byte, error) {
 		if c, ok := p.files[path]; ok {
@@ -151,14 +153,15 @@ func (w *worker) plan(ctx context.Context, t *target, dirty map[ObjectKey]intent
 
 // planBefore orders a window's keys by identity; one object waiting at two versions of its
 // resource (rules re-resolving after a CRD's preferred version moved: one version's rule
-// saw it leave, the other's still selects it) is planned removal first, so the write
-// planned after it stands whatever order the map gave. Pure.
+// saw it leave, the other's still selects it) is planned write first, and the removal
+// after it finds the object present and leaves it (planOne): the document is updated where
+// it is, whatever order the map gave. Pure.
 func planBefore(a, b ObjectKey, dirty map[ObjectKey]intent, mode string) bool {
 	if ia, ib := a.Identity().String(), b.Identity().String(); ia != ib {
 		return ia < ib
 	}
 	if ra, rb := dirty[a].removes(mode), dirty[b].removes(mode); ra != rb {
-		return ra
+		return rb
 	}
 	return a.GVR.Version < b.GVR.Version
 }
@@ -188,6 +191,9 @@ func (w *worker) planOne(t *target, p *writePlan, read func(string) ([]byte, err
 	}
 	file, exists := p.lookup(t.index.Load(), id)
 	if obj == nil {
+		if p.present[id] {
+			return nil // the same object at another version exists, and was planned (planBefore)
+		}
 		if !in.removes(t.spec.Prune) || !exists || t.spec.Prune == PruneNever {
 			return nil // no removal seen: its delete, if a rule mirrors it, comes on its own
 		}
@@ -205,7 +211,7 @@ func (w *worker) planOne(t *target, p *writePlan, read func(string) ([]byte, err
 		p.actions = append(p.actions, action{"Delete", id, file})
 		return nil
 	}
-	p.present = append(p.present, id)
+	p.present[id] = true
 	if exists && in.createOnly {
 		return nil // its rules mirror creations only: the document Git has stays as it is
 	}

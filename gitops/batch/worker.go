@@ -419,8 +419,14 @@ func (w *worker) ensureTarget(ctx context.Context, spec TargetSpec) (*target, Ta
 		// was pruning and the new mode keeps.
 		t.folderReady = true
 	}
-	if ok && (retryNow || !sameRecipients(t.spec.Encryption, spec.Encryption)) {
-		t.rekeyRetryAt = time.Time{} // a re-wrap that failed is tried with them at once
+	if ok && (retryNow || folderChanged || !sameRecipients(t.spec.Encryption, spec.Encryption)) {
+		// A re-wrap that failed is tried with them at once, from the start of its backoff.
+		// Its failure stands until that try, unless the folder or the recipients it was
+		// about changed.
+		t.rekeyRetryAt, t.rekeyBackoff = time.Time{}, 0
+		if folderChanged || !sameRecipients(t.spec.Encryption, spec.Encryption) {
+			t.rekeyFailed = ""
+		}
 	}
 	if ok && t.spec.Encryption == nil && spec.Encryption != nil && t.st.Known {
 		// The sensitive objects refused while the target could not encrypt are written now,
@@ -1392,9 +1398,9 @@ func (t *target) noteRefusals(dirty, deferred map[ObjectKey]intent, refused map[
 // created again after a list found it gone, or created between the list and its snapshot,
 // counted in status.orphans until the next list of its resource, which may be days away.
 // It reports whether the count status shows changed. Callers hold w.mu.
-func (t *target) forgetOrphans(present []manifest.Identity) bool {
+func (t *target) forgetOrphans(present map[manifest.Identity]bool) bool {
 	before := -1
-	for _, id := range present {
+	for id := range present {
 		for _, ids := range t.orphans { // of any version of its resource
 			if ids[id] {
 				if before < 0 {
