@@ -136,7 +136,9 @@ func gitErr(gitDir string, args ...string) (string, error) {
 
 // newRemote makes an empty bare repository, served over smart HTTP by `git http-backend`
 // on 127.0.0.1 (remoteURL: what the operator dials), and returns its path, where the git CLI
-// observes it. The server stops when the test ends (serverOf stops it sooner).
+// observes it. The server stops when the test ends (serverOf stops it sooner). Its name is
+// its own: earlier tests' GitTargets stay in the cluster, and a port used again must not
+// make one of them name this repository.
 func newRemote(t *testing.T) string {
 	t.Helper()
 	return newRemoteWith(t)
@@ -146,7 +148,7 @@ func newRemote(t *testing.T) string {
 func newRemoteWith(t *testing.T, wrappers ...func(http.Handler) http.Handler) string {
 	t.Helper()
 	root := t.TempDir()
-	dir := repotest.NewBareRepo(t, root, "remote")
+	dir := repotest.NewBareRepo(t, root, fmt.Sprintf("remote-%d", shared.remotes.Add(1)))
 	shared.servers.Store(dir, repotest.NewServer(t, root, wrappers...))
 	return dir
 }
@@ -162,7 +164,7 @@ func serverOf(t *testing.T, remote string) *repotest.Server {
 // remoteURL is the URL of a repository newRemote made.
 func remoteURL(t *testing.T, remote string) string {
 	t.Helper()
-	return serverOf(t, remote).URL() + "/remote.git"
+	return serverOf(t, remote).URL() + "/" + filepath.Base(remote)
 }
 
 // commits lists the subjects on main, newest first; none when the branch does not exist.

@@ -12,6 +12,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -35,8 +36,10 @@ type suite struct {
 	dir                string
 	certDir            string
 	webhookPort        int
-	// servers holds the server of each repository newRemote made, by its path.
+	// servers holds the server of each repository newRemote made, by its path; remotes
+	// numbers them.
 	servers sync.Map
+	remotes atomic.Int64
 }
 
 var shared suite

@@ -230,12 +230,21 @@ type Server struct {
 	addr    string
 	mu      sync.Mutex
 	srv     *http.Server
+	// inflight counts the requests being served: Stop waits for them, so no backend
+	// writes to a repository, or logs, after the test that made it ended.
+	inflight sync.WaitGroup
 }
 
 // NewServer serves projectRoot as Serve does, until the test ends or Stop.
 func NewServer(t testing.TB, projectRoot string, wrappers ...func(http.Handler) http.Handler) *Server {
 	t.Helper()
-	s := &Server{t: t, handler: backend(t, projectRoot, wrappers...), addr: "127.0.0.1:0"}
+	s := &Server{t: t, addr: "127.0.0.1:0"}
+	h := backend(t, projectRoot, wrappers...)
+	s.handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.inflight.Add(1)
+		defer s.inflight.Done()
+		h.ServeHTTP(w, r)
+	})
 	s.Start()
 	t.Cleanup(s.Stop)
 	return s
@@ -265,7 +274,8 @@ func (s *Server) Start() {
 	go func(srv *http.Server) { _ = srv.Serve(l) }(s.srv)
 }
 
-// Stop closes the listener and every open connection (a no-op while stopped).
+// Stop closes the listener and every open connection, and waits for the requests being
+// served to end (a no-op while stopped).
 func (s *Server) Stop() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -273,6 +283,7 @@ func (s *Server) Stop() {
 		_ = s.srv.Close()
 		s.srv = nil
 	}
+	s.inflight.Wait()
 }
 
 // logWriter sends the server's stderr (expected rejections included) to the
