@@ -49,8 +49,8 @@ type target struct {
 	// rekeyFailed is why the last re-wrap of the folder's encrypted files (syncKeys) did
 	// not land, shown as st.LastError while no window's failure is; a window that commits
 	// does not clear it. The re-wrap is tried again at a registration after rekeyRetryAt
-	// (rekeyBackoff: 1 s doubling to 2 minutes), or at once when the recipients or the
-	// credentials change.
+	// (rekeyBackoff: 1 s doubling to 2 minutes), or at once when the folder, the
+	// recipients or the credentials change.
 	rekeyFailed  string
 	rekeyBackoff time.Duration
 	rekeyRetryAt time.Time
