@@ -230,19 +230,31 @@ type Server struct {
 	addr    string
 	mu      sync.Mutex
 	srv     *http.Server
-	// inflight counts the requests being served: Stop waits for them, so no backend
-	// writes to a repository, or logs, after the test that made it ended.
-	inflight sync.WaitGroup
+	// serving counts the requests being served, under reqMu: Stop waits (idle) until none
+	// is, so no backend writes to a repository, or logs, after the test that made it
+	// ended. A counter, not a WaitGroup: a request may begin while Stop waits.
+	reqMu   sync.Mutex
+	idle    *sync.Cond
+	serving int
 }
 
 // NewServer serves projectRoot as Serve does, until the test ends or Stop.
 func NewServer(t testing.TB, projectRoot string, wrappers ...func(http.Handler) http.Handler) *Server {
 	t.Helper()
 	s := &Server{t: t, addr: "127.0.0.1:0"}
+	s.idle = sync.NewCond(&s.reqMu)
 	h := backend(t, projectRoot, wrappers...)
 	s.handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s.inflight.Add(1)
-		defer s.inflight.Done()
+		s.reqMu.Lock()
+		s.serving++
+		s.reqMu.Unlock()
+		defer func() {
+			s.reqMu.Lock()
+			if s.serving--; s.serving == 0 {
+				s.idle.Broadcast()
+			}
+			s.reqMu.Unlock()
+		}()
 		h.ServeHTTP(w, r)
 	})
 	s.Start()
@@ -283,7 +295,11 @@ func (s *Server) Stop() {
 		_ = s.srv.Close()
 		s.srv = nil
 	}
-	s.inflight.Wait()
+	s.reqMu.Lock()
+	defer s.reqMu.Unlock()
+	for s.serving > 0 {
+		s.idle.Wait()
+	}
 }
 
 // logWriter sends the server's stderr (expected rejections included) to the
