@@ -738,6 +738,35 @@ func TestAnObjectOneVersionsRuleLetGoAndAnotherStillSelectsKeepsItsDocument(t *t
 	assert.NotContains(t, files, "live/app/configmaps/a.yaml", "not moved out of the person's file")
 }
 
+// byVersionSyncing is byVersion where the versions in syncing wait for their cache.
+type byVersionSyncing struct {
+	byVersion
+	syncing map[string]bool
+}
+
+func (r byVersionSyncing) Current(target types.NamespacedName, k ObjectKey) (*unstructured.Unstructured, error) {
+	if r.syncing[k.GVR.Version] {
+		return nil, ErrNotSynced
+	}
+	return r.byVersion.Current(target, k)
+}
+
+func TestAnObjectWhoseOtherVersionWaitsForItsCacheIsNotRemovedMeanwhile(t *testing.T) {
+	v1, _ := clusterConfigMap("a", "new")
+	beta := v1
+	beta.GVR.Version = "v1beta1"
+	both := configMapDoc("a", "old") + "---\n" + configMapDoc("b", "x")
+	m, _ := registeredManagerWith(t, map[string]string{"live/app/all.yaml": both},
+		Options{Resolver: byVersionSyncing{byVersion: byVersion{}, syncing: map[string]bool{"v1beta1": true}}})
+	m.Submit(Change{Target: liveKey, Key: v1, Deleted: true}, // it left the v1 rule's selection
+		Change{Target: liveKey, Key: beta}) // the v1beta1 rule's informer, just started, has not synced
+	w := m.workerOf(liveKey)
+	_, err := w.flushIfDue(context.Background(), liveKey, 2*time.Hour)
+	require.NoError(t, err)
+	assert.Equal(t, both, filesAtTip(t, w, "live")["live/app/all.yaml"], "left until the other version can tell")
+	assert.Equal(t, 2, m.pendingOf(liveKey), "both wait")
+}
+
 // readyRecorder records the targets whose folder asked for a snapshot (OnFolderReady).
 type readyRecorder struct {
 	mu    sync.Mutex

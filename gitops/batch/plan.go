@@ -37,6 +37,9 @@ type writePlan struct {
 	// intent, and why: they stay dirty for a later commit.
 	deferred    map[ObjectKey]intent
 	deferredErr error
+	// waits are the identities of the deferred objects: a removal of one at another
+	// version waits with it (planBefore plans it after).
+	waits map[manifest.Identity]bool
 	// heldBack are new objects whose file another object's document holds, planned again
 	// once every other key is (lastPass): a removal later in the window may empty the file.
 	heldBack []ObjectKey
@@ -60,6 +63,18 @@ func docsOf(parsed map[string]parsedFile, path string, content []byte) ([]manife
 		return nil, false
 	}
 	return pf.docs, true
+}
+
+// deferKey keeps k dirty for a later commit, with its intent, because of why (nil keeps
+// the reason given before).
+func (p *writePlan) deferKey(k ObjectKey, in intent, why error) {
+	if p.deferred == nil {
+		p.deferred, p.waits = map[ObjectKey]intent{}, map[manifest.Identity]bool{}
+	}
+	p.deferred[k], p.waits[k.Identity()] = in, true
+	if why != nil {
+		p.deferredErr = why
+	}
 }
 
 // refuse leaves k out of the commit, for reason (which names the object).
@@ -179,11 +194,7 @@ func (w *worker) planOne(t *target, p *writePlan, read func(string) ([]byte, err
 		obj, err = nil, nil // it left the selection of a rule that mirrors that: a removal
 	}
 	if errors.Is(err, ErrNotSynced) {
-		if p.deferred == nil {
-			p.deferred = map[ObjectKey]intent{}
-		}
-		p.deferred[k] = in
-		p.deferredErr = fmt.Errorf("reading %s: %w", id, err)
+		p.deferKey(k, in, fmt.Errorf("reading %s: %w", id, err))
 		return nil
 	}
 	if err != nil {
@@ -193,6 +204,10 @@ func (w *worker) planOne(t *target, p *writePlan, read func(string) ([]byte, err
 	if obj == nil {
 		if p.present[id] {
 			return nil // the same object at another version exists, and was planned (planBefore)
+		}
+		if p.waits[id] {
+			p.deferKey(k, in, nil) // the same object at another version waits for its cache
+			return nil
 		}
 		if !in.removes(t.spec.Prune) || !exists || t.spec.Prune == PruneNever {
 			return nil // no removal seen: its delete, if a rule mirrors it, comes on its own
