@@ -229,8 +229,8 @@ type workerKey struct {
 	branch string
 }
 
-// Manager owns one branch worker per (normalised repository URL, branch) and routes each
-// GitTarget's changes to its worker. It runs only on the leader.
+// Manager owns one branch worker per repository (repo.RepositoryKey) and branch, and
+// routes each GitTarget's changes to its worker. It runs only on the leader.
 type Manager struct {
 	opts Options
 	// started is when this writer started writing (Start: the replica became leader); a

@@ -67,7 +67,7 @@ func (w *worker) syncKeys(ctx context.Context, key types.NamespacedName) (Target
 	}
 	rp, err := w.planRekey(t, enc)
 	if rp == nil && err == nil {
-		t.rekeyFailed, t.rekeyBackoff = "", 0 // in step already: landed, or made so by hand
+		t.rekeyFailed, t.rekeyBackoff = "", 0 // in step (landed, or made so by hand), or the folder is refused now
 	}
 	if err != nil || rp == nil {
 		return w.view(t), err

@@ -70,7 +70,7 @@ func withoutSSHUser(u string) string {
 	return u
 }
 
-// TargetPlace is where a GitTarget writes: its provider's normalised URL, or, while the
+// TargetPlace is where a GitTarget writes: its provider's repo.RepositoryKey, or, while the
 // provider does not exist, a stand-in naming the provider (two targets of it share it).
 func TargetPlace(t *v1alpha1.GitTarget, provider *v1alpha1.GitProvider) Place {
 	url, last := "gitprovider:"+t.Namespace+"/"+t.Spec.ProviderRef.Name, ""
