@@ -419,12 +419,12 @@ func (w *worker) ensureTarget(ctx context.Context, spec TargetSpec) (*target, Ta
 		// was pruning and the new mode keeps.
 		t.folderReady = true
 	}
-	if ok && (retryNow || folderChanged || !sameRecipients(t.spec.Encryption, spec.Encryption)) {
+	if rekeyMoot := folderChanged || !sameRecipients(t.spec.Encryption, spec.Encryption); ok && (retryNow || rekeyMoot) {
 		// A re-wrap that failed is tried with them at once, from the start of its backoff.
 		// Its failure stands until that try, unless the folder or the recipients it was
 		// about changed.
 		t.rekeyRetryAt, t.rekeyBackoff = time.Time{}, 0
-		if folderChanged || !sameRecipients(t.spec.Encryption, spec.Encryption) {
+		if rekeyMoot {
 			t.rekeyFailed = ""
 		}
 	}

@@ -144,7 +144,7 @@ func newRemote(t *testing.T) string {
 	return newRemoteWith(t)
 }
 
-// newRemoteWith is newRemote with the server's handler wrapped (repotest.Serve).
+// newRemoteWith is newRemote with the server's handler wrapped (repotest.NewServer).
 func newRemoteWith(t *testing.T, wrappers ...func(http.Handler) http.Handler) string {
 	t.Helper()
 	root := t.TempDir()

@@ -14,7 +14,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/cgi"
-	"net/http/httptest"
 	"net/url"
 	"os"
 	"os/exec"
@@ -167,7 +166,7 @@ func NewHTTPRemote(t testing.TB, opts ...Option) *Remote {
 	}
 	root := t.TempDir()
 	dir := NewBareRepo(t, root, "repo")
-	base := Serve(t, root, cfg.handlerWrappers()...)
+	base := NewServer(t, root, cfg.handlerWrappers()...).URL()
 	remote := &Remote{t: t, Dir: dir, URL: base + "/repo.git", CLIURL: base + "/repo.git"}
 	if cfg.user != "" {
 		u, err := url.Parse(remote.URL)
@@ -187,16 +186,6 @@ func (c *serveConfig) handlerWrappers() []func(http.Handler) http.Handler {
 		wrappers = append(wrappers, BasicAuth(c.user, c.password))
 	}
 	return wrappers
-}
-
-// Serve serves every repository under projectRoot over smart HTTP with
-// `git http-backend` (through net/http/cgi) on 127.0.0.1 and returns the base
-// URL. Wrappers are applied in order, so the last one sees a request first.
-func Serve(t testing.TB, projectRoot string, wrappers ...func(http.Handler) http.Handler) string {
-	t.Helper()
-	srv := httptest.NewServer(backend(t, projectRoot, wrappers...)) // listens on 127.0.0.1
-	t.Cleanup(srv.Close)
-	return srv.URL
 }
 
 // backend is `git http-backend` serving projectRoot, wrapped in order (the last wrapper
@@ -238,7 +227,9 @@ type Server struct {
 	serving int
 }
 
-// NewServer serves projectRoot as Serve does, until the test ends or Stop.
+// NewServer serves every repository under projectRoot over smart HTTP with `git
+// http-backend` (through net/http/cgi) on 127.0.0.1, until the test ends or Stop. Wrappers
+// are applied in order, so the last one sees a request first.
 func NewServer(t testing.TB, projectRoot string, wrappers ...func(http.Handler) http.Handler) *Server {
 	t.Helper()
 	s := &Server{t: t, addr: "127.0.0.1:0"}
