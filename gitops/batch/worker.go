@@ -513,8 +513,8 @@ func (w *worker) reportReady(keys []types.NamespacedName) {
 // actFor makes the clone's next fetches and pushes use spec's credentials. Targets of
 // different GitProviders can share a worker (one per repository and branch); each must
 // reach the remote as its own provider, never with the token of whichever registered
-// last. Callers hold w.mu, which every fetch and push also runs under.
-func (w *worker) actFor(spec TargetSpec) { w.repo.SetAuth(spec.Auth) }
+// last, and read fetch and push errors naming its own address. Callers hold w.mu, which every fetch and push also runs under.
+func (w *worker) actFor(spec TargetSpec) { w.repo.ActAs(spec.URL, spec.Auth) }
 
 // refresh fetches the branch; when the tip moved (or force is set) every target's folder is
 // re-read, and any folder whose index does not describe the tip. Callers hold w.mu.

@@ -44,7 +44,7 @@ func (r *Repo) Fetch(ctx context.Context, branch string) (plumbing.Hash, error) 
 	case errors.Is(err, transport.ErrEmptyRemoteRepository), errors.Is(err, git.NoMatchingRefSpecError{}):
 		return plumbing.ZeroHash, r.dropTracking(branch)
 	default:
-		return plumbing.ZeroHash, fmt.Errorf("fetch %s from %s: %w%s", branch, Redact(r.url), scrub(err, r.url), remoteHint(err, false))
+		return plumbing.ZeroHash, fmt.Errorf("fetch %s from %s: %w%s", branch, Redact(r.shown), scrub(err, r.url), remoteHint(err, false))
 	}
 }
 

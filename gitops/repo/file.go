@@ -11,12 +11,19 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/transport"
 )
 
-// SetAuth replaces the credentials used for fetch and push, so a rotated Secret takes
-// effect without re-opening the clone.
-func (r *Repo) SetAuth(auth transport.AuthMethod) {
+// ActAs makes the next fetches and pushes use auth, and their errors name url: a rotated
+// Secret takes effect without re-opening the clone, and each target sharing it (one clone
+// per repository, whatever its address's SSH user or form) reads its own address in an
+// error, not another tenant's. The remote dialled stays the clone's; url names the same
+// repository. An empty url keeps the address errors name.
+func (r *Repo) ActAs(url string, auth transport.AuthMethod) {
+	shown := r.url
+	if url != "" {
+		shown, auth = splitCredentials(url, auth)
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.auth = auth
+	r.auth, r.shown = auth, shown
 }
 
 // ReadFile returns one regular file's content at commit, walking only the trees on its

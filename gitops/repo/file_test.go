@@ -2,6 +2,7 @@ package repo_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -53,16 +54,37 @@ func TestReadFileRefusesSymlinksSubmodulesAndBadPaths(t *testing.T) {
 	require.ErrorIs(t, err, repo.ErrInvalidPath)
 }
 
-func TestSetAuthTakesEffectWithoutReopening(t *testing.T) {
+func TestActAsTakesEffectWithoutReopening(t *testing.T) {
 	remote := repotest.NewHTTPRemote(t, repotest.WithBasicAuth("alice", "s3cret"))
 	want := remote.PushFiles("main", map[string]string{"a.yaml": "a\n"}, "one")
 	r := openClone(t, remote.URL, &githttp.BasicAuth{Username: "alice", Password: "old"})
 	_, err := r.Fetch(context.Background(), "main")
 	require.Error(t, err)
 
-	r.SetAuth(&githttp.BasicAuth{Username: "alice", Password: "s3cret"})
+	r.ActAs(remote.URL, &githttp.BasicAuth{Username: "alice", Password: "s3cret"})
 
 	assert.Equal(t, want, fetch(t, r, "main").String())
+}
+
+func TestAFailedFetchOrPushNamesTheActingTargetsAddress(t *testing.T) {
+	remote := repotest.NewHTTPRemote(t, repotest.WithBasicAuth("alice", "s3cret"))
+	tip := remote.PushFiles("main", map[string]string{"a.yaml": "a\n"}, "one")
+	r := openClone(t, remote.URL, &githttp.BasicAuth{Username: "alice", Password: "s3cret"})
+	require.Equal(t, tip, fetch(t, r, "main").String())
+	c := commit(t, r, plumbing.NewHash(tip), files("b.yaml", "b\n"), "two")
+	// Another target's address for the same repository, as it wrote it: errors it reads
+	// name it, not the address of the target that opened the shared clone.
+	other := strings.Replace(remote.URL, "127.0.0.1", "localhost", 1)
+	r.ActAs(other, &githttp.BasicAuth{Username: "bob", Password: "wrong"})
+
+	_, err := r.Fetch(context.Background(), "main")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "fetch main from "+other+":")
+	assert.NotContains(t, err.Error(), remote.URL)
+	err = r.Push(context.Background(), "main", c, plumbing.NewHash(tip))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "push main to "+other+":")
+	assert.NotContains(t, err.Error(), remote.URL)
 }
 
 func TestTreeReaderReadsLikeReadFile(t *testing.T) {

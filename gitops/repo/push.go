@@ -65,7 +65,7 @@ func (r *Repo) PushWithin(ctx context.Context, timeout time.Duration, branch str
 		// commit); objects of it already stored are garbage the next compaction removes, and
 		// should the push have landed after all, the next fetch brings them back.
 		r.fresh = nil
-		return fmt.Errorf("push %s to %s: %w%s", branch, Redact(r.url), scrub(err, r.url), remoteHint(err, true))
+		return fmt.Errorf("push %s to %s: %w%s", branch, Redact(r.shown), scrub(err, r.url), remoteHint(err, true))
 	}
 	// Delivered; now the clone gets the objects, before its tracking ref may point at them.
 	if err := r.storeFresh(); err != nil {

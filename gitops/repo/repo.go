@@ -32,9 +32,11 @@ const remoteName = "origin"
 // used as a cache: the remote is the truth. It is safe for concurrent use;
 // operations are serialised.
 type Repo struct {
-	mu       sync.Mutex
-	dir      string
-	url      string
+	mu  sync.Mutex
+	dir string
+	url string
+	// shown is the address errors name: the acting target's (ActAs), else url.
+	shown    string
 	auth     transport.AuthMethod
 	git      *git.Repository
 	repaired error
@@ -76,7 +78,7 @@ func Open(ctx context.Context, dir, url string, auth transport.AuthMethod) (*Rep
 		return nil, fmt.Errorf("open clone %s: %w", dir, err)
 	}
 	url, auth = splitCredentials(url, auth) // the clone's config on disk never holds them
-	r := &Repo{dir: abs, url: url, auth: auth, trees: newTreeCache(),
+	r := &Repo{dir: abs, url: url, shown: url, auth: auth, trees: newTreeCache(),
 		compactAt: compactionThresholds{loose: compactLooseObjects, packs: compactPacks}}
 	if err := r.load(); err != nil {
 		return nil, err
