@@ -100,9 +100,12 @@ type worker struct {
 	// tipBeforeRepair is the remote tip a rebuild of the clone forgot, so that the fetch
 	// after it still tells a branch someone deleted meanwhile (see refresh).
 	tipBeforeRepair plumbing.Hash
-	fetched         bool
-	lastFetch       time.Time
-	targets         map[types.NamespacedName]*target
+	// seenBy is the target whose credentials last saw the branch (fetched or pushed it):
+	// when another target's fetch finds no branch, refresh asks them again (see seenElsewhere).
+	seenBy    types.NamespacedName
+	fetched   bool
+	lastFetch time.Time
+	targets   map[types.NamespacedName]*target
 	// kustomizations finds the repository's Kustomize files for kustomizeOutside,
 	// re-reading only the directories a commit changed; kustomizeRefs keeps what each of
 	// those the last search found refers to, by blob, so each is read and parsed once.
@@ -525,7 +528,6 @@ func (w *worker) refresh(ctx context.Context, force bool, acting *target) error 
 	if err != nil {
 		return fmt.Errorf("fetching branch %s: %w", w.key.branch, err)
 	}
-	moved := !w.fetched || tip != w.remoteTip
 	// A branch someone deleted: every folder on it is gone from Git while the cluster still
 	// holds its objects. The next window alone would recreate the branch with its few
 	// files, so each target also asks for a snapshot, which writes the whole folder.
@@ -533,11 +535,28 @@ func (w *worker) refresh(ctx context.Context, force bool, acting *target) error 
 	if !w.fetched {
 		known = w.tipBeforeRepair
 	}
+	var hidden error
+	if tip.IsZero() && !known.IsZero() {
+		seen, err := w.seenElsewhere(fctx, acting)
+		if err != nil {
+			return err
+		}
+		if !seen.IsZero() {
+			tip = seen
+			hidden = fmt.Errorf("%w (another GitTarget's credentials see it): give this GitProvider's read access to it", ErrBranchHidden)
+		}
+	} else if !tip.IsZero() && acting != nil {
+		w.seenBy = acting.spec.Key
+	}
+	moved := !w.fetched || tip != w.remoteTip
 	deleted := !known.IsZero() && tip.IsZero()
 	w.tipBeforeRepair = plumbing.ZeroHash
 	w.remoteTip, w.fetched, w.lastFetch = tip, true, time.Now()
 	var own error
 	for _, t := range w.targets {
+		if t == acting && hidden != nil {
+			continue // it cannot read the branch: no index of it is made from another's view
+		}
 		// An index left behind by a failed re-read is read again, even when the tip did
 		// not move since; one target's failure does not leave the others behind, nor
 		// fail them: each learns of its own when it registers or commits.
@@ -554,7 +573,37 @@ func (w *worker) refresh(ctx context.Context, force bool, acting *target) error 
 			t.folderReady = true
 		}
 	}
+	if hidden != nil {
+		return hidden
+	}
 	return own
+}
+
+// ErrBranchHidden says a target's credentials cannot see its branch, though another
+// target's, on the same branch, can: ref permissions (Gerrit's, say) hide it from them.
+var ErrBranchHidden = errors.New("the branch is hidden from this GitTarget's credentials")
+
+// seenElsewhere is called when acting's fetch found no branch where the worker knew one.
+// When the credentials of another target on the branch saw it last, they fetch again: one
+// provider's view must not read as the branch deleted, for every target of the worker
+// (each would write its whole folder again, at each of acting's fetches). It returns the
+// tip they see: ZeroHash when the branch is gone for them too, or no other credentials saw
+// it, which refresh takes as a deletion. Callers hold w.mu and act for acting, as they do
+// again on return.
+func (w *worker) seenElsewhere(ctx context.Context, acting *target) (plumbing.Hash, error) {
+	seer, ok := w.targets[w.seenBy]
+	if acting == nil || !ok || seer == acting || !credentialsChanged(seer.spec, acting.spec) {
+		return plumbing.ZeroHash, nil
+	}
+	w.actFor(seer.spec)
+	tip, err := w.repo.Fetch(ctx, w.key.branch)
+	w.actFor(acting.spec)
+	if err != nil {
+		// Not wrapped: its address is the other target's, as written in its GitProvider.
+		w.log.Error(err, "fetching the branch with the credentials that saw it last", "gitTarget", seer.spec.Key.String())
+		return plumbing.ZeroHash, fmt.Errorf("fetching branch %s: not found with this GitTarget's credentials, and another GitTarget's, which saw it, could not fetch it to tell", w.key.branch)
+	}
+	return tip, nil
 }
 
 // errCloneRead marks a failed read of the local clone: a sign that the clone may be
@@ -619,7 +668,7 @@ func (w *worker) compactIfDue() (repaired bool) {
 // describes sha too. Callers hold w.mu.
 func (w *worker) pushed(t *target, sha plumbing.Hash, files map[string][]byte, parsed map[string]parsedFile) error {
 	from := w.remoteTip
-	w.remoteTip = sha
+	w.remoteTip, w.seenBy = sha, t.spec.Key
 	for _, u := range w.targets {
 		// A target whose first registration could not fetch has no index yet.
 		if ix := u.index.Load(); ix != nil && u != t && !touches(files, u.spec.Folder) {

@@ -50,6 +50,8 @@ type Option func(*serveConfig)
 type serveConfig struct {
 	user, password string
 	middleware     []func(http.Handler) http.Handler
+	// hiddenFrom maps a basic-auth user to the branch hidden from it (HideBranchFrom).
+	hiddenFrom map[string]string
 }
 
 // WithBasicAuth makes the server demand these basic-auth credentials on every
@@ -62,6 +64,19 @@ func WithBasicAuth(user, password string) Option {
 // push a conflicting commit just before a receive-pack request is served.
 func WithMiddleware(mw func(http.Handler) http.Handler) Option {
 	return func(c *serveConfig) { c.middleware = append(c.middleware, mw) }
+}
+
+// HideBranchFrom hides a branch from the requests made as user (basic auth, which the
+// server does not check unless WithBasicAuth says so), in fetches and pushes alike (git's
+// transfer.hideRefs), as a server's per-branch read permission (Gerrit's) does; other
+// users see it.
+func HideBranchFrom(user, branch string) Option {
+	return func(c *serveConfig) {
+		if c.hiddenFrom == nil {
+			c.hiddenFrom = map[string]string{}
+		}
+		c.hiddenFrom[user] = branch
+	}
 }
 
 // GitPath returns the git executable, failing the test when git is missing:
@@ -166,7 +181,7 @@ func NewHTTPRemote(t testing.TB, opts ...Option) *Remote {
 	}
 	root := t.TempDir()
 	dir := NewBareRepo(t, root, "repo")
-	base := NewServer(t, root, cfg.handlerWrappers()...).URL()
+	base := NewServer(t, root, cfg.handlerWrappers(t, root)...).URL()
 	remote := &Remote{t: t, Dir: dir, URL: base + "/repo.git", CLIURL: base + "/repo.git"}
 	if cfg.user != "" {
 		u, err := url.Parse(remote.URL)
@@ -179,9 +194,27 @@ func NewHTTPRemote(t testing.TB, opts ...Option) *Remote {
 	return remote
 }
 
-// handlerWrappers orders the wrappers so that auth is checked first.
-func (c *serveConfig) handlerWrappers() []func(http.Handler) http.Handler {
-	wrappers := append([]func(http.Handler) http.Handler(nil), c.middleware...)
+// handlerWrappers orders the wrappers so that auth is checked first; a user a branch is
+// hidden from is served by a backend of its own, which hides it.
+func (c *serveConfig) handlerWrappers(t testing.TB, projectRoot string) []func(http.Handler) http.Handler {
+	var wrappers []func(http.Handler) http.Handler
+	if len(c.hiddenFrom) > 0 {
+		hiding := map[string]http.Handler{}
+		for user, branch := range c.hiddenFrom {
+			hiding[user] = backend(t, projectRoot, nil,
+				"GIT_CONFIG_COUNT=1", "GIT_CONFIG_KEY_0=transfer.hideRefs", "GIT_CONFIG_VALUE_0=refs/heads/"+branch)
+		}
+		wrappers = append(wrappers, func(next http.Handler) http.Handler {
+			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if user, _, ok := r.BasicAuth(); ok && hiding[user] != nil {
+					hiding[user].ServeHTTP(w, r)
+					return
+				}
+				next.ServeHTTP(w, r)
+			})
+		})
+	}
+	wrappers = append(wrappers, c.middleware...)
 	if c.user != "" {
 		wrappers = append(wrappers, BasicAuth(c.user, c.password))
 	}
@@ -190,18 +223,18 @@ func (c *serveConfig) handlerWrappers() []func(http.Handler) http.Handler {
 
 // backend is `git http-backend` serving projectRoot, wrapped in order (the last wrapper
 // sees a request first).
-func backend(t testing.TB, projectRoot string, wrappers ...func(http.Handler) http.Handler) http.Handler {
+func backend(t testing.TB, projectRoot string, wrappers []func(http.Handler) http.Handler, env ...string) http.Handler {
 	t.Helper()
 	execPath := Git(t, projectRoot, "--exec-path")
 	var h http.Handler = &cgi.Handler{
 		Path: filepath.Join(execPath, "git-http-backend"),
 		Root: "/",
-		Env: []string{
+		Env: append([]string{
 			"GIT_PROJECT_ROOT=" + projectRoot,
 			"GIT_HTTP_EXPORT_ALL=1",
 			"GIT_CONFIG_NOSYSTEM=1",
 			"GIT_CONFIG_GLOBAL=" + os.DevNull,
-		},
+		}, env...),
 		Stderr: logWriter{t},
 	}
 	for _, w := range wrappers {
@@ -234,7 +267,7 @@ func NewServer(t testing.TB, projectRoot string, wrappers ...func(http.Handler) 
 	t.Helper()
 	s := &Server{t: t, addr: "127.0.0.1:0"}
 	s.idle = sync.NewCond(&s.reqMu)
-	h := backend(t, projectRoot, wrappers...)
+	h := backend(t, projectRoot, wrappers)
 	s.handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.reqMu.Lock()
 		s.serving++
