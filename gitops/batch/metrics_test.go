@@ -238,3 +238,57 @@ func TestChangesWaitingOnATargetThatNeverReadItsBranchCountAsFailures(t *testing
 	require.Error(t, err)
 	assert.Equal(t, 1.0, failures())
 }
+
+// unsyncedResolver is fixedResolver but for one object, whose cache never syncs.
+type unsyncedResolver struct {
+	fixedResolver
+	unsynced ObjectKey
+}
+
+func (r unsyncedResolver) Current(target types.NamespacedName, k ObjectKey) (*unstructured.Unstructured, error) {
+	if k == r.unsynced {
+		return nil, ErrNotSynced
+	}
+	return r.fixedResolver.Current(target, k)
+}
+
+func sampleSum(t *testing.T, h prometheus.Histogram) float64 {
+	t.Helper()
+	families, err := wrap(h).Gather()
+	require.NoError(t, err)
+	return families[0].GetMetric()[0].GetHistogram().GetSampleSum()
+}
+
+func TestAnObjectWaitingForItsCacheDoesNotAgeItsAuthorsLaterCommits(t *testing.T) {
+	m, err := NewMetrics(prometheus.NewRegistry())
+	require.NoError(t, err)
+	d, _ := clusterConfigMap("d", "x")
+	k1, o1 := clusterConfigMap("k1", "1")
+	k2, o2 := clusterConfigMap("k2", "2")
+	writer, _ := registeredManagerWith(t, map[string]string{"live/README.md": "objects\n"},
+		Options{Metrics: m, Resolver: unsyncedResolver{fixedResolver{k1: o1, k2: o2}, d}})
+	w := writer.workerOf(liveKey)
+	ctx := context.Background()
+	writer.Submit(Change{Target: liveKey, Key: d, Author: "alice"}) // its informer never syncs (RBAC, say)
+	_, err = w.flushIfDue(ctx, liveKey, 2*time.Hour)
+	require.NoError(t, err)
+	w.qmu.Lock()
+	q := w.queues[liveKey]
+	require.Contains(t, q.windows, "alice", "d waits for its cache")
+	q.windows["alice"].First, q.since[d] = q.windows["alice"].First.Add(-time.Hour), q.since[d].Add(-time.Hour) // an hour ago
+	w.qmu.Unlock()
+
+	for _, k := range []ObjectKey{k1, k2} { // her later changes, each committed at once
+		writer.Submit(Change{Target: liveKey, Key: k, Author: "alice"})
+		_, err = w.flushIfDue(ctx, liveKey, 2*time.Hour)
+		require.NoError(t, err)
+	}
+
+	files := filesAtTip(t, w, "live")
+	require.Contains(t, files, "live/app/configmaps/k2.yaml")
+	assert.Equal(t, uint64(2), sampleCount(t, m.ChangeToPush))
+	assert.Less(t, sampleSum(t, m.ChangeToPush), 30*60.0, "each took moments, not d's hour")
+	assert.Equal(t, uint64(2), sampleCount(t, m.ChangeToCommit), "k2's commit is its first too")
+	assert.Less(t, sampleSum(t, m.ChangeToCommit), 30*60.0)
+	assert.Less(t, sampleSum(t, m.CommitToPush), 30*60.0)
+}

@@ -164,6 +164,25 @@ func (win *authorWindow) sinceOf(key ObjectKey) time.Time {
 	return win.First
 }
 
+// oldestOf is when the oldest change of keys, less those in left, came: the age of a
+// commit that carries them, which an object left out of it (waiting for its cache) must
+// not make older. The window's own age when none of keys is known.
+func (win *authorWindow) oldestOf(keys, left map[ObjectKey]intent) time.Time {
+	var first time.Time
+	for k := range keys {
+		if _, out := left[k]; out {
+			continue
+		}
+		if at := win.sinceOf(k); !at.IsZero() && (first.IsZero() || at.Before(first)) {
+			first = at
+		}
+	}
+	if first.IsZero() {
+		return win.First
+	}
+	return first
+}
+
 // keepAge makes key, waiting in some window now, as old as it was in from, a detached
 // window that commits without it.
 func (q *queue) keepAge(key ObjectKey, from *authorWindow) {
@@ -233,6 +252,25 @@ func (q *queue) take(author string, key ObjectKey) {
 	win.Count = len(win.dirty)
 	if len(win.dirty) == 0 && len(win.requests) == 0 {
 		delete(q.windows, author)
+		return
+	}
+	if since := q.since[key]; !since.After(win.First) {
+		q.ageFromObjects(win) // it may have been the oldest
+	}
+}
+
+// ageFromObjects makes win as old as its oldest object (for maxDelay, the pending gauge and
+// the latency metrics), not one that left it for another author's window. A window without
+// objects (requests only) keeps its age.
+func (q *queue) ageFromObjects(win *authorWindow) {
+	var first time.Time
+	for k := range win.dirty {
+		if at := q.since[k]; !at.IsZero() && (first.IsZero() || at.Before(first)) {
+			first = at
+		}
+	}
+	if !first.IsZero() {
+		win.First = first
 	}
 }
 
@@ -296,6 +334,21 @@ func (q *queue) due(cfg WindowConfig, now time.Time) (out []*authorWindow, wait 
 		}
 	}
 	return out, wait
+}
+
+// delivered ends the commit of win, pushed: a change of its objects from now on is a new
+// one. What a list brought meanwhile waited with win's author only so that a failed push
+// would give it back to them (relist); pushed, their change is in Git, and the list's is
+// nobody's known change: it goes to the committer's window, never by a guess to theirs.
+func (q *queue) delivered(win *authorWindow, now time.Time) {
+	q.flushing = without(q.flushing, win)
+	cur := q.windows[win.author]
+	if cur == nil || !cur.listed {
+		return
+	}
+	for k, in := range cur.dirty {
+		q.add(k, in, "", now)
+	}
 }
 
 // restore puts a window back after a failed commit. Objects someone changed since then

@@ -47,6 +47,16 @@ func TestQueueWindowsPerAuthor(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	cfg := WindowConfig{Quiet: 5 * time.Second, MaxDelay: 30 * time.Second}
 
+	t.Run("a window is as old as its oldest object, not one that moved to another author's", func(t *testing.T) {
+		q := newQueue()
+		q.add(qkey("a"), anUpdate, "alice", t0)
+		q.add(qkey("b"), anUpdate, "alice", t0.Add(25*time.Second))
+		q.add(qkey("a"), anUpdate, "bob", t0.Add(26*time.Second))
+		assert.Equal(t, t0.Add(25*time.Second), q.windows["alice"].First)
+		assert.Equal(t, t0, q.windows["bob"].First, "a brings its age along")
+		wins, _ := q.due(WindowConfig{Quiet: 10 * time.Second, MaxDelay: 30 * time.Second}, t0.Add(31*time.Second))
+		assert.Equal(t, []string{"bob"}, authors(wins), "her window waits for her quiet period, not a's maxDelay")
+	})
 	t.Run("interleaved authors keep separate windows", func(t *testing.T) {
 		q := newQueue()
 		q.add(qkey("a"), anUpdate, "alice", t0)
@@ -129,6 +139,16 @@ func TestQueueWindowsPerAuthor(t *testing.T) {
 		wins, _ := q.due(cfg, t0.Add(2*time.Hour))
 		require.Equal(t, []string{"alice"}, authors(wins), "not the committer's")
 		assert.Contains(t, wins[0].requests, r, "her request still commits with it")
+		assert.Equal(t, map[ObjectKey]intent{qkey("a"): {}}, wins[0].dirty)
+	})
+	t.Run("a list's change of an object whose author's window was pushed meanwhile is the committer's", func(t *testing.T) {
+		q := newQueue()
+		q.add(qkey("a"), anUpdate, "alice", t0)
+		q.flushing, _ = q.due(cfg, t0.Add(time.Hour))
+		q.relist(qkey("a"), intent{}, t0.Add(time.Hour)) // someone the webhook did not see changed it
+		q.delivered(q.flushing[0], t0.Add(time.Hour))    // her push went through
+		wins, _ := q.due(cfg, t0.Add(2*time.Hour))
+		require.Equal(t, []string{""}, authors(wins), "not hers: her change is in Git")
 		assert.Equal(t, map[ObjectKey]intent{qkey("a"): {}}, wins[0].dirty)
 	})
 	t.Run("a window a list opened for an author is not the change their next CommitRequest waits for", func(t *testing.T) {

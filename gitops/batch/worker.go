@@ -1003,7 +1003,7 @@ func (w *worker) flushIfDue(ctx context.Context, key types.NamespacedName, ahead
 		}
 		changed = changed || c
 		w.qmu.Lock()
-		t.q.flushing = without(t.q.flushing, win) // delivered: a change of its objects from now on is a new one
+		t.q.delivered(win, time.Now())
 		w.qmu.Unlock()
 	}
 	if err == nil && len(wins) > declines {
@@ -1164,7 +1164,8 @@ func (w *worker) flush(ctx context.Context, t *target, win *authorWindow) (bool,
 			return false, fmt.Errorf("committing: %w: %w", errCloneRead, err)
 		}
 		built := time.Now()
-		w.opts.Metrics.builtCommit(built.Sub(start), built.Sub(win.First), win.builtAt.IsZero())
+		oldest := win.oldestOf(dirty, p.deferred) // not of objects still waiting for their cache
+		w.opts.Metrics.builtCommit(built.Sub(start), built.Sub(oldest), win.builtAt.IsZero())
 		if win.builtAt.IsZero() {
 			win.builtAt = built
 		}
@@ -1188,7 +1189,7 @@ func (w *worker) flush(ctx context.Context, t *target, win *authorWindow) (bool,
 		}
 		w.opts.Metrics.push(w.key, "pushed")
 		pushedAt := time.Now()
-		w.opts.Metrics.delivered(pushedAt.Sub(win.First).Seconds(), pushedAt.Sub(win.builtAt).Seconds()) // through every retry
+		w.opts.Metrics.delivered(pushedAt.Sub(oldest).Seconds(), pushedAt.Sub(win.builtAt).Seconds()) // through every retry
 		if err := w.pushed(t, sha, p.files, p.parsed); err != nil {
 			attemptedFor(win.requests, sha) // delivered, and timed: a retry that finds it there reports it
 			return false, err
@@ -1268,7 +1269,7 @@ func (w *worker) declined(t *target, win *authorWindow, err error) {
 	t.q.decline(win, time.Now())
 	var riding []*CommitRequest
 	if cur := t.q.windows[win.author]; cur != nil {
-		riding = cur.requests
+		riding = slices.Clone(cur.requests) // withdraw compacts the list in place under qmu
 	}
 	w.qmu.Unlock()
 	w.retrying(riding, err)
@@ -1301,11 +1302,17 @@ func (w *worker) keepDeferred(t *target, win *authorWindow, deferred map[ObjectK
 	if len(deferred) == 0 {
 		return
 	}
+	// Each keeps its own age, and none was built into a commit yet: the author's later
+	// changes, which join them, are timed from their own arrival and first build.
+	since := make(map[ObjectKey]time.Time, len(deferred))
+	for k := range deferred {
+		since[k] = win.sinceOf(k)
+	}
 	w.qmu.Lock()
 	// retry: a request that came while the window was committed rides the deferred objects,
 	// the author's changes pending again.
-	t.q.retry(&authorWindow{author: win.author, dirty: deferred, Window: Window{First: win.First}, builtAt: win.builtAt,
-		listed: win.listed}, time.Now())
+	t.q.retry(&authorWindow{author: win.author, dirty: deferred, Window: Window{First: win.oldestOf(deferred, nil)},
+		since: since, listed: win.listed}, time.Now())
 	w.qmu.Unlock()
 	w.poke() // the pass that flushed win computed its sleep without this window
 }
