@@ -555,6 +555,38 @@ func TestAListedChangeOfAnObjectWhoseWindowWasPushedGoesToTheCommitter(t *testin
 
 // A kill right after a push leaves the CommitRequest's status unwritten; the next process
 // is handed it again. Another writer on the same remote stands for that process.
+// A pipeline that asks with the same message each run: its next request, created within
+// lookBack's minute of clock skew after the last one's commit, is handed to a new process.
+func TestARequestIsNotAnsweredWithACommitAnotherRequestReports(t *testing.T) {
+	remote := repotest.NewHTTPRemote(t)
+	first, c := liveWriter(t, remote)
+	out := outcomeOf(t, first, alicesRelease(t, first, c), "the first run's commit")
+	require.Equal(t, batch.ReasonCommitted, out.Reason, out.Message)
+	time.Sleep(50 * time.Millisecond)
+	created := time.Now() // the next run's requests, after that commit and before the new process
+
+	second, _ := startWriter(t)
+	_, err := second.EnsureTarget(context.Background(), targetSpec(t, "live", remote.URL, nil))
+	require.NoError(t, err)
+	run := func(name string, claimed func() []string) batch.CommitRequest {
+		r := batch.CommitRequest{Key: types.NamespacedName{Namespace: "ops", Name: name}, Target: targetKey, Author: "alice",
+			Message: "release 1.2", Deadline: time.Now().Add(time.Minute), Created: created, Claimed: claimed}
+		_, err := second.Request(r)
+		require.NoError(t, err)
+		return r
+	}
+	next := run("release-2", func() []string { return []string{out.SHA} }) // the first run's request reports it
+	// Handed over after next, it searches the branch no sooner; no request reports the commit
+	// it finds, which it takes, as a request whose status an earlier process never wrote.
+	unclaimed := run("release-3", nil)
+
+	found := outcomeOf(t, second, unclaimed, "the unclaimed request is answered from the branch")
+	require.Equal(t, out.SHA, found.SHA)
+	waiting, err := second.Request(next)
+	require.NoError(t, err)
+	assert.False(t, waiting.Done, "it waits for her next change: %s", waiting.Message)
+}
+
 func TestARequestAnEarlierProcessCommittedIsAnsweredFromTheBranch(t *testing.T) {
 	remote := repotest.NewHTTPRemote(t)
 	first, c := liveWriter(t, remote)

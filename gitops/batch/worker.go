@@ -1029,7 +1029,8 @@ func (w *worker) flushIfDue(ctx context.Context, key types.NamespacedName, ahead
 // lookBack answers Committed the requests created before this replica started leading
 // that an earlier leader committed (its status not written before it died: a kill right
 // after the push), found on the branch by their author, their message as one of the
-// commit's paragraphs and a commit time not before their creation (less clockSkew); they
+// commit's paragraphs, a commit time not before their creation (less clockSkew) and no
+// other request of the target reporting that commit as its own (Claimed); they
 // leave the queue, so the message is not committed a second time. The others wait as
 // before. Callers hold w.mu.
 func (w *worker) lookBack(t *target) {
@@ -1039,8 +1040,12 @@ func (w *worker) lookBack(t *target) {
 	for _, r := range requests {
 		author := authorSignature(r.Author, t.spec.Committer, w.opts.AuthorEmailDomain, time.Time{})
 		paragraph := "\n\n" + strings.TrimSpace(r.Message) + "\n\n" // requests' messages are joined by blank lines
+		var claimed []string
+		if r.Claimed != nil {
+			claimed = r.Claimed()
+		}
 		sha, ok := w.repo.FindCommit(w.remoteTip, landedSearch, func(c *object.Commit) bool {
-			return c.Author.Name == author.Name && c.Author.Email == author.Email &&
+			return c.Author.Name == author.Name && c.Author.Email == author.Email && !slices.Contains(claimed, c.Hash.String()) &&
 				!c.Committer.When.Before(r.Created.Add(-clockSkew)) &&
 				strings.Contains("\n\n"+strings.TrimSpace(c.Message)+"\n\n", paragraph)
 		})

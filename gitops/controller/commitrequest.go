@@ -81,6 +81,7 @@ func (r *CommitRequestReconciler) reconcile(ctx context.Context, cr *v1alpha1.Co
 	out, err := r.Writer.Request(batch.CommitRequest{
 		Key: client.ObjectKeyFromObject(cr), UID: cr.UID, Target: targetKey, Author: cr.Spec.Requester.Username,
 		Message: cr.Spec.Message, Deadline: cr.CreationTimestamp.Add(timeout(cr)), Created: cr.CreationTimestamp.Time,
+		Claimed: r.claimedBesides(ctx, cr),
 	})
 	if errors.Is(err, batch.ErrTargetNotRegistered) {
 		var t v1alpha1.GitTarget
@@ -124,6 +125,29 @@ func (r *CommitRequestReconciler) reconcile(ctx context.Context, cr *v1alpha1.Co
 	}
 	settle(cr, out)
 	return ctrl.Result{}, nil
+}
+
+// claimedBesides lists, when the writer asks, the commits the other CommitRequests of cr's
+// GitTarget report as theirs: a commit that carries cr's message, found on the branch after
+// a restart, is not cr's when another request of the same requester, with the same message,
+// already reports it. Read from the cache; a failed list is logged and claims nothing.
+func (r *CommitRequestReconciler) claimedBesides(ctx context.Context, cr *v1alpha1.CommitRequest) func() []string {
+	ns, target, uid, log := cr.Namespace, cr.Spec.TargetRef.Name, cr.UID, ctrl.LoggerFrom(ctx)
+	return func() []string {
+		var list v1alpha1.CommitRequestList
+		if err := r.Client.List(context.Background(), &list, client.InNamespace(ns)); err != nil {
+			log.Error(err, "listing CommitRequests to tell which commits are theirs", "namespace", ns)
+			return nil
+		}
+		var claimed []string
+		for i := range list.Items {
+			o := &list.Items[i]
+			if o.UID != uid && o.Spec.TargetRef.Name == target && o.Status.SHA != "" {
+				claimed = append(claimed, o.Status.SHA)
+			}
+		}
+		return claimed
+	}
 }
 
 // getTarget reads the GitTarget from the cache, and a NotFound again from the API server

@@ -165,3 +165,39 @@ func TestABlankCommitRequestMessageIsRefusedAtCreation(t *testing.T) {
 	require.True(t, apierrors.IsInvalid(err), "%v", err)
 	assert.Contains(t, err.Error(), "message must not be blank")
 }
+
+// claimsWriter is retryingWriter that asks each request which commits other requests claim,
+// as the writer's look at the branch after a restart does (batch's
+// TestARequestIsNotAnsweredWithACommitAnotherRequestReports asks with a real remote).
+type claimsWriter struct {
+	retryingWriter
+	claimed []string
+}
+
+func (w *claimsWriter) Request(r batch.CommitRequest) (batch.RequestOutcome, error) {
+	w.claimed = r.Claimed()
+	return w.retryingWriter.Request(r)
+}
+
+func TestACommitRequestTellsTheWriterTheCommitsItsTargetsOtherRequestsReport(t *testing.T) {
+	ctx := context.Background()
+	cr := alicesRelease(t)
+	other := func(name, target, sha string) {
+		o := &v1alpha1.CommitRequest{ObjectMeta: metav1.ObjectMeta{Namespace: cr.Namespace, Name: name}, Spec: v1alpha1.CommitRequestSpec{
+			TargetRef: v1alpha1.LocalObjectReference{Name: target}, Message: "release 1.2",
+			Requester: &v1alpha1.Requester{Username: "alice"}}}
+		require.NoError(t, k8s.Create(ctx, o))
+		o.Status.SHA = sha
+		require.NoError(t, k8s.Status().Update(ctx, o))
+	}
+	other("release-1", "live", "1111111111111111111111111111111111111111")
+	other("release-elsewhere", "staging", "2222222222222222222222222222222222222222")
+	other("release-waiting", "live", "")
+	w := &claimsWriter{}
+	r := &controller.CommitRequestReconciler{Client: k8s, Writer: w}
+
+	_, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(cr)})
+
+	require.NoError(t, err)
+	assert.Equal(t, []string{"1111111111111111111111111111111111111111"}, w.claimed, "only its own target's, and only commits")
+}
