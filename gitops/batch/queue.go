@@ -539,11 +539,17 @@ func (q *queue) deferWindow(win *authorWindow, now time.Time) {
 // holdBack puts back a window (as retry) and, when its author changed nothing else
 // meanwhile, holds it back with a backoff of its own (1 s doubling to 2 min): the target's
 // other windows go on. A request attaching to it, or a new change of its author, ends the
-// wait.
+// wait; so does a request that came while it was tried, which is tried at once, as one
+// that finds the window open is (request), to learn what it waits for.
 func (q *queue) holdBack(win *authorWindow, now time.Time) {
+	parked := len(q.waiting[win.author])
 	q.retry(win, now)
 	cur := q.windows[win.author]
 	if cur == nil {
+		return
+	}
+	if parked > 0 && len(q.waiting[win.author]) == 0 {
+		cur.now, cur.notBefore = true, time.Time{}
 		return
 	}
 	for k := range cur.dirty {
@@ -722,6 +728,10 @@ type CommitRequest struct {
 	// once the branch was searched for a commit an earlier leader made with its message (its
 	// status not written before it died): answered so, the message is not committed twice.
 	lookBack bool
+	// beforeStart is set on a request created before this replica started leading, for good:
+	// a change of its requester made before then is committed by the initial snapshot,
+	// under the committer, so its time out says so rather than that no change came.
+	beforeStart bool
 	// attempted are the commits carrying the message whose push reported an error; one of
 	// them may have landed all the same (the answer lost, the remote unreachable to check).
 	attempted []plumbing.Hash

@@ -374,6 +374,21 @@ func TestAWindowWhoseObjectsAllWaitForTheirCache(t *testing.T) {
 		q.deferWindow(wins[0], t0.Add(1200*time.Millisecond))
 		assert.True(t, q.windows["alice"].notBefore.IsZero(), "c commits after its quiet time; a is deferred again then")
 	})
+	t.Run("is not held back when its author's CommitRequest came while it was tried", func(t *testing.T) {
+		q := newQueue()
+		q.add(qkey("a"), anUpdate, "alice", t0)
+		wins, _ := q.due(cfg, t0.Add(time.Second))
+		q.flushing = wins
+		r := &CommitRequest{Author: "alice", Deadline: t0.Add(time.Minute)}
+		q.request(r) // parked: her window is being committed
+		q.deferWindow(wins[0], t0.Add(1200*time.Millisecond))
+		cur := q.windows["alice"]
+		require.NotNil(t, cur)
+		assert.Contains(t, cur.requests, r)
+		assert.True(t, cur.notBefore.IsZero(), "tried at once, as for a request that finds the window open: it learns what it waits for")
+		again, _ := q.due(cfg, t0.Add(1300*time.Millisecond))
+		assert.Equal(t, []string{"alice"}, authors(again))
+	})
 	t.Run("is released by its author's next change or CommitRequest", func(t *testing.T) {
 		for _, next := range []string{"change", "request"} {
 			q := newQueue()

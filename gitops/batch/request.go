@@ -41,6 +41,7 @@ func (m *Manager) Request(r CommitRequest) (RequestOutcome, error) {
 	}
 	st = &requestState{req: r, handedTo: w}
 	st.req.lookBack = !r.Created.IsZero() && r.Created.Before(m.started)
+	st.req.beforeStart = st.req.lookBack
 	m.requests[r.Key] = st
 	m.mu.Unlock()
 	gone()

@@ -587,6 +587,23 @@ func TestARequestIsNotAnsweredWithACommitAnotherRequestReports(t *testing.T) {
 	assert.False(t, waiting.Done, "it waits for her next change: %s", waiting.Message)
 }
 
+// Windows live in memory: a request whose change had come (TargetStalled, past its
+// timeout's reach) is handed to the next process with no change pending, and times out.
+func TestARequestThatTimesOutAfterARestartSaysSo(t *testing.T) {
+	remote := repotest.NewHTTPRemote(t)
+	created := time.Now().Add(-2 * time.Minute)
+	writer, _ := liveWriter(t, remote)
+	req := batch.CommitRequest{Key: types.NamespacedName{Namespace: "ops", Name: "release"}, Target: targetKey, Author: "alice",
+		Message: "release 1.2", Deadline: created.Add(time.Minute), Created: created}
+	_, err := writer.Request(req)
+	require.NoError(t, err)
+
+	out := outcomeOf(t, writer, req, "its deadline passed")
+	assert.Equal(t, batch.ReasonTimedOut, out.Reason)
+	assert.Contains(t, out.Message, "the operator restarted")
+	assert.Contains(t, out.Message, "initial snapshot")
+}
+
 func TestARequestAnEarlierProcessCommittedIsAnsweredFromTheBranch(t *testing.T) {
 	remote := repotest.NewHTTPRemote(t)
 	first, c := liveWriter(t, remote)

@@ -957,11 +957,7 @@ func (w *worker) flushIfDue(ctx context.Context, key types.NamespacedName, ahead
 		w.retrying(held, errors.New(t.st.LastError))
 	}
 	for _, r := range timedOut {
-		w.answers = append(w.answers, answer{r, RequestOutcome{Done: true, Reason: ReasonTimedOut,
-			Message: fmt.Sprintf("no change by %s reached GitTarget %s within spec.timeout, so the message was not used: "+
-				"a change committed before the request was handled is not waited for (create the request before the change, "+
-				"or within the target's quiet period after it); otherwise check that a WatchRule routes the object to this target "+
-				"and that the admission webhook saw your write (writes it skips or misses are the committer's: see the GitTarget's commits)", r.Author, r.Target)}})
+		w.answers = append(w.answers, answer{r, RequestOutcome{Done: true, Reason: ReasonTimedOut, Message: timedOutMessage(r)}})
 	}
 	var err error
 	changed := false
@@ -1024,6 +1020,19 @@ func (w *worker) flushIfDue(ctx context.Context, key types.NamespacedName, ahead
 		w.opts.OnStatus(key)
 	}
 	return wait, err
+}
+
+// timedOutMessage says why a request's wait for its requester's change ended unused.
+func timedOutMessage(r *CommitRequest) string {
+	if r.beforeStart {
+		return fmt.Sprintf("the operator restarted (or another replica took over) after the request was made, and no change by %s "+
+			"reached GitTarget %s since, within spec.timeout, so the message was not used; changes made before the restart are "+
+			"committed by the target's initial snapshot, under the committer", r.Author, r.Target)
+	}
+	return fmt.Sprintf("no change by %s reached GitTarget %s within spec.timeout, so the message was not used: "+
+		"a change committed before the request was handled is not waited for (create the request before the change, "+
+		"or within the target's quiet period after it); otherwise check that a WatchRule routes the object to this target "+
+		"and that the admission webhook saw your write (writes it skips or misses are the committer's: see the GitTarget's commits)", r.Author, r.Target)
 }
 
 // lookBack answers Committed the requests created before this replica started leading
