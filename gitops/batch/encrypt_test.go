@@ -812,3 +812,29 @@ func TestARewrapTheRemoteRefusesIsAWriteFailureTriedAfterABackoff(t *testing.T) 
 	assert.Empty(t, third.LastError, "the re-wrap landed")
 	assert.Contains(t, remote.LsTree("main"), "live/.sops.yaml")
 }
+
+// A folder re-read after someone's commit reuses the index's parse of the files that did
+// not change: it still knows them, and which of them are encrypted.
+func TestAFolderReReadAfterSomeonesCommitStillKnowsTheFilesThatDidNotChange(t *testing.T) {
+	ids, recipients := identity(t)
+	s := newWriterScene(t, &batch.Encryption{Recipients: recipients, Identities: ids})
+	s.spec.Sensitive = []schema.GroupResource{cmGVR.GroupResource()}
+	s.ensure()
+	creds := s.cluster.put(cmGVR, "ConfigMap", "creds", map[string]any{"token": "T0KEN-1"})
+	require.Empty(t, s.submitAndSettle(creds).Refused)
+	require.True(t, s.writer.Locate(targetKey, cmGVR, "ConfigMap", "app", "creds").Encrypted)
+
+	co := s.remote.Clone("main")
+	co.WriteFile("live/README.md", "objects, and a person's note\n")
+	co.CommitAndPush("main", "a person edits the README")
+	s.spec.Sensitive = nil // what Locate says of creds now comes from the index alone
+	s.ensure()             // within 5 s of the last fetch: no fetch
+	// The push of app finds the remote moved: the folder is re-read, and app replayed.
+	st := s.submitAndSettle(s.cluster.put(cmGVR, "ConfigMap", "app", map[string]any{"k": "v"}))
+
+	require.Contains(t, s.remote.LsTree("main"), "live/app/configmaps/app.yaml")
+	assert.Contains(t, s.remote.Show("main", "live/README.md"), "a person's note", "replayed on the person's commit")
+	assert.Equal(t, 2, st.ObjectCount, "creds, whose parse was reused, is still indexed")
+	assert.Equal(t, batch.Location{Path: "live/app/configmaps/creds.sops.yaml", Encrypted: true},
+		s.writer.Locate(targetKey, cmGVR, "ConfigMap", "app", "creds"), "and still known to be encrypted")
+}
