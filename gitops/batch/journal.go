@@ -22,8 +22,8 @@ import (
 // writer and not written yet.
 const JournalFileName = "pending-deletes.jsonl"
 
-// journalMaxAge is how long a deletion stays in the journal without being written: one of a
-// GitTarget deleted while the operator was down is never written, nor forgotten otherwise.
+// journalMaxAge is how long a deletion stays in the journal without being written: a bound
+// on what a start sweep (forgetGoneTargets) and a target's removal do not forget.
 const journalMaxAge = 7 * 24 * time.Hour
 
 // deleteJournal keeps on disk the deletions the writer was given and has not written yet.

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/gitops-reverser/gitops-reverser/gitops/repo"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // Clone names the (repository URL, branch) a GitTarget writes to, whose local clone
@@ -18,6 +19,9 @@ import (
 // saved index of its folder in every clone.
 type Clone struct {
 	URL, Branch, Folder string
+	// Target is the GitTarget: the deletions an earlier process journalled for a target
+	// that is in no Clone, nor registered, are dropped (forgetGoneTargets).
+	Target types.NamespacedName
 }
 
 // SweepClones deletes from the work directory the clones no GitTarget uses: those of
@@ -53,7 +57,31 @@ func (m *Manager) SweepClones(inUse []Clone) ([]string, error) {
 		}
 	}
 	errs = append(errs, m.sweepIndexes(inUse)...)
+	m.forgetGoneTargets(inUse)
 	return removed, errors.Join(errs...)
+}
+
+// forgetGoneTargets drops the deletions an earlier process journalled for GitTargets deleted
+// while no process ran (in no Clone of inUse, nor registered): no snapshot ever takes them,
+// and they stayed in memory until the next start, and in the journal for a week.
+func (m *Manager) forgetGoneTargets(inUse []Clone) {
+	exists := make(map[types.NamespacedName]bool, len(inUse))
+	for _, c := range inUse {
+		exists[c.Target] = true
+	}
+	var gone []types.NamespacedName
+	m.mu.Lock()
+	for key := range m.recovered {
+		if _, registered := m.known[key]; !exists[key] && !registered {
+			gone = append(gone, key)
+			delete(m.recovered, key)
+		}
+	}
+	m.mu.Unlock()
+	for _, key := range gone {
+		m.journal.forget(key)
+		m.opts.Log.Info("dropped the deletions an earlier process kept for a GitTarget that no longer exists", "gitTarget", key.String())
+	}
 }
 
 // sweepIndexes deletes, from the clones of inUse and of the registered targets, the saved

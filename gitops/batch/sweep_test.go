@@ -8,11 +8,13 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/gitops-reverser/gitops-reverser/gitops/repo"
 )
@@ -193,4 +195,29 @@ func TestIsSavedIndexName(t *testing.T) {
 	for _, name := range []string{"index-.json", "index-0123456789ABCDEF.json", "index-0123456789abcdef.yaml", "0123456789abcdef.json", "index-0123456789abcdef.json.bak"} {
 		assert.False(t, isSavedIndexName(name), name)
 	}
+}
+
+func TestAStartSweepDropsTheJournalledDeletionsOfGitTargetsDeletedWhileDown(t *testing.T) {
+	dir := t.TempDir()
+	live, gone, joined := liveKey, types.NamespacedName{Namespace: "ops", Name: "gone"}, types.NamespacedName{Namespace: "ops", Name: "new"}
+	j, _ := openJournal(dir, logr.Discard(), time.Now())
+	for _, target := range []types.NamespacedName{live, gone, joined} {
+		j.record(Change{Target: target, Key: qkey("a"), Deleted: true, Author: "alice"})
+	}
+	m := NewManager(Options{Log: logr.Discard(), WorkDir: dir})
+	require.Equal(t, 3, m.RecoveredDeletions())
+	m.mu.Lock()
+	m.known[joined] = &target{} // registered after the sweep listed the GitTargets
+	m.mu.Unlock()
+
+	_, err := m.SweepClones([]Clone{{URL: "file:///nowhere", Branch: "main", Folder: "live", Target: live}})
+
+	require.NoError(t, err)
+	assert.Equal(t, 2, m.RecoveredDeletions(), "live's and the new target's are kept for their snapshots")
+	m.mu.Lock()
+	assert.NotContains(t, m.recovered, gone)
+	m.mu.Unlock()
+	_, pending := openJournal(dir, logr.Discard(), time.Now())
+	assert.NotContains(t, pending, gone, "nor kept in the journal for a week")
+	assert.Contains(t, pending, live)
 }

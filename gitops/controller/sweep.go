@@ -86,7 +86,7 @@ func ClonesInUse(ctx context.Context, r client.Reader) ([]batch.Clone, error) {
 	inUse := make([]batch.Clone, 0, len(targets.Items))
 	for _, t := range targets.Items {
 		url := urls[types.NamespacedName{Namespace: t.Namespace, Name: t.Spec.ProviderRef.Name}]
-		inUse = append(inUse, batch.Clone{URL: url, Branch: t.Spec.Branch, Folder: t.Spec.Path})
+		inUse = append(inUse, batch.Clone{URL: url, Branch: t.Spec.Branch, Folder: t.Spec.Path, Target: client.ObjectKeyFromObject(&t)})
 	}
 	return inUse, nil
 }

@@ -7,13 +7,14 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/gitops-reverser/gitops-reverser/api/v1alpha1"
 	"github.com/gitops-reverser/gitops-reverser/gitops/batch"
 	"github.com/gitops-reverser/gitops-reverser/gitops/controller"
 )
 
-// TestClonesInUse: the repository, branch and folder of every GitTarget; no repository for
+// TestClonesInUse: the repository, branch, folder and name of every GitTarget; no repository for
 // one whose GitProvider is missing.
 func TestClonesInUse(t *testing.T) {
 	ctx := context.Background()
@@ -27,9 +28,11 @@ func TestClonesInUse(t *testing.T) {
 	orphan := target(ns, "main", "orphans/"+ns) // folders unique to this test, to find them
 	orphan.Name, orphan.Spec.ProviderRef = "orphan", v1alpha1.LocalObjectReference{Name: "missing"}
 	require.NoError(t, k8s.Create(ctx, orphan))
+	var elsewhere string
 	t.Run("elsewhere", func(t *testing.T) {
 		// A GitProvider of the same name in another namespace is not this target's.
-		require.NoError(t, k8s.Create(ctx, target(namespace(t), "other", "elsewhere/"+ns)))
+		elsewhere = namespace(t)
+		require.NoError(t, k8s.Create(ctx, target(elsewhere, "other", "elsewhere/"+ns)))
 	})
 
 	inUse, err := controller.ClonesInUse(ctx, k8s)
@@ -40,7 +43,10 @@ func TestClonesInUse(t *testing.T) {
 			mine = append(mine, c)
 		}
 	}
-	assert.ElementsMatch(t, []batch.Clone{{URL: url, Branch: "main", Folder: "live"}, {URL: url, Branch: "env/prod", Folder: "prod"},
-		{Branch: "main", Folder: "orphans/" + ns}, {Branch: "other", Folder: "elsewhere/" + ns}}, mine,
+	key := func(ns, name string) types.NamespacedName { return types.NamespacedName{Namespace: ns, Name: name} }
+	assert.ElementsMatch(t, []batch.Clone{{URL: url, Branch: "main", Folder: "live", Target: key(ns, "live")},
+		{URL: url, Branch: "env/prod", Folder: "prod", Target: key(ns, "prod")},
+		{Branch: "main", Folder: "orphans/" + ns, Target: key(ns, "orphan")},
+		{Branch: "other", Folder: "elsewhere/" + ns, Target: key(elsewhere, "live")}}, mine,
 		"a target whose GitProvider is missing, here or in its own namespace, has no repository")
 }
