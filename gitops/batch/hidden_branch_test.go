@@ -14,24 +14,40 @@ import (
 	"github.com/gitops-reverser/gitops-reverser/gitops/repo/repotest"
 )
 
-// hidingRemote serves a repository whose branch main is hidden from user bob, and a writer
-// with two targets on it, ops/live as alice and ops/other as bob (registered in that order,
-// other's registration's error returned), each writing its own folder.
-func hidingRemote(t *testing.T) (*Manager, *repotest.Remote, *readyRecorder, TargetSpec, TargetSpec, error) {
+// hidingScene is a repository whose branch main is hidden from user bob, and a writer on it
+// whose targets write a folder each; rec records their requests for a snapshot.
+type hidingScene struct {
+	m      *Manager
+	remote *repotest.Remote
+	rec    *readyRecorder
+	msgs   Messages
+}
+
+func newHidingScene(t *testing.T) *hidingScene {
 	t.Helper()
 	remote := repotest.NewHTTPRemote(t, repotest.HideBranchFrom("bob", "main"))
 	remote.Seed("main", map[string]string{"live/README.md": "objects\n", "other/README.md": "objects\n"}, "seed")
 	msgs, err := ParseMessages("", "")
 	require.NoError(t, err)
 	rec := &readyRecorder{}
-	m := NewManager(Options{Log: logr.Discard(), WorkDir: t.TempDir(), OnFolderReady: rec.add})
-	spec := func(folder, user string) TargetSpec {
-		return TargetSpec{Key: types.NamespacedName{Namespace: "ops", Name: folder}, URL: remote.URL, Branch: "main",
-			Folder: folder, Messages: msgs, Window: WindowConfig{Quiet: time.Hour, MaxDelay: time.Hour},
-			Committer: Identity{Name: "W", Email: "w@example.com"}, Auth: &githttp.BasicAuth{Username: user, Password: "x"}}
-	}
-	live, other := spec("live", "alice"), spec("other", "bob")
-	_, err = m.EnsureTarget(context.Background(), live)
+	return &hidingScene{m: NewManager(Options{Log: logr.Discard(), WorkDir: t.TempDir(), OnFolderReady: rec.add}), remote: remote, rec: rec, msgs: msgs}
+}
+
+// spec is GitTarget ops/<folder> on main, reaching the remote as user.
+func (s *hidingScene) spec(folder, user string) TargetSpec {
+	return TargetSpec{Key: types.NamespacedName{Namespace: "ops", Name: folder}, URL: s.remote.URL, Branch: "main",
+		Folder: folder, Messages: s.msgs, Window: WindowConfig{Quiet: time.Hour, MaxDelay: time.Hour},
+		Committer: Identity{Name: "W", Email: "w@example.com"}, Auth: &githttp.BasicAuth{Username: user, Password: "x"}}
+}
+
+// hidingRemote is a hidingScene with two targets, ops/live as alice and ops/other as bob
+// (registered in that order, other's registration's error returned).
+func hidingRemote(t *testing.T) (*Manager, *repotest.Remote, *readyRecorder, TargetSpec, TargetSpec, error) {
+	t.Helper()
+	s := newHidingScene(t)
+	m, remote, rec := s.m, s.remote, s.rec
+	live, other := s.spec("live", "alice"), s.spec("other", "bob")
+	_, err := m.EnsureTarget(context.Background(), live)
 	require.NoError(t, err)
 	_, otherErr := m.EnsureTarget(context.Background(), other)
 	return m, remote, rec, live, other, otherErr
@@ -66,6 +82,66 @@ func TestABranchHiddenFromOneTargetsCredentials(t *testing.T) {
 
 		require.NoError(t, err)
 		got := rec.got()
-		assert.Equal(t, []types.NamespacedName{live.Key, other.Key}, got[len(got)-2:], "each folder is written whole again")
+		assert.ElementsMatch(t, []types.NamespacedName{live.Key, other.Key}, got[len(got)-2:], "each folder is written whole again")
+	})
+
+	t.Run("asks the credentials of another target when those that saw it last are gone", func(t *testing.T) {
+		s := newHidingScene(t)
+		ctx := context.Background()
+		live, third, other := s.spec("live", "alice"), s.spec("third", "carol"), s.spec("other", "bob")
+		for _, spec := range []TargetSpec{live, third} {
+			_, err := s.m.EnsureTarget(ctx, spec)
+			require.NoError(t, err)
+		}
+		s.m.RemoveTarget(third.Key) // it fetched last
+
+		_, err := s.m.EnsureTarget(ctx, other)
+
+		require.ErrorIs(t, err, ErrBranchHidden, "live's credentials still see it")
+		assert.Equal(t, []types.NamespacedName{live.Key, third.Key}, s.rec.got(), "no folder is written whole again")
+	})
+
+	t.Run("asks the credentials of another target when those that saw it last are now hidden from it", func(t *testing.T) {
+		s := newHidingScene(t)
+		ctx := context.Background()
+		other, live := s.spec("other", "alice"), s.spec("live", "carol")
+		for _, spec := range []TargetSpec{other, live} {
+			_, err := s.m.EnsureTarget(ctx, spec)
+			require.NoError(t, err)
+		}
+		live.Auth = &githttp.BasicAuth{Username: "bob", Password: "x"} // live, which fetched last, now reaches it as bob
+
+		_, err := s.m.EnsureTarget(ctx, live)
+
+		require.ErrorIs(t, err, ErrBranchHidden, "other's credentials still see it")
+		assert.ElementsMatch(t, []types.NamespacedName{other.Key, live.Key}, s.rec.got(), "no folder is written whole again")
+	})
+
+	t.Run("keeps the windows of a target that could read the branch until it can again", func(t *testing.T) {
+		m, remote, _, live, other, err := hidingRemote(t)
+		require.ErrorIs(t, err, ErrBranchHidden)
+		other.Auth = live.Auth
+		_, err = m.EnsureTarget(context.Background(), other) // it reads the branch, as alice
+		require.NoError(t, err)
+		other.Auth = &githttp.BasicAuth{Username: "bob", Password: "x"} // and then cannot
+		_, err = m.EnsureTarget(context.Background(), other)
+		require.ErrorIs(t, err, ErrBranchHidden)
+		key, _ := clusterConfigMap("a", "new")
+		m.Submit(Change{Target: other.Key, Key: key, Author: "alice"})
+		r := CommitRequest{Key: types.NamespacedName{Namespace: "ops", Name: "release"}, Target: other.Key, Author: "alice",
+			Message: "release", Deadline: time.Now().Add(time.Minute)}
+		_, err = m.Request(r)
+		require.NoError(t, err)
+		before := remote.Head("main")
+
+		_, err = m.workerOf(other.Key).flushIfDue(context.Background(), other.Key, 2*time.Hour)
+
+		require.NoError(t, err)
+		assert.Equal(t, before, remote.Head("main"), "nothing committed from another target's view of the branch")
+		assert.Equal(t, 1, m.pendingOf(other.Key), "the change waits")
+		out, err := m.Request(r)
+		require.NoError(t, err)
+		assert.Equal(t, ReasonRetrying, out.Reason)
+		assert.Contains(t, out.Message, "hidden from this GitTarget's credentials")
 	})
 }

@@ -553,8 +553,6 @@ func TestAListedChangeOfAnObjectWhoseWindowWasPushedGoesToTheCommitter(t *testin
 	assert.True(t, strings.HasPrefix(author, "Writer "), "by the committer: her change was delivered, this one is not hers: %s", author)
 }
 
-// A kill right after a push leaves the CommitRequest's status unwritten; the next process
-// is handed it again. Another writer on the same remote stands for that process.
 // A pipeline that asks with the same message each run: its next request, created within
 // lookBack's minute of clock skew after the last one's commit, is handed to a new process.
 func TestARequestIsNotAnsweredWithACommitAnotherRequestReports(t *testing.T) {
@@ -604,6 +602,8 @@ func TestARequestThatTimesOutAfterARestartSaysSo(t *testing.T) {
 	assert.Contains(t, out.Message, "initial snapshot")
 }
 
+// A kill right after a push leaves the CommitRequest's status unwritten; the next process
+// is handed it again. Another writer on the same remote stands for that process.
 func TestARequestAnEarlierProcessCommittedIsAnsweredFromTheBranch(t *testing.T) {
 	remote := repotest.NewHTTPRemote(t)
 	first, c := liveWriter(t, remote)

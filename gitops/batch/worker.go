@@ -83,6 +83,10 @@ type target struct {
 	// unread is why the last registration could not read the branch, while it never could
 	// (st.Known false): the requests riding the target's windows say so, not that they wait.
 	unread error
+	// hidden is ErrBranchHidden while the target's own credentials do not see the branch
+	// that another target's do (refresh): its windows wait, and are not committed from
+	// another's view of the branch; their requests say why.
+	hidden error
 }
 
 // worker serialises every Git operation of one (repository, branch).
@@ -537,7 +541,7 @@ func (w *worker) refresh(ctx context.Context, force bool, acting *target) error 
 	}
 	var hidden error
 	if tip.IsZero() && !known.IsZero() {
-		seen, err := w.seenElsewhere(fctx, acting)
+		seen, err := w.seenElsewhere(ctx, acting)
 		if err != nil {
 			return err
 		}
@@ -547,6 +551,9 @@ func (w *worker) refresh(ctx context.Context, force bool, acting *target) error 
 		}
 	} else if !tip.IsZero() && acting != nil {
 		w.seenBy = acting.spec.Key
+	}
+	if acting != nil {
+		acting.hidden = hidden
 	}
 	moved := !w.fetched || tip != w.remoteTip
 	deleted := !known.IsZero() && tip.IsZero()
@@ -591,12 +598,14 @@ var ErrBranchHidden = errors.New("the branch is hidden from this GitTarget's cre
 // it, which refresh takes as a deletion. Callers hold w.mu and act for acting, as they do
 // again on return.
 func (w *worker) seenElsewhere(ctx context.Context, acting *target) (plumbing.Hash, error) {
-	seer, ok := w.targets[w.seenBy]
-	if acting == nil || !ok || seer == acting || !credentialsChanged(seer.spec, acting.spec) {
+	seer := w.otherEyes(acting)
+	if seer == nil {
 		return plumbing.ZeroHash, nil
 	}
+	fctx, cancel := context.WithTimeout(ctx, w.opts.gitTimeout()) // a timeout of its own
+	defer cancel()
 	w.actFor(seer.spec)
-	tip, err := w.repo.Fetch(ctx, w.key.branch)
+	tip, err := w.repo.Fetch(fctx, w.key.branch)
 	w.actFor(acting.spec)
 	if err != nil {
 		// Not wrapped: its address is the other target's, as written in its GitProvider.
@@ -604,6 +613,27 @@ func (w *worker) seenElsewhere(ctx context.Context, acting *target) (plumbing.Ha
 		return plumbing.ZeroHash, fmt.Errorf("fetching branch %s: not found with this GitTarget's credentials, and another GitTarget's, which saw it, could not fetch it to tell", w.key.branch)
 	}
 	return tip, nil
+}
+
+// otherEyes picks the target whose credentials fetch again for seenElsewhere: the one that
+// saw the branch last, unless it is gone or has acting's credentials now (rotated to
+// ones the branch is hidden from, say); else any other whose credentials differ from
+// acting's and see the branch, by name for a stable choice. Nil: none. Callers hold w.mu.
+func (w *worker) otherEyes(acting *target) *target {
+	if acting == nil {
+		return nil
+	}
+	differs := func(u *target) bool { return u != acting && u.hidden == nil && credentialsChanged(u.spec, acting.spec) }
+	if seer, ok := w.targets[w.seenBy]; ok && differs(seer) {
+		return seer
+	}
+	var pick *target
+	for _, u := range w.targets {
+		if differs(u) && u.st.Known && (pick == nil || u.spec.Key.String() < pick.spec.Key.String()) {
+			pick = u
+		}
+	}
+	return pick
 }
 
 // errCloneRead marks a failed read of the local clone: a sign that the clone may be
@@ -942,6 +972,12 @@ func (w *worker) flushIfDue(ctx context.Context, key types.NamespacedName, ahead
 				"GitTarget %s could not read its branch yet, and tries again at its next reconcile; the message waits with %s's changes: %v",
 				r.Target, r.Author, t.unread)}})
 		}
+	case t.hidden != nil:
+		for _, r := range t.q.attached() {
+			w.answers = append(w.answers, answer{r, RequestOutcome{Reason: ReasonRetrying, Message: fmt.Sprintf(
+				"GitTarget %s cannot read its branch, and tries again at its next reconcile; the message waits with %s's changes: %v",
+				r.Target, r.Author, t.hidden)}})
+		}
 	case t.st.Known && !t.verdict.Supported:
 		for _, win := range t.q.windows {
 			w.waitOnFolder(win, t)
@@ -999,7 +1035,7 @@ func (w *worker) flushIfDue(ctx context.Context, key types.NamespacedName, ahead
 		}
 		changed = changed || c
 		w.qmu.Lock()
-		t.q.delivered(win, time.Now())
+		t.q.flushing = without(t.q.flushing, win) // done with: landed (see landed) or put back
 		w.qmu.Unlock()
 	}
 	if err == nil && len(wins) > declines {
@@ -1142,6 +1178,7 @@ func (w *worker) flush(ctx context.Context, t *target, win *authorWindow) (bool,
 		if len(p.files) == 0 {
 			w.foundDelivered(win)
 			w.answer(win, dirty, "", refusals)
+			w.landed(t, win)
 			w.delivered(t, win)
 			return w.settled(t, refusedBefore) || found, nil
 		}
@@ -1168,6 +1205,7 @@ func (w *worker) flush(ctx context.Context, t *target, win *authorWindow) (bool,
 		if errors.Is(err, repo.ErrNoChange) {
 			w.foundDelivered(win)
 			w.answer(win, dirty, "", refusals)
+			w.landed(t, win)
 			w.delivered(t, win)
 			return w.settled(t, refusedBefore) || found, nil
 		}
@@ -1214,11 +1252,20 @@ func (w *worker) flush(ctx context.Context, t *target, win *authorWindow) (bool,
 		w.log.Info("pushed", "gitTarget", t.spec.Key.String(), "sha", sha.String(), "files", len(p.files), "author", author.Name,
 			"plan", planned.String(), "build", built.Sub(when).String(), "push", pushedAt.Sub(built).String())
 		w.answer(win, dirty, sha.String(), nil)
+		w.landed(t, win) // before the deferred objects go back, maybe into a window a list opened
 		w.keepDeferred(t, win, p.deferred)
 		w.delivered(t, win)
 		w.compactIfDue() // a clone rebuilt here is fetched by the next flush (!w.fetched)
 		return true, nil
 	}
+}
+
+// landed ends the commit of win, now in Git (queue.delivered): what a list found of its
+// objects while it was pushed is the committer's. Callers hold w.mu.
+func (w *worker) landed(t *target, win *authorWindow) {
+	w.qmu.Lock()
+	defer w.qmu.Unlock()
+	t.q.delivered(win, time.Now())
 }
 
 // delivered drops from the journal the deletions of a window now in Git (written, found

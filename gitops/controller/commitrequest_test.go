@@ -182,10 +182,13 @@ func (w *claimsWriter) Request(r batch.CommitRequest) (batch.RequestOutcome, err
 func TestACommitRequestTellsTheWriterTheCommitsItsTargetsOtherRequestsReport(t *testing.T) {
 	ctx := context.Background()
 	cr := alicesRelease(t)
-	other := func(name, target, sha string) {
+	other := func(name, target, sha string, edit ...func(*v1alpha1.CommitRequest)) {
 		o := &v1alpha1.CommitRequest{ObjectMeta: metav1.ObjectMeta{Namespace: cr.Namespace, Name: name}, Spec: v1alpha1.CommitRequestSpec{
-			TargetRef: v1alpha1.LocalObjectReference{Name: target}, Message: "release 1.2",
+			TargetRef: v1alpha1.LocalObjectReference{Name: target}, Message: "release 1.2\n",
 			Requester: &v1alpha1.Requester{Username: "alice"}}}
+		for _, e := range edit {
+			e(o)
+		}
 		require.NoError(t, k8s.Create(ctx, o))
 		o.Status.SHA = sha
 		require.NoError(t, k8s.Status().Update(ctx, o))
@@ -193,11 +196,15 @@ func TestACommitRequestTellsTheWriterTheCommitsItsTargetsOtherRequestsReport(t *
 	other("release-1", "live", "1111111111111111111111111111111111111111")
 	other("release-elsewhere", "staging", "2222222222222222222222222222222222222222")
 	other("release-waiting", "live", "")
+	// These may have shared their commit with alice's request: a window carries every
+	// request's message.
+	other("notes", "live", "3333333333333333333333333333333333333333", func(o *v1alpha1.CommitRequest) { o.Spec.Message = "notes" })
+	other("bobs", "live", "4444444444444444444444444444444444444444", func(o *v1alpha1.CommitRequest) { o.Spec.Requester.Username = "bob" })
 	w := &claimsWriter{}
 	r := &controller.CommitRequestReconciler{Client: k8s, Writer: w}
 
 	_, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(cr)})
 
 	require.NoError(t, err)
-	assert.Equal(t, []string{"1111111111111111111111111111111111111111"}, w.claimed, "only its own target's, and only commits")
+	assert.Equal(t, []string{"1111111111111111111111111111111111111111"}, w.claimed, "only its own target's commits, by alice with the same message")
 }

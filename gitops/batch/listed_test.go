@@ -1,0 +1,52 @@
+package batch
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/gitops-reverser/gitops-reverser/gitops/repo/repotest"
+)
+
+// listingResolver is unsyncedResolver that runs onFirst at the first lookup of listed: a
+// list that finds the object while the window holding it is being committed.
+type listingResolver struct {
+	unsyncedResolver
+	listed  ObjectKey
+	once    sync.Once
+	onFirst func()
+}
+
+func (r *listingResolver) Current(target types.NamespacedName, k ObjectKey) (*unstructured.Unstructured, error) {
+	if k == r.listed {
+		r.once.Do(r.onFirst)
+	}
+	return r.unsyncedResolver.Current(target, k)
+}
+
+func TestAListsChangeFoundWhileAWindowWithDeferredObjectsIsPushedIsTheCommitters(t *testing.T) {
+	k, obj := clusterConfigMap("k", "1")
+	d, _ := clusterConfigMap("d", "x")
+	r := &listingResolver{unsyncedResolver: unsyncedResolver{fixedResolver{k: obj}, d}, listed: k}
+	m, spec := registeredManagerWith(t, map[string]string{"live/README.md": "objects\n"}, Options{Resolver: r})
+	r.onFirst = func() { m.Submit(Change{Target: liveKey, Key: k, Relisted: true}) } // someone the webhook did not see changed k
+	w := m.workerOf(liveKey)
+	m.Submit(Change{Target: liveKey, Key: k, Author: "alice"}, Change{Target: liveKey, Key: d, Author: "alice"})
+
+	_, err := w.flushIfDue(context.Background(), liveKey, 2*time.Hour) // k pushed, d waits for its cache
+	require.NoError(t, err)
+	obj.Object["data"] = map[string]any{"k": "2"} // what the list saw
+	_, err = w.flushIfDue(context.Background(), liveKey, 2*time.Hour)
+	require.NoError(t, err)
+
+	log := repotest.Git(t, strings.TrimPrefix(spec.URL, "file://"), "log", "--format=%an", "main")
+	assert.Equal(t, []string{"W", "alice", "Fixture Person"}, strings.Split(strings.TrimSpace(log), "\n"),
+		"her change, then the list's under the committer, though her deferred object went back to her meanwhile")
+}
