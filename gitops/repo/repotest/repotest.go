@@ -254,10 +254,13 @@ type Server struct {
 	srv     *http.Server
 	// serving counts the requests being served, under reqMu: Stop waits (idle) until none
 	// is, so no backend writes to a repository, or logs, after the test that made it
-	// ended. A counter, not a WaitGroup: a request may begin while Stop waits.
+	// ended. A counter, not a WaitGroup: a request may begin while Stop waits. stopped,
+	// also under reqMu, turns away a request the listener took just before Stop closed it
+	// and whose handler starts after Stop returned.
 	reqMu   sync.Mutex
 	idle    *sync.Cond
 	serving int
+	stopped bool
 }
 
 // NewServer serves every repository under projectRoot over smart HTTP with `git
@@ -270,6 +273,11 @@ func NewServer(t testing.TB, projectRoot string, wrappers ...func(http.Handler) 
 	h := backend(t, projectRoot, wrappers)
 	s.handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.reqMu.Lock()
+		if s.stopped {
+			s.reqMu.Unlock()
+			http.Error(w, "stopped", http.StatusServiceUnavailable)
+			return
+		}
 		s.serving++
 		s.reqMu.Unlock()
 		defer func() {
@@ -306,15 +314,22 @@ func (s *Server) Start() {
 		s.t.Fatalf("listening on %s: %v", s.addr, err)
 	}
 	s.addr = l.Addr().String()
+	s.reqMu.Lock()
+	s.stopped = false
+	s.reqMu.Unlock()
 	s.srv = &http.Server{Handler: s.handler, ReadHeaderTimeout: 10 * time.Second}
 	go func(srv *http.Server) { _ = srv.Serve(l) }(s.srv)
 }
 
 // Stop closes the listener and every open connection, and waits for the requests being
-// served to end (a no-op while stopped).
+// served to end (a no-op while stopped); one the listener took just before, whose handler
+// had not started, is answered 503 without reaching the backend.
 func (s *Server) Stop() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.reqMu.Lock()
+	s.stopped = true // before the close: a request whose handler starts after it is turned away
+	s.reqMu.Unlock()
 	if s.srv != nil {
 		_ = s.srv.Close()
 		s.srv = nil
