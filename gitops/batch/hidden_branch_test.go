@@ -2,6 +2,8 @@ package batch
 
 import (
 	"context"
+	"net/http"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -25,7 +27,12 @@ type hidingScene struct {
 
 func newHidingScene(t *testing.T) *hidingScene {
 	t.Helper()
-	remote := repotest.NewHTTPRemote(t, repotest.HideBranchFrom("bob", "main"))
+	return newSceneOn(t, repotest.NewHTTPRemote(t, repotest.HideBranchFrom("bob", "main")))
+}
+
+// newSceneOn is a hidingScene on remote, seeded.
+func newSceneOn(t *testing.T, remote *repotest.Remote) *hidingScene {
+	t.Helper()
 	remote.Seed("main", map[string]string{"live/README.md": "objects\n", "other/README.md": "objects\n"}, "seed")
 	msgs, err := ParseMessages("", "")
 	require.NoError(t, err)
@@ -143,5 +150,34 @@ func TestABranchHiddenFromOneTargetsCredentials(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, ReasonRetrying, out.Reason)
 		assert.Contains(t, out.Message, "hidden from this GitTarget's credentials")
+	})
+
+	t.Run("is read as deleted when the other credentials cannot fetch to tell", func(t *testing.T) {
+		var refuseAlice atomic.Bool
+		remote := repotest.NewHTTPRemote(t, repotest.WithMiddleware(func(next http.Handler) http.Handler {
+			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if user, _, _ := r.BasicAuth(); user == "alice" && refuseAlice.Load() {
+					http.Error(w, "revoked", http.StatusUnauthorized)
+					return
+				}
+				next.ServeHTTP(w, r)
+			})
+		}))
+		s := newSceneOn(t, remote)
+		ctx := context.Background()
+		live, other := s.spec("live", "alice"), s.spec("other", "carol")
+		for _, spec := range []TargetSpec{live, other} {
+			_, err := s.m.EnsureTarget(ctx, spec)
+			require.NoError(t, err)
+		}
+		refuseAlice.Store(true) // another tenant's token, revoked
+		repotest.Git(t, remote.Dir, "update-ref", "-d", "refs/heads/main")
+		other.Auth = &githttp.BasicAuth{Username: "dave", Password: "x"} // other fetches with new credentials
+
+		_, err := s.m.EnsureTarget(ctx, other)
+
+		require.NoError(t, err, "other is not held back by live's credentials")
+		got := s.rec.got()
+		assert.ElementsMatch(t, []types.NamespacedName{live.Key, other.Key}, got[len(got)-2:], "each folder is written whole again")
 	})
 }

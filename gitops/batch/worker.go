@@ -541,11 +541,7 @@ func (w *worker) refresh(ctx context.Context, force bool, acting *target) error 
 	}
 	var hidden error
 	if tip.IsZero() && !known.IsZero() {
-		seen, err := w.seenElsewhere(ctx, acting)
-		if err != nil {
-			return err
-		}
-		if !seen.IsZero() {
+		if seen := w.seenElsewhere(ctx, acting); !seen.IsZero() {
 			tip = seen
 			hidden = fmt.Errorf("%w (another GitTarget's credentials see it): give this GitProvider's read access to it", ErrBranchHidden)
 		}
@@ -594,13 +590,14 @@ var ErrBranchHidden = errors.New("the branch is hidden from this GitTarget's cre
 // When the credentials of another target on the branch saw it last, they fetch again: one
 // provider's view must not read as the branch deleted, for every target of the worker
 // (each would write its whole folder again, at each of acting's fetches). It returns the
-// tip they see: ZeroHash when the branch is gone for them too, or no other credentials saw
-// it, which refresh takes as a deletion. Callers hold w.mu and act for acting, as they do
-// again on return.
-func (w *worker) seenElsewhere(ctx context.Context, acting *target) (plumbing.Hash, error) {
+// tip they see: ZeroHash when the branch is gone for them too, or no other credentials can
+// tell (none differ, or their fetch fails: acting is not held back by another tenant's
+// credentials), which refresh takes as a deletion. Callers hold w.mu and act for acting,
+// as they do again on return.
+func (w *worker) seenElsewhere(ctx context.Context, acting *target) plumbing.Hash {
 	seer := w.otherEyes(acting)
 	if seer == nil {
-		return plumbing.ZeroHash, nil
+		return plumbing.ZeroHash
 	}
 	fctx, cancel := context.WithTimeout(ctx, w.opts.gitTimeout()) // a timeout of its own
 	defer cancel()
@@ -608,11 +605,11 @@ func (w *worker) seenElsewhere(ctx context.Context, acting *target) (plumbing.Ha
 	tip, err := w.repo.Fetch(fctx, w.key.branch)
 	w.actFor(acting.spec)
 	if err != nil {
-		// Not wrapped: its address is the other target's, as written in its GitProvider.
-		w.log.Error(err, "fetching the branch with the credentials that saw it last", "gitTarget", seer.spec.Key.String())
-		return plumbing.ZeroHash, fmt.Errorf("fetching branch %s: not found with this GitTarget's credentials, and another GitTarget's, which saw it, could not fetch it to tell", w.key.branch)
+		w.log.Error(err, "fetching the branch with another target's credentials, to tell a branch hidden from these from one deleted; taken as deleted",
+			"gitTarget", acting.spec.Key.String(), "asked", seer.spec.Key.String())
+		return plumbing.ZeroHash
 	}
-	return tip, nil
+	return tip
 }
 
 // otherEyes picks the target whose credentials fetch again for seenElsewhere: the one that
