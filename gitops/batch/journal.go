@@ -1,12 +1,12 @@
 package batch
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -42,6 +42,10 @@ type deleteJournal struct {
 	log   logr.Logger
 	live  map[journalKey]journalEntry
 	lines int
+	// last numbers the deletions recorded, in order (journalEntry.seq): a window written
+	// drops only those recorded before it was detached (mark), not a newer deletion of the
+	// same object held elsewhere meanwhile (parked for a target being suspended, say).
+	last uint64
 }
 
 // journalKey is a deletion's place: its target and object.
@@ -62,6 +66,9 @@ type journalEntry struct {
 	Name      string    `json:"name"`
 	Author    string    `json:"author,omitempty"`
 	At        time.Time `json:"at"`
+	// seq is the entry's place in this process's order of records (deleteJournal.last);
+	// not written.
+	seq uint64
 }
 
 func (e journalEntry) place() (journalKey, bool) {
@@ -119,28 +126,38 @@ func openJournal(dir string, log logr.Logger, now time.Time) (*deleteJournal, ma
 	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	j.rewrite(now)
+	if j.rewrite(now) != nil {
+		// Left as it was: appends go after its lines, not onto one a kill cut short.
+		j.lines = bytes.Count(content, []byte("\n"))
+		if len(content) > 0 && content[len(content)-1] != '\n' {
+			if err := appendFile(j.path, []byte("\n")); err != nil {
+				j.log.Error(err, "ending the journal's last line", "path", j.path)
+			}
+		}
+	}
 	return j, pending
 }
 
 // replay applies the journal's lines in order.
 func (j *deleteJournal) replay(content []byte, now time.Time) {
 	skipped := 0
-	sc := bufio.NewScanner(bytes.NewReader(content))
-	sc.Buffer(make([]byte, 0, 4096), 1<<20)
-	for sc.Scan() {
+	// Split, not a bufio.Scanner: a line longer than its buffer (garbage a disk fault left)
+	// would end the scan there, and the rewrite at start would drop every line after it.
+	for _, line := range bytes.Split(content, []byte("\n")) {
 		var e journalEntry
-		if len(bytes.TrimSpace(sc.Bytes())) == 0 {
+		if len(bytes.TrimSpace(line)) == 0 {
 			continue
 		}
 		p, ok := journalKey{}, false
-		if err := json.Unmarshal(sc.Bytes(), &e); err == nil {
+		if err := json.Unmarshal(line, &e); err == nil {
 			p, ok = e.place()
 		}
 		switch {
 		case !ok:
 			skipped++ // a line cut short by a kill, say
 		case e.Op == "+" && now.Sub(e.At) <= journalMaxAge:
+			j.last++
+			e.seq = j.last
 			j.live[p] = e
 		default:
 			delete(j.live, p)
@@ -168,15 +185,34 @@ func (j *deleteJournal) record(changes ...Change) {
 		}
 		p := journalKey{target: c.Target, key: c.Key}
 		e := entryOf("+", p, c, now)
+		j.last++
+		e.seq = j.last
 		j.live[p] = e
 		out = append(out, e)
 	}
 	j.append(out)
 }
 
-// written drops the deletions of keys on target: written (or refused, which status says),
-// or forgotten with their target.
+// mark is the place of the last deletion recorded, for writtenUpTo. Zero for a nil journal.
+func (j *deleteJournal) mark() uint64 {
+	if j == nil {
+		return 0
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.last
+}
+
+// written drops the deletions of keys on target: forgotten with their target, or
+// recorded again under another version.
 func (j *deleteJournal) written(target types.NamespacedName, keys []ObjectKey) {
+	j.writtenUpTo(target, keys, math.MaxUint64)
+}
+
+// writtenUpTo drops the deletions of keys on target recorded up to mark: written (or
+// refused, which status says) by a window detached at mark. One recorded since is a newer
+// delete of the object, which that window did not carry.
+func (j *deleteJournal) writtenUpTo(target types.NamespacedName, keys []ObjectKey, mark uint64) {
 	if j == nil || len(keys) == 0 {
 		return
 	}
@@ -186,7 +222,7 @@ func (j *deleteJournal) written(target types.NamespacedName, keys []ObjectKey) {
 	defer j.mu.Unlock()
 	for _, k := range keys {
 		p := journalKey{target: target, key: k}
-		if _, ok := j.live[p]; ok {
+		if e, ok := j.live[p]; ok && e.seq <= mark {
 			delete(j.live, p)
 			out = append(out, entryOf("-", p, Change{}, now))
 		}
@@ -216,10 +252,11 @@ func (j *deleteJournal) append(entries []journalEntry) {
 	if len(entries) == 0 {
 		return
 	}
-	if j.lines+len(entries) > 4*len(j.live)+1024 {
-		j.rewrite(time.Now())
+	if j.lines+len(entries) > 4*len(j.live)+1024 && j.rewrite(time.Now()) == nil {
 		return
 	}
+	// Appended, also when the rewrite failed (no inode left for its temporary file, say):
+	// otherwise every later entry would be lost with it, the file still growing on.
 	if err := appendFile(j.path, lines(entries)); err != nil {
 		j.log.Error(err, "keeping pending deletions on disk; a restart before they are written would leave their documents", "path", j.path)
 		return
@@ -243,7 +280,7 @@ func appendFile(path string, b []byte) error {
 // Deletions older than journalMaxAge at now go, as a start would drop them: those of a
 // GitTarget deleted while no process ran are never written, and a process that runs for
 // weeks would otherwise keep them.
-func (j *deleteJournal) rewrite(now time.Time) {
+func (j *deleteJournal) rewrite(now time.Time) error {
 	entries := make([]journalEntry, 0, len(j.live))
 	for p, e := range j.live {
 		if now.Sub(e.At) > journalMaxAge {
@@ -259,9 +296,10 @@ func (j *deleteJournal) rewrite(now time.Time) {
 	}
 	if err != nil {
 		j.log.Error(err, "rewriting the journal of pending deletions", "path", j.path)
-		return
+		return err
 	}
 	j.lines = len(entries)
+	return nil
 }
 
 // lines encodes entries as JSON lines. Strings and a time always encode.

@@ -61,11 +61,7 @@ func TestDeleteJournal(t *testing.T) {
 		dir := t.TempDir()
 		j, _ := openJournal(dir, logr.Discard(), time.Now())
 		j.record(deletion(live, "a", "alice"))
-		f, err := os.OpenFile(filepath.Join(dir, JournalFileName), os.O_WRONLY|os.O_APPEND, 0)
-		require.NoError(t, err)
-		_, err = f.WriteString(`{"op":"+","target":"ops/live","version":"v1","reso`)
-		require.NoError(t, err)
-		require.NoError(t, f.Close())
+		appendRaw(t, dir, `{"op":"+","target":"ops/live","version":"v1","reso`) // a line a kill cut short
 		assert.Equal(t, map[types.NamespacedName]map[ObjectKey]Change{live: {qkey("a"): deletion(live, "a", "alice")}}, reopen(dir, time.Now()))
 	})
 	t.Run("drops a deletion no registration took for a week", func(t *testing.T) {
@@ -107,6 +103,38 @@ func TestDeleteJournal(t *testing.T) {
 		require.NoError(t, err)
 		assert.Less(t, strings.Count(string(content), "\n"), 1100, "bounded by the pending deletions, not by all there were")
 		assert.Equal(t, map[types.NamespacedName]map[ObjectKey]Change{live: {qkey("kept"): deletion(live, "kept", "alice")}}, reopen(dir, time.Now()))
+	})
+	t.Run("keeps appending when the file cannot be rewritten", func(t *testing.T) {
+		dir := t.TempDir()
+		require.NoError(t, os.MkdirAll(filepath.Join(dir, JournalFileName+".tmp"), 0o755)) // its temporary file cannot be made
+		j, _ := openJournal(dir, logr.Discard(), time.Now())
+		for i := range 1100 {
+			name := fmt.Sprintf("cm-%d", i)
+			j.record(deletion(live, name, "alice"))
+			j.written(live, []ObjectKey{qkey(name)})
+		}
+		j.record(deletion(live, "kept", "alice"))
+		assert.Equal(t, map[types.NamespacedName]map[ObjectKey]Change{live: {qkey("kept"): deletion(live, "kept", "alice")}}, reopen(dir, time.Now()))
+	})
+	t.Run("appends after a line a kill cut short when the file cannot be rewritten at start", func(t *testing.T) {
+		dir := t.TempDir()
+		j, _ := openJournal(dir, logr.Discard(), time.Now())
+		j.record(deletion(live, "a", "alice"))
+		appendRaw(t, dir, `{"op":"+","target":"ops/live","version":"v1","reso`) // a line a kill cut short
+		require.NoError(t, os.MkdirAll(filepath.Join(dir, JournalFileName+".tmp"), 0o755))
+		j, _ = openJournal(dir, logr.Discard(), time.Now())
+		j.record(deletion(live, "b", "bob"))
+		assert.Equal(t, map[types.NamespacedName]map[ObjectKey]Change{live: {qkey("a"): deletion(live, "a", "alice"), qkey("b"): deletion(live, "b", "bob")}},
+			reopen(dir, time.Now()), "b's line is not glued onto the cut one")
+	})
+	t.Run("reads the lines after one too long for a line reader", func(t *testing.T) {
+		dir := t.TempDir()
+		j, _ := openJournal(dir, logr.Discard(), time.Now())
+		j.record(deletion(live, "a", "alice"))
+		appendRaw(t, dir, strings.Repeat("x", 2<<20)+"\n") // garbage a disk fault left
+		j.record(deletion(live, "b", "bob"))
+		assert.Equal(t, map[types.NamespacedName]map[ObjectKey]Change{live: {qkey("a"): deletion(live, "a", "alice"), qkey("b"): deletion(live, "b", "bob")}},
+			reopen(dir, time.Now()))
 	})
 	t.Run("keeps nothing without a work directory", func(t *testing.T) {
 		j, pending := openJournal("", logr.Discard(), time.Now())
@@ -163,4 +191,14 @@ func TestChangesOfATargetNotRegisteredYetAreKeptWhenAsked(t *testing.T) {
 	assert.Equal(t, map[ObjectKey]Change{qkey("a"): deletion, qkey("b"): update}, m.parked[live], "with its author")
 	_, pending := openJournal(m.opts.WorkDir, logr.Discard(), time.Now())
 	assert.Equal(t, map[types.NamespacedName]map[ObjectKey]Change{live: {qkey("a"): deletion}}, pending, "and journalled")
+}
+
+// appendRaw appends text to the journal file under dir, as a kill or a disk fault leaves it.
+func appendRaw(t *testing.T, dir, text string) {
+	t.Helper()
+	f, err := os.OpenFile(filepath.Join(dir, JournalFileName), os.O_WRONLY|os.O_APPEND, 0)
+	require.NoError(t, err)
+	_, err = f.WriteString(text)
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
 }

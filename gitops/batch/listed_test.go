@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -49,4 +50,23 @@ func TestAListsChangeFoundWhileAWindowWithDeferredObjectsIsPushedIsTheCommitters
 	log := repotest.Git(t, strings.TrimPrefix(spec.URL, "file://"), "log", "--format=%an", "main")
 	assert.Equal(t, []string{"W", "alice", "Fixture Person"}, strings.Split(strings.TrimSpace(log), "\n"),
 		"her change, then the list's under the committer, though her deferred object went back to her meanwhile")
+}
+
+// A deletion recorded while a window deleting the same object is committed (parked for the
+// target being suspended meanwhile, say: it is in no queue) is a newer one: the window's
+// push does not drop it from the journal.
+func TestADeletionRecordedWhileTheWindowDeletingItIsCommittedStaysInTheJournal(t *testing.T) {
+	k, _ := clusterConfigMap("k", "1")
+	r := &listingResolver{listed: k}
+	m, _ := registeredManagerWith(t, map[string]string{"live/app/configmaps/k.yaml": configMapDoc("k", "1")}, Options{Resolver: r})
+	r.onFirst = func() { m.journal.record(Change{Target: liveKey, Key: k, Deleted: true, Author: "bob"}) }
+	m.Submit(Change{Target: liveKey, Key: k, Deleted: true, Author: "alice"})
+
+	_, err := m.workerOf(liveKey).flushIfDue(context.Background(), liveKey, 2*time.Hour)
+
+	require.NoError(t, err)
+	assert.NotContains(t, filesAtTip(t, m.workerOf(liveKey), "live"), "live/app/configmaps/k.yaml", "her deletion is written")
+	_, pending := openJournal(m.opts.WorkDir, logr.Discard(), time.Now())
+	require.Contains(t, pending, liveKey, "bob's, recorded while hers was committed, is kept")
+	assert.Equal(t, "bob", pending[liveKey][k].Author)
 }

@@ -16,6 +16,9 @@ type authorWindow struct {
 	author string
 	dirty  map[ObjectKey]intent
 	Window
+	// journalMark is the journal's mark when the window was detached to be committed: its
+	// deletions are those recorded up to it (deleteJournal.writtenUpTo).
+	journalMark uint64
 	// requests are the CommitRequests this window commits for, oldest first.
 	requests []*CommitRequest
 	// now closes the window at once: its author asked to commit (CommitRequest).

@@ -984,6 +984,10 @@ func (w *worker) flushIfDue(ctx context.Context, key types.NamespacedName, ahead
 		wins, winWait = t.q.due(t.spec.Window, now)
 		wait = shorter(wait, winWait)
 		t.q.flushing = wins
+		mark := w.journal.mark() // under qmu, as submit records: what comes later is not theirs
+		for _, win := range wins {
+			win.journalMark = mark
+		}
 	}
 	w.qmu.Unlock()
 	if len(held) > 0 {
@@ -1280,7 +1284,7 @@ func (w *worker) delivered(t *target, win *authorWindow) {
 			keys = append(keys, k)
 		}
 	}
-	w.journal.written(t.spec.Key, keys)
+	w.journal.writtenUpTo(t.spec.Key, keys, win.journalMark)
 }
 
 // settled ends a window that needed no commit: Git already has what it waits for, so an
