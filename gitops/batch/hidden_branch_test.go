@@ -150,14 +150,24 @@ func TestABranchHiddenFromOneTargetsCredentials(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, ReasonRetrying, out.Reason)
 		assert.Contains(t, out.Message, "hidden from this GitTarget's credentials")
+
+		w := m.workerOf(other.Key)
+		w.mu.Lock()
+		w.targets[other.Key].untried = false // as when read access is taken away, the credentials unchanged
+		w.mu.Unlock()
+		_, err = m.EnsureTarget(context.Background(), other) // the controller's retry, within 5 s of the last fetch
+		require.ErrorIs(t, err, ErrBranchHidden, "its own credentials are asked again, not the others' fetch trusted")
 	})
 
-	t.Run("is read as deleted when the other credentials cannot fetch to tell", func(t *testing.T) {
-		var refuseAlice atomic.Bool
+	// refusingAlice is a scene whose remote answers alice's requests with code once refuse
+	// holds, and whose branch was deleted after live (alice) and other (carol) read it; other
+	// then registers with new credentials, and that registration's error is returned.
+	refusingAlice := func(t *testing.T, code int) (*hidingScene, TargetSpec, TargetSpec, error) {
+		var refuse atomic.Bool
 		remote := repotest.NewHTTPRemote(t, repotest.WithMiddleware(func(next http.Handler) http.Handler {
 			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				if user, _, _ := r.BasicAuth(); user == "alice" && refuseAlice.Load() {
-					http.Error(w, "revoked", http.StatusUnauthorized)
+				if user, _, _ := r.BasicAuth(); user == "alice" && refuse.Load() {
+					http.Error(w, http.StatusText(code), code)
 					return
 				}
 				next.ServeHTTP(w, r)
@@ -170,14 +180,24 @@ func TestABranchHiddenFromOneTargetsCredentials(t *testing.T) {
 			_, err := s.m.EnsureTarget(ctx, spec)
 			require.NoError(t, err)
 		}
-		refuseAlice.Store(true) // another tenant's token, revoked
+		refuse.Store(true)
 		repotest.Git(t, remote.Dir, "update-ref", "-d", "refs/heads/main")
 		other.Auth = &githttp.BasicAuth{Username: "dave", Password: "x"} // other fetches with new credentials
-
 		_, err := s.m.EnsureTarget(ctx, other)
+		return s, live, other, err
+	}
+	t.Run("is read as deleted when the remote refuses the other credentials", func(t *testing.T) {
+		s, live, other, err := refusingAlice(t, http.StatusUnauthorized) // another tenant's token, revoked
 
 		require.NoError(t, err, "other is not held back by live's credentials")
 		got := s.rec.got()
 		assert.ElementsMatch(t, []types.NamespacedName{live.Key, other.Key}, got[len(got)-2:], "each folder is written whole again")
+	})
+	t.Run("is retried, not read as deleted, when the other credentials cannot reach the remote", func(t *testing.T) {
+		s, live, other, err := refusingAlice(t, http.StatusServiceUnavailable)
+
+		require.Error(t, err)
+		assert.NotErrorIs(t, err, ErrBranchHidden)
+		assert.ElementsMatch(t, []types.NamespacedName{live.Key, other.Key}, s.rec.got(), "no folder is written whole again")
 	})
 }

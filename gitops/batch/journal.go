@@ -46,6 +46,12 @@ type deleteJournal struct {
 	// drops only those recorded before it was detached (mark), not a newer deletion of the
 	// same object held elsewhere meanwhile (parked for a target being suspended, say).
 	last uint64
+	// replayed is last once the file was read at start: the entries an earlier process left
+	// are those up to it (forgetRecovered).
+	replayed uint64
+	// rewriteAt is the line count a rewrite that failed waits for before it is tried again
+	// (0: none failed), so a disk that is full is not written the whole file at every entry.
+	rewriteAt int
 }
 
 // journalKey is a deletion's place: its target and object.
@@ -117,6 +123,7 @@ func openJournal(dir string, log logr.Logger, now time.Time) (*deleteJournal, ma
 		}
 	}
 	j.replay(content, now)
+	j.replayed = j.last
 	pending := map[types.NamespacedName]map[ObjectKey]Change{}
 	for p, e := range j.live {
 		if pending[p.target] == nil {
@@ -232,6 +239,23 @@ func (j *deleteJournal) writtenUpTo(target types.NamespacedName, keys []ObjectKe
 
 // forget drops every deletion of target (a deleted GitTarget).
 func (j *deleteJournal) forget(target types.NamespacedName) {
+	j.forgetUpTo(target, math.MaxUint64)
+}
+
+// forgetRecovered drops the deletions of target an earlier process left (a GitTarget
+// deleted while no process ran), not one recorded since for a target of that name made
+// again.
+func (j *deleteJournal) forgetRecovered(target types.NamespacedName) {
+	if j == nil {
+		return
+	}
+	j.mu.Lock()
+	replayed := j.replayed
+	j.mu.Unlock()
+	j.forgetUpTo(target, replayed)
+}
+
+func (j *deleteJournal) forgetUpTo(target types.NamespacedName, mark uint64) {
 	if j == nil {
 		return
 	}
@@ -243,7 +267,7 @@ func (j *deleteJournal) forget(target types.NamespacedName) {
 		}
 	}
 	j.mu.Unlock()
-	j.written(target, keys)
+	j.writtenUpTo(target, keys, mark)
 }
 
 // append writes entries as lines, or rewrites the file with the pending deletions only
@@ -252,8 +276,12 @@ func (j *deleteJournal) append(entries []journalEntry) {
 	if len(entries) == 0 {
 		return
 	}
-	if j.lines+len(entries) > 4*len(j.live)+1024 && j.rewrite(time.Now()) == nil {
-		return
+	if j.lines+len(entries) > 4*len(j.live)+1024 && j.lines >= j.rewriteAt {
+		if j.rewrite(time.Now()) == nil {
+			j.rewriteAt = 0
+			return
+		}
+		j.rewriteAt = 2 * (j.lines + len(entries))
 	}
 	// Appended, also when the rewrite failed (no inode left for its temporary file, say):
 	// otherwise every later entry would be lost with it, the file still growing on.

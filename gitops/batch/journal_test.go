@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/funcr"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/types"
@@ -115,6 +116,25 @@ func TestDeleteJournal(t *testing.T) {
 		}
 		j.record(deletion(live, "kept", "alice"))
 		assert.Equal(t, map[types.NamespacedName]map[ObjectKey]Change{live: {qkey("kept"): deletion(live, "kept", "alice")}}, reopen(dir, time.Now()))
+	})
+	t.Run("tries a rewrite that failed again only once the file doubled", func(t *testing.T) {
+		dir := t.TempDir()
+		require.NoError(t, os.MkdirAll(filepath.Join(dir, JournalFileName+".tmp"), 0o755))
+		failures := 0
+		log := funcr.New(func(_, args string) {
+			if strings.Contains(args, "rewriting the journal") {
+				failures++
+			}
+		}, funcr.Options{})
+		j, _ := openJournal(dir, log, time.Now())
+		failures = 0 // the one at start
+		for i := range 1100 {
+			j.record(deletion(live, fmt.Sprintf("cm-%d", i), "alice"))
+		}
+		for i := range 1100 {
+			j.written(live, []ObjectKey{qkey(fmt.Sprintf("cm-%d", i))})
+		}
+		assert.Equal(t, 1, failures, "not once per entry: a full disk is not written the whole file each time")
 	})
 	t.Run("appends after a line a kill cut short when the file cannot be rewritten at start", func(t *testing.T) {
 		dir := t.TempDir()

@@ -50,6 +50,7 @@ func (m *Manager) SweepClones(inUse []Clone) ([]string, error) {
 			names = append(names, e.Name())
 		}
 	}
+	m.forgetGoneTargets(inUse)
 	removed, asides, errs := m.moveStaleAside(names, inUse)
 	for _, aside := range asides {
 		if err := os.RemoveAll(aside); err != nil {
@@ -57,7 +58,6 @@ func (m *Manager) SweepClones(inUse []Clone) ([]string, error) {
 		}
 	}
 	errs = append(errs, m.sweepIndexes(inUse)...)
-	m.forgetGoneTargets(inUse)
 	return removed, errors.Join(errs...)
 }
 
@@ -67,6 +67,9 @@ func (m *Manager) SweepClones(inUse []Clone) ([]string, error) {
 func (m *Manager) forgetGoneTargets(inUse []Clone) {
 	exists := make(map[types.NamespacedName]bool, len(inUse))
 	for _, c := range inUse {
+		if c.Target.Name == "" {
+			return // a list that does not name its targets tells none gone
+		}
 		exists[c.Target] = true
 	}
 	var gone []types.NamespacedName
@@ -79,7 +82,7 @@ func (m *Manager) forgetGoneTargets(inUse []Clone) {
 	}
 	m.mu.Unlock()
 	for _, key := range gone {
-		m.journal.forget(key)
+		m.journal.forgetRecovered(key) // one made again since under that name keeps its own
 		m.opts.Log.Info("dropped the deletions an earlier process kept for a GitTarget that no longer exists", "gitTarget", key.String())
 	}
 }

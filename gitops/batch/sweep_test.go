@@ -209,8 +209,15 @@ func TestAStartSweepDropsTheJournalledDeletionsOfGitTargetsDeletedWhileDown(t *t
 	m.mu.Lock()
 	m.known[joined] = &target{} // registered after the sweep listed the GitTargets
 	m.mu.Unlock()
+	listed := []Clone{{URL: "file:///nowhere", Branch: "main", Folder: "live", Target: live}}
 
-	_, err := m.SweepClones([]Clone{{URL: "file:///nowhere", Branch: "main", Folder: "live", Target: live}})
+	_, err := m.SweepClones([]Clone{{URL: "file:///nowhere", Branch: "main", Folder: "live"}})
+	require.NoError(t, err)
+	require.Equal(t, 3, m.RecoveredDeletions(), "a list that does not name its targets tells none gone")
+
+	// A GitTarget of the gone one's name, made again after the list: its deletion is its own.
+	m.journal.record(Change{Target: gone, Key: qkey("b"), Deleted: true, Author: "bob"})
+	_, err = m.SweepClones(listed)
 
 	require.NoError(t, err)
 	assert.Equal(t, 2, m.RecoveredDeletions(), "live's and the new target's are kept for their snapshots")
@@ -218,6 +225,7 @@ func TestAStartSweepDropsTheJournalledDeletionsOfGitTargetsDeletedWhileDown(t *t
 	assert.NotContains(t, m.recovered, gone)
 	m.mu.Unlock()
 	_, pending := openJournal(dir, logr.Discard(), time.Now())
-	assert.NotContains(t, pending, gone, "nor kept in the journal for a week")
+	assert.Equal(t, map[ObjectKey]Change{qkey("b"): {Target: gone, Key: qkey("b"), Deleted: true, Author: "bob"}}, pending[gone],
+		"the earlier process's deletion is not kept in the journal for a week; the one made since is")
 	assert.Contains(t, pending, live)
 }

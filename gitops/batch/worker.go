@@ -15,6 +15,7 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -450,7 +451,10 @@ func (w *worker) ensureTarget(ctx context.Context, spec TargetSpec) (*target, Ta
 	var err error
 	// New credentials are tried until they fetch: another target's fetch a moment ago,
 	// with its own, says nothing of them.
-	if !t.st.Known || folderChanged || t.untried || time.Since(w.lastFetch) > minFetchInterval {
+	// So is a target the branch is hidden from (ErrBranchHidden): the others' fetches say
+	// nothing of what its own credentials see, when access comes back or is taken away
+	// without the credentials changing.
+	if !t.st.Known || folderChanged || t.untried || t.hidden != nil || time.Since(w.lastFetch) > minFetchInterval {
 		err = w.refresh(ctx, folderChanged || !t.st.Known, t)
 		if err != nil && w.repairIfDamaged(ctx, err) {
 			err = w.refresh(ctx, true, t)
@@ -541,7 +545,11 @@ func (w *worker) refresh(ctx context.Context, force bool, acting *target) error 
 	}
 	var hidden error
 	if tip.IsZero() && !known.IsZero() {
-		if seen := w.seenElsewhere(ctx, acting); !seen.IsZero() {
+		seen, err := w.seenElsewhere(ctx, acting)
+		if err != nil {
+			return err
+		}
+		if !seen.IsZero() {
 			tip = seen
 			hidden = fmt.Errorf("%w (another GitTarget's credentials see it): give this GitProvider's read access to it", ErrBranchHidden)
 		}
@@ -591,25 +599,35 @@ var ErrBranchHidden = errors.New("the branch is hidden from this GitTarget's cre
 // provider's view must not read as the branch deleted, for every target of the worker
 // (each would write its whole folder again, at each of acting's fetches). It returns the
 // tip they see: ZeroHash when the branch is gone for them too, or no other credentials can
-// tell (none differ, or their fetch fails: acting is not held back by another tenant's
-// credentials), which refresh takes as a deletion. Callers hold w.mu and act for acting,
-// as they do again on return.
-func (w *worker) seenElsewhere(ctx context.Context, acting *target) plumbing.Hash {
+// tell (none differ, or the remote refuses them: acting is not held back by another
+// tenant's revoked token), which refresh takes as a deletion. Any other failure of that
+// fetch (the remote unreachable) is an error, retried: it tells nothing either way.
+// Callers hold w.mu and act for acting, as they do again on return.
+func (w *worker) seenElsewhere(ctx context.Context, acting *target) (plumbing.Hash, error) {
 	seer := w.otherEyes(acting)
 	if seer == nil {
-		return plumbing.ZeroHash
+		return plumbing.ZeroHash, nil
 	}
 	fctx, cancel := context.WithTimeout(ctx, w.opts.gitTimeout()) // a timeout of its own
 	defer cancel()
 	w.actFor(seer.spec)
 	tip, err := w.repo.Fetch(fctx, w.key.branch)
 	w.actFor(acting.spec)
-	if err != nil {
-		w.log.Error(err, "fetching the branch with another target's credentials, to tell a branch hidden from these from one deleted; taken as deleted",
+	switch {
+	case err == nil:
+		return tip, nil
+	case errors.Is(err, transport.ErrAuthenticationRequired), errors.Is(err, transport.ErrAuthorizationFailed),
+		errors.Is(err, transport.ErrRepositoryNotFound):
+		w.log.Error(err, "fetching the branch with another target's credentials, to tell a branch hidden from these from one deleted: "+
+			"refused, so taken as deleted", "gitTarget", acting.spec.Key.String(), "asked", seer.spec.Key.String())
+		return plumbing.ZeroHash, nil
+	default:
+		// Not wrapped: its address is the other target's, as written in its GitProvider.
+		w.log.Error(err, "fetching the branch with another target's credentials, to tell a branch hidden from these from one deleted",
 			"gitTarget", acting.spec.Key.String(), "asked", seer.spec.Key.String())
-		return plumbing.ZeroHash
+		return plumbing.ZeroHash, fmt.Errorf("fetching branch %s: not found with this GitTarget's credentials, "+
+			"and another GitTarget's, asked whether it was deleted, could not reach the remote; retried", w.key.branch)
 	}
-	return tip
 }
 
 // otherEyes picks the target whose credentials fetch again for seenElsewhere: the one that
