@@ -154,6 +154,7 @@ func TestABranchHiddenFromOneTargetsCredentials(t *testing.T) {
 		w := m.workerOf(other.Key)
 		w.mu.Lock()
 		w.targets[other.Key].untried = false // as when read access is taken away, the credentials unchanged
+		w.lastFetch = time.Now()             // and another target fetched a moment ago
 		w.mu.Unlock()
 		_, err = m.EnsureTarget(context.Background(), other) // the controller's retry, within 5 s of the last fetch
 		require.ErrorIs(t, err, ErrBranchHidden, "its own credentials are asked again, not the others' fetch trusted")

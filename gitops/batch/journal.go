@@ -52,6 +52,9 @@ type deleteJournal struct {
 	// rewriteAt is the line count a rewrite that failed waits for before it is tried again
 	// (0: none failed), so a disk that is full is not written the whole file at every entry.
 	rewriteAt int
+	// torn says the last append failed, maybe part-way: the next one starts a new line, not
+	// glued onto a cut one (replay skips blank lines).
+	torn bool
 }
 
 // journalKey is a deletion's place: its target and object.
@@ -285,10 +288,16 @@ func (j *deleteJournal) append(entries []journalEntry) {
 	}
 	// Appended, also when the rewrite failed (no inode left for its temporary file, say):
 	// otherwise every later entry would be lost with it, the file still growing on.
-	if err := appendFile(j.path, lines(entries)); err != nil {
+	b := lines(entries)
+	if j.torn {
+		b = append([]byte("\n"), b...)
+	}
+	if err := appendFile(j.path, b); err != nil {
+		j.torn = true
 		j.log.Error(err, "keeping pending deletions on disk; a restart before they are written would leave their documents", "path", j.path)
 		return
 	}
+	j.torn = false
 	j.lines += len(entries)
 }
 
@@ -326,7 +335,7 @@ func (j *deleteJournal) rewrite(now time.Time) error {
 		j.log.Error(err, "rewriting the journal of pending deletions", "path", j.path)
 		return err
 	}
-	j.lines = len(entries)
+	j.lines, j.torn = len(entries), false
 	return nil
 }
 

@@ -147,6 +147,18 @@ func TestDeleteJournal(t *testing.T) {
 		assert.Equal(t, map[types.NamespacedName]map[ObjectKey]Change{live: {qkey("a"): deletion(live, "a", "alice"), qkey("b"): deletion(live, "b", "bob")}},
 			reopen(dir, time.Now()), "b's line is not glued onto the cut one")
 	})
+	t.Run("starts a new line after an append that failed part-way", func(t *testing.T) {
+		dir := t.TempDir()
+		j, _ := openJournal(dir, logr.Discard(), time.Now())
+		j.record(deletion(live, "a", "alice"))
+		appendRaw(t, dir, `{"op":"+","target":"ops/live","ver`) // what a write cut short by a full disk left
+		j.mu.Lock()
+		j.torn = true // as appendFile's failure leaves it
+		j.mu.Unlock()
+		j.record(deletion(live, "b", "bob"))
+		assert.Equal(t, map[types.NamespacedName]map[ObjectKey]Change{live: {qkey("a"): deletion(live, "a", "alice"), qkey("b"): deletion(live, "b", "bob")}},
+			reopen(dir, time.Now()))
+	})
 	t.Run("reads the lines after one too long for a line reader", func(t *testing.T) {
 		dir := t.TempDir()
 		j, _ := openJournal(dir, logr.Discard(), time.Now())

@@ -19,6 +19,10 @@ type authorWindow struct {
 	// journalMark is the journal's mark when the window was detached to be committed: its
 	// deletions are those recorded up to it (deleteJournal.writtenUpTo).
 	journalMark uint64
+	// compared says the window holds objects a list found (relist): it compares the cluster
+	// with Git, so finding nothing to change must be judged at the remote's current tip,
+	// not the one last fetched (a person's commit since may have removed a file).
+	compared bool
 	// requests are the CommitRequests this window commits for, oldest first.
 	requests []*CommitRequest
 	// now closes the window at once: its author asked to commit (CommitRequest).
@@ -217,6 +221,7 @@ func (q *queue) relist(key ObjectKey, in intent, now time.Time) {
 		if win := q.windows[prev]; win != nil {
 			if was, held := win.dirty[key]; held {
 				win.dirty[key] = was.merge(in)
+				win.compared = true
 				return
 			}
 		}
@@ -229,9 +234,11 @@ func (q *queue) relist(key ObjectKey, in intent, now time.Time) {
 			win.listed = true
 		}
 		q.place(win, key, in, now)
+		win.compared = true
 		return
 	}
 	q.add(key, in, "", now)
+	q.windows[""].compared = true
 }
 
 // committing is the author of the window being committed that holds key, or "".
@@ -351,6 +358,7 @@ func (q *queue) delivered(win *authorWindow, now time.Time) {
 	}
 	for k, in := range cur.dirty {
 		q.add(k, in, "", now)
+		q.windows[""].compared = q.windows[""].compared || cur.compared
 	}
 }
 
@@ -381,6 +389,7 @@ func (q *queue) restore(win *authorWindow, now time.Time) {
 				cur.tried = lastKept(append(cur.tried, win.tried...))
 			}
 			cur.failed = cur.failed || win.failed
+			cur.compared = cur.compared || win.compared
 		}
 	}()
 	for k, in := range win.dirty {

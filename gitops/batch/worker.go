@@ -15,7 +15,6 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
-	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -600,8 +599,8 @@ var ErrBranchHidden = errors.New("the branch is hidden from this GitTarget's cre
 // (each would write its whole folder again, at each of acting's fetches). It returns the
 // tip they see: ZeroHash when the branch is gone for them too, or no other credentials can
 // tell (none differ, or the remote refuses them: acting is not held back by another
-// tenant's revoked token), which refresh takes as a deletion. Any other failure of that
-// fetch (the remote unreachable) is an error, retried: it tells nothing either way.
+// tenant's revoked token or key), which refresh takes as a deletion. A fetch that could
+// not reach the remote (repo.Unreachable) is an error, retried: it tells nothing either way.
 // Callers hold w.mu and act for acting, as they do again on return.
 func (w *worker) seenElsewhere(ctx context.Context, acting *target) (plumbing.Hash, error) {
 	seer := w.otherEyes(acting)
@@ -616,8 +615,7 @@ func (w *worker) seenElsewhere(ctx context.Context, acting *target) (plumbing.Ha
 	switch {
 	case err == nil:
 		return tip, nil
-	case errors.Is(err, transport.ErrAuthenticationRequired), errors.Is(err, transport.ErrAuthorizationFailed),
-		errors.Is(err, transport.ErrRepositoryNotFound):
+	case !repo.Unreachable(err): // an answer: the credentials refused (over HTTP or SSH), say
 		w.log.Error(err, "fetching the branch with another target's credentials, to tell a branch hidden from these from one deleted: "+
 			"refused, so taken as deleted", "gitTarget", acting.spec.Key.String(), "asked", seer.spec.Key.String())
 		return plumbing.ZeroHash, nil
@@ -1154,6 +1152,16 @@ func shorter(a, b time.Duration) time.Duration {
 // writes on the new remote tip when someone else pushed first. Callers hold w.mu.
 func (w *worker) flush(ctx context.Context, t *target, win *authorWindow) (bool, error) {
 	w.actFor(t.spec)
+	checked := false
+	// recheck asks the remote, once, whether a list's window that changes nothing judged a
+	// tip that is gone (tipMoved).
+	recheck := func() (bool, error) {
+		if !win.compared || checked {
+			return false, nil
+		}
+		checked = true
+		return w.tipMoved(ctx, t)
+	}
 	for attempt := 1; ; attempt++ {
 		if !w.fetched { // the clone was rebuilt (repairIfDamaged) and has not fetched since
 			if err := w.refresh(ctx, true, t); err != nil {
@@ -1195,6 +1203,11 @@ func (w *worker) flush(ctx context.Context, t *target, win *authorWindow) (bool,
 		}
 		refusals := p.refusals()
 		if len(p.files) == 0 {
+			if moved, err := recheck(); err != nil {
+				return false, err
+			} else if moved {
+				continue // planned again on what Git has now
+			}
 			w.foundDelivered(win)
 			w.answer(win, dirty, "", refusals)
 			w.landed(t, win)
@@ -1222,6 +1235,11 @@ func (w *worker) flush(ctx context.Context, t *target, win *authorWindow) (bool,
 			return found || !slices.Equal(refusedBefore, t.st.Refused), nil
 		}
 		if errors.Is(err, repo.ErrNoChange) {
+			if moved, err := recheck(); err != nil {
+				return false, err
+			} else if moved {
+				continue
+			}
 			w.foundDelivered(win)
 			w.answer(win, dirty, "", refusals)
 			w.landed(t, win)
@@ -1277,6 +1295,18 @@ func (w *worker) flush(ctx context.Context, t *target, win *authorWindow) (bool,
 		w.compactIfDue() // a clone rebuilt here is fetched by the next flush (!w.fetched)
 		return true, nil
 	}
+}
+
+// tipMoved fetches the branch for a window that compared a list with Git and found nothing
+// to change, and reports whether the remote moved since the last fetch: the comparison
+// then judged a tip that is gone (a file a person removed since would stay removed until
+// the next list). Callers hold w.mu.
+func (w *worker) tipMoved(ctx context.Context, t *target) (bool, error) {
+	before := w.remoteTip
+	if err := w.refresh(ctx, false, t); err != nil {
+		return false, err
+	}
+	return w.remoteTip != before, nil
 }
 
 // landed ends the commit of win, now in Git (queue.delivered): what a list found of its

@@ -1,9 +1,14 @@
 package repo
 
 import (
+	"context"
 	"errors"
+	"net"
+	"net/http"
 
+	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/transport"
+	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
 )
 
 // remoteHint says what to fix for a remote's refusal that is about configuration, not an
@@ -24,4 +29,21 @@ func remoteHint(err error, pushing bool) string {
 	default:
 		return ""
 	}
+}
+
+// Unreachable reports whether err, from a fetch or a push, says the remote could not be
+// reached or failed itself (a network error, a timeout, an HTTP 5xx) rather than that it
+// answered: such an error tells nothing of the credentials or the branch. A refusal of the
+// credentials over SSH (a key revoked, a host key changed) is an answer, not this.
+func Unreachable(err error) bool {
+	var ne net.Error
+	if errors.As(err, &ne) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return true
+	}
+	var unexpected *plumbing.UnexpectedError
+	if !errors.As(err, &unexpected) { // it does not unwrap: its Err is read here
+		return false
+	}
+	var status *githttp.Err
+	return errors.As(unexpected.Err, &status) && status.Response != nil && status.Response.StatusCode >= http.StatusInternalServerError
 }

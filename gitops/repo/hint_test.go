@@ -1,11 +1,17 @@
 package repo
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"net"
+	"net/http"
+	"net/url"
 	"testing"
 
+	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/transport"
+	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
 	"github.com/stretchr/testify/assert"
 )
 
@@ -33,6 +39,30 @@ func TestRemoteHint(t *testing.T) {
 				return
 			}
 			assert.Contains(t, got, tc.says)
+		})
+	}
+}
+
+func TestUnreachable(t *testing.T) {
+	status := func(code int) error {
+		return fmt.Errorf("fetch main from x: %w", plumbing.NewUnexpectedError(&githttp.Err{Response: &http.Response{StatusCode: code,
+			Request: &http.Request{URL: &url.URL{Scheme: "https", Host: "git.example"}}}}))
+	}
+	for _, tc := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"is a connection refused", &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connection refused")}, true},
+		{"is a timeout", fmt.Errorf("fetch: %w", context.DeadlineExceeded), true},
+		{"is a server error", status(http.StatusServiceUnavailable), true},
+		{"is not a client error the server answered", status(http.StatusBadRequest), false},
+		{"is not credentials refused over HTTP", fmt.Errorf("fetch: %w", transport.ErrAuthenticationRequired), false},
+		{"is not a key refused over SSH", errors.New("ssh: handshake failed: ssh: unable to authenticate, attempted methods [none publickey]"), false},
+		{"is not a repository that is not there", fmt.Errorf("fetch: %w", transport.ErrRepositoryNotFound), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, Unreachable(tc.err))
 		})
 	}
 }
