@@ -141,6 +141,7 @@ func openJournal(dir string, log logr.Logger, now time.Time) (*deleteJournal, ma
 		j.lines = bytes.Count(content, []byte("\n"))
 		if len(content) > 0 && content[len(content)-1] != '\n' {
 			if err := appendFile(j.path, []byte("\n")); err != nil {
+				j.torn = true // the next append starts with it
 				j.log.Error(err, "ending the journal's last line", "path", j.path)
 			}
 		}

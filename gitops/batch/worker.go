@@ -599,8 +599,9 @@ var ErrBranchHidden = errors.New("the branch is hidden from this GitTarget's cre
 // (each would write its whole folder again, at each of acting's fetches). It returns the
 // tip they see: ZeroHash when the branch is gone for them too, or no other credentials can
 // tell (none differ, or the remote refuses them: acting is not held back by another
-// tenant's revoked token or key), which refresh takes as a deletion. A fetch that could
-// not reach the remote (repo.Unreachable) is an error, retried: it tells nothing either way.
+// tenant's revoked token or key: repo.Refused), which refresh takes as a deletion. Any other
+// failure (the remote unreachable, rate-limited, a disk error) is an error, retried: it
+// tells nothing either way.
 // Callers hold w.mu and act for acting, as they do again on return.
 func (w *worker) seenElsewhere(ctx context.Context, acting *target) (plumbing.Hash, error) {
 	seer := w.otherEyes(acting)
@@ -615,7 +616,7 @@ func (w *worker) seenElsewhere(ctx context.Context, acting *target) (plumbing.Ha
 	switch {
 	case err == nil:
 		return tip, nil
-	case !repo.Unreachable(err): // an answer: the credentials refused (over HTTP or SSH), say
+	case repo.Refused(err): // the remote answered: these credentials may not read it
 		w.log.Error(err, "fetching the branch with another target's credentials, to tell a branch hidden from these from one deleted: "+
 			"refused, so taken as deleted", "gitTarget", acting.spec.Key.String(), "asked", seer.spec.Key.String())
 		return plumbing.ZeroHash, nil
@@ -1153,6 +1154,9 @@ func shorter(a, b time.Duration) time.Duration {
 func (w *worker) flush(ctx context.Context, t *target, win *authorWindow) (bool, error) {
 	w.actFor(t.spec)
 	checked := false
+	// What status showed when the flush began, and whether an orphan was found present on
+	// any pass: a pass planned again (a replay, a recheck) compares with the first.
+	refusedBefore, found := t.st.Refused, false
 	// recheck asks the remote, once, whether a list's window that changes nothing judged a
 	// tip that is gone (tipMoved).
 	recheck := func() (bool, error) {
@@ -1194,9 +1198,8 @@ func (w *worker) flush(ctx context.Context, t *target, win *authorWindow) (bool,
 		if err != nil {
 			return false, err
 		}
-		refusedBefore := t.st.Refused
 		t.noteRefusals(dirty, p.deferred, p.refused)
-		found := t.forgetOrphans(p.present)
+		found = t.forgetOrphans(p.present) || found
 		if len(p.deferred) > 0 && len(p.files) == 0 {
 			w.deferAll(t, win, p.deferredErr)
 			return found || !slices.Equal(refusedBefore, t.st.Refused), nil
@@ -1206,7 +1209,8 @@ func (w *worker) flush(ctx context.Context, t *target, win *authorWindow) (bool,
 			if moved, err := recheck(); err != nil {
 				return false, err
 			} else if moved {
-				continue // planned again on what Git has now
+				attempt-- // no push was tried
+				continue  // planned again on what Git has now
 			}
 			w.foundDelivered(win)
 			w.answer(win, dirty, "", refusals)
@@ -1238,6 +1242,7 @@ func (w *worker) flush(ctx context.Context, t *target, win *authorWindow) (bool,
 			if moved, err := recheck(); err != nil {
 				return false, err
 			} else if moved {
+				attempt--
 				continue
 			}
 			w.foundDelivered(win)

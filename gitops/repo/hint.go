@@ -1,14 +1,11 @@
 package repo
 
 import (
-	"context"
 	"errors"
-	"net"
-	"net/http"
+	"strings"
 
-	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/transport"
-	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
+	"golang.org/x/crypto/ssh/knownhosts"
 )
 
 // remoteHint says what to fix for a remote's refusal that is about configuration, not an
@@ -31,19 +28,16 @@ func remoteHint(err error, pushing bool) string {
 	}
 }
 
-// Unreachable reports whether err, from a fetch or a push, says the remote could not be
-// reached or failed itself (a network error, a timeout, an HTTP 5xx) rather than that it
-// answered: such an error tells nothing of the credentials or the branch. A refusal of the
-// credentials over SSH (a key revoked, a host key changed) is an answer, not this.
-func Unreachable(err error) bool {
-	var ne net.Error
-	if errors.As(err, &ne) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
-		return true
-	}
-	var unexpected *plumbing.UnexpectedError
-	if !errors.As(err, &unexpected) { // it does not unwrap: its Err is read here
+// Refused reports whether err, from a fetch or a push, is the remote's answer that the
+// credentials may not do it: HTTP's 401, 403 or 404, an SSH key it did not accept, or a host
+// key that is not the one known. Only that positive evidence counts: an outage, a rate
+// limit, a connection cut part-way or a local error tell nothing of the credentials.
+func Refused(err error) bool {
+	if err == nil {
 		return false
 	}
-	var status *githttp.Err
-	return errors.As(unexpected.Err, &status) && status.Response != nil && status.Response.StatusCode >= http.StatusInternalServerError
+	var hostKey *knownhosts.KeyError
+	return errors.Is(err, transport.ErrAuthenticationRequired) || errors.Is(err, transport.ErrAuthorizationFailed) ||
+		errors.Is(err, transport.ErrRepositoryNotFound) || errors.As(err, &hostKey) ||
+		strings.Contains(err.Error(), "ssh: unable to authenticate")
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
 	"github.com/stretchr/testify/assert"
+	"golang.org/x/crypto/ssh/knownhosts"
 )
 
 func TestRemoteHint(t *testing.T) {
@@ -43,7 +44,7 @@ func TestRemoteHint(t *testing.T) {
 	}
 }
 
-func TestUnreachable(t *testing.T) {
+func TestRefused(t *testing.T) {
 	status := func(code int) error {
 		return fmt.Errorf("fetch main from x: %w", plumbing.NewUnexpectedError(&githttp.Err{Response: &http.Response{StatusCode: code,
 			Request: &http.Request{URL: &url.URL{Scheme: "https", Host: "git.example"}}}}))
@@ -53,16 +54,20 @@ func TestUnreachable(t *testing.T) {
 		err  error
 		want bool
 	}{
-		{"is a connection refused", &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connection refused")}, true},
-		{"is a timeout", fmt.Errorf("fetch: %w", context.DeadlineExceeded), true},
-		{"is a server error", status(http.StatusServiceUnavailable), true},
-		{"is not a client error the server answered", status(http.StatusBadRequest), false},
-		{"is not credentials refused over HTTP", fmt.Errorf("fetch: %w", transport.ErrAuthenticationRequired), false},
-		{"is not a key refused over SSH", errors.New("ssh: handshake failed: ssh: unable to authenticate, attempted methods [none publickey]"), false},
-		{"is not a repository that is not there", fmt.Errorf("fetch: %w", transport.ErrRepositoryNotFound), false},
+		{"is credentials refused over HTTP", fmt.Errorf("fetch: %w", transport.ErrAuthenticationRequired), true},
+		{"is credentials that may not read", fmt.Errorf("fetch: %w", transport.ErrAuthorizationFailed), true},
+		{"is a repository the credentials cannot see", fmt.Errorf("fetch: %w", transport.ErrRepositoryNotFound), true},
+		{"is a key refused over SSH", errors.New("ssh: handshake failed: ssh: unable to authenticate, attempted methods [none publickey]"), true},
+		{"is a host key that is not the one known", fmt.Errorf("ssh: handshake failed: %w", &knownhosts.KeyError{}), true},
+		{"is not a connection refused", &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connection refused")}, false},
+		{"is not a timeout", fmt.Errorf("fetch: %w", context.DeadlineExceeded), false},
+		{"is not a server error", status(http.StatusServiceUnavailable), false},
+		{"is not a rate limit", status(http.StatusTooManyRequests), false},
+		{"is not a connection an SSH server cut", errors.New("ssh: handshake failed: EOF"), false},
+		{"is not nothing", nil, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			assert.Equal(t, tc.want, Unreachable(tc.err))
+			assert.Equal(t, tc.want, Refused(tc.err))
 		})
 	}
 }
