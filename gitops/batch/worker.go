@@ -523,7 +523,8 @@ func (w *worker) reportReady(keys []types.NamespacedName) {
 // actFor makes the clone's next fetches and pushes use spec's credentials. Targets of
 // different GitProviders can share a worker (one per repository and branch); each must
 // reach the remote as its own provider, never with the token of whichever registered
-// last, and read fetch and push errors naming its own address. Callers hold w.mu, which every fetch and push also runs under.
+// last, and read fetch and push errors naming its own address. Callers hold w.mu, which
+// every fetch and push also runs under.
 func (w *worker) actFor(spec TargetSpec) { w.repo.ActAs(spec.URL, spec.Auth) }
 
 // refresh fetches the branch; when the tip moved (or force is set) every target's folder is
@@ -601,8 +602,8 @@ var ErrBranchHidden = errors.New("the branch is hidden from this GitTarget's cre
 // tell (none differ, or the remote refuses them: acting is not held back by another
 // tenant's revoked token or key: repo.Refused), which refresh takes as a deletion. Any other
 // failure (the remote unreachable, rate-limited, a disk error) is an error, retried: it
-// tells nothing either way.
-// Callers hold w.mu and act for acting, as they do again on return.
+// tells nothing either way. Callers hold w.mu and act for acting, as they do again on
+// return.
 func (w *worker) seenElsewhere(ctx context.Context, acting *target) (plumbing.Hash, error) {
 	seer := w.otherEyes(acting)
 	if seer == nil {
@@ -625,7 +626,7 @@ func (w *worker) seenElsewhere(ctx context.Context, acting *target) (plumbing.Ha
 		w.log.Error(err, "fetching the branch with another target's credentials, to tell a branch hidden from these from one deleted",
 			"gitTarget", acting.spec.Key.String(), "asked", seer.spec.Key.String())
 		return plumbing.ZeroHash, fmt.Errorf("fetching branch %s: not found with this GitTarget's credentials, "+
-			"and another GitTarget's, asked whether it was deleted, could not reach the remote; retried", w.key.branch)
+			"and another GitTarget's, asked whether it was deleted, could not tell (the operator's log says why); retried", w.key.branch)
 	}
 }
 
