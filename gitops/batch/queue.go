@@ -175,17 +175,22 @@ func (win *authorWindow) sinceOf(key ObjectKey) time.Time {
 // commit that carries them, which an object left out of it (waiting for its cache) must
 // not make older. The window's own age when none of keys is known.
 func (win *authorWindow) oldestOf(keys, left map[ObjectKey]intent) time.Time {
+	if first := earliest(keys, left, win.sinceOf); !first.IsZero() {
+		return first
+	}
+	return win.First
+}
+
+// earliest is the earliest non-zero at(k) of keys less those in left; zero when none.
+func earliest(keys, left map[ObjectKey]intent, at func(ObjectKey) time.Time) time.Time {
 	var first time.Time
 	for k := range keys {
 		if _, out := left[k]; out {
 			continue
 		}
-		if at := win.sinceOf(k); !at.IsZero() && (first.IsZero() || at.Before(first)) {
-			first = at
+		if t := at(k); !t.IsZero() && (first.IsZero() || t.Before(first)) {
+			first = t
 		}
-	}
-	if first.IsZero() {
-		return win.First
 	}
 	return first
 }
@@ -273,13 +278,7 @@ func (q *queue) take(author string, key ObjectKey) {
 // the latency metrics), not one that left it for another author's window. A window without
 // objects (requests only) keeps its age.
 func (q *queue) ageFromObjects(win *authorWindow) {
-	var first time.Time
-	for k := range win.dirty {
-		if at := q.since[k]; !at.IsZero() && (first.IsZero() || at.Before(first)) {
-			first = at
-		}
-	}
-	if !first.IsZero() {
+	if first := earliest(win.dirty, nil, func(k ObjectKey) time.Time { return q.since[k] }); !first.IsZero() {
 		win.First = first
 	}
 }
