@@ -73,25 +73,30 @@ func TestADeletionRecordedWhileTheWindowDeletingItIsCommittedStaysInTheJournal(t
 
 // A list compared with Git (a re-list, as at start) finds every object as Git had it at the
 // last fetch; a person's commit since removed one's file. The window that settles the list
-// with no change asks the remote first, and writes the file back.
+// with no change asks the remote first, and writes the file back: the committer's, and the
+// window of the creator a list names (the first list after the object's creation).
 func TestAListFindingNothingToChangeJudgesTheRemotesCurrentTip(t *testing.T) {
-	k, obj := clusterConfigMap("k", "1")
-	m, spec := registeredManagerWith(t, map[string]string{"live/README.md": "objects\n"}, Options{Resolver: fixedResolver{k: obj}})
-	bare := strings.TrimPrefix(spec.URL, "file://")
-	m.Submit(Change{Target: liveKey, Key: k, Author: "alice"})
-	_, err := m.workerOf(liveKey).flushIfDue(context.Background(), liveKey, 2*time.Hour)
-	require.NoError(t, err)
-	person := t.TempDir()
-	repotest.Git(t, person, "clone", "--quiet", "--branch", "main", spec.URL, ".")
-	repotest.Git(t, person, "rm", "--quiet", "live/app/configmaps/k.yaml")
-	repotest.Git(t, person, "commit", "--quiet", "-m", "a person removes a file")
-	repotest.Git(t, person, "push", "--quiet", "origin", "main")
-	m.Submit(Change{Target: liveKey, Key: k, Relisted: true}) // the re-list, within 5 s of the last fetch
+	for name, author := range map[string]string{"unattributed": "", "attributed to its creator": "carol"} {
+		t.Run(name, func(t *testing.T) {
+			k, obj := clusterConfigMap("k", "1")
+			m, spec := registeredManagerWith(t, map[string]string{"live/README.md": "objects\n"}, Options{Resolver: fixedResolver{k: obj}})
+			bare := strings.TrimPrefix(spec.URL, "file://")
+			m.Submit(Change{Target: liveKey, Key: k, Author: "alice"})
+			_, err := m.workerOf(liveKey).flushIfDue(context.Background(), liveKey, 2*time.Hour)
+			require.NoError(t, err)
+			person := t.TempDir()
+			repotest.Git(t, person, "clone", "--quiet", "--branch", "main", spec.URL, ".")
+			repotest.Git(t, person, "rm", "--quiet", "live/app/configmaps/k.yaml")
+			repotest.Git(t, person, "commit", "--quiet", "-m", "a person removes a file")
+			repotest.Git(t, person, "push", "--quiet", "origin", "main")
+			m.Submit(Change{Target: liveKey, Key: k, Relisted: true, Author: author}) // the re-list, within 5 s of the last fetch
 
-	_, err = m.workerOf(liveKey).flushIfDue(context.Background(), liveKey, 2*time.Hour)
+			_, err = m.workerOf(liveKey).flushIfDue(context.Background(), liveKey, 2*time.Hour)
 
-	require.NoError(t, err)
-	written, err := repotest.RunGit(t, bare, "show", "main:live/app/configmaps/k.yaml")
-	require.NoError(t, err, "written back")
-	assert.Contains(t, written, "name: k")
+			require.NoError(t, err)
+			written, err := repotest.RunGit(t, bare, "show", "main:live/app/configmaps/k.yaml")
+			require.NoError(t, err, "written back")
+			assert.Contains(t, written, "name: k")
+		})
+	}
 }

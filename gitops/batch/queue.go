@@ -246,6 +246,14 @@ func (q *queue) relist(key ObjectKey, in intent, now time.Time) {
 	q.windows[""].compared = true
 }
 
+// listedBy records a change a list brought of an object it attributes to author, its
+// creator (Change.Relisted with an Author): added as theirs, in a window that compared the
+// cluster with Git like any other list's.
+func (q *queue) listedBy(key ObjectKey, in intent, author string, now time.Time) {
+	q.add(key, in, author, now)
+	q.windows[author].compared = true
+}
+
 // committing is the author of the window being committed that holds key, or "".
 func (q *queue) committing(key ObjectKey) string {
 	for _, win := range q.flushing {

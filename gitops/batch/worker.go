@@ -198,6 +198,8 @@ func (w *worker) enqueue(changes []Change, older bool, requests ...*CommitReques
 			continue // the newer change's record stands, with its author
 		case c.Relisted && c.Author == "":
 			q.relist(c.Key, intentOf(c), now)
+		case c.Relisted: // the list after its creation, by someone the webhook did not see
+			q.listedBy(c.Key, intentOf(c), c.Author, now)
 		default:
 			q.add(c.Key, intentOf(c), c.Author, now)
 		}
