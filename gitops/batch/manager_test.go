@@ -57,6 +57,9 @@ func registeredManagerWith(t *testing.T, seed map[string]string, opts Options) (
 	msgs, err := ParseMessages("", "")
 	require.NoError(t, err)
 	opts.Log, opts.WorkDir = logr.Discard(), t.TempDir()
+	if opts.Resolver == nil {
+		opts.Resolver = fixedResolver{} // an empty cluster
+	}
 	m := NewManager(opts)
 	spec := TargetSpec{Key: liveKey, URL: remote.URL, Branch: "main", Folder: "live", Messages: msgs,
 		Window: WindowConfig{Quiet: time.Hour, MaxDelay: time.Hour}, Committer: Identity{Name: "W", Email: "w@example.com"}}

@@ -114,7 +114,7 @@ func (w *worker) snapshot(s Snapshot) {
 		w.mu.Unlock()
 		return
 	}
-	orphans := Orphans(t.index.Load().identities(), s)
+	orphans := w.stillGone(s, Orphans(t.index.Load().identities(), s))
 	var prune []manifest.Identity
 	if t.spec.Prune == PruneAlways && s.Prunable != nil {
 		prune = w.prunable(t, orphans, s.Prunable)
@@ -149,6 +149,23 @@ func (w *worker) snapshot(s Snapshot) {
 	if changed {
 		w.opts.OnStatus(s.Target)
 	}
+}
+
+// stillGone drops the orphans the cache holds now: objects created after the list was
+// taken, whose documents a plan wrote (and forgot as orphans, forgetOrphans) before the
+// snapshot arrived. Counted, they would read as orphans until the next list of their
+// resource. Any answer but the object (gone, unselected, a cache not synced) keeps the
+// list's word. Callers hold w.mu.
+func (w *worker) stillGone(s Snapshot, orphans []manifest.Identity) []manifest.Identity {
+	out := orphans[:0]
+	for _, id := range orphans {
+		key := ObjectKey{GVR: s.GVR, Kind: id.Kind, Namespace: id.Namespace, Name: id.Name}
+		if obj, err := w.opts.Resolver.Current(s.Target, key); err == nil && obj != nil {
+			continue
+		}
+		out = append(out, id)
+	}
+	return out
 }
 
 // unprune clears the prune mark of the target's waiting objects of the snapshot's resource

@@ -69,6 +69,26 @@ func TestAnOrphanWhoseObjectComesBackIsCountedNoMore(t *testing.T) {
 	assert.Equal(t, 0, st.Orphans, "not until the next list of its resource, which may be days away")
 }
 
+// A list taken before the object's creation arrives after a plan wrote the object's
+// document (a large list takes its time to hand over): the object is no orphan.
+func TestASnapshotDoesNotCountAnObjectCreatedSinceItsListAsAnOrphan(t *testing.T) {
+	key, obj := clusterConfigMap("a", "new")
+	cluster := fixedResolver{key: obj}
+	m, _ := registeredManagerWith(t, map[string]string{"live/README.md": "objects\n"}, Options{Resolver: cluster})
+	m.Submit(Change{Target: liveKey, Key: key, Author: "alice"})
+	_, err := m.workerOf(liveKey).flushIfDue(context.Background(), liveKey, 2*time.Hour)
+	require.NoError(t, err)
+
+	m.Snapshot(Snapshot{Target: liveKey, GVR: key.GVR, Kind: "ConfigMap", InScope: func(string) bool { return true }, Complete: true})
+
+	st, _ := m.Status(liveKey)
+	assert.Equal(t, 0, st.Orphans, "the cache holds it now")
+	delete(cluster, key) // and once it is gone, the next list counts it
+	m.Snapshot(Snapshot{Target: liveKey, GVR: key.GVR, Kind: "ConfigMap", InScope: func(string) bool { return true }, Complete: true})
+	st, _ = m.Status(liveKey)
+	assert.Equal(t, 1, st.Orphans)
+}
+
 func TestARefusalAtAVersionTheTargetWatchesNoMoreGoesWithTheListOfTheNewOne(t *testing.T) {
 	key, obj := clusterConfigMap("..", "new") // a name no file can have
 	key.GVR.Version = "v1beta1"
