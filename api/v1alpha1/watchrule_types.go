@@ -63,7 +63,8 @@ type WatchRuleStatus struct {
 	// +listMapKey=type
 	// +optional
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
-	// Resources lists the resolved resources as `group/version/resource`.
+	// Resources lists the resolved resources as `apiVersion/resource`: `v1/configmaps`,
+	// `apps/v1/deployments`.
 	// +optional
 	Resources []string `json:"resources,omitempty"`
 }

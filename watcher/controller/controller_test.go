@@ -73,7 +73,7 @@ func TestWatchRule(t *testing.T) {
 		wr := rule(ns, []string{""}, []string{"configmaps"})
 		require.NoError(t, k8s.Create(ctx, wr))
 		waitCondition(t, wr, func() []metav1.Condition { return wr.Status.Conditions }, v1alpha1.ConditionReady, metav1.ConditionTrue)
-		assert.Equal(t, []string{"/v1, Resource=configmaps"}, wr.Status.Resources)
+		assert.Equal(t, []string{"v1/configmaps"}, wr.Status.Resources)
 		claims := registry.claims("WatchRule/" + ns + "/rule")
 		require.Len(t, claims, 1)
 		assert.Equal(t, ns, claims[0].Namespace)
@@ -89,7 +89,7 @@ func TestWatchRule(t *testing.T) {
 
 		require.NoError(t, k8s.Create(ctx, widgetCRD()))
 		waitCondition(t, wr, func() []metav1.Condition { return wr.Status.Conditions }, v1alpha1.ConditionReady, metav1.ConditionTrue)
-		assert.Equal(t, []string{"example.com/v1, Resource=widgets"}, wr.Status.Resources)
+		assert.Equal(t, []string{"example.com/v1/widgets"}, wr.Status.Resources)
 	})
 	t.Run("refuses a cluster-scoped resource, pointing at ClusterWatchRule", func(t *testing.T) {
 		ns := namespace(t)

@@ -235,6 +235,12 @@ func joinProblems(problems []string) string {
 	return msg
 }
 
+// shownResource is how status.resources names a resource: its apiVersion and plural, as
+// in `v1/configmaps` or `apps/v1/deployments`, the forms a manifest uses.
+func shownResource(gvr schema.GroupVersionResource) string {
+	return gvr.GroupVersion().String() + "/" + gvr.Resource
+}
+
 // applyResult records the outcome on a rule's status and says when to look again: a
 // problem a human must fix makes the rule Stalled, whatever else is going on (the message
 // names that too); a resource waiting for an API that failed discovery makes it
@@ -243,7 +249,7 @@ func joinProblems(problems []string) string {
 func applyResult(st *v1alpha1.WatchRuleStatus, gen int64, c compiled, kept string) ctrl.Result {
 	st.Resources = nil
 	for _, claim := range c.claims {
-		st.Resources = append(st.Resources, claim.Resource.GVR.String())
+		st.Resources = append(st.Resources, shownResource(claim.Resource.GVR))
 	}
 	transient := c.waiting
 	if kept != "" {
