@@ -88,7 +88,7 @@ func newScheme() (*runtime.Scheme, error) {
 
 // run wires the watcher, the Git writer and the controllers into one manager and runs it.
 func run(ctx context.Context, cfg *rest.Config, opts Options) error {
-	if err := opts.checkSensitive(); err != nil {
+	if err := opts.check(); err != nil {
 		return err
 	}
 	scheme, err := newScheme()
@@ -225,10 +225,10 @@ func run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	c := mgr.GetClient()
 	setups := []func() error{
 		func() error {
-			return (&gitopsctrl.GitProviderReconciler{Client: c, Interval: opts.ProviderCheckInterval, Timeout: opts.gitTimeout()}).SetupWithManager(mgr)
+			return (&gitopsctrl.GitProviderReconciler{Client: c, Interval: positiveOr(opts.ProviderCheckInterval, defaultProviderCheckInterval), Timeout: opts.gitTimeout()}).SetupWithManager(mgr)
 		},
 		func() error {
-			return (&gitopsctrl.GitTargetReconciler{Client: c, Writer: writer, PollInterval: opts.GitPollInterval, StatusEvents: statusEvents,
+			return (&gitopsctrl.GitTargetReconciler{Client: c, Writer: writer, PollInterval: positiveOr(opts.GitPollInterval, defaultGitPollInterval), StatusEvents: statusEvents,
 				Recorder: mgr.GetEventRecorder("gitops-reverser")}).SetupWithManager(mgr)
 		},
 		func() error {

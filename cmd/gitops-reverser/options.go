@@ -74,9 +74,9 @@ func (o *Options) bind(fs *flag.FlagSet) {
 	fs.StringVar(&o.LeaderElectionNS, "leader-election-namespace", "", "Namespace of the leader election Lease (default: --namespace).")
 	fs.StringVar(&o.WorkDir, "work-dir", defaultWorkDir(), "Directory for the persistent local clones (a cache; the remote is the truth).")
 	fs.IntVar(&o.CompactLooseObjects, "clone-compaction-loose-objects", repo.DefaultCompactLooseObjects, "Loose objects in a local clone that make the writer compact it to the branch tip after a push or a fetch (git gc --auto's threshold); 0 never compacts on that count.")
-	fs.DurationVar(&o.GitPollInterval, "git-poll-interval", time.Minute, "How often each branch is fetched to notice changes pushed by others.")
+	fs.DurationVar(&o.GitPollInterval, "git-poll-interval", defaultGitPollInterval, "How often each branch is fetched to notice changes pushed by others. Not positive: the default.")
 	fs.DurationVar(&o.GitTimeout, "git-timeout", batch.DefaultGitTimeout, "Longest one fetch, push or reachability check of a Git remote may take; a server that stops answering fails that attempt (retried with backoff) instead of holding its branch's writer. It bounds the whole operation: raise it if a first fetch of a very large repository needs longer. Not positive: the default.")
-	fs.DurationVar(&o.ProviderCheckInterval, "provider-check-interval", 5*time.Minute, "How often a healthy GitProvider's repository is checked for reachability.")
+	fs.DurationVar(&o.ProviderCheckInterval, "provider-check-interval", defaultProviderCheckInterval, "How often a healthy GitProvider's repository is checked for reachability. Not positive: the default.")
 	fs.StringVar(&o.Namespace, "namespace", os.Getenv("POD_NAMESPACE"), "The operator's own namespace (default $POD_NAMESPACE); excluded from the watched-objects webhook.")
 	fs.StringVar(&o.WebhookHost, "webhook-host", "", "Address the webhook server binds to (default: all).")
 	fs.IntVar(&o.WebhookPort, "webhook-port", 9443, "Port of the admission webhook server; 0 disables the webhooks.")
@@ -109,13 +109,40 @@ func (o *Options) compactLooseObjects() int {
 	return o.CompactLooseObjects
 }
 
+// The intervals of the periodic checks. Zero would not mean "never" but "at once, never
+// again": a controller's RequeueAfter of 0 requeues nothing.
+const (
+	defaultGitPollInterval       = time.Minute
+	defaultProviderCheckInterval = 5 * time.Minute
+)
+
+// positiveOr is d, or def when d is not positive: an interval or bound of 0 (or less)
+// would turn a periodic check, or a bound, off without a word.
+func positiveOr(d, def time.Duration) time.Duration {
+	if d <= 0 {
+		return def
+	}
+	return d
+}
+
+// check refuses, before anything starts, flag values the operator could not run with. The
+// webhook flags are checked also when --webhook-port is 0, so that a value refused later,
+// once the webhooks are turned on, is not a surprise then.
+func (o *Options) check() error {
+	if err := o.checkSensitive(); err != nil {
+		return err
+	}
+	if _, err := o.failurePolicy(); err != nil {
+		return err
+	}
+	_, err := o.webhookTimeout()
+	return err
+}
+
 // gitTimeout is --git-timeout, with its default for a value that is not positive (no
 // remote operation goes unbounded).
 func (o *Options) gitTimeout() time.Duration {
-	if o.GitTimeout <= 0 {
-		return batch.DefaultGitTimeout
-	}
-	return o.GitTimeout
+	return positiveOr(o.GitTimeout, batch.DefaultGitTimeout)
 }
 
 func (o *Options) failurePolicy() (admissionv1.FailurePolicyType, error) {

@@ -3,10 +3,13 @@ package main
 import (
 	"flag"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/gitops-reverser/gitops-reverser/gitops/batch"
 )
 
 func TestAListFlagRepeatedKeepsEveryValueAndReplacesItsDefault(t *testing.T) {
@@ -47,4 +50,27 @@ func TestWebhookTimeoutOutsideTheAPIServersRangeIsRefusedAtStart(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, int32(seconds), got)
 	}
+}
+
+func TestAnIntervalOrBoundThatIsNotPositiveIsTheDefault(t *testing.T) {
+	var o Options
+	fs := flag.NewFlagSet("test", flag.ContinueOnError)
+	o.bind(fs)
+	require.NoError(t, fs.Parse([]string{"--git-poll-interval=0", "--provider-check-interval=-1s", "--git-timeout=0"}))
+	assert.Equal(t, defaultGitPollInterval, positiveOr(o.GitPollInterval, defaultGitPollInterval),
+		"a RequeueAfter of 0 would never fetch again")
+	assert.Equal(t, defaultProviderCheckInterval, positiveOr(o.ProviderCheckInterval, defaultProviderCheckInterval))
+	assert.Equal(t, batch.DefaultGitTimeout, o.gitTimeout())
+	assert.Equal(t, 30*time.Second, positiveOr(30*time.Second, defaultGitPollInterval))
+}
+
+func TestAWebhookFlagItCouldNotRunWithStopsTheOperatorAlsoWithTheWebhooksOff(t *testing.T) {
+	ok := Options{WebhookFailure: "Ignore", WebhookTimeout: 3, WebhookPort: 0}
+	require.NoError(t, ok.check())
+	policy := ok
+	policy.WebhookFailure = "ignore"
+	assert.ErrorContains(t, policy.check(), "--webhook-failure-policy must be Ignore or Fail")
+	timeout := ok
+	timeout.WebhookTimeout = 0
+	assert.ErrorContains(t, timeout.check(), "--webhook-timeout-seconds must be between 1 and 30")
 }
