@@ -225,10 +225,11 @@ func run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	c := mgr.GetClient()
 	setups := []func() error{
 		func() error {
-			return (&gitopsctrl.GitProviderReconciler{Client: c, Interval: positiveOr(opts.ProviderCheckInterval, defaultProviderCheckInterval), Timeout: opts.gitTimeout()}).SetupWithManager(mgr)
+			return (&gitopsctrl.GitProviderReconciler{Client: c, Interval: positiveOr(opts.ProviderCheckInterval, defaultProviderCheckInterval), Timeout: opts.gitTimeout(),
+				Concurrent: opts.Concurrent}).SetupWithManager(mgr)
 		},
 		func() error {
-			return (&gitopsctrl.GitTargetReconciler{Client: c, Writer: writer, PollInterval: positiveOr(opts.GitPollInterval, defaultGitPollInterval), StatusEvents: statusEvents,
+			return (&gitopsctrl.GitTargetReconciler{Client: c, Writer: writer, PollInterval: positiveOr(opts.GitPollInterval, defaultGitPollInterval), Concurrent: opts.Concurrent, StatusEvents: statusEvents,
 				Recorder: mgr.GetEventRecorder("gitops-reverser")}).SetupWithManager(mgr)
 		},
 		func() error {

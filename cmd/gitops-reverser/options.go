@@ -13,6 +13,7 @@ import (
 
 	"github.com/gitops-reverser/gitops-reverser/certs"
 	"github.com/gitops-reverser/gitops-reverser/gitops/batch"
+	gitopsctrl "github.com/gitops-reverser/gitops-reverser/gitops/controller"
 	"github.com/gitops-reverser/gitops-reverser/gitops/repo"
 	"github.com/gitops-reverser/gitops-reverser/watcher"
 )
@@ -29,6 +30,7 @@ type Options struct {
 	GitPollInterval       time.Duration
 	ProviderCheckInterval time.Duration
 	GitTimeout            time.Duration
+	Concurrent            int
 
 	Namespace         string
 	WebhookHost       string
@@ -76,6 +78,7 @@ func (o *Options) bind(fs *flag.FlagSet) {
 	fs.IntVar(&o.CompactLooseObjects, "clone-compaction-loose-objects", repo.DefaultCompactLooseObjects, "Loose objects in a local clone that make the writer compact it to the branch tip after a push or a fetch (git gc --auto's threshold); 0 never compacts on that count.")
 	fs.DurationVar(&o.GitPollInterval, "git-poll-interval", defaultGitPollInterval, "How often each branch is fetched to notice changes pushed by others. Not positive: the default.")
 	fs.DurationVar(&o.GitTimeout, "git-timeout", batch.DefaultGitTimeout, "Longest one fetch, push or reachability check of a Git remote may take; a server that stops answering fails that attempt (retried with backoff) instead of holding its branch's writer. It bounds the whole operation: raise it if a first fetch of a very large repository needs longer. Not positive: the default.")
+	fs.IntVar(&o.Concurrent, "concurrent", gitopsctrl.DefaultConcurrent, "How many GitTargets, and how many GitProviders, are reconciled at once: each may wait on its Git remote up to --git-timeout. Not positive: the default.")
 	fs.DurationVar(&o.ProviderCheckInterval, "provider-check-interval", defaultProviderCheckInterval, "How often a healthy GitProvider's repository is checked for reachability. Not positive: the default.")
 	fs.StringVar(&o.Namespace, "namespace", os.Getenv("POD_NAMESPACE"), "The operator's own namespace (default $POD_NAMESPACE); excluded from the watched-objects webhook.")
 	fs.StringVar(&o.WebhookHost, "webhook-host", "", "Address the webhook server binds to (default: all).")

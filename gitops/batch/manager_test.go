@@ -2,6 +2,7 @@ package batch
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -1146,4 +1147,34 @@ func TestDeletedTargetsAreRememberedOnlyForAWhile(t *testing.T) {
 	m.RemoveTarget(next)
 	assert.NotContains(t, m.removed, long, "a target per pull request must not grow the map for ever")
 	assert.Contains(t, m.removed, next)
+}
+
+// The GitTarget controller reconciles several targets at once (--concurrent): two that
+// register together on a repository and branch no worker serves yet share one worker.
+func TestTargetsRegisteringTogetherOnOneBranchShareOneWorker(t *testing.T) {
+	remote := repotest.NewFileRemote(t)
+	remote.Seed("main", map[string]string{"a/README.md": "objects\n", "b/README.md": "objects\n"}, "seed")
+	msgs, err := ParseMessages("", "")
+	require.NoError(t, err)
+	m := NewManager(Options{Log: logr.Discard(), WorkDir: t.TempDir(), Resolver: fixedResolver{}})
+	specs := make([]TargetSpec, 4)
+	for i := range specs {
+		specs[i] = TargetSpec{Key: types.NamespacedName{Namespace: "ops", Name: fmt.Sprintf("t%d", i)}, URL: remote.URL, Branch: "main",
+			Folder: fmt.Sprintf("f%d", i), Messages: msgs, Window: WindowConfig{Quiet: time.Hour, MaxDelay: time.Hour}}
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, len(specs))
+	for i := range specs {
+		wg.Add(1)
+		go func() { defer wg.Done(); _, errs[i] = m.EnsureTarget(context.Background(), specs[i]) }()
+	}
+	wg.Wait()
+
+	for i := range specs {
+		require.NoError(t, errs[i])
+		assert.Same(t, m.workerOf(specs[0].Key), m.workerOf(specs[i].Key))
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	assert.Len(t, m.workers, 1)
 }

@@ -37,6 +37,8 @@ type GitProviderReconciler struct {
 	// Timeout bounds one reachability check, so that a server that stops answering marks
 	// the provider unreachable instead of holding a reconcile worker; 0 means none.
 	Timeout time.Duration
+	// Concurrent is how many are reconciled at once; not positive: DefaultConcurrent.
+	Concurrent int
 }
 
 // +kubebuilder:rbac:groups=reverser.gitops.dev,resources=gitproviders,verbs=get;list;watch
@@ -154,7 +156,7 @@ func (r *GitProviderReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.GitProvider{}, builder.WithPredicates(status.OwnChanges())).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.providersForSecret)).
-		WithOptions(retryOptions()).
+		WithOptions(retryOptions(r.Concurrent)).
 		Complete(r)
 }
 

@@ -16,10 +16,19 @@ import (
 // back, with its changes.
 const MaxRetryDelay = 2 * time.Minute
 
+// DefaultConcurrent is how many GitTargets, and how many GitProviders, are reconciled at
+// once by default (--concurrent).
+const DefaultConcurrent = 4
+
 // retryOptions are the options of the controllers that reach Git: controller-runtime's
-// default rate limiter but for its longest wait, MaxRetryDelay.
-func retryOptions() controller.Options {
-	return controller.Options{RateLimiter: retryLimiter()}
+// default rate limiter but for its longest wait, MaxRetryDelay, and concurrent reconciles
+// (DefaultConcurrent when not positive), so that a remote that stops answering holds one
+// of them up to the Git timeout, not every other tenant's objects behind it.
+func retryOptions(concurrent int) controller.Options {
+	if concurrent <= 0 {
+		concurrent = DefaultConcurrent
+	}
+	return controller.Options{RateLimiter: retryLimiter(), MaxConcurrentReconciles: concurrent}
 }
 
 // retryLimiter backs each failing object off from 5 ms, doubling, up to MaxRetryDelay, and,

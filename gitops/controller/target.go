@@ -53,6 +53,8 @@ type GitTargetReconciler struct {
 	StatusEvents <-chan event.TypedGenericEvent[*v1alpha1.GitTarget]
 	// Recorder emits Events on GitTargets (a generated age identity); nil emits none.
 	Recorder events.EventRecorder
+	// Concurrent is how many are reconciled at once; not positive: DefaultConcurrent.
+	Concurrent int
 }
 
 // +kubebuilder:rbac:groups=reverser.gitops.dev,resources=gittargets,verbs=get;list;watch
@@ -281,7 +283,7 @@ func (r *GitTargetReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&corev1.Secret{}).
 		Watches(&v1alpha1.GitProvider{}, handler.EnqueueRequestsFromMapFunc(r.targetsForProvider)).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.targetsForSecret)).
-		WithOptions(retryOptions())
+		WithOptions(retryOptions(r.Concurrent))
 	if r.StatusEvents != nil {
 		b = b.WatchesRawSource(source.Channel(r.StatusEvents, &handler.TypedEnqueueRequestForObject[*v1alpha1.GitTarget]{}))
 	}
