@@ -34,11 +34,15 @@ const (
 
 // Reasons used in conditions; stable strings so alerts and tests can match on them.
 const (
-	ReasonSucceeded        = "Succeeded"
-	ReasonInvalidSecret    = "InvalidSecret"
-	ReasonInvalidURL       = "InvalidURL"
-	ReasonSecretNotFound   = "SecretNotFound"
-	ReasonUnreachable      = "Unreachable"
+	ReasonSucceeded      = "Succeeded"
+	ReasonInvalidSecret  = "InvalidSecret"
+	ReasonInvalidURL     = "InvalidURL"
+	ReasonSecretNotFound = "SecretNotFound"
+	ReasonUnreachable    = "Unreachable"
+	// ReasonAccessDenied: the remote answered and refused the GitProvider's credentials (HTTP
+	// 401, 403 or 404, an SSH key not accepted) or showed a host key other than the one in
+	// known_hosts: a fix in the Secret or on the Git server, not an outage.
+	ReasonAccessDenied     = "AccessDenied"
 	ReasonProviderNotFound = "ProviderNotFound"
 	ReasonProviderNotReady = "ProviderNotReady"
 	ReasonBranchNotAllowed = "BranchNotAllowed"

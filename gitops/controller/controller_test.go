@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/crypto/ssh"
+	"golang.org/x/crypto/ssh/knownhosts"
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -181,6 +182,33 @@ func TestGitProvider(t *testing.T) {
 		p.Spec.SecretRef = &v1alpha1.LocalObjectReference{Name: "http"}
 		require.NoError(t, k8s.Create(ctx, p))
 		waitCondition(t, p, func() []metav1.Condition { return p.Status.Conditions }, v1alpha1.ConditionReady, metav1.ConditionTrue)
+	})
+	t.Run("is Stalled when the server refuses the Secret's credentials, never quoting them", func(t *testing.T) {
+		ns := namespace(t)
+		srv := repotest.NewHTTPRemote(t, repotest.WithBasicAuth("alice", "s3cret"))
+		require.NoError(t, k8s.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "http"},
+			Data: map[string][]byte{"username": []byte("alice"), "password": []byte("revoked-token")}}))
+		p := provider(ns, srv.URL)
+		p.Spec.SecretRef = &v1alpha1.LocalObjectReference{Name: "http"}
+		require.NoError(t, k8s.Create(ctx, p))
+		msg := waitCondition(t, p, func() []metav1.Condition { return p.Status.Conditions }, v1alpha1.ConditionStalled, metav1.ConditionTrue)
+		requireStalled(t, p.Status.Conditions, v1alpha1.ReasonAccessDenied)
+		assert.Contains(t, msg, "check the GitProvider's Secret")
+		assert.NotContains(t, msg, "revoked-token")
+	})
+	t.Run("is Stalled when the SSH server shows a host key other than known_hosts holds", func(t *testing.T) {
+		ns := namespace(t)
+		remote := repotest.NewSSHRemote(t)
+		impostor := repotest.NewSSHRemote(t) // its host key, listed for this server's address
+		addr := strings.TrimSuffix(strings.TrimPrefix(remote.URL, "ssh://git@"), "/repo.git")
+		knownHosts := knownhosts.Line([]string{knownhosts.Normalize(addr)}, impostor.HostKey) + "\n"
+		require.NoError(t, k8s.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "ssh"},
+			Data: map[string][]byte{"identity": remote.IdentityPEM, "known_hosts": []byte(knownHosts)}}))
+		p := provider(ns, remote.URL)
+		p.Spec.SecretRef = &v1alpha1.LocalObjectReference{Name: "ssh"}
+		require.NoError(t, k8s.Create(ctx, p))
+		waitCondition(t, p, func() []metav1.Condition { return p.Status.Conditions }, v1alpha1.ConditionStalled, metav1.ConditionTrue)
+		requireStalled(t, p.Status.Conditions, v1alpha1.ReasonAccessDenied)
 	})
 	t.Run("never repeats credentials a URL carries in its conditions", func(t *testing.T) {
 		ns := namespace(t)
