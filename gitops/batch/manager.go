@@ -67,8 +67,9 @@ type place struct {
 
 // overlapPlan judges a target about to register against the registered ones: the older
 // target of an overlapping pair keeps its folder (ties: the smaller name). It returns the
-// error refusing key, or the newer targets key displaces. Pure.
-func overlapPlan(key types.NamespacedName, me place, places map[types.NamespacedName]place) (refuse error, displace []types.NamespacedName) {
+// error refusing key and the target that keeps the folder, or the newer targets key
+// displaces. Pure.
+func overlapPlan(key types.NamespacedName, me place, places map[types.NamespacedName]place) (holder types.NamespacedName, refuse error, displace []types.NamespacedName) {
 	others := slices.SortedFunc(maps.Keys(places), func(a, b types.NamespacedName) int { return strings.Compare(a.String(), b.String()) })
 	for _, other := range others {
 		p := places[other]
@@ -76,11 +77,11 @@ func overlapPlan(key types.NamespacedName, me place, places map[types.Namespaced
 			continue
 		}
 		if p.created.Before(me.created) || (p.created.Equal(me.created) && other.String() < key.String()) {
-			return FolderOverlapError(key, me.folder, other, p.folder), nil
+			return other, FolderOverlapError(key, me.folder, other, p.folder), nil
 		}
 		displace = append(displace, other)
 	}
-	return nil, displace
+	return types.NamespacedName{}, nil, displace
 }
 
 // displace stops the newer targets whose folders overlap spec's, now registered, and tells
@@ -89,6 +90,18 @@ func overlapPlan(key types.NamespacedName, me place, places map[types.Namespaced
 func (m *Manager) displace(newer []types.NamespacedName, spec TargetSpec) {
 	for _, k := range newer {
 		m.SuspendTarget(k, fmt.Sprintf("its folder overlaps the folder %q of GitTarget %s, created earlier", spec.Folder, spec.Key))
+		m.opts.OnStatus(k)
+	}
+}
+
+// letGo tells the targets key kept out of its folder (shutOut) that it let it go, so
+// their controllers try again now; one still overlapping is refused again.
+func (m *Manager) letGo(key types.NamespacedName) {
+	m.mu.Lock()
+	out := m.shutOut[key]
+	delete(m.shutOut, key)
+	m.mu.Unlock()
+	for _, k := range out {
 		m.opts.OnStatus(k)
 	}
 }
@@ -283,7 +296,11 @@ type Manager struct {
 	watched map[types.NamespacedName]map[schema.GroupVersionResource]bool
 	// places holds where each registered target writes, for overlapPlan.
 	places map[types.NamespacedName]place
-	wg     sync.WaitGroup
+	// shutOut holds, per target keeping a folder, the targets refused for overlapping it:
+	// each is told (OnStatus) once the folder is let go (the holder deleted, suspended or
+	// moved), rather than at its controller's next poll, a minute of admission denials later.
+	shutOut map[types.NamespacedName][]types.NamespacedName
+	wg      sync.WaitGroup
 }
 
 // requestState is a CommitRequest the writer knows and, once done, its outcome.
@@ -318,7 +335,7 @@ func NewManager(opts Options) *Manager {
 		known: map[types.NamespacedName]*target{}, requests: map[types.NamespacedName]*requestState{},
 		sensitive: map[types.NamespacedName][]schema.GroupResource{}, encrypts: map[types.NamespacedName]bool{}, parked: map[types.NamespacedName]map[ObjectKey]Change{},
 		removed: map[types.NamespacedName]time.Time{}, watched: map[types.NamespacedName]map[schema.GroupVersionResource]bool{},
-		places:  map[types.NamespacedName]place{},
+		places:  map[types.NamespacedName]place{}, shutOut: map[types.NamespacedName][]types.NamespacedName{},
 		joining: map[workerKey]int{}, opening: map[workerKey]chan struct{}{}, retiring: map[workerKey]chan struct{}{}, home: map[types.NamespacedName]workerKey{}}
 }
 
@@ -441,19 +458,26 @@ func (m *Manager) routesTo(wk workerKey) bool {
 func (m *Manager) EnsureTarget(ctx context.Context, spec TargetSpec) (TargetStatus, error) {
 	me := place{wk: workerKeyOf(spec), folder: spec.Folder, created: spec.Created}
 	m.mu.Lock()
-	refuse, displace := overlapPlan(spec.Key, me, m.places)
+	holder, refuse, displace := overlapPlan(spec.Key, me, m.places)
+	was, had := m.places[spec.Key]
 	if refuse == nil {
 		m.places[spec.Key] = me // reserved in the same look: a registration beside this one sees it
+	} else if !slices.Contains(m.shutOut[holder], spec.Key) {
+		m.shutOut[holder] = append(m.shutOut[holder], spec.Key)
 	}
 	m.mu.Unlock()
 	if refuse != nil {
 		return TargetStatus{}, refuse
+	}
+	if had && (was.wk != me.wk || was.folder != me.folder) {
+		m.letGo(spec.Key) // its old folder: those it kept out may write there now
 	}
 	w, wk, err := m.workerFor(ctx, spec)
 	if err != nil {
 		m.mu.Lock()
 		delete(m.places, spec.Key) // it writes nowhere: a new worker was needed and could not be made
 		m.mu.Unlock()
+		m.letGo(spec.Key)
 		m.unplaced(spec.Key)
 		return TargetStatus{}, err
 	}
@@ -595,8 +619,16 @@ func (m *Manager) stopTarget(key types.NamespacedName, park bool, settled string
 		delete(m.recovered, key)
 		m.forgetRemovedBefore(time.Now().Add(-removedMemory)) // a target per pull request adds one each
 		m.removed[key] = time.Now()
+		for holder, out := range m.shutOut { // it waits for no folder any more
+			if out = slices.DeleteFunc(out, func(k types.NamespacedName) bool { return k == key }); len(out) == 0 {
+				delete(m.shutOut, holder)
+			} else {
+				m.shutOut[holder] = out
+			}
+		}
 	}
 	m.mu.Unlock()
+	defer m.letGo(key) // its folder, once its requests are settled
 	if !park {
 		m.wmu.Lock()
 		delete(m.watched, key) // created again, it counts what its own snapshots find

@@ -41,7 +41,7 @@ func TestOverlapPlan(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			refuse, displace := overlapPlan(tc.key, tc.me, registered)
+			_, refuse, displace := overlapPlan(tc.key, tc.me, registered)
 			if tc.refused {
 				require.ErrorIs(t, refuse, ErrFolderOverlap)
 				assert.Contains(t, refuse.Error(), "created earlier")
@@ -61,7 +61,7 @@ func TestTargetsDiallingOneRepositoryAsTwoSSHUsersShareItsWorkerAndFolders(t *te
 	b := a
 	b.Key, b.URL, b.Created = types.NamespacedName{Namespace: "ops", Name: "b"}, "APKAEXAMPLE2@git-codecommit.example:v1/repos/live.git", time.Unix(2000, 0)
 	require.Equal(t, workerKeyOf(a), workerKeyOf(b), "one worker: two would race on every push")
-	refuse, _ := overlapPlan(b.Key, place{wk: workerKeyOf(b), folder: b.Folder, created: b.Created},
+	_, refuse, _ := overlapPlan(b.Key, place{wk: workerKeyOf(b), folder: b.Folder, created: b.Created},
 		map[types.NamespacedName]place{a.Key: {wk: workerKeyOf(a), folder: a.Folder, created: a.Created}})
 	require.ErrorIs(t, refuse, ErrFolderOverlap)
 }
@@ -89,4 +89,51 @@ func TestTwoTargetsOnOverlappingFoldersLeaveTheFolderToTheOlder(t *testing.T) {
 	_, registered = m.Status(newer.Key)
 	assert.False(t, registered, "the older target displaces the newer, which stops writing")
 	assert.Contains(t, told, newer.Key, "and its controller is told")
+}
+
+// A target refused for overlapping an older one's folder is told when the older lets it go,
+// not left until its controller's next poll (a minute of admission denials).
+func TestATargetKeptOutOfAFolderIsToldWhenItsHolderLetsItGo(t *testing.T) {
+	for name, letGo := range map[string]func(m *Manager, older TargetSpec){
+		"deleted":   func(m *Manager, older TargetSpec) { m.RemoveTarget(older.Key) },
+		"suspended": func(m *Manager, older TargetSpec) { m.SuspendTarget(older.Key, "its GitProvider is gone") },
+		"moved to another folder": func(m *Manager, older TargetSpec) {
+			older.Folder = "elsewhere"
+			_, err := m.EnsureTarget(context.Background(), older)
+			require.NoError(t, err)
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			var told []types.NamespacedName
+			m, older := registeredManagerWith(t, map[string]string{"live/README.md": "objects\n"},
+				Options{OnStatus: func(k types.NamespacedName) { told = append(told, k) }})
+			older.Created = time.Unix(1000, 0)
+			_, err := m.EnsureTarget(context.Background(), older)
+			require.NoError(t, err)
+			newer := older
+			newer.Key, newer.Folder, newer.Created = types.NamespacedName{Namespace: "ops", Name: "team"}, "live/team-a", time.Unix(2000, 0)
+			_, err = m.EnsureTarget(context.Background(), newer)
+			require.ErrorIs(t, err, ErrFolderOverlap)
+			told = nil
+
+			letGo(m, older)
+
+			assert.Contains(t, told, newer.Key)
+			_, err = m.EnsureTarget(context.Background(), newer)
+			assert.NoError(t, err, "and registers when its controller tries")
+		})
+	}
+	t.Run("not told while the holder keeps the folder", func(t *testing.T) {
+		var told []types.NamespacedName
+		m, older := registeredManagerWith(t, map[string]string{"live/README.md": "objects\n"},
+			Options{OnStatus: func(k types.NamespacedName) { told = append(told, k) }})
+		newer := older
+		newer.Key, newer.Folder, newer.Created = types.NamespacedName{Namespace: "ops", Name: "team"}, "live/team-a", older.Created.Add(time.Hour)
+		_, err := m.EnsureTarget(context.Background(), newer)
+		require.ErrorIs(t, err, ErrFolderOverlap)
+		told = nil
+		_, err = m.EnsureTarget(context.Background(), older) // its next poll
+		require.NoError(t, err)
+		assert.NotContains(t, told, newer.Key)
+	})
 }

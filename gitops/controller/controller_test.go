@@ -24,6 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/gitops-reverser/gitops-reverser/api/v1alpha1"
 	"github.com/gitops-reverser/gitops-reverser/gitops/controller"
@@ -248,6 +249,10 @@ func TestGitTarget(t *testing.T) {
 		msg := waitCondition(t, newer, func() []metav1.Condition { return newer.Status.Conditions }, v1alpha1.ConditionStalled, metav1.ConditionTrue)
 		assert.Contains(t, msg, `overlaps folder "live" of GitTarget `+ns+`/`+older.Name)
 		requireStalled(t, newer.Status.Conditions, v1alpha1.ReasonFolderOverlap)
+		kept := controller.KeptOut(ctx, k8s, older)
+		assert.Contains(t, kept, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(newer)},
+			"looked at again when the older target is deleted or edited, not at its next poll")
+		assert.NotContains(t, kept, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(older)})
 	})
 	t.Run("leaves its folder to an older target that is not writing, and writes once that target is gone", func(t *testing.T) {
 		ns := namespace(t)

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
@@ -283,11 +284,42 @@ func (r *GitTargetReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&corev1.Secret{}).
 		Watches(&v1alpha1.GitProvider{}, handler.EnqueueRequestsFromMapFunc(r.targetsForProvider)).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.targetsForSecret)).
+		// A target deleted or given another folder, branch or provider may let a folder go.
+		Watches(&v1alpha1.GitTarget{}, handler.EnqueueRequestsFromMapFunc(r.keptOut),
+			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		WithOptions(retryOptions(r.Concurrent))
 	if r.StatusEvents != nil {
 		b = b.WatchesRawSource(source.Channel(r.StatusEvents, &handler.TypedEnqueueRequestForObject[*v1alpha1.GitTarget]{}))
 	}
 	return b.Complete(r)
+}
+
+func (r *GitTargetReconciler) keptOut(ctx context.Context, o client.Object) []reconcile.Request {
+	return KeptOut(ctx, r.Client, o)
+}
+
+// KeptOut lists the GitTargets besides changed that are Stalled for overlapping another's
+// folder (FolderOverlap), in every namespace (one repository serves many): when a GitTarget
+// is deleted or edited, the folder it held may be free, and they are looked at again now
+// rather than at their next poll, each poll being a minute of admission denials. The
+// writer tells them too once it lets the folder go (batch.Manager's shutOut), should they
+// be looked at before it did.
+func KeptOut(ctx context.Context, c client.Reader, changed client.Object) []reconcile.Request {
+	var list v1alpha1.GitTargetList
+	if err := c.List(ctx, &list); err != nil {
+		return nil
+	}
+	var reqs []reconcile.Request
+	for i := range list.Items {
+		t := &list.Items[i]
+		stalled := apimeta.FindStatusCondition(t.Status.Conditions, v1alpha1.ConditionStalled)
+		if stalled == nil || stalled.Status != metav1.ConditionTrue || stalled.Reason != v1alpha1.ReasonFolderOverlap ||
+			client.ObjectKeyFromObject(t) == client.ObjectKeyFromObject(changed) {
+			continue
+		}
+		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(t)})
+	}
+	return reqs
 }
 
 func (r *GitTargetReconciler) targetsForProvider(ctx context.Context, o client.Object) []reconcile.Request {
