@@ -335,7 +335,7 @@ func NewManager(opts Options) *Manager {
 		known: map[types.NamespacedName]*target{}, requests: map[types.NamespacedName]*requestState{},
 		sensitive: map[types.NamespacedName][]schema.GroupResource{}, encrypts: map[types.NamespacedName]bool{}, parked: map[types.NamespacedName]map[ObjectKey]Change{},
 		removed: map[types.NamespacedName]time.Time{}, watched: map[types.NamespacedName]map[schema.GroupVersionResource]bool{},
-		places:  map[types.NamespacedName]place{}, shutOut: map[types.NamespacedName][]types.NamespacedName{},
+		places: map[types.NamespacedName]place{}, shutOut: map[types.NamespacedName][]types.NamespacedName{},
 		joining: map[workerKey]int{}, opening: map[workerKey]chan struct{}{}, retiring: map[workerKey]chan struct{}{}, home: map[types.NamespacedName]workerKey{}}
 }
 
