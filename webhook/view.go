@@ -54,9 +54,9 @@ type snapshot struct {
 }
 
 // Locator tells where an object would land, whether the writer would refuse it there, and
-// whether its document there is encrypted. The Git writer implements it; for a target it
-// does not write (on any replica but the leader) it answers the zero Location and the
-// canonical path is used.
+// whether its document there is encrypted. The Git writer implements it, on the leader;
+// the other replicas ask the leader's (LeaderLocator). For a target the writer does not
+// know it answers the zero Location and the canonical path is used.
 type Locator interface {
 	Locate(target types.NamespacedName, gvr schema.GroupVersionResource, kind, namespace, name string) batch.Location
 }

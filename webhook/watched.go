@@ -192,9 +192,9 @@ func (w *Watched) record(ctx context.Context, req admission.Request) {
 	}
 }
 
-// locate fills in where the object would land in each target: where the writer says (on
-// the leader), else, for a target the writer does not know (any other replica's), the
-// canonical path, so every replica gives the same verdict and warning.
+// locate fills in where the object would land in each target: where the leader's writer
+// says (asked by the other replicas), else, for a target it does not know or when the
+// leader cannot be asked, the canonical path.
 func (w *Watched) locate(targets []TargetState, r Request, req admission.Request) {
 	gvr := schema.GroupVersionResource{Group: req.Resource.Group, Version: req.Resource.Version, Resource: req.Resource.Resource}
 	for i := range targets {

@@ -38,6 +38,7 @@ import (
 
 	"github.com/gitops-reverser/gitops-reverser/api/v1alpha1"
 	"github.com/gitops-reverser/gitops-reverser/certs"
+	"github.com/gitops-reverser/gitops-reverser/certs/replica"
 	"github.com/gitops-reverser/gitops-reverser/gitops/batch"
 	gitopsctrl "github.com/gitops-reverser/gitops-reverser/gitops/controller"
 	"github.com/gitops-reverser/gitops-reverser/gitops/encrypt"
@@ -256,7 +257,7 @@ func run(ctx context.Context, cfg *rest.Config, opts Options) error {
 		router := &attribution.Router{Book: book, Elected: mgr.Elected(), Metrics: attrMetrics, Log: log.WithName("attribution")}
 		if opts.LeaderElect && opts.advertiseAddress() != "" {
 			leader := &attribution.LeaseLeader{Reader: mgr.GetAPIReader(), Lease: types.NamespacedName{Namespace: leaderNS, Name: leaderElectionID}}
-			router.Forwarder = &attribution.Forwarder{Own: cachedKeyPair(servingCertDir(opts)), Leader: leader.Address, Forget: leader.Forget}
+			router.Forwarder = &attribution.Forwarder{Leader: &replica.Leader{Own: cachedKeyPair(servingCertDir(opts)), Address: leader.Address, Forget: leader.Forget}}
 		}
 		if watchedChanged, err = setupWebhooks(ctx, mgr, cfg, opts, writer, router, w); err != nil {
 			return fmt.Errorf("setting up the admission webhooks: %w", err)

@@ -39,6 +39,9 @@ func setupWebhooks(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, opts
 	view := webhook.NewView(mgr.GetCache(), log)
 	view.Live = mgr.GetAPIReader()
 	view.Locator = writer
+	if f := router.Forwarder; f != nil { // followers ask the leader, whose writer knows the folders
+		view.Locator = &webhook.LeaderLocator{Local: writer, Elected: mgr.Elected(), Leader: f.Leader, Log: log.WithName("locate")}
+	}
 	excluded := []string{"kube-system", "kube-node-lease"}
 	if opts.Namespace != "" {
 		excluded = append(excluded, opts.Namespace)
@@ -68,6 +71,8 @@ func setupWebhooks(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, opts
 	}
 	srv.Register(webhook.WatchedPath, &admission.Webhook{Handler: watched})
 	srv.Register(webhook.RecordedPath, &admission.Webhook{Handler: &webhook.Recorded{Watched: watched}})
+	srv.Register(webhook.LocatePath, &webhook.LocateServer{Locator: writer, Own: cachedKeyPair(servingCertDir(opts)), Elected: mgr.Elected(),
+		Log: log.WithName("locate")})
 	srv.Register(attribution.RecordsPath, &attribution.Receiver{Book: router.Book, Own: cachedKeyPair(servingCertDir(opts)), Elected: mgr.Elected(), Log: log.WithName("attribution")})
 	srv.Register(webhook.OwnPath, &admission.Webhook{Handler: &webhook.Own{
 		Client: mgr.GetCache(), Decoder: admission.NewDecoder(mgr.GetScheme()),

@@ -169,6 +169,9 @@ func TestAReplicaThatDoesNotLeadForwardsWhoMadeTheChange(t *testing.T) {
 	})
 	follower := startReplica(t, t.TempDir(), shared.webhookPort, shared.certDir, "--leader-elect",
 		"--advertise-address", fmt.Sprintf("127.0.0.1:%d", shared.webhookPort))
+	// A file only the leader's folder index knows: ConfigMap other's document where taken's
+	// would go.
+	seedFile(t, remote, "live/replicas/configmaps/taken.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: other\n  namespace: replicas\n")
 	setupTarget(t, "replicas", remote, "live", "1s")
 	watchConfigMaps(t, "replicas", "")
 
@@ -176,6 +179,11 @@ func TestAReplicaThatDoesNotLeadForwardsWhoMadeTheChange(t *testing.T) {
 	waitFile(t, remote, "live/replicas/configmaps/app.yaml", func(string) bool { return true })
 	assert.Equal(t, "dave <dave@cluster.local>|GitOps Reverser|Create ConfigMap replicas/app", history(t, remote)[0])
 	assert.NotContains(t, follower.logs.String(), "Successfully acquired lease", "the replica the API server calls never led")
+
+	// The replica the API server calls asks the leader where taken would land: denied there
+	// as on the leader, at the dry run as at the apply.
+	out := waitDenied(t, configMap("replicas", "taken", "1"), "apply", "--dry-run=server", "-f", "-")
+	assert.Contains(t, out, "live/replicas/configmaps/taken.yaml")
 }
 
 func TestNamespaceWritesAreAuthoredByTheirUsers(t *testing.T) {

@@ -6,13 +6,17 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"math/big"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"testing"
 	"time"
 )
 
@@ -57,4 +61,29 @@ func WriteServing(dir string) ([]byte, error) {
 		return nil, err
 	}
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}), nil
+}
+
+// ReplicaKeyPair writes a throwaway serving certificate and returns a loader for it, as a
+// replica loads the key pair it shares with the others.
+func ReplicaKeyPair(t testing.TB) func() (*tls.Certificate, error) {
+	t.Helper()
+	dir := t.TempDir()
+	if _, err := WriteServing(dir); err != nil {
+		t.Fatal(err)
+	}
+	c, err := tls.LoadX509KeyPair(filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return func() (*tls.Certificate, error) { return &c, nil }
+}
+
+// ServeReplica serves h over TLS on loopback with cert, asking clients for a certificate
+// as the operator's webhook server does: a replica's webhook server, for what replicas
+// hand each other. Close it when done.
+func ServeReplica(h http.Handler, cert *tls.Certificate) *httptest.Server {
+	srv := httptest.NewUnstartedServer(h)
+	srv.TLS = &tls.Config{Certificates: []tls.Certificate{*cert}, ClientAuth: tls.RequestClientCert, MinVersion: tls.VersionTLS12}
+	srv.StartTLS()
+	return srv
 }

@@ -5,8 +5,6 @@ import (
 	"context"
 	"crypto/tls"
 	"net/http"
-	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -14,57 +12,44 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/gitops-reverser/gitops-reverser/certs/replica"
 	"github.com/gitops-reverser/gitops-reverser/test/testcerts"
 )
 
-// keyPair writes a throwaway serving key pair and returns a loader for it.
-func keyPair(t *testing.T) OwnCertificate {
-	t.Helper()
-	dir := t.TempDir()
-	_, err := testcerts.WriteServing(dir)
-	require.NoError(t, err)
-	c, err := tls.LoadX509KeyPair(filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key"))
-	require.NoError(t, err)
-	return func() (*tls.Certificate, error) { return &c, nil }
-}
-
-// leader serves a Receiver over TLS on loopback with the given key pair, asking clients
-// for a certificate as the operator's webhook server does.
-func leader(t *testing.T, own OwnCertificate) (*Book, string) {
+// leader serves a Receiver as a replica's webhook server does.
+func leader(t *testing.T, own replica.KeyPair) (*Book, string) {
 	t.Helper()
 	book := NewBook(0, 0)
-	srv := httptest.NewUnstartedServer(&Receiver{Book: book, Own: own, Log: logr.Discard()})
 	cert, err := own()
 	require.NoError(t, err)
-	srv.TLS = &tls.Config{Certificates: []tls.Certificate{*cert}, ClientAuth: tls.RequestClientCert, MinVersion: tls.VersionTLS12}
-	srv.StartTLS()
+	srv := testcerts.ServeReplica(&Receiver{Book: book, Own: own, Log: logr.Discard()}, cert)
 	t.Cleanup(srv.Close)
 	return book, strings.TrimPrefix(srv.URL, "https://")
 }
 
 func TestForwarding(t *testing.T) {
-	replicas := keyPair(t)
+	replicas := testcerts.ReplicaKeyPair(t)
 	k := UpdateKey("u1", "5", Digest{1, 2, 3})
 	alice := Author{Username: "alice"}
 
 	t.Run("the leader takes a record from a replica holding the serving key pair", func(t *testing.T) {
 		book, addr := leader(t, replicas)
-		f := &Forwarder{Own: replicas, Leader: func(context.Context) (string, error) { return addr, nil }}
+		f := &Forwarder{Leader: &replica.Leader{Own: replicas, Address: func(context.Context) (string, error) { return addr, nil }}}
 		require.NoError(t, f.Forward(context.Background(), k, alice))
 		got, ok := book.Join(k)
 		require.True(t, ok)
 		assert.Equal(t, alice, got)
 	})
 	t.Run("a replica does not send records to a server without the serving key", func(t *testing.T) {
-		book, addr := leader(t, keyPair(t))
-		f := &Forwarder{Own: replicas, Leader: func(context.Context) (string, error) { return addr, nil }}
+		book, addr := leader(t, testcerts.ReplicaKeyPair(t))
+		f := &Forwarder{Leader: &replica.Leader{Own: replicas, Address: func(context.Context) (string, error) { return addr, nil }}}
 		err := f.Forward(context.Background(), k, alice)
 		assert.ErrorContains(t, err, "does not hold the webhook serving key")
 		assert.Equal(t, 0, book.Len())
 	})
 	t.Run("the leader refuses a client with another key pair", func(t *testing.T) {
 		book, addr := leader(t, replicas)
-		other := keyPair(t)
+		other := testcerts.ReplicaKeyPair(t)
 		cert, _ := other()
 		c := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{
 			Certificates: []tls.Certificate{*cert}, InsecureSkipVerify: true, MinVersion: tls.VersionTLS12}}} //nolint:gosec // the attacker's client
@@ -85,15 +70,13 @@ func TestForwarding(t *testing.T) {
 	})
 	t.Run("a replica that does not lead refuses records, so a stale leader address never swallows them", func(t *testing.T) {
 		book := NewBook(0, 0)
-		srv := httptest.NewUnstartedServer(&Receiver{Book: book, Own: replicas, Elected: make(chan struct{}), Log: logr.Discard()})
 		cert, err := replicas()
 		require.NoError(t, err)
-		srv.TLS = &tls.Config{Certificates: []tls.Certificate{*cert}, ClientAuth: tls.RequestClientCert, MinVersion: tls.VersionTLS12}
-		srv.StartTLS()
+		srv := testcerts.ServeReplica(&Receiver{Book: book, Own: replicas, Elected: make(chan struct{}), Log: logr.Discard()}, cert)
 		t.Cleanup(srv.Close)
 		forgot := false
-		f := &Forwarder{Own: replicas, Leader: func(context.Context) (string, error) { return strings.TrimPrefix(srv.URL, "https://"), nil },
-			Forget: func() { forgot = true }}
+		f := &Forwarder{Leader: &replica.Leader{Own: replicas, Address: func(context.Context) (string, error) { return strings.TrimPrefix(srv.URL, "https://"), nil },
+			Forget: func() { forgot = true }}}
 		assert.ErrorContains(t, f.Forward(context.Background(), k, alice), "503")
 		assert.True(t, forgot, "the cached leader address is dropped after a failed forward")
 		assert.Equal(t, 0, book.Len())
@@ -101,7 +84,7 @@ func TestForwarding(t *testing.T) {
 	t.Run("a record that cannot be forwarded is kept locally and counted", func(t *testing.T) {
 		book := NewBook(0, 0)
 		r := &Router{Book: book, Elected: make(chan struct{}), Log: logr.Discard(),
-			Forwarder: &Forwarder{Own: replicas, Leader: func(context.Context) (string, error) { return "", nil }}}
+			Forwarder: &Forwarder{Leader: &replica.Leader{Own: replicas, Address: func(context.Context) (string, error) { return "", nil }}}}
 		r.Record(context.Background(), k, alice)
 		_, ok := book.Join(k)
 		assert.True(t, ok)
@@ -110,10 +93,10 @@ func TestForwarding(t *testing.T) {
 		book := NewBook(0, 0)
 		elected := make(chan struct{})
 		close(elected)
-		r := &Router{Book: book, Elected: elected, Forwarder: &Forwarder{Leader: func(context.Context) (string, error) {
+		r := &Router{Book: book, Elected: elected, Forwarder: &Forwarder{Leader: &replica.Leader{Address: func(context.Context) (string, error) {
 			t.Fatal("the leader must not forward")
 			return "", nil
-		}}}
+		}}}}
 		r.Record(context.Background(), k, alice)
 		assert.Equal(t, 1, book.Len())
 	})

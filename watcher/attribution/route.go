@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gitops-reverser/gitops-reverser/certs/replica"
 	"github.com/go-logr/logr"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -43,7 +44,7 @@ func (r *Router) Record(ctx context.Context, k Key, a Author) {
 	}
 }
 
-func (r *Router) leading() bool { return closed(r.Elected) }
+func (r *Router) leading() bool { return replica.Closed(r.Elected) }
 
 // Identity is a leader-election identity that tells the other replicas where this one takes
 // forwarded records: "<unique>@<host:port>". Without an address it is just unique.
