@@ -39,8 +39,8 @@ const (
 	ReasonInvalidURL     = "InvalidURL"
 	ReasonSecretNotFound = "SecretNotFound"
 	ReasonUnreachable    = "Unreachable"
-	// ReasonAccessDenied: the remote answered and refused the GitProvider's credentials (HTTP
-	// 401, 403 or 404, an SSH key not accepted) or showed a host key other than the one in
+	// ReasonAccessDenied: the remote answered and rejected the GitProvider's credentials
+	// (HTTP 401, an SSH key not accepted) or showed a host key other than the one in
 	// known_hosts: a fix in the Secret or on the Git server, not an outage.
 	ReasonAccessDenied     = "AccessDenied"
 	ReasonProviderNotFound = "ProviderNotFound"

@@ -74,7 +74,7 @@ func (r *GitProviderReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 			v1alpha1.SetStalled(&p.Status.Conditions, p.Generation, v1alpha1.ReasonInvalidURL, err.Error())
 			return ctrl.Result{}, nil
 		}
-		if repo.Refused(err) { // configuration: a fix in the Secret or on the server; looked at again meanwhile
+		if repo.CredentialsRejected(err) { // configuration: a fix in the Secret or on the server; looked at again meanwhile
 			v1alpha1.SetStalled(&p.Status.Conditions, p.Generation, v1alpha1.ReasonAccessDenied,
 				fmt.Sprintf("repository %s refused access: %v", repo.Redact(p.Spec.URL), err))
 			return ctrl.Result{RequeueAfter: r.Interval}, nil

@@ -33,11 +33,19 @@ func remoteHint(err error, pushing bool) string {
 // key that is not the one known. Only that positive evidence counts: an outage, a rate
 // limit, a connection cut part-way or a local error tell nothing of the credentials.
 func Refused(err error) bool {
+	return CredentialsRejected(err) || errors.Is(err, transport.ErrAuthorizationFailed) || errors.Is(err, transport.ErrRepositoryNotFound)
+}
+
+// CredentialsRejected reports whether err is the remote's answer that it does not accept
+// who is asking: HTTP's 401, an SSH key it did not accept, a host key that is not the one
+// known_hosts holds. Unlike a 403 or 404, which some servers also answer while rate
+// limiting or with a repository not created yet, only a new Secret (or a key granted on the
+// server) changes that answer.
+func CredentialsRejected(err error) bool {
 	if err == nil {
 		return false
 	}
 	var hostKey *knownhosts.KeyError
-	return errors.Is(err, transport.ErrAuthenticationRequired) || errors.Is(err, transport.ErrAuthorizationFailed) ||
-		errors.Is(err, transport.ErrRepositoryNotFound) || errors.As(err, &hostKey) ||
+	return errors.Is(err, transport.ErrAuthenticationRequired) || errors.As(err, &hostKey) ||
 		strings.Contains(err.Error(), "ssh: unable to authenticate")
 }

@@ -50,24 +50,25 @@ func TestRefused(t *testing.T) {
 			Request: &http.Request{URL: &url.URL{Scheme: "https", Host: "git.example"}}}}))
 	}
 	for _, tc := range []struct {
-		name string
-		err  error
-		want bool
+		name              string
+		err               error
+		refused, rejected bool
 	}{
-		{"is credentials refused over HTTP", fmt.Errorf("fetch: %w", transport.ErrAuthenticationRequired), true},
-		{"is credentials that may not read", fmt.Errorf("fetch: %w", transport.ErrAuthorizationFailed), true},
-		{"is a repository the credentials cannot see", fmt.Errorf("fetch: %w", transport.ErrRepositoryNotFound), true},
-		{"is a key refused over SSH", errors.New("ssh: handshake failed: ssh: unable to authenticate, attempted methods [none publickey]"), true},
-		{"is a host key that is not the one known", fmt.Errorf("ssh: handshake failed: %w", &knownhosts.KeyError{}), true},
-		{"is not a connection refused", &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connection refused")}, false},
-		{"is not a timeout", fmt.Errorf("fetch: %w", context.DeadlineExceeded), false},
-		{"is not a server error", status(http.StatusServiceUnavailable), false},
-		{"is not a rate limit", status(http.StatusTooManyRequests), false},
-		{"is not a connection an SSH server cut", errors.New("ssh: handshake failed: EOF"), false},
-		{"is not nothing", nil, false},
+		{"is credentials refused over HTTP", fmt.Errorf("fetch: %w", transport.ErrAuthenticationRequired), true, true},
+		{"is credentials that may not read", fmt.Errorf("fetch: %w", transport.ErrAuthorizationFailed), true, false},
+		{"is a repository the credentials cannot see", fmt.Errorf("fetch: %w", transport.ErrRepositoryNotFound), true, false},
+		{"is a key refused over SSH", errors.New("ssh: handshake failed: ssh: unable to authenticate, attempted methods [none publickey]"), true, true},
+		{"is a host key that is not the one known", fmt.Errorf("ssh: handshake failed: %w", &knownhosts.KeyError{}), true, true},
+		{"is not a connection refused", &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connection refused")}, false, false},
+		{"is not a timeout", fmt.Errorf("fetch: %w", context.DeadlineExceeded), false, false},
+		{"is not a server error", status(http.StatusServiceUnavailable), false, false},
+		{"is not a rate limit", status(http.StatusTooManyRequests), false, false},
+		{"is not a connection an SSH server cut", errors.New("ssh: handshake failed: EOF"), false, false},
+		{"is not nothing", nil, false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			assert.Equal(t, tc.want, Refused(tc.err))
+			assert.Equal(t, tc.refused, Refused(tc.err), "Refused")
+			assert.Equal(t, tc.rejected, CredentialsRejected(tc.err), "CredentialsRejected")
 		})
 	}
 }
