@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"sync/atomic"
+	"time"
 
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -72,7 +74,9 @@ func (s *LocateServer) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 // replica leads, else the leader's (LocateServer). When the leader cannot be asked (none
 // known, a timeout, an election under way) it answers as the local writer does, which
 // knows no target: the canonical path is used, and the writer still refuses what it cannot
-// write, naming it in the GitTarget's status.
+// write, naming it in the GitTarget's status. After a failed question it asks nothing for
+// quietAfterFailure, so an admission routed to several targets, or a stream of them, waits
+// for one failure at most, not one per question.
 type LeaderLocator struct {
 	Local Locator
 	// Elected is closed once this replica leads.
@@ -80,16 +84,23 @@ type LeaderLocator struct {
 	// Leader is the way to the leader's webhook server.
 	Leader *replica.Leader
 	Log    logr.Logger
+
+	failedAt atomic.Int64 // Unix nanoseconds of the last failed question; 0: none
 }
+
+// quietAfterFailure is how long a replica judges alone after failing to ask the leader: the
+// time a leader address is trusted (attribution.LeaseLeader), after which a new one is read.
+const quietAfterFailure = 5 * time.Second
 
 // Locate implements Locator.
 func (l *LeaderLocator) Locate(target types.NamespacedName, gvr schema.GroupVersionResource, kind, namespace, name string) batch.Location {
-	if replica.Closed(l.Elected) {
+	if replica.Closed(l.Elected) || time.Since(time.Unix(0, l.failedAt.Load())) < quietAfterFailure {
 		return l.Local.Locate(target, gvr, kind, namespace, name)
 	}
 	var a locateAnswer
 	q := locateQuestion{Target: target, Group: gvr.Group, Version: gvr.Version, Resource: gvr.Resource, Kind: kind, Namespace: namespace, Name: name}
 	if err := l.Leader.Post(context.Background(), LocatePath, q, &a); err != nil {
+		l.failedAt.Store(time.Now().UnixNano())
 		l.Log.V(1).Info("judged without the leader's folder index", "gitTarget", target.String(), "error", err.Error())
 		return l.Local.Locate(target, gvr, kind, namespace, name)
 	}

@@ -76,6 +76,19 @@ func TestAFollowerJudgesWithTheLeadersFolderIndex(t *testing.T) {
 		assert.Equal(t, batch.Location{}, follower("127.0.0.1:1", &forgot).Locate(live, cms, "ConfigMap", "team-a", "app"))
 		assert.True(t, forgot, "the cached leader address is dropped")
 	})
+	t.Run("after a failed question a follower judges alone for a while, not failing once per target", func(t *testing.T) {
+		asked = nil
+		addr := "127.0.0.1:1"
+		var forgot bool
+		l := &LeaderLocator{Local: knowsNothing, Elected: notLeading, Log: logr.Discard(), Leader: &replica.Leader{Own: replicas,
+			Address: func(context.Context) (string, error) { return addr, nil }, Forget: func() { forgot = true }}}
+		require.Equal(t, batch.Location{}, l.Locate(live, cms, "ConfigMap", "team-a", "app"))
+		require.True(t, forgot)
+		addr = serveLocate(t, &LocateServer{Locator: writer, Own: replicas, Log: logr.Discard()}) // the new leader
+
+		assert.Equal(t, batch.Location{}, l.Locate(live, cms, "ConfigMap", "team-a", "app"))
+		assert.Empty(t, asked, "not asked within quietAfterFailure")
+	})
 	t.Run("a replica at a stale leader address does not answer from its empty writer", func(t *testing.T) {
 		addr := serveLocate(t, &LocateServer{Locator: writer, Own: replicas, Elected: make(chan struct{}), Log: logr.Discard()})
 		var forgot bool
