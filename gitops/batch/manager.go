@@ -297,10 +297,14 @@ type Manager struct {
 	// places holds where each registered target writes, for overlapPlan.
 	places map[types.NamespacedName]place
 	// shutOut holds, per target keeping a folder, the targets refused for overlapping it:
-	// each is told (OnStatus) once the folder is let go (the holder deleted, suspended or
-	// moved), rather than at its controller's next poll, a minute of admission denials later.
+	// each is told (OnStatus) once the folder is let go (the holder deleted, or moved to
+	// another repository), rather than at its controller's next poll, a minute of admission
+	// denials later.
 	shutOut map[types.NamespacedName][]types.NamespacedName
-	wg      sync.WaitGroup
+	// registering holds one token per (repository, branch) with a registration running
+	// (holdRegistrations); an entry stays once made, one per branch ever registered.
+	registering map[workerKey]chan struct{}
+	wg          sync.WaitGroup
 }
 
 // requestState is a CommitRequest the writer knows and, once done, its outcome.
@@ -335,7 +339,7 @@ func NewManager(opts Options) *Manager {
 		known: map[types.NamespacedName]*target{}, requests: map[types.NamespacedName]*requestState{},
 		sensitive: map[types.NamespacedName][]schema.GroupResource{}, encrypts: map[types.NamespacedName]bool{}, parked: map[types.NamespacedName]map[ObjectKey]Change{},
 		removed: map[types.NamespacedName]time.Time{}, watched: map[types.NamespacedName]map[schema.GroupVersionResource]bool{},
-		places: map[types.NamespacedName]place{}, shutOut: map[types.NamespacedName][]types.NamespacedName{},
+		places: map[types.NamespacedName]place{}, shutOut: map[types.NamespacedName][]types.NamespacedName{}, registering: map[workerKey]chan struct{}{},
 		joining: map[workerKey]int{}, opening: map[workerKey]chan struct{}{}, retiring: map[workerKey]chan struct{}{}, home: map[types.NamespacedName]workerKey{}}
 }
 
@@ -457,7 +461,18 @@ func (m *Manager) routesTo(wk workerKey) bool {
 // returns its status. Errors are transient (remote unreachable, clone unusable).
 func (m *Manager) EnsureTarget(ctx context.Context, spec TargetSpec) (TargetStatus, error) {
 	me := place{wk: workerKeyOf(spec), folder: spec.Folder, created: spec.Created}
+	release, err := m.holdRegistrations(ctx, me.wk)
+	if err != nil {
+		return TargetStatus{}, err // before anything changed: as if it had not been called
+	}
+	defer release()
 	m.mu.Lock()
+	if w := m.workers[me.wk]; w != nil {
+		if err := w.remoteStuck(time.Now()); err != nil {
+			m.mu.Unlock()
+			return TargetStatus{}, err // before anything changed: as if it had not been called
+		}
+	}
 	holder, refuse, displace := overlapPlan(spec.Key, me, m.places)
 	was, had := m.places[spec.Key]
 	if refuse == nil {
@@ -497,6 +512,11 @@ func (m *Manager) EnsureTarget(ctx context.Context, spec TargetSpec) (TargetStat
 	}
 	t, st, err := w.ensureTarget(ctx, spec)
 	m.unpark(spec.Key, w) // its queue exists now, whether or not the fetch worked
+	if t == nil {
+		// It waited for the branch's lock in vain (ErrRemoteBusy): registered as before, or
+		// routed to its queue, which keeps its changes for the retry.
+		return st, err
+	}
 	if err != nil && !st.Known {
 		w.unreadWithChanges(spec.Key)
 	}
@@ -510,6 +530,40 @@ func (m *Manager) EnsureTarget(ctx context.Context, spec TargetSpec) (TargetStat
 	m.encrypts[spec.Key] = spec.Encryption != nil
 	m.mu.Unlock()
 	return st, err
+}
+
+// holdRegistrations lets one registration at a time run on a (repository, branch): an
+// older target registering displaces (suspends) the newer ones overlapping its folder,
+// which must not be registering at that moment (the GitTarget controller runs several
+// reconciles at once), or the newer one's registration would undo the suspension and take
+// back the changes put aside for it. They would wait for each other on the branch's lock
+// for the fetch anyway. The wait ends, as the registration's does, when ctx ends or the
+// branch's remote stopped answering (remoteStuck); call release when done.
+func (m *Manager) holdRegistrations(ctx context.Context, wk workerKey) (release func(), err error) {
+	m.mu.Lock()
+	turn := m.registering[wk]
+	if turn == nil {
+		turn = make(chan struct{}, 1)
+		m.registering[wk] = turn
+	}
+	m.mu.Unlock()
+	for {
+		select {
+		case turn <- struct{}{}:
+			return func() { <-turn }, nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+		m.mu.Lock()
+		w := m.workers[wk]
+		m.mu.Unlock()
+		if w != nil {
+			if err := w.remoteStuck(time.Now()); err != nil {
+				return nil, err
+			}
+		}
+	}
 }
 
 // joined ends a registration that workerFor counted in m.joining, and retires the worker
@@ -628,7 +682,11 @@ func (m *Manager) stopTarget(key types.NamespacedName, park bool, settled string
 		}
 	}
 	m.mu.Unlock()
-	defer m.letGo(key) // its folder, once its requests are settled
+	if !park {
+		// Its folder, once its requests are settled. A suspended target keeps its folder
+		// (controller.FolderHolder): those it keeps out are told when it is deleted or moves.
+		defer m.letGo(key)
+	}
 	if !park {
 		m.wmu.Lock()
 		delete(m.watched, key) // created again, it counts what its own snapshots find

@@ -1178,3 +1178,52 @@ func TestTargetsRegisteringTogetherOnOneBranchShareOneWorker(t *testing.T) {
 	defer m.mu.Unlock()
 	assert.Len(t, m.workers, 1)
 }
+
+// A registration does not queue behind a fetch or push that stopped answering: it is
+// refused once that has taken longer than slowRemote, and retried by its controller.
+func TestARegistrationDoesNotWaitForARemoteThatStoppedAnswering(t *testing.T) {
+	m, spec := registeredManager(t, map[string]string{"live/README.md": "objects\n"})
+	w := m.workerOf(liveKey)
+	second := spec
+	second.Key, second.Folder = types.NamespacedName{Namespace: "ops", Name: "second"}, "second"
+	w.mu.Lock() // a fetch in progress, begun 11 s ago
+	done := w.onRemote()
+	w.remoteSince.Store(time.Now().Add(-slowRemote - time.Second).UnixNano())
+
+	_, err := m.EnsureTarget(context.Background(), second)
+
+	require.ErrorIs(t, err, ErrRemoteBusy)
+	assert.Contains(t, err.Error(), "for 11s (branch main)")
+	done()
+	w.mu.Unlock()
+	_, registered := m.Status(second.Key)
+	assert.False(t, registered, "nothing of it changed: as if not called")
+	_, err = m.EnsureTarget(context.Background(), second)
+	assert.NoError(t, err, "the remote answers again")
+}
+
+// A registered target's next registration waiting for the branch's lock gives up once the
+// fetch or push holding it has taken longer than slowRemote, and stays registered as it was.
+func TestARegistrationWaitingForTheBranchGivesUpWhenTheRemoteStopsAnswering(t *testing.T) {
+	m, spec := registeredManager(t, map[string]string{"live/README.md": "objects\n"})
+	w := m.workerOf(liveKey)
+	waits := make(chan struct{})
+	w.waiting = func() { close(waits) } // a seam: when the registration waits is otherwise invisible
+	w.mu.Lock()                         // a push begins
+	done := w.onRemote()
+	result := make(chan error, 1)
+	go func() { _, err := m.EnsureTarget(context.Background(), spec); result <- err }()
+	<-waits
+	w.remoteSince.Store(time.Now().Add(-slowRemote - time.Second).UnixNano()) // and stops answering
+
+	err := <-result
+
+	require.ErrorIs(t, err, ErrRemoteBusy)
+	done()
+	w.mu.Unlock()
+	_, registered := m.Status(liveKey)
+	assert.True(t, registered)
+	m.mu.Lock()
+	assert.NotNil(t, m.known[liveKey], "admission still reads its folder index (Locate)")
+	m.mu.Unlock()
+}

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gitops-reverser/gitops-reverser/gitops/repo/repotest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/types"
@@ -94,11 +95,12 @@ func TestTwoTargetsOnOverlappingFoldersLeaveTheFolderToTheOlder(t *testing.T) {
 // A target refused for overlapping an older one's folder is told when the older lets it go,
 // not left until its controller's next poll (a minute of admission denials).
 func TestATargetKeptOutOfAFolderIsToldWhenItsHolderLetsItGo(t *testing.T) {
+	elsewhere := repotest.NewFileRemote(t)
+	elsewhere.Seed("main", map[string]string{"live/README.md": "objects\n"}, "seed")
 	for name, letGo := range map[string]func(m *Manager, older TargetSpec){
-		"deleted":   func(m *Manager, older TargetSpec) { m.RemoveTarget(older.Key) },
-		"suspended": func(m *Manager, older TargetSpec) { m.SuspendTarget(older.Key, "its GitProvider is gone") },
-		"moved to another folder": func(m *Manager, older TargetSpec) {
-			older.Folder = "elsewhere"
+		"deleted": func(m *Manager, older TargetSpec) { m.RemoveTarget(older.Key) },
+		"moved to another repository (its GitProvider changed)": func(m *Manager, older TargetSpec) {
+			older.URL = elsewhere.URL
 			_, err := m.EnsureTarget(context.Background(), older)
 			require.NoError(t, err)
 		},
@@ -123,17 +125,25 @@ func TestATargetKeptOutOfAFolderIsToldWhenItsHolderLetsItGo(t *testing.T) {
 			assert.NoError(t, err, "and registers when its controller tries")
 		})
 	}
-	t.Run("not told while the holder keeps the folder", func(t *testing.T) {
-		var told []types.NamespacedName
-		m, older := registeredManagerWith(t, map[string]string{"live/README.md": "objects\n"},
-			Options{OnStatus: func(k types.NamespacedName) { told = append(told, k) }})
-		newer := older
-		newer.Key, newer.Folder, newer.Created = types.NamespacedName{Namespace: "ops", Name: "team"}, "live/team-a", older.Created.Add(time.Hour)
-		_, err := m.EnsureTarget(context.Background(), newer)
-		require.ErrorIs(t, err, ErrFolderOverlap)
-		told = nil
-		_, err = m.EnsureTarget(context.Background(), older) // its next poll
-		require.NoError(t, err)
-		assert.NotContains(t, told, newer.Key)
-	})
+	for name, keep := range map[string]func(m *Manager, older TargetSpec){
+		"re-registered in place (its poll)": func(m *Manager, older TargetSpec) {
+			_, err := m.EnsureTarget(context.Background(), older)
+			require.NoError(t, err)
+		},
+		// The GitTarget controller keeps a suspended target's folder (controller.FolderHolder).
+		"suspended": func(m *Manager, older TargetSpec) { m.SuspendTarget(older.Key, "its GitProvider is gone") },
+	} {
+		t.Run("not told while the holder keeps the folder: "+name, func(t *testing.T) {
+			var told []types.NamespacedName
+			m, older := registeredManagerWith(t, map[string]string{"live/README.md": "objects\n"},
+				Options{OnStatus: func(k types.NamespacedName) { told = append(told, k) }})
+			newer := older
+			newer.Key, newer.Folder, newer.Created = types.NamespacedName{Namespace: "ops", Name: "team"}, "live/team-a", older.Created.Add(time.Hour)
+			_, err := m.EnsureTarget(context.Background(), newer)
+			require.ErrorIs(t, err, ErrFolderOverlap)
+			told = nil
+			keep(m, older)
+			assert.NotContains(t, told, newer.Key)
+		})
+	}
 }

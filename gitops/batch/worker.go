@@ -99,7 +99,14 @@ type worker struct {
 	watchedOf func(types.NamespacedName) (map[schema.GroupVersionResource]bool, bool)
 
 	// mu guards the clone, remoteTip and targets' Git-side state.
-	mu        sync.Mutex
+	mu sync.Mutex
+	// remoteSince is when the fetch or push in progress began (Unix nanoseconds; 0: none),
+	// read without mu, which it runs under: a registration does not queue behind a remote
+	// that stopped answering (remoteStuck).
+	remoteSince atomic.Int64
+	// waiting, when set (tests only), is called when a registration first finds w.mu held
+	// (lockUnlessStuck): the moment a test makes the remote stop answering.
+	waiting   func()
 	remoteTip plumbing.Hash
 	// tipBeforeRepair is the remote tip a rebuild of the clone forgot, so that the fetch
 	// after it still tells a branch someone deleted meanwhile (see refresh).
@@ -410,7 +417,9 @@ func sameRecipients(a, b *Encryption) bool {
 // remote moved. It reports a folder that became writable, or a new folder, through
 // OnFolderReady.
 func (w *worker) ensureTarget(ctx context.Context, spec TargetSpec) (*target, TargetStatus, error) {
-	w.mu.Lock()
+	if err := w.lockUnlessStuck(ctx); err != nil {
+		return nil, TargetStatus{}, err
+	}
 	t, ok := w.targets[spec.Key]
 	if !ok {
 		t = &target{spec: spec, q: w.openQueue(spec.Key)}
@@ -534,7 +543,9 @@ func (w *worker) actFor(spec TargetSpec) { w.repo.ActAs(spec.URL, spec.Auth) }
 func (w *worker) refresh(ctx context.Context, force bool, acting *target) error {
 	fctx, cancel := context.WithTimeout(ctx, w.opts.gitTimeout())
 	defer cancel()
+	done := w.onRemote()
 	tip, err := w.repo.Fetch(fctx, w.key.branch)
+	done()
 	if err != nil {
 		return fmt.Errorf("fetching branch %s: %w", w.key.branch, err)
 	}
@@ -614,7 +625,9 @@ func (w *worker) seenElsewhere(ctx context.Context, acting *target) (plumbing.Ha
 	fctx, cancel := context.WithTimeout(ctx, w.opts.gitTimeout()) // a timeout of its own
 	defer cancel()
 	w.actFor(seer.spec)
+	done := w.onRemote()
 	tip, err := w.repo.Fetch(fctx, w.key.branch)
+	done()
 	w.actFor(acting.spec)
 	switch {
 	case err == nil:
@@ -686,7 +699,59 @@ func (w *worker) repairIfDamaged(ctx context.Context, err error) bool {
 // push pushes sha over the remote tip (repo.Push), within Options.GitTimeout. Callers hold
 // w.mu.
 func (w *worker) push(ctx context.Context, sha plumbing.Hash) error {
+	defer w.onRemote()()
 	return w.repo.PushWithin(ctx, w.opts.gitTimeout(), w.key.branch, sha, w.remoteTip)
+}
+
+// slowRemote is how long a fetch or push may take before registrations on its branch stop
+// waiting for it (remoteStuck).
+const slowRemote = 10 * time.Second
+
+// ErrRemoteBusy is a registration's answer while its branch's writer waits on a fetch or
+// push that has taken longer than slowRemote: the remote is slow or stopped answering. It
+// is retried with backoff, and the GitTarget controller's worker is free meanwhile for other
+// GitTargets, instead of queueing behind the branch's lock for up to the Git timeout.
+var ErrRemoteBusy = errors.New("the remote has not answered the branch's fetch or push in progress")
+
+// lockUnlessStuck takes w.mu for a registration, unless the fetch or push holding it turns
+// out stuck (remoteStuck) or ctx ends first: the registration is then retried, its
+// controller's worker free for other GitTargets meanwhile, rather than queued behind the
+// branch's lock for up to the Git timeout. It polls (TryLock) because a Mutex cannot be
+// waited for with a way out; only registrations wait this way.
+func (w *worker) lockUnlessStuck(ctx context.Context) error {
+	for first := true; !w.mu.TryLock(); first = false {
+		if first && w.waiting != nil {
+			w.waiting()
+		}
+		if err := w.remoteStuck(time.Now()); err != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	return nil
+}
+
+// onRemote marks a fetch or push in progress; call what it returns when it is done.
+func (w *worker) onRemote() (done func()) {
+	w.remoteSince.Store(time.Now().UnixNano())
+	return func() { w.remoteSince.Store(0) }
+}
+
+// remoteStuck is ErrRemoteBusy, naming for how long, while a fetch or push has been in
+// progress longer than slowRemote; nil otherwise. It takes no lock.
+func (w *worker) remoteStuck(now time.Time) error {
+	since := w.remoteSince.Load()
+	if since == 0 {
+		return nil
+	}
+	if took := now.Sub(time.Unix(0, since)); took > slowRemote {
+		return fmt.Errorf("%w for %s (branch %s): retried", ErrRemoteBusy, took.Round(time.Second), w.key.branch)
+	}
+	return nil
 }
 
 // compactIfDue keeps the clone's size bounded (repo.CompactIfDue). A failure is logged and

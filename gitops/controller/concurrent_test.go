@@ -2,6 +2,7 @@ package controller_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync"
@@ -12,12 +13,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/gitops-reverser/gitops-reverser/api/v1alpha1"
+	"github.com/gitops-reverser/gitops-reverser/gitops/controller"
 	"github.com/gitops-reverser/gitops-reverser/gitops/repo/repotest"
 )
 
-// A remote that accepts a fetch and stops answering holds its GitTarget's reconcile up to
-// the writer's Git timeout (2 minutes here): another tenant's GitTarget registers meanwhile,
-// not after it.
+// A remote that accepts a fetch and stops answering holds the reconcile of the GitTarget
+// fetching up to the writer's Git timeout (2 minutes here); the other targets of its branch,
+// more than the controller reconciles at once, wait for that fetch only so long
+// (batch.ErrRemoteBusy), and another tenant's GitTarget registers meanwhile, not after it.
 func TestAGitTargetWhoseRemoteStopsAnsweringDoesNotHoldBackOthers(t *testing.T) {
 	ctx := context.Background()
 	var hang atomic.Bool
@@ -40,8 +43,14 @@ func TestAGitTargetWhoseRemoteStopsAnsweringDoesNotHoldBackOthers(t *testing.T) 
 	hang.Store(true)
 	ns := namespace(t)
 	require.NoError(t, k8s.Create(ctx, provider(ns, stuck.URL)))
-	require.NoError(t, k8s.Create(ctx, target(ns, "main", "live")))
+	first := target(ns, "main", "live")
+	require.NoError(t, k8s.Create(ctx, first))
 	<-hung
+	for i := range controller.DefaultConcurrent { // one more than the controller reconciles at once
+		gt := target(ns, "main", fmt.Sprintf("team-%d", i))
+		gt.Name = gt.Spec.Path
+		require.NoError(t, k8s.Create(ctx, gt))
+	}
 
 	other := provider(ns, "file://"+bareRemote(t))
 	other.Name = "other"
@@ -51,4 +60,8 @@ func TestAGitTargetWhoseRemoteStopsAnsweringDoesNotHoldBackOthers(t *testing.T) 
 	require.NoError(t, k8s.Create(ctx, gt))
 
 	waitCondition(t, gt, func() []metav1.Condition { return gt.Status.Conditions }, v1alpha1.ConditionReady, metav1.ConditionTrue)
+	waiting := target(ns, "main", "team-0")
+	waiting.Name = "team-0"
+	waitConditionSaying(t, waiting, func() []metav1.Condition { return waiting.Status.Conditions }, v1alpha1.ConditionReconciling,
+		metav1.ConditionTrue, "has not answered")
 }

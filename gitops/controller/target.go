@@ -284,7 +284,7 @@ func (r *GitTargetReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&corev1.Secret{}).
 		Watches(&v1alpha1.GitProvider{}, handler.EnqueueRequestsFromMapFunc(r.targetsForProvider)).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.targetsForSecret)).
-		// A target deleted or given another folder, branch or provider may let a folder go.
+		// A target deleted or pointed at another GitProvider may let a folder go.
 		Watches(&v1alpha1.GitTarget{}, handler.EnqueueRequestsFromMapFunc(r.keptOut),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		WithOptions(retryOptions(r.Concurrent))
@@ -300,7 +300,7 @@ func (r *GitTargetReconciler) keptOut(ctx context.Context, o client.Object) []re
 
 // KeptOut lists the GitTargets besides changed that are Stalled for overlapping another's
 // folder (FolderOverlap), in every namespace (one repository serves many): when a GitTarget
-// is deleted or edited, the folder it held may be free, and they are looked at again now
+// is deleted or pointed at another GitProvider, the folder it held may be free, and they are looked at again now
 // rather than at their next poll, each poll being a minute of admission denials. The
 // writer tells them too once it lets the folder go (batch.Manager's shutOut), should they
 // be looked at before it did.
