@@ -198,16 +198,17 @@ func TestANamespaceWhoseLabelsChange(t *testing.T) {
 		var got []string
 		for _, cs := range sink.got {
 			for _, ch := range cs {
-				got = append(got, fmt.Sprintf("%s/%s deleted=%v", ch.Key.Namespace, ch.Key.Name, ch.Deleted))
+				got = append(got, fmt.Sprintf("%s/%s deleted=%v listed=%v", ch.Key.Namespace, ch.Key.Name, ch.Deleted, ch.Relisted))
 			}
 		}
 		return got
 	}
-	t.Run("hands over the selected objects of a namespace that joins", func(t *testing.T) {
-		assert.Equal(t, []string{"shop/app deleted=false"}, relabel(t, claim(true, true), labels.Set{"env": "dev"}, labels.Set{"env": "prod"}))
+	t.Run("hands over the selected objects of a namespace that joins, as listed: no author's change", func(t *testing.T) {
+		assert.Equal(t, []string{"shop/app deleted=false listed=true"}, relabel(t, claim(true, true), labels.Set{"env": "dev"}, labels.Set{"env": "prod"}))
 	})
 	t.Run("hands over those of a namespace that leaves, for the rule that deletes, as removals", func(t *testing.T) {
-		assert.Equal(t, []string{"shop/app deleted=true"}, relabel(t, claim(true, true), labels.Set{"env": "prod"}, nil))
+		assert.Equal(t, []string{"shop/app deleted=true listed=false"}, relabel(t, claim(true, true), labels.Set{"env": "prod"}, nil),
+			"journalled as a deletion seen")
 	})
 	t.Run("keeps the documents of a namespace that leaves a rule without DELETE", func(t *testing.T) {
 		assert.Empty(t, relabel(t, claim(true, false), labels.Set{"env": "prod"}, nil))

@@ -658,6 +658,10 @@ func (w *Watcher) inNamespace(c Claim, inf *informer, ns string, leaves bool) []
 		ch := change(c, u)
 		ch.Deleted = leaves
 		ch.CreateOnly = !leaves && !c.Update // joins a rule that mirrors creations only
+		// Joining, it is listed, as in a snapshot: the relabel says nothing about who changed
+		// the object, so one waiting in an author's window stays there (with their
+		// CommitRequests). Leaving is a removal, recorded in the journal as events are.
+		ch.Relisted = !leaves
 		changes = append(changes, ch)
 	}
 	return changes
