@@ -324,6 +324,31 @@ func TestAnObjectEnteringTheSelectionOfARuleThatMirrorsOnlyCreations(t *testing.
 		assert.False(t, sink.got[0][0].CreateOnly, "a created object's state is written, even over an old document of its name")
 		assert.False(t, sink.got[0][0].Relisted, "a write takes the object into its writer's window")
 	})
+	t.Run("writes in full an object deleted and created again while the watch was cut", func(t *testing.T) {
+		sink := &submissions{}
+		w := New(Options{Sink: sink, Log: logr.Discard()})
+		mirrorsDeletes := createOnly
+		mirrorsDeletes.Delete = true
+		w.byGVR[cms.GVR] = []Claim{mirrorsDeletes}
+		before := configMap("shop", "x", map[string]string{"env": "prod"})
+		before.SetUID("first")
+		before.SetResourceVersion("1")
+		after := configMap("shop", "x", map[string]string{"env": "prod"})
+		after.SetUID("second")
+		after.SetResourceVersion("9")
+		after.Object["data"] = map[string]any{"k": "new"}
+
+		w.onEvent(cms.GVR, before, after, false) // as a re-list reports it: one update
+
+		var got []string
+		for _, cs := range sink.got {
+			for _, ch := range cs {
+				got = append(got, fmt.Sprintf("deleted=%v createOnly=%v", ch.Deleted, ch.CreateOnly))
+			}
+		}
+		assert.Equal(t, []string{"deleted=true createOnly=false", "deleted=false createOnly=false"}, got,
+			"the first one's deletion, then the second one's creation: not an update its rule does not mirror")
+	})
 	t.Run("writes it only if Git has no document for it when its namespace's labels bring it in", func(t *testing.T) {
 		sink := &submissions{}
 		byNamespace := Claim{Target: target, Resource: cms, NamespaceSelector: labels.SelectorFromSet(labels.Set{"env": "prod"}),

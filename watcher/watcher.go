@@ -969,6 +969,15 @@ func (w *Watcher) onEvent(gvr schema.GroupVersionResource, oldObj, newObj interf
 		return // the initial list reaches targets through Resync
 	}
 	old, _ := oldObj.(*unstructured.Unstructured)
+	if old != nil && old.GetUID() != "" && u.GetUID() != "" && old.GetUID() != u.GetUID() {
+		// Deleted and created again while the watch was cut: the re-list reports one update.
+		// Handled as what happened, the old object's deletion and the new one's creation, so
+		// a rule that mirrors creations but not updates writes the new object (an update
+		// would leave the old one's document as it is).
+		w.onDelete(gvr, old)
+		w.onEvent(gvr, nil, u, false)
+		return
+	}
 	w.mu.RLock()
 	claims := w.byGVR[gvr]
 	w.mu.RUnlock()
