@@ -482,3 +482,24 @@ func TestADeleteOfAnObjectOnlyARuleWithoutDeleteSelectsKeepsItsDocument(t *testi
 		assert.Empty(t, deleted(labels.Set{"env": "dev"}, byName))
 	})
 }
+
+// A CRD's preferred version changes: the old version's informer stops at once, the new one
+// lists a moment later. An object deleted in between is in neither's events.
+func TestADeleteWhileAResourcesInformerIsReplacedByAnotherVersionsIsHandedOver(t *testing.T) {
+	v2 := schema.GroupVersionResource{Group: "example.com", Version: "v2", Resource: "widgets"}
+	widgets := Resource{GVR: v2, Kind: "Widget", Namespaced: true}
+	sink := &submissions{}
+	w := New(Options{Sink: sink, Log: logr.Discard()})
+	w.byGVR[v2] = []Claim{{Target: types.NamespacedName{Namespace: "ops", Name: "live"}, Resource: widgets, Namespace: "shop",
+		ObjectSelector: labels.Everything(), Create: true, Update: true, Delete: true}}
+	kept, gone := configMap("shop", "kept", nil), configMap("shop", "gone", nil) // as the old version's store held them
+	inf := listedInformer(t, true, kept)
+
+	w.deletedWhileReplaced(v2, inf, []interface{}{kept, gone})
+
+	require.Len(t, sink.got, 1)
+	require.Len(t, sink.got[0], 1)
+	assert.Equal(t, "gone", sink.got[0][0].Key.Name)
+	assert.True(t, sink.got[0][0].Deleted)
+	assert.Equal(t, v2, sink.got[0][0].Key.GVR, "at the version the target watches now")
+}

@@ -841,8 +841,12 @@ func (w *Watcher) syncInformersLocked() {
 	if w.ctx == nil {
 		return
 	}
+	replaced := map[schema.GroupResource][]interface{}{}
 	for gvr, inf := range w.informers {
 		if _, ok := w.byGVR[gvr]; !ok {
+			if inf.inf.HasSynced() {
+				replaced[gvr.GroupResource()] = inf.inf.GetStore().List()
+			}
 			inf.cancel()
 			delete(w.informers, gvr)
 		}
@@ -851,7 +855,32 @@ func (w *Watcher) syncInformersLocked() {
 		if _, ok := w.informers[gvr]; ok {
 			continue
 		}
-		w.informers[gvr] = w.startInformer(gvr)
+		inf := w.startInformer(gvr)
+		w.informers[gvr] = inf
+		if before, ok := replaced[gvr.GroupResource()]; ok {
+			go w.deletedWhileReplaced(gvr, inf, before)
+		}
+	}
+}
+
+// deletedWhileReplaced hands over, once inf has synced, the deletes of objects its
+// predecessor on the same resource at another version held (before) that inf's list lacks:
+// when a CRD's preferred version changes, the old version's informer stops at once and the
+// new one lists a moment later, and an object deleted in between reaches neither (the new
+// list's objects are no events, and the snapshot would only count the document as an
+// orphan). An informer replaced again meanwhile hands over nothing.
+func (w *Watcher) deletedWhileReplaced(gvr schema.GroupVersionResource, inf *informer, before []interface{}) {
+	if !cache.WaitForCacheSync(inf.ctx.Done(), inf.inf.HasSynced) {
+		return
+	}
+	for _, o := range before {
+		key, err := cache.MetaNamespaceKeyFunc(o)
+		if err != nil {
+			continue
+		}
+		if _, exists, err := inf.inf.GetStore().GetByKey(key); err == nil && !exists {
+			w.onDelete(gvr, o)
+		}
 	}
 }
 
