@@ -87,10 +87,22 @@ func overlapPlan(key types.NamespacedName, me place, places map[types.Namespaced
 // displace stops the newer targets whose folders overlap spec's, now registered, and tells
 // their controllers, which find them refused (ErrFolderOverlap). Their pending changes are
 // kept for their return (SuspendTarget).
+// Each is looked at again when its turn comes: the list was made when spec's registration
+// began, and one may have moved to another repository or branch meanwhile (a registration
+// there does not wait for this one's). Those a displaced target kept out are told too:
+// it holds no folder now.
 func (m *Manager) displace(newer []types.NamespacedName, spec TargetSpec) {
+	me := place{wk: workerKeyOf(spec), folder: spec.Folder}
 	for _, k := range newer {
+		m.mu.Lock()
+		p, ok := m.places[k]
+		m.mu.Unlock()
+		if !ok || p.wk != me.wk || !foldersOverlap(p.folder, me.folder) {
+			continue
+		}
 		m.SuspendTarget(k, fmt.Sprintf("its folder overlaps the folder %q of GitTarget %s, created earlier", spec.Folder, spec.Key))
 		m.opts.OnStatus(k)
+		m.letGo(k)
 	}
 }
 
@@ -512,11 +524,6 @@ func (m *Manager) EnsureTarget(ctx context.Context, spec TargetSpec) (TargetStat
 	}
 	t, st, err := w.ensureTarget(ctx, spec)
 	m.unpark(spec.Key, w) // its queue exists now, whether or not the fetch worked
-	if t == nil {
-		// It waited for the branch's lock in vain (ErrRemoteBusy): registered as before, or
-		// routed to its queue, which keeps its changes for the retry.
-		return st, err
-	}
 	if err != nil && !st.Known {
 		w.unreadWithChanges(spec.Key)
 	}

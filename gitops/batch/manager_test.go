@@ -1202,28 +1202,30 @@ func TestARegistrationDoesNotWaitForARemoteThatStoppedAnswering(t *testing.T) {
 	assert.NoError(t, err, "the remote answers again")
 }
 
-// A registered target's next registration waiting for the branch's lock gives up once the
-// fetch or push holding it has taken longer than slowRemote, and stays registered as it was.
-func TestARegistrationWaitingForTheBranchGivesUpWhenTheRemoteStopsAnswering(t *testing.T) {
+// A registration waiting for its turn on the branch gives up once the fetch or push the
+// registration before it waits on has taken longer than slowRemote; that one goes on.
+func TestARegistrationWaitingForItsTurnGivesUpWhenTheRemoteStopsAnswering(t *testing.T) {
 	m, spec := registeredManager(t, map[string]string{"live/README.md": "objects\n"})
 	w := m.workerOf(liveKey)
-	waits := make(chan struct{})
-	w.waiting = func() { close(waits) } // a seam: when the registration waits is otherwise invisible
-	w.mu.Lock()                         // a push begins
+	second := spec
+	second.Key, second.Folder = types.NamespacedName{Namespace: "ops", Name: "second"}, "second"
+	w.mu.Lock() // a push begins
 	done := w.onRemote()
-	result := make(chan error, 1)
-	go func() { _, err := m.EnsureTarget(context.Background(), spec); result <- err }()
-	<-waits
-	w.remoteSince.Store(time.Now().Add(-slowRemote - time.Second).UnixNano()) // and stops answering
+	first := make(chan error, 1)
+	go func() { _, err := m.EnsureTarget(context.Background(), spec); first <- err }()
+	require.Eventually(t, func() bool {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		return len(m.registering[w.key]) == 1
+	}, 5*time.Second, time.Millisecond, "the first registration has its turn, and waits for the branch")
+	w.remoteSince.Store(time.Now().Add(-slowRemote - time.Second).UnixNano()) // the push stops answering
 
-	err := <-result
+	_, err := m.EnsureTarget(context.Background(), second)
 
 	require.ErrorIs(t, err, ErrRemoteBusy)
+	_, registered := m.Status(second.Key)
+	assert.False(t, registered, "nothing of it changed")
 	done()
 	w.mu.Unlock()
-	_, registered := m.Status(liveKey)
-	assert.True(t, registered)
-	m.mu.Lock()
-	assert.NotNil(t, m.known[liveKey], "admission still reads its folder index (Locate)")
-	m.mu.Unlock()
+	require.NoError(t, <-first, "the remote answers again")
 }

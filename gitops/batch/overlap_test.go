@@ -147,3 +147,27 @@ func TestATargetKeptOutOfAFolderIsToldWhenItsHolderLetsItGo(t *testing.T) {
 		})
 	}
 }
+
+// A target displaced by an older one holds no folder any more: those it kept out are told,
+// and their controllers judge them against the older one.
+func TestTheTargetsADisplacedTargetKeptOutAreTold(t *testing.T) {
+	var told []types.NamespacedName
+	m, middle := registeredManagerWith(t, map[string]string{"live/README.md": "objects\n"},
+		Options{OnStatus: func(k types.NamespacedName) { told = append(told, k) }})
+	middle.Created = time.Unix(2000, 0)
+	_, err := m.EnsureTarget(context.Background(), middle)
+	require.NoError(t, err)
+	newest := middle
+	newest.Key, newest.Folder, newest.Created = types.NamespacedName{Namespace: "ops", Name: "newest"}, "live/team-a", time.Unix(3000, 0)
+	_, err = m.EnsureTarget(context.Background(), newest)
+	require.ErrorIs(t, err, ErrFolderOverlap)
+	told = nil
+
+	oldest := middle
+	oldest.Key, oldest.Folder, oldest.Created = types.NamespacedName{Namespace: "ops", Name: "oldest"}, "live", time.Unix(1000, 0)
+	_, err = m.EnsureTarget(context.Background(), oldest) // created while the operator was down, say
+
+	require.NoError(t, err)
+	assert.Contains(t, told, middle.Key, "displaced")
+	assert.Contains(t, told, newest.Key, "kept out by the displaced one")
+}

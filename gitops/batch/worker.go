@@ -104,10 +104,7 @@ type worker struct {
 	// read without mu, which it runs under: a registration does not queue behind a remote
 	// that stopped answering (remoteStuck).
 	remoteSince atomic.Int64
-	// waiting, when set (tests only), is called when a registration first finds w.mu held
-	// (lockUnlessStuck): the moment a test makes the remote stop answering.
-	waiting   func()
-	remoteTip plumbing.Hash
+	remoteTip   plumbing.Hash
 	// tipBeforeRepair is the remote tip a rebuild of the clone forgot, so that the fetch
 	// after it still tells a branch someone deleted meanwhile (see refresh).
 	tipBeforeRepair plumbing.Hash
@@ -417,9 +414,7 @@ func sameRecipients(a, b *Encryption) bool {
 // remote moved. It reports a folder that became writable, or a new folder, through
 // OnFolderReady.
 func (w *worker) ensureTarget(ctx context.Context, spec TargetSpec) (*target, TargetStatus, error) {
-	if err := w.lockUnlessStuck(ctx); err != nil {
-		return nil, TargetStatus{}, err
-	}
+	w.mu.Lock()
 	t, ok := w.targets[spec.Key]
 	if !ok {
 		t = &target{spec: spec, q: w.openQueue(spec.Key)}
@@ -710,30 +705,9 @@ const slowRemote = 10 * time.Second
 // ErrRemoteBusy is a registration's answer while its branch's writer waits on a fetch or
 // push that has taken longer than slowRemote: the remote is slow or stopped answering. It
 // is retried with backoff, and the GitTarget controller's worker is free meanwhile for other
-// GitTargets, instead of queueing behind the branch's lock for up to the Git timeout.
+// GitTargets, instead of queueing behind the branch for up to the Git timeout (only the
+// registration already running there waits: Manager.holdRegistrations).
 var ErrRemoteBusy = errors.New("the remote has not answered the branch's fetch or push in progress")
-
-// lockUnlessStuck takes w.mu for a registration, unless the fetch or push holding it turns
-// out stuck (remoteStuck) or ctx ends first: the registration is then retried, its
-// controller's worker free for other GitTargets meanwhile, rather than queued behind the
-// branch's lock for up to the Git timeout. It polls (TryLock) because a Mutex cannot be
-// waited for with a way out; only registrations wait this way.
-func (w *worker) lockUnlessStuck(ctx context.Context) error {
-	for first := true; !w.mu.TryLock(); first = false {
-		if first && w.waiting != nil {
-			w.waiting()
-		}
-		if err := w.remoteStuck(time.Now()); err != nil {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-	return nil
-}
 
 // onRemote marks a fetch or push in progress; call what it returns when it is done.
 func (w *worker) onRemote() (done func()) {
