@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -93,16 +94,13 @@ func overlapPlan(key types.NamespacedName, me place, places map[types.Namespaced
 // it holds no folder now.
 func (m *Manager) displace(newer []types.NamespacedName, spec TargetSpec) {
 	me := place{wk: workerKeyOf(spec), folder: spec.Folder}
+	overlaps := func(p place, ok bool) bool { return ok && p.wk == me.wk && foldersOverlap(p.folder, me.folder) }
 	for _, k := range newer {
-		m.mu.Lock()
-		p, ok := m.places[k]
-		m.mu.Unlock()
-		if !ok || p.wk != me.wk || !foldersOverlap(p.folder, me.folder) {
-			continue
+		why := fmt.Sprintf("its folder overlaps the folder %q of GitTarget %s, created earlier", spec.Folder, spec.Key)
+		if m.stopTargetIf(k, true, suspendedMessage(k, why), overlaps) {
+			m.opts.OnStatus(k)
+			m.letGo(k)
 		}
-		m.SuspendTarget(k, fmt.Sprintf("its folder overlaps the folder %q of GitTarget %s, created earlier", spec.Folder, spec.Key))
-		m.opts.OnStatus(k)
-		m.letGo(k)
 	}
 }
 
@@ -313,9 +311,9 @@ type Manager struct {
 	// another repository), rather than at its controller's next poll, a minute of admission
 	// denials later.
 	shutOut map[types.NamespacedName][]types.NamespacedName
-	// registering holds one token per (repository, branch) with a registration running
-	// (holdRegistrations); an entry stays once made, one per branch ever registered.
-	registering map[workerKey]chan struct{}
+	// registering holds the turn of each (repository, branch) (holdRegistrations); an entry
+	// stays once made, one per branch ever registered.
+	registering map[workerKey]*registrationTurn
 	wg          sync.WaitGroup
 }
 
@@ -351,7 +349,7 @@ func NewManager(opts Options) *Manager {
 		known: map[types.NamespacedName]*target{}, requests: map[types.NamespacedName]*requestState{},
 		sensitive: map[types.NamespacedName][]schema.GroupResource{}, encrypts: map[types.NamespacedName]bool{}, parked: map[types.NamespacedName]map[ObjectKey]Change{},
 		removed: map[types.NamespacedName]time.Time{}, watched: map[types.NamespacedName]map[schema.GroupVersionResource]bool{},
-		places: map[types.NamespacedName]place{}, shutOut: map[types.NamespacedName][]types.NamespacedName{}, registering: map[workerKey]chan struct{}{},
+		places: map[types.NamespacedName]place{}, shutOut: map[types.NamespacedName][]types.NamespacedName{}, registering: map[workerKey]*registrationTurn{},
 		joining: map[workerKey]int{}, opening: map[workerKey]chan struct{}{}, retiring: map[workerKey]chan struct{}{}, home: map[types.NamespacedName]workerKey{}}
 }
 
@@ -539,35 +537,44 @@ func (m *Manager) EnsureTarget(ctx context.Context, spec TargetSpec) (TargetStat
 	return st, err
 }
 
+// registrationTurn is a (repository, branch)'s turn for registrations: a token, and when
+// the registration holding it took it.
+type registrationTurn struct {
+	token chan struct{}
+	since atomic.Int64 // Unix nanoseconds; 0 while nobody holds the token
+}
+
 // holdRegistrations lets one registration at a time run on a (repository, branch): an
 // older target registering displaces (suspends) the newer ones overlapping its folder,
 // which must not be registering at that moment (the GitTarget controller runs several
 // reconciles at once), or the newer one's registration would undo the suspension and take
 // back the changes put aside for it. They would wait for each other on the branch's lock
-// for the fetch anyway. The wait ends, as the registration's does, when ctx ends or the
-// branch's remote stopped answering (remoteStuck); call release when done.
+// for the fetch anyway. The wait ends when ctx ends, or with ErrRemoteBusy once the
+// registration holding the turn has run longer than slowRemote, whatever it waits for (its
+// branch's remote, the remote of the branch it moves away from, a first fetch of a large
+// repository): a retry with backoff, the controller's worker free for other GitTargets
+// meanwhile. Call release when done.
 func (m *Manager) holdRegistrations(ctx context.Context, wk workerKey) (release func(), err error) {
 	m.mu.Lock()
 	turn := m.registering[wk]
 	if turn == nil {
-		turn = make(chan struct{}, 1)
+		turn = &registrationTurn{token: make(chan struct{}, 1)}
 		m.registering[wk] = turn
 	}
 	m.mu.Unlock()
 	for {
 		select {
-		case turn <- struct{}{}:
-			return func() { <-turn }, nil
+		case turn.token <- struct{}{}:
+			turn.since.Store(time.Now().UnixNano())
+			return func() { turn.since.Store(0); <-turn.token }, nil
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		case <-time.After(50 * time.Millisecond):
 		}
-		m.mu.Lock()
-		w := m.workers[wk]
-		m.mu.Unlock()
-		if w != nil {
-			if err := w.remoteStuck(time.Now()); err != nil {
-				return nil, err
+		if since := turn.since.Load(); since != 0 {
+			if took := time.Since(time.Unix(0, since)); took > slowRemote {
+				return nil, fmt.Errorf("%w: another GitTarget's registration on branch %s has been waiting on Git for %s: retried",
+					ErrRemoteBusy, wk.branch, took.Round(time.Second))
 			}
 		}
 	}
@@ -639,8 +646,13 @@ func (m *Manager) RemoveTarget(key types.NamespacedName) {
 // lost. Pending CommitRequests end as TargetRemoved, as with RemoveTarget, their message
 // quoting why, the reason the target is Stalled.
 func (m *Manager) SuspendTarget(key types.NamespacedName, why string) {
-	m.stopTarget(key, true, fmt.Sprintf("GitTarget %s stopped writing before the request was committed: %s; "+
-		"create a new CommitRequest once it is Ready again", key, why))
+	m.stopTarget(key, true, suspendedMessage(key, why))
+}
+
+// suspendedMessage is the message of the CommitRequests a suspension of key ends.
+func suspendedMessage(key types.NamespacedName, why string) string {
+	return fmt.Sprintf("GitTarget %s stopped writing before the request was committed: %s; "+
+		"create a new CommitRequest once it is Ready again", key, why)
 }
 
 // KeepChanges keeps the changes submitted for a GitTarget this writer does not write for
@@ -660,7 +672,20 @@ func (m *Manager) KeepChanges(key types.NamespacedName) {
 // stopTarget stops writing for key, parking its pending changes when park is set; its
 // pending CommitRequests end as TargetRemoved with settled as their message.
 func (m *Manager) stopTarget(key types.NamespacedName, park bool, settled string) {
+	m.stopTargetIf(key, park, settled, nil)
+}
+
+// stopTargetIf is stopTarget when still, given key's place (and whether it has one), says
+// so, judged under the same hold of m.mu as the stop: a target removed or moved since the
+// caller looked is left alone. It reports whether it stopped key; nil still always does.
+func (m *Manager) stopTargetIf(key types.NamespacedName, park bool, settled string, still func(place, bool) bool) bool {
 	m.mu.Lock()
+	if still != nil {
+		if p, ok := m.places[key]; !still(p, ok) {
+			m.mu.Unlock()
+			return false
+		}
+	}
 	wk, ok := m.targets[key]
 	home, housed := m.home[key]
 	delete(m.targets, key)
@@ -725,6 +750,7 @@ func (m *Manager) stopTarget(key types.NamespacedName, park bool, settled string
 	for _, r := range orphaned {
 		m.settle(r, landedBeforeStop(w, r, RequestOutcome{Done: true, Reason: ReasonTargetRemoved, Message: settled}))
 	}
+	return true
 }
 
 // Submit marks objects dirty on their targets. Changes of a suspended or moving target are

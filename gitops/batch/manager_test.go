@@ -1202,8 +1202,9 @@ func TestARegistrationDoesNotWaitForARemoteThatStoppedAnswering(t *testing.T) {
 	assert.NoError(t, err, "the remote answers again")
 }
 
-// A registration waiting for its turn on the branch gives up once the fetch or push the
-// registration before it waits on has taken longer than slowRemote; that one goes on.
+// A registration waiting for its turn on the branch gives up once the registration holding
+// the turn has waited on Git longer than slowRemote (here, for the branch's lock, held by a
+// push that stopped answering); that one goes on.
 func TestARegistrationWaitingForItsTurnGivesUpWhenTheRemoteStopsAnswering(t *testing.T) {
 	m, spec := registeredManager(t, map[string]string{"live/README.md": "objects\n"})
 	w := m.workerOf(liveKey)
@@ -1216,13 +1217,17 @@ func TestARegistrationWaitingForItsTurnGivesUpWhenTheRemoteStopsAnswering(t *tes
 	require.Eventually(t, func() bool {
 		m.mu.Lock()
 		defer m.mu.Unlock()
-		return len(m.registering[w.key]) == 1
-	}, 5*time.Second, time.Millisecond, "the first registration has its turn, and waits for the branch")
-	w.remoteSince.Store(time.Now().Add(-slowRemote - time.Second).UnixNano()) // the push stops answering
+		return m.joining[w.key] == 1
+	}, 5*time.Second, time.Millisecond, "the first registration has its turn, past its start, and waits for the branch")
+	m.mu.Lock()
+	turn := m.registering[w.key]
+	m.mu.Unlock()
+	turn.since.Store(time.Now().Add(-slowRemote - time.Second).UnixNano()) // for 11 s
 
 	_, err := m.EnsureTarget(context.Background(), second)
 
 	require.ErrorIs(t, err, ErrRemoteBusy)
+	assert.Contains(t, err.Error(), "another GitTarget's registration on branch main has been waiting on Git for 11s")
 	_, registered := m.Status(second.Key)
 	assert.False(t, registered, "nothing of it changed")
 	done()
