@@ -12,7 +12,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -471,7 +470,13 @@ func (m *Manager) routesTo(wk workerKey) bool {
 // returns its status. Errors are transient (remote unreachable, clone unusable).
 func (m *Manager) EnsureTarget(ctx context.Context, spec TargetSpec) (TargetStatus, error) {
 	me := place{wk: workerKeyOf(spec), folder: spec.Folder, created: spec.Created}
-	release, err := m.holdRegistrations(ctx, me.wk)
+	var from *workerKey // the branch it moves away from
+	m.mu.Lock()
+	if prev, ok := m.targets[spec.Key]; ok && prev != me.wk {
+		from = &prev
+	}
+	m.mu.Unlock()
+	release, err := m.holdRegistrations(ctx, me.wk, from)
 	if err != nil {
 		return TargetStatus{}, err // before anything changed: as if it had not been called
 	}
@@ -537,11 +542,11 @@ func (m *Manager) EnsureTarget(ctx context.Context, spec TargetSpec) (TargetStat
 	return st, err
 }
 
-// registrationTurn is a (repository, branch)'s turn for registrations: a token, and when
-// the registration holding it took it.
+// registrationTurn is a (repository, branch)'s turn for registrations: a token, and the
+// branch the registration holding it moves its target away from, if any (under m.mu).
 type registrationTurn struct {
 	token chan struct{}
-	since atomic.Int64 // Unix nanoseconds; 0 while nobody holds the token
+	from  *workerKey
 }
 
 // holdRegistrations lets one registration at a time run on a (repository, branch): an
@@ -549,12 +554,12 @@ type registrationTurn struct {
 // which must not be registering at that moment (the GitTarget controller runs several
 // reconciles at once), or the newer one's registration would undo the suspension and take
 // back the changes put aside for it. They would wait for each other on the branch's lock
-// for the fetch anyway. The wait ends when ctx ends, or with ErrRemoteBusy once the
-// registration holding the turn has run longer than slowRemote, whatever it waits for (its
-// branch's remote, the remote of the branch it moves away from, a first fetch of a large
-// repository): a retry with backoff, the controller's worker free for other GitTargets
-// meanwhile. Call release when done.
-func (m *Manager) holdRegistrations(ctx context.Context, wk workerKey) (release func(), err error) {
+// for the fetch anyway. The wait ends when ctx ends, or with ErrRemoteBusy while a fetch
+// or push the holder waits for has taken longer than slowRemote: of this branch, or of the
+// branch its target moves away from (from, when it moves). The controller's worker is then
+// free for other GitTargets, and the registration retried with backoff. Call release when
+// done.
+func (m *Manager) holdRegistrations(ctx context.Context, wk workerKey, from *workerKey) (release func(), err error) {
 	m.mu.Lock()
 	turn := m.registering[wk]
 	if turn == nil {
@@ -565,19 +570,42 @@ func (m *Manager) holdRegistrations(ctx context.Context, wk workerKey) (release 
 	for {
 		select {
 		case turn.token <- struct{}{}:
-			turn.since.Store(time.Now().UnixNano())
-			return func() { turn.since.Store(0); <-turn.token }, nil
+			m.mu.Lock()
+			turn.from = from
+			m.mu.Unlock()
+			return func() {
+				m.mu.Lock()
+				turn.from = nil
+				m.mu.Unlock()
+				<-turn.token
+			}, nil
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		case <-time.After(50 * time.Millisecond):
 		}
-		if since := turn.since.Load(); since != 0 {
-			if took := time.Since(time.Unix(0, since)); took > slowRemote {
-				return nil, fmt.Errorf("%w: another GitTarget's registration on branch %s has been waiting on Git for %s: retried",
-					ErrRemoteBusy, wk.branch, took.Round(time.Second))
-			}
+		if err := m.holderStuck(wk, turn); err != nil {
+			return nil, err
 		}
 	}
+}
+
+// holderStuck is remoteStuck of the workers the registration holding turn may wait for.
+func (m *Manager) holderStuck(wk workerKey, turn *registrationTurn) error {
+	m.mu.Lock()
+	waitsOn := []*worker{m.workers[wk]}
+	if turn.from != nil {
+		waitsOn = append(waitsOn, m.workers[*turn.from])
+	}
+	m.mu.Unlock()
+	for _, w := range waitsOn {
+		if w == nil {
+			continue
+		}
+		if err := w.remoteStuck(time.Now()); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // joined ends a registration that workerFor counted in m.joining, and retires the worker

@@ -1202,35 +1202,63 @@ func TestARegistrationDoesNotWaitForARemoteThatStoppedAnswering(t *testing.T) {
 	assert.NoError(t, err, "the remote answers again")
 }
 
-// A registration waiting for its turn on the branch gives up once the registration holding
-// the turn has waited on Git longer than slowRemote (here, for the branch's lock, held by a
-// push that stopped answering); that one goes on.
+// A registration waiting for its turn on the branch gives up while a fetch or push the
+// registration holding the turn waits for has taken longer than slowRemote; that one goes on.
 func TestARegistrationWaitingForItsTurnGivesUpWhenTheRemoteStopsAnswering(t *testing.T) {
-	m, spec := registeredManager(t, map[string]string{"live/README.md": "objects\n"})
-	w := m.workerOf(liveKey)
-	second := spec
-	second.Key, second.Folder = types.NamespacedName{Namespace: "ops", Name: "second"}, "second"
-	w.mu.Lock() // a push begins
-	done := w.onRemote()
-	first := make(chan error, 1)
-	go func() { _, err := m.EnsureTarget(context.Background(), spec); first <- err }()
-	require.Eventually(t, func() bool {
-		m.mu.Lock()
-		defer m.mu.Unlock()
-		return m.joining[w.key] == 1
-	}, 5*time.Second, time.Millisecond, "the first registration has its turn, past its start, and waits for the branch")
-	m.mu.Lock()
-	turn := m.registering[w.key]
-	m.mu.Unlock()
-	turn.since.Store(time.Now().Add(-slowRemote - time.Second).UnixNano()) // for 11 s
+	t.Run("of its branch", func(t *testing.T) {
+		m, spec := registeredManager(t, map[string]string{"live/README.md": "objects\n"})
+		w := m.workerOf(liveKey)
+		second := spec
+		second.Key, second.Folder = types.NamespacedName{Namespace: "ops", Name: "second"}, "second"
+		w.mu.Lock() // a push begins
+		done := w.onRemote()
+		first := make(chan error, 1)
+		go func() { _, err := m.EnsureTarget(context.Background(), spec); first <- err }()
+		require.Eventually(t, func() bool {
+			m.mu.Lock()
+			defer m.mu.Unlock()
+			return m.joining[w.key] == 1
+		}, 5*time.Second, time.Millisecond, "the first registration has its turn, past its start, and waits for the branch")
+		w.remoteSince.Store(time.Now().Add(-slowRemote - time.Second).UnixNano()) // the push stops answering
 
-	_, err := m.EnsureTarget(context.Background(), second)
+		_, err := m.EnsureTarget(context.Background(), second)
 
-	require.ErrorIs(t, err, ErrRemoteBusy)
-	assert.Contains(t, err.Error(), "another GitTarget's registration on branch main has been waiting on Git for 11s")
-	_, registered := m.Status(second.Key)
-	assert.False(t, registered, "nothing of it changed")
-	done()
-	w.mu.Unlock()
-	require.NoError(t, <-first, "the remote answers again")
+		require.ErrorIs(t, err, ErrRemoteBusy)
+		assert.Contains(t, err.Error(), "(branch main)")
+		_, registered := m.Status(second.Key)
+		assert.False(t, registered, "nothing of it changed")
+		done()
+		w.mu.Unlock()
+		require.NoError(t, <-first, "the remote answers again")
+	})
+	t.Run("of the branch the holder's target moves away from", func(t *testing.T) {
+		m, spec := registeredManager(t, map[string]string{"live/README.md": "objects\n"})
+		old := m.workerOf(liveKey)
+		elsewhere := repotest.NewFileRemote(t)
+		elsewhere.Seed("main", map[string]string{"live/README.md": "objects\n"}, "seed")
+		settled := spec
+		settled.Key, settled.URL, settled.Folder = types.NamespacedName{Namespace: "ops", Name: "settled"}, elsewhere.URL, "settled"
+		_, err := m.EnsureTarget(context.Background(), settled)
+		require.NoError(t, err)
+		moving := spec
+		moving.URL = elsewhere.URL // its GitProvider now points elsewhere
+		old.mu.Lock()              // a push on the old branch begins
+		done := old.onRemote()
+		first := make(chan error, 1)
+		go func() { _, err := m.EnsureTarget(context.Background(), moving); first <- err }()
+		require.Eventually(t, func() bool {
+			m.mu.Lock()
+			defer m.mu.Unlock()
+			_, routed := m.targets[liveKey]
+			return !routed
+		}, 5*time.Second, time.Millisecond, "it holds the new branch's turn and waits to leave the old one")
+		old.remoteSince.Store(time.Now().Add(-slowRemote - time.Second).UnixNano()) // the push stops answering
+
+		_, err = m.EnsureTarget(context.Background(), settled) // its poll
+
+		require.ErrorIs(t, err, ErrRemoteBusy, "not held for the old branch's Git timeout")
+		done()
+		old.mu.Unlock()
+		require.NoError(t, <-first)
+	})
 }
