@@ -493,7 +493,10 @@ func TestADeleteWhileAResourcesInformerIsReplacedByAnotherVersionsIsHandedOver(t
 	w.byGVR[v2] = []Claim{{Target: types.NamespacedName{Namespace: "ops", Name: "live"}, Resource: widgets, Namespace: "shop",
 		ObjectSelector: labels.Everything(), Create: true, Update: true, Delete: true}}
 	kept, gone := configMap("shop", "kept", nil), configMap("shop", "gone", nil) // as the old version's store held them
-	inf := listedInformer(t, true, kept)
+	inf := listedInformer(t, false, kept)
+	inf.listed = &keySet{keys: map[string]bool{}} // as startInformer makes a replacing one
+	w.handle(v2, inf)
+	go inf.inf.Run(inf.ctx.Done())
 
 	w.deletedWhileReplaced(v2, inf, []interface{}{kept, gone})
 

@@ -88,6 +88,35 @@ type informer struct {
 	// last such snapshot was taken.
 	relisting atomic.Bool
 	relisted  atomic.Int64
+	// handled is its event handler's registration: synced once the handler has had the
+	// initial list.
+	handled cache.ResourceEventHandlerRegistration
+	// listed collects the keys of the initial list of an informer replacing another version's
+	// (deletedWhileReplaced); nil for any other.
+	listed *keySet
+}
+
+// keySet is a set of object keys filled by an event handler and read by another goroutine.
+type keySet struct {
+	mu   sync.Mutex
+	keys map[string]bool
+}
+
+func (k *keySet) add(o interface{}) {
+	if key, err := cache.MetaNamespaceKeyFunc(o); err == nil {
+		k.mu.Lock()
+		k.keys[key] = true
+		k.mu.Unlock()
+	}
+}
+
+// take returns the set and empties it: it is read once.
+func (k *keySet) take() map[string]bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	keys := k.keys
+	k.keys = map[string]bool{}
+	return keys
 }
 
 // Watcher keeps one informer per watched resource and fans each event out to every claim.
@@ -855,38 +884,43 @@ func (w *Watcher) syncInformersLocked() {
 		if _, ok := w.informers[gvr]; ok {
 			continue
 		}
-		inf := w.startInformer(gvr)
+		before, replacing := replaced[gvr.GroupResource()]
+		inf := w.startInformer(gvr, replacing)
 		w.informers[gvr] = inf
-		if before, ok := replaced[gvr.GroupResource()]; ok {
+		if replacing {
 			go w.deletedWhileReplaced(gvr, inf, before)
 		}
 	}
 }
 
-// deletedWhileReplaced hands over, once inf has synced, the deletes of objects its
-// predecessor on the same resource at another version held (before) that inf's list lacks:
-// when a CRD's preferred version changes, the old version's informer stops at once and the
-// new one lists a moment later, and an object deleted in between reaches neither (the new
-// list's objects are no events, and the snapshot would only count the document as an
-// orphan). An informer replaced again meanwhile hands over nothing.
+// deletedWhileReplaced hands over, once inf's handler has had its initial list, the
+// deletes of objects its predecessor on the same resource at another version held (before)
+// that the list lacked: when a CRD's preferred version changes, the old version's informer
+// stops at once and the new one lists a moment later, and an object deleted in between
+// reaches neither (the list's objects are no events, and the snapshot would only count the
+// document as an orphan). Judged against the initial list, not the store, so a delete after
+// it is the handler's alone (once, with its author). An informer replaced again meanwhile
+// hands over nothing.
 func (w *Watcher) deletedWhileReplaced(gvr schema.GroupVersionResource, inf *informer, before []interface{}) {
-	if !cache.WaitForCacheSync(inf.ctx.Done(), inf.inf.HasSynced) {
+	if inf.listed == nil || !cache.WaitForCacheSync(inf.ctx.Done(), inf.handled.HasSynced) {
 		return
 	}
+	listed := inf.listed.take()
 	for _, o := range before {
-		key, err := cache.MetaNamespaceKeyFunc(o)
-		if err != nil {
-			continue
-		}
-		if _, exists, err := inf.inf.GetStore().GetByKey(key); err == nil && !exists {
+		if key, err := cache.MetaNamespaceKeyFunc(o); err == nil && !listed[key] {
 			w.onDelete(gvr, o)
 		}
 	}
 }
 
-func (w *Watcher) startInformer(gvr schema.GroupVersionResource) *informer {
+// startInformer starts the informer of gvr; replacing says it replaces one of the same
+// resource at another version (deletedWhileReplaced).
+func (w *Watcher) startInformer(gvr schema.GroupVersionResource, replacing bool) *informer {
 	ctx, cancel := context.WithCancel(w.ctx)
 	i := &informer{ctx: ctx, cancel: cancel}
+	if replacing {
+		i.listed = &keySet{keys: map[string]bool{}}
+	}
 	// The dynamic informer's list and watch, with each list seen: a re-list (after a watch
 	// expired or was cut) is compared with Git (afterRelist).
 	resource := w.opts.Client.Resource(gvr)
@@ -909,14 +943,24 @@ func (w *Watcher) startInformer(gvr schema.GroupVersionResource) *informer {
 	if !w.opts.KeepManagedFields && !ownershipSanitized(gvr) {
 		_ = i.inf.SetTransform(dropManagedFields)
 	}
-	_, _ = i.inf.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
-		AddFunc:    func(o interface{}, initial bool) { w.onEvent(gvr, nil, o, initial) },
-		UpdateFunc: func(old, o interface{}) { w.onEvent(gvr, old, o, false) },
-		DeleteFunc: func(o interface{}) { w.onDelete(gvr, o) },
-	})
+	w.handle(gvr, i)
 	go i.inf.RunWithContext(ctx)
 	w.opts.Log.Info("watching", "resource", gvr.String())
 	return i
+}
+
+// handle registers the watcher's handlers on i, the informer of gvr.
+func (w *Watcher) handle(gvr schema.GroupVersionResource, i *informer) {
+	i.handled, _ = i.inf.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
+		AddFunc: func(o interface{}, initial bool) {
+			if initial && i.listed != nil {
+				i.listed.add(o)
+			}
+			w.onEvent(gvr, nil, o, initial)
+		},
+		UpdateFunc: func(old, o interface{}) { w.onEvent(gvr, old, o, false) },
+		DeleteFunc: func(o interface{}) { w.onDelete(gvr, o) },
+	})
 }
 
 // afterRelist snapshots gvr for every target claiming it once a re-list the informer
