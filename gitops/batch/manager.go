@@ -86,11 +86,10 @@ func overlapPlan(key types.NamespacedName, me place, places map[types.Namespaced
 
 // displace stops the newer targets whose folders overlap spec's, now registered, and tells
 // their controllers, which find them refused (ErrFolderOverlap). Their pending changes are
-// kept for their return (SuspendTarget).
-// Each is looked at again when its turn comes: the list was made when spec's registration
-// began, and one may have moved to another repository or branch meanwhile (a registration
-// there does not wait for this one's). Those a displaced target kept out are told too:
-// it holds no folder now.
+// kept for their return (SuspendTarget). Each is judged again as it is stopped: the list
+// was made when spec's registration began, and one may have been removed or moved to
+// another repository or branch since (a registration there does not wait for this one's).
+// Those a displaced target kept out are told too: it holds no folder now.
 func (m *Manager) displace(newer []types.NamespacedName, spec TargetSpec) {
 	me := place{wk: workerKeyOf(spec), folder: spec.Folder}
 	overlaps := func(p place, ok bool) bool { return ok && p.wk == me.wk && foldersOverlap(p.folder, me.folder) }
@@ -746,8 +745,6 @@ func (m *Manager) stopTargetIf(key types.NamespacedName, park bool, settled stri
 		// Its folder, once its requests are settled. A suspended target keeps its folder
 		// (controller.FolderHolder): those it keeps out are told when it is deleted or moves.
 		defer m.letGo(key)
-	}
-	if !park {
 		m.wmu.Lock()
 		delete(m.watched, key) // created again, it counts what its own snapshots find
 		m.wmu.Unlock()

@@ -300,10 +300,10 @@ func (r *GitTargetReconciler) keptOut(ctx context.Context, o client.Object) []re
 
 // KeptOut lists the GitTargets besides changed that are Stalled for overlapping another's
 // folder (FolderOverlap), in every namespace (one repository serves many): when a GitTarget
-// is deleted or pointed at another GitProvider, the folder it held may be free, and they are looked at again now
-// rather than at their next poll, each poll being a minute of admission denials. The
-// writer tells them too once it lets the folder go (batch.Manager's shutOut), should they
-// be looked at before it did.
+// is deleted or pointed at another GitProvider, the folder it held may be free, and they
+// are looked at again now rather than at their next poll, each poll being a minute of
+// admission denials. The writer tells them too once it lets the folder go (batch.Manager's
+// shutOut), should they be looked at before it did.
 func KeptOut(ctx context.Context, c client.Reader, changed client.Object) []reconcile.Request {
 	var list v1alpha1.GitTargetList
 	if err := c.List(ctx, &list); err != nil {
