@@ -506,3 +506,43 @@ func TestADeleteWhileAResourcesInformerIsReplacedByAnotherVersionsIsHandedOver(t
 	assert.True(t, sink.got[0][0].Deleted)
 	assert.Equal(t, v2, sink.got[0][0].Key.GVR, "at the version the target watches now")
 }
+
+// An object deleted just before its namespace leaves a rule's selector: the relabel does not
+// list it (the store dropped it), and its delete, waiting in the handler's queue, is
+// handled after the relabel, when the namespace's labels no longer match.
+func TestADeleteHandledJustAfterItsNamespaceLeftTheSelectorIsStillMirrored(t *testing.T) {
+	cms := Resource{GVR: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, Kind: "ConfigMap", Namespaced: true}
+	claim := Claim{Target: types.NamespacedName{Namespace: "ops", Name: "live"}, Resource: cms,
+		NamespaceSelector: labels.SelectorFromSet(labels.Set{"env": "prod"}), ObjectSelector: labels.Everything(), Create: true, Update: true, Delete: true}
+	sink := &submissions{}
+	w := New(Options{Sink: sink, Log: logr.Discard(), NamespaceLabels: func(string) labels.Set { return nil }}) // the new labels
+	w.byGVR[cms.GVR] = []Claim{claim}
+	w.informers[cms.GVR] = listedInformer(t, true) // x is gone from the store
+	w.NamespaceRelabelled("shop", labels.Set{"env": "prod"}, nil)
+
+	w.onDelete(cms.GVR, configMap("shop", "x", nil))
+
+	var got []string
+	for _, cs := range sink.got {
+		for _, ch := range cs {
+			got = append(got, fmt.Sprintf("%s deleted=%v", ch.Key.Name, ch.Deleted))
+		}
+	}
+	assert.Equal(t, []string{"x deleted=true"}, got)
+
+	sink.got = nil
+	keeps := Claim{Target: claim.Target, Resource: cms, Namespace: "shop", ObjectSelector: labels.Everything(), Create: true, Update: true}
+	w.byGVR[cms.GVR] = []Claim{claim, keeps}
+	w.onDelete(cms.GVR, configMap("shop", "z", nil))
+	for _, cs := range sink.got {
+		assert.Empty(t, cs, "another rule of the target, without DELETE, still selects it: its documents stay, as at the relabel")
+	}
+
+	sink.got = nil
+	w.byGVR[cms.GVR] = []Claim{claim}
+	w.remember("shop", labels.Set{"env": "prod"}, time.Now().Add(-relabelMemory-time.Second))
+	w.onDelete(cms.GVR, configMap("shop", "y", nil))
+	for _, cs := range sink.got {
+		assert.Empty(t, cs, "a namespace that left the selector long before is out of it")
+	}
+}

@@ -144,7 +144,21 @@ type Watcher struct {
 	// the rules after it. An entry lives while a snapshot holds or waits for it, so
 	// targets and resources that come and go leave nothing behind.
 	snapshotting map[snapshotKey]*snapshotTurn
+	// relabelled holds, for relabelMemory, the labels each relabelled namespace had before
+	// (NamespaceRelabelled), for the deletes handled after it (onDelete).
+	relabelled map[string]relabel
 }
+
+// relabel is a namespace's labels before a change, and when the change was seen.
+type relabel struct {
+	before labels.Set
+	at     time.Time
+}
+
+// relabelMemory is how long a namespace's labels before a change still select the objects
+// whose deletes are handled after it: an object deleted just before the relabel, whose
+// delete waits in the handler's queue, is in no list the relabel reads.
+const relabelMemory = time.Minute
 
 // snapshotTurn is the lock of one snapshotKey and how many snapshots hold or wait for it.
 type snapshotTurn struct {
@@ -177,6 +191,7 @@ func New(opts Options) *Watcher {
 		started:    make(chan struct{}),
 
 		snapshotting: map[snapshotKey]*snapshotTurn{},
+		relabelled:   map[string]relabel{},
 	}
 }
 
@@ -581,6 +596,7 @@ func (w *Watcher) Claims(ruleKey string) []Claim {
 // target (written, where the rule creates or updates) or leave it (removed, where the rule
 // deletes). Call it after the cache NamespaceLabels reads has the new labels.
 func (w *Watcher) NamespaceRelabelled(ns string, before, after labels.Set) {
+	w.remember(ns, before, time.Now())
 	flipped := map[schema.GroupVersionResource][]Claim{}
 	infs := map[schema.GroupVersionResource]*informer{}
 	w.mu.RLock()
@@ -636,6 +652,29 @@ func flippedClaims(cs []Claim, before, after labels.Set) []Claim {
 		}
 	}
 	return out
+}
+
+// remember keeps ns's labels before a change for relabelMemory, forgetting older ones.
+func (w *Watcher) remember(ns string, before labels.Set, now time.Time) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for n, r := range w.relabelled {
+		if now.Sub(r.at) > relabelMemory {
+			delete(w.relabelled, n)
+		}
+	}
+	w.relabelled[ns] = relabel{before: before, at: now}
+}
+
+// labelsBefore returns ns's labels before a change seen within relabelMemory.
+func (w *Watcher) labelsBefore(ns string) (labels.Set, bool) {
+	w.mu.RLock()
+	defer w.mu.RUnlock()
+	r, ok := w.relabelled[ns]
+	if !ok || time.Since(r.at) > relabelMemory {
+		return nil, false
+	}
+	return r.before, true
 }
 
 // flippedChanges is the changes of the claims cs of one resource whose namespaceSelector
@@ -1171,9 +1210,22 @@ func (w *Watcher) onDelete(gvr schema.GroupVersionResource, o interface{}) {
 	}
 	// A namespace deleted before its objects' deletes are handled still has its labels here
 	// (FreshNamespaceLabels remembers them for a while: DeletedNamespaces).
+	// So are those of a namespace relabelled a moment ago, by its labels before: an object
+	// deleted just before, whose delete waited in this handler's queue, was in no list the
+	// relabel read. Unless a claim of the target still selects the object: as at the
+	// relabel (inNamespace), its operations decide.
+	before, relabelled := w.labelsBefore(u.GetNamespace())
+	labelsBefore := func(string) labels.Set { return before }
+	selectedNow := map[types.NamespacedName]bool{}
+	for _, c := range claims {
+		if c.Matches(u.GetNamespace(), u.GetLabels(), w.opts.FreshNamespaceLabels) {
+			selectedNow[c.Target] = true
+		}
+	}
 	var changes []batch.Change
 	for _, c := range claims {
-		if c.Delete && c.Matches(u.GetNamespace(), u.GetLabels(), w.opts.FreshNamespaceLabels) {
+		if c.Delete && (c.Matches(u.GetNamespace(), u.GetLabels(), w.opts.FreshNamespaceLabels) ||
+			(relabelled && !selectedNow[c.Target] && c.Matches(u.GetNamespace(), u.GetLabels(), labelsBefore))) {
 			changes = append(changes, removal(c, u))
 		}
 	}
