@@ -540,6 +540,18 @@ func TestADeleteHandledJustAfterItsNamespaceLeftTheSelectorIsStillMirrored(t *te
 
 	sink.got = nil
 	w.byGVR[cms.GVR] = []Claim{claim}
+	w.NamespaceRelabelled("shop", labels.Set{"team": "a"}, labels.Set{"team": "b"}) // a second relabel within the minute
+	w.onDelete(cms.GVR, configMap("shop", "w", nil))
+	var removed []string
+	for _, cs := range sink.got {
+		for _, ch := range cs {
+			removed = append(removed, ch.Key.Name)
+		}
+	}
+	assert.Equal(t, []string{"w"}, removed, "judged by the labels before the first relabel too")
+
+	sink.got = nil
+	w.relabelled = map[string][]relabel{}
 	w.remember("shop", labels.Set{"env": "prod"}, time.Now().Add(-relabelMemory-time.Second))
 	w.onDelete(cms.GVR, configMap("shop", "y", nil))
 	for _, cs := range sink.got {

@@ -145,8 +145,8 @@ type Watcher struct {
 	// targets and resources that come and go leave nothing behind.
 	snapshotting map[snapshotKey]*snapshotTurn
 	// relabelled holds, for relabelMemory, the labels each relabelled namespace had before
-	// (NamespaceRelabelled), for the deletes handled after it (onDelete).
-	relabelled map[string]relabel
+	// each change (NamespaceRelabelled), for the deletes handled after it (onDelete).
+	relabelled map[string][]relabel
 }
 
 // relabel is a namespace's labels before a change, and when the change was seen.
@@ -191,7 +191,7 @@ func New(opts Options) *Watcher {
 		started:    make(chan struct{}),
 
 		snapshotting: map[snapshotKey]*snapshotTurn{},
-		relabelled:   map[string]relabel{},
+		relabelled:   map[string][]relabel{},
 	}
 }
 
@@ -654,27 +654,33 @@ func flippedClaims(cs []Claim, before, after labels.Set) []Claim {
 	return out
 }
 
-// remember keeps ns's labels before a change for relabelMemory, forgetting older ones.
+// remember keeps ns's labels before a change for relabelMemory, each change's: relabelled
+// twice within it, a namespace may have matched a selector only before the first.
 func (w *Watcher) remember(ns string, before labels.Set, now time.Time) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	for n, r := range w.relabelled {
-		if now.Sub(r.at) > relabelMemory {
+	for n, rs := range w.relabelled {
+		rs = slices.DeleteFunc(rs, func(r relabel) bool { return now.Sub(r.at) > relabelMemory })
+		if len(rs) == 0 {
 			delete(w.relabelled, n)
+		} else {
+			w.relabelled[n] = rs
 		}
 	}
-	w.relabelled[ns] = relabel{before: before, at: now}
+	w.relabelled[ns] = append(w.relabelled[ns], relabel{before: before, at: now})
 }
 
-// labelsBefore returns ns's labels before a change seen within relabelMemory.
-func (w *Watcher) labelsBefore(ns string) (labels.Set, bool) {
+// labelsBefore returns ns's labels before each change seen within relabelMemory.
+func (w *Watcher) labelsBefore(ns string) []labels.Set {
 	w.mu.RLock()
 	defer w.mu.RUnlock()
-	r, ok := w.relabelled[ns]
-	if !ok || time.Since(r.at) > relabelMemory {
-		return nil, false
+	var out []labels.Set
+	for _, r := range w.relabelled[ns] {
+		if time.Since(r.at) <= relabelMemory {
+			out = append(out, r.before)
+		}
 	}
-	return r.before, true
+	return out
 }
 
 // flippedChanges is the changes of the claims cs of one resource whose namespaceSelector
@@ -1214,25 +1220,48 @@ func (w *Watcher) onDelete(gvr schema.GroupVersionResource, o interface{}) {
 	// deleted just before, whose delete waited in this handler's queue, was in no list the
 	// relabel read. Unless a claim of the target still selects the object: as at the
 	// relabel (inNamespace), its operations decide.
-	before, relabelled := w.labelsBefore(u.GetNamespace())
-	labelsBefore := func(string) labels.Set { return before }
-	selectedNow := map[types.NamespacedName]bool{}
-	for _, c := range claims {
-		if c.Matches(u.GetNamespace(), u.GetLabels(), w.opts.FreshNamespaceLabels) {
-			selectedNow[c.Target] = true
-		}
-	}
 	var changes []batch.Change
-	for _, c := range claims {
-		if c.Delete && (c.Matches(u.GetNamespace(), u.GetLabels(), w.opts.FreshNamespaceLabels) ||
-			(relabelled && !selectedNow[c.Target] && c.Matches(u.GetNamespace(), u.GetLabels(), labelsBefore))) {
-			changes = append(changes, removal(c, u))
+	if befores := w.labelsBefore(u.GetNamespace()); len(befores) > 0 {
+		changes = removalsAfterRelabel(claims, u, w.opts.FreshNamespaceLabels(u.GetNamespace()), befores)
+	} else {
+		for _, c := range claims {
+			if c.Delete && c.Matches(u.GetNamespace(), u.GetLabels(), w.opts.FreshNamespaceLabels) {
+				changes = append(changes, removal(c, u))
+			}
 		}
 	}
 	if len(changes) > 0 && u.GetUID() != "" {
 		w.attributeWithin(changes, attribution.DeleteKey(u.GetUID()), nil, deleteJoinWindow(u))
 	}
 	w.opts.Sink.Submit(changes...)
+}
+
+// removalsAfterRelabel is the removals of claims for u, deleted in a namespace labelled now
+// and relabelled a moment ago from each of befores: a claim that mirrors deletions removes
+// it when it selects it by the labels now or by any before, unless (for a before) a claim of
+// its target still selects it now. Pure.
+func removalsAfterRelabel(claims []Claim, u *unstructured.Unstructured, now labels.Set, befores []labels.Set) []batch.Change {
+	labelled := func(set labels.Set) func(string) labels.Set { return func(string) labels.Set { return set } }
+	selectedNow := map[types.NamespacedName]bool{}
+	for _, c := range claims {
+		if c.Matches(u.GetNamespace(), u.GetLabels(), labelled(now)) {
+			selectedNow[c.Target] = true
+		}
+	}
+	var changes []batch.Change
+	for _, c := range claims {
+		if !c.Delete {
+			continue
+		}
+		matched := c.Matches(u.GetNamespace(), u.GetLabels(), labelled(now)) ||
+			(!selectedNow[c.Target] && slices.ContainsFunc(befores, func(b labels.Set) bool {
+				return c.Matches(u.GetNamespace(), u.GetLabels(), labelled(b))
+			}))
+		if matched {
+			changes = append(changes, removal(c, u))
+		}
+	}
+	return changes
 }
 
 // immediateDeleteWindow is how long after its request the delete event of an object
