@@ -92,6 +92,30 @@ func TestTwoTargetsOnOverlappingFoldersLeaveTheFolderToTheOlder(t *testing.T) {
 	assert.Contains(t, told, newer.Key, "and its controller is told")
 }
 
+// keptOutScene registers older at "live" and has newer, at "live/team-a" and created
+// later, refused for overlapping it; told collects the targets the Manager tells about
+// from then on.
+func keptOutScene(t *testing.T) (m *Manager, older, newer TargetSpec, told *[]types.NamespacedName) {
+	t.Helper()
+	told = &[]types.NamespacedName{}
+	recording := false
+	m, older = registeredManagerWith(t, map[string]string{"live/README.md": "objects\n"},
+		Options{OnStatus: func(k types.NamespacedName) {
+			if recording {
+				*told = append(*told, k)
+			}
+		}})
+	older.Created = time.Unix(1000, 0)
+	_, err := m.EnsureTarget(context.Background(), older)
+	require.NoError(t, err)
+	newer = older
+	newer.Key, newer.Folder, newer.Created = types.NamespacedName{Namespace: "ops", Name: "team"}, "live/team-a", time.Unix(2000, 0)
+	_, err = m.EnsureTarget(context.Background(), newer)
+	require.ErrorIs(t, err, ErrFolderOverlap)
+	recording = true
+	return m, older, newer, told
+}
+
 // A target refused for overlapping an older one's folder is told when the older lets it go,
 // not left until its controller's next poll (a minute of admission denials).
 func TestATargetKeptOutOfAFolderIsToldWhenItsHolderLetsItGo(t *testing.T) {
@@ -106,22 +130,12 @@ func TestATargetKeptOutOfAFolderIsToldWhenItsHolderLetsItGo(t *testing.T) {
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
-			var told []types.NamespacedName
-			m, older := registeredManagerWith(t, map[string]string{"live/README.md": "objects\n"},
-				Options{OnStatus: func(k types.NamespacedName) { told = append(told, k) }})
-			older.Created = time.Unix(1000, 0)
-			_, err := m.EnsureTarget(context.Background(), older)
-			require.NoError(t, err)
-			newer := older
-			newer.Key, newer.Folder, newer.Created = types.NamespacedName{Namespace: "ops", Name: "team"}, "live/team-a", time.Unix(2000, 0)
-			_, err = m.EnsureTarget(context.Background(), newer)
-			require.ErrorIs(t, err, ErrFolderOverlap)
-			told = nil
+			m, older, newer, told := keptOutScene(t)
 
 			letGo(m, older)
 
-			assert.Contains(t, told, newer.Key)
-			_, err = m.EnsureTarget(context.Background(), newer)
+			assert.Contains(t, *told, newer.Key)
+			_, err := m.EnsureTarget(context.Background(), newer)
 			assert.NoError(t, err, "and registers when its controller tries")
 		})
 	}
@@ -134,16 +148,9 @@ func TestATargetKeptOutOfAFolderIsToldWhenItsHolderLetsItGo(t *testing.T) {
 		"suspended": func(m *Manager, older TargetSpec) { m.SuspendTarget(older.Key, "its GitProvider is gone") },
 	} {
 		t.Run("not told while the holder keeps the folder: "+name, func(t *testing.T) {
-			var told []types.NamespacedName
-			m, older := registeredManagerWith(t, map[string]string{"live/README.md": "objects\n"},
-				Options{OnStatus: func(k types.NamespacedName) { told = append(told, k) }})
-			newer := older
-			newer.Key, newer.Folder, newer.Created = types.NamespacedName{Namespace: "ops", Name: "team"}, "live/team-a", older.Created.Add(time.Hour)
-			_, err := m.EnsureTarget(context.Background(), newer)
-			require.ErrorIs(t, err, ErrFolderOverlap)
-			told = nil
+			m, older, newer, told := keptOutScene(t)
 			keep(m, older)
-			assert.NotContains(t, told, newer.Key)
+			assert.NotContains(t, *told, newer.Key)
 		})
 	}
 }
@@ -151,23 +158,13 @@ func TestATargetKeptOutOfAFolderIsToldWhenItsHolderLetsItGo(t *testing.T) {
 // A target displaced by an older one holds no folder any more: those it kept out are told,
 // and their controllers judge them against the older one.
 func TestTheTargetsADisplacedTargetKeptOutAreTold(t *testing.T) {
-	var told []types.NamespacedName
-	m, middle := registeredManagerWith(t, map[string]string{"live/README.md": "objects\n"},
-		Options{OnStatus: func(k types.NamespacedName) { told = append(told, k) }})
-	middle.Created = time.Unix(2000, 0)
-	_, err := m.EnsureTarget(context.Background(), middle)
-	require.NoError(t, err)
-	newest := middle
-	newest.Key, newest.Folder, newest.Created = types.NamespacedName{Namespace: "ops", Name: "newest"}, "live/team-a", time.Unix(3000, 0)
-	_, err = m.EnsureTarget(context.Background(), newest)
-	require.ErrorIs(t, err, ErrFolderOverlap)
-	told = nil
-
+	m, middle, newest, told := keptOutScene(t)
 	oldest := middle
-	oldest.Key, oldest.Folder, oldest.Created = types.NamespacedName{Namespace: "ops", Name: "oldest"}, "live", time.Unix(1000, 0)
-	_, err = m.EnsureTarget(context.Background(), oldest) // created while the operator was down, say
+	oldest.Key, oldest.Created = types.NamespacedName{Namespace: "ops", Name: "oldest"}, time.Unix(500, 0)
+
+	_, err := m.EnsureTarget(context.Background(), oldest) // created while the operator was down, say
 
 	require.NoError(t, err)
-	assert.Contains(t, told, middle.Key, "displaced")
-	assert.Contains(t, told, newest.Key, "kept out by the displaced one")
+	assert.Contains(t, *told, middle.Key, "displaced")
+	assert.Contains(t, *told, newest.Key, "kept out by the displaced one")
 }
