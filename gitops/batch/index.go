@@ -2,6 +2,7 @@ package batch
 
 import (
 	"bytes"
+	"fmt"
 	"path"
 	"slices"
 	"sync"
@@ -34,6 +35,9 @@ type folderIndex struct {
 	// moves a sensitive object's plaintext document, whatever its file's name, into an
 	// encrypted file.
 	encrypted map[string]bool
+	// dirs counts the files under each directory, so admission knows a path the writer
+	// cannot put a document at (pathProblem) without reading Git.
+	dirs map[string]int
 }
 
 // sopsFile reports whether content is an encrypted sops file; a file without "sops"
@@ -73,7 +77,7 @@ func (f *folderIndex) advance(from, to plumbing.Hash) {
 // the folder is unsupported), files what it was given.
 func newFolderIndex(ix layout.Index, files []repo.File) *folderIndex {
 	f := &folderIndex{byID: map[manifest.Identity]layout.Location{}, byFile: map[string][]manifest.Identity{},
-		blobs: map[string]plumbing.Hash{}, encrypted: map[string]bool{}}
+		blobs: map[string]plumbing.Hash{}, encrypted: map[string]bool{}, dirs: map[string]int{}}
 	for id, loc := range ix {
 		f.byID[id] = loc
 		f.byFile[loc.File] = append(f.byFile[loc.File], id)
@@ -81,6 +85,7 @@ func newFolderIndex(ix layout.Index, files []repo.File) *folderIndex {
 	if ix != nil {
 		for _, file := range files {
 			f.blobs[file.Path] = file.Hash
+			f.countDirs(file.Path, 1)
 			if sopsFile(file.Content) {
 				f.encrypted[file.Path] = true
 			}
@@ -159,10 +164,21 @@ func (f *folderIndex) setFile(file string, content []byte, docs []manifest.DocIn
 		}
 	}
 	delete(f.byFile, file)
+	_, had := f.blobs[file]
 	delete(f.blobs, file)
 	delete(f.encrypted, file)
-	if content == nil || path.Base(file) == encrypt.ConfigFileName {
-		return nil // gone, or sops configuration, which holds no object
+	if content == nil {
+		if had {
+			f.countDirs(file, -1)
+		}
+		return nil // gone
+	}
+	if !had {
+		f.countDirs(file, 1)
+	}
+	f.blobs[file] = plumbing.ComputeHash(plumbing.BlobObject, content)
+	if path.Base(file) == encrypt.ConfigFileName {
+		return nil // sops configuration, which holds no object
 	}
 	if docs == nil {
 		var err error
@@ -177,7 +193,6 @@ func (f *folderIndex) setFile(file string, content []byte, docs []manifest.DocIn
 		f.byID[d.Identity] = layout.Location{File: file, Doc: d.Index, Digest: d.Digest}
 		f.byFile[file] = append(f.byFile[file], d.Identity)
 	}
-	f.blobs[file] = plumbing.ComputeHash(plumbing.BlobObject, content)
 	if sopsFile(content) {
 		if f.encrypted == nil {
 			f.encrypted = map[string]bool{}
@@ -185,6 +200,45 @@ func (f *folderIndex) setFile(file string, content []byte, docs []manifest.DocIn
 		f.encrypted[file] = true
 	}
 	return nil
+}
+
+// countDirs adds by to the count of files under each directory on file's path. Callers
+// hold f.mu for writing (or own f).
+func (f *folderIndex) countDirs(file string, by int) {
+	if f.dirs == nil {
+		f.dirs = map[string]int{}
+	}
+	for dir := path.Dir(file); dir != "." && dir != "/"; dir = path.Dir(dir) {
+		if f.dirs[dir] += by; f.dirs[dir] <= 0 {
+			delete(f.dirs, dir)
+		}
+	}
+}
+
+// pathProblem says why the writer cannot put a document at file, as far as the folder's
+// entries tell (the index describes the remote tip): Git holds file under a name the
+// writer never reads (repo.ValidPath), file is a directory, or a file is on its way.
+// Symbolic links and submodules make the whole folder unsupported (layout.Analyze), so
+// none is looked for. "" when nothing stops it. Admission (Locate) and the writer's
+// refusal give this reason; f may be nil.
+func (f *folderIndex) pathProblem(file string) string {
+	if f == nil {
+		return ""
+	}
+	if err := repo.ValidPath(file); err != nil {
+		return fmt.Sprintf("%s is named with a backslash, a control character or a .git segment, which the writer never edits: rename the file in Git", file)
+	}
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	if f.dirs[file] > 0 {
+		return fmt.Sprintf("%s is a directory in Git: rename it, or move what it holds", file)
+	}
+	for dir := path.Dir(file); dir != "." && dir != "/"; dir = path.Dir(dir) {
+		if _, ok := f.blobs[dir]; ok {
+			return fmt.Sprintf("%s is a file in Git where %s needs a directory: rename or move it", dir, file)
+		}
+	}
+	return ""
 }
 
 func (f *folderIndex) len() int {

@@ -185,3 +185,50 @@ func TestTouches(t *testing.T) {
 	assert.False(t, touches(files, "other"))
 	assert.False(t, touches(files, "liv"), "a folder is a path prefix by segments, not by characters")
 }
+
+func TestPathProblem(t *testing.T) {
+	files := []repo.File{
+		{Path: "live/app/configmaps/a.yaml", Kind: repo.Regular, Content: []byte(cmDoc("a", "1"))},
+		{Path: "live/app/configmaps/dir.yaml/README.md", Kind: repo.Regular, Content: []byte("a directory\n")},
+		{Path: "live/app/secrets", Kind: repo.Regular, Content: []byte("a file where a directory belongs\n")},
+	}
+	ix := newFolderIndex(layout.Index{}, files)
+	for _, tc := range []struct {
+		name, path, want string
+	}{
+		{"lets the writer create a file where nothing is", "live/app/configmaps/new.yaml", ""},
+		{"lets the writer edit a regular file", "live/app/configmaps/a.yaml", ""},
+		{"names a directory at the path", "live/app/configmaps/dir.yaml", "live/app/configmaps/dir.yaml is a directory in Git"},
+		{"names a file where a directory on the way belongs", "live/app/secrets/db.sops.yaml",
+			"live/app/secrets is a file in Git where live/app/secrets/db.sops.yaml needs a directory"},
+		{"names a path the writer never edits", `live/app/we\ird.yaml`, `live/app/we\ird.yaml is named with a backslash`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := ix.pathProblem(tc.path)
+			if tc.want == "" {
+				assert.Empty(t, got)
+				return
+			}
+			assert.Contains(t, got, tc.want)
+		})
+	}
+	t.Run("knows nothing without an index", func(t *testing.T) {
+		var none *folderIndex
+		assert.Empty(t, none.pathProblem("live/app/configmaps/dir.yaml"))
+	})
+}
+
+func TestPathProblemFollowsTheWritersOwnFiles(t *testing.T) {
+	ix := newFolderIndex(layout.Index{}, nil)
+	require.NoError(t, ix.setFile("live/app/configmaps/a.yaml", []byte(cmDoc("a", "1")), nil))
+	require.NoError(t, ix.setFile("live/app/configmaps/b.yaml", []byte(cmDoc("b", "1")), nil))
+	assert.Contains(t, ix.pathProblem("live/app/configmaps"), "is a directory in Git")
+	assert.Contains(t, ix.pathProblem("live/app/configmaps/a.yaml/x.yaml"), "live/app/configmaps/a.yaml is a file in Git")
+
+	require.NoError(t, ix.setFile("live/app/configmaps/a.yaml", []byte(cmDoc("a", "2")), nil)) // an edit adds no file
+	require.NoError(t, ix.setFile("live/app/configmaps/a.yaml", nil, nil))
+	assert.Contains(t, ix.pathProblem("live/app/configmaps"), "is a directory in Git", "b is still there")
+	require.NoError(t, ix.setFile("live/app/configmaps/b.yaml", nil, nil))
+	assert.Empty(t, ix.pathProblem("live/app/configmaps"), "Git has no empty directories")
+	assert.Empty(t, ix.pathProblem("live/app/configmaps/a.yaml/x.yaml"))
+}

@@ -1063,7 +1063,11 @@ func (m *Manager) Locate(target types.NamespacedName, gvr schema.GroupVersionRes
 	if idx != nil {
 		// A sensitive object's plaintext document (a person's) is moved into an encrypted
 		// file at the canonical path: judged there, below, as the writer does.
-		if loc, ok := idx.lookup(id); ok && idx.isEncrypted(loc.File) && !encrypts {
+		loc, ok := idx.lookup(id)
+		if problem := idx.pathProblem(loc.File); ok && problem != "" {
+			return Location{Path: loc.File, Problem: problem, Encrypted: idx.isEncrypted(loc.File)}
+		}
+		if ok && idx.isEncrypted(loc.File) && !encrypts {
 			return Location{Path: loc.File, Problem: cannotEncrypt(target), Encrypted: true} // never written back in plaintext
 		} else if ok && idx.isEncrypted(loc.File) {
 			if n := sharedEncryptedFile(idx, loc.File); n > 0 {
@@ -1089,7 +1093,7 @@ func (m *Manager) Locate(target types.NamespacedName, gvr schema.GroupVersionRes
 				return Location{Path: p, Problem: heldProblem(p, firstDocument(idx, others))}
 			}
 		}
-		return Location{Path: p}
+		return Location{Path: p, Problem: idx.pathProblem(p)}
 	}
 	return locateCanonical(folder, idx, id, gvr, namespace, name)
 }
@@ -1112,5 +1116,5 @@ func locateCanonical(folder string, idx *folderIndex, id manifest.Identity, gvr 
 			return Location{Path: p, Problem: takenProblem(p)}
 		}
 	}
-	return Location{Path: p}
+	return Location{Path: p, Problem: idx.pathProblem(p)}
 }

@@ -144,6 +144,11 @@ func (w *worker) plan(ctx context.Context, t *target, dirty map[ObjectKey]intent
 			return c, nil
 		}
 		c, _, err := tree.ReadFile(path)
+		if unwritablePath(err) {
+			if problem := t.index.Load().pathProblem(path); problem != "" {
+				return nil, unwritableFile{problem: problem, err: err} // as admission says it
+			}
+		}
 		if err != nil {
 			return nil, fmt.Errorf("%w: %w", errCloneRead, err)
 		}
@@ -266,7 +271,7 @@ func (w *worker) planOne(t *target, p *writePlan, read func(string) ([]byte, err
 	}
 	content, err := read(path)
 	if unwritablePath(err) {
-		p.refuse(k, fmt.Sprintf("%s: cannot be written: %v", id, err))
+		p.refuse(k, fmt.Sprintf("%s: not written: %v", id, err))
 		return nil
 	}
 	if err != nil {
@@ -379,6 +384,16 @@ func firstDocument(idx *folderIndex, ids []manifest.Identity) manifest.Identity 
 func unwritablePath(err error) bool {
 	return errors.Is(err, repo.ErrPathConflict) || errors.Is(err, repo.ErrInvalidPath)
 }
+
+// unwritableFile is a read of a path Git cannot hold the object's document at, told with
+// the reason admission gives (folderIndex.pathProblem).
+type unwritableFile struct {
+	problem string
+	err     error
+}
+
+func (u unwritableFile) Error() string { return u.problem }
+func (u unwritableFile) Unwrap() error { return u.err }
 
 // heldProblem says why an object is not written to its canonical path, which another
 // object's document holds; admission (Locate) and the writer give the same reason.

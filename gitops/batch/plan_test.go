@@ -116,8 +116,37 @@ func TestAnUnwritableObjectHoldsBackNothingElse(t *testing.T) {
 		st, _ := s.writer.Status(targetKey)
 		assert.Empty(t, st.LastError, "nothing failed: one object was refused")
 		require.Len(t, st.Refused, 1)
-		assert.Contains(t, st.Refused[0], "ConfigMap app/bad")
-		assert.Contains(t, st.Refused[0], "live/app/configmaps/bad.yaml: not a regular file in Git")
+		problem := s.writer.Locate(targetKey, cmGVR, "ConfigMap", "app", "bad").Problem
+		assert.Contains(t, problem, "live/app/configmaps/bad.yaml is a directory in Git")
+		assert.Equal(t, "ConfigMap app/bad: not written: "+problem, st.Refused[0], "admission denies it with the same reason")
 		assert.Contains(t, s.remote.Show("main", "live/app/configmaps/bad.yaml/README.md"), "a directory", "the person's file is kept")
+	})
+	t.Run("refuses an object whose document is in a file named with a backslash, with the reason admission gives", func(t *testing.T) {
+		s := personsFilesScene(t, false, map[string]string{
+			`live/app/we\ird.yaml`: "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n  namespace: app\ndata:\n  k: old\n",
+		}, "a person names a file with a backslash, which Git allows on Linux")
+		at := s.writer.Locate(targetKey, cmGVR, "ConfigMap", "app", "x")
+		assert.Equal(t, `live/app/we\ird.yaml`, at.Path)
+		assert.Contains(t, at.Problem, "rename the file in Git")
+		before := s.commits()
+		st := s.submitAndSettle(
+			s.cluster.put(cmGVR, "ConfigMap", "x", map[string]any{"k": "v"}),
+			s.cluster.put(cmGVR, "ConfigMap", "other", map[string]any{"k": "v"}))
+		require.Len(t, st.Refused, 1)
+		assert.Equal(t, "ConfigMap app/x: not written: "+at.Problem, st.Refused[0])
+		assert.Empty(t, st.LastError)
+		assert.Equal(t, before+1, s.commits(), "the other ConfigMap is written")
+		assert.Contains(t, s.remote.Show("main", `live/app/we\ird.yaml`), "k: old", "the person's file is kept")
+	})
+	t.Run("refuses a Secret whose encrypted file's path is a directory in Git, with the reason admission gives", func(t *testing.T) {
+		ids, recipients := identity(t)
+		s := newWriterScene(t, &batch.Encryption{Recipients: recipients, Identities: ids})
+		s.remote.PushFiles("main", map[string]string{"live/app/secrets/db.sops.yaml/README.md": "a directory where db's file belongs\n"}, "a person makes a directory named like a file")
+		s.restart()
+		at := s.writer.Locate(targetKey, secretsGVR, "Secret", "app", "db")
+		assert.Contains(t, at.Problem, "live/app/secrets/db.sops.yaml is a directory in Git")
+		st := s.submitAndSettle(s.cluster.put(secretsGVR, "Secret", "db", map[string]any{"password": "bmV3"}))
+		require.Len(t, st.Refused, 1)
+		assert.Equal(t, "Secret app/db: not written: "+at.Problem, st.Refused[0])
 	})
 }

@@ -5,6 +5,12 @@ import (
 	"strings"
 )
 
+// ValidPath reports, as ErrInvalidPath, a path the writer never reads nor writes: one that
+// is not clean, relative and slash-separated, or holds a backslash, a control character
+// or a .git segment. Git may hold such a file (a person's commit); the writer refuses the
+// object it holds, and admission says so before (it shares this check).
+func ValidPath(p string) error { return validatePath(p) }
+
 // validatePath accepts only clean, relative, slash-separated paths inside the
 // repository, so that no write can escape the tree or touch .git, and every
 // tree Commit builds passes `git fsck --strict`.
