@@ -58,6 +58,9 @@ type TargetState struct {
 	// condition is True); EncryptionMessage is that condition's message, naming what to fix.
 	EncryptionReady   bool
 	EncryptionMessage string
+	// EncryptionUnchecked says the condition describes an older spec: the target changed
+	// and its encryption was not checked again yet, whatever the old verdict said.
+	EncryptionUnchecked bool
 	// KeepsDeleted says the target never removes a document (spec.prune.mode Never): a
 	// deletion changes nothing in its folder, so it is never denied — not even while the
 	// folder is Stalled, which would otherwise keep a namespace from terminating.
@@ -91,6 +94,10 @@ const (
 	// ReasonUnchanged: an update that stores nothing new, allowed whatever the verdict on a
 	// change would be.
 	ReasonUnchanged = "Unchanged"
+	// ReasonNothingForGit: an update that changes nothing the writer would commit (fields
+	// only the cluster's controllers own, status, an object being deleted), allowed
+	// whatever the verdict on a change would be.
+	ReasonNothingForGit = "NothingForGit"
 	// ReasonUndecodable: the request's object could not be decoded; the answer is an error
 	// (HTTP 400), which the webhook's failurePolicy turns into an allow or a deny.
 	ReasonUndecodable = "Undecodable"
@@ -173,6 +180,15 @@ func stalledDenial(obj string, op Operation, t TargetState) string {
 
 // plaintextDenial says why a sensitive object is denied and what to configure.
 func plaintextDenial(obj string, gr schema.GroupResource, t TargetState) string {
+	if t.EncryptionUnchecked {
+		last := ""
+		if t.EncryptionMessage != "" {
+			last = fmt.Sprintf(" (its last check, of the older spec: %s)", t.EncryptionMessage)
+		}
+		return fmt.Sprintf("%s would be stored in plaintext: GitTarget %s changed and its encryption has not been checked for its new spec yet%s; "+
+			"retry once it is (kubectl wait --for=condition=EncryptionReady -n %s gittarget/%s), or stop routing %s to it",
+			obj, t.Key, last, t.Key.Namespace, t.Key.Name, gr)
+	}
 	if t.EncryptionMessage != "" { // the condition already says what to fix
 		return fmt.Sprintf("%s would be stored in plaintext: GitTarget %s has no working encryption (%s); "+
 			"fix that or stop routing %s to it", obj, t.Key, t.EncryptionMessage, gr)

@@ -24,6 +24,8 @@ func TestDecide(t *testing.T) {
 	sealed := live
 	sealed.SensitiveResources = []schema.GroupResource{{Group: "bitnami.com", Resource: "sealedsecrets"}}
 	sealed.EncryptionMessage = "spec.encryption.age is not set"
+	changed := live
+	changed.EncryptionUnchecked = true
 	sealedReq := Request{Operation: Create, Resource: schema.GroupResource{Group: "bitnami.com", Resource: "sealedsecrets"}, Kind: "SealedSecret", Namespace: "team-a", Name: "db"}
 
 	cm := Request{Operation: Create, Resource: schema.GroupResource{Resource: "configmaps"}, Kind: "ConfigMap", Namespace: "team-a", Name: "app"}
@@ -68,6 +70,10 @@ func TestDecide(t *testing.T) {
 			contains: []string{"Secret team-a/db would be stored in plaintext", "configure encryption on GitTarget team-a/live", "spec.encryption.age.recipients"}},
 		{name: "denies a resource the target lists as sensitive, quoting its EncryptionReady message", req: sealedReq, targets: []TargetState{sealed}, reason: ReasonPlaintextSecret,
 			contains: []string{"bitnami.com/SealedSecret team-a/db would be stored in plaintext", "(spec.encryption.age is not set)"}},
+		{name: "denies a Secret while the target's new spec has not had its encryption checked, saying to retry, not to fix it", req: secret,
+			targets: []TargetState{changed}, sensitive: true, reason: ReasonPlaintextSecret,
+			contains: []string{"GitTarget team-a/live changed and its encryption has not been checked for its new spec yet",
+				"kubectl wait --for=condition=EncryptionReady -n team-a gittarget/live"}},
 		{name: "allows a resource another target lists as sensitive", req: sealedReq, targets: []TargetState{live}, allowed: true, reason: ReasonAllowed},
 		{name: "allows a Secret when the target can encrypt", req: secret, targets: []TargetState{encrypted}, sensitive: true, allowed: true, reason: ReasonAllowed},
 		{name: "denies a sensitive object with fields sops would leave readable, even when the target can encrypt", req: withReadable(sealedReq, "spec"),
@@ -132,14 +138,16 @@ func TestEncryptionState(t *testing.T) {
 		return []metav1.Condition{{Type: v1alpha1.ConditionEncryptionReady, Status: status, ObservedGeneration: gen, Message: "m"}}
 	}
 	cases := []struct {
-		name  string
-		conds []metav1.Condition
-		ready bool
+		name           string
+		conds          []metav1.Condition
+		ready, checked bool
+		message        string
 	}{
-		{"is not ready without the condition", nil, false},
-		{"is ready when the condition is True for the current generation", cond(metav1.ConditionTrue, 2), true},
-		{"is not ready when the condition is False", cond(metav1.ConditionFalse, 2), false},
-		{"is not ready when the True condition describes an older spec", cond(metav1.ConditionTrue, 1), false},
+		{"is not ready without the condition", nil, false, true, ""},
+		{"is ready when the condition is True for the current generation", cond(metav1.ConditionTrue, 2), true, true, ""},
+		{"is not ready when the condition is False, and says why", cond(metav1.ConditionFalse, 2), false, true, "m"},
+		{"is not ready, and not checked, when the True condition describes an older spec", cond(metav1.ConditionTrue, 1), false, false, ""},
+		{"is not checked when the False condition describes an older spec, and keeps why", cond(metav1.ConditionFalse, 1), false, false, "m"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -147,6 +155,8 @@ func TestEncryptionState(t *testing.T) {
 			gt.Spec.Encryption = &v1alpha1.Encryption{SensitiveResources: []v1alpha1.GroupResource{{Group: "bitnami.com", Resource: "sealedsecrets"}}}
 			st := targetState(gt, "")
 			assert.Equal(t, tc.ready, st.EncryptionReady)
+			assert.Equal(t, !tc.checked, st.EncryptionUnchecked)
+			assert.Equal(t, tc.message, st.EncryptionMessage)
 			assert.Equal(t, []schema.GroupResource{{Group: "bitnami.com", Resource: "sealedsecrets"}}, st.SensitiveResources)
 		})
 	}

@@ -231,8 +231,11 @@ func targetState(t *v1alpha1.GitTarget, url string) TargetState {
 // the current generation) and which resources it treats as sensitive.
 func encryptionState(st *TargetState, t *v1alpha1.GitTarget) {
 	if c := apimeta.FindStatusCondition(t.Status.Conditions, v1alpha1.ConditionEncryptionReady); c != nil {
-		st.EncryptionReady = c.Status == metav1.ConditionTrue && c.ObservedGeneration == t.Generation
-		st.EncryptionMessage = c.Message
+		st.EncryptionUnchecked = c.ObservedGeneration != t.Generation
+		st.EncryptionReady = c.Status == metav1.ConditionTrue && !st.EncryptionUnchecked
+		if c.Status != metav1.ConditionTrue { // a True one's message says what works
+			st.EncryptionMessage = c.Message
+		}
 	}
 	if e := t.Spec.Encryption; e != nil {
 		for _, gr := range e.SensitiveResources {

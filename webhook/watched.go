@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/gitops-reverser/gitops-reverser/gitops/batch"
+	"github.com/gitops-reverser/gitops-reverser/gitops/sanitize"
 	"github.com/gitops-reverser/gitops-reverser/watcher"
 	"github.com/gitops-reverser/gitops-reverser/watcher/attribution"
 )
@@ -39,6 +40,9 @@ type Watched struct {
 	// Attribution records who made each admitted write, for the commit author (on the
 	// leader, or forwarded to it); nil records nothing.
 	Attribution *attribution.Router
+	// KeepDefaultedFields is the writer's --keep-defaulted-fields: it decides which fields
+	// of an update reach Git (nothingForGit).
+	KeepDefaultedFields bool
 }
 
 // requestOf reads what routing needs from an admission request: the Request, and the
@@ -96,6 +100,8 @@ func (w *Watched) Handle(ctx context.Context, req admission.Request) admission.R
 		v = Verdict{Allowed: true, Reason: ReasonUnchanged}
 		w.observe(v, dry, start)
 		return admission.Allowed("") // nothing stored, nothing to attribute
+	} else if !v.Allowed && r.Operation == Update && nothingForGit(req, w.KeepDefaultedFields) {
+		v = Verdict{Allowed: true, Reason: ReasonNothingForGit} // stored, and attributed below, as any write
 	}
 	w.observe(v, dry, start)
 	if !v.Allowed {
@@ -125,6 +131,31 @@ func unchanged(req admission.Request) bool {
 	obj.SetResourceVersion("")
 	old.SetResourceVersion("")
 	return reflect.DeepEqual(obj.Object, old.Object)
+}
+
+// nothingForGit reports whether an update leaves what the writer would commit as it was,
+// so that a denial would block a write that never reaches Git: a field only the cluster's
+// controllers own (the volume kube-controller-manager binds a claim to, the node
+// kube-scheduler picks for it, sanitize.DropUnowned), status on a resource without a status
+// subresource, a controller's own finalizer it removes. An update of an object whose
+// deletion has begun passes too: its DELETE was judged, the update is a finalizer's
+// controller finishing it, and the object leaves Git when it is gone. Compared without the
+// document in Git (a field it holds that no one owns would be written with its new value),
+// with keepDefaulted as the writer's --keep-defaulted-fields. Called only before a denial.
+func nothingForGit(req admission.Request, keepDefaulted bool) bool {
+	obj, old := decodeFull(req.Object.Raw), decodeFull(req.OldObject.Raw)
+	if obj == nil || old == nil {
+		return false
+	}
+	if old.GetDeletionTimestamp() != nil {
+		return true
+	}
+	if keepDefaulted {
+		return reflect.DeepEqual(sanitize.Object(obj).Object, sanitize.Object(old).Object)
+	}
+	after, _ := sanitize.OwnedForm(obj) // unknown ownership keeps every field: compared whole
+	before, _ := sanitize.OwnedForm(old)
+	return reflect.DeepEqual(after.Object, before.Object)
 }
 
 // route finds the targets whose folders a write changes, as the watcher will see it, and

@@ -130,34 +130,56 @@ func TestAnUpdateThatStoresNothingNewIsAllowedWhateverTheTarget(t *testing.T) {
 	v.snap.Store(&snapshot{routes: []route{rt([]string{""}, []string{"configmaps"}, true, true, true)},
 		targets: map[types.NamespacedName]TargetState{key: {Key: key, Stalled: true, StalledMessage: "live/run.sh is not a YAML manifest"}}})
 	w := &Watched{View: v, Sensitive: func(schema.GroupResource) bool { return false }}
+	const kubectlOwnsK = `{"manager":"kubectl","operation":"Apply","apiVersion":"v1","time":"2026-12-05T10:00:00Z","fieldsType":"FieldsV1","fieldsV1":{"f:data":{"f:k":{}}}}`
 	stored := `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"namespace":"a","name":"app","resourceVersion":"7",` +
-		`"managedFields":[{"manager":"kubectl","operation":"Apply","time":"2026-12-05T10:00:00Z"}]},"data":{"k":"v"}}`
+		`"managedFields":[` + kubectlOwnsK + `]},"data":{"k":"v"}}`
+	withUnowned := strings.Replace(stored, `"data":{"k":"v"}`, `"data":{"k":"v","d":"default"}`, 1)
+	controllerWrites := strings.Replace(stored, `"name":"app",`, `"name":"app","annotations":{"bound-by":"controller"},`, 1)
+	controllerWrites = strings.Replace(controllerWrites, kubectlOwnsK, kubectlOwnsK+
+		`,{"manager":"kube-controller-manager","operation":"Update","apiVersion":"v1","time":"2026-12-05T10:01:00Z","fieldsType":"FieldsV1","fieldsV1":{"f:metadata":{"f:annotations":{"f:bound-by":{}}}}}`, 1)
+	deleting := strings.Replace(stored, `"name":"app",`, `"name":"app","deletionTimestamp":"2026-12-05T10:02:00Z","finalizers":[]`+`,`, 1)
 	update := func(obj string) admission.Request {
 		return admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
 			Operation: admissionv1.Update, Name: "app", Namespace: "a", Kind: metav1.GroupVersionKind{Version: "v1", Kind: "ConfigMap"},
 			Resource: metav1.GroupVersionResource{Version: "v1", Resource: "configmaps"},
 			Object:   k8sruntime.RawExtension{Raw: []byte(obj)}, OldObject: k8sruntime.RawExtension{Raw: []byte(stored)}}}
 	}
+	labelled := strings.Replace(stored, `"name":"app",`, `"name":"app","labels":{"x":"y"},`, 1)
+	labelled = strings.Replace(labelled, kubectlOwnsK, kubectlOwnsK+
+		`,{"manager":"kubectl-label","operation":"Update","apiVersion":"v1","time":"2026-12-05T10:01:00Z","fieldsType":"FieldsV1","fieldsV1":{"f:metadata":{"f:labels":{"f:x":{}}}}}`, 1)
 	cases := []struct {
-		name    string
-		obj     string
-		allowed bool
+		name     string
+		old, obj string
+		allowed  bool
 	}{
-		{"allows re-applying the stored object, byte for byte", stored, true},
-		{"allows an update that differs only in its resourceVersion", strings.Replace(stored, `"resourceVersion":"7"`, `"resourceVersion":"8"`, 1), true},
-		{"denies a change of a value", strings.Replace(stored, `"k":"v"`, `"k":"w"`, 1), false},
-		{"denies a change of a label", strings.Replace(stored, `"name":"app",`, `"name":"app","labels":{"x":"y"},`, 1), false},
-		{"denies a change of field ownership, which the writer may write", strings.Replace(stored, `"manager":"kubectl"`, `"manager":"helm"`, 1), false},
+		{"allows re-applying the stored object, byte for byte", stored, stored, true},
+		{"allows an update that differs only in its resourceVersion", stored, strings.Replace(stored, `"resourceVersion":"7"`, `"resourceVersion":"8"`, 1), true},
+		{"denies a change of a value", stored, strings.Replace(stored, `"k":"v"`, `"k":"w"`, 1), false},
+		{"denies a change of a label", stored, labelled, false},
+		{"denies a change of field ownership that makes the writer write a field", withUnowned, strings.Replace(withUnowned, `"f:k":{}`, `"f:k":{},"f:d":{}`, 1), false},
+		{"allows a field only the cluster's controllers own, which the writer leaves out", stored, controllerWrites, true},
+		{"allows a change of a field no one owns, which the writer leaves out", withUnowned, strings.Replace(withUnowned, `"default"`, `"other"`, 1), true},
+		{"allows finishing the deletion of an object whose DELETE was judged",
+			strings.Replace(deleting, `"finalizers":[]`, `"finalizers":["example.com/cleanup"]`, 1), strings.Replace(deleting, `"k":"v"`, `"k":"w"`, 1), true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			resp := w.Handle(context.Background(), update(tc.obj))
+			req := update(tc.obj)
+			req.OldObject.Raw = []byte(tc.old)
+			resp := w.Handle(context.Background(), req)
 			assert.Equal(t, tc.allowed, resp.Allowed)
 			if !tc.allowed {
 				assert.Contains(t, resp.Result.Message, "live/run.sh", "the target's reason")
 			}
 		})
 	}
+	t.Run("denies a change of a field no one owns when the writer keeps defaulted fields", func(t *testing.T) {
+		keeping := &Watched{View: v, Sensitive: w.Sensitive, KeepDefaultedFields: true}
+		req := update(strings.Replace(withUnowned, `"default"`, `"other"`, 1))
+		req.OldObject.Raw = []byte(withUnowned)
+		assert.False(t, keeping.Handle(context.Background(), req).Allowed)
+		assert.False(t, keeping.Handle(context.Background(), update(controllerWrites)).Allowed, "an annotation is written whoever owns it")
+	})
 }
 
 func TestARequestIsDecodedWhateverTheShapeOfItsObjectsTopLevelType(t *testing.T) {

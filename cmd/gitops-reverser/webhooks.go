@@ -67,7 +67,7 @@ func setupWebhooks(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, opts
 	srv := mgr.GetWebhookServer()
 	watched := &webhook.Watched{
 		View: view, Sensitive: opts.sensitive(), WarnAlways: opts.WebhookWarnAlways, Metrics: metrics, Noise: opts.Noise,
-		Attribution: router,
+		Attribution: router, KeepDefaultedFields: opts.KeepDefaultedFields,
 	}
 	srv.Register(webhook.WatchedPath, &admission.Webhook{Handler: watched})
 	srv.Register(webhook.RecordedPath, &admission.Webhook{Handler: &webhook.Recorded{Watched: watched}})

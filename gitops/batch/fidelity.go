@@ -49,12 +49,11 @@ func (w *worker) forms(obj *unstructured.Unstructured, compare bool) writtenForm
 		full := sanitize.Object(obj)
 		return writtenForms{full: full, trimmed: full, fixed: true}
 	}
-	owned, err := sanitize.DropUnowned(obj, nil)
+	trimmed, err := sanitize.OwnedForm(obj)
 	if err != nil {
 		w.log.V(1).Info("field ownership unknown: writing every field the managed fields cannot rule out",
 			"object", manifest.IdentityOf(obj).String(), "reason", err.Error())
 	}
-	trimmed := sanitize.OwnedObject(owned, obj)
 	if !compare {
 		return writtenForms{trimmed: trimmed}
 	}

@@ -59,6 +59,15 @@ func OwnedObject(owned, from *unstructured.Unstructured) *unstructured.Unstructu
 	return object(owned, kept)
 }
 
+// OwnedForm is what the writer commits of obj where Git has no document of it yet:
+// OwnedObject of DropUnowned(obj, nil). Admission compares it before and after an update
+// to tell a write that changes nothing in Git. err is DropUnowned's (the fields it could
+// not rule out are kept).
+func OwnedForm(obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	owned, err := DropUnowned(obj, nil)
+	return OwnedObject(owned, obj), err
+}
+
 func object(obj *unstructured.Unstructured, keptClusterIPs map[string]bool) *unstructured.Unstructured {
 	out := &unstructured.Unstructured{Object: copyMap(obj.Object)}
 	if out.Object == nil {

@@ -125,6 +125,14 @@ func TestUnsupportedFolderDeniesUntilFixedInGit(t *testing.T) {
 	require.NoError(t, err, "an apply that changes nothing is allowed while the target is Stalled: %s", out)
 	out = waitDenied(t, strings.Replace(steady, "k: v", "k: changed", 1), "apply", "--server-side", "-f", "-")
 	assert.Contains(t, out, "live/tools/run.sh")
+	// Nor is a write of a field only the cluster's controllers own, which the writer leaves
+	// out of Git (the API server records the field manager before the webhook is called);
+	// the same annotation made by a person is denied.
+	out, err = kubectlErr("", "-n", "fold-a", "annotate", "configmap", "steady", "--field-manager=kube-controller-manager", "example.com/bound=yes")
+	require.NoError(t, err, "a controller's own field is allowed while the target is Stalled: %s", out)
+	out, err = kubectlErr("", "-n", "fold-a", "annotate", "configmap", "steady", "example.com/owner=alice")
+	require.Error(t, err, out)
+	assert.Contains(t, out, "live/tools/run.sh")
 
 	// The cluster's own controllers are never blocked: an object with a controller
 	// ownerReference is not judged (and not captured).
