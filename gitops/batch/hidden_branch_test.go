@@ -19,10 +19,11 @@ import (
 // hidingScene is a repository whose branch main is hidden from user bob, and a writer on it
 // whose targets write a folder each; rec records their requests for a snapshot.
 type hidingScene struct {
-	m      *Manager
-	remote *repotest.Remote
-	rec    *readyRecorder
-	msgs   Messages
+	m       *Manager
+	remote  *repotest.Remote
+	rec     *readyRecorder
+	msgs    Messages
+	cluster fixedResolver // what the writer reads of the objects it commits
 }
 
 func newHidingScene(t *testing.T) *hidingScene {
@@ -37,7 +38,9 @@ func newSceneOn(t *testing.T, remote *repotest.Remote) *hidingScene {
 	msgs, err := ParseMessages("", "")
 	require.NoError(t, err)
 	rec := &readyRecorder{}
-	return &hidingScene{m: NewManager(Options{Log: logr.Discard(), WorkDir: t.TempDir(), OnFolderReady: rec.add}), remote: remote, rec: rec, msgs: msgs}
+	cluster := fixedResolver{}
+	return &hidingScene{m: NewManager(Options{Log: logr.Discard(), WorkDir: t.TempDir(), OnFolderReady: rec.add, Resolver: cluster}),
+		remote: remote, rec: rec, msgs: msgs, cluster: cluster}
 }
 
 // spec is GitTarget ops/<folder> on main, reaching the remote as user.
@@ -158,6 +161,47 @@ func TestABranchHiddenFromOneTargetsCredentials(t *testing.T) {
 		w.mu.Unlock()
 		_, err = m.EnsureTarget(context.Background(), other) // the controller's retry, within 5 s of the last fetch
 		require.ErrorIs(t, err, ErrBranchHidden, "its own credentials are asked again, not the others' fetch trusted")
+	})
+
+	t.Run("commits the windows kept while it was hidden once its registration reads the branch again", func(t *testing.T) {
+		s := newHidingScene(t)
+		m, remote := s.m, s.remote
+		live, other := s.spec("live", "alice"), s.spec("other", "bob")
+		_, err := m.EnsureTarget(context.Background(), live)
+		require.NoError(t, err)
+		ctx, cancel := context.WithCancel(context.Background())
+		stopped := make(chan struct{})
+		go func() { _ = m.Start(ctx); close(stopped) }()
+		t.Cleanup(func() { cancel(); <-stopped })
+		other.Window = WindowConfig{Quiet: 50 * time.Millisecond, MaxDelay: time.Hour}
+		other.Auth = live.Auth
+		_, err = m.EnsureTarget(context.Background(), other) // it reads the branch, as alice
+		require.NoError(t, err)
+		other.Auth, other.AuthVersion = &githttp.BasicAuth{Username: "bob", Password: "x"}, "1" // and then cannot
+		_, err = m.EnsureTarget(context.Background(), other)
+		require.ErrorIs(t, err, ErrBranchHidden)
+		key, obj := clusterConfigMap("a", "new")
+		s.cluster[key] = obj
+		m.Submit(Change{Target: other.Key, Key: key, Author: "alice"})
+		r := CommitRequest{Key: types.NamespacedName{Namespace: "ops", Name: "release"}, Target: other.Key, Author: "alice",
+			Message: "release", Deadline: time.Now().Add(time.Minute)}
+		before := remote.Head("main")
+		require.Eventually(t, func() bool {
+			out, err := m.Request(r)
+			return err == nil && out.Reason == ReasonRetrying
+		}, 10*time.Second, 20*time.Millisecond, "the loop looked at the window while the branch was hidden, and left it")
+		require.Equal(t, before, remote.Head("main"))
+
+		// Read access comes back, the credentials unchanged (a server's ACL edited): the
+		// same AuthVersion, so nothing but this registration tells the loop.
+		other.Auth = live.Auth
+		_, err = m.EnsureTarget(context.Background(), other)
+		require.NoError(t, err)
+		require.Eventually(t, func() bool {
+			out, err := m.Request(r)
+			return err == nil && out.Reason == ReasonCommitted
+		}, 10*time.Second, 20*time.Millisecond, "the change kept while the branch was hidden is committed now, not at the loop's next timer")
+		assert.NotEqual(t, before, remote.Head("main"))
 	})
 
 	// refusingAlice is a scene whose remote answers alice's requests with code once refuse

@@ -248,8 +248,15 @@ func (q *queue) relist(key ObjectKey, in intent, now time.Time) {
 
 // listedBy records a change a list brought of an object it attributes to author, its
 // creator (Change.Relisted with an Author): added as theirs, in a window that compared the
-// cluster with Git like any other list's.
+// cluster with Git like any other list's. An object waiting in, or being committed with,
+// another author's window stays there as with relist: that author changed it since the
+// cache the list read held the creator's content.
 func (q *queue) listedBy(key ObjectKey, in intent, author string, now time.Time) {
+	prev, owned := q.owner[key]
+	if other := q.committing(key); (owned && prev != "" && prev != author) || (!owned && other != "" && other != author) {
+		q.relist(key, in, now)
+		return
+	}
 	q.add(key, in, author, now)
 	q.windows[author].compared = true
 }

@@ -188,6 +188,30 @@ func TestQueueWindowsPerAuthor(t *testing.T) {
 		q.request(next)
 		assert.Equal(t, []*CommitRequest{next}, q.waiting["alice"], "what a list brought is not her change")
 	})
+	t.Run("a list's change attributed to the creator leaves an object another author changed since in their window", func(t *testing.T) {
+		q := newQueue()
+		q.add(qkey("a"), anUpdate, "bob", t0)                         // bob changed it after alice created it
+		q.listedBy(qkey("a"), intent{}, "alice", t0.Add(time.Second)) // the list read alice's content
+		q.listedBy(qkey("b"), intent{}, "alice", t0.Add(time.Second)) // b, which only she made
+		q.add(qkey("c"), anUpdate, "", t0)                            // an unattributed write
+		q.listedBy(qkey("c"), intent{}, "carol", t0.Add(time.Second)) // which the list credits to her creator
+		wins, _ := q.due(cfg, t0.Add(time.Hour))
+		require.Equal(t, []string{"bob", "carol", "alice"}, authors(wins), "oldest first")
+		assert.Equal(t, map[ObjectKey]intent{qkey("a"): anUpdate}, wins[0].dirty, "bob's change stays his")
+		assert.Equal(t, map[ObjectKey]intent{qkey("c"): anUpdate}, wins[1].dirty)
+		assert.Equal(t, map[ObjectKey]intent{qkey("b"): {}}, wins[2].dirty)
+	})
+	t.Run("a list's change attributed to the creator of an object another author's window is committing waits with that author", func(t *testing.T) {
+		q := newQueue()
+		q.add(qkey("a"), anUpdate, "bob", t0)
+		committing, _ := q.due(cfg, t0.Add(time.Hour))
+		q.flushing = committing
+		q.listedBy(qkey("a"), intent{}, "alice", t0.Add(time.Hour))
+		q.flushing = nil
+		q.retry(committing[0], t0.Add(time.Hour)) // bob's push failed
+		wins, _ := q.due(cfg, t0.Add(2*time.Hour))
+		require.Equal(t, []string{"bob"}, authors(wins), "not alice's")
+	})
 	t.Run("a snapshot of an object waiting in no author's window joins the committer's", func(t *testing.T) {
 		q := newQueue()
 		q.add(qkey("a"), anUpdate, "", t0) // an unattributed write

@@ -422,6 +422,7 @@ func (w *worker) ensureTarget(ctx context.Context, spec TargetSpec) (*target, Ta
 	}
 	folderChanged := ok && t.spec.Folder != spec.Folder
 	oldFolder := t.spec.Folder
+	wasHidden := t.hidden != nil
 	retryNow := ok && credentialsChanged(t.spec, spec)
 	if retryNow {
 		t.backoff, t.retryAt = 0, time.Time{} // new credentials: try them now
@@ -479,11 +480,12 @@ func (w *worker) ensureTarget(ctx context.Context, spec TargetSpec) (*target, Ta
 		t.unread = err
 	}
 	unread := t.unread != nil
+	shown := wasHidden && t.hidden == nil // its windows waited for this: the loop does not look at them
 	st := w.view(t)
 	ready := w.takeReady()
 	w.mu.Unlock()
 	w.reportReady(ready)
-	if retryNow || unread {
+	if retryNow || unread || shown {
 		w.poke() // the loop sleeps until the old backoff's retry otherwise; requests learn why they wait
 	}
 	if err != nil {
@@ -1478,7 +1480,8 @@ func (w *worker) keepDeferred(t *target, win *authorWindow, deferred map[ObjectK
 // detached: an object's state is read at commit time, so it carries their change, which
 // their window commits under their name. The plan is made again (up to replans times) when
 // one was changed while it was planned: the informer's cache holds a write just before its
-// event reaches the writer. One whose event comes after the last look still goes with
+// event reaches the writer. After the last look, the plan is made once more without what
+// that look saw move, unlooked; one whose event comes after the last look still goes with
 // this commit. dirty is what the plan covers.
 func (w *worker) planOwn(ctx context.Context, t *target, win *authorWindow) (p *writePlan, dirty map[ObjectKey]intent, err error) {
 	dirty = w.ownDirty(t, win, win.dirty)
@@ -1486,17 +1489,21 @@ func (w *worker) planOwn(ctx context.Context, t *target, win *authorWindow) (p *
 		if p, err = w.plan(ctx, t, dirty); err != nil {
 			return nil, nil, err
 		}
+		if i > replans {
+			break // planned without what the last look saw move
+		}
 		left := w.ownDirty(t, win, dirty)
-		if len(left) == len(dirty) || i == replans {
-			w.leftOut(t, win, dirty)
-			return p, dirty, nil // the plan and what it covers
+		if len(left) == len(dirty) {
+			break
 		}
 		dirty = left
 	}
+	w.leftOut(t, win, dirty)
+	return p, dirty, nil // the plan and what it covers
 }
 
-// replans bounds how often planOwn plans a window again: each plan reads every object of it
-// while the worker's lock is held.
+// replans bounds how often planOwn looks again after a plan (and so plans at most replans+2
+// times): each plan reads every object of the window while the worker's lock is held.
 const replans = 2
 
 // ownDirty is dirty without the objects now waiting in another author's window.
