@@ -548,6 +548,36 @@ func TestWriterEncryption(t *testing.T) {
 		assert.Equal(t, map[string]any{"password": "aHVudGVyMg=="}, decrypted(t, after, newIDs))
 		assert.NotContains(t, after, recipients[0], "the removed recipient is gone from the file")
 	})
+	t.Run("recipients only: a recipient change leaves a Secret whose change waits to its author's commit", func(t *testing.T) {
+		_, recipients := identity(t)
+		key, err := encrypt.GenerateDigestKey()
+		require.NoError(t, err)
+		s := newWriterScene(t, &batch.Encryption{Recipients: recipients, DigestKey: key})
+		db := s.cluster.put(secretsGVR, "Secret", "db", map[string]any{"password": "aHVudGVyMg=="})
+		s.submitAndSettle(db)
+		s.spec.Window = batch.WindowConfig{Quiet: time.Hour, MaxDelay: time.Hour}
+		s.ensure()
+		s.cluster.put(secretsGVR, "Secret", "db", map[string]any{"password": "bmV3"})
+		s.writer.Submit(batch.Change{Target: targetKey, Key: db, Author: "alice"}) // her window stays open
+
+		newIDs, newRecipients := identity(t)
+		s.spec.Encryption = &batch.Encryption{Recipients: newRecipients, DigestKey: key}
+		s.ensure()
+		rekey := repotest.Git(t, s.remote.Dir, "log", "-1", "--format=%an%n%B", "main")
+		assert.Contains(t, rekey, "Writer\n", "the recipient change is the committer's")
+		assert.Contains(t, rekey, "Not re-wrapped (no identity opens them; renewed on their next change):\n- live/app/secrets/db.sops.yaml")
+		_, err = encrypt.Decrypt([]byte(s.remote.Show("main", "live/app/secrets/db.sops.yaml")), newIDs)
+		assert.Error(t, err, "her change is not in the committer's commit")
+
+		_, err = s.writer.Request(batch.CommitRequest{Key: types.NamespacedName{Namespace: "ops", Name: "rotate"}, Target: targetKey,
+			Author: "alice", Message: "rotate the database password", Deadline: time.Now().Add(time.Minute)})
+		require.NoError(t, err)
+		require.Eventually(t, func() bool { return strings.Contains(s.remote.Log("main")[0], "rotate the database password") },
+			10*time.Second, 50*time.Millisecond)
+		assert.Equal(t, "alice", repotest.Git(t, s.remote.Dir, "log", "-1", "--format=%an", "main"))
+		assert.Equal(t, map[string]any{"password": "bmV3"}, decrypted(t, s.remote.Show("main", "live/app/secrets/db.sops.yaml"), newIDs),
+			"her commit writes it for the new recipients")
+	})
 }
 
 // valueLine returns the first line of content starting (after indentation) with prefix.
@@ -567,8 +597,6 @@ func personsFileScene(t *testing.T, path, content, message string) *writerScene 
 	return personsFilesScene(t, false, map[string]string{path: content}, message)
 }
 
-// personsFilesScene is a writer scene, encrypting when asked (a new age identity), started
-// afresh on a remote where a person committed files in one commit with message.
 // keyMaterialWrittenBefore has the writer write Secrets sops-age (no key in it yet, as an
 // earlier release could) and db, then gives sops-age an age private key in the cluster. It
 // returns sops-age's file as Git holds it.
@@ -595,6 +623,8 @@ func assertKeyMaterialLeft(t *testing.T, s *writerScene, before string, newIDs e
 	assert.Error(t, err, "not wrapped for the new recipients")
 }
 
+// personsFilesScene is a writer scene, encrypting when asked (a new age identity), started
+// afresh on a remote where a person committed files in one commit with message.
 func personsFilesScene(t *testing.T, encrypting bool, files map[string]string, message string) *writerScene {
 	t.Helper()
 	var enc *batch.Encryption

@@ -218,8 +218,11 @@ func (w *worker) secretOfKeyMaterial(t *target, enc *Encryption, id manifest.Ide
 }
 
 // reencryptFromCluster encrypts the cluster's current state of the Secret a file holds;
-// nil when the file holds something else or the object is no longer claimed. A Secret that
-// is key material is never read into Git: keyMaterial says so and out is nil.
+// nil when the file holds something else or the object is no longer claimed, or when a
+// change of it waits in a window: the cluster's state is that change, which its window
+// commits under its author (for the recipients then), not this commit under the
+// committer. A Secret that is key material is never read into Git: keyMaterial says so and
+// out is nil.
 func (w *worker) reencryptFromCluster(t *target, enc *Encryption, content []byte) (out []byte, keyMaterial bool, err error) {
 	docs, err := manifest.Parse(content)
 	if err != nil || len(docs) != 1 || docs[0].Identity.Group != "" || docs[0].Identity.Kind != "Secret" {
@@ -227,6 +230,12 @@ func (w *worker) reencryptFromCluster(t *target, enc *Encryption, content []byte
 	}
 	id := docs[0].Identity
 	k := ObjectKey{GVR: secretsGVR, Kind: id.Kind, Namespace: id.Namespace, Name: id.Name}
+	w.qmu.Lock()
+	pending := t.q.holds(k)
+	w.qmu.Unlock()
+	if pending {
+		return nil, false, nil
+	}
 	obj, err := w.opts.Resolver.Current(t.spec.Key, k)
 	if errors.Is(err, ErrNotWatched) || errors.Is(err, ErrNotSelected) {
 		return nil, false, nil // left for its object's next change
