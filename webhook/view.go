@@ -48,9 +48,9 @@ type snapshot struct {
 	routes  []route
 	// rules names every WatchRule and ClusterWatchRule, as watcher.RuleKey does.
 	rules []string
-	// credentials are the Secrets GitProviders name in spec.secretRef, which no target
-	// writes (batch.Options.Credentials), so admission does not judge them either.
-	credentials map[types.NamespacedName]bool
+	// keptOut are the Secrets GitProviders name in spec.secretRef and GitTargets hold their
+	// keys in (KeySecrets), which no target writes (KeptOutOfGit).
+	keptOut map[types.NamespacedName]bool
 }
 
 // Locator tells where an object would land, whether the writer would refuse it there, and
@@ -108,9 +108,10 @@ func NewView(c cache.Cache, log logr.Logger) *View {
 	return v
 }
 
-// NamedAsCredentials reports whether a GitProvider names the Secret key as its credentials.
-func (v *View) NamedAsCredentials(key types.NamespacedName) bool {
-	return v.snap.Load().credentials[key]
+// KeptOutOfGit reports whether a GitProvider names the Secret key as its credentials, or a
+// GitTarget as its keys: no target writes it (gitops/controller.KeptOutOfGit).
+func (v *View) KeptOutOfGit(key types.NamespacedName) bool {
+	return v.snap.Load().keptOut[key]
 }
 
 // NeedLeaderElection is false: every replica serves the webhook.
@@ -182,13 +183,10 @@ func (v *View) rebuild(ctx context.Context) error {
 			return err
 		}
 	}
-	s := &snapshot{targets: map[types.NamespacedName]TargetState{}, credentials: map[types.NamespacedName]bool{}}
+	s := &snapshot{targets: map[types.NamespacedName]TargetState{}, keptOut: keptOutOfGit(providers.Items, targets.Items)}
 	urls := map[types.NamespacedName]string{}
 	for _, p := range providers.Items {
 		urls[client.ObjectKeyFromObject(&p)] = repo.Redact(p.Spec.URL) // shown to anyone whose change it judges
-		if p.Spec.SecretRef != nil {
-			s.credentials[types.NamespacedName{Namespace: p.Namespace, Name: p.Spec.SecretRef.Name}] = true
-		}
 	}
 	for _, t := range targets.Items {
 		s.targets[client.ObjectKeyFromObject(&t)] = targetState(&t, urls[types.NamespacedName{Namespace: t.Namespace, Name: t.Spec.ProviderRef.Name}])
@@ -214,6 +212,23 @@ func (v *View) rebuild(ctx context.Context) error {
 	sort.SliceStable(s.routes, func(i, j int) bool { return s.routes[i].target.String() < s.routes[j].target.String() })
 	v.snap.Store(s)
 	return nil
+}
+
+// keptOutOfGit lists the Secrets no target writes: those GitProviders name as their
+// credentials and those GitTargets hold their keys in. Pure.
+func keptOutOfGit(providers []v1alpha1.GitProvider, targets []v1alpha1.GitTarget) map[types.NamespacedName]bool {
+	out := map[types.NamespacedName]bool{}
+	for _, p := range providers {
+		if p.Spec.SecretRef != nil {
+			out[types.NamespacedName{Namespace: p.Namespace, Name: p.Spec.SecretRef.Name}] = true
+		}
+	}
+	for i := range targets {
+		for _, k := range targets[i].KeySecrets() {
+			out[k] = true
+		}
+	}
+	return out
 }
 
 // targetState reads what admission needs from a GitTarget's spec and status.

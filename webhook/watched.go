@@ -262,7 +262,7 @@ func (w *Watched) inspect(r *Request, req admission.Request, targets []TargetSta
 		return
 	}
 	r.KeyMaterial = secret && (batch.HoldsKeyMaterial(full) ||
-		w.View.NamedAsCredentials(types.NamespacedName{Namespace: r.Namespace, Name: r.Name}))
+		w.View.KeptOutOfGit(types.NamespacedName{Namespace: r.Namespace, Name: r.Name}))
 	if sensitive {
 		r.ReadableFields = batch.ReadableFields(full)
 	}

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gitops-reverser/gitops-reverser/api/v1alpha1"
 	"github.com/gitops-reverser/gitops-reverser/gitops/batch"
 	"github.com/go-logr/logr"
 	"github.com/stretchr/testify/assert"
@@ -59,12 +60,23 @@ func TestReadableFieldsAreFoundForAnObjectATargetHoldsEncrypted(t *testing.T) {
 	}
 }
 
-func TestAGitProvidersCredentialsAreSkippedLikeKeyMaterial(t *testing.T) {
+func TestTheSecretsOfGitProvidersAndGitTargetsAreSkippedLikeKeyMaterial(t *testing.T) {
+	provider := v1alpha1.GitProvider{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "origin"}}
+	provider.Spec.SecretRef = &v1alpha1.LocalObjectReference{Name: "git-auth"}
+	encrypting := v1alpha1.GitTarget{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "live"}}
+	encrypting.Spec.Encryption = &v1alpha1.Encryption{Age: &v1alpha1.AgeEncryption{SecretRef: &v1alpha1.LocalObjectReference{Name: "sops-age"}}}
+	plain := v1alpha1.GitTarget{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "docs"}}
 	v := NewView(nil, logr.Discard())
-	v.snap.Store(&snapshot{credentials: map[types.NamespacedName]bool{{Namespace: "a", Name: "git-auth"}: true}})
+	v.snap.Store(&snapshot{keptOut: keptOutOfGit([]v1alpha1.GitProvider{provider}, []v1alpha1.GitTarget{encrypting, plain})})
 	w := &Watched{View: v, Sensitive: func(schema.GroupResource) bool { return true }}
 	targets := []TargetState{{Key: types.NamespacedName{Namespace: "a", Name: "t"}}}
-	for name, want := range map[string]bool{"git-auth": true, "db": false} {
+	for name, want := range map[string]bool{
+		"git-auth":         true,  // a GitProvider's credentials
+		"sops-age":         true,  // a GitTarget's age identities, even as an empty placeholder for generateWhenMissing
+		"live-sops-digest": true,  // and its digest key
+		"docs-sops-digest": false, // a target without encryption keeps no digest key
+		"db":               false,
+	} {
 		raw := []byte(`{"apiVersion":"v1","kind":"Secret","metadata":{"namespace":"a","name":"` + name + `"},"data":{"password":"VDBLRU4="}}`)
 		for op, req := range map[Operation]admissionv1.AdmissionRequest{
 			Create: {Object: k8sruntime.RawExtension{Raw: raw}},

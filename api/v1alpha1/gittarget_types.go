@@ -2,7 +2,28 @@ package v1alpha1
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
+
+// DigestSecretSuffix names the Secret holding a GitTarget's digest key (recipients-only
+// encryption): `<gittarget>-sops-digest` in its namespace, owned by the GitTarget.
+const DigestSecretSuffix = "-sops-digest"
+
+// KeySecrets names the Secrets holding the GitTarget's keys: its digest key and, with
+// spec.encryption.age.secretRef, its age identities. No GitTarget writes them to Git,
+// whichever rule routes them (another tenant's target included), and admission skips
+// them like key material, so an empty placeholder for generateWhenMissing is not judged
+// a plaintext Secret. None without spec.encryption.
+func (t *GitTarget) KeySecrets() []types.NamespacedName {
+	if t.Spec.Encryption == nil {
+		return nil
+	}
+	out := []types.NamespacedName{{Namespace: t.Namespace, Name: t.Name + DigestSecretSuffix}}
+	if age := t.Spec.Encryption.Age; age != nil && age.SecretRef != nil {
+		out = append(out, types.NamespacedName{Namespace: t.Namespace, Name: age.SecretRef.Name})
+	}
+	return out
+}
 
 // GitTargetSpec is a folder on a branch of a GitProvider's repository.
 type GitTargetSpec struct {

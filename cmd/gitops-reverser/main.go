@@ -184,7 +184,7 @@ func run(ctx context.Context, cfg *rest.Config, opts Options) error {
 		Credentials: func(k types.NamespacedName) (bool, error) {
 			ctx, cancel := context.WithTimeout(context.Background(), credentialsLookupTimeout)
 			defer cancel()
-			return gitopsctrl.NamedAsCredentials(ctx, mgr.GetCache(), k)
+			return gitopsctrl.KeptOutOfGit(ctx, mgr.GetCache(), k)
 		},
 	})
 	nsCache := mgr.GetCache()

@@ -92,7 +92,7 @@ func sshKey(t *testing.T) []byte {
 	return pem.EncodeToMemory(block)
 }
 
-func TestNamedAsCredentials(t *testing.T) {
+func TestKeptOutOfGit(t *testing.T) {
 	ctx := context.Background()
 	ns := namespace(t)
 	other := ns + "-elsewhere" // need not exist: nothing is there
@@ -100,13 +100,25 @@ func TestNamedAsCredentials(t *testing.T) {
 	p.Spec.SecretRef = &v1alpha1.LocalObjectReference{Name: "git-auth"}
 	require.NoError(t, k8s.Create(ctx, p))
 	named := func(ns, name string) bool {
-		ok, err := controller.NamedAsCredentials(ctx, managerCache, types.NamespacedName{Namespace: ns, Name: name})
+		ok, err := controller.KeptOutOfGit(ctx, managerCache, types.NamespacedName{Namespace: ns, Name: name})
 		require.NoError(t, err)
 		return ok
 	}
 	eventually(t, func() bool { return named(ns, "git-auth") })
 	assert.False(t, named(ns, "db"), "a Secret no provider names")
 	assert.False(t, named(other, "git-auth"), "the same name in another namespace")
+
+	plain := target(ns, "main", "docs")
+	plain.Name = "docs"
+	require.NoError(t, k8s.Create(ctx, plain))
+	encrypting := target(ns, "main", "live")
+	encrypting.Spec.Encryption = &v1alpha1.Encryption{Age: &v1alpha1.AgeEncryption{
+		SecretRef: &v1alpha1.LocalObjectReference{Name: "sops-age"}, GenerateWhenMissing: true}}
+	require.NoError(t, k8s.Create(ctx, encrypting))
+	eventually(t, func() bool { return named(ns, "sops-age") })
+	assert.True(t, named(ns, "live"+controller.DigestSecretSuffix), "a GitTarget's digest key")
+	assert.False(t, named(ns, "docs"+controller.DigestSecretSuffix), "a target without encryption keeps none")
+	assert.False(t, named(ns, controller.DigestSecretSuffix), "a name that is the suffix alone names no target")
 }
 
 func TestGitProviderURLValidation(t *testing.T) {

@@ -29,9 +29,9 @@ const (
 	// GeneratedIdentityKey is the data key a generated identity is stored under; the
 	// .agekey suffix is what Flux's kustomize-controller reads too.
 	GeneratedIdentityKey = "identity" + encrypt.IdentitySuffix
-	// DigestSecretSuffix names the Secret holding a target's digest key:
-	// `<target>-sops-digest` in the target's namespace, owned by the GitTarget.
-	DigestSecretSuffix = "-sops-digest"
+	// DigestSecretSuffix names the Secret holding a target's digest key
+	// (v1alpha1.DigestSecretSuffix).
+	DigestSecretSuffix = v1alpha1.DigestSecretSuffix
 	// DigestKeyField is the data key of the digest key in that Secret.
 	DigestKeyField = "digest.key"
 	// ReasonAgeIdentityGenerated is the reason of the Warning Event emitted when an identity
@@ -104,10 +104,7 @@ func (r *GitTargetReconciler) resolveEncryption(ctx context.Context, t *v1alpha1
 // that pushes to the repository does not belong in it: every recipient of the repository's
 // Secrets could read it there.
 func keySecrets(t *v1alpha1.GitTarget, p *v1alpha1.GitProvider) []types.NamespacedName {
-	out := []types.NamespacedName{{Namespace: t.Namespace, Name: t.Name + DigestSecretSuffix}}
-	if ref := t.Spec.Encryption.Age.SecretRef; ref != nil {
-		out = append(out, types.NamespacedName{Namespace: t.Namespace, Name: ref.Name})
-	}
+	out := t.KeySecrets()
 	if p != nil && p.Spec.SecretRef != nil {
 		out = append(out, types.NamespacedName{Namespace: p.Namespace, Name: p.Spec.SecretRef.Name})
 	}

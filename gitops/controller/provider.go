@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"strings"
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing/transport"
@@ -135,16 +136,37 @@ func BranchAllowed(p *v1alpha1.GitProvider, branch string) bool {
 	return false
 }
 
-// NamedAsCredentials reports whether some GitProvider names the Secret key as its
-// credentials (spec.secretRef), read from c: the manager's cache, with the index
-// SetupWithManager registers. The writer never writes such a Secret (batch.Options.
-// Credentials); when the cache cannot answer, the writer retries rather than guess.
-func NamedAsCredentials(ctx context.Context, c client.Reader, key types.NamespacedName) (bool, error) {
-	var list v1alpha1.GitProviderList
-	if err := c.List(ctx, &list, client.InNamespace(key.Namespace), client.MatchingFields{secretRefIndex: key.Name}); err != nil {
+// KeptOutOfGit reports whether the Secret key is one no GitTarget writes to Git, whichever
+// rule routes it: some GitProvider names it as its credentials (spec.secretRef), or some
+// GitTarget as its keys (v1alpha1.GitTarget.KeySecrets). Read from c, the manager's cache,
+// with the indexes the reconcilers' SetupWithManager register (batch.Options.Credentials);
+// when the cache cannot answer, the writer retries rather than guess.
+func KeptOutOfGit(ctx context.Context, c client.Reader, key types.NamespacedName) (bool, error) {
+	var providers v1alpha1.GitProviderList
+	if err := c.List(ctx, &providers, client.InNamespace(key.Namespace), client.MatchingFields{secretRefIndex: key.Name}); err != nil {
 		return false, fmt.Errorf("listing GitProviders: %w", err)
 	}
-	return len(list.Items) > 0, nil
+	if len(providers.Items) > 0 {
+		return true, nil
+	}
+	var targets v1alpha1.GitTargetList
+	if err := c.List(ctx, &targets, client.InNamespace(key.Namespace), client.MatchingFields{ageSecretRefIndex: key.Name}); err != nil {
+		return false, fmt.Errorf("listing GitTargets: %w", err)
+	}
+	if len(targets.Items) > 0 {
+		return true, nil
+	}
+	name, digest := strings.CutSuffix(key.Name, DigestSecretSuffix)
+	if !digest || name == "" {
+		return false, nil
+	}
+	var t v1alpha1.GitTarget
+	if err := c.Get(ctx, types.NamespacedName{Namespace: key.Namespace, Name: name}, &t); apierrors.IsNotFound(err) {
+		return false, nil
+	} else if err != nil {
+		return false, fmt.Errorf("reading GitTarget %s/%s: %w", key.Namespace, name, err)
+	}
+	return t.Spec.Encryption != nil, nil
 }
 
 // SetupWithManager watches providers and the Secrets they reference.
