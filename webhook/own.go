@@ -56,6 +56,9 @@ type Own struct {
 	// Authorizer checks that a rule's or target's author may read what it exposes; nil
 	// skips the check (tests of the other verdicts).
 	Authorizer Authorizer
+	// Sensitive is --sensitive-resources (core secrets always are): a rule naming one for a
+	// target that cannot encrypt is warned about (SensitiveRouteWarning). nil: secrets only.
+	Sensitive Sensitivity
 }
 
 // Handle implements admission.Handler.

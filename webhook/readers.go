@@ -4,12 +4,16 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	authnv1 "k8s.io/api/authentication/v1"
 	authzv1 "k8s.io/api/authorization/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
@@ -138,7 +142,8 @@ func (o *Own) validateRule(ctx context.Context, req admission.Request) admission
 		if err := SelectorsProblem(what, r.Spec.Rules, nil); err != nil {
 			return admission.Denied(err.Error())
 		}
-		return o.requireAccess(ctx, req, what, RuleReadAccess(req.Namespace, r.Spec.Rules))
+		resp := o.requireAccess(ctx, req, what, RuleReadAccess(req.Namespace, r.Spec.Rules))
+		return o.warnSensitive(ctx, resp, what, r.Spec.Rules, types.NamespacedName{Namespace: req.Namespace, Name: r.Spec.TargetRef.Name})
 	default:
 		var r v1alpha1.ClusterWatchRule
 		if err := o.Decoder.Decode(req, &r); err != nil {
@@ -154,8 +159,73 @@ func (o *Own) validateRule(ctx context.Context, req admission.Request) admission
 		if err := SelectorsProblem(what, rules, namespaces); err != nil {
 			return admission.Denied(err.Error())
 		}
-		return o.requireAccess(ctx, req, what, RuleReadAccess("", rules))
+		resp := o.requireAccess(ctx, req, what, RuleReadAccess("", rules))
+		return o.warnSensitive(ctx, resp, what, rules, types.NamespacedName{Namespace: r.Spec.TargetRef.Namespace, Name: r.Spec.TargetRef.Name})
 	}
+}
+
+// warnSensitive adds to an allowed rule the warning SensitiveRouteWarning gives for its
+// target, read from the cache (none when it cannot be read: the warning is a courtesy).
+func (o *Own) warnSensitive(ctx context.Context, resp admission.Response, what string, rules []v1alpha1.ResourceRule, target types.NamespacedName) admission.Response {
+	if !resp.Allowed {
+		return resp
+	}
+	var t v1alpha1.GitTarget
+	if err := o.Client.Get(ctx, target, &t); err != nil {
+		return resp
+	}
+	if w := SensitiveRouteWarning(what, rules, &t, o.Sensitive); w != "" {
+		resp.Warnings = append(resp.Warnings, w)
+	}
+	return resp
+}
+
+// SensitiveRouteWarning warns that a rule names sensitive resources (core secrets, those
+// sensitive says, the target's spec.encryption.sensitiveResources) for a GitTarget that
+// cannot encrypt now: every such object would be denied at admission and refused by the
+// writer, none of them judged when the rule is made. "" otherwise. Only resources the rule
+// names count ("*" is not guessed at). Pure.
+func SensitiveRouteWarning(what string, rules []v1alpha1.ResourceRule, t *v1alpha1.GitTarget, sensitive Sensitivity) string {
+	why := "it has no spec.encryption"
+	if t.Spec.Encryption != nil {
+		c := apimeta.FindStatusCondition(t.Status.Conditions, v1alpha1.ConditionEncryptionReady)
+		switch {
+		case c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == t.Generation:
+			return ""
+		case c != nil && c.Status == metav1.ConditionFalse:
+			why = "EncryptionReady is False: " + c.Message
+		default:
+			why = "its encryption has not been checked yet"
+		}
+	}
+	var own []schema.GroupResource
+	if t.Spec.Encryption != nil {
+		for _, gr := range t.Spec.Encryption.SensitiveResources {
+			own = append(own, schema.GroupResource{Group: gr.Group, Resource: gr.Resource})
+		}
+	}
+	var named []string
+	for _, r := range rules {
+		for _, g := range r.APIGroups {
+			for _, res := range r.Resources {
+				gr := schema.GroupResource{Group: g, Resource: res}
+				if g == "*" {
+					gr.Group = "" // core secrets are among every group's
+				}
+				if res == "*" || slices.Contains(named, gr.String()) {
+					continue
+				}
+				if gr == (schema.GroupResource{Resource: "secrets"}) || (sensitive != nil && sensitive(gr)) || slices.Contains(own, gr) {
+					named = append(named, gr.String())
+				}
+			}
+		}
+	}
+	if len(named) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%s routes %s to GitTarget %s/%s, which cannot encrypt (%s): until it can, each such object is denied "+
+		"at admission and refused by the writer, never written in plaintext", what, strings.Join(named, ", "), t.Namespace, t.Name, why)
 }
 
 // SelectorsProblem says which label selector of a rule cannot be used, and why (a typo such

@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/gitops-reverser/gitops-reverser/api/v1alpha1"
 )
@@ -81,4 +82,56 @@ func TestSelectorsProblem(t *testing.T) {
 			assert.Contains(t, err.Error(), "operators are In, NotIn, Exists and DoesNotExist", "says what to fix")
 		})
 	}
+}
+
+func TestSensitiveRouteWarning(t *testing.T) {
+	target := func(enc *v1alpha1.Encryption, conds ...metav1.Condition) *v1alpha1.GitTarget {
+		return &v1alpha1.GitTarget{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "live", Generation: 2},
+			Spec: v1alpha1.GitTargetSpec{Encryption: enc}, Status: v1alpha1.GitTargetStatus{Conditions: conds}}
+	}
+	age := &v1alpha1.Encryption{Age: &v1alpha1.AgeEncryption{Recipients: []string{"age1x"}},
+		SensitiveResources: []v1alpha1.GroupResource{{Group: "bitnami.com", Resource: "sealedsecrets"}}}
+	ready := metav1.Condition{Type: v1alpha1.ConditionEncryptionReady, Status: metav1.ConditionTrue, ObservedGeneration: 2}
+	stale := ready
+	stale.ObservedGeneration = 1
+	failed := metav1.Condition{Type: v1alpha1.ConditionEncryptionReady, Status: metav1.ConditionFalse, ObservedGeneration: 2, Message: "no age recipients"}
+	rule := func(groups []string, resources ...string) []v1alpha1.ResourceRule {
+		return []v1alpha1.ResourceRule{{APIGroups: groups, Resources: resources}}
+	}
+	vault := func(gr schema.GroupResource) bool {
+		return gr == schema.GroupResource{Group: "vault.example.com", Resource: "tokens"}
+	}
+	for _, tc := range []struct {
+		name   string
+		rules  []v1alpha1.ResourceRule
+		target *v1alpha1.GitTarget
+		want   []string
+	}{
+		{"warns of Secrets routed to a target without encryption", rule([]string{""}, "configmaps", "secrets"), target(nil),
+			[]string{"WatchRule team-a/r routes secrets to GitTarget team-a/live, which cannot encrypt (it has no spec.encryption)"}},
+		{"says why a target's encryption failed", rule([]string{""}, "secrets"), target(age, failed), []string{"EncryptionReady is False: no age recipients"}},
+		{"says a changed target's encryption is not checked yet", rule([]string{""}, "secrets"), target(age, stale), []string{"has not been checked yet"}},
+		{"names the resources the operator treats as sensitive", rule([]string{"vault.example.com"}, "tokens"), target(nil),
+			[]string{"routes tokens.vault.example.com to"}},
+		{"takes secrets named under every group", rule([]string{"*"}, "secrets"), target(nil), []string{"routes secrets to"}},
+		{"is quiet for a target that can encrypt", rule([]string{""}, "secrets"), target(age, ready), nil},
+		{"is quiet for a rule naming nothing sensitive", rule([]string{""}, "configmaps"), target(nil), nil},
+		{"does not guess what a wildcard takes", rule([]string{""}, "*"), target(nil), nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := SensitiveRouteWarning("WatchRule team-a/r", tc.rules, tc.target, vault)
+			if tc.want == nil {
+				assert.Empty(t, got)
+				return
+			}
+			for _, w := range tc.want {
+				assert.Contains(t, got, w)
+			}
+		})
+	}
+	t.Run("names a target's own sensitive resources, and only its own", func(t *testing.T) {
+		got := SensitiveRouteWarning("WatchRule team-a/r", rule([]string{"bitnami.com"}, "sealedsecrets"), target(age, failed), nil)
+		assert.Contains(t, got, "routes sealedsecrets.bitnami.com to")
+		assert.Empty(t, SensitiveRouteWarning("WatchRule team-a/r", rule([]string{"bitnami.com"}, "sealedsecrets"), target(nil), nil))
+	})
 }

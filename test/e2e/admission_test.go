@@ -15,9 +15,9 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func watchRule(t *testing.T, ns, name, resources string) {
+func watchRule(t *testing.T, ns, name, resources string) string {
 	t.Helper()
-	kubectl(t, fmt.Sprintf(`apiVersion: reverser.gitops.dev/v1alpha1
+	out := kubectl(t, fmt.Sprintf(`apiVersion: reverser.gitops.dev/v1alpha1
 kind: WatchRule
 metadata:
   name: %s
@@ -30,6 +30,7 @@ spec:
     resources: [%s]
 `, name, ns, resources), "apply", "-f", "-")
 	kubectl(t, "", "-n", ns, "wait", "--for=condition=Ready", "--timeout=60s", "watchrule/"+name)
+	return out
 }
 
 // webhookRules returns the resources of the watched-objects webhook's rules.
@@ -65,10 +66,12 @@ func TestSecretWithoutEncryptionIsDeniedAtApplyAndDryRun(t *testing.T) {
 	remote := newRemote(t)
 	startOperator(t, t.TempDir())
 	setupTarget(t, "sec-a", remote, "live", "0s")
-	watchRule(t, "sec-a", "all", `"configmaps", "secrets"`)
+	out := watchRule(t, "sec-a", "all", `"configmaps", "secrets"`)
+	assert.Contains(t, out, "Warning: WatchRule sec-a/all routes secrets to GitTarget sec-a/live, which cannot encrypt (it has no spec.encryption)",
+		"the rule is told at once, not at the first Secret")
 
 	manifest := fmt.Sprintf(secretManifest, "sec-a")
-	out := waitDenied(t, manifest, "apply", "--dry-run=server", "-f", "-")
+	out = waitDenied(t, manifest, "apply", "--dry-run=server", "-f", "-")
 	assert.Contains(t, out, "Secret sec-a/db would be stored in plaintext")
 	assert.Contains(t, out, "GitTarget sec-a/live")
 	assert.NotContains(t, out, "hunter2")
