@@ -3,6 +3,7 @@ package webhook
 import (
 	"bytes"
 	"context"
+	"maps"
 	"net/http"
 	"reflect"
 	"slices"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -100,7 +102,7 @@ func (w *Watched) Handle(ctx context.Context, req admission.Request) admission.R
 		v = Verdict{Allowed: true, Reason: ReasonUnchanged}
 		w.observe(v, dry, start)
 		return admission.Allowed("") // nothing stored, nothing to attribute
-	} else if !v.Allowed && r.Operation == Update && nothingForGit(req, w.KeepDefaultedFields) {
+	} else if !v.Allowed && r.Operation == Update && nothingForGit(req, w.KeepDefaultedFields || w.anySensitive(r.Resource, targets)) {
 		v = Verdict{Allowed: true, Reason: ReasonNothingForGit} // stored, and attributed below, as any write
 	}
 	w.observe(v, dry, start)
@@ -137,25 +139,35 @@ func unchanged(req admission.Request) bool {
 // so that a denial would block a write that never reaches Git: a field only the cluster's
 // controllers own (the volume kube-controller-manager binds a claim to, the node
 // kube-scheduler picks for it, sanitize.DropUnowned), status on a resource without a status
-// subresource, a controller's own finalizer it removes. An update of an object whose
-// deletion has begun passes too: its DELETE was judged, the update is a finalizer's
-// controller finishing it, and the object leaves Git when it is gone. Compared without the
-// document in Git (a field it holds that no one owns would be written with its new value),
-// with keepDefaulted as the writer's --keep-defaulted-fields. Called only before a denial.
-func nothingForGit(req admission.Request, keepDefaulted bool) bool {
+// subresource, and, on an object whose deletion has begun, its finalizers (a controller
+// finishing the deletion; the object leaves Git when it is gone, where the target prunes).
+// whole compares every field but status and server metadata, as the writer writes an
+// object it encrypts (encryptObject) and any object under --keep-defaulted-fields. A change
+// of labels is never nothing: labels route the object into and out of targets. Compared
+// without the document in Git (a field it holds that no one owns would be written with its
+// new value). Called only before a denial.
+func nothingForGit(req admission.Request, whole bool) bool {
 	obj, old := decodeFull(req.Object.Raw), decodeFull(req.OldObject.Raw)
-	if obj == nil || old == nil {
+	if obj == nil || old == nil || !maps.Equal(obj.GetLabels(), old.GetLabels()) {
 		return false
 	}
+	after, before := writtenForm(obj, whole), writtenForm(old, whole)
 	if old.GetDeletionTimestamp() != nil {
-		return true
+		unstructured.RemoveNestedField(after.Object, "metadata", "finalizers")
+		unstructured.RemoveNestedField(before.Object, "metadata", "finalizers")
 	}
-	if keepDefaulted {
-		return reflect.DeepEqual(sanitize.Object(obj).Object, sanitize.Object(old).Object)
-	}
-	after, _ := sanitize.OwnedForm(obj) // unknown ownership keeps every field: compared whole
-	before, _ := sanitize.OwnedForm(old)
 	return reflect.DeepEqual(after.Object, before.Object)
+}
+
+// writtenForm is what the writer commits of u where Git has no document of it: every field
+// but status and server metadata when whole, else only the owned ones (sanitize.OwnedForm;
+// unknown ownership keeps every field).
+func writtenForm(u *unstructured.Unstructured, whole bool) *unstructured.Unstructured {
+	if whole {
+		return sanitize.Object(u)
+	}
+	f, _ := sanitize.OwnedForm(u)
+	return f
 }
 
 // route finds the targets whose folders a write changes, as the watcher will see it, and

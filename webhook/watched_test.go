@@ -150,6 +150,7 @@ func TestAnUpdateThatStoresNothingNewIsAllowedWhateverTheTarget(t *testing.T) {
 	controllerWrites = strings.Replace(controllerWrites, kubectlOwnsK, kubectlOwnsK+
 		`,{"manager":"kube-controller-manager","operation":"Update","apiVersion":"v1","time":"2026-12-05T10:01:00Z","fieldsType":"FieldsV1","fieldsV1":{"f:metadata":{"f:annotations":{"f:bound-by":{}}}}}`, 1)
 	deleting := strings.Replace(stored, `"name":"app",`, `"name":"app","deletionTimestamp":"2026-12-05T10:02:00Z","finalizers":[]`+`,`, 1)
+	finalizing := strings.Replace(deleting, `"finalizers":[]`, `"finalizers":["example.com/cleanup"]`, 1)
 	update := func(obj string) admission.Request {
 		return admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
 			Operation: admissionv1.Update, Name: "app", Namespace: "a", Kind: metav1.GroupVersionKind{Version: "v1", Kind: "ConfigMap"},
@@ -171,8 +172,10 @@ func TestAnUpdateThatStoresNothingNewIsAllowedWhateverTheTarget(t *testing.T) {
 		{"denies a change of field ownership that makes the writer write a field", withUnowned, strings.Replace(withUnowned, `"f:k":{}`, `"f:k":{},"f:d":{}`, 1), false},
 		{"allows a field only the cluster's controllers own, which the writer leaves out", stored, controllerWrites, true},
 		{"allows a change of a field no one owns, which the writer leaves out", withUnowned, strings.Replace(withUnowned, `"default"`, `"other"`, 1), true},
-		{"allows finishing the deletion of an object whose DELETE was judged",
-			strings.Replace(deleting, `"finalizers":[]`, `"finalizers":["example.com/cleanup"]`, 1), strings.Replace(deleting, `"k":"v"`, `"k":"w"`, 1), true},
+		{"allows a controller removing its finalizer from an object being deleted", finalizing, deleting, true},
+		{"denies a change of a value of an object being deleted", finalizing, strings.Replace(finalizing, `"k":"v"`, `"k":"w"`, 1), false},
+		{"denies a label only a cluster controller owns, which moves the object between targets",
+			stored, strings.Replace(controllerWrites, `"annotations":{"bound-by":"controller"}`, `"labels":{"team":"b"}`, 1), false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -185,6 +188,23 @@ func TestAnUpdateThatStoresNothingNewIsAllowedWhateverTheTarget(t *testing.T) {
 			}
 		})
 	}
+	t.Run("denies a field only a cluster controller owns of an object the writer encrypts, which it writes whole", func(t *testing.T) {
+		secrets := &Watched{View: v, Sensitive: func(gr schema.GroupResource) bool { return gr.Resource == "secrets" }}
+		const kubectlOwnsPassword = `{"manager":"kubectl","operation":"Apply","apiVersion":"v1","time":"2026-12-05T10:00:00Z","fieldsType":"FieldsV1","fieldsV1":{"f:data":{"f:password":{}}}}`
+		old := `{"apiVersion":"v1","kind":"Secret","metadata":{"namespace":"a","name":"db","resourceVersion":"7","managedFields":[` +
+			kubectlOwnsPassword + `]},"data":{"password":"aHVudGVyMg=="}}`
+		filled := strings.Replace(old, `"data":{"password":"aHVudGVyMg=="}`, `"data":{"password":"aHVudGVyMg==","token":"dG9rZW4="}`, 1)
+		filled = strings.Replace(filled, kubectlOwnsPassword, kubectlOwnsPassword+
+			`,{"manager":"kube-controller-manager","operation":"Update","apiVersion":"v1","time":"2026-12-05T10:01:00Z","fieldsType":"FieldsV1","fieldsV1":{"f:data":{"f:token":{}}}}`, 1)
+		req := admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
+			Operation: admissionv1.Update, Name: "db", Namespace: "a", Kind: metav1.GroupVersionKind{Version: "v1", Kind: "Secret"},
+			Resource: metav1.GroupVersionResource{Version: "v1", Resource: "secrets"},
+			Object:   k8sruntime.RawExtension{Raw: []byte(filled)}, OldObject: k8sruntime.RawExtension{Raw: []byte(old)}}}
+		secrets.View = NewView(nil, logr.Discard())
+		secrets.View.snap.Store(&snapshot{routes: []route{rt([]string{""}, []string{"secrets"}, true, true, true)},
+			targets: map[types.NamespacedName]TargetState{key: {Key: key, Stalled: true, StalledMessage: "live/run.sh is not a YAML manifest"}}})
+		assert.False(t, secrets.Handle(context.Background(), req).Allowed, "the token would be written, encrypted, once the target recovers")
+	})
 	t.Run("denies a change of a field no one owns when the writer keeps defaulted fields", func(t *testing.T) {
 		keeping := &Watched{View: v, Sensitive: w.Sensitive, KeepDefaultedFields: true}
 		req := update(strings.Replace(withUnowned, `"default"`, `"other"`, 1))

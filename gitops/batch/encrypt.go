@@ -197,6 +197,11 @@ func (w *worker) planSensitive(t *target, p *writePlan, read func(string) ([]byt
 		p.refuse(k, fmt.Sprintf("%s: not written to %s: %s", id, at.path, problem))
 		return nil
 	}
+	if !changed {
+		if renewed := rewrapped(t, enc, at.existing, obj); renewed != nil {
+			out, changed = renewed, true
+		}
+	}
 	if !changed && at.plainFile == "" {
 		return nil
 	}
@@ -375,6 +380,27 @@ func encryptionHint(err error) string {
 		return "; set spec.encryption.age.recipients or secretRef"
 	}
 	return ""
+}
+
+// rewrapped is existing, an object's encrypted file, wrapped for the target's recipients
+// when they changed since it was written, which encrypt.Update leaves to the re-wrap
+// (syncKeys) and the re-wrap leaves to a window holding the object (reencryptFromCluster):
+// encrypt.Renew with an identity, else obj encrypted afresh. nil when nothing is needed or
+// neither way works (the next re-wrap or change tries again).
+func rewrapped(t *target, enc *Encryption, existing []byte, obj *unstructured.Unstructured) []byte {
+	if needs, err := encrypt.NeedsUpdateKeys(existing, enc.Recipients); err != nil || !needs {
+		return nil
+	}
+	if enc.Identities.Len() > 0 {
+		if out, err := encrypt.Renew(existing, enc.Identities, enc.Recipients, enc.options()...); err == nil {
+			return out
+		}
+	}
+	out, _, problem := encryptObject(t, enc, nil, obj)
+	if problem != "" {
+		return nil
+	}
+	return out
 }
 
 // movePlaintext removes an object's plaintext document from the file that held it (found in

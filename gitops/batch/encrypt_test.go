@@ -548,7 +548,10 @@ func TestWriterEncryption(t *testing.T) {
 		assert.Equal(t, map[string]any{"password": "aHVudGVyMg=="}, decrypted(t, after, newIDs))
 		assert.NotContains(t, after, recipients[0], "the removed recipient is gone from the file")
 	})
-	t.Run("recipients only: a recipient change leaves a Secret whose change waits to its author's commit", func(t *testing.T) {
+	// pendingDuringRecipientChange writes Secret db (data.password hunter2), lets alice change
+	// it to password (base64) in a window that stays open, and changes the recipients: the
+	// re-wrap commit is the committer's. It returns the scene and the new identities.
+	pendingDuringRecipientChange := func(t *testing.T, password string) (*writerScene, encrypt.Identities) {
 		_, recipients := identity(t)
 		key, err := encrypt.GenerateDigestKey()
 		require.NoError(t, err)
@@ -557,7 +560,7 @@ func TestWriterEncryption(t *testing.T) {
 		s.submitAndSettle(db)
 		s.spec.Window = batch.WindowConfig{Quiet: time.Hour, MaxDelay: time.Hour}
 		s.ensure()
-		s.cluster.put(secretsGVR, "Secret", "db", map[string]any{"password": "bmV3"})
+		s.cluster.put(secretsGVR, "Secret", "db", map[string]any{"password": password})
 		s.writer.Submit(batch.Change{Target: targetKey, Key: db, Author: "alice"}) // her window stays open
 
 		newIDs, newRecipients := identity(t)
@@ -575,8 +578,16 @@ func TestWriterEncryption(t *testing.T) {
 		require.Eventually(t, func() bool { return strings.Contains(s.remote.Log("main")[0], "rotate the database password") },
 			10*time.Second, 50*time.Millisecond)
 		assert.Equal(t, "alice", repotest.Git(t, s.remote.Dir, "log", "-1", "--format=%an", "main"))
+		return s, newIDs
+	}
+	t.Run("recipients only: a recipient change leaves a Secret whose change waits to its author's commit", func(t *testing.T) {
+		s, newIDs := pendingDuringRecipientChange(t, "bmV3")
 		assert.Equal(t, map[string]any{"password": "bmV3"}, decrypted(t, s.remote.Show("main", "live/app/secrets/db.sops.yaml"), newIDs),
 			"her commit writes it for the new recipients")
+	})
+	t.Run("recipients only: a Secret left out of the re-wrap is wrapped for the new recipients by its window even when unchanged", func(t *testing.T) {
+		s, newIDs := pendingDuringRecipientChange(t, "aHVudGVyMg==") // a list's change, or one that set the same value
+		assert.Equal(t, map[string]any{"password": "aHVudGVyMg=="}, decrypted(t, s.remote.Show("main", "live/app/secrets/db.sops.yaml"), newIDs))
 	})
 }
 

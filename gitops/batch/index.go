@@ -226,7 +226,7 @@ func (f *folderIndex) pathProblem(file string) string {
 		return ""
 	}
 	if err := repo.ValidPath(file); err != nil {
-		return fmt.Sprintf("%s is named with a backslash, a control character or a .git segment, which the writer never edits: rename the file in Git", file)
+		return fmt.Sprintf("%s is named with a backslash, a control character, or a segment such as .git, git~1 or .., which the writer never edits: rename the file in Git", file)
 	}
 	f.mu.RLock()
 	defer f.mu.RUnlock()

@@ -1064,10 +1064,13 @@ func (m *Manager) Locate(target types.NamespacedName, gvr schema.GroupVersionRes
 		// A sensitive object's plaintext document (a person's) is moved into an encrypted
 		// file at the canonical path: judged there, below, as the writer does.
 		loc, ok := idx.lookup(id)
-		if problem := idx.pathProblem(loc.File); ok && problem != "" {
-			return Location{Path: loc.File, Problem: problem, Encrypted: idx.isEncrypted(loc.File)}
+		problem := ""
+		if ok {
+			problem = idx.pathProblem(loc.File) // a person's file the writer does not edit
 		}
-		if ok && idx.isEncrypted(loc.File) && !encrypts {
+		if problem != "" {
+			return Location{Path: loc.File, Problem: problem, Encrypted: idx.isEncrypted(loc.File)}
+		} else if ok && idx.isEncrypted(loc.File) && !encrypts {
 			return Location{Path: loc.File, Problem: cannotEncrypt(target), Encrypted: true} // never written back in plaintext
 		} else if ok && idx.isEncrypted(loc.File) {
 			if n := sharedEncryptedFile(idx, loc.File); n > 0 {

@@ -144,8 +144,8 @@ func (w *worker) plan(ctx context.Context, t *target, dirty map[ObjectKey]intent
 			return c, nil
 		}
 		c, _, err := tree.ReadFile(path)
-		if unwritablePath(err) {
-			if problem := t.index.Load().pathProblem(path); problem != "" {
+		if ix := t.index.Load(); unwritablePath(err) && ix != nil && ix.of(t.spec.Folder) {
+			if problem := ix.pathProblem(path); problem != "" {
 				return nil, unwritableFile{problem: problem, err: err} // as admission says it
 			}
 		}

@@ -230,12 +230,6 @@ func (w *worker) reencryptFromCluster(t *target, enc *Encryption, content []byte
 	}
 	id := docs[0].Identity
 	k := ObjectKey{GVR: secretsGVR, Kind: id.Kind, Namespace: id.Namespace, Name: id.Name}
-	w.qmu.Lock()
-	pending := t.q.holds(k)
-	w.qmu.Unlock()
-	if pending {
-		return nil, false, nil
-	}
 	obj, err := w.opts.Resolver.Current(t.spec.Key, k)
 	if errors.Is(err, ErrNotWatched) || errors.Is(err, ErrNotSelected) {
 		return nil, false, nil // left for its object's next change
@@ -245,6 +239,12 @@ func (w *worker) reencryptFromCluster(t *target, enc *Encryption, content []byte
 	}
 	if skip, err := w.isKeyMaterial(t, k, obj); err != nil || skip {
 		return nil, skip, err
+	}
+	w.qmu.Lock()
+	pending := t.q.holds(k)
+	w.qmu.Unlock()
+	if pending {
+		return nil, false, nil // its window's plan re-wraps it (rewrapped)
 	}
 	plain, _, err := manifest.UpsertStyled(nil, sanitize.Object(obj), t.style)
 	if err != nil {
