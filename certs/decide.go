@@ -109,7 +109,8 @@ func (p renewalPolicy) decide(data map[string][]byte, now time.Time) step {
 	if why := servingProblem(data, now, p.RenewBefore, p.Names); why != "" {
 		if servingProblem(data, now, 0, p.Names) == "" {
 			if wait := p.graceLeft(data[keyCACert], now); wait > 0 {
-				return step{Reason: why + "; waiting for the new CA to reach every client", RecheckAfter: wait}
+				// Not past the certificate's end: it is unusable then, and renewed at once.
+				return step{Reason: why + "; waiting for the new CA to reach every client", RecheckAfter: min(wait, untilExpiry(data, now))}
 			}
 		}
 		return step{NewCert: true, Reason: why}
@@ -131,6 +132,15 @@ func servingProblem(data map[string][]byte, now time.Time, renewBefore time.Dura
 		return "serving certificate: " + err.Error()
 	}
 	return ""
+}
+
+// untilExpiry is how long the Secret's serving certificate has left (0 when it cannot be read).
+func untilExpiry(data map[string][]byte, now time.Time) time.Duration {
+	leaf, err := parseFirst(data[corev1.TLSCertKey])
+	if err != nil {
+		return 0
+	}
+	return max(leaf.NotAfter.Sub(now), 0)
 }
 
 // graceLeft is how long a serving certificate waits before being signed by a CA created this

@@ -132,6 +132,9 @@ func TestDecide(t *testing.T) {
 	// A CA created 30 s before the renewal below, with the old one still in the bundle.
 	young := newTestCA(t, t0.Add(44*time.Minute+30*time.Second), 10*time.Hour)
 	rotated := concat(young.crt, ca.crt)
+	// A CA created 20 s before its certificate's last 10 s (a leader starting after downtime
+	// found the CA's key lost).
+	late := newTestCA(t, t0.Add(59*time.Minute+30*time.Second), 10*time.Hour)
 
 	tests := []struct {
 		name  string
@@ -159,6 +162,11 @@ func TestDecide(t *testing.T) {
 			name: "a renewal waits while its CA is younger than the propagation grace",
 			data: secretOf(rotated, young, leaf), now: t0.Add(45 * time.Minute),
 			want: step{RecheckAfter: 30 * time.Second}, inWhy: "waiting for the new CA",
+		},
+		{
+			name: "a renewal waiting for a young CA comes back when the certificate expires, if that is sooner",
+			data: secretOf(concat(late.crt, ca.crt), late, leaf), now: t0.Add(59*time.Minute + 50*time.Second),
+			want: step{RecheckAfter: 10 * time.Second}, inWhy: "waiting for the new CA",
 		},
 		{
 			name: "a certificate whose key does not match is reissued at once, even with a young CA",
