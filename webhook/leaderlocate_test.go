@@ -35,7 +35,7 @@ var knowsNothing = locatorFunc(func(types.NamespacedName, schema.GroupVersionRes
 // host:port.
 func serveLocate(t *testing.T, s *LocateServer) string {
 	t.Helper()
-	cert, err := s.Own()
+	cert, err := s.Own.Current()
 	require.NoError(t, err)
 	srv := testcerts.ServeReplica(s, cert)
 	t.Cleanup(srv.Close)

@@ -21,8 +21,105 @@ import (
 	"github.com/go-logr/logr"
 )
 
-// KeyPair returns the replica's current webhook serving key pair.
-type KeyPair func() (*tls.Certificate, error)
+// KeyPair is a replica's webhook serving key pair: the one it presents, and the public keys
+// it takes from a peer for proof that the peer is a replica.
+type KeyPair interface {
+	// Current is the key pair presented.
+	Current() (*tls.Certificate, error)
+	// Accepts reports whether peer carries a key a replica holds.
+	Accepts(peer *x509.Certificate) (bool, error)
+}
+
+// Loaded is a KeyPair that accepts only the key of the pair the function returns.
+type Loaded func() (*tls.Certificate, error)
+
+// Current implements KeyPair.
+func (l Loaded) Current() (*tls.Certificate, error) { return l() }
+
+// Accepts implements KeyPair.
+func (l Loaded) Accepts(peer *x509.Certificate) (bool, error) {
+	own, err := l()
+	if err != nil {
+		return false, err
+	}
+	return SamePublicKey(own, peer)
+}
+
+// Rotating is the KeyPair of a replica that reads the shared pair through Load, at most
+// once per Every (default a second), and also accepts, for Grace after it saw it change, the
+// key it held before:
+// the replicas pick up a renewed Secret moments apart (and a connection made before keeps
+// its certificates), so for a while a peer may still present the previous key, which came
+// from the same Secret.
+type Rotating struct {
+	Load  func() (*tls.Certificate, error)
+	Grace time.Duration
+	Every time.Duration
+
+	mu       sync.Mutex
+	cur      *tls.Certificate
+	read     time.Time
+	previous []byte // the public key before the last change (SubjectPublicKeyInfo, DER)
+	changed  time.Time
+}
+
+// Current implements KeyPair.
+func (r *Rotating) Current() (*tls.Certificate, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.currentLocked(time.Now())
+}
+
+func (r *Rotating) currentLocked(now time.Time) (*tls.Certificate, error) {
+	every := r.Every
+	if every <= 0 {
+		every = time.Second
+	}
+	if r.cur != nil && now.Sub(r.read) < every {
+		return r.cur, nil
+	}
+	c, err := r.Load()
+	if err != nil {
+		return nil, err
+	}
+	if r.cur != nil {
+		if was, is := publicKey(r.cur), publicKey(c); was != nil && !bytes.Equal(was, is) {
+			r.previous, r.changed = was, now
+		}
+	}
+	r.cur, r.read = c, now
+	return c, nil
+}
+
+// Accepts implements KeyPair: the current key, or the previous one within Grace of the change.
+func (r *Rotating) Accepts(peer *x509.Certificate) (bool, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := time.Now()
+	own, err := r.currentLocked(now)
+	if err != nil {
+		return false, err
+	}
+	if ok, err := SamePublicKey(own, peer); err != nil || ok {
+		return ok, err
+	}
+	return peer != nil && r.previous != nil && now.Sub(r.changed) < r.Grace && bytes.Equal(r.previous, peer.RawSubjectPublicKeyInfo), nil
+}
+
+// publicKey is the SubjectPublicKeyInfo of c's leaf, nil when it cannot be read.
+func publicKey(c *tls.Certificate) []byte {
+	if c == nil || len(c.Certificate) == 0 {
+		return nil
+	}
+	if c.Leaf != nil {
+		return c.Leaf.RawSubjectPublicKeyInfo
+	}
+	leaf, err := x509.ParseCertificate(c.Certificate[0])
+	if err != nil {
+		return nil
+	}
+	return leaf.RawSubjectPublicKeyInfo
+}
 
 // SamePublicKey reports whether peer carries the public key of own. Keys, not names, are
 // compared: a replica is reached by address, which the certificate does not name, and a
@@ -54,11 +151,10 @@ func Check(req *http.Request, own KeyPair) *Refusal {
 	if req.TLS == nil || len(req.TLS.PeerCertificates) == 0 {
 		return &Refusal{Status: http.StatusUnauthorized, Reason: "a client certificate is required"}
 	}
-	cert, err := own()
-	if err != nil {
+	if _, err := own.Current(); err != nil {
 		return &Refusal{Status: http.StatusServiceUnavailable, Reason: "serving certificate unavailable"}
 	}
-	if ok, err := SamePublicKey(cert, req.TLS.PeerCertificates[0]); err != nil || !ok {
+	if ok, err := own.Accepts(req.TLS.PeerCertificates[0]); err != nil || !ok {
 		return &Refusal{Status: http.StatusForbidden, Reason: "not a replica"}
 	}
 	return nil
@@ -71,18 +167,14 @@ func Client(own KeyPair) *http.Client {
 	cfg := &tls.Config{
 		MinVersion: tls.VersionTLS12,
 		GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
-			return own()
+			return own.Current()
 		},
 		InsecureSkipVerify: true, //nolint:gosec // replaced by VerifyConnection below
 		VerifyConnection: func(cs tls.ConnectionState) error {
-			cert, err := own()
-			if err != nil {
-				return err
-			}
 			if len(cs.PeerCertificates) == 0 {
 				return errors.New("the leader presented no certificate")
 			}
-			ok, err := SamePublicKey(cert, cs.PeerCertificates[0])
+			ok, err := own.Accepts(cs.PeerCertificates[0])
 			if err != nil {
 				return err
 			}

@@ -7,9 +7,9 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"sync"
 	"time"
 
+	"github.com/gitops-reverser/gitops-reverser/certs/replica"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -59,25 +59,19 @@ func servingCertDir(o Options) string {
 	return filepath.Join(os.TempDir(), "k8s-webhook-server", "serving-certs")
 }
 
-// cachedKeyPair loads tls.crt/tls.key from dir, at most once per second: every replica keeps
-// the files equal to the shared Secret, so they are what proves a peer is a replica.
-func cachedKeyPair(dir string) func() (*tls.Certificate, error) {
-	var (
-		mu   sync.Mutex
-		cert *tls.Certificate
-		at   time.Time
-	)
-	return func() (*tls.Certificate, error) {
-		mu.Lock()
-		defer mu.Unlock()
-		if cert != nil && time.Since(at) < time.Second {
-			return cert, nil
-		}
+// cachedKeyPair is the replicas' shared key pair, read from tls.crt/tls.key in dir (every
+// replica keeps the files equal to the shared Secret, so they are what proves a peer is a
+// replica), accepting the key before a renewal for keyPairGrace after it.
+func cachedKeyPair(dir string) *replica.Rotating {
+	return &replica.Rotating{Grace: keyPairGrace, Load: func() (*tls.Certificate, error) {
 		c, err := tls.LoadX509KeyPair(filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key"))
 		if err != nil {
 			return nil, fmt.Errorf("loading the serving key pair from %s: %w", dir, err)
 		}
-		cert, at = &c, time.Now()
-		return cert, nil
-	}
+		return &c, nil
+	}}
 }
+
+// keyPairGrace is how long a replica still accepts the key before a renewal: its peers'
+// certificate files follow the Secret within seconds (certwatcher polls every 10 s).
+const keyPairGrace = 2 * time.Minute

@@ -18,6 +18,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/gitops-reverser/gitops-reverser/certs/replica"
 )
 
 // WriteServing writes a CA-signed serving certificate for 127.0.0.1 into dir and returns
@@ -65,7 +67,7 @@ func WriteServing(dir string) ([]byte, error) {
 
 // ReplicaKeyPair writes a throwaway serving certificate and returns a loader for it, as a
 // replica loads the key pair it shares with the others.
-func ReplicaKeyPair(t testing.TB) func() (*tls.Certificate, error) {
+func ReplicaKeyPair(t testing.TB) replica.Loaded {
 	t.Helper()
 	dir := t.TempDir()
 	if _, err := WriteServing(dir); err != nil {

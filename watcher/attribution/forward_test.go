@@ -20,7 +20,7 @@ import (
 func leader(t *testing.T, own replica.KeyPair) (*Book, string) {
 	t.Helper()
 	book := NewBook(0, 0)
-	cert, err := own()
+	cert, err := own.Current()
 	require.NoError(t, err)
 	srv := testcerts.ServeReplica(&Receiver{Book: book, Own: own, Log: logr.Discard()}, cert)
 	t.Cleanup(srv.Close)
