@@ -136,9 +136,8 @@ func containsCert(certs []*x509.Certificate, c *x509.Certificate) bool {
 }
 
 // apply carries out a step on a copy of the Secret's data: it creates the CA and issues the
-// serving certificate the plan asks for, keeps in the bundle the still-valid CAs of the
-// Secret and of trusted (what the webhook configurations carry), and drops expired ones.
-func (p renewalPolicy) apply(plan step, data map[string][]byte, trusted []byte, now time.Time) (map[string][]byte, error) {
+// serving certificate the plan asks for, and drops expired CAs from the bundle.
+func (p renewalPolicy) apply(plan step, data map[string][]byte, now time.Time) (map[string][]byte, error) {
 	out := maps.Clone(data)
 	if out == nil {
 		out = map[string][]byte{}
@@ -151,7 +150,7 @@ func (p renewalPolicy) apply(plan step, data map[string][]byte, trusted []byte, 
 		}
 		newCA, out[keyCAKey] = caPEM, caKey
 	}
-	bundle, err := mergeBundle(newCA, append(append([]byte(nil), out[keyCACert]...), trusted...), now)
+	bundle, err := mergeBundle(newCA, out[keyCACert], now)
 	if err != nil {
 		return nil, err
 	}

@@ -95,11 +95,7 @@ func (i *issuer) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Result, er
 	now := time.Now()
 	plan := i.policy.decide(data, now)
 	if plan.NewCA || plan.NewCert {
-		trusted, err := i.injected(ctx)
-		if err != nil {
-			return ctrl.Result{}, err
-		}
-		if data, err = i.renew(ctx, sec, plan, trusted, now); err != nil {
+		if data, err = i.renew(ctx, sec, plan, now); err != nil {
 			return i.retryOnRace(err)
 		}
 		plan = i.policy.decide(data, time.Now())
@@ -134,16 +130,9 @@ func (i *issuer) read(ctx context.Context) (*corev1.Secret, error) {
 }
 
 // renew carries out the plan and stores the result, returning the data now in the Secret.
-// The new bundle keeps the CAs the configurations trust now (trusted), which the replicas
-// may still serve certificates of (a Secret deleted to force a renewal took the old CA with
-// it), and it is injected before the Secret is written: every replica switches to a new
-// certificate within moments of the write, and the API server must trust its CA by then.
-func (i *issuer) renew(ctx context.Context, sec *corev1.Secret, plan step, trusted []byte, now time.Time) (map[string][]byte, error) {
-	data, err := i.policy.apply(plan, secretData(sec), trusted, now)
+func (i *issuer) renew(ctx context.Context, sec *corev1.Secret, plan step, now time.Time) (map[string][]byte, error) {
+	data, err := i.policy.apply(plan, secretData(sec), now)
 	if err != nil {
-		return nil, err
-	}
-	if err := i.inject(ctx, data[keyCACert]); err != nil {
 		return nil, err
 	}
 	if err := i.write(ctx, sec, data); err != nil {
@@ -193,36 +182,6 @@ func (i *issuer) inject(ctx context.Context, bundle []byte) error {
 		}
 	}
 	return nil
-}
-
-// injected returns the CA bundles the named configurations carry now, concatenated: the
-// CAs the API server trusts for the webhook, whatever the Secret holds.
-func (i *issuer) injected(ctx context.Context) ([]byte, error) {
-	var out []byte
-	read := func(name string, obj client.Object, hooks func() []webhookCA) error {
-		if err := i.api.Get(ctx, client.ObjectKey{Name: name}, obj); apierrors.IsNotFound(err) {
-			return nil // injected once it exists
-		} else if err != nil {
-			return fmt.Errorf("reading webhook configuration %s: %w", name, err)
-		}
-		for _, h := range hooks() {
-			out = append(out, h.caBundle...)
-		}
-		return nil
-	}
-	for _, name := range i.webhooks {
-		var vwc admissionregistrationv1.ValidatingWebhookConfiguration
-		if err := read(name, &vwc, func() []webhookCA { return validatingCAs(&vwc) }); err != nil {
-			return nil, err
-		}
-	}
-	for _, name := range i.mutating {
-		var mwc admissionregistrationv1.MutatingWebhookConfiguration
-		if err := read(name, &mwc, func() []webhookCA { return mutatingCAs(&mwc) }); err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
 }
 
 // injectInto reads one configuration into obj and patches the caBundle of its entries.

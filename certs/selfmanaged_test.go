@@ -15,7 +15,6 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/watch"
 	certutil "k8s.io/client-go/util/cert"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
@@ -233,71 +232,4 @@ func requireAPIServerReaches(t *testing.T, label string) {
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{GenerateName: "probe-", Namespace: "default", Labels: map[string]string{"certs-test": label}}}
 	err := k8s.Create(context.Background(), cm, client.DryRunAll)
 	require.ErrorContains(t, err, denial, "the API server must reach the webhook %s", label)
-}
-
-// A Secret deleted to force a renewal took its CA with it, while the replicas still serve a
-// certificate of that CA: the new bundle keeps it, and it reaches the configuration before
-// the new Secret, whose certificate the replicas switch to within moments, exists.
-func TestADeletedSecretIsMadeAgainWithoutAMomentTheAPIServerDistrustsTheWebhook(t *testing.T) {
-	ctx := context.Background()
-	port := freePort(t)
-	vwc := rotationConfiguration("certs-recreate-test", []int{port})
-	require.NoError(t, k8s.Create(ctx, vwc))
-	t.Cleanup(func() { _ = k8s.Delete(context.Background(), vwc) })
-	opts := certs.Options{
-		Mode: certs.ModeSelfManaged, Namespace: "default", SecretName: "recreate-webhook-tls", ServiceName: "hook",
-		ExtraIPs: []net.IP{net.ParseIP("127.0.0.1")}, WebhookConfigurations: []string{vwc.Name}, CertDir: t.TempDir(),
-	}
-	r := startOperator(t, opts, port, func(s webhook.Server) { s.Register("/validate", denyAll) })
-	w := watchRotation{t: t, vwcName: vwc.Name}
-	first := w.injectedBundle()
-	old := waitServing(t, r.addr, first, func(*x509.Certificate) bool { return true })
-	requireAPIServerReaches(t, "rotation-0")
-
-	watcher, err := client.NewWithWatch(restConfig, client.Options{Scheme: scheme})
-	require.NoError(t, err)
-	secrets, err := watcher.Watch(ctx, &corev1.SecretList{}, client.InNamespace("default"),
-		client.MatchingFields{"metadata.name": opts.SecretName})
-	require.NoError(t, err)
-	defer secrets.Stop()
-	key := client.ObjectKey{Namespace: "default", Name: opts.SecretName}
-	var deleted corev1.Secret
-	require.NoError(t, k8s.Get(ctx, key, &deleted))
-	require.NoError(t, k8s.Delete(ctx, &deleted))
-
-	var made *corev1.Secret
-	for made == nil {
-		select {
-		case ev := <-secrets.ResultChan():
-			if s, ok := ev.Object.(*corev1.Secret); ok && ev.Type == watch.Added && s.UID != deleted.UID { // not the watch's first list
-				made = s
-			}
-		case <-time.After(30 * time.Second):
-			t.Fatal("the Secret was never made again")
-		}
-	}
-	var now admissionregistrationv1.ValidatingWebhookConfiguration
-	require.NoError(t, k8s.Get(ctx, client.ObjectKeyFromObject(vwc), &now))
-	bundle := now.Webhooks[0].ClientConfig.CABundle
-	newCA, err := certutil.ParseCertsPEM(made.Data["ca.crt"])
-	require.NoError(t, err)
-	trusted, err := certutil.ParseCertsPEM(bundle)
-	require.NoError(t, err)
-	assert.True(t, containsRaw(trusted, newCA[0].Raw), "the configuration trusted the new CA when the Secret appeared")
-	oldCA, err := certutil.ParseCertsPEM(first)
-	require.NoError(t, err)
-	assert.True(t, containsRaw(trusted, oldCA[0].Raw), "and still trusts the CA of the certificate the replicas serve")
-
-	waitServing(t, r.addr, bundle, func(c *x509.Certificate) bool { return c.SerialNumber.Cmp(old.SerialNumber) != 0 })
-	requireAPIServerReaches(t, "rotation-0")
-}
-
-// containsRaw reports whether one of certs is raw.
-func containsRaw(certs []*x509.Certificate, raw []byte) bool {
-	for _, c := range certs {
-		if bytes.Equal(c.Raw, raw) {
-			return true
-		}
-	}
-	return false
 }
