@@ -46,11 +46,13 @@ func (l Loaded) Accepts(peer *x509.Certificate) (bool, error) {
 }
 
 // Rotating is the KeyPair of a replica that reads the shared pair through Load, at most
-// once per Every (default a second), and also accepts, for Grace after it saw it change, the
-// key it held before:
-// the replicas pick up a renewed Secret moments apart (and a connection made before keeps
-// its certificates), so for a while a peer may still present the previous key, which came
-// from the same Secret.
+// once per Every (default a second), and also accepts the key it held before a change, for
+// Grace after the new certificate's NotBefore (and never longer than Grace after it saw
+// the change, however late that was): a webhook server presents a renewed certificate up to
+// 10 s after its files change (certwatcher), and a connection made before keeps its
+// certificates, so for a while a peer may still present the previous key, which came from
+// the same Secret. A replica whose files lag its peers' is not covered: it does not know the
+// new key yet.
 type Rotating struct {
 	Load  func() (*tls.Certificate, error)
 	Grace time.Duration
@@ -59,8 +61,8 @@ type Rotating struct {
 	mu       sync.Mutex
 	cur      *tls.Certificate
 	read     time.Time
-	previous []byte // the public key before the last change (SubjectPublicKeyInfo, DER)
-	changed  time.Time
+	previous []byte    // the public key before the last change (SubjectPublicKeyInfo, DER)
+	until    time.Time // when previous stops being accepted
 }
 
 // Current implements KeyPair.
@@ -84,7 +86,10 @@ func (r *Rotating) currentLocked(now time.Time) (*tls.Certificate, error) {
 	}
 	if r.cur != nil {
 		if was, is := publicKey(r.cur), publicKey(c); was != nil && !bytes.Equal(was, is) {
-			r.previous, r.changed = was, now
+			r.previous, r.until = was, now.Add(r.Grace)
+			if leaf := leafOf(c); leaf != nil && leaf.NotBefore.Add(r.Grace).Before(r.until) {
+				r.until = leaf.NotBefore.Add(r.Grace)
+			}
 		}
 	}
 	r.cur, r.read = c, now
@@ -103,22 +108,30 @@ func (r *Rotating) Accepts(peer *x509.Certificate) (bool, error) {
 	if ok, err := SamePublicKey(own, peer); err != nil || ok {
 		return ok, err
 	}
-	return peer != nil && r.previous != nil && now.Sub(r.changed) < r.Grace && bytes.Equal(r.previous, peer.RawSubjectPublicKeyInfo), nil
+	return peer != nil && r.previous != nil && now.Before(r.until) && bytes.Equal(r.previous, peer.RawSubjectPublicKeyInfo), nil
 }
 
-// publicKey is the SubjectPublicKeyInfo of c's leaf, nil when it cannot be read.
-func publicKey(c *tls.Certificate) []byte {
+// leafOf is c's parsed leaf, nil when it cannot be read.
+func leafOf(c *tls.Certificate) *x509.Certificate {
 	if c == nil || len(c.Certificate) == 0 {
 		return nil
 	}
 	if c.Leaf != nil {
-		return c.Leaf.RawSubjectPublicKeyInfo
+		return c.Leaf
 	}
 	leaf, err := x509.ParseCertificate(c.Certificate[0])
 	if err != nil {
 		return nil
 	}
-	return leaf.RawSubjectPublicKeyInfo
+	return leaf
+}
+
+// publicKey is the SubjectPublicKeyInfo of c's leaf, nil when it cannot be read.
+func publicKey(c *tls.Certificate) []byte {
+	if leaf := leafOf(c); leaf != nil {
+		return leaf.RawSubjectPublicKeyInfo
+	}
+	return nil
 }
 
 // SamePublicKey reports whether peer carries the public key of own. Keys, not names, are

@@ -33,7 +33,7 @@ func TestARotatingKeyPairAcceptsThePreviousKeyForAWhileAfterARenewal(t *testing.
 	keys := func(grace time.Duration) *replica.Rotating {
 		return &replica.Rotating{Load: func() (*tls.Certificate, error) { return held.Load(), nil }, Grace: grace, Every: time.Nanosecond}
 	}
-	within, past := keys(time.Hour), keys(0)
+	within, past := keys(2*time.Hour), keys(0) // testcerts backdates certificates an hour
 	for _, r := range []*replica.Rotating{within, past} {
 		ok, err := r.Accepts(aLeaf)
 		require.NoError(t, err)
@@ -42,7 +42,12 @@ func TestARotatingKeyPairAcceptsThePreviousKeyForAWhileAfterARenewal(t *testing.
 		require.False(t, ok, "a key it never held")
 	}
 
+	late := keys(30 * time.Minute) // b was made an hour ago (testcerts backdates it): this replica sees the change late
+	_, err := late.Current()
+	require.NoError(t, err)
 	held.Store(b) // the Secret was renewed
+	_, err = late.Current()
+	require.NoError(t, err)
 	cur, err := within.Current()
 	require.NoError(t, err)
 	assert.Same(t, b, cur, "the new pair is presented")
@@ -56,6 +61,7 @@ func TestARotatingKeyPairAcceptsThePreviousKeyForAWhileAfterARenewal(t *testing.
 		{"accepts the previous key within its grace: a peer that has not read the Secret yet", within, aLeaf, true},
 		{"refuses the previous key once its grace is over", past, aLeaf, false},
 		{"refuses a key no replica held", within, stranger, false},
+		{"refuses the previous key when the new certificate was made longer ago than its grace", late, aLeaf, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ok, err := tc.r.Accepts(tc.peer)

@@ -72,6 +72,7 @@ func cachedKeyPair(dir string) *replica.Rotating {
 	}}
 }
 
-// keyPairGrace is how long a replica still accepts the key before a renewal: its peers'
-// certificate files follow the Secret within seconds (certwatcher polls every 10 s).
-const keyPairGrace = 2 * time.Minute
+// keyPairGrace is how long after a renewed certificate's NotBefore a replica still accepts
+// the key before it: a webhook server presents a certificate up to 10 s after its files
+// change (certwatcher), and self-managed certificates are backdated a minute.
+const keyPairGrace = 3 * time.Minute
