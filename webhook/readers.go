@@ -186,16 +186,16 @@ func (o *Own) warnSensitive(ctx context.Context, resp admission.Response, what s
 // writer, none of them judged when the rule is made. "" otherwise. Only resources the rule
 // names count ("*" is not guessed at). Pure.
 func SensitiveRouteWarning(what string, rules []v1alpha1.ResourceRule, t *v1alpha1.GitTarget, sensitive Sensitivity) string {
-	why := "it has no spec.encryption"
+	state := "which cannot encrypt (it has no spec.encryption)"
 	if t.Spec.Encryption != nil {
 		c := apimeta.FindStatusCondition(t.Status.Conditions, v1alpha1.ConditionEncryptionReady)
 		switch {
 		case c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == t.Generation:
 			return ""
 		case c != nil && c.Status == metav1.ConditionFalse:
-			why = "EncryptionReady is False: " + c.Message
+			state = "which cannot encrypt (EncryptionReady is False: " + c.Message + ")"
 		default:
-			why = "its encryption has not been checked yet"
+			state = "whose encryption has not been checked for its current spec yet (a new or edited GitTarget is checked within moments)"
 		}
 	}
 	var own []schema.GroupResource
@@ -208,15 +208,23 @@ func SensitiveRouteWarning(what string, rules []v1alpha1.ResourceRule, t *v1alph
 	for _, r := range rules {
 		for _, g := range r.APIGroups {
 			for _, res := range r.Resources {
-				gr := schema.GroupResource{Group: g, Resource: res}
-				if g == "*" {
-					gr.Group = "" // core secrets are among every group's
-				}
-				if res == "*" || slices.Contains(named, gr.String()) {
+				if res == "*" {
 					continue
 				}
-				if gr == (schema.GroupResource{Resource: "secrets"}) || (sensitive != nil && sensitive(gr)) || slices.Contains(own, gr) {
-					named = append(named, gr.String())
+				candidates := []schema.GroupResource{{Group: g, Resource: res}}
+				if g == "*" { // every group's resource of that name the rule may take
+					candidates = []schema.GroupResource{{Resource: res}}
+					for _, gr := range own {
+						if gr.Resource == res && gr.Group != "" {
+							candidates = append(candidates, gr)
+						}
+					}
+				}
+				for _, gr := range candidates {
+					sensitiveHere := gr == (schema.GroupResource{Resource: "secrets"}) || (sensitive != nil && sensitive(gr)) || slices.Contains(own, gr)
+					if sensitiveHere && !slices.Contains(named, gr.String()) {
+						named = append(named, gr.String())
+					}
 				}
 			}
 		}
@@ -224,8 +232,8 @@ func SensitiveRouteWarning(what string, rules []v1alpha1.ResourceRule, t *v1alph
 	if len(named) == 0 {
 		return ""
 	}
-	return fmt.Sprintf("%s routes %s to GitTarget %s/%s, which cannot encrypt (%s): until it can, each such object is denied "+
-		"at admission and refused by the writer, never written in plaintext", what, strings.Join(named, ", "), t.Namespace, t.Name, why)
+	return fmt.Sprintf("%s routes %s to GitTarget %s/%s, %s: until its EncryptionReady condition is True, each such object is denied "+
+		"at admission and refused by the writer, never written in plaintext", what, strings.Join(named, ", "), t.Namespace, t.Name, state)
 }
 
 // SelectorsProblem says which label selector of a rule cannot be used, and why (a typo such
