@@ -673,6 +673,28 @@ func TestAnObjectIsNeverWrittenBesideADocumentOfItWithoutANamespace(t *testing.T
 	assert.Contains(t, at.Problem, "without metadata.namespace", "admission denies it with the same reason")
 }
 
+func TestAClusterScopedObjectIsNeverWrittenBesideADocumentOfItWithANamespace(t *testing.T) {
+	s := personsFileScene(t, "live/chart-output.yaml",
+		"apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: reader\n  namespace: team-a\nrules: []\n",
+		"a chart's output sets a namespace on a ClusterRole, which the API server ignores")
+	roles := schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "clusterroles"}
+	key := batch.ObjectKey{GVR: roles, Kind: "ClusterRole", Name: "reader"}
+	s.cluster.mu.Lock()
+	s.cluster.objs[key] = &unstructured.Unstructured{Object: map[string]any{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+		"metadata": map[string]any{"name": "reader"}, "rules": []any{}}}
+	s.cluster.mu.Unlock()
+	before := s.commits()
+	st := s.submitAndSettle(key, s.cluster.put(cmGVR, "ConfigMap", "other", map[string]any{"k": "v"}))
+	require.Len(t, st.Refused, 1)
+	assert.Contains(t, st.Refused[0], "live/chart-output.yaml defines ClusterRole reader with metadata.namespace team-a")
+	assert.Equal(t, before+1, s.commits(), "the other object is written")
+	assert.NotContains(t, s.remote.LsTree("main"), "clusterroles/reader.yaml", "never defined twice for whoever deploys the folder")
+
+	at := s.writer.Locate(targetKey, roles, "ClusterRole", "", "reader")
+	assert.Equal(t, "live/chart-output.yaml", at.Path)
+	assert.Equal(t, "rbac.authorization.k8s.io/ClusterRole reader: not written: "+at.Problem, st.Refused[0], "admission denies it with the same reason")
+}
+
 func TestAnObjectIsNeverWrittenIntoItsPathWhenAnotherObjectHoldsIt(t *testing.T) {
 	s := personsFileScene(t, "live/app/configmaps/app.yaml",
 		"# the team's settings\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n  namespace: app\ndata:\n  k: mine\n",

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -245,6 +246,22 @@ func (f *folderIndex) len() int {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	return len(f.byID)
+}
+
+// namespacedLike lists, sorted, the identities of id's group, kind and name with a
+// namespace: for a cluster-scoped id, documents that set a namespace it does not have. A
+// scan of the folder, made only for an object Git has no document of.
+func (f *folderIndex) namespacedLike(id manifest.Identity) []manifest.Identity {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	var out []manifest.Identity
+	for other := range f.byID {
+		if other.Namespace != "" && other.Group == id.Group && other.Kind == id.Kind && other.Name == id.Name {
+			out = append(out, other)
+		}
+	}
+	slices.SortFunc(out, func(a, b manifest.Identity) int { return strings.Compare(a.Namespace, b.Namespace) })
+	return out
 }
 
 // identities lists every identity in the folder.

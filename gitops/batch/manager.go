@@ -1082,8 +1082,8 @@ func (m *Manager) Locate(target types.NamespacedName, gvr schema.GroupVersionRes
 		} else if ok {
 			return locateCanonical(folder, idx, id, gvr, namespace, name)
 		}
-		if other, ok := namespaceless(&writePlan{}, idx, id); ok {
-			return Location{Path: other, Problem: namespacelessProblem(id, other)}
+		if other, problem := misnamespaced(&writePlan{}, idx, id); problem != "" {
+			return Location{Path: other, Problem: problem}
 		}
 	}
 	if !sensitive {

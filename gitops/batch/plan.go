@@ -236,11 +236,11 @@ func (w *worker) planOne(t *target, p *writePlan, read func(string) ([]byte, err
 		return nil // its rules mirror creations only: the document Git has stays as it is
 	}
 	if !exists {
-		if other, ok := namespaceless(p, t.index.Load(), id); ok {
+		if _, problem := misnamespaced(p, t.index.Load(), id); problem != "" {
 			if skip, err := w.neverWritten(t, k, obj); err != nil || skip {
 				return err // key material is skipped, as admission lets it through: nothing to fix
 			}
-			p.refuse(k, fmt.Sprintf("%s: not written: %s", id, namespacelessProblem(id, other)))
+			p.refuse(k, fmt.Sprintf("%s: not written: %s", id, problem))
 			return nil
 		}
 	}
@@ -327,6 +327,28 @@ func namespaceless(p *writePlan, ix *folderIndex, id manifest.Identity) (string,
 	bare := id
 	bare.Namespace = ""
 	return p.lookup(ix, bare)
+}
+
+// misnamespaced says why id, which Git has no document of, is not written: a document that
+// may be id's holds another namespace field — none for a namespaced id (namespaceless), one
+// for a cluster-scoped id (a chart's output often sets metadata.namespace on a ClusterRole,
+// which the API server ignores). Writing id beside it would define the object twice for
+// whoever deploys the folder (Kustomize refuses the build). It returns that document's
+// file and the problem; "" when no such document is.
+func misnamespaced(p *writePlan, ix *folderIndex, id manifest.Identity) (file, problem string) {
+	if other, ok := namespaceless(p, ix, id); ok {
+		return other, namespacelessProblem(id, other)
+	}
+	if id.Namespace != "" || ix == nil {
+		return "", ""
+	}
+	for _, other := range ix.namespacedLike(id) {
+		if file, ok := p.lookup(ix, other); ok {
+			return file, fmt.Sprintf("%s defines %s %s with metadata.namespace %s, which the API server ignores for a cluster-scoped object, "+
+				"so it may be this object: remove the namespace from that document so the writer knows which object it is", file, id.Kind, id.Name, other.Namespace)
+		}
+	}
+	return "", ""
 }
 
 // namespacelessProblem says why id is not written beside a document without a namespace.

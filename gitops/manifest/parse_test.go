@@ -235,6 +235,9 @@ func TestParseRefuses(t *testing.T) {
 		{name: "refuses an apiVersion with too many slashes", content: "apiVersion: a/b/c\nkind: X\nmetadata:\n  name: x\n", errSays: `invalid apiVersion "a/b/c"`},
 		{name: "refuses a namespace that is not a string", content: "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  namespace: [x]\n", errSays: "metadata.namespace is a sequence"},
 		{name: "refuses metadata that is not a mapping", content: "apiVersion: v1\nkind: ConfigMap\nmetadata: app\n", errSays: "metadata is a string, not a mapping"},
+		{name: "refuses a named List, whose items every tool applies one by one", content: "apiVersion: v1\nkind: List\nmetadata:\n  name: team-config\nitems:\n- " +
+			"apiVersion: v1\n  kind: ConfigMap\n  metadata:\n    name: app\n    namespace: team-a\n", errSays: "a List, whose items kubectl, Kustomize and Flux apply one by one"},
+		{name: "refuses any kind of List with items", content: "apiVersion: v1\nkind: ConfigMapList\nmetadata:\n  name: all\nitems: []\n", errSays: "a ConfigMapList"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

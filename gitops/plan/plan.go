@@ -153,6 +153,8 @@ func reservedFileName(name string) string {
 		return "which Kustomize and Flux read as the folder's Kustomization (so the folder could no longer be owned)"
 	case strings.EqualFold(name, ".sops.yaml"):
 		return "which the sops CLI reads as the folder's encryption rules"
+	case strings.EqualFold(name, "cloudbuild.yaml"), strings.EqualFold(name, ".flux.yaml"), strings.EqualFold(name, ".golangci.yaml"):
+		return "which Flux's source-controller leaves out of every artifact by default (its built-in ignore list), so the object would never be deployed"
 	}
 	return ""
 }
