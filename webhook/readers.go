@@ -184,7 +184,9 @@ func (o *Own) warnSensitive(ctx context.Context, resp admission.Response, what s
 // sensitive says, the target's spec.encryption.sensitiveResources) for a GitTarget that
 // cannot encrypt now: every such object would be denied at admission and refused by the
 // writer, none of them judged when the rule is made. "" otherwise. Only resources the rule
-// names count ("*" is not guessed at). Pure.
+// names count (resources "*" is not guessed at); under apiGroups "*" a name counts as core
+// secrets or the target's own sensitive resources of that name (sensitive is a predicate,
+// which cannot list its groups). Pure.
 func SensitiveRouteWarning(what string, rules []v1alpha1.ResourceRule, t *v1alpha1.GitTarget, sensitive Sensitivity) string {
 	state := "which cannot encrypt (it has no spec.encryption)"
 	if t.Spec.Encryption != nil {
@@ -192,7 +194,7 @@ func SensitiveRouteWarning(what string, rules []v1alpha1.ResourceRule, t *v1alph
 		switch {
 		case c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == t.Generation:
 			return ""
-		case c != nil && c.Status == metav1.ConditionFalse:
+		case c != nil && c.Status == metav1.ConditionFalse && c.ObservedGeneration == t.Generation:
 			state = "which cannot encrypt (EncryptionReady is False: " + c.Message + ")"
 		default:
 			state = "whose encryption has not been checked for its current spec yet (a new or edited GitTarget is checked within moments)"

@@ -95,6 +95,8 @@ func TestSensitiveRouteWarning(t *testing.T) {
 	stale := ready
 	stale.ObservedGeneration = 1
 	failed := metav1.Condition{Type: v1alpha1.ConditionEncryptionReady, Status: metav1.ConditionFalse, ObservedGeneration: 2, Message: "no age recipients"}
+	staleFailure := failed
+	staleFailure.ObservedGeneration = 1
 	rule := func(groups []string, resources ...string) []v1alpha1.ResourceRule {
 		return []v1alpha1.ResourceRule{{APIGroups: groups, Resources: resources}}
 	}
@@ -111,6 +113,7 @@ func TestSensitiveRouteWarning(t *testing.T) {
 			[]string{"WatchRule team-a/r routes secrets to GitTarget team-a/live, which cannot encrypt (it has no spec.encryption)"}},
 		{"says why a target's encryption failed", rule([]string{""}, "secrets"), target(age, failed), []string{"EncryptionReady is False: no age recipients"}},
 		{"says a changed target's encryption is not checked yet", rule([]string{""}, "secrets"), target(age, stale), []string{"whose encryption has not been checked for its current spec yet"}},
+		{"does not quote a failure of an older spec as the target's", rule([]string{""}, "secrets"), target(age, staleFailure), []string{"whose encryption has not been checked for its current spec yet"}},
 		{"takes a target's own sensitive resource named under every group", rule([]string{"*"}, "sealedsecrets"), target(age, failed), []string{"routes sealedsecrets.bitnami.com to"}},
 		{"names the resources the operator treats as sensitive", rule([]string{"vault.example.com"}, "tokens"), target(nil),
 			[]string{"routes tokens.vault.example.com to"}},

@@ -228,6 +228,9 @@ func Admit(w http.ResponseWriter, req *http.Request, own KeyPair, elected <-chan
 		return false
 	}
 	if refused := Check(req, own); refused != nil {
+		// The client's next request dials again and presents the key it holds then: a
+		// connection made before a renewal keeps its certificates otherwise.
+		w.Header().Set("Connection", "close")
 		if refused.Status == http.StatusForbidden {
 			log.Info("refused "+what+" from a client without the serving key pair", "remote", req.RemoteAddr)
 		}

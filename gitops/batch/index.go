@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/go-git/go-git/v5/plumbing"
 
@@ -39,6 +40,10 @@ type folderIndex struct {
 	// dirs counts the files under each directory, so admission knows a path the writer
 	// cannot put a document at (pathProblem) without reading Git.
 	dirs map[string]int
+	// namespaced maps an identity without its namespace to the documents of that group,
+	// kind and name that have one (namespacedLike): built on first use, dropped when a file
+	// changes, so a plan scans the folder once, not once per object.
+	namespaced atomic.Pointer[map[manifest.Identity][]manifest.Identity]
 }
 
 // sopsFile reports whether content is an encrypted sops file; a file without "sops"
@@ -165,6 +170,7 @@ func (f *folderIndex) setFile(file string, content []byte, docs []manifest.DocIn
 		}
 	}
 	delete(f.byFile, file)
+	f.namespaced.Store(nil)
 	_, had := f.blobs[file]
 	delete(f.blobs, file)
 	delete(f.encrypted, file)
@@ -253,15 +259,24 @@ func (f *folderIndex) len() int {
 // scan of the folder, made only for an object Git has no document of.
 func (f *folderIndex) namespacedLike(id manifest.Identity) []manifest.Identity {
 	f.mu.RLock()
-	defer f.mu.RUnlock()
-	var out []manifest.Identity
-	for other := range f.byID {
-		if other.Namespace != "" && other.Group == id.Group && other.Kind == id.Kind && other.Name == id.Name {
-			out = append(out, other)
+	defer f.mu.RUnlock() // held while building, so setFile cannot drop a map older than its change
+	byName := f.namespaced.Load()
+	if byName == nil {
+		built := map[manifest.Identity][]manifest.Identity{}
+		for other := range f.byID {
+			if other.Namespace != "" {
+				bare := other
+				bare.Namespace = ""
+				built[bare] = append(built[bare], other)
+			}
 		}
+		for _, ids := range built {
+			slices.SortFunc(ids, func(a, b manifest.Identity) int { return strings.Compare(a.Namespace, b.Namespace) })
+		}
+		byName = &built
+		f.namespaced.Store(byName)
 	}
-	slices.SortFunc(out, func(a, b manifest.Identity) int { return strings.Compare(a.Namespace, b.Namespace) })
-	return out
+	return (*byName)[id]
 }
 
 // identities lists every identity in the folder.

@@ -232,3 +232,25 @@ func TestPathProblemFollowsTheWritersOwnFiles(t *testing.T) {
 	assert.Empty(t, ix.pathProblem("live/app/configmaps"), "Git has no empty directories")
 	assert.Empty(t, ix.pathProblem("live/app/configmaps/a.yaml/x.yaml"))
 }
+
+func TestNamespacedLikeFollowsTheFilesItWasBuiltFrom(t *testing.T) {
+	ix := newFolderIndex(layout.Index{}, nil)
+	role := func(ns string) string {
+		return fmt.Sprintf("apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: reader\n  namespace: %s\n", ns)
+	}
+	cluster := manifest.Identity{Group: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "reader"}
+	require.NoError(t, ix.setFile("live/b.yaml", []byte(role("team-b")), nil))
+	assert.Equal(t, []string{"team-b"}, namespacesOf(ix.namespacedLike(cluster)))
+	require.NoError(t, ix.setFile("live/a.yaml", []byte(role("team-a")), nil))
+	assert.Equal(t, []string{"team-a", "team-b"}, namespacesOf(ix.namespacedLike(cluster)), "a file written since is seen")
+	require.NoError(t, ix.setFile("live/b.yaml", nil, nil))
+	assert.Equal(t, []string{"team-a"}, namespacesOf(ix.namespacedLike(cluster)), "and one removed since is not")
+}
+
+func namespacesOf(ids []manifest.Identity) []string {
+	out := []string{}
+	for _, id := range ids {
+		out = append(out, id.Namespace)
+	}
+	return out
+}

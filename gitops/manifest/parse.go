@@ -316,7 +316,7 @@ func identityOfValue(value any) (Identity, error) {
 	if err != nil {
 		return Identity{}, err
 	}
-	if _, items := object["items"]; items && strings.HasSuffix(kind, "List") {
+	if _, items := object["items"].([]any); items && strings.HasSuffix(kind, "List") {
 		// Kustomize (and so Flux) and kubectl apply its items, not it: the objects it holds
 		// would be invisible to the writer, which would then define them twice.
 		return Identity{}, fmt.Errorf("a %s, whose items kubectl, Kustomize and Flux apply one by one: write each item as a document of its own", kind)

@@ -337,3 +337,10 @@ func TestParseRefusesForeignLineBreaks(t *testing.T) {
 		})
 	}
 }
+
+func TestParseReadsAListKindWhoseItemsIsNotASequenceAsAnObject(t *testing.T) {
+	docs, err := manifest.Parse([]byte("apiVersion: example.com/v1\nkind: AccessList\nmetadata:\n  name: ops\n  namespace: team-a\nitems:\n  admins: [alice]\n"))
+	require.NoError(t, err, "kubectl and Kustomize expand only a sequence of items")
+	require.Len(t, docs, 1)
+	assert.Equal(t, "AccessList", docs[0].Identity.Kind)
+}
