@@ -95,8 +95,8 @@ const (
 	// change would be.
 	ReasonUnchanged = "Unchanged"
 	// ReasonNothingForGit: an update that changes nothing the writer would commit (fields
-	// only the cluster's controllers own, status, an object being deleted), allowed
-	// whatever the verdict on a change would be.
+	// only the cluster's controllers own, status, the finalizers of an object being
+	// deleted), allowed whatever the verdict on a change would be.
 	ReasonNothingForGit = "NothingForGit"
 	// ReasonUndecodable: the request's object could not be decoded; the answer is an error
 	// (HTTP 400), which the webhook's failurePolicy turns into an allow or a deny.
