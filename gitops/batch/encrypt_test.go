@@ -408,10 +408,7 @@ func TestWriterEncryption(t *testing.T) {
 		assert.ElementsMatch(t, []string{"password:", "mac:"}, changed, diff)
 	})
 	t.Run("recipients only: the digest keeps an unchanged Secret from committing", func(t *testing.T) {
-		_, recipients := identity(t)
-		key, err := encrypt.GenerateDigestKey()
-		require.NoError(t, err)
-		s := newWriterScene(t, &batch.Encryption{Recipients: recipients, DigestKey: key})
+		s, _ := recipientsOnlyScene(t)
 		k := s.cluster.put(secretsGVR, "Secret", "db", map[string]any{"password": "aHVudGVyMg=="})
 		s.submitAndSettle(k)
 		assert.True(t, strings.HasPrefix(s.remote.Show("main", "live/app/secrets/db.sops.yaml"), "# "+encrypt.DigestCommentKey))
@@ -485,10 +482,7 @@ func TestWriterEncryption(t *testing.T) {
 		assertKeyMaterialLeft(t, s, before, newIDs)
 	})
 	t.Run("recipients only: a recipient change never re-encrypts a Secret holding key material from the cluster", func(t *testing.T) {
-		_, recipients := identity(t)
-		key, err := encrypt.GenerateDigestKey()
-		require.NoError(t, err)
-		s := newWriterScene(t, &batch.Encryption{Recipients: recipients, DigestKey: key})
+		s, key := recipientsOnlyScene(t)
 		before := keyMaterialWrittenBefore(t, s)
 		newIDs, newRecipients := identity(t)
 		s.spec.Encryption = &batch.Encryption{Recipients: newRecipients, DigestKey: key}
@@ -535,10 +529,8 @@ func TestWriterEncryption(t *testing.T) {
 		assert.Equal(t, map[string]any{"password": "aHVudGVyMg=="}, decrypted(t, s.remote.Show("main", "live/app/secrets/db.yaml"), newIDs))
 	})
 	t.Run("recipients only: a recipient change re-encrypts Secrets from the cluster in one commit", func(t *testing.T) {
-		_, recipients := identity(t)
-		key, err := encrypt.GenerateDigestKey()
-		require.NoError(t, err)
-		s := newWriterScene(t, &batch.Encryption{Recipients: recipients, DigestKey: key})
+		s, key := recipientsOnlyScene(t)
+		recipients := s.spec.Encryption.Recipients
 		s.submitAndSettle(s.cluster.put(secretsGVR, "Secret", "db", map[string]any{"password": "aHVudGVyMg=="}))
 		newIDs, newRecipients := identity(t)
 		s.spec.Encryption = &batch.Encryption{Recipients: newRecipients, DigestKey: key}
@@ -552,10 +544,7 @@ func TestWriterEncryption(t *testing.T) {
 	// it to password (base64) in a window that stays open, and changes the recipients: the
 	// re-wrap commit is the committer's. It returns the scene and the new identities.
 	pendingDuringRecipientChange := func(t *testing.T, password string) (*writerScene, encrypt.Identities) {
-		_, recipients := identity(t)
-		key, err := encrypt.GenerateDigestKey()
-		require.NoError(t, err)
-		s := newWriterScene(t, &batch.Encryption{Recipients: recipients, DigestKey: key})
+		s, key := recipientsOnlyScene(t)
 		db := s.cluster.put(secretsGVR, "Secret", "db", map[string]any{"password": "aHVudGVyMg=="})
 		s.submitAndSettle(db)
 		s.spec.Window = batch.WindowConfig{Quiet: time.Hour, MaxDelay: time.Hour}
@@ -569,7 +558,7 @@ func TestWriterEncryption(t *testing.T) {
 		rekey := repotest.Git(t, s.remote.Dir, "log", "-1", "--format=%an%n%B", "main")
 		assert.Contains(t, rekey, "Writer\n", "the recipient change is the committer's")
 		assert.Contains(t, rekey, "Not re-wrapped (no identity opens them; renewed on their next change):\n- live/app/secrets/db.sops.yaml")
-		_, err = encrypt.Decrypt([]byte(s.remote.Show("main", "live/app/secrets/db.sops.yaml")), newIDs)
+		_, err := encrypt.Decrypt([]byte(s.remote.Show("main", "live/app/secrets/db.sops.yaml")), newIDs)
 		assert.Error(t, err, "her change is not in the committer's commit")
 
 		_, err = s.writer.Request(batch.CommitRequest{Key: types.NamespacedName{Namespace: "ops", Name: "rotate"}, Target: targetKey,
@@ -589,6 +578,17 @@ func TestWriterEncryption(t *testing.T) {
 		s, newIDs := pendingDuringRecipientChange(t, "aHVudGVyMg==") // a list's change, or one that set the same value
 		assert.Equal(t, map[string]any{"password": "aHVudGVyMg=="}, decrypted(t, s.remote.Show("main", "live/app/secrets/db.sops.yaml"), newIDs))
 	})
+}
+
+// recipientsOnlyScene is a writer scene encrypting for a new age recipient without holding
+// an identity (recipients-only mode: a digest key detects unchanged Secrets); it returns
+// the digest key, which a later spec keeps.
+func recipientsOnlyScene(t *testing.T) (*writerScene, encrypt.DigestKey) {
+	t.Helper()
+	_, recipients := identity(t)
+	key, err := encrypt.GenerateDigestKey()
+	require.NoError(t, err)
+	return newWriterScene(t, &batch.Encryption{Recipients: recipients, DigestKey: key}), key
 }
 
 // valueLine returns the first line of content starting (after indentation) with prefix.
