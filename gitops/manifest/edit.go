@@ -166,12 +166,16 @@ func Remove(content []byte, id Identity) (out []byte, empty bool, err error) {
 	if i < 0 {
 		return content, !before.hasObjects(), nil
 	}
-	out = cutDocument(before, i)
-	after, err := verifyEdit(out, before, id, nil)
-	if err != nil {
-		return nil, false, fmt.Errorf("%w: removing %s: %w", ErrEditVerification, id, err)
+	var errs []error
+	for _, keepLead := range []bool{true, false} {
+		out = cutDocument(before, i, keepLead)
+		after, err := verifyEdit(out, before, id, nil)
+		if err == nil {
+			return out, !after.hasObjects(), nil
+		}
+		errs = append(errs, err)
 	}
-	return out, !after.hasObjects(), nil
+	return nil, false, fmt.Errorf("%w: removing %s: %w", ErrEditVerification, id, oneLine(errs))
 }
 
 // candidates produces possible new file contents, preferred first.
@@ -277,26 +281,64 @@ func appendDocument(f *file, doc []byte, eol string) []byte {
 
 // cutDocument returns content without the i-th document's segment. The
 // comments before the file's first document stay (they describe the file:
-// those before its "---", or before its content when it has none), and the
-// segment's "..." marker stays when the next document has no "---" and
-// relies on it to end the previous one.
-func cutDocument(f *file, i int) []byte {
+// those before its "---", or before its content when it has none), unless
+// keepLead is false; so do the comments set apart by a blank line just above
+// the next document's "---" (they describe that document, though the
+// splitter files them under this one's tail). The segment's "..." marker
+// stays when the document before it does not end itself and the next
+// document relies on the marker: it has no "---", or directives precede it.
+func cutDocument(f *file, i int, keepLead bool) []byte {
 	index := f.docs[i].segment
 	seg := f.segments[index]
 	from := seg.start
 	switch {
+	case i == 0 && !keepLead:
 	case i == 0 && seg.hasSep:
 		from = seg.sepStart
 	case i == 0 && index == 0:
 		from = seg.bodyStart
 	}
 	to := seg.end
-	nextIsBare := index+1 < len(f.segments) && !f.segments[index+1].hasSep
 	previousNeedsEnd := i > 0 && !f.segments[f.docs[i-1].segment].ended()
-	if nextIsBare && previousNeedsEnd && seg.ended() {
+	switch {
+	case index+1 == len(f.segments):
+	case seg.ended() && previousNeedsEnd && reliesOnEnd(f, f.segments[index+1]):
 		to = seg.endMarker
+	case !seg.ended():
+		to = nextDocumentComments(f.content, seg)
 	}
 	return concat(f.content[:from], f.content[to:])
+}
+
+// reliesOnEnd reports whether segment next needs the "..." marker before
+// it when the document before it does not end itself: it starts without
+// "---", or with directives, which YAML allows only after an ended document.
+func reliesOnEnd(f *file, next segment) bool {
+	if !next.hasSep {
+		return true
+	}
+	for _, l := range splitLines(f.content[next.start:next.leadEnd()]) {
+		if l.class == lineDirective {
+			return true
+		}
+	}
+	return false
+}
+
+// nextDocumentComments returns where the comment block that ends seg's tail
+// starts when a blank line sets it apart from what is above it: written
+// against the next "---", it introduces the next document. Otherwise, or
+// when the tail does not end in comments, it returns seg.end.
+func nextDocumentComments(content []byte, seg segment) int {
+	lines := splitLines(content[seg.bodyEnd:seg.end])
+	start := len(lines)
+	for start > 0 && lines[start-1].class == lineComment {
+		start--
+	}
+	if start == len(lines) || start == 0 || lines[start-1].class != lineBlank {
+		return seg.end
+	}
+	return seg.bodyEnd + lines[start].start
 }
 
 // verifyEdit parses out and checks it against the file it was made from:

@@ -217,6 +217,42 @@ func TestRemove(t *testing.T) {
 			want:    clusterRoleAdmin + "...\n" + deploymentAPI,
 		},
 		{
+			name:    "keeps a comment set apart above the next separator when the document before it goes",
+			content: deploymentAPI + "---\n" + configMapApp + "\n# The admin role, granted by hand\n---\n" + clusterRoleAdmin,
+			id:      appID,
+			want:    deploymentAPI + "# The admin role, granted by hand\n---\n" + clusterRoleAdmin,
+		},
+		{
+			name:    "keeps a comment set apart above the next separator when a bare first document goes",
+			content: configMapApp + "\n# The deployment\n---\n" + deploymentAPI,
+			id:      appID,
+			want:    "# The deployment\n---\n" + deploymentAPI,
+		},
+		{
+			name:    "removes a comment written right under the document it follows",
+			content: deploymentAPI + "---\n" + configMapApp + "# LOG_LEVEL: debug\n---\n" + clusterRoleAdmin,
+			id:      appID,
+			want:    deploymentAPI + "---\n" + clusterRoleAdmin,
+		},
+		{
+			name:    "keeps the end marker a following directive relies on",
+			content: deploymentAPI + "---\n" + configMapApp + "...\n%YAML 1.1\n---\n" + clusterRoleAdmin,
+			id:      appID,
+			want:    deploymentAPI + "...\n%YAML 1.1\n---\n" + clusterRoleAdmin,
+		},
+		{
+			name:    "drops the first document's directive when the next document brings its own",
+			content: "%YAML 1.1\n---\n" + configMapApp + "...\n%YAML 1.1\n---\n" + deploymentAPI,
+			id:      appID,
+			want:    "%YAML 1.1\n---\n" + deploymentAPI,
+		},
+		{
+			name:    "removes the comments after the last document with it",
+			content: configMapApp + "---\n" + deploymentAPI + "\n# end of team A\n",
+			id:      apiID,
+			want:    configMapApp,
+		},
+		{
 			name:    "returns the content unchanged when the object is not there",
 			content: configMapApp,
 			id:      apiID,

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"unicode/utf8"
 
@@ -227,14 +228,16 @@ func assertEditedInPlace(t *testing.T, before *file, obj *unstructured.Unstructu
 	require.NoError(t, err, "the in-place edit must read back as the object:\n%s\n---- became ----\n%s", before.content, outs[0])
 }
 
-// FuzzRemove removes the first object of arbitrary content. It must never
-// panic; on content that parses (without duplicates) it must succeed, and
-// the result must parse and hold every other object, byte-identical and
-// in the same order.
+// FuzzRemove removes each object of arbitrary content in turn. It must
+// never panic; on content that parses (without duplicates) it must succeed,
+// and the result must parse and hold every other object, byte-identical
+// and in the same order.
 func FuzzRemove(f *testing.F) {
 	f.Add([]byte(fuzzConfigMap + "---\n" + fuzzDeploy))
 	f.Add([]byte("# header\n---\n" + fuzzConfigMap + "...\n" + fuzzDeploy + "---\n"))
 	f.Add([]byte(fuzzRole + "...\n" + fuzzConfigMap + "...\n# tail\n"))
+	f.Add([]byte(fuzzRole + "---\n" + fuzzConfigMap + "...\n%YAML 1.1\n---\n" + fuzzDeploy))
+	f.Add([]byte(fuzzRole + "\n# the config\n---\n" + fuzzConfigMap + "# debug: true\n\n# the deployment\n---\n" + fuzzDeploy))
 	f.Fuzz(func(t *testing.T, content []byte) {
 		before, err := parseFile(content)
 		if err != nil {
@@ -246,24 +249,33 @@ func FuzzRemove(f *testing.F) {
 				ids = append(ids, d.info.Identity)
 			}
 		}
-		if len(ids) == 0 {
-			return
-		}
-		out, empty, err := Remove(content, ids[0])
-		if errors.Is(err, ErrDuplicateIdentity) {
-			return
-		}
-		require.NoError(t, err, "removing from valid content must succeed:\n%s", content)
-		after, err := parseFile(out)
-		require.NoError(t, err)
-		rest := []Identity{}
-		for _, d := range after.docs {
-			if !d.info.Empty {
-				rest = append(rest, d.info.Identity)
+		for n := range ids {
+			if !removesOne(t, content, before, ids, n) {
+				return
 			}
 		}
-		assert.Equal(t, ids[1:], rest)
-		assert.Equal(t, len(rest) == 0, empty)
-		assertOthersByteIdentical(t, before, after, ids[0])
 	})
+}
+
+// removesOne removes ids[n] from content and checks the result (see
+// FuzzRemove). It returns false when the file defines an object twice.
+func removesOne(t *testing.T, content []byte, before *file, ids []Identity, n int) bool {
+	t.Helper()
+	out, empty, err := Remove(content, ids[n])
+	if errors.Is(err, ErrDuplicateIdentity) {
+		return false
+	}
+	require.NoError(t, err, "removing %s from valid content must succeed:\n%s", ids[n], content)
+	after, err := parseFile(out)
+	require.NoError(t, err)
+	rest := []Identity{}
+	for _, d := range after.docs {
+		if !d.info.Empty {
+			rest = append(rest, d.info.Identity)
+		}
+	}
+	assert.Equal(t, append(slices.Clone(ids[:n]), ids[n+1:]...), rest)
+	assert.Equal(t, len(rest) == 0, empty)
+	assertOthersByteIdentical(t, before, after, ids[n])
+	return true
 }
