@@ -7,6 +7,7 @@ import (
 	"net/http"
 
 	admissionv1 "k8s.io/api/admission/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -56,9 +57,11 @@ type Own struct {
 	// Authorizer checks that a rule's or target's author may read what it exposes; nil
 	// skips the check (tests of the other verdicts).
 	Authorizer Authorizer
-	// Sensitive is --sensitive-resources (core secrets always are): a rule naming one for a
-	// target that cannot encrypt is warned about (SensitiveRouteWarning). nil: secrets only.
-	Sensitive Sensitivity
+	// SensitiveResources is --sensitive-resources (core secrets always are sensitive): a
+	// rule naming one for a target that cannot encrypt is warned about
+	// (SensitiveRouteWarning). A list, not a predicate, so that a rule's apiGroups "*" can
+	// be matched against every group.
+	SensitiveResources []schema.GroupResource
 }
 
 // Handle implements admission.Handler.

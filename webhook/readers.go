@@ -174,20 +174,20 @@ func (o *Own) warnSensitive(ctx context.Context, resp admission.Response, what s
 	if err := o.Client.Get(ctx, target, &t); err != nil {
 		return resp
 	}
-	if w := SensitiveRouteWarning(what, rules, &t, o.Sensitive); w != "" {
+	if w := SensitiveRouteWarning(what, rules, &t, o.SensitiveResources); w != "" {
 		resp.Warnings = append(resp.Warnings, w)
 	}
 	return resp
 }
 
-// SensitiveRouteWarning warns that a rule names sensitive resources (core secrets, those
-// sensitive says, the target's spec.encryption.sensitiveResources) for a GitTarget that
-// cannot encrypt now: every such object would be denied at admission and refused by the
-// writer, none of them judged when the rule is made. "" otherwise. Only resources the rule
-// names count (resources "*" is not guessed at); under apiGroups "*" a name counts as core
-// secrets or the target's own sensitive resources of that name (sensitive is a predicate,
-// which cannot list its groups). Pure.
-func SensitiveRouteWarning(what string, rules []v1alpha1.ResourceRule, t *v1alpha1.GitTarget, sensitive Sensitivity) string {
+// SensitiveRouteWarning warns that a rule names sensitive resources (core secrets, the
+// operator's --sensitive-resources listed in sensitive, the target's
+// spec.encryption.sensitiveResources) for a GitTarget that cannot encrypt now: every such
+// object would be denied at admission and refused by the writer, none of them judged when
+// the rule is made. "" otherwise. Only resources the rule names count (resources "*" is
+// not guessed at); under apiGroups "*" a name counts for every sensitive resource of that
+// name, whatever its group. Pure.
+func SensitiveRouteWarning(what string, rules []v1alpha1.ResourceRule, t *v1alpha1.GitTarget, sensitive []schema.GroupResource) string {
 	state := "which cannot encrypt (it has no spec.encryption)"
 	if t.Spec.Encryption != nil {
 		c := apimeta.FindStatusCondition(t.Status.Conditions, v1alpha1.ConditionEncryptionReady)
@@ -200,10 +200,10 @@ func SensitiveRouteWarning(what string, rules []v1alpha1.ResourceRule, t *v1alph
 			state = "whose encryption has not been checked for its current spec yet (a new or edited GitTarget is checked within moments)"
 		}
 	}
-	var own []schema.GroupResource
+	known := append([]schema.GroupResource{{Resource: "secrets"}}, sensitive...)
 	if t.Spec.Encryption != nil {
 		for _, gr := range t.Spec.Encryption.SensitiveResources {
-			own = append(own, schema.GroupResource{Group: gr.Group, Resource: gr.Resource})
+			known = append(known, schema.GroupResource{Group: gr.Group, Resource: gr.Resource})
 		}
 	}
 	var named []string
@@ -213,18 +213,9 @@ func SensitiveRouteWarning(what string, rules []v1alpha1.ResourceRule, t *v1alph
 				if res == "*" {
 					continue
 				}
-				candidates := []schema.GroupResource{{Group: g, Resource: res}}
-				if g == "*" { // every group's resource of that name the rule may take
-					candidates = []schema.GroupResource{{Resource: res}}
-					for _, gr := range own {
-						if gr.Resource == res && gr.Group != "" {
-							candidates = append(candidates, gr)
-						}
-					}
-				}
-				for _, gr := range candidates {
-					sensitiveHere := gr == (schema.GroupResource{Resource: "secrets"}) || (sensitive != nil && sensitive(gr)) || slices.Contains(own, gr)
-					if sensitiveHere && !slices.Contains(named, gr.String()) {
+				for _, gr := range known {
+					taken := gr.Resource == res && (g == "*" || g == gr.Group)
+					if taken && !slices.Contains(named, gr.String()) {
 						named = append(named, gr.String())
 					}
 				}

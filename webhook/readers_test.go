@@ -100,9 +100,7 @@ func TestSensitiveRouteWarning(t *testing.T) {
 	rule := func(groups []string, resources ...string) []v1alpha1.ResourceRule {
 		return []v1alpha1.ResourceRule{{APIGroups: groups, Resources: resources}}
 	}
-	vault := func(gr schema.GroupResource) bool {
-		return gr == schema.GroupResource{Group: "vault.example.com", Resource: "tokens"}
-	}
+	vault := []schema.GroupResource{{Group: "vault.example.com", Resource: "tokens"}}
 	for _, tc := range []struct {
 		name   string
 		rules  []v1alpha1.ResourceRule
@@ -118,6 +116,8 @@ func TestSensitiveRouteWarning(t *testing.T) {
 		{"names the resources the operator treats as sensitive", rule([]string{"vault.example.com"}, "tokens"), target(nil),
 			[]string{"routes tokens.vault.example.com to"}},
 		{"takes secrets named under every group", rule([]string{"*"}, "secrets"), target(nil), []string{"routes secrets to"}},
+		{"takes the operator's sensitive resource named under every group", rule([]string{"*"}, "tokens"), target(nil), []string{"routes tokens.vault.example.com to"}},
+		{"does not take a sensitive resource's name under another group", rule([]string{"example.com"}, "tokens", "secrets"), target(nil), nil},
 		{"is quiet for a target that can encrypt", rule([]string{""}, "secrets"), target(age, ready), nil},
 		{"is quiet for a rule naming nothing sensitive", rule([]string{""}, "configmaps"), target(nil), nil},
 		{"does not guess what a wildcard takes", rule([]string{""}, "*"), target(nil), nil},

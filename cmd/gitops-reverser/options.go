@@ -185,12 +185,21 @@ func (o *Options) checkSensitive() error {
 // sensitive says which resources must be encrypted: core Secrets always, plus the flag's.
 func (o *Options) sensitive() func(schema.GroupResource) bool {
 	extra := map[schema.GroupResource]bool{}
-	for _, r := range o.SensitiveResources {
-		extra[schema.ParseGroupResource(r)] = true
+	for _, gr := range o.sensitiveResources() {
+		extra[gr] = true
 	}
 	return func(gr schema.GroupResource) bool {
 		return (gr.Group == "" && gr.Resource == "secrets") || extra[gr]
 	}
+}
+
+// sensitiveResources is --sensitive-resources parsed.
+func (o *Options) sensitiveResources() []schema.GroupResource {
+	var grs []schema.GroupResource
+	for _, r := range o.SensitiveResources {
+		grs = append(grs, schema.ParseGroupResource(r))
+	}
+	return grs
 }
 
 func defaultWorkDir() string {

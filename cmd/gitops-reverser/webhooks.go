@@ -76,7 +76,7 @@ func setupWebhooks(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, opts
 	srv.Register(attribution.RecordsPath, &attribution.Receiver{Book: router.Book, Own: cachedKeyPair(servingCertDir(opts)), Elected: mgr.Elected(), Log: log.WithName("attribution")})
 	srv.Register(webhook.OwnPath, &admission.Webhook{Handler: &webhook.Own{
 		Client: mgr.GetCache(), Decoder: admission.NewDecoder(mgr.GetScheme()),
-		Authorizer: webhook.SubjectAccessReviewer{Client: mgr.GetClient()}, Sensitive: opts.sensitive(),
+		Authorizer: webhook.SubjectAccessReviewer{Client: mgr.GetClient()}, SensitiveResources: opts.sensitiveResources(),
 	}})
 	srv.Register(webhook.RequesterPath, &admission.Webhook{Handler: webhook.StampRequester{}})
 	if err := mgr.Add(view); err != nil {
