@@ -367,24 +367,29 @@ func (f resolverFunc) Current(t types.NamespacedName, k batch.ObjectKey) (*unstr
 // namespaceLabels reads a namespace's labels from the cache and, when live is set, from
 // the API server for a namespace the cache has not seen yet (created a moment before the
 // object, by the same kubectl apply), within a few seconds, and then, for a namespace
-// deleted a short while ago, the labels it had. Unknown: nil.
+// deleted a short while ago, the labels it had: also when the API server could not answer
+// (a timeout, throttling), since the deletes of a namespace's objects come in a burst just
+// when it is busiest, and a delete judged without labels would be lost. Unknown: nil.
 func namespaceLabels(cached, live client.Reader, deleted *watcher.DeletedNamespaces) func(string) labels.Set {
 	return func(name string) labels.Set {
 		var ns corev1.Namespace
 		key := types.NamespacedName{Name: name}
 		err := cached.Get(context.Background(), key, &ns)
-		if apierrors.IsNotFound(err) && live != nil {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			err = live.Get(ctx, key, &ns)
+		if !apierrors.IsNotFound(err) || live == nil {
+			if err != nil {
+				return nil
+			}
+			return ns.Labels
 		}
-		if apierrors.IsNotFound(err) && live != nil { // gone for the API server too
-			l, _ := deleted.Labels(name)
-			return l
+		ctx, cancel := context.WithTimeout(context.Background(), liveNamespaceTimeout)
+		defer cancel()
+		if err := live.Get(ctx, key, &ns); err == nil {
+			return ns.Labels
 		}
-		if err != nil {
-			return nil
-		}
-		return ns.Labels
+		l, _ := deleted.Labels(name) // gone for the API server too, or it could not say
+		return l
 	}
 }
+
+// liveNamespaceTimeout bounds the read of a namespace the cache has not seen.
+const liveNamespaceTimeout = 5 * time.Second
