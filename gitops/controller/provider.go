@@ -6,7 +6,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"path"
+	"slices"
 	"strings"
 	"time"
 
@@ -119,7 +121,21 @@ func ProviderAuth(ctx context.Context, c client.Client, p *v1alpha1.GitProvider)
 	if err != nil {
 		return nil, "", fmt.Errorf("%w: Secret %s: %v", ErrCredentials, key, err)
 	}
+	if norm := repo.NormalizeURL(p.Spec.URL); auth == nil && (strings.HasPrefix(norm, "http://") || strings.HasPrefix(norm, "https://")) {
+		// A Secret named for credentials that gives none (a token under another key) would
+		// mean anonymous access, and a refusal blaming credentials that were never sent.
+		return nil, "", fmt.Errorf("%w: Secret %s has no credentials for an http(s) repository: set %s and %s, or %s (it has %s)",
+			ErrCredentials, key, repo.KeyUsername, repo.KeyPassword, repo.KeyBearerToken, keyNames(s.Data))
+	}
 	return auth, fmt.Sprintf("%s, Secret %s resourceVersion %s", version, s.UID, s.ResourceVersion), nil
+}
+
+// keyNames lists a Secret's data keys, never its values, for a message that says what to fix.
+func keyNames(data map[string][]byte) string {
+	if len(data) == 0 {
+		return "no keys"
+	}
+	return "keys " + strings.Join(slices.Sorted(maps.Keys(data)), ", ")
 }
 
 // BranchAllowed reports whether branch matches one of the provider's allowedBranches globs.

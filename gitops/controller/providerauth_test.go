@@ -38,3 +38,21 @@ func TestProviderAuthRetriesWhatIsNotTheSecretsFault(t *testing.T) {
 	require.Error(t, err)
 	assert.NotErrorIs(t, err, controller.ErrCredentials, "no Secret to fix: retried with backoff, not Stalled")
 }
+
+func TestProviderAuthRefusesASecretWithoutCredentialsForHTTP(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t)
+	require.NoError(t, k8s.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "token"},
+		Data: map[string][]byte{"token": []byte("ghp_S3CRET")}}))
+	p := provider(ns, "https://git.example.com/org/repo.git")
+	p.Spec.SecretRef = &v1alpha1.LocalObjectReference{Name: "token"}
+
+	_, _, err := controller.ProviderAuth(ctx, k8s, p)
+	require.ErrorIs(t, err, controller.ErrCredentials, "Stalled with InvalidSecret, not anonymous access")
+	assert.Contains(t, err.Error(), "set username and password, or bearerToken (it has keys token)")
+	assert.NotContains(t, err.Error(), "ghp_S3CRET")
+
+	p.Spec.URL = "https://bot:PASSW0RD@git.example.com/org/repo.git"
+	_, _, err = controller.ProviderAuth(ctx, k8s, p)
+	require.NoError(t, err, "the URL's user info are credentials")
+}
