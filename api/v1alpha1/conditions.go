@@ -64,6 +64,11 @@ const (
 	// be discovered (an aggregated API down); the rule keeps watching those it watched and
 	// takes the others once the API answers.
 	ReasonDiscoveryFailed = "DiscoveryFailed"
+	// ReasonRetrying: a step of the reconcile failed for a reason that may pass (the API
+	// server did not answer, a temporary file could not be written); it is retried with
+	// backoff and the message quotes the error. Ready no longer claims what was last
+	// checked when a later check cannot run.
+	ReasonRetrying = "Retrying"
 )
 
 // EncryptionReady reasons: each names what to fix.

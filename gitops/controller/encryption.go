@@ -216,7 +216,11 @@ func (r *GitTargetReconciler) digestKey(ctx context.Context, t *v1alpha1.GitTarg
 			"Secret %s: %v; delete the Secret and the operator creates a new key (each encrypted file is rewritten once)", key, err), nil
 	}
 	if err := r.adoptDigestKey(ctx, t, &s); err != nil {
-		return nil, encryptionVerdict{}, err
+		if _, refused := unwritable("the digest key's owner", key, err); !refused {
+			return nil, encryptionVerdict{}, err
+		}
+		// Refused for good (a policy, an immutable Secret): the key is used as it is. Once
+		// the garbage collector deletes it with its former owner, a new one is made.
 	}
 	return k, encryptionVerdict{}, nil
 }

@@ -233,3 +233,27 @@ func TestEncryptionValidation(t *testing.T) {
 		})
 	}
 }
+
+func TestATargetBeingDeletedStopsWritingAndMakesNoKeySecretAgain(t *testing.T) {
+	ctx := context.Background()
+	ns, gt := encryptedTarget(t, &v1alpha1.AgeEncryption{Recipients: []string{publicKey(t)}})
+	encryptionCondition(t, gt, metav1.ConditionTrue)
+	eventually(t, func() bool { _, ok := writer.Status(client.ObjectKeyFromObject(gt)); return ok })
+	secretKey := types.NamespacedName{Namespace: ns, Name: "live" + controller.DigestSecretSuffix}
+
+	// A foreground deletion keeps the target until the garbage collector has deleted the
+	// Secret it owns; envtest runs no garbage collector, so the test deletes the Secret.
+	require.NoError(t, k8s.Delete(ctx, gt, client.PropagationPolicy(metav1.DeletePropagationForeground)))
+	eventually(t, func() bool { _, ok := writer.Status(client.ObjectKeyFromObject(gt)); return !ok })
+	var s corev1.Secret
+	require.NoError(t, k8s.Get(ctx, secretKey, &s))
+	require.NoError(t, k8s.Delete(ctx, &s))
+	// The Secret's deletion reaches the reconciler through its owner watch; a reconcile that
+	// made the key again did so at once (the suite polls every second).
+	time.Sleep(3 * time.Second)
+	assert.True(t, apierrors.IsNotFound(k8s.Get(ctx, secretKey, &corev1.Secret{})), "no new digest key for a target being deleted")
+
+	require.NoError(t, k8s.Get(ctx, client.ObjectKeyFromObject(gt), gt))
+	gt.Finalizers = nil // what the garbage collector does once the dependents are gone
+	require.NoError(t, k8s.Update(ctx, gt))
+}

@@ -15,6 +15,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -70,7 +71,7 @@ func (r *GitProviderReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 			v1alpha1.SetStalled(&p.Status.Conditions, p.Generation, v1alpha1.ReasonInvalidSecret, err.Error())
 			return ctrl.Result{}, nil
 		}
-		return ctrl.Result{}, err
+		return retrying(&p.Status.Conditions, p.Generation, err)
 	}
 	if err := r.lsRemote(ctx, p.Spec.URL, auth); err != nil {
 		if errors.Is(err, repo.ErrOpaqueURL) { // configuration: retrying cannot help
@@ -128,6 +129,14 @@ func ProviderAuth(ctx context.Context, c client.Client, p *v1alpha1.GitProvider)
 			ErrCredentials, key, repo.KeyUsername, repo.KeyPassword, repo.KeyBearerToken, keyNames(s.Data))
 	}
 	return auth, fmt.Sprintf("%s, Secret %s resourceVersion %s", version, s.UID, s.ResourceVersion), nil
+}
+
+// retrying reports a transient failure of a reconcile step as Reconciling (reason Retrying,
+// quoting err, which never holds secret values) and returns err for backoff, so that Ready
+// does not go on claiming what the last successful reconcile saw.
+func retrying(conds *[]metav1.Condition, gen int64, err error) (ctrl.Result, error) {
+	v1alpha1.SetReconciling(conds, gen, v1alpha1.ReasonRetrying, fmt.Sprintf("%v; retrying with backoff", err))
+	return ctrl.Result{}, err
 }
 
 // keyNames lists a Secret's data keys, never its values, for a message that says what to fix.

@@ -85,13 +85,20 @@ func (r *GitTargetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 
 func (r *GitTargetReconciler) reconcile(ctx context.Context, t *v1alpha1.GitTarget) (ctrl.Result, error) {
 	conds := &t.Status.Conditions
+	if !t.DeletionTimestamp.IsZero() {
+		// Deleted, and kept only for finalizers (a foreground deletion waits for the digest
+		// key Secret it owns): it stops writing as if gone, and makes no key Secret again
+		// while the garbage collector deletes them.
+		r.Writer.RemoveTarget(client.ObjectKeyFromObject(t))
+		return ctrl.Result{}, nil
+	}
 	var p v1alpha1.GitProvider
 	pkey := types.NamespacedName{Namespace: t.Namespace, Name: t.Spec.ProviderRef.Name}
 	if err := r.Client.Get(ctx, pkey, &p); err != nil {
 		if apierrors.IsNotFound(err) {
 			return r.suspend(t, v1alpha1.ReasonProviderNotFound, fmt.Sprintf("GitProvider %s not found: create it or fix spec.providerRef", pkey))
 		}
-		return ctrl.Result{}, err
+		return retrying(conds, t.Generation, fmt.Errorf("reading GitProvider %s: %w", pkey, err))
 	}
 	t.Status.Repository = repo.Redact(p.Spec.URL)
 	if !BranchAllowed(&p, t.Spec.Branch) {
@@ -103,7 +110,7 @@ func (r *GitTargetReconciler) reconcile(ctx context.Context, t *v1alpha1.GitTarg
 		if errors.Is(err, batch.ErrFolderOverlap) {
 			return r.overlapping(t, err)
 		}
-		return ctrl.Result{}, err
+		return retrying(conds, t.Generation, err)
 	}
 	auth, authVersion, err := ProviderAuth(ctx, r.Client, &p)
 	if err != nil {
@@ -124,7 +131,7 @@ func (r *GitTargetReconciler) reconcile(ctx context.Context, t *v1alpha1.GitTarg
 			// Credentials deleted or made unusable revoke the writer's access, not only the status.
 			return r.suspend(t, v1alpha1.ReasonProviderNotReady, msg)
 		}
-		return ctrl.Result{}, err
+		return retrying(conds, t.Generation, fmt.Errorf("GitProvider %s: %w", pkey, err))
 	}
 	messages, err := batch.ParseMessages(t.Spec.CommitMessage.Single, t.Spec.CommitMessage.Group)
 	if err != nil {
@@ -133,7 +140,7 @@ func (r *GitTargetReconciler) reconcile(ctx context.Context, t *v1alpha1.GitTarg
 	}
 	enc, ev, err := r.resolveEncryption(ctx, t, &p)
 	if err != nil {
-		return ctrl.Result{}, err
+		return retrying(conds, t.Generation, err)
 	}
 	v1alpha1.SetCondition(conds, t.Generation, v1alpha1.ConditionEncryptionReady, ev.ready, ev.reason, ev.message)
 	st, err := r.Writer.EnsureTarget(ctx, batch.TargetSpec{
