@@ -12,6 +12,13 @@ import (
 // leader just started, or the target is not Ready); the caller retries.
 var ErrTargetNotRegistered = errors.New("the GitTarget is not registered with the writer yet")
 
+// ErrRecovering wraps ErrTargetNotRegistered for a request created before this writer
+// started leading, which started too recently to have registered the GitTarget and looked
+// on its branch for a commit an earlier leader pushed with the message (lookBack): the
+// caller waits rather than ending the request on its timeout, for up to two Git timeouts
+// after the start.
+var ErrRecovering = fmt.Errorf("%w, and the writer has not looked for an earlier leader's commit yet", ErrTargetNotRegistered)
+
 // Request hands a CommitRequest to the writer, once: asking again for the same key and UID
 // returns what is known so far (Done false while waiting or committing). A request of the
 // same name with another UID is a new object: the old one was deleted, and is forgotten.
@@ -35,8 +42,12 @@ func (m *Manager) Request(r CommitRequest) (RequestOutcome, error) {
 	gone := m.forget(r.Key)
 	w := m.workers[m.targets[r.Target]]
 	if _, ok := m.targets[r.Target]; !ok || w == nil {
+		recovering := m.recovering(r.Created, time.Now())
 		m.mu.Unlock()
 		gone()
+		if recovering {
+			return RequestOutcome{}, ErrRecovering
+		}
 		return RequestOutcome{}, ErrTargetNotRegistered
 	}
 	st = &requestState{req: r, handedTo: w}
@@ -59,6 +70,13 @@ func (m *Manager) Request(r CommitRequest) (RequestOutcome, error) {
 		return RequestOutcome{}, ErrTargetNotRegistered
 	}
 	return RequestOutcome{}, nil
+}
+
+// recovering reports whether a request created at created, before this writer started
+// leading, may still be found committed by an earlier leader once its target registers:
+// the writer started less than two Git timeouts before now. Callers hold m.mu.
+func (m *Manager) recovering(created, now time.Time) bool {
+	return !created.IsZero() && created.Before(m.started) && now.Before(m.started.Add(2*m.opts.gitTimeout()))
 }
 
 // Forget drops a CommitRequest whose object is gone, wherever it waits.

@@ -631,3 +631,36 @@ func TestARequestAnEarlierProcessCommittedIsAnsweredFromTheBranch(t *testing.T) 
 	assert.False(t, waiting.Done, "a message the branch does not have waits for her next change, as before")
 	assert.Len(t, remote.Log("main"), 2, "the seed and her one commit")
 }
+
+func TestARequestMadeBeforeTheWriterStartedWaitsForItsTargetToRegister(t *testing.T) {
+	before := time.Now()
+	start := func(gitTimeout time.Duration) *batch.Manager {
+		writer := batch.NewManager(batch.Options{Resolver: &cluster{}, Log: logr.Discard(), WorkDir: t.TempDir(), GitTimeout: gitTimeout})
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { _ = writer.Start(ctx); close(done) }()
+		t.Cleanup(func() { cancel(); <-done })
+		return writer
+	}
+	request := func(created time.Time) batch.CommitRequest {
+		return batch.CommitRequest{Key: types.NamespacedName{Namespace: "ops", Name: "release"}, UID: "1",
+			Target: types.NamespacedName{Namespace: "ops", Name: "live"}, Author: "alice", Message: "release 1.2",
+			Created: created, Deadline: created.Add(time.Second)}
+	}
+	t.Run("an earlier leader may have committed it: the writer has not looked yet", func(t *testing.T) {
+		_, err := start(time.Minute).Request(request(before))
+		require.ErrorIs(t, err, batch.ErrRecovering)
+		assert.ErrorIs(t, err, batch.ErrTargetNotRegistered)
+	})
+	t.Run("made after the start, it is only not registered", func(t *testing.T) {
+		writer := start(time.Minute)
+		_, err := writer.Request(request(time.Now().Add(time.Minute)))
+		require.ErrorIs(t, err, batch.ErrTargetNotRegistered)
+		assert.NotErrorIs(t, err, batch.ErrRecovering)
+	})
+	t.Run("two Git timeouts after the start, the writer waits no more", func(t *testing.T) {
+		_, err := start(time.Nanosecond).Request(request(before))
+		require.ErrorIs(t, err, batch.ErrTargetNotRegistered)
+		assert.NotErrorIs(t, err, batch.ErrRecovering)
+	})
+}

@@ -94,20 +94,26 @@ func (r *CommitRequestReconciler) reconcile(ctx context.Context, cr *v1alpha1.Co
 				Message: fmt.Sprintf("GitTarget %s not found; the message was not used", targetKey)})
 			return ctrl.Result{}, nil
 		}
-		if time.Now().After(cr.CreationTimestamp.Add(timeout(cr))) {
+		// A request an earlier leader may have committed waits for the look on the branch.
+		if time.Now().After(cr.CreationTimestamp.Add(timeout(cr))) && !errors.Is(err, batch.ErrRecovering) {
 			msg := fmt.Sprintf("GitTarget %s did not become Ready within the timeout; the message was not used", targetKey)
 			if apimeta.IsStatusConditionTrue(t.Status.Conditions, v1alpha1.ConditionReady) {
 				// Ready as last written, by a process that is gone: a restart or a new leader,
 				// whose writer has not registered the target yet.
 				msg = fmt.Sprintf("the operator restarted (or another replica took over) and had not registered GitTarget %s again "+
-					"within spec.timeout, so the message was not used; changes made before are committed by its initial snapshot, "+
+					"within spec.timeout (nor within two --git-timeout of taking over), so the message was not used; changes made before are committed by its initial snapshot, "+
 					"under the committer", targetKey)
 			}
 			settle(cr, batch.RequestOutcome{Reason: batch.ReasonTimedOut, Message: msg})
 			return ctrl.Result{}, nil
 		}
-		v1alpha1.SetReconciling(conds, gen, v1alpha1.ReasonWaiting, fmt.Sprintf("waiting for GitTarget %s to be Ready", targetKey))
-		v1alpha1.SetCondition(conds, gen, v1alpha1.ConditionCommitted, false, v1alpha1.ReasonWaiting, "waiting for the GitTarget")
+		msg := fmt.Sprintf("waiting for GitTarget %s to be Ready", targetKey)
+		if errors.Is(err, batch.ErrRecovering) {
+			msg = fmt.Sprintf("waiting for the operator, which took over after the request was made, to register GitTarget %s "+
+				"and look on its branch for a commit an earlier process made with the message", targetKey)
+		}
+		v1alpha1.SetReconciling(conds, gen, v1alpha1.ReasonWaiting, msg)
+		v1alpha1.SetCondition(conds, gen, v1alpha1.ConditionCommitted, false, v1alpha1.ReasonWaiting, msg)
 		return ctrl.Result{RequeueAfter: 2 * time.Second}, nil
 	}
 	if err != nil {

@@ -101,21 +101,28 @@ func (w answeringWriter) Request(batch.CommitRequest) (batch.RequestOutcome, err
 }
 func (w answeringWriter) Forget(types.NamespacedName) {}
 
-func TestACommitRequestOfADeletedGitTarget(t *testing.T) {
+// reconcileRequest creates alice's CommitRequest name "release 1.2" on GitTarget target in
+// ns (with timeout, when set), reconciles it once with w and returns its Committed condition.
+func reconcileRequest(t *testing.T, ns, name, target string, timeout *metav1.Duration, w controller.Requests) metav1.Condition {
+	t.Helper()
 	ctx := context.Background()
+	cr := &v1alpha1.CommitRequest{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: v1alpha1.CommitRequestSpec{
+		TargetRef: v1alpha1.LocalObjectReference{Name: target}, Message: "release 1.2", Timeout: timeout,
+		Requester: &v1alpha1.Requester{Username: "alice"}}}
+	require.NoError(t, k8s.Create(ctx, cr))
+	r := &controller.CommitRequestReconciler{Client: k8s, Writer: w}
+	_, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(cr)})
+	require.NoError(t, err)
+	require.NoError(t, k8s.Get(ctx, client.ObjectKeyFromObject(cr), cr))
+	c := apimeta.FindStatusCondition(cr.Status.Conditions, v1alpha1.ConditionCommitted)
+	require.NotNil(t, c)
+	return *c
+}
+
+func TestACommitRequestOfADeletedGitTarget(t *testing.T) {
 	ns := namespace(t)
 	reconcile := func(name string, w controller.Requests) metav1.Condition {
-		cr := &v1alpha1.CommitRequest{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: v1alpha1.CommitRequestSpec{
-			TargetRef: v1alpha1.LocalObjectReference{Name: "gone"}, Message: "release 1.2",
-			Requester: &v1alpha1.Requester{Username: "alice"}}}
-		require.NoError(t, k8s.Create(ctx, cr))
-		r := &controller.CommitRequestReconciler{Client: k8s, Writer: w}
-		_, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(cr)})
-		require.NoError(t, err)
-		require.NoError(t, k8s.Get(ctx, client.ObjectKeyFromObject(cr), cr))
-		c := apimeta.FindStatusCondition(cr.Status.Conditions, v1alpha1.ConditionCommitted)
-		require.NotNil(t, c)
-		return *c
+		return reconcileRequest(t, ns, name, "gone", nil, w)
 	}
 	t.Run("reports the commit that carried the message when the GitTarget was deleted after its push", func(t *testing.T) {
 		c := reconcile("pushed", answeringWriter{out: batch.RequestOutcome{Done: true, Reason: batch.ReasonCommitted,
@@ -155,6 +162,23 @@ func TestACommitRequestWaitsForAGitTargetItsCacheDoesNotShowYet(t *testing.T) {
 	require.NotNil(t, c)
 	assert.Equal(t, v1alpha1.ReasonWaiting, c.Reason, "not a final TargetNotFound: the GitTarget exists")
 	assert.False(t, controller.Settled(cr.Status.Conditions))
+}
+
+func TestACommitRequestAnEarlierLeaderMayHaveCommittedOutlivesItsTimeout(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t)
+	require.NoError(t, k8s.Create(ctx, target(ns, "main", "live")))
+	reconcile := func(name string, w controller.Requests) metav1.Condition {
+		return reconcileRequest(t, ns, name, "live", &metav1.Duration{}, w) // past its timeout at once
+	}
+	t.Run("waits while the new leader's writer has not looked on the branch", func(t *testing.T) {
+		c := reconcile("recovering", answeringWriter{err: batch.ErrRecovering})
+		assert.Equal(t, v1alpha1.ReasonWaiting, c.Reason, "not TimedOut: the message may be in Git")
+	})
+	t.Run("times out once the writer would have looked", func(t *testing.T) {
+		c := reconcile("late", answeringWriter{err: batch.ErrTargetNotRegistered})
+		assert.Equal(t, batch.ReasonTimedOut, c.Reason)
+	})
 }
 
 func TestABlankCommitRequestMessageIsRefusedAtCreation(t *testing.T) {
