@@ -779,9 +779,9 @@ func (m *Manager) stopTargetIf(key types.NamespacedName, park bool, settled stri
 }
 
 // Submit marks objects dirty on their targets. Changes of a suspended or moving target are
-// kept for its next registration. Of a target not registered yet, a delete is kept too (and
-// from then on every change, as for a suspended one); its other changes are ignored, since
-// its initial snapshot lists them again once it registers.
+// kept for its next registration. Of a target not registered yet, a delete or a change
+// with an author is kept too (and from then on every change, as for a suspended one); its
+// other changes are ignored, since its initial snapshot lists them again once it registers.
 func (m *Manager) Submit(changes ...Change) {
 	byWorker := map[*worker][]Change{}
 	var parked []Change
@@ -792,10 +792,13 @@ func (m *Manager) Submit(changes ...Change) {
 		} else if p := m.parked[c.Target]; p != nil {
 			p[c.Key] = keep(p, c) // in the same critical section as the decision: unpark cannot slip between
 			parked = append(parked, c)
-		} else if c.Deleted && !c.Relisted && !m.recentlyRemoved(c.Target) {
+		} else if (c.Deleted && !c.Relisted || c.Author != "") && !m.recentlyRemoved(c.Target) {
 			// A target not registered yet: a new leader's informers deliver events before the
-			// GitTarget's first reconcile. A delete is kept for it, since no list finds it
-			// again; anything else reaches it with its initial snapshot.
+			// GitTarget's first reconcile, and a GitTarget applied with its rule and objects
+			// clones while they arrive. A delete is kept for it, since no list finds it
+			// again, and so is a change with an author, whose record the event or first list
+			// used up: the initial snapshot would bring the object under the committer.
+			// Anything else reaches it with that snapshot.
 			m.parked[c.Target] = map[ObjectKey]Change{c.Key: c}
 			parked = append(parked, c)
 		}

@@ -949,6 +949,28 @@ func TestADeleteSeenBeforeItsTargetRegistersIsWrittenOnceItDoes(t *testing.T) {
 	assert.Contains(t, remote.Log("main")[0], "Delete ConfigMap app/a")
 }
 
+func TestAChangeWithAnAuthorSeenBeforeItsTargetRegistersKeepsItsAuthor(t *testing.T) {
+	m, remote, spec := unregisteredManager(t)
+	b, live := clusterConfigMap("b", "1")
+	m.opts.Resolver = fixedResolver{b: live}
+	// alice applies the GitTarget, its WatchRule and ConfigMap b at once: b's create event
+	// (or the rule's first list, which found it as her create left it) arrives while the
+	// target clones, and uses up her admission record.
+	m.Submit(Change{Target: liveKey, Key: b, Author: "alice"})
+
+	_, err := m.EnsureTarget(context.Background(), spec)
+	require.NoError(t, err)
+	// Its initial snapshot lists b again, as no one's change.
+	m.Submit(Change{Target: liveKey, Key: b, Relisted: true})
+	m.Snapshot(Snapshot{Target: liveKey, GVR: goneKey.GVR, Kind: "ConfigMap", Present: []ObjectKey{b}, InScope: func(string) bool { return true }})
+
+	w := m.workerOf(liveKey)
+	_, err = w.flushIfDue(context.Background(), liveKey, 2*time.Hour)
+	require.NoError(t, err)
+	assert.Contains(t, filesAtTip(t, w, "live"), "live/app/configmaps/b.yaml")
+	assert.Equal(t, "alice", repotest.Git(t, remote.Dir, "log", "-1", "--format=%an", "refs/heads/main"), "hers, not the committer's")
+}
+
 func TestADeleteOfAGitTargetJustDeletedIsNotKeptForIt(t *testing.T) {
 	m, spec := registeredManager(t, map[string]string{"live/README.md": "objects\n"})
 	a := ObjectKey{GVR: goneKey.GVR, Kind: "ConfigMap", Namespace: "app", Name: "a"}
