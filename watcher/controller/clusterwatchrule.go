@@ -11,6 +11,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/gitops-reverser/gitops-reverser/api/status"
@@ -80,7 +81,9 @@ func (r *ClusterWatchRuleReconciler) Reconcile(ctx context.Context, req ctrl.Req
 func (r *ClusterWatchRuleReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.ClusterWatchRule{}, builder.WithPredicates(status.OwnChanges())).
-		Watches(&v1alpha1.GitTarget{}, crdEvents(r.all), targetExistence()).
+		Watches(&v1alpha1.GitTarget{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
+			return r.all(ctx)
+		}), targetExistence()).
 		Watches(&apiextensionsv1.CustomResourceDefinition{}, crdEvents(r.all)).
 		Complete(r)
 }

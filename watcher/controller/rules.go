@@ -14,9 +14,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -277,7 +277,38 @@ func applyResult(st *v1alpha1.WatchRuleStatus, gen int64, c compiled, kept strin
 }
 
 // crdEvents re-reconciles every rule of a kind when CRDs change, so rules naming a
-// resource that did not exist yet are picked up once its CRD is installed.
+// resource that did not exist yet are picked up once its CRD is installed: at once, and
+// again discoveryLag later. The API server adds a CRD to discovery only once it has seen
+// the CRD Established, which may come after the rule's reconcile read discovery (on a
+// control plane of several API servers, each learns on its own), and a rule taking every
+// resource, or one whose CRD's served version moved, has no unresolved name to retry.
 func crdEvents(list func(ctx context.Context) []reconcile.Request) handler.EventHandler {
-	return handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request { return list(ctx) })
+	return everyRule(list, discoveryLag)
+}
+
+// discoveryLag is how long after a CRD event rules are reconciled again.
+const discoveryLag = 5 * time.Second
+
+// everyRule enqueues every rule list gives on any event, at once and again after again.
+func everyRule(list func(ctx context.Context) []reconcile.Request, again time.Duration) handler.EventHandler {
+	enqueue := func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		for _, r := range list(ctx) {
+			q.Add(r)
+			q.AddAfter(r, again)
+		}
+	}
+	return handler.Funcs{
+		CreateFunc: func(ctx context.Context, _ event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(ctx, q)
+		},
+		UpdateFunc: func(ctx context.Context, _ event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(ctx, q)
+		},
+		DeleteFunc: func(ctx context.Context, _ event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(ctx, q)
+		},
+		GenericFunc: func(ctx context.Context, _ event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(ctx, q)
+		},
+	}
 }
