@@ -329,8 +329,12 @@ func KeptOut(ctx context.Context, c client.Reader, changed client.Object) []reco
 	return reqs
 }
 
+// targetsForProvider re-reconciles the targets of a GitProvider that changed, and those kept
+// out of a folder (KeptOut): a GitProvider deleted and created again on another repository
+// (its URL is immutable) moves the targets on it, which may free a folder they held in the
+// old one, and no GitTarget's generation changes to say so.
 func (r *GitTargetReconciler) targetsForProvider(ctx context.Context, o client.Object) []reconcile.Request {
-	return r.targetsBy(ctx, o, providerRefIndex)
+	return append(r.targetsBy(ctx, o, providerRefIndex), KeptOut(ctx, r.Client, o)...)
 }
 
 // targetsForSecret re-reconciles the targets whose spec.encryption.age.secretRef names the
