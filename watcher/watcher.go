@@ -1103,10 +1103,20 @@ func (w *Watcher) onEvent(gvr schema.GroupVersionResource, oldObj, newObj interf
 	gr := gvr.GroupResource()
 	noiseNow := w.opts.Noise.SkipObject(gr, u)
 	noiseBefore := old != nil && w.opts.Noise.SkipObject(gr, old)
-	key, keyed := attribution.KeyForEvent(old, u)
-	unchanged := keyed && attribution.SameContent(key, old) && sameOwnership(old, u)
-	if unchanged && w.opts.Attribution != nil {
-		w.opts.Attribution.Join(key) // a record of a write that changed nothing is used up here
+	// The object's digest (sanitize, JSON, SHA-256) only once a claim selects it now or did:
+	// an informer watches its resource in every namespace, for rules that take a few.
+	var key attribution.Key
+	var keyed, unchanged, digested bool
+	digest := func() {
+		if digested {
+			return
+		}
+		digested = true
+		key, keyed = attribution.KeyForEvent(old, u)
+		unchanged = keyed && attribution.SameContent(key, old) && sameOwnership(old, u)
+		if unchanged && w.opts.Attribution != nil {
+			w.opts.Attribution.Join(key) // a record of a write that changed nothing is used up here
+		}
 	}
 	selected := map[types.NamespacedName]bool{} // targets some claim of which selects the object now
 	unknownNamespace := !w.namespaceKnown(u.GetNamespace())
@@ -1119,6 +1129,9 @@ func (w *Watcher) onEvent(gvr schema.GroupVersionResource, oldObj, newObj interf
 		// writer waits (batch.ErrNotSynced) until the cache can tell; it does not count as
 		// selected, so another rule's removal stands (the writer writes an object that is).
 		now = now || (!noiseNow && unknownNamespace && mayMatchByNamespace(c, u))
+		if now && was {
+			digest()
+		}
 		if now && was && unchanged {
 			// A status write, or a write of the same content: nothing for Git, so the object
 			// stays in the window (and with the author) of the change that made its content.
@@ -1136,8 +1149,10 @@ func (w *Watcher) onEvent(gvr schema.GroupVersionResource, oldObj, newObj interf
 		}
 	}
 	changes = perTarget(changes, selected)
-	if len(changes) > 0 && keyed {
-		w.attribute(changes, key, old, u)
+	if len(changes) > 0 {
+		if digest(); keyed {
+			w.attribute(changes, key, old, u)
+		}
 	}
 	w.opts.Sink.Submit(changes...)
 }
