@@ -216,8 +216,8 @@ func TestChangesOfATargetNotRegisteredYetAreKeptWhenAsked(t *testing.T) {
 	live := types.NamespacedName{Namespace: "ops", Name: "live"}
 	deletion := Change{Target: live, Key: qkey("a"), Deleted: true, Author: "alice"}
 	update := Change{Target: live, Key: qkey("b"), Author: "bob"}
-	m.Submit(update)
-	assert.Empty(t, m.parked[live], "an unknown target's update is dropped: its registration brings a snapshot")
+	m.Submit(Change{Target: live, Key: qkey("b")})
+	assert.Empty(t, m.parked[live], "an unknown target's update by no one known is dropped: its registration brings a snapshot")
 	m.KeepChanges(live) // its credentials in their grace period on a new leader: admission lets changes through
 	m.Submit(deletion, update)
 	assert.Equal(t, map[ObjectKey]Change{qkey("a"): deletion, qkey("b"): update}, m.parked[live], "with its author")

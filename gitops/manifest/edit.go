@@ -146,10 +146,12 @@ func (e oneLine) Error() string {
 func (e oneLine) Unwrap() []error { return e }
 
 // Remove deletes the document with identity id, and its separator, from
-// content, keeping every other document byte-identical and the comments
-// before the file's first "---". empty is true when no document defining an
-// object remains, so the caller deletes the file. When no document has that
-// identity, content is returned unchanged with a nil error.
+// content, keeping every other document byte-identical, the comments before
+// the file's first "---", and a comment block introducing the next document
+// (see cutDocument; a layout where keeping it would not verify loses it).
+// empty is true when no document defining an object remains, so the caller
+// deletes the file. When no document has that identity, content is returned
+// unchanged with a nil error.
 //
 // Errors wrap ErrUnparseable, ErrUnsupportedDocument (for any document of
 // the file, since the file as a whole cannot be owned), ErrDuplicateIdentity
@@ -167,8 +169,8 @@ func Remove(content []byte, id Identity) (out []byte, empty bool, err error) {
 		return content, !before.hasObjects(), nil
 	}
 	var errs []error
-	for _, keepLead := range []bool{true, false} {
-		out = cutDocument(before, i, keepLead)
+	for _, c := range cuts {
+		out = cutDocument(before, i, c)
 		after, err := verifyEdit(out, before, id, nil)
 		if err == nil {
 			return out, !after.hasObjects(), nil
@@ -279,24 +281,40 @@ func appendDocument(f *file, doc []byte, eol string) []byte {
 	return concat(withTrailingEOL(content, eol), []byte("---"+eol), doc)
 }
 
+// cut says what a removal keeps besides the other documents.
+type cut struct {
+	// directives keeps the "%YAML"/"%TAG" lines before the file's first "---" when
+	// that document goes; without, only its comments stay (the next document may bring
+	// directives of its own, which would clash).
+	directives bool
+	// next keeps the comments introducing the next document (nextDocumentComments).
+	next bool
+}
+
+// cuts are the ways to remove a document, preferred first: each is tried until one
+// verifies, the last being the whole segment with only the file's header comments kept.
+var cuts = []cut{{directives: true, next: true}, {directives: true}, {next: true}, {}}
+
 // cutDocument returns content without the i-th document's segment. The
 // comments before the file's first document stay (they describe the file:
-// those before its "---", or before its content when it has none), unless
-// keepLead is false; so do the comments set apart by a blank line just above
-// the next document's "---" (they describe that document, though the
-// splitter files them under this one's tail). The segment's "..." marker
-// stays when the document before it does not end itself and the next
+// those before its "---", or before its content when it has none), and with
+// them their directives as c says; so, when c.next is set, does a comment
+// block just above the next document's "---", written at column 0 and set
+// apart by a blank line from what is above it (it describes that document,
+// though the splitter files it under this one's tail). The segment's "..."
+// marker stays when the document before it does not end itself and the next
 // document relies on the marker: it has no "---", or directives precede it.
-func cutDocument(f *file, i int, keepLead bool) []byte {
+func cutDocument(f *file, i int, c cut) []byte {
 	index := f.docs[i].segment
 	seg := f.segments[index]
-	from := seg.start
+	head := f.content[:seg.start]
 	switch {
-	case i == 0 && !keepLead:
 	case i == 0 && seg.hasSep:
-		from = seg.sepStart
+		if head = f.content[:seg.sepStart]; !c.directives {
+			head = withoutDirectives(head)
+		}
 	case i == 0 && index == 0:
-		from = seg.bodyStart
+		head = f.content[:seg.bodyStart]
 	}
 	to := seg.end
 	previousNeedsEnd := i > 0 && !f.segments[f.docs[i-1].segment].ended()
@@ -304,10 +322,24 @@ func cutDocument(f *file, i int, keepLead bool) []byte {
 	case index+1 == len(f.segments):
 	case seg.ended() && previousNeedsEnd && reliesOnEnd(f, f.segments[index+1]):
 		to = seg.endMarker
-	case !seg.ended():
-		to = nextDocumentComments(f.content, seg)
+	case !seg.ended() && c.next:
+		apart, comments := nextDocumentComments(f.content, seg)
+		if to = apart; len(head) == 0 {
+			to = comments // the file starts with them: no blank line above
+		}
 	}
-	return concat(f.content[:from], f.content[to:])
+	return concat(head, f.content[to:])
+}
+
+// withoutDirectives is lead without its directive lines.
+func withoutDirectives(lead []byte) []byte {
+	var out []byte
+	for _, l := range splitLines(lead) {
+		if l.class != lineDirective {
+			out = append(out, lead[l.start:l.end]...)
+		}
+	}
+	return out
 }
 
 // reliesOnEnd reports whether segment next needs the "..." marker before
@@ -325,20 +357,22 @@ func reliesOnEnd(f *file, next segment) bool {
 	return false
 }
 
-// nextDocumentComments returns where the comment block that ends seg's tail
-// starts when a blank line sets it apart from what is above it: written
-// against the next "---", it introduces the next document. Otherwise, or
-// when the tail does not end in comments, it returns seg.end.
-func nextDocumentComments(content []byte, seg segment) int {
+// nextDocumentComments finds the comment block that ends seg's tail when
+// every line of it starts with "#" at column 0 and a blank line sets it apart
+// from what is above it: written against the next "---", it introduces the
+// next document (an indented comment belongs to this document's content).
+// It returns where the blank line before the block starts and where the
+// block starts, or seg.end twice when there is no such block.
+func nextDocumentComments(content []byte, seg segment) (apart, comments int) {
 	lines := splitLines(content[seg.bodyEnd:seg.end])
 	start := len(lines)
-	for start > 0 && lines[start-1].class == lineComment {
+	for start > 0 && lines[start-1].class == lineComment && content[seg.bodyEnd+lines[start-1].start] == '#' {
 		start--
 	}
 	if start == len(lines) || start == 0 || lines[start-1].class != lineBlank {
-		return seg.end
+		return seg.end, seg.end
 	}
-	return seg.bodyEnd + lines[start].start
+	return seg.bodyEnd + lines[start-1].start, seg.bodyEnd + lines[start].start
 }
 
 // verifyEdit parses out and checks it against the file it was made from:

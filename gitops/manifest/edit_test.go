@@ -220,7 +220,7 @@ func TestRemove(t *testing.T) {
 			name:    "keeps a comment set apart above the next separator when the document before it goes",
 			content: deploymentAPI + "---\n" + configMapApp + "\n# The admin role, granted by hand\n---\n" + clusterRoleAdmin,
 			id:      appID,
-			want:    deploymentAPI + "# The admin role, granted by hand\n---\n" + clusterRoleAdmin,
+			want:    deploymentAPI + "\n# The admin role, granted by hand\n---\n" + clusterRoleAdmin,
 		},
 		{
 			name:    "keeps a comment set apart above the next separator when a bare first document goes",
@@ -241,10 +241,30 @@ func TestRemove(t *testing.T) {
 			want:    deploymentAPI + "...\n%YAML 1.1\n---\n" + clusterRoleAdmin,
 		},
 		{
-			name:    "drops the first document's directive when the next document brings its own",
-			content: "%YAML 1.1\n---\n" + configMapApp + "...\n%YAML 1.1\n---\n" + deploymentAPI,
+			name:    "drops the first document's directive, not the file's header, when the next document brings its own",
+			content: "# Team A\n%YAML 1.1\n---\n" + configMapApp + "...\n%YAML 1.1\n---\n" + deploymentAPI,
 			id:      appID,
-			want:    "%YAML 1.1\n---\n" + deploymentAPI,
+			want:    "# Team A\n%YAML 1.1\n---\n" + deploymentAPI,
+		},
+		{
+			name:    "removes an indented comment set apart at the end of the document with it",
+			content: deploymentAPI + "---\n" + configMapApp + "\n  # LOG_LEVEL: debug\n---\n" + clusterRoleAdmin,
+			id:      appID,
+			want:    deploymentAPI + "---\n" + clusterRoleAdmin,
+		},
+		{
+			name:    "keeps the blank line that set apart the comment it keeps, so the next removal keeps it too",
+			content: deploymentAPI + "\n# The admin role\n---\n" + clusterRoleAdmin,
+			id:      apiID,
+			want:    "# The admin role\n---\n" + clusterRoleAdmin,
+		},
+		{
+			name:    "keeps no line that would read as part of a block scalar before it",
+			content: "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: api\n  namespace: team-a\ndata:\n  run.sh: |\n    echo a\n---\n" +
+				"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\n  namespace: team-a\ndata:\n  run.sh: |\n    echo b\n\n    # part of the script\n---\n" + clusterRoleAdmin,
+			id: appID,
+			want: "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: api\n  namespace: team-a\ndata:\n  run.sh: |\n    echo a\n---\n" +
+				clusterRoleAdmin,
 		},
 		{
 			name:    "removes the comments after the last document with it",

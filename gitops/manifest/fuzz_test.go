@@ -238,6 +238,8 @@ func FuzzRemove(f *testing.F) {
 	f.Add([]byte(fuzzRole + "...\n" + fuzzConfigMap + "...\n# tail\n"))
 	f.Add([]byte(fuzzRole + "---\n" + fuzzConfigMap + "...\n%YAML 1.1\n---\n" + fuzzDeploy))
 	f.Add([]byte(fuzzRole + "\n# the config\n---\n" + fuzzConfigMap + "# debug: true\n\n# the deployment\n---\n" + fuzzDeploy))
+	f.Add([]byte("# header\n%YAML 1.1\n---\n" + fuzzConfigMap + "...\n%YAML 1.1\n---\n" + fuzzRole + "\n  # indented\n\n# next\n---\n" + fuzzDeploy))
+	f.Add([]byte(fuzzRole + "---\nkind: ConfigMap\napiVersion: v1\nmetadata:\n  name: s\ndata:\n  run.sh: |\n    echo\n\n    # part of it\n---\n" + fuzzDeploy))
 	f.Fuzz(func(t *testing.T, content []byte) {
 		before, err := parseFile(content)
 		if err != nil {
