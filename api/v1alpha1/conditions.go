@@ -69,6 +69,9 @@ const (
 	// backoff and the message quotes the error. Ready no longer claims what was last
 	// checked when a later check cannot run.
 	ReasonRetrying = "Retrying"
+	// ReasonDeleting: the GitTarget is deleted and kept only by finalizers (a foreground
+	// deletion waits for the Secrets it owns); it writes nothing more.
+	ReasonDeleting = "Deleting"
 )
 
 // EncryptionReady reasons: each names what to fix.

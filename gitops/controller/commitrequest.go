@@ -94,6 +94,11 @@ func (r *CommitRequestReconciler) reconcile(ctx context.Context, cr *v1alpha1.Co
 				Message: fmt.Sprintf("GitTarget %s not found; the message was not used", targetKey)})
 			return ctrl.Result{}, nil
 		}
+		if !t.DeletionTimestamp.IsZero() {
+			settle(cr, batch.RequestOutcome{Reason: batch.ReasonTargetRemoved,
+				Message: fmt.Sprintf("GitTarget %s is being deleted; the message was not used", targetKey)})
+			return ctrl.Result{}, nil
+		}
 		// A request an earlier leader may have committed waits for the look on the branch.
 		if time.Now().After(cr.CreationTimestamp.Add(timeout(cr))) && !errors.Is(err, batch.ErrRecovering) {
 			msg := fmt.Sprintf("GitTarget %s did not become Ready within the timeout; the message was not used", targetKey)
@@ -101,7 +106,7 @@ func (r *CommitRequestReconciler) reconcile(ctx context.Context, cr *v1alpha1.Co
 				// Ready as last written, by a process that is gone: a restart or a new leader,
 				// whose writer has not registered the target yet.
 				msg = fmt.Sprintf("the operator restarted (or another replica took over) and had not registered GitTarget %s again "+
-					"within spec.timeout (nor within two --git-timeout of taking over), so the message was not used; changes made before are committed by its initial snapshot, "+
+					"in time, so the message was not used; changes made before are committed by its initial snapshot, "+
 					"under the committer", targetKey)
 			}
 			settle(cr, batch.RequestOutcome{Reason: batch.ReasonTimedOut, Message: msg})

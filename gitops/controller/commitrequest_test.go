@@ -181,6 +181,23 @@ func TestACommitRequestAnEarlierLeaderMayHaveCommittedOutlivesItsTimeout(t *test
 	})
 }
 
+func TestACommitRequestOfAGitTargetBeingDeletedEndsAtOnce(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t)
+	gt := target(ns, "main", "live")
+	gt.Finalizers = []string{"test.example.com/keep"} // envtest has no garbage collector to wait for
+	require.NoError(t, k8s.Create(ctx, gt))
+	require.NoError(t, k8s.Delete(ctx, gt))
+
+	c := reconcileRequest(t, ns, "deleting", "live", nil, answeringWriter{err: batch.ErrTargetNotRegistered})
+	assert.Equal(t, batch.ReasonTargetRemoved, c.Reason, "not waiting out its timeout")
+	assert.Contains(t, c.Message, "is being deleted")
+
+	require.NoError(t, k8s.Get(ctx, client.ObjectKeyFromObject(gt), gt))
+	gt.Finalizers = nil
+	require.NoError(t, k8s.Update(ctx, gt))
+}
+
 func TestABlankCommitRequestMessageIsRefusedAtCreation(t *testing.T) {
 	ns := namespace(t)
 	cr := &v1alpha1.CommitRequest{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "blank"}, Spec: v1alpha1.CommitRequestSpec{

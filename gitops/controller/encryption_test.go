@@ -245,6 +245,9 @@ func TestATargetBeingDeletedStopsWritingAndMakesNoKeySecretAgain(t *testing.T) {
 	// Secret it owns; envtest runs no garbage collector, so the test deletes the Secret.
 	require.NoError(t, k8s.Delete(ctx, gt, client.PropagationPolicy(metav1.DeletePropagationForeground)))
 	eventually(t, func() bool { _, ok := writer.Status(client.ObjectKeyFromObject(gt)); return !ok })
+	msg := waitCondition(t, gt, func() []metav1.Condition { return gt.Status.Conditions }, v1alpha1.ConditionReconciling, metav1.ConditionTrue)
+	assert.Contains(t, msg, "being deleted, kept by finalizers [foregroundDeletion]")
+	assert.Equal(t, v1alpha1.ReasonDeleting, apimeta.FindStatusCondition(gt.Status.Conditions, v1alpha1.ConditionReady).Reason, "not Ready")
 	var s corev1.Secret
 	require.NoError(t, k8s.Get(ctx, secretKey, &s))
 	require.NoError(t, k8s.Delete(ctx, &s))

@@ -15,6 +15,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -131,11 +132,15 @@ func ProviderAuth(ctx context.Context, c client.Client, p *v1alpha1.GitProvider)
 	return auth, fmt.Sprintf("%s, Secret %s resourceVersion %s", version, s.UID, s.ResourceVersion), nil
 }
 
-// retrying reports a transient failure of a reconcile step as Reconciling (reason Retrying,
-// quoting err, which never holds secret values) and returns err for backoff, so that Ready
-// does not go on claiming what the last successful reconcile saw.
+// retrying returns err for backoff after a transient failure of a reconcile step, and
+// reports it as Reconciling (reason Retrying, quoting err, which never holds secret values)
+// where the status claimed Ready, or nothing yet: Ready must not go on claiming what the last
+// successful reconcile saw. A Stalled or Reconciling verdict stays as it is: admission
+// denies by Stalled, and a credentials grace counts from its Reconciling condition.
 func retrying(conds *[]metav1.Condition, gen int64, err error) (ctrl.Result, error) {
-	v1alpha1.SetReconciling(conds, gen, v1alpha1.ReasonRetrying, fmt.Sprintf("%v; retrying with backoff", err))
+	if !apimeta.IsStatusConditionTrue(*conds, v1alpha1.ConditionStalled) && !apimeta.IsStatusConditionTrue(*conds, v1alpha1.ConditionReconciling) {
+		v1alpha1.SetReconciling(conds, gen, v1alpha1.ReasonRetrying, fmt.Sprintf("%v; retrying with backoff", err))
+	}
 	return ctrl.Result{}, err
 }
 

@@ -90,6 +90,8 @@ func (r *GitTargetReconciler) reconcile(ctx context.Context, t *v1alpha1.GitTarg
 		// key Secret it owns): it stops writing as if gone, and makes no key Secret again
 		// while the garbage collector deletes them.
 		r.Writer.RemoveTarget(client.ObjectKeyFromObject(t))
+		v1alpha1.SetReconciling(conds, t.Generation, v1alpha1.ReasonDeleting,
+			fmt.Sprintf("being deleted, kept by finalizers %v: writes nothing more", t.Finalizers))
 		return ctrl.Result{}, nil
 	}
 	var p v1alpha1.GitProvider

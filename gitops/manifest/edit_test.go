@@ -259,7 +259,7 @@ func TestRemove(t *testing.T) {
 			want:    "# The admin role\n---\n" + clusterRoleAdmin,
 		},
 		{
-			name:    "keeps no line that would read as part of a block scalar before it",
+			name: "keeps no line that would read as part of a block scalar before it",
 			content: "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: api\n  namespace: team-a\ndata:\n  run.sh: |\n    echo a\n---\n" +
 				"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\n  namespace: team-a\ndata:\n  run.sh: |\n    echo b\n\n    # part of the script\n---\n" + clusterRoleAdmin,
 			id: appID,

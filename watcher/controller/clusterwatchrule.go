@@ -2,7 +2,6 @@ package controller
 
 import (
 	"context"
-	"fmt"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -49,11 +48,11 @@ func (r *ClusterWatchRuleReconciler) Reconcile(ctx context.Context, req ctrl.Req
 	}()
 
 	target := types.NamespacedName{Namespace: cr.Spec.TargetRef.Namespace, Name: cr.Spec.TargetRef.Name}
-	if err := r.Client.Get(ctx, target, &v1alpha1.GitTarget{}); err != nil {
-		if apierrors.IsNotFound(err) {
+	var gt v1alpha1.GitTarget
+	if err := r.Client.Get(ctx, target, &gt); err != nil || !gt.DeletionTimestamp.IsZero() {
+		if err == nil || apierrors.IsNotFound(err) {
 			r.Registry.SetRule(key, nil)
-			watchesNothing(&cr.Status, cr.Generation, v1alpha1.ReasonTargetNotFound,
-				fmt.Sprintf("GitTarget %s not found: create it or fix spec.targetRef", target))
+			watchesNothing(&cr.Status, cr.Generation, v1alpha1.ReasonTargetNotFound, targetMissing(target, err))
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err

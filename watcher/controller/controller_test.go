@@ -115,6 +115,28 @@ func TestWatchRule(t *testing.T) {
 		require.NotNil(t, resolved)
 		assert.Equal(t, metav1.ConditionFalse, resolved.Status)
 	})
+	t.Run("watches nothing for a GitTarget being deleted", func(t *testing.T) {
+		ns := namespace(t)
+		gitTarget(t, ns)
+		wr := rule(ns, []string{""}, []string{"configmaps"})
+		require.NoError(t, k8s.Create(ctx, wr))
+		waitCondition(t, wr, func() []metav1.Condition { return wr.Status.Conditions }, v1alpha1.ConditionReady, metav1.ConditionTrue)
+
+		// A foreground deletion keeps the target until its dependents are gone; envtest has
+		// no garbage collector, so a finalizer of the test's own keeps it instead.
+		gt := &v1alpha1.GitTarget{}
+		require.NoError(t, k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "live"}, gt))
+		gt.Finalizers = []string{"test.example.com/keep"}
+		require.NoError(t, k8s.Update(ctx, gt))
+		require.NoError(t, k8s.Delete(ctx, gt))
+		msg := waitCondition(t, wr, func() []metav1.Condition { return wr.Status.Conditions }, v1alpha1.ConditionStalled, metav1.ConditionTrue)
+		assert.Contains(t, msg, "GitTarget "+ns+"/live is being deleted")
+		assert.Empty(t, registry.claims("WatchRule/"+ns+"/rule"), "its writer has stopped: nothing is submitted for it")
+
+		require.NoError(t, k8s.Get(ctx, client.ObjectKeyFromObject(gt), gt))
+		gt.Finalizers = nil
+		require.NoError(t, k8s.Update(ctx, gt))
+	})
 }
 
 func TestClusterWatchRule(t *testing.T) {

@@ -183,10 +183,21 @@ func watchesNothing(st *v1alpha1.WatchRuleStatus, gen int64, reason, msg string)
 }
 
 // targetExistence passes only the GitTarget events a rule's verdict depends on: the target
-// appearing or going. Its status changes at every commit; each change would otherwise run
+// appearing, being deleted (kept by finalizers), or going. Its status changes at every commit; each change would otherwise run
 // a full API discovery for every rule of its namespace (and every ClusterWatchRule).
 func targetExistence() builder.WatchesOption {
-	return builder.WithPredicates(predicate.Funcs{UpdateFunc: func(event.UpdateEvent) bool { return false }})
+	return builder.WithPredicates(predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		return e.ObjectOld.GetDeletionTimestamp().IsZero() && !e.ObjectNew.GetDeletionTimestamp().IsZero()
+	}})
+}
+
+// targetMissing says why a rule's GitTarget takes nothing: not found (err), or being
+// deleted, kept only by finalizers (a foreground deletion), when its writer has stopped.
+func targetMissing(target types.NamespacedName, err error) string {
+	if err != nil {
+		return fmt.Sprintf("GitTarget %s not found: create it or fix spec.targetRef", target)
+	}
+	return fmt.Sprintf("GitTarget %s is being deleted: create it again once it is gone, or fix spec.targetRef", target)
 }
 
 // claimsFor compiles one rule into claims for target; namespace "" means cluster-wide.
