@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -23,6 +24,8 @@ type ClusterWatchRuleReconciler struct {
 	Client    client.Client
 	Discovery discovery.DiscoveryInterface
 	Registry  Registry
+
+	crds crdClock // when CRDs last changed (crdEvents)
 }
 
 // +kubebuilder:rbac:groups=reverser.gitops.dev,resources=clusterwatchrules,verbs=get;list;watch
@@ -31,6 +34,11 @@ type ClusterWatchRuleReconciler struct {
 
 // Reconcile fetches the rule, defers the status patch and registers its claims.
 func (r *ClusterWatchRuleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, err error) {
+	defer func() {
+		if err == nil {
+			res = r.crds.recheck(res, time.Now())
+		}
+	}()
 	key := watcher.RuleKey("ClusterWatchRule", "", req.Name)
 	var cr v1alpha1.ClusterWatchRule
 	if err := r.Client.Get(ctx, req.NamespacedName, &cr); err != nil {
@@ -83,7 +91,7 @@ func (r *ClusterWatchRuleReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&v1alpha1.GitTarget{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
 			return r.all(ctx)
 		}), targetExistence()).
-		Watches(&apiextensionsv1.CustomResourceDefinition{}, crdEvents(r.all)).
+		Watches(&apiextensionsv1.CustomResourceDefinition{}, crdEvents(r.all, &r.crds)).
 		Complete(r)
 }
 

@@ -1,30 +1,35 @@
 package controller
 
 import (
-	"context"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/util/workqueue"
-	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	ctrl "sigs.k8s.io/controller-runtime"
 )
 
-func TestACRDEventReconcilesEveryRuleAtOnceAndAgainOnceDiscoveryCaughtUp(t *testing.T) {
-	rule := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "team-a", Name: "widgets"}}
-	q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
-	defer q.ShutDown()
-	h := everyRule(func(context.Context) []reconcile.Request { return []reconcile.Request{rule} }, 50*time.Millisecond)
-
-	h.Update(context.Background(), event.UpdateEvent{}, q) // the CRD became Established
-	assert.Equal(t, 1, q.Len(), "at once")
-	got, _ := q.Get()
-	assert.Equal(t, rule, got)
-	q.Done(got)
-
-	got, _ = q.Get() // blocks until the second one is due
-	assert.Equal(t, rule, got, "again, for a discovery that had not caught up with the CRD")
-	q.Done(got)
+func TestCRDClockRecheck(t *testing.T) {
+	at := time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name    string
+		changes []time.Duration // after at
+		now     time.Duration
+		res     ctrl.Result
+		want    ctrl.Result
+	}{
+		{"asks nothing before any CRD changed", nil, 0, ctrl.Result{}, ctrl.Result{}},
+		{"looks again once discovery had time to catch up", []time.Duration{0}, time.Second, ctrl.Result{}, ctrl.Result{RequeueAfter: 4 * time.Second}},
+		{"counts from the last change of a burst", []time.Duration{0, 3 * time.Second}, 4 * time.Second, ctrl.Result{}, ctrl.Result{RequeueAfter: 4 * time.Second}},
+		{"keeps a sooner requeue the rule asked for", []time.Duration{0}, time.Second, ctrl.Result{RequeueAfter: time.Second}, ctrl.Result{RequeueAfter: time.Second}},
+		{"takes the sooner of the two", []time.Duration{0}, time.Second, ctrl.Result{RequeueAfter: 30 * time.Second}, ctrl.Result{RequeueAfter: 4 * time.Second}},
+		{"asks nothing once the lag has passed", []time.Duration{0}, discoveryLag, ctrl.Result{}, ctrl.Result{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var c crdClock
+			for _, d := range tc.changes {
+				c.changed(at.Add(d))
+			}
+			assert.Equal(t, tc.want, c.recheck(tc.res, at.Add(tc.now)))
+		})
+	}
 }

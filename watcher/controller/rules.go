@@ -8,15 +8,16 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -288,38 +289,38 @@ func applyResult(st *v1alpha1.WatchRuleStatus, gen int64, c compiled, kept strin
 }
 
 // crdEvents re-reconciles every rule of a kind when CRDs change, so rules naming a
-// resource that did not exist yet are picked up once its CRD is installed: at once, and
-// again discoveryLag later. The API server adds a CRD to discovery only once it has seen
-// the CRD Established, which may come after the rule's reconcile read discovery (on a
-// control plane of several API servers, each learns on its own), and a rule taking every
-// resource, or one whose CRD's served version moved, has no unresolved name to retry.
-func crdEvents(list func(ctx context.Context) []reconcile.Request) handler.EventHandler {
-	return everyRule(list, discoveryLag)
+// resource that did not exist yet are picked up once its CRD is installed, and notes the
+// change on clock (crdClock.recheck).
+func crdEvents(list func(ctx context.Context) []reconcile.Request, clock *crdClock) handler.EventHandler {
+	return handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
+		clock.changed(time.Now())
+		return list(ctx)
+	})
 }
 
-// discoveryLag is how long after a CRD event rules are reconciled again.
+// crdClock remembers when a CRD last changed. The API server adds a CRD to discovery only
+// once it has seen the CRD Established, which may come after the rule's reconcile read
+// discovery (on a control plane of several API servers each learns on its own), and a
+// rule taking every resource, or one whose CRD's served version moved, has no unresolved
+// name to retry: a rule reconciled soon after a change looks again once discovery had time
+// to catch up with the last change of a burst (a chart installing many CRDs).
+type crdClock struct{ last atomic.Int64 }
+
+// changed records a CRD change at now.
+func (c *crdClock) changed(now time.Time) { c.last.Store(now.UnixNano()) }
+
+// recheck returns res, requeued for discoveryLag after the last CRD change when that is
+// still ahead at now and sooner than res asks.
+func (c *crdClock) recheck(res ctrl.Result, now time.Time) ctrl.Result {
+	last := c.last.Load()
+	if last == 0 {
+		return res
+	}
+	if due := time.Unix(0, last).Add(discoveryLag).Sub(now); due > 0 && (res.RequeueAfter == 0 || due < res.RequeueAfter) {
+		res.RequeueAfter = due
+	}
+	return res
+}
+
+// discoveryLag is how long after a CRD change rules look at discovery again.
 const discoveryLag = 5 * time.Second
-
-// everyRule enqueues every rule list gives on any event, at once and again after again.
-func everyRule(list func(ctx context.Context) []reconcile.Request, again time.Duration) handler.EventHandler {
-	enqueue := func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-		for _, r := range list(ctx) {
-			q.Add(r)
-			q.AddAfter(r, again)
-		}
-	}
-	return handler.Funcs{
-		CreateFunc: func(ctx context.Context, _ event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			enqueue(ctx, q)
-		},
-		UpdateFunc: func(ctx context.Context, _ event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			enqueue(ctx, q)
-		},
-		DeleteFunc: func(ctx context.Context, _ event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			enqueue(ctx, q)
-		},
-		GenericFunc: func(ctx context.Context, _ event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			enqueue(ctx, q)
-		},
-	}
-}

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -23,6 +24,8 @@ type WatchRuleReconciler struct {
 	Client    client.Client
 	Discovery discovery.DiscoveryInterface
 	Registry  Registry
+
+	crds crdClock // when CRDs last changed (crdEvents)
 }
 
 // +kubebuilder:rbac:groups=reverser.gitops.dev,resources=watchrules,verbs=get;list;watch
@@ -32,6 +35,11 @@ type WatchRuleReconciler struct {
 
 // Reconcile fetches the rule, defers the status patch and registers its claims.
 func (r *WatchRuleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, err error) {
+	defer func() {
+		if err == nil {
+			res = r.crds.recheck(res, time.Now())
+		}
+	}()
 	key := watcher.RuleKey("WatchRule", req.Namespace, req.Name)
 	var wr v1alpha1.WatchRule
 	if err := r.Client.Get(ctx, req.NamespacedName, &wr); err != nil {
@@ -82,7 +90,7 @@ func (r *WatchRuleReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.WatchRule{}, builder.WithPredicates(status.OwnChanges())).
 		Watches(&v1alpha1.GitTarget{}, handler.EnqueueRequestsFromMapFunc(r.rulesInNamespace), targetExistence()).
-		Watches(&apiextensionsv1.CustomResourceDefinition{}, crdEvents(r.all)).
+		Watches(&apiextensionsv1.CustomResourceDefinition{}, crdEvents(r.all, &r.crds)).
 		Complete(r)
 }
 
