@@ -38,6 +38,33 @@ func EncryptUnderRule(plainDoc []byte, r Recipients, regex string) ([]byte, erro
 	return emitEncrypted(tree)
 }
 
+// EncryptShamir writes plainDoc as a sops file of one key group per recipient, any two of
+// which open it (sops' Shamir secret sharing, from a .sops.yaml with key_groups and
+// shamir_threshold: 2), as a person with the sops CLI might.
+func EncryptShamir(plainDoc []byte, r Recipients) ([]byte, error) {
+	plain, err := parsePlain(plainDoc)
+	if err != nil {
+		return nil, err
+	}
+	keys, err := r.masterKeys()
+	if err != nil {
+		return nil, err
+	}
+	md := sops.Metadata{ShamirThreshold: 2, EncryptedRegex: EncryptedRegex}
+	for _, k := range keys {
+		md.KeyGroups = append(md.KeyGroups, sops.KeyGroup{k})
+	}
+	tree := sops.Tree{Branches: sops.TreeBranches{plain.branch}, Metadata: md}
+	dataKey, errs := tree.GenerateDataKey()
+	if len(errs) > 0 {
+		return nil, errs[0]
+	}
+	if err := common.EncryptTree(common.EncryptTreeOpts{Tree: &tree, Cipher: sopsaes.NewCipher(), DataKey: dataKey}); err != nil {
+		return nil, err
+	}
+	return emitEncrypted(tree)
+}
+
 // DataKey unwraps a file's data key with ids, so tests can tell whether two files share one.
 func DataKey(encDoc []byte, ids Identities) ([]byte, error) {
 	tree, err := loadEncrypted(encDoc)

@@ -288,9 +288,14 @@ func rewrap(md *sops.Metadata, dataKey []byte, r Recipients) error {
 	return nil
 }
 
-// existingAgeKeys indexes a file's age keys that hold a wrapped data key.
+// existingAgeKeys indexes a file's age keys that hold a wrapped data key. A file of several
+// key groups (sops' Shamir secret sharing) has none: each of its keys wraps a share of the
+// data key, not the key itself, and kept as they are they would open nothing.
 func existingAgeKeys(md sops.Metadata) map[string]*sopsage.MasterKey {
 	out := map[string]*sopsage.MasterKey{}
+	if len(md.KeyGroups) != 1 {
+		return out
+	}
 	for _, group := range md.KeyGroups {
 		for _, key := range group {
 			if ageKey, ok := key.(*sopsage.MasterKey); ok && ageKey.EncryptedKey != "" {

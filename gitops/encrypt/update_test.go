@@ -2,6 +2,7 @@ package encrypt_test
 
 import (
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -373,6 +374,25 @@ func TestUpdateKeysKeepsTheWrappingOfRemainingRecipients(t *testing.T) {
 	for _, p := range []keyPair{a, b} {
 		_, err := encrypt.Decrypt(out, p.ids)
 		require.NoError(t, err)
+	}
+}
+
+func TestRewrappingAFileOfSeveralKeyGroupsWrapsTheDataKeyItself(t *testing.T) {
+	a, b, c := newKeyPair(t), newKeyPair(t), newKeyPair(t)
+	both, err := encrypt.ParseIdentities(map[string][]byte{"a.agekey": []byte(a.private), "b.agekey": []byte(b.private)})
+	require.NoError(t, err)
+	shamir, err := encrypt.EncryptShamir(readTestdata(t, "secret.yaml"), append(slices.Clone(a.recipients), b.recipients...))
+	require.NoError(t, err)
+	_, err = encrypt.Decrypt(shamir, both)
+	require.NoError(t, err, "two shares open it")
+
+	// A recipient added: each key of the file wraps a share, not the data key, so none is kept.
+	out, err := encrypt.Renew(shamir, both, slices.Concat(a.recipients, b.recipients, c.recipients))
+	require.NoError(t, err)
+	for _, k := range []keyPair{a, b, c} {
+		got, err := encrypt.Decrypt(out, k.ids)
+		require.NoError(t, err, "each recipient opens the re-wrapped file alone")
+		assert.Equal(t, string(readTestdata(t, "secret.yaml")), string(got))
 	}
 }
 
