@@ -27,15 +27,7 @@ func EncryptUnderRule(plainDoc []byte, r Recipients, regex string) ([]byte, erro
 		return nil, err
 	}
 	md.EncryptedRegex = regex
-	tree := sops.Tree{Branches: sops.TreeBranches{plain.branch}, Metadata: md}
-	dataKey, errs := tree.GenerateDataKey()
-	if len(errs) > 0 {
-		return nil, errs[0]
-	}
-	if err := common.EncryptTree(common.EncryptTreeOpts{Tree: &tree, Cipher: sopsaes.NewCipher(), DataKey: dataKey}); err != nil {
-		return nil, err
-	}
-	return emitEncrypted(tree)
+	return encryptTree(plain, md)
 }
 
 // EncryptShamir writes plainDoc as a sops file of one key group per recipient, any two of
@@ -54,6 +46,11 @@ func EncryptShamir(plainDoc []byte, r Recipients) ([]byte, error) {
 	for _, k := range keys {
 		md.KeyGroups = append(md.KeyGroups, sops.KeyGroup{k})
 	}
+	return encryptTree(plain, md)
+}
+
+// encryptTree encrypts plain under a fresh data key wrapped as md says.
+func encryptTree(plain plainDoc, md sops.Metadata) ([]byte, error) {
 	tree := sops.Tree{Branches: sops.TreeBranches{plain.branch}, Metadata: md}
 	dataKey, errs := tree.GenerateDataKey()
 	if len(errs) > 0 {
