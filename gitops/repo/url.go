@@ -70,9 +70,25 @@ func normalize(raw string, sshUsers bool) string {
 	if scheme == "ssh" && (sshUsers || strings.HasPrefix(path, "/~")) {
 		b.WriteString(sshUser(u) + "@")
 	}
-	b.WriteString(canonicalHost(scheme, u))
+	host := canonicalHost(scheme, u)
+	if caseInsensitivePaths(host) {
+		path = strings.ToLower(path)
+	}
+	b.WriteString(host)
 	b.WriteString(path)
 	return b.String()
+}
+
+// caseInsensitivePaths reports whether host is a hosting service that serves a repository
+// under any letter case of its path: "github.com/Org/Repo" is "github.com/org/repo" there,
+// and must share its worker and folders. Elsewhere (a self-hosted server on a
+// case-sensitive file system) the path keeps its case.
+func caseInsensitivePaths(host string) bool {
+	switch host {
+	case "github.com", "gitlab.com", "bitbucket.org", "dev.azure.com", "ssh.dev.azure.com":
+		return true
+	}
+	return false
 }
 
 // RepositoryKey names the repository raw addresses: one branch worker and clone per key
