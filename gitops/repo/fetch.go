@@ -29,10 +29,11 @@ func (r *Repo) Fetch(ctx context.Context, branch string) (plumbing.Hash, error) 
 	}
 	spec := config.RefSpec(fmt.Sprintf("+%s:%s", ref, trackingRef(branch)))
 	err = r.git.FetchContext(ctx, &git.FetchOptions{
-		RemoteName: remoteName,
-		RefSpecs:   []config.RefSpec{spec},
-		Auth:       r.auth,
-		Tags:       git.NoTags,
+		RemoteName:   remoteName,
+		RefSpecs:     []config.RefSpec{spec},
+		Auth:         r.auth,
+		ProxyOptions: sshDeadline(ctx, r.url),
+		Tags:         git.NoTags,
 		// Only the tip: the writer builds on it and never reads history. It also tells the
 		// remote which commits are shallow here, so after Compact the remote still sends
 		// every object a new commit needs, even one an older commit had.
@@ -96,7 +97,7 @@ func LsRemote(ctx context.Context, url string, auth transport.AuthMethod) error 
 	}
 	url, auth = splitCredentials(url, auth)
 	remote := git.NewRemote(memory.NewStorage(), &config.RemoteConfig{Name: remoteName, URLs: []string{url}})
-	_, err := remote.ListContext(ctx, &git.ListOptions{Auth: auth})
+	_, err := remote.ListContext(ctx, &git.ListOptions{Auth: auth, ProxyOptions: sshDeadline(ctx, url)})
 	if err != nil && !errors.Is(err, transport.ErrEmptyRemoteRepository) {
 		return fmt.Errorf("list refs of %s: %w%s", Redact(url), scrub(err, url), remoteHint(err, false))
 	}

@@ -77,7 +77,7 @@ func (r *Repo) PushWithin(ctx context.Context, timeout time.Duration, branch str
 
 // push does one compare-and-swap attempt.
 func (r *Repo) push(ctx context.Context, ref plumbing.ReferenceName, newTip, expected plumbing.Hash) error {
-	sess, err := r.receivePackSession()
+	sess, err := r.receivePackSession(ctx)
 	if err != nil {
 		return err
 	}
@@ -124,12 +124,13 @@ func hearServer(req *packp.ReferenceUpdateRequest, offered *capability.List) *se
 	return said
 }
 
-// receivePackSession opens a push session to origin.
-func (r *Repo) receivePackSession() (transport.ReceivePackSession, error) {
+// receivePackSession opens a push session to origin, an SSH one bounded by ctx's deadline.
+func (r *Repo) receivePackSession(ctx context.Context) (transport.ReceivePackSession, error) {
 	ep, err := transport.NewEndpoint(r.url)
 	if err != nil {
 		return nil, fmt.Errorf("parse remote url: %w", err)
 	}
+	ep.Proxy = sshDeadline(ctx, r.url)
 	c, err := client.NewClient(ep)
 	if err != nil {
 		return nil, fmt.Errorf("transport for remote: %w", err)
@@ -265,7 +266,7 @@ func (r *Repo) remoteTip(ctx context.Context, ref plumbing.ReferenceName) (plumb
 	if err != nil {
 		return plumbing.ZeroHash, err
 	}
-	refs, err := remote.ListContext(ctx, &git.ListOptions{Auth: r.auth})
+	refs, err := remote.ListContext(ctx, &git.ListOptions{Auth: r.auth, ProxyOptions: sshDeadline(ctx, r.url)})
 	if errors.Is(err, transport.ErrEmptyRemoteRepository) {
 		return plumbing.ZeroHash, nil
 	}
