@@ -189,6 +189,9 @@ func (v *View) rebuild(ctx context.Context) error {
 		urls[client.ObjectKeyFromObject(&p)] = repo.Redact(p.Spec.URL) // shown to anyone whose change it judges
 	}
 	for _, t := range targets.Items {
+		if !t.DeletionTimestamp.IsZero() {
+			continue // stopped writing: routed nowhere, as a target that is gone
+		}
 		s.targets[client.ObjectKeyFromObject(&t)] = targetState(&t, urls[types.NamespacedName{Namespace: t.Namespace, Name: t.Spec.ProviderRef.Name}])
 	}
 	for _, r := range rules.Items {

@@ -9,15 +9,18 @@ import (
 	"github.com/gitops-reverser/gitops-reverser/gitops/batch"
 	"github.com/go-logr/logr"
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	admissionv1 "k8s.io/api/admission/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 )
 
@@ -267,4 +270,28 @@ func TestANamespaceTheCacheLacksIsReadOncePerRequest(t *testing.T) {
 		assert.Equal(t, "a", labelsOf("fresh")["team"])
 	}
 	assert.Equal(t, 1, live.reads, "one read from the API server, however many rules ask")
+}
+
+// listingCache lists what its client holds, as the manager's cache would.
+type listingCache struct {
+	cache.Cache
+	c client.Client
+}
+
+func (l listingCache) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	return l.c.List(ctx, list, opts...)
+}
+
+func TestAGitTargetBeingDeletedIsRoutedNothing(t *testing.T) {
+	scheme := runtime.NewScheme()
+	require.NoError(t, v1alpha1.AddToScheme(scheme))
+	now := metav1.Now()
+	deleting := &v1alpha1.GitTarget{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "old", DeletionTimestamp: &now, Finalizers: []string{"example.com/keep"}}}
+	live := &v1alpha1.GitTarget{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "live"}}
+	v := NewView(listingCache{c: fake.NewClientBuilder().WithScheme(scheme).WithObjects(deleting, live).Build()}, logr.Discard())
+
+	require.NoError(t, v.rebuild(context.Background()))
+	targets := v.snap.Load().targets
+	assert.Contains(t, targets, client.ObjectKeyFromObject(live))
+	assert.NotContains(t, targets, client.ObjectKeyFromObject(deleting), "it stopped writing: admission judges nothing for it")
 }

@@ -94,7 +94,7 @@ func (r *CommitRequestReconciler) reconcile(ctx context.Context, cr *v1alpha1.Co
 				Message: fmt.Sprintf("GitTarget %s not found; the message was not used", targetKey)})
 			return ctrl.Result{}, nil
 		}
-		if !t.DeletionTimestamp.IsZero() {
+		if !t.DeletionTimestamp.IsZero() { // never registered again: no look on its branch either
 			settle(cr, batch.RequestOutcome{Reason: batch.ReasonTargetRemoved,
 				Message: fmt.Sprintf("GitTarget %s is being deleted; the message was not used", targetKey)})
 			return ctrl.Result{}, nil

@@ -121,7 +121,8 @@ func FolderHolder(me Place, all []Place) (holder Place, ok bool) {
 }
 
 // ListPlaces reads every GitProvider and the place of every GitTarget from c (a cache),
-// for comparing places: the providers by name, and the places.
+// for comparing places: the providers by name, and the places. A GitTarget being deleted
+// (kept by finalizers) has stopped writing and holds no place.
 func ListPlaces(ctx context.Context, c client.Reader) (map[types.NamespacedName]*v1alpha1.GitProvider, []Place, error) {
 	var providers v1alpha1.GitProviderList
 	if err := c.List(ctx, &providers); err != nil {
@@ -138,14 +139,17 @@ func ListPlaces(ctx context.Context, c client.Reader) (map[types.NamespacedName]
 	places := make([]Place, 0, len(targets.Items))
 	for i := range targets.Items {
 		o := &targets.Items[i]
+		if !o.DeletionTimestamp.IsZero() {
+			continue
+		}
 		places = append(places, TargetPlace(o, byName[types.NamespacedName{Namespace: o.Namespace, Name: o.Spec.ProviderRef.Name}]))
 	}
 	return byName, places, nil
 }
 
 // folderHolder returns batch.ErrFolderOverlap, saying which older GitTarget keeps the
-// folder t writes to, or nil. A target being deleted still writes until it is gone, so
-// it still holds its folder.
+// folder t writes to, or nil. A target being deleted holds none: it stopped writing when
+// its deletion began (its generation changed then, which looks at those it kept out).
 func (r *GitTargetReconciler) folderHolder(ctx context.Context, t *v1alpha1.GitTarget, p *v1alpha1.GitProvider) error {
 	_, all, err := ListPlaces(ctx, r.Client)
 	if err != nil {
