@@ -247,6 +247,12 @@ func TestRemove(t *testing.T) {
 			want:    "# Team A\n%YAML 1.1\n---\n" + deploymentAPI,
 		},
 		{
+			name:    "removes the comment introducing the document with it, keeping the next one's",
+			content: clusterRoleAdmin + "\n# The app's settings\n---\n" + configMapApp + "# LOG_LEVEL: debug\n\n# The API\n---\n" + deploymentAPI,
+			id:      appID,
+			want:    clusterRoleAdmin + "\n# The API\n---\n" + deploymentAPI,
+		},
+		{
 			name:    "removes an indented comment set apart at the end of the document with it",
 			content: deploymentAPI + "---\n" + configMapApp + "\n  # LOG_LEVEL: debug\n---\n" + clusterRoleAdmin,
 			id:      appID,
