@@ -41,7 +41,8 @@ func defaultPort(scheme string) string {
 //   - query and fragment are dropped;
 //   - repeated slashes in the path collapse, and trailing "/" is stripped, and so is
 //     ".git" except in a file:// path, which names one directory exactly
-//     ("/org/repo.git/" → "/org/repo" on a server); the path keeps its case.
+//     ("/org/repo.git/" → "/org/repo" on a server); the path keeps its case, except on
+//     hosting services that serve any case of it (caseInsensitivePaths).
 //
 // An scp-like path is read as absolute ("host:org/repo" is "host:/org/repo"), as Git
 // hosting services serve both; on a plain SSH server the first is relative to the user's
