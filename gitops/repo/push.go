@@ -39,7 +39,8 @@ func (r *Repo) Push(ctx context.Context, branch string, newTip, expectedRemote p
 // PushWithin is Push with a timeout of the attempt's own (none when 0): when an attempt
 // runs into it, perhaps after the server took the update, the remote is asked for up to
 // 15 s more whether it did, so a landed push is not reported (and retried) as failed. A ctx
-// that ends (the caller stopping) ends the push without that look, so a stop's bound holds.
+// that ends (the caller stopping) ends the push without that look, so a stop's bound holds
+// (but for an SSH handshake in progress, which only the deadline ends: sshDeadline).
 func (r *Repo) PushWithin(ctx context.Context, timeout time.Duration, branch string, newTip, expectedRemote plumbing.Hash) error {
 	ref, err := branchRef(branch)
 	if err != nil {
