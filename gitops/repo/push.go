@@ -257,7 +257,7 @@ func (r *Repo) classifyFailure(ctx context.Context, ref plumbing.ReferenceName, 
 	}
 }
 
-// classifyTimeout bounds the look at the remote after a push whose own deadline passed.
+// classifyTimeout bounds the look at the remote after a failed push.
 const classifyTimeout = 15 * time.Second
 
 // remoteTip lists the remote's refs and returns where ref points (ZeroHash
