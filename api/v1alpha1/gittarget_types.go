@@ -35,7 +35,9 @@ type GitTargetSpec struct {
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=255
 	// +kubebuilder:validation:XValidation:rule="self.matches('^[A-Za-z0-9._/-]+$')",message="branch may hold only letters, digits, '.', '_', '-' and '/', e.g. main or env/prod"
-	// +kubebuilder:validation:XValidation:rule="!self.contains('..') && !self.startsWith('/') && !self.endsWith('/') && !self.endsWith('.lock')",message="branch must be a valid Git branch name"
+	// +kubebuilder:validation:XValidation:rule="!self.split('/').exists(s, s == '')",message="branch must be a valid Git branch name: no '/' at either end and no '//'"
+	// +kubebuilder:validation:XValidation:rule="!self.contains('..') && !self.endsWith('.') && !self.startsWith('-')",message="branch must be a valid Git branch name: no '..', no '.' at the end and no '-' at the start"
+	// +kubebuilder:validation:XValidation:rule="!self.split('/').exists(s, s.startsWith('.') || s.endsWith('.lock'))",message="branch must be a valid Git branch name: no part between '/' may start with '.' or end with '.lock'"
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="branch is immutable: create a GitTarget for the new branch and delete this one"
 	Branch string `json:"branch"`
 
@@ -45,6 +47,7 @@ type GitTargetSpec struct {
 	// +kubebuilder:validation:MaxLength=512
 	// +kubebuilder:validation:XValidation:rule="self.matches('^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$')",message="path must be relative to the repository's root, with segments of letters, digits, '.', '_' and '-' joined by single '/' and no '/' at either end, e.g. clusters/prod"
 	// +kubebuilder:validation:XValidation:rule="!self.split('/').exists(s, s == '..' || s == '.')",message="path must not contain '.' or '..' segments"
+	// +kubebuilder:validation:XValidation:rule="!self.split('/').exists(s, s.lowerAscii() == '.git')",message="path must not contain a .git segment, in any letter case: Git refuses such a path"
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="path is immutable: create a GitTarget for the new folder and delete this one"
 	Path string `json:"path"`
 

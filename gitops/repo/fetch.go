@@ -78,6 +78,13 @@ func (r *Repo) setTracking(branch string, tip plumbing.Hash) error {
 	return nil
 }
 
+// ValidBranch says whether Git takes branch as a branch name (ErrInvalidReferenceName if
+// not): the CRD's rules say so for GitTargets stored since they exist.
+func ValidBranch(branch string) error {
+	_, err := branchRef(branch)
+	return err
+}
+
 // branchRef validates a branch name and returns refs/heads/<branch>.
 func branchRef(branch string) (plumbing.ReferenceName, error) {
 	ref := plumbing.NewBranchReferenceName(branch)
