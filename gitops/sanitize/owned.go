@@ -81,7 +81,7 @@ func ownedFields(object map[string]any, applied map[string]any) (*fieldpath.Set,
 	apiVersion, _ := object["apiVersion"].(string)
 	secret := isKind(object, "v1", "Secret")
 	owned := &fieldpath.Set{}
-	skipCluster := slices.ContainsFunc(entries, func(e any) bool { return !byClusterController(e) })
+	skipCluster := slices.ContainsFunc(entries, func(e any) bool { return !byClusterController(e) && !ofSubresource(e) })
 	for i, entry := range entries {
 		if skipCluster && byClusterController(entry) {
 			continue
@@ -113,6 +113,16 @@ func ownedFields(object map[string]any, applied map[string]any) (*fieldpath.Set,
 // through, so there their entries count like any other.
 func clusterControllers() []string {
 	return []string{"kube-controller-manager", "cloud-controller-manager", "kube-scheduler", "kubelet"}
+}
+
+// ofSubresource reports whether a managedFields entry records writes through a subresource
+// (status, scale): a controller outside the cluster's own that only reports on an object
+// (csi-resizer on a PersistentVolumeClaim's status) has not written it, and does not make
+// the fields only the cluster's controllers set someone else's business.
+func ofSubresource(entry any) bool {
+	m, _ := entry.(map[string]any)
+	sub, _ := m["subresource"].(string)
+	return sub != ""
 }
 
 // byClusterController reports whether a managedFields entry is one of clusterControllers'.

@@ -533,6 +533,56 @@ data:
 `,
 		},
 		{
+			name: "keeps what the cluster's controllers set when another writes only the status",
+			live: `
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata:
+  name: data-web-0
+  managedFields:
+  - apiVersion: v1
+    fieldsType: FieldsV1
+    manager: kube-controller-manager
+    operation: Update
+    fieldsV1:
+      f:spec:
+        f:accessModes: {}
+        f:resources:
+          f:requests:
+            f:storage: {}
+  - apiVersion: v1
+    fieldsType: FieldsV1
+    manager: csi-resizer
+    operation: Update
+    subresource: status
+    fieldsV1:
+      f:status:
+        f:allocatedResources: {}
+spec:
+  accessModes: [ReadWriteOnce]
+  resources:
+    requests:
+      storage: 1Gi
+status:
+  allocatedResources:
+    storage: 1Gi
+`,
+			want: `
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata:
+  name: data-web-0
+spec:
+  accessModes: [ReadWriteOnce]
+  resources:
+    requests:
+      storage: 1Gi
+status:
+  allocatedResources:
+    storage: 1Gi
+`,
+		},
+		{
 			name: "counts ownership of a Secret's stringData key as ownership of its data key",
 			live: `
 apiVersion: v1
