@@ -99,17 +99,30 @@ func dropMetadata(object map[string]any) {
 	}
 }
 
-// dropControllerFields removes fields the server sets for known kinds, in
-// place: a core/v1 Service's cluster IPs, allocated by the API server and
-// different in every cluster (except those in kept, which people chose), and
-// the status (`phase: Pending`) the API server gives each of an apps/v1
-// StatefulSet's volumeClaimTemplates.
+// dropControllerFields removes fields the server or the cluster's controllers set for
+// known kinds, in place, whatever the ownership says (also with --keep-defaulted-fields,
+// and for an object whose managedFields cannot be read): a core/v1 Service's cluster IPs,
+// allocated by the API server and different in every cluster (except those in kept, which
+// people chose); the status (`phase: Pending`) the API server gives each of an apps/v1
+// StatefulSet's volumeClaimTemplates; an apps/v1 Deployment's
+// deployment.kubernetes.io/revision annotation (a commit per rollout); and a batch/v1
+// Job's generated selector and the controller-uid labels of its template, unless it sets
+// manualSelector (applied elsewhere, the API server refuses a selector it did not make).
 func dropControllerFields(object map[string]any, kept map[string]bool) {
+	if isKind(object, "apps/v1", "Deployment") {
+		dropAnnotation(object, "deployment.kubernetes.io/revision")
+	}
 	spec, ok := object["spec"].(map[string]any)
 	if !ok {
 		return
 	}
 	switch {
+	case isKind(object, "batch/v1", "Job"):
+		if manual, _ := spec["manualSelector"].(bool); !manual {
+			delete(spec, "selector")
+			template, _ := spec["template"].(map[string]any)
+			dropLabels(template, "controller-uid", "batch.kubernetes.io/controller-uid")
+		}
 	case isKind(object, "v1", "Service"):
 		for _, field := range []string{"clusterIP", "clusterIPs"} {
 			if !kept[field] {
@@ -123,6 +136,36 @@ func dropControllerFields(object map[string]any, kept map[string]bool) {
 				delete(m, "status")
 			}
 		}
+	}
+}
+
+// dropAnnotation removes one annotation from object's metadata, and the annotations map
+// when that leaves it empty.
+func dropAnnotation(object map[string]any, name string) {
+	metadata, _ := object["metadata"].(map[string]any)
+	annotations, ok := metadata["annotations"].(map[string]any)
+	if !ok {
+		return
+	}
+	delete(annotations, name)
+	if len(annotations) == 0 {
+		delete(metadata, "annotations")
+	}
+}
+
+// dropLabels removes labels from object's metadata (a Pod template's), and the labels map
+// when that leaves it empty.
+func dropLabels(object map[string]any, names ...string) {
+	metadata, _ := object["metadata"].(map[string]any)
+	labels, ok := metadata["labels"].(map[string]any)
+	if !ok {
+		return
+	}
+	for _, name := range names {
+		delete(labels, name)
+	}
+	if len(labels) == 0 {
+		delete(metadata, "labels")
 	}
 }
 

@@ -258,6 +258,47 @@ func TestObject(t *testing.T) {
 			},
 		},
 		{
+			name: "drops the revision annotation the Deployment controller bumps at every rollout",
+			in: map[string]any{
+				"apiVersion": "apps/v1", "kind": "Deployment",
+				"metadata": map[string]any{"name": "web", "annotations": map[string]any{"deployment.kubernetes.io/revision": "7"}},
+				"spec":     map[string]any{"replicas": int64(2)},
+			},
+			want: map[string]any{
+				"apiVersion": "apps/v1", "kind": "Deployment",
+				"metadata": map[string]any{"name": "web"},
+				"spec":     map[string]any{"replicas": int64(2)},
+			},
+		},
+		{
+			name: "drops a Job's generated selector and controller-uid labels, which another cluster's API server refuses",
+			in: map[string]any{
+				"apiVersion": "batch/v1", "kind": "Job", "metadata": map[string]any{"name": "migrate"},
+				"spec": map[string]any{
+					"selector": map[string]any{"matchLabels": map[string]any{"batch.kubernetes.io/controller-uid": "0b1c"}},
+					"template": map[string]any{"metadata": map[string]any{"labels": map[string]any{
+						"batch.kubernetes.io/controller-uid": "0b1c", "controller-uid": "0b1c", "job-name": "migrate", "app": "db"}}},
+				},
+			},
+			want: map[string]any{
+				"apiVersion": "batch/v1", "kind": "Job", "metadata": map[string]any{"name": "migrate"},
+				"spec": map[string]any{
+					"template": map[string]any{"metadata": map[string]any{"labels": map[string]any{"job-name": "migrate", "app": "db"}}},
+				},
+			},
+		},
+		{
+			name: "keeps the selector of a Job that sets manualSelector",
+			in: map[string]any{
+				"apiVersion": "batch/v1", "kind": "Job", "metadata": map[string]any{"name": "migrate"},
+				"spec": map[string]any{"manualSelector": true, "selector": map[string]any{"matchLabels": map[string]any{"app": "db"}}},
+			},
+			want: map[string]any{
+				"apiVersion": "batch/v1", "kind": "Job", "metadata": map[string]any{"name": "migrate"},
+				"spec": map[string]any{"manualSelector": true, "selector": map[string]any{"matchLabels": map[string]any{"app": "db"}}},
+			},
+		},
+		{
 			name: "tolerates an object without metadata",
 			in:   map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "status": "x"},
 			want: map[string]any{"apiVersion": "v1", "kind": "ConfigMap"},
