@@ -89,14 +89,7 @@ func dropMetadata(object map[string]any) {
 	for _, field := range serverOwnedMetadata() {
 		delete(metadata, field)
 	}
-	annotations, ok := metadata["annotations"].(map[string]any)
-	if !ok {
-		return
-	}
-	delete(annotations, LastAppliedAnnotation)
-	if len(annotations) == 0 {
-		delete(metadata, "annotations")
-	}
+	dropAnnotation(object, LastAppliedAnnotation)
 }
 
 // dropControllerFields removes fields the server or the cluster's controllers set for
