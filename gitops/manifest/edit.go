@@ -301,8 +301,9 @@ var cuts = []cut{{directives: true, next: true}, {directives: true}, {next: true
 // them their directives as c says; so, when c.next is set, does a comment
 // block just above the next document's "---", written at column 0 and set
 // apart by a blank line from what is above it (it describes that document,
-// though the splitter files it under this one's tail), while such a block
-// above this document's "---" goes with it. The segment's "..."
+// though the splitter files it under this one's tail). Such a block above
+// this document's "---" stays too: it may be the previous document's own (a
+// commented-out field), and a stray comment is better than a lost one. The segment's "..."
 // marker stays when the document before it does not end itself and the next
 // document relies on the marker: it has no "---", or directives precede it.
 func cutDocument(f *file, i int, c cut) []byte {
@@ -316,10 +317,6 @@ func cutDocument(f *file, i int, c cut) []byte {
 		}
 	case i == 0 && index == 0:
 		head = f.content[:seg.bodyStart]
-	case c.next && !f.segments[index-1].ended():
-		// The comments introducing this document, in the tail of the one before, go with it.
-		apart, _ := nextDocumentComments(f.content, f.segments[index-1])
-		head = f.content[:apart]
 	}
 	to := seg.end
 	previousNeedsEnd := i > 0 && !f.segments[f.docs[i-1].segment].ended()

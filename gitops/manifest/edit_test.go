@@ -247,10 +247,10 @@ func TestRemove(t *testing.T) {
 			want:    "# Team A\n%YAML 1.1\n---\n" + deploymentAPI,
 		},
 		{
-			name:    "removes the comment introducing the document with it, keeping the next one's",
-			content: clusterRoleAdmin + "\n# The app's settings\n---\n" + configMapApp + "# LOG_LEVEL: debug\n\n# The API\n---\n" + deploymentAPI,
+			name:    "keeps a comment set apart above the removed document's separator, which may be the previous one's",
+			content: clusterRoleAdmin + "\n# verbs: [get]\n---\n" + configMapApp + "# LOG_LEVEL: debug\n\n# The API\n---\n" + deploymentAPI,
 			id:      appID,
-			want:    clusterRoleAdmin + "\n# The API\n---\n" + deploymentAPI,
+			want:    clusterRoleAdmin + "\n# verbs: [get]\n\n# The API\n---\n" + deploymentAPI,
 		},
 		{
 			name:    "removes an indented comment set apart at the end of the document with it",
