@@ -103,14 +103,14 @@ func (r *GitTargetReconciler) reconcile(ctx context.Context, t *v1alpha1.GitTarg
 		return retrying(conds, t.Generation, fmt.Errorf("reading GitProvider %s: %w", pkey, err))
 	}
 	t.Status.Repository = repo.Redact(p.Spec.URL)
+	if err := repo.ValidBranch(t.Spec.Branch); err != nil { // stored before the CRD's rules said so
+		return r.suspend(t, v1alpha1.ReasonBranchNotAllowed, fmt.Sprintf("branch %q is not a valid Git branch name: "+
+			"create a GitTarget on a valid branch (spec.branch is immutable)", t.Spec.Branch))
+	}
 	if !BranchAllowed(&p, t.Spec.Branch) {
 		return r.suspend(t, v1alpha1.ReasonBranchNotAllowed,
 			fmt.Sprintf("branch %q is not in GitProvider %s allowedBranches %v: add a matching pattern there, "+
 				"or create a GitTarget on an allowed branch (spec.branch is immutable)", t.Spec.Branch, pkey, p.Spec.AllowedBranches))
-	}
-	if err := repo.ValidBranch(t.Spec.Branch); err != nil { // stored before the CRD's rules said so
-		return r.suspend(t, v1alpha1.ReasonBranchNotAllowed, fmt.Sprintf("branch %q is not a valid Git branch name: "+
-			"create a GitTarget on a valid branch (spec.branch is immutable)", t.Spec.Branch))
 	}
 	if err := r.folderHolder(ctx, t, &p); err != nil {
 		if errors.Is(err, batch.ErrFolderOverlap) {
