@@ -99,7 +99,7 @@ func dropMetadata(object map[string]any) {
 // people chose); the status (`phase: Pending`) the API server gives each of an apps/v1
 // StatefulSet's volumeClaimTemplates; an apps/v1 Deployment's
 // deployment.kubernetes.io/revision annotation (a commit per rollout); and a batch/v1
-// Job's generated selector and the controller-uid labels of its template, unless it sets
+// Job's generated selector and the controller-uid labels of the Job and its template, unless it sets
 // manualSelector (applied elsewhere, the API server refuses a selector it did not make).
 func dropControllerFields(object map[string]any, kept map[string]bool) {
 	if isKind(object, "apps/v1", "Deployment") {
@@ -114,7 +114,9 @@ func dropControllerFields(object map[string]any, kept map[string]bool) {
 		if manual, _ := spec["manualSelector"].(bool); !manual {
 			delete(spec, "selector")
 			template, _ := spec["template"].(map[string]any)
-			dropLabels(template, "controller-uid", "batch.kubernetes.io/controller-uid")
+			for _, o := range []map[string]any{template, object} { // the server copies them to the Job too
+				dropLabels(o, "controller-uid", "batch.kubernetes.io/controller-uid")
+			}
 		}
 	case isKind(object, "v1", "Service"):
 		for _, field := range []string{"clusterIP", "clusterIPs"} {

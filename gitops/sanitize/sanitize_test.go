@@ -273,7 +273,8 @@ func TestObject(t *testing.T) {
 		{
 			name: "drops a Job's generated selector and controller-uid labels, which another cluster's API server refuses",
 			in: map[string]any{
-				"apiVersion": "batch/v1", "kind": "Job", "metadata": map[string]any{"name": "migrate"},
+				"apiVersion": "batch/v1", "kind": "Job",
+				"metadata": map[string]any{"name": "migrate", "labels": map[string]any{"controller-uid": "0b1c", "app": "db"}},
 				"spec": map[string]any{
 					"selector": map[string]any{"matchLabels": map[string]any{"batch.kubernetes.io/controller-uid": "0b1c"}},
 					"template": map[string]any{"metadata": map[string]any{"labels": map[string]any{
@@ -281,7 +282,7 @@ func TestObject(t *testing.T) {
 				},
 			},
 			want: map[string]any{
-				"apiVersion": "batch/v1", "kind": "Job", "metadata": map[string]any{"name": "migrate"},
+				"apiVersion": "batch/v1", "kind": "Job", "metadata": map[string]any{"name": "migrate", "labels": map[string]any{"app": "db"}},
 				"spec": map[string]any{
 					"template": map[string]any{"metadata": map[string]any{"labels": map[string]any{"job-name": "migrate", "app": "db"}}},
 				},
