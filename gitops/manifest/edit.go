@@ -169,7 +169,7 @@ func Remove(content []byte, id Identity) (out []byte, empty bool, err error) {
 		return content, !before.hasObjects(), nil
 	}
 	var errs []error
-	for _, c := range cuts {
+	for _, c := range cuts() {
 		out = cutDocument(before, i, c)
 		after, err := verifyEdit(out, before, id, nil)
 		if err == nil {
@@ -293,7 +293,9 @@ type cut struct {
 
 // cuts are the ways to remove a document, preferred first: each is tried until one
 // verifies, the last being the whole segment with only the file's header comments kept.
-var cuts = []cut{{directives: true, next: true}, {directives: true}, {next: true}, {}}
+func cuts() []cut {
+	return []cut{{directives: true, next: true}, {directives: true}, {next: true}, {}}
+}
 
 // cutDocument returns content without the i-th document's segment. The
 // comments before the file's first document stay (they describe the file:
@@ -303,9 +305,10 @@ var cuts = []cut{{directives: true, next: true}, {directives: true}, {next: true
 // apart by a blank line from what is above it (it describes that document,
 // though the splitter files it under this one's tail). Such a block above
 // this document's "---" stays too: it may be the previous document's own (a
-// commented-out field), and a stray comment is better than a lost one. The segment's "..."
-// marker stays when the document before it does not end itself and the next
-// document relies on the marker: it has no "---", or directives precede it.
+// commented-out field), and a stray comment is better than a lost one. The
+// segment's "..." marker stays when the document before it does not end
+// itself and the next document relies on the marker: it has no "---", or
+// directives precede it.
 func cutDocument(f *file, i int, c cut) []byte {
 	index := f.docs[i].segment
 	seg := f.segments[index]
