@@ -281,7 +281,9 @@ func TestGitTarget(t *testing.T) {
 		newer := target(ns, "main", "live/team-a")
 		newer.Name, newer.Spec.ProviderRef.Name = "team-a", other.Name
 		require.NoError(t, k8s.Create(ctx, newer))
-		msg := waitCondition(t, newer, func() []metav1.Condition { return newer.Status.Conditions }, v1alpha1.ConditionStalled, metav1.ConditionTrue)
+		// A reconcile before the cache holds the provider just made reads ProviderNotFound;
+		// the provider's watch brings the overlap.
+		msg := waitConditionSaying(t, newer, func() []metav1.Condition { return newer.Status.Conditions }, v1alpha1.ConditionStalled, metav1.ConditionTrue, "overlaps")
 		assert.Contains(t, msg, `overlaps folder "live" of GitTarget `+ns+`/`+older.Name)
 		requireStalled(t, newer.Status.Conditions, v1alpha1.ReasonFolderOverlap)
 		require.NoError(t, k8s.Delete(ctx, older))
