@@ -369,7 +369,10 @@ func (f resolverFunc) Current(t types.NamespacedName, k batch.ObjectKey) (*unstr
 // object, by the same kubectl apply), within a few seconds, and then, for a namespace
 // deleted a short while ago, the labels it had: also when the API server could not answer
 // (a timeout, throttling), since the deletes of a namespace's objects come in a burst just
-// when it is busiest, and a delete judged without labels would be lost. Unknown: nil.
+// when it is busiest, and a delete judged without labels would be lost (known limit: a
+// namespace deleted and created again with other labels within that memory, which the
+// cache has not seen yet while the API server does not answer, is judged by the old
+// labels). Unknown: nil.
 func namespaceLabels(cached, live client.Reader, deleted *watcher.DeletedNamespaces) func(string) labels.Set {
 	return func(name string) labels.Set {
 		var ns corev1.Namespace

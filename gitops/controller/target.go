@@ -326,8 +326,9 @@ func KeptOut(ctx context.Context, c client.Reader, changed client.Object) []reco
 	for i := range list.Items {
 		t := &list.Items[i]
 		stalled := apimeta.FindStatusCondition(t.Status.Conditions, v1alpha1.ConditionStalled)
+		_, isTarget := changed.(*v1alpha1.GitTarget) // a GitProvider may share a GitTarget's name
 		if stalled == nil || stalled.Status != metav1.ConditionTrue || stalled.Reason != v1alpha1.ReasonFolderOverlap ||
-			client.ObjectKeyFromObject(t) == client.ObjectKeyFromObject(changed) {
+			(isTarget && client.ObjectKeyFromObject(t) == client.ObjectKeyFromObject(changed)) {
 			continue
 		}
 		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(t)})
