@@ -87,6 +87,34 @@ func TestASnapshotWaitingForItsListFollowsTheRulesAsTheyAreOnceItHasIt(t *testin
 	assert.False(t, snap.Prunable("team-a", nil), "what the rule keeps now is not pruned by the rule it was")
 }
 
+// An informer that has not synced stands for a list that keeps failing, as above. Each rule
+// change or folder made writable resyncs the target: its waits must not pile up, one
+// goroutine and, once the list is in, one snapshot each.
+func TestResyncsWaitingForAListThatKeepsFailingWaitAsOne(t *testing.T) {
+	target := types.NamespacedName{Namespace: "ops", Name: "live"}
+	gvr := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	sink := &lockedSnapshots{}
+	w := New(Options{Sink: sink, Log: logr.Discard()})
+	inf := listedInformer(t, false, configMap("team-a", "app", nil))
+	w.informers[gvr] = inf
+	w.byGVR[gvr] = []Claim{{Target: target, Resource: Resource{GVR: gvr, Kind: "ConfigMap", Namespaced: true},
+		Namespace: "team-a", ObjectSelector: labels.Everything(), Create: true, Update: true, Delete: true}}
+	close(w.started)
+
+	for range 20 {
+		w.Resync(target)
+	}
+	time.Sleep(200 * time.Millisecond) // each resync reads the claims, then waits for the list
+	go inf.inf.Run(inf.ctx.Done())
+
+	require.Eventually(t, func() bool { return len(sink.snapshots()) > 0 }, 10*time.Second, 10*time.Millisecond)
+	time.Sleep(300 * time.Millisecond) // an absence has no signal: other waiters would have woken by now
+	assert.Len(t, sink.snapshots(), 1)
+
+	w.Resync(target) // the list is in: a later resync snapshots again
+	require.Eventually(t, func() bool { return len(sink.snapshots()) == 2 }, 10*time.Second, 10*time.Millisecond)
+}
+
 // The rules register one by one after a restart: a snapshot taken before the last one is in
 // must not prune what that rule may still select.
 func TestASnapshotPrunesNothingUntilEveryRuleIsRegistered(t *testing.T) {

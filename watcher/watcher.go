@@ -94,6 +94,11 @@ type informer struct {
 	// listed collects the keys of the initial list of an informer replacing another version's
 	// (deletedWhileReplaced); nil for any other.
 	listed *keySet
+	// resyncing holds the targets whose Resync waits for this informer's list
+	// (types.NamespacedName keys). Another Resync of one of them adds nothing (the snapshot
+	// follows the claims as they are once the list is in), so a list that keeps failing
+	// keeps one waiter per target, not one per rule change or folder made writable.
+	resyncing sync.Map
 }
 
 // keySet is a set of object keys filled by an event handler and read by another goroutine.
@@ -445,8 +450,15 @@ func (w *Watcher) Resync(target types.NamespacedName) {
 		// an aggregated API down) must not hold back the others; its wait ends when its
 		// informer stops.
 		for gvr, inf := range infs {
+			if _, waits := inf.resyncing.LoadOrStore(target, true); waits {
+				continue
+			}
 			go func() {
-				if !cache.WaitForCacheSync(inf.ctx.Done(), inf.inf.HasSynced) {
+				synced := cache.WaitForCacheSync(inf.ctx.Done(), inf.inf.HasSynced)
+				// Before the snapshot reads the claims: a Resync from now on is either
+				// covered by that read or waits on its own.
+				inf.resyncing.Delete(target)
+				if !synced {
 					return
 				}
 				// The rules may have changed during a long wait: the snapshot, and what it
