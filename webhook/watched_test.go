@@ -160,6 +160,9 @@ func TestAnUpdateThatStoresNothingNewIsAllowedWhateverTheTarget(t *testing.T) {
 			Resource: metav1.GroupVersionResource{Version: "v1", Resource: "configmaps"},
 			Object:   k8sruntime.RawExtension{Raw: []byte(obj)}, OldObject: k8sruntime.RawExtension{Raw: []byte(stored)}}}
 	}
+	owned := strings.Replace(stored, `"name":"app",`, `"name":"app","ownerReferences":[{"apiVersion":"v1","kind":"ConfigMap","name":"parent","uid":"6b1c7d3e-0000-4000-8000-000000000003"}],`, 1)
+	owned = strings.Replace(owned, kubectlOwnsK, kubectlOwnsK+
+		`,{"manager":"kubectl-patch","operation":"Update","apiVersion":"v1","time":"2026-12-05T10:01:00Z","fieldsType":"FieldsV1","fieldsV1":{"f:metadata":{"f:ownerReferences":{".":{},"k:{\"uid\":\"6b1c7d3e-0000-4000-8000-000000000003\"}":{}}}}}`, 1)
 	labelled := strings.Replace(stored, `"name":"app",`, `"name":"app","labels":{"x":"y"},`, 1)
 	labelled = strings.Replace(labelled, kubectlOwnsK, kubectlOwnsK+
 		`,{"manager":"kubectl-label","operation":"Update","apiVersion":"v1","time":"2026-12-05T10:01:00Z","fieldsType":"FieldsV1","fieldsV1":{"f:metadata":{"f:labels":{"f:x":{}}}}}`, 1)
@@ -175,6 +178,7 @@ func TestAnUpdateThatStoresNothingNewIsAllowedWhateverTheTarget(t *testing.T) {
 		{"denies a change of field ownership that makes the writer write a field", withUnowned, strings.Replace(withUnowned, `"f:k":{}`, `"f:k":{},"f:d":{}`, 1), false},
 		{"allows a field only the cluster's controllers own, which the writer leaves out", stored, controllerWrites, true},
 		{"allows a change of a field no one owns, which the writer leaves out", withUnowned, strings.Replace(withUnowned, `"default"`, `"other"`, 1), true},
+		{"allows an owner reference someone adds, which the writer leaves out", stored, owned, true},
 		{"allows a controller removing its finalizer from an object being deleted", finalizing, deleting, true},
 		{"denies a change of a value of an object being deleted", finalizing, strings.Replace(finalizing, `"k":"v"`, `"k":"w"`, 1), false},
 		{"denies a label only a cluster controller owns, which moves the object between targets",

@@ -16,8 +16,9 @@ import (
 // in Git.
 const LastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
 
-// serverOwnedMetadata lists the metadata fields the API server sets and owns;
-// writing them to Git would make every stored revision a diff.
+// serverOwnedMetadata lists the metadata fields the API server sets and owns, and the
+// owner references, which bind an object to this cluster's objects by uid: writing them to
+// Git would make every stored revision a diff, or an object another cluster deletes.
 func serverOwnedMetadata() []string {
 	return []string{
 		"uid",
@@ -28,11 +29,15 @@ func serverOwnedMetadata() []string {
 		"selfLink",
 		"deletionTimestamp",
 		"deletionGracePeriodSeconds",
+		// Each names its owner by the owner's uid, which no other cluster (nor the owner
+		// re-created) has: applied there, the garbage collector finds no such owner and
+		// deletes the object, and Flux or Argo CD create it again.
+		"ownerReferences",
 	}
 }
 
 // Object returns a deep copy of obj without server-owned state: status, the
-// server-owned metadata fields, the kubectl last-applied annotation (the
+// server-owned metadata fields and the owner references, the kubectl last-applied annotation (the
 // annotations map is dropped when that leaves it empty) and controller-set
 // fields of known kinds (core/v1 Service spec.clusterIP and spec.clusterIPs,
 // unless people chose them: see chosenClusterIPs).

@@ -24,7 +24,7 @@ func TestObject(t *testing.T) {
 		want map[string]any
 	}{
 		{
-			name: "drops status and server-owned metadata but keeps name, labels and ownerReferences",
+			name: "drops status, server-owned metadata and ownerReferences but keeps name and labels",
 			in: map[string]any{
 				"apiVersion": "apps/v1",
 				"kind":       "Deployment",
@@ -49,10 +49,9 @@ func TestObject(t *testing.T) {
 				"apiVersion": "apps/v1",
 				"kind":       "Deployment",
 				"metadata": map[string]any{
-					"name":            "api",
-					"namespace":       "team-a",
-					"labels":          map[string]any{"app": "api"},
-					"ownerReferences": []any{map[string]any{"name": "owner"}},
+					"name":      "api",
+					"namespace": "team-a",
+					"labels":    map[string]any{"app": "api"},
 				},
 				"spec": map[string]any{"replicas": int64(2)},
 			},
