@@ -105,10 +105,15 @@ func dropMetadata(object map[string]any) {
 // StatefulSet's volumeClaimTemplates; an apps/v1 Deployment's
 // deployment.kubernetes.io/revision annotation (a commit per rollout); and a batch/v1
 // Job's generated selector and the controller-uid labels of the Job and its template, unless it sets
-// manualSelector (applied elsewhere, the API server refuses a selector it did not make).
+// manualSelector (applied elsewhere, the API server refuses a selector it did not make); what
+// the tokens controller fills into a core/v1 Secret of type kubernetes.io/service-account-token
+// (dropTokenFields).
 func dropControllerFields(object map[string]any, kept map[string]bool) {
 	if isKind(object, "apps/v1", "Deployment") {
 		dropAnnotation(object, "deployment.kubernetes.io/revision")
+	}
+	if isKind(object, "v1", "Secret") && object["type"] == "kubernetes.io/service-account-token" {
+		dropTokenFields(object)
 	}
 	spec, ok := object["spec"].(map[string]any)
 	if !ok {
@@ -136,6 +141,26 @@ func dropControllerFields(object map[string]any, kept map[string]bool) {
 				delete(m, "status")
 			}
 		}
+	}
+}
+
+// dropTokenFields removes, in place, what the tokens controller fills into a Secret of type
+// kubernetes.io/service-account-token (captured with --capture-service-account-tokens): the
+// token, the cluster's CA certificate, the namespace and the account's uid. What people
+// write is the type and the account's name; the controller of the cluster it is applied to
+// fills the rest for its own account, and deletes a Secret that names an account uid it
+// does not have.
+func dropTokenFields(object map[string]any) {
+	dropAnnotation(object, "kubernetes.io/service-account.uid")
+	data, ok := object["data"].(map[string]any)
+	if !ok {
+		return
+	}
+	for _, key := range []string{"token", "ca.crt", "namespace"} {
+		delete(data, key)
+	}
+	if len(data) == 0 {
+		delete(object, "data")
 	}
 }
 

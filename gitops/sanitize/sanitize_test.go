@@ -299,6 +299,30 @@ func TestObject(t *testing.T) {
 			},
 		},
 		{
+			name: "drops what the tokens controller fills into a service-account token Secret, which another cluster's deletes",
+			in: map[string]any{
+				"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/service-account-token",
+				"metadata": map[string]any{"name": "ci-token", "annotations": map[string]any{
+					"kubernetes.io/service-account.name": "ci", "kubernetes.io/service-account.uid": "0b1c"}},
+				"data": map[string]any{"token": "ZXlK", "ca.crt": "LS0t", "namespace": "dGVhbS1h"},
+			},
+			want: map[string]any{
+				"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/service-account-token",
+				"metadata": map[string]any{"name": "ci-token", "annotations": map[string]any{"kubernetes.io/service-account.name": "ci"}},
+			},
+		},
+		{
+			name: "keeps the data of a Secret of another type",
+			in: map[string]any{
+				"apiVersion": "v1", "kind": "Secret", "type": "Opaque", "metadata": map[string]any{"name": "db"},
+				"data": map[string]any{"token": "ZXlK", "ca.crt": "LS0t"},
+			},
+			want: map[string]any{
+				"apiVersion": "v1", "kind": "Secret", "type": "Opaque", "metadata": map[string]any{"name": "db"},
+				"data": map[string]any{"token": "ZXlK", "ca.crt": "LS0t"},
+			},
+		},
+		{
 			name: "tolerates an object without metadata",
 			in:   map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "status": "x"},
 			want: map[string]any{"apiVersion": "v1", "kind": "ConfigMap"},
