@@ -107,10 +107,14 @@ func dropMetadata(object map[string]any) {
 // Job's generated selector and the controller-uid labels of the Job and its template, unless it sets
 // manualSelector (applied elsewhere, the API server refuses a selector it did not make); what
 // the tokens controller fills into a core/v1 Secret of type kubernetes.io/service-account-token
-// (dropTokenFields).
+// (dropTokenFields); a core/v1 Node's node.alpha.kubernetes.io/ttl annotation, which the TTL
+// controller moves as the cluster grows and shrinks.
 func dropControllerFields(object map[string]any, kept map[string]bool) {
 	if isKind(object, "apps/v1", "Deployment") {
 		dropAnnotation(object, "deployment.kubernetes.io/revision")
+	}
+	if isKind(object, "v1", "Node") {
+		dropAnnotation(object, "node.alpha.kubernetes.io/ttl")
 	}
 	if isKind(object, "v1", "Secret") && object["type"] == "kubernetes.io/service-account-token" {
 		dropTokenFields(object)

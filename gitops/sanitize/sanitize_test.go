@@ -312,6 +312,18 @@ func TestObject(t *testing.T) {
 			},
 		},
 		{
+			name: "drops the TTL annotation the cluster moves on every Node as it grows",
+			in: map[string]any{
+				"apiVersion": "v1", "kind": "Node",
+				"metadata": map[string]any{"name": "worker-1", "annotations": map[string]any{"node.alpha.kubernetes.io/ttl": "15"}},
+				"spec":     map[string]any{"podCIDR": "10.244.1.0/24"},
+			},
+			want: map[string]any{
+				"apiVersion": "v1", "kind": "Node", "metadata": map[string]any{"name": "worker-1"},
+				"spec": map[string]any{"podCIDR": "10.244.1.0/24"},
+			},
+		},
+		{
 			name: "keeps the data of a Secret of another type",
 			in: map[string]any{
 				"apiVersion": "v1", "kind": "Secret", "type": "Opaque", "metadata": map[string]any{"name": "db"},
