@@ -46,6 +46,9 @@ const (
 	ReasonProviderNotFound = "ProviderNotFound"
 	ReasonProviderNotReady = "ProviderNotReady"
 	ReasonBranchNotAllowed = "BranchNotAllowed"
+	// ReasonPathNotAllowed: a GitTarget's spec.path is one the writer refuses (a .git
+	// segment), stored before the CRD's rules refused it.
+	ReasonPathNotAllowed = "PathNotAllowed"
 	// ReasonFolderOverlap: the GitTarget's folder is, contains or lies inside the folder of
 	// an older GitTarget on the same repository and branch; the older one writes.
 	ReasonFolderOverlap      = "FolderOverlap"

@@ -93,6 +93,26 @@ func TestABranchGitRefusesStallsTheGitTarget(t *testing.T) {
 	assert.Contains(t, stalled.Message, `branch "env//prod" is not a valid Git branch name`)
 }
 
+func TestAPathWithAGitSegmentStallsTheGitTarget(t *testing.T) {
+	provider := &v1alpha1.GitProvider{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "git", Generation: 1},
+		Spec: v1alpha1.GitProviderSpec{URL: "file:///nonexistent/repo.git"}}
+	// Stored before the CRD's path rules: the fake client, as for the URL above.
+	target := &v1alpha1.GitTarget{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "live", Generation: 1},
+		Spec: v1alpha1.GitTargetSpec{ProviderRef: v1alpha1.LocalObjectReference{Name: "git"}, Branch: "main", Path: "live/.Git/hooks"}}
+	c := storedBeforeTheURLRule(t, provider, target)
+	writer := batch.NewManager(batch.Options{WorkDir: t.TempDir(), Log: logr.Discard()})
+	r := &controller.GitTargetReconciler{Client: c, Writer: writer}
+
+	_, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(target)})
+	require.NoError(t, err, "a configuration error is not retried")
+	var got v1alpha1.GitTarget
+	require.NoError(t, c.Get(context.Background(), client.ObjectKeyFromObject(target), &got))
+	stalled := requireStalled(t, got.Status.Conditions, v1alpha1.ReasonPathNotAllowed)
+	assert.Contains(t, stalled.Message, `"live/.Git/hooks" enters the .git directory`)
+	assert.Empty(t, writer.Locate(client.ObjectKeyFromObject(target), v1alpha1.GroupVersion.WithResource("x"), "X", "team-a", "x").Path,
+		"not written for")
+}
+
 // requireStalled returns the Stalled condition of conds, which must have reason.
 func requireStalled(t *testing.T, conds []metav1.Condition, reason string) *metav1.Condition {
 	t.Helper()

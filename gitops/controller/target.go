@@ -26,6 +26,7 @@ import (
 	"github.com/gitops-reverser/gitops-reverser/api/status"
 	"github.com/gitops-reverser/gitops-reverser/api/v1alpha1"
 	"github.com/gitops-reverser/gitops-reverser/gitops/batch"
+	"github.com/gitops-reverser/gitops-reverser/gitops/plan"
 	"github.com/gitops-reverser/gitops-reverser/gitops/repo"
 )
 
@@ -106,6 +107,10 @@ func (r *GitTargetReconciler) reconcile(ctx context.Context, t *v1alpha1.GitTarg
 	if err := repo.ValidBranch(t.Spec.Branch); err != nil { // stored before the CRD's rules said so
 		return r.suspend(t, v1alpha1.ReasonBranchNotAllowed, fmt.Sprintf("branch %q is not a valid Git branch name: "+
 			"create a GitTarget on a valid branch (spec.branch is immutable)", t.Spec.Branch))
+	}
+	if err := plan.CheckFolder(t.Spec.Path); err != nil { // stored before the CRD's rules said so
+		return r.suspend(t, v1alpha1.ReasonPathNotAllowed, fmt.Sprintf("spec.path: %v: create a GitTarget for "+
+			"another folder (spec.path is immutable)", err))
 	}
 	if !BranchAllowed(&p, t.Spec.Branch) {
 		return r.suspend(t, v1alpha1.ReasonBranchNotAllowed,

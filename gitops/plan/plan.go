@@ -80,6 +80,14 @@ func Within(folder, p string) bool {
 	return strings.HasPrefix(p, root+"/")
 }
 
+// CheckFolder returns the error CanonicalPath gives for every object of folder (wrapping
+// ErrUnsafeFolder), nil when objects can be written into it: a GitTarget whose path the
+// CRD's rules did not refuse when it was stored is told so once, not object by object.
+func CheckFolder(folder string) error {
+	_, err := cleanFolder(folder)
+	return err
+}
+
 // cleanFolder normalises a folder to a clean relative path ("." for the
 // repository root) and refuses absolute or escaping folders.
 func cleanFolder(folder string) (string, error) {
