@@ -75,42 +75,34 @@ func TestAURLTheWriterCannotTakeApartStallsWithoutDialling(t *testing.T) {
 	})
 }
 
-func TestABranchGitRefusesStallsTheGitTarget(t *testing.T) {
-	provider := &v1alpha1.GitProvider{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "git", Generation: 1},
-		Spec: v1alpha1.GitProviderSpec{URL: "file:///nonexistent/repo.git"}}
-	// Stored before the CRD's branch rules: the fake client, as for the URL above.
-	target := &v1alpha1.GitTarget{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "live", Generation: 1},
-		Spec: v1alpha1.GitTargetSpec{ProviderRef: v1alpha1.LocalObjectReference{Name: "git"}, Branch: "env//prod", Path: "live"}}
-	c := storedBeforeTheURLRule(t, provider, target)
-	writer := batch.NewManager(batch.Options{WorkDir: t.TempDir(), Log: logr.Discard()})
-	r := &controller.GitTargetReconciler{Client: c, Writer: writer}
+// Stored before the CRD's rules refused them: the fake client, as for the URL above.
+func TestASpecStoredBeforeTheRulesStallsTheGitTarget(t *testing.T) {
+	cases := []struct {
+		name, branch, path, reason, message string
+	}{
+		{"stalls a branch Git refuses", "env//prod", "live", v1alpha1.ReasonBranchNotAllowed, `branch "env//prod" is not a valid Git branch name`},
+		{"stalls a path with a .git segment", "main", "live/.Git/hooks", v1alpha1.ReasonPathNotAllowed, `"live/.Git/hooks" enters the .git directory`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			provider := &v1alpha1.GitProvider{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "git", Generation: 1},
+				Spec: v1alpha1.GitProviderSpec{URL: "file:///nonexistent/repo.git"}}
+			target := &v1alpha1.GitTarget{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "live", Generation: 1},
+				Spec: v1alpha1.GitTargetSpec{ProviderRef: v1alpha1.LocalObjectReference{Name: "git"}, Branch: tc.branch, Path: tc.path}}
+			c := storedBeforeTheURLRule(t, provider, target)
+			writer := batch.NewManager(batch.Options{WorkDir: t.TempDir(), Log: logr.Discard()})
+			r := &controller.GitTargetReconciler{Client: c, Writer: writer}
 
-	_, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(target)})
-	require.NoError(t, err, "a configuration error is not retried")
-	var got v1alpha1.GitTarget
-	require.NoError(t, c.Get(context.Background(), client.ObjectKeyFromObject(target), &got))
-	stalled := requireStalled(t, got.Status.Conditions, v1alpha1.ReasonBranchNotAllowed)
-	assert.Contains(t, stalled.Message, `branch "env//prod" is not a valid Git branch name`)
-}
-
-func TestAPathWithAGitSegmentStallsTheGitTarget(t *testing.T) {
-	provider := &v1alpha1.GitProvider{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "git", Generation: 1},
-		Spec: v1alpha1.GitProviderSpec{URL: "file:///nonexistent/repo.git"}}
-	// Stored before the CRD's path rules: the fake client, as for the URL above.
-	target := &v1alpha1.GitTarget{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "live", Generation: 1},
-		Spec: v1alpha1.GitTargetSpec{ProviderRef: v1alpha1.LocalObjectReference{Name: "git"}, Branch: "main", Path: "live/.Git/hooks"}}
-	c := storedBeforeTheURLRule(t, provider, target)
-	writer := batch.NewManager(batch.Options{WorkDir: t.TempDir(), Log: logr.Discard()})
-	r := &controller.GitTargetReconciler{Client: c, Writer: writer}
-
-	_, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(target)})
-	require.NoError(t, err, "a configuration error is not retried")
-	var got v1alpha1.GitTarget
-	require.NoError(t, c.Get(context.Background(), client.ObjectKeyFromObject(target), &got))
-	stalled := requireStalled(t, got.Status.Conditions, v1alpha1.ReasonPathNotAllowed)
-	assert.Contains(t, stalled.Message, `"live/.Git/hooks" enters the .git directory`)
-	assert.Empty(t, writer.Locate(client.ObjectKeyFromObject(target), v1alpha1.GroupVersion.WithResource("x"), "X", "team-a", "x").Path,
-		"not written for")
+			_, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(target)})
+			require.NoError(t, err, "a configuration error is not retried")
+			var got v1alpha1.GitTarget
+			require.NoError(t, c.Get(context.Background(), client.ObjectKeyFromObject(target), &got))
+			stalled := requireStalled(t, got.Status.Conditions, tc.reason)
+			assert.Contains(t, stalled.Message, tc.message)
+			assert.Empty(t, writer.Locate(client.ObjectKeyFromObject(target), v1alpha1.GroupVersion.WithResource("x"), "X", "team-a", "x").Path,
+				"not written for")
+		})
+	}
 }
 
 // requireStalled returns the Stalled condition of conds, which must have reason.
