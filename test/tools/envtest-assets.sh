@@ -82,10 +82,37 @@ GO
   log "etcd ready"
 }
 
+# lock serialises concurrent callers (make test and make demo at once) on one lock per asset
+# dir: a directory (mkdir is atomic everywhere, flock(1) is not on macOS) holding its
+# holder's pid, so a lock left by a killed build is taken over rather than waited on.
+lock() {
+  local dir="$ASSETS/.lock.d" holder told=""
+  until mkdir "$dir" 2>/dev/null; do
+    holder=$(cat "$dir/pid" 2>/dev/null || true)
+    if [ -n "$holder" ] && ! kill -0 "$holder" 2>/dev/null; then
+      # Still that holder's (not released meanwhile, and taken by another caller)?
+      if [ "$(cat "$dir/pid" 2>/dev/null || true)" = "$holder" ]; then
+        log "taking over the lock of a build that is gone (pid $holder)"
+        rm -rf "$dir"
+      fi
+      continue
+    fi
+    if [ -z "$holder" ] && [ -n "$(find "$dir" -maxdepth 0 -mmin +1 2>/dev/null)" ]; then
+      rm -rf "$dir" # killed between taking the lock and writing its pid
+      continue
+    fi
+    if [ -n "$holder" ] && [ -z "$told" ]; then
+      log "waiting for another build of the envtest assets (pid $holder)"
+      told=1
+    fi
+    sleep 1
+  done
+  echo $$ >"$dir/pid"
+  trap 'rm -rf "$ASSETS/.lock.d"' EXIT
+}
+
 mkdir -p "$ASSETS"
-# Serialise concurrent callers (make test and make demo at once) on one lock per asset dir.
-exec 9>"$ASSETS/.lock"
-flock 9
+lock
 [ -x "$ASSETS/etcd" ] || (build_etcd)
 [ -x "$ASSETS/kube-apiserver" ] || (build_apiserver)
 if [ ! -x "$ASSETS/kubectl" ] && command -v kubectl >/dev/null; then
