@@ -54,6 +54,15 @@ func runDev(args []string) error {
 		logOut = os.Stderr
 	}
 	ctrl.SetLogger(zap.New(zap.WriteTo(logOut)))
+	if o.dir != "" {
+		// The GitProvider's file:// URL needs an absolute path: file://sandbox/remote.git
+		// names a host.
+		abs, err := filepath.Abs(o.dir)
+		if err != nil {
+			return fmt.Errorf("--dir %s: %w", o.dir, err)
+		}
+		o.dir = abs
+	}
 	created := o.dir == ""
 	if created {
 		d, err := os.MkdirTemp("", "gitops-reverser-dev-")
@@ -64,6 +73,7 @@ func runDev(args []string) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	context.AfterFunc(ctx, stop) // a second Ctrl-C during the teardown stops at once
 	err := devSandbox(ctx, o)
 	if created && err == nil && !o.keepRunning {
 		// Its repository, clones and the webhook's CA key are of no use after the demo.
@@ -129,6 +139,9 @@ func devSandbox(ctx context.Context, o devOptions) (err error) {
 	if err := devApply(ctx, c, remote); err != nil {
 		return err
 	}
+	if err := waitWatchedRules(ctx, c); err != nil {
+		return err
+	}
 	if err := devChange(ctx, c, remote); err != nil {
 		return err
 	}
@@ -143,7 +156,7 @@ func devSandbox(ctx context.Context, o devOptions) (err error) {
 		if err != nil {
 			return err
 		}
-		fmt.Printf("\nThe sandbox keeps running. In another shell:\n\n  export KUBECONFIG=%s\n  kubectl -n demo edit configmap app-config\n  kubectl -n demo create secret generic db --from-literal=password=x --dry-run=server\n  git --git-dir %s log --stat\n\nPress Ctrl-C to stop.\n", kc, remote)
+		fmt.Printf("\nThe sandbox keeps running. In another shell:\n\n  export KUBECONFIG=%s\n  kubectl -n demo edit configmap app-config\n  kubectl -n demo create secret generic api-key --from-literal=token=x --dry-run=server   # allowed: lands encrypted\n  git --git-dir %s log --stat\n\nPress Ctrl-C to stop.\n", kc, remote)
 		<-ctx.Done()
 	}
 	return nil
@@ -246,6 +259,9 @@ func waitForCommit(ctx context.Context, remote string, after plumbing.Hash) (plu
 			return ref.Hash(), nil
 		}
 		time.Sleep(200 * time.Millisecond)
+	}
+	if ctx.Err() != nil {
+		return plumbing.ZeroHash, ctx.Err() // stopped, or the operator did (its error says why)
 	}
 	return plumbing.ZeroHash, fmt.Errorf("no new commit on main in %s within 60s", remote)
 }

@@ -96,5 +96,8 @@ func waitForFile(ctx context.Context, remote, file string) (string, error) {
 			return f.Contents()
 		}
 	}
+	if ctx.Err() != nil {
+		return "", ctx.Err() // stopped, or the operator did (its error says why)
+	}
 	return "", fmt.Errorf("%s did not appear on main in %s within 60s", file, remote)
 }

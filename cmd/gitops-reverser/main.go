@@ -63,6 +63,13 @@ func main() {
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(fs)
 	flag.Parse()
+	if flag.NArg() > 0 {
+		// The flag package stops at the first argument that is not a flag: every flag
+		// after it would be ignored without a word.
+		fmt.Fprintf(os.Stderr, "unexpected argument %q: flags after it would be ignored "+
+			"(a boolean flag takes its value as --flag=false, not --flag false)\n", flag.Arg(0))
+		os.Exit(2)
+	}
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 
 	cfg, err := ctrl.GetConfig()

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
+	"net"
 	"os"
 	"strings"
 	"time"
@@ -138,8 +140,36 @@ func (o *Options) check() error {
 	if _, err := o.failurePolicy(); err != nil {
 		return err
 	}
-	_, err := o.webhookTimeout()
-	return err
+	if _, err := o.webhookTimeout(); err != nil {
+		return err
+	}
+	return o.checkPlaces()
+}
+
+// checkPlaces refuses the addresses, namespace and directory the operator could not run
+// with, naming the flag: each would otherwise fail later, or never, without a word.
+func (o *Options) checkPlaces() error {
+	switch {
+	case o.WebhookPort < 0 || o.WebhookPort > 65535:
+		// controller-runtime takes a negative port for "no server" and reports ready:
+		// the webhooks would be registered and fail closed.
+		return fmt.Errorf("--webhook-port must be 0 (webhooks off) or a port from 1 to 65535, not %d", o.WebhookPort)
+	case o.Namespace == "" && o.WebhookPort != 0:
+		return errors.New("--namespace (or $POD_NAMESPACE) is empty: the webhooks' certificate and Service live " +
+			"in the operator's namespace; set it, or turn the webhooks off with --webhook-port=0")
+	case o.Namespace == "" && o.LeaderElectionNS == "" && o.LeaderElect:
+		return errors.New("--namespace (or $POD_NAMESPACE) is empty: --leader-elect needs a namespace for its " +
+			"Lease; set it, or --leader-election-namespace")
+	case o.WorkDir == "":
+		return errors.New("--work-dir is empty: the clones and the journal of pending deletions need a directory")
+	}
+	if o.AdvertiseAddress != "" {
+		if _, port, err := net.SplitHostPort(o.AdvertiseAddress); err != nil || port == "" {
+			return fmt.Errorf("--advertise-address must be host:port (where the other replicas reach this "+
+				"one's webhook server), not %q", o.AdvertiseAddress)
+		}
+	}
+	return nil
 }
 
 // gitTimeout is --git-timeout, with its default for a value that is not positive (no

@@ -65,7 +65,7 @@ func TestAnIntervalOrBoundThatIsNotPositiveIsTheDefault(t *testing.T) {
 }
 
 func TestAWebhookFlagItCouldNotRunWithStopsTheOperatorAlsoWithTheWebhooksOff(t *testing.T) {
-	ok := Options{WebhookFailure: "Ignore", WebhookTimeout: 3, WebhookPort: 0}
+	ok := Options{WebhookFailure: "Ignore", WebhookTimeout: 3, WebhookPort: 0, WorkDir: "/var/cache/clones"}
 	require.NoError(t, ok.check())
 	policy := ok
 	policy.WebhookFailure = "ignore"
@@ -73,4 +73,40 @@ func TestAWebhookFlagItCouldNotRunWithStopsTheOperatorAlsoWithTheWebhooksOff(t *
 	timeout := ok
 	timeout.WebhookTimeout = 0
 	assert.ErrorContains(t, timeout.check(), "--webhook-timeout-seconds must be between 1 and 30")
+}
+
+func TestAPlaceTheOperatorCouldNotRunWithIsRefusedAtStartNamingItsFlag(t *testing.T) {
+	ok := Options{WebhookFailure: "Ignore", WebhookTimeout: 3, WebhookPort: 9443, Namespace: "ops", WorkDir: "/var/cache/clones"}
+	require.NoError(t, ok.check())
+	cases := []struct {
+		name   string
+		change func(*Options)
+		want   string
+	}{
+		{"refuses a negative webhook port, which controller-runtime takes for no server at all",
+			func(o *Options) { o.WebhookPort = -1 }, "--webhook-port must be 0 (webhooks off) or a port from 1 to 65535, not -1"},
+		{"refuses a webhook port above 65535", func(o *Options) { o.WebhookPort = 70000 }, "--webhook-port"},
+		{"refuses webhooks without the operator's namespace", func(o *Options) { o.Namespace = "" }, "--namespace (or $POD_NAMESPACE) is empty"},
+		{"refuses leader election without a namespace for its Lease",
+			func(o *Options) { o.Namespace, o.WebhookPort, o.LeaderElect = "", 0, true }, "--leader-elect needs a namespace"},
+		{"refuses an empty work directory", func(o *Options) { o.WorkDir = "" }, "--work-dir is empty"},
+		{"refuses an advertise address without a port", func(o *Options) { o.AdvertiseAddress = "10.0.0.5" }, `--advertise-address must be host:port`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			o := ok
+			tc.change(&o)
+			assert.ErrorContains(t, o.check(), tc.want)
+		})
+	}
+	t.Run("takes a Lease in --leader-election-namespace without --namespace", func(t *testing.T) {
+		o := ok
+		o.Namespace, o.WebhookPort, o.LeaderElect, o.LeaderElectionNS = "", 0, true, "ops"
+		assert.NoError(t, o.check())
+	})
+	t.Run("takes an advertise address with a port", func(t *testing.T) {
+		o := ok
+		o.AdvertiseAddress = "[fd00::5]:9443"
+		assert.NoError(t, o.check())
+	})
 }

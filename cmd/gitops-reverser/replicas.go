@@ -34,7 +34,7 @@ func (o *Options) advertiseAddress() string {
 // leaseLock is controller-runtime's Lease lock with an identity that carries the advertise
 // address, so a non-leader finds where to forward attribution records in the Lease itself.
 func leaseLock(cfg *rest.Config, namespace, identity string) (resourcelock.Interface, error) {
-	cs, err := kubernetes.NewForConfig(rest.AddUserAgent(cfg, "leader-election"))
+	cs, err := kubernetes.NewForConfig(rest.AddUserAgent(rest.CopyConfig(cfg), "leader-election"))
 	if err != nil {
 		return nil, err
 	}
