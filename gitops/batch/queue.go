@@ -441,7 +441,14 @@ func (q *queue) restore(win *authorWindow, now time.Time) {
 		} else {
 			q.dirtySince(k, cur.First)
 		}
-		cur.Last = now
+		// Its silence counts from its last change, not from the failure: the worker's
+		// backoff (retryAt), not another quiet period, says when it is tried again.
+		if cur.Last.Before(win.Last) {
+			cur.Last = win.Last
+		}
+		if cur.Last.IsZero() {
+			cur.Last = now
+		}
 	}
 	if requests := live(win.requests); len(requests) > 0 {
 		cur := q.window(win.author)
@@ -588,17 +595,22 @@ func (q *queue) holdBack(win *authorWindow, now time.Time) {
 }
 
 // expired removes and returns the waiting requests whose deadline passed; wait is how long
-// until the next deadline (0 when none waits).
+// until the next deadline (0 when none waits). One that has not searched its branch for an
+// earlier leader's commit yet (lookBack) ends at its lookBackUntil if that is later.
 func (q *queue) expired(now time.Time) (out []*CommitRequest, wait time.Duration) {
 	for author, rs := range q.waiting {
 		kept := rs[:0]
 		for _, r := range rs {
-			if !now.Before(r.Deadline) {
+			end := r.Deadline
+			if r.lookBack && r.lookBackUntil.After(end) {
+				end = r.lookBackUntil
+			}
+			if !now.Before(end) {
 				out = append(out, r)
 				continue
 			}
 			kept = append(kept, r)
-			if in := r.Deadline.Sub(now); wait == 0 || in < wait {
+			if in := end.Sub(now); wait == 0 || in < wait {
 				wait = in
 			}
 		}
@@ -754,6 +766,11 @@ type CommitRequest struct {
 	// once the branch was searched for a commit an earlier leader made with its message (its
 	// status not written before it died): answered so, the message is not committed twice.
 	lookBack bool
+	// lookBackUntil is how long a request with lookBack still set outlives its Deadline:
+	// while its target has not read its branch (a fetch failing after a leader change), a
+	// timeout would end it though the earlier leader may have pushed its message. Two Git
+	// timeouts after this replica started leading, as Manager.recovering waits.
+	lookBackUntil time.Time
 	// beforeStart is set on a request created before this replica started leading, for good:
 	// a change of its requester made before then is committed by the initial snapshot,
 	// under the committer, so its time out says so rather than that no change came.

@@ -283,6 +283,21 @@ func TestQueueWindowsPerAuthor(t *testing.T) {
 		out, _ = q.expired(t0.Add(time.Minute))
 		assert.Len(t, out, 1)
 	})
+	t.Run("a request that has not looked for an earlier leader's commit yet outlives its deadline until it may", func(t *testing.T) {
+		q := newQueue()
+		r := &CommitRequest{Author: "alice", Deadline: t0.Add(time.Minute), lookBack: true, lookBackUntil: t0.Add(3 * time.Minute)}
+		q.request(r)
+		out, wait := q.expired(t0.Add(time.Minute))
+		assert.Empty(t, out, "its target has not read its branch: the earlier leader may have pushed the message")
+		assert.Equal(t, 2*time.Minute, wait)
+		out, _ = q.expired(t0.Add(3 * time.Minute))
+		assert.Equal(t, []*CommitRequest{r}, out)
+
+		looked := &CommitRequest{Author: "bob", Deadline: t0.Add(time.Minute), lookBackUntil: t0.Add(3 * time.Minute)}
+		q.request(looked)
+		out, _ = q.expired(t0.Add(time.Minute))
+		assert.Equal(t, []*CommitRequest{looked}, out, "one that has looked ends at its deadline")
+	})
 	t.Run("a failed window comes back with its request, but not with objects changed since", func(t *testing.T) {
 		q := newQueue()
 		q.add(qkey("a"), anUpdate, "alice", t0)
@@ -309,6 +324,28 @@ func TestQueueWindowsPerAuthor(t *testing.T) {
 		assert.Equal(t, t0, q.windows["alice"].First)
 		again, _ := q.due(WindowConfig{Quiet: time.Hour, MaxDelay: 30 * time.Second}, t0.Add(10*time.Minute))
 		assert.Len(t, again, 1, "due at once: older than maxDelay")
+	})
+	t.Run("a window put back after a failure is due at once, not a quiet period after the failure", func(t *testing.T) {
+		q := newQueue()
+		slow := WindowConfig{Quiet: 10 * time.Minute}
+		q.add(qkey("a"), anUpdate, "alice", t0)
+		wins, _ := q.due(slow, t0.Add(10*time.Minute))
+		require.Len(t, wins, 1)
+		q.retry(wins[0], t0.Add(11*time.Minute))
+		again, _ := q.due(slow, t0.Add(11*time.Minute))
+		assert.Len(t, again, 1, "the worker's backoff holds it back, not its quiet period")
+	})
+	t.Run("a window put back into one its author opened meanwhile waits for that one's silence", func(t *testing.T) {
+		q := newQueue()
+		slow := WindowConfig{Quiet: 10 * time.Minute}
+		q.add(qkey("a"), anUpdate, "alice", t0)
+		wins, _ := q.due(slow, t0.Add(10*time.Minute))
+		require.Len(t, wins, 1)
+		q.add(qkey("b"), anUpdate, "alice", t0.Add(10*time.Minute+time.Second))
+		q.retry(wins[0], t0.Add(11*time.Minute))
+		again, wait := q.due(slow, t0.Add(11*time.Minute))
+		assert.Empty(t, again)
+		assert.Equal(t, 9*time.Minute+time.Second, wait)
 	})
 	t.Run("a window put back after its push failed keeps its first build, also merged into a newer window of its author", func(t *testing.T) {
 		q := newQueue()

@@ -53,6 +53,9 @@ func (m *Manager) Request(r CommitRequest) (RequestOutcome, error) {
 	st = &requestState{req: r, handedTo: w}
 	st.req.lookBack = !r.Created.IsZero() && r.Created.Before(m.started)
 	st.req.beforeStart = st.req.lookBack
+	if st.req.lookBack {
+		st.req.lookBackUntil = m.started.Add(2 * m.opts.gitTimeout())
+	}
 	m.requests[r.Key] = st
 	m.mu.Unlock()
 	gone()
