@@ -923,13 +923,24 @@ func openUnlocked(ctx context.Context, dir string, spec TargetSpec) (r *repo.Rep
 
 // park keeps changes of suspended or moving targets, the last per object; older ones (a
 // queue's content, taken while newer changes were already parked) never replace what is
-// kept. A target no longer suspended (registered again, or removed) takes none.
+// kept. A target registered again meanwhile (on another branch's worker: a stop waits for
+// the old worker's lock, which a push may hold, and the target's registration elsewhere
+// does not) gets them from its worker, as older changes; a removed one takes none.
 func (m *Manager) park(older bool, changes ...Change) {
+	byWorker := map[*worker][]Change{}
+	defer func() {
+		for w, cs := range byWorker {
+			w.enqueue(cs, older)
+		}
+	}()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, c := range changes {
 		p := m.parked[c.Target]
 		if p == nil {
+			if w := m.workers[m.targets[c.Target]]; w != nil {
+				byWorker[w] = append(byWorker[w], c)
+			}
 			continue
 		}
 		if kept, ok := p[c.Key]; ok && older {

@@ -994,6 +994,9 @@ func (w *worker) flushDue(ctx context.Context) time.Duration {
 	w.mu.Unlock()
 	sort.Slice(keys, func(i, j int) bool { return keys[i].String() < keys[j].String() })
 	for _, k := range keys {
+		if ctx.Err() != nil {
+			break // stopping: the drain commits what is due, on a context of its own
+		}
 		wait, _ := w.flushIfDue(ctx, k, 0) // a failure is logged there, with its backoff
 		if wait > 0 && wait < next {
 			next = wait
@@ -1073,6 +1076,16 @@ func (w *worker) flushIfDue(ctx context.Context, key types.NamespacedName, ahead
 			declined, err, changed = err, nil, true
 			declines++
 			continue
+		}
+		if err != nil && ctx.Err() != nil {
+			// Cut short because the operator stops (or a drain ran out of time): no
+			// failure of the target's, and the drain, or the next process, tries again.
+			w.qmu.Lock()
+			for _, rest := range wins[i:] {
+				t.q.retry(rest, time.Now())
+			}
+			w.qmu.Unlock()
+			break
 		}
 		if err != nil {
 			w.repairIfDamaged(ctx, err) // the window is retried after the backoff, on the new clone
