@@ -2,6 +2,7 @@ package batch_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -173,6 +174,16 @@ func TestACommitRequestWhosePushLandedDespiteAnError(t *testing.T) {
 		assert.Contains(t, log[0], "a person's commit")
 		assert.Equal(t, batch.ReasonCommitted, out.Reason, out.Message)
 		assert.Equal(t, log[1], out.SHA+" release 1.2", "the commit that carried the message, under the person's")
+	})
+	t.Run("reports that commit when people pushed two commits on top of it before the retry", func(t *testing.T) {
+		remote, _, _, out := lostAnswerRelease(t, func(remote *repotest.Remote, _ *batch.Manager, _ *cluster) {
+			remote.Seed("main", map[string]string{"notes/today.md": "released\n"}, "a person's commit")
+			remote.Seed("main", map[string]string{"notes/tomorrow.md": "planned\n"}, "another person's commit")
+		})
+		log := remote.Log("main")
+		require.Len(t, log, 4, "the seed, alice's commit, the people's")
+		assert.Equal(t, batch.ReasonCommitted, out.Reason, out.Message)
+		assert.Equal(t, log[2], out.SHA+" release 1.2", "the commit that carried the message, under the people's")
 	})
 	t.Run("reports that commit when the check after the lost answer finds someone's commit on top of it", func(t *testing.T) {
 		remote, _, _, out := lostAnswer(t, func(remote *repotest.Remote, _ *batch.Manager, _ *cluster) {
@@ -605,31 +616,45 @@ func TestARequestThatTimesOutAfterARestartSaysSo(t *testing.T) {
 // A kill right after a push leaves the CommitRequest's status unwritten; the next process
 // is handed it again. Another writer on the same remote stands for that process.
 func TestARequestAnEarlierProcessCommittedIsAnsweredFromTheBranch(t *testing.T) {
-	remote := repotest.NewHTTPRemote(t)
-	first, c := liveWriter(t, remote)
-	created := time.Now().Add(-time.Second)
-	req := alicesRelease(t, first, c)
-	out := outcomeOf(t, first, req, "her commit")
-	require.Equal(t, batch.ReasonCommitted, out.Reason, out.Message)
+	for _, tc := range []struct {
+		name     string
+		onTop    int // commits people push on hers before the next process starts
+		wantLogs int
+	}{
+		{"answers it when its commit is the branch's tip", 0, 2},
+		{"answers it when people pushed on its commit before the next process fetched", 2, 4},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			remote := repotest.NewHTTPRemote(t)
+			first, c := liveWriter(t, remote)
+			created := time.Now().Add(-time.Second)
+			req := alicesRelease(t, first, c)
+			out := outcomeOf(t, first, req, "her commit")
+			require.Equal(t, batch.ReasonCommitted, out.Reason, out.Message)
+			for i := range tc.onTop {
+				remote.Seed("main", map[string]string{fmt.Sprintf("notes/%d.md", i): "note\n"}, "a person's commit")
+			}
 
-	second, _ := startWriter(t) // the next process, which never saw the request
-	_, err := second.EnsureTarget(context.Background(), targetSpec(t, "live", remote.URL, nil))
-	require.NoError(t, err)
-	req.Created = created
-	other := batch.CommitRequest{Key: types.NamespacedName{Namespace: "ops", Name: "other"}, Target: targetKey, Author: "alice",
-		Message: "a message no commit has", Deadline: time.Now().Add(time.Minute), Created: created}
-	_, err = second.Request(other)
-	require.NoError(t, err)
-	_, err = second.Request(req)
-	require.NoError(t, err)
+			second, _ := startWriter(t) // the next process, which never saw the request
+			_, err := second.EnsureTarget(context.Background(), targetSpec(t, "live", remote.URL, nil))
+			require.NoError(t, err)
+			req.Created = created
+			other := batch.CommitRequest{Key: types.NamespacedName{Namespace: "ops", Name: "other"}, Target: targetKey, Author: "alice",
+				Message: "a message no commit has", Deadline: time.Now().Add(time.Minute), Created: created}
+			_, err = second.Request(other)
+			require.NoError(t, err)
+			_, err = second.Request(req)
+			require.NoError(t, err)
 
-	again := outcomeOf(t, second, req, "without a change of hers")
-	assert.Equal(t, batch.ReasonCommitted, again.Reason, again.Message)
-	assert.Equal(t, out.SHA, again.SHA)
-	waiting, err := second.Request(other)
-	require.NoError(t, err)
-	assert.False(t, waiting.Done, "a message the branch does not have waits for her next change, as before")
-	assert.Len(t, remote.Log("main"), 2, "the seed and her one commit")
+			again := outcomeOf(t, second, req, "without a change of hers")
+			assert.Equal(t, batch.ReasonCommitted, again.Reason, again.Message)
+			assert.Equal(t, out.SHA, again.SHA)
+			waiting, err := second.Request(other)
+			require.NoError(t, err)
+			assert.False(t, waiting.Done, "a message the branch does not have waits for her next change, as before")
+			assert.Len(t, remote.Log("main"), tc.wantLogs, "the seed, her one commit and the people's")
+		})
+	}
 }
 
 func TestARequestMadeBeforeTheWriterStartedWaitsForItsTargetToRegister(t *testing.T) {

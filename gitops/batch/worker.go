@@ -1017,7 +1017,7 @@ func (w *worker) flushIfDue(ctx context.Context, key types.NamespacedName, ahead
 		return 0, nil
 	}
 	if t.st.Known {
-		w.lookBack(t) // before a timeout or a window could use the message again
+		w.lookBack(ctx, t) // before a timeout or a window could use the message again
 	}
 	w.qmu.Lock()
 	timedOut, wait := t.q.expired(now)
@@ -1153,7 +1153,7 @@ func timedOutMessage(r *CommitRequest) string {
 // other request of the target reporting that commit as its own (Claimed); they
 // leave the queue, so the message is not committed a second time. The others wait as
 // before. Callers hold w.mu.
-func (w *worker) lookBack(t *target) {
+func (w *worker) lookBack(ctx context.Context, t *target) {
 	w.qmu.Lock()
 	requests := t.q.lookingBack()
 	w.qmu.Unlock()
@@ -1164,11 +1164,17 @@ func (w *worker) lookBack(t *target) {
 		if r.Claimed != nil {
 			claimed = r.Claimed()
 		}
-		sha, ok := w.repo.FindCommit(w.remoteTip, landedSearch, func(c *object.Commit) bool {
+		carries := func(c *object.Commit) bool {
 			return c.Author.Name == author.Name && c.Author.Email == author.Email && !slices.Contains(claimed, c.Hash.String()) &&
 				!c.Committer.When.Before(r.Created.Add(-clockSkew)) &&
 				strings.Contains("\n\n"+strings.TrimSpace(c.Message)+"\n\n", paragraph)
-		})
+		}
+		// Others may have pushed on top of it since: the clone holds only the tip.
+		if err := w.repo.DeepenToFind(ctx, t.spec.Branch, w.remoteTip, landedSearch, carries); err != nil {
+			w.log.Info("could not fetch the branch's history to look for an earlier leader's commit",
+				"gitTarget", t.spec.Key.String(), "reason", err.Error())
+		}
+		sha, ok := w.repo.FindCommit(w.remoteTip, landedSearch, carries)
 		if !ok {
 			continue
 		}
@@ -1250,6 +1256,7 @@ func (w *worker) flush(ctx context.Context, t *target, win *authorWindow) (bool,
 		w.qmu.Lock()
 		win.requests = live(win.requests) // a request deleted meanwhile lends no message
 		w.qmu.Unlock()
+		w.seeAttempts(ctx, t, win)
 		start := time.Now()
 		p, dirty, err := w.planOwn(ctx, t, win)
 		if err != nil {
@@ -1584,6 +1591,21 @@ func lastKept(shas []plumbing.Hash) []plumbing.Hash {
 		return slices.Delete(shas, 0, extra)
 	}
 	return shas
+}
+
+// seeAttempts brings into the clone's history the commits of win whose pushes reported an
+// error (its own and its requests'), when they may have landed under commits others
+// pushed since: Landed then finds them. A failure leaves the look as it was (those
+// requests are then told their pushes' commits), and is logged. Callers hold w.mu.
+func (w *worker) seeAttempts(ctx context.Context, t *target, win *authorWindow) {
+	candidates := slices.Clone(win.tried)
+	for _, r := range win.requests {
+		candidates = append(candidates, r.attempted...)
+	}
+	if err := w.repo.DeepenToLanded(ctx, t.spec.Branch, w.remoteTip, candidates, landedSearch); err != nil {
+		w.log.Info("could not fetch the branch's history to look for commits whose pushes reported errors",
+			"gitTarget", t.spec.Key.String(), "reason", err.Error())
+	}
 }
 
 // foundDelivered records the delivery of a window with nothing left to commit when an

@@ -350,8 +350,15 @@ func (r *Repo) FindCommit(tip plumbing.Hash, limit int, match func(*object.Commi
 // true for one: a hash with its commit, or with nil beyond the shallow clone's history
 // (whose parents are then not known).
 func (r *Repo) walk(tip plumbing.Hash, limit int, found func(plumbing.Hash, *object.Commit) bool) (plumbing.Hash, bool) {
+	h, ok, _ := r.walkToEdge(tip, limit, found)
+	return h, ok
+}
+
+// walkToEdge is walk that also reports whether, finding nothing, it met a commit the
+// shallow clone does not hold before limit (edge): more history might have had one.
+func (r *Repo) walkToEdge(tip plumbing.Hash, limit int, found func(plumbing.Hash, *object.Commit) bool) (_ plumbing.Hash, _, edge bool) {
 	if tip.IsZero() {
-		return plumbing.ZeroHash, false
+		return plumbing.ZeroHash, false, false
 	}
 	seen := map[plumbing.Hash]bool{}
 	queue := []plumbing.Hash{tip}
@@ -365,15 +372,16 @@ func (r *Repo) walk(tip plumbing.Hash, limit int, found func(plumbing.Hash, *obj
 		c, err := object.GetCommit(r.objects(), h)
 		if err != nil {
 			c = nil // beyond the shallow clone's history
+			edge = true
 		}
 		if found(h, c) {
-			return h, true
+			return h, true, false
 		}
 		if c != nil {
 			queue = append(queue, c.ParentHashes...)
 		}
 	}
-	return plumbing.ZeroHash, false
+	return plumbing.ZeroHash, false, edge
 }
 
 // requireAncestor fails with ErrNotFastForward unless anc is an ancestor of tip.
