@@ -255,6 +255,33 @@ func TestANamespaceThatLeavesWhileItsInformerSyncs(t *testing.T) {
 		"the objects are handed over once it has: the snapshot that follows would not see a namespace that left")
 }
 
+// Relabelled again and again while its informer's list keeps failing, a namespace keeps one
+// waiter, which hands the objects over from its labels before the first relabel to those
+// after the last.
+func TestANamespaceRelabelledOftenWhileItsInformerSyncsIsHandedOverOnce(t *testing.T) {
+	cms := Resource{GVR: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, Kind: "ConfigMap", Namespaced: true}
+	claim := Claim{Target: types.NamespacedName{Namespace: "ops", Name: "live"}, Resource: cms,
+		NamespaceSelector: labels.SelectorFromSet(labels.Set{"env": "prod"}), ObjectSelector: labels.Everything(), Create: true, Update: true, Delete: true}
+	sink := &lockedSubmissions{}
+	w := New(Options{Sink: sink, Log: logr.Discard()})
+	inf := listedInformer(t, false, configMap("shop", "app", nil))
+	w.byGVR[cms.GVR] = []Claim{claim}
+	w.informers[cms.GVR] = inf
+
+	for range 10 { // prod, staging, prod, ...: it ends where it began
+		w.NamespaceRelabelled("shop", labels.Set{"env": "prod"}, labels.Set{"env": "staging"})
+		w.NamespaceRelabelled("shop", labels.Set{"env": "staging"}, labels.Set{"env": "prod"})
+	}
+	w.NamespaceRelabelled("shop", labels.Set{"env": "prod"}, labels.Set{"env": "staging"}) // and leaves
+	go inf.inf.Run(inf.ctx.Done())
+	require.Eventually(t, func() bool { return sink.count() > 0 }, 10*time.Second, 10*time.Millisecond)
+	time.Sleep(300 * time.Millisecond) // an absence has no signal: other waiters would have handed theirs over by now
+	sink.mu.Lock()
+	defer sink.mu.Unlock()
+	require.Len(t, sink.got, 1, "one hand-over, from prod to staging")
+	assert.True(t, sink.got[0].Deleted, "the object left the target")
+}
+
 func TestAnObjectThatLeavesOneRuleOfATargetButNotAnother(t *testing.T) {
 	cms := Resource{GVR: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, Kind: "ConfigMap", Namespaced: true}
 	target := types.NamespacedName{Namespace: "ops", Name: "live"}

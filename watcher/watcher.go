@@ -99,6 +99,40 @@ type informer struct {
 	// follows the claims as they are once the list is in), so a list that keeps failing
 	// keeps one waiter per target, not one per rule change or folder made writable.
 	resyncing sync.Map
+	// relabelling holds, per namespace, the labels before the first and after the last of
+	// the relabels waiting for this informer's list (NamespaceRelabelled): handed over as
+	// one, so a namespace relabelled again and again while the list keeps failing keeps one
+	// waiter.
+	relabelling   map[string]*pendingRelabel
+	relabellingMu sync.Mutex
+}
+
+// pendingRelabel is a namespace's relabels waiting for an informer's list, as one change.
+type pendingRelabel struct{ before, after labels.Set }
+
+// awaitRelabel records a relabel of ns that waits for inf's list and reports whether one
+// already waits, which then hands this one over too.
+func (inf *informer) awaitRelabel(ns string, before, after labels.Set) (waits bool) {
+	inf.relabellingMu.Lock()
+	defer inf.relabellingMu.Unlock()
+	if p := inf.relabelling[ns]; p != nil {
+		p.after = after
+		return true
+	}
+	if inf.relabelling == nil {
+		inf.relabelling = map[string]*pendingRelabel{}
+	}
+	inf.relabelling[ns] = &pendingRelabel{before: before, after: after}
+	return false
+}
+
+// takeRelabel returns, and forgets, the relabels of ns that waited for inf's list.
+func (inf *informer) takeRelabel(ns string) (before, after labels.Set) {
+	inf.relabellingMu.Lock()
+	defer inf.relabellingMu.Unlock()
+	p := inf.relabelling[ns]
+	delete(inf.relabelling, ns)
+	return p.before, p.after
 }
 
 // keySet is a set of object keys filled by an event handler and read by another goroutine.
@@ -626,9 +660,15 @@ func (w *Watcher) NamespaceRelabelled(ns string, before, after labels.Set) {
 		if !inf.inf.HasSynced() {
 			// Its list is not complete yet, and the snapshot that follows it would not see a
 			// namespace that left: hand the objects over once it is, by the rules as they are
-			// then.
+			// then; from its labels before the first of the relabels that waited to those
+			// after the last.
+			if inf.awaitRelabel(ns, before, after) {
+				continue
+			}
 			go func() {
-				if !cache.WaitForCacheSync(inf.ctx.Done(), inf.inf.HasSynced) {
+				synced := cache.WaitForCacheSync(inf.ctx.Done(), inf.inf.HasSynced)
+				before, after := inf.takeRelabel(ns) // a relabel from now on hands itself over
+				if !synced {
 					return
 				}
 				w.mu.RLock()
