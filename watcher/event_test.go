@@ -238,7 +238,10 @@ func (s *lockedSubmissions) count() int {
 	return len(s.got)
 }
 
-func TestANamespaceThatLeavesWhileItsInformerSyncs(t *testing.T) {
+// unsyncedProdRule is a watcher with a rule on the ConfigMaps of namespaces labelled
+// env=prod, whose informer has not synced (a list that keeps failing) and lists shop/app.
+func unsyncedProdRule(t *testing.T) (*Watcher, *lockedSubmissions, *informer) {
+	t.Helper()
 	cms := Resource{GVR: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, Kind: "ConfigMap", Namespaced: true}
 	claim := Claim{Target: types.NamespacedName{Namespace: "ops", Name: "live"}, Resource: cms,
 		NamespaceSelector: labels.SelectorFromSet(labels.Set{"env": "prod"}), ObjectSelector: labels.Everything(), Create: true, Update: true, Delete: true}
@@ -247,6 +250,11 @@ func TestANamespaceThatLeavesWhileItsInformerSyncs(t *testing.T) {
 	inf := listedInformer(t, false, configMap("shop", "app", nil))
 	w.byGVR[cms.GVR] = []Claim{claim}
 	w.informers[cms.GVR] = inf
+	return w, sink, inf
+}
+
+func TestANamespaceThatLeavesWhileItsInformerSyncs(t *testing.T) {
+	w, sink, inf := unsyncedProdRule(t)
 
 	w.NamespaceRelabelled("shop", labels.Set{"env": "prod"}, nil)
 	assert.Zero(t, sink.count(), "nothing to list before the informer has synced")
@@ -259,14 +267,7 @@ func TestANamespaceThatLeavesWhileItsInformerSyncs(t *testing.T) {
 // waiter, which hands the objects over from its labels before the first relabel to those
 // after the last.
 func TestANamespaceRelabelledOftenWhileItsInformerSyncsIsHandedOverOnce(t *testing.T) {
-	cms := Resource{GVR: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, Kind: "ConfigMap", Namespaced: true}
-	claim := Claim{Target: types.NamespacedName{Namespace: "ops", Name: "live"}, Resource: cms,
-		NamespaceSelector: labels.SelectorFromSet(labels.Set{"env": "prod"}), ObjectSelector: labels.Everything(), Create: true, Update: true, Delete: true}
-	sink := &lockedSubmissions{}
-	w := New(Options{Sink: sink, Log: logr.Discard()})
-	inf := listedInformer(t, false, configMap("shop", "app", nil))
-	w.byGVR[cms.GVR] = []Claim{claim}
-	w.informers[cms.GVR] = inf
+	w, sink, inf := unsyncedProdRule(t)
 
 	for range 10 { // prod, staging, prod, ...: it ends where it began
 		w.NamespaceRelabelled("shop", labels.Set{"env": "prod"}, labels.Set{"env": "staging"})
