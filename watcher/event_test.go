@@ -511,6 +511,27 @@ func TestADeleteOfAnObjectOnlyARuleWithoutDeleteSelectsKeepsItsDocument(t *testi
 	})
 }
 
+// A rule moves to a CRD's new served version while other rules keep the old version's
+// informer: the new informer is started as one replacing it, from what the old one holds.
+func TestARuleMovingToAnotherVersionComparesWithTheInformerOthersKeep(t *testing.T) {
+	v1 := schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}
+	v2 := schema.GroupVersionResource{Group: "example.com", Version: "v2", Resource: "widgets"}
+	w := New(Options{Log: logr.Discard()})
+	_, found := w.otherVersionLocked(v2)
+	assert.False(t, found, "no other version is watched")
+
+	w.informers[v1] = listedInformer(t, false, configMap("shop", "kept", nil))
+	_, found = w.otherVersionLocked(v2)
+	assert.False(t, found, "an informer that has not listed holds nothing to compare with")
+
+	w.informers[v1] = listedInformer(t, true, configMap("shop", "kept", nil))
+	before, found := w.otherVersionLocked(v2)
+	require.True(t, found)
+	assert.Len(t, before, 1, "what the other version's informer holds")
+	_, found = w.otherVersionLocked(v1)
+	assert.False(t, found, "not the resource's own version")
+}
+
 // A CRD's preferred version changes: the old version's informer stops at once, the new one
 // lists a moment later. An object deleted in between is in neither's events.
 func TestADeleteWhileAResourcesInformerIsReplacedByAnotherVersionsIsHandedOver(t *testing.T) {

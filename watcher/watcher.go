@@ -982,12 +982,29 @@ func (w *Watcher) syncInformersLocked() {
 			continue
 		}
 		before, replacing := replaced[gvr.GroupResource()]
+		if !replacing {
+			before, replacing = w.otherVersionLocked(gvr)
+		}
 		inf := w.startInformer(gvr, replacing)
 		w.informers[gvr] = inf
 		if replacing {
 			go w.deletedWhileReplaced(gvr, inf, before)
 		}
 	}
+}
+
+// otherVersionLocked returns what a synced informer of gvr's resource at another version,
+// which other rules still claim, holds: a rule that moves to gvr (its CRD's served version
+// changed) leaves that informer for its new one, and an object deleted before the new one
+// lists reaches neither for the rule's target (deletedWhileReplaced, as for an informer
+// replaced). Callers hold w.mu.
+func (w *Watcher) otherVersionLocked(gvr schema.GroupVersionResource) ([]interface{}, bool) {
+	for other, inf := range w.informers {
+		if other != gvr && other.GroupResource() == gvr.GroupResource() && inf.inf.HasSynced() {
+			return inf.inf.GetStore().List(), true
+		}
+	}
+	return nil, false
 }
 
 // deletedWhileReplaced hands over, once inf's handler has had its initial list, the
