@@ -102,7 +102,10 @@ func (w *Watched) Handle(ctx context.Context, req admission.Request) admission.R
 		v = Verdict{Allowed: true, Reason: ReasonUnchanged}
 		w.observe(v, dry, start)
 		return admission.Allowed("") // nothing stored, nothing to attribute
-	} else if !v.Allowed && r.Operation == Update && nothingForGit(req, w.KeepDefaultedFields || w.anySensitive(r.Resource, targets)) {
+	} else if !v.Allowed && r.Operation == Update && !w.isNoise(r, old) &&
+		nothingForGit(req, w.KeepDefaultedFields || w.anySensitive(r.Resource, targets)) {
+		// (An object that stops being noise, orphaned by its controller, enters Git as if
+		// created: never nothing, though the owner reference it lost is never written.)
 		v = Verdict{Allowed: true, Reason: ReasonNothingForGit} // stored, and attributed below, as any write
 	}
 	w.observe(v, dry, start)

@@ -163,6 +163,7 @@ func TestAnUpdateThatStoresNothingNewIsAllowedWhateverTheTarget(t *testing.T) {
 	owned := strings.Replace(stored, `"name":"app",`, `"name":"app","ownerReferences":[{"apiVersion":"v1","kind":"ConfigMap","name":"parent","uid":"6b1c7d3e-0000-4000-8000-000000000003"}],`, 1)
 	owned = strings.Replace(owned, kubectlOwnsK, kubectlOwnsK+
 		`,{"manager":"kubectl-patch","operation":"Update","apiVersion":"v1","time":"2026-12-05T10:01:00Z","fieldsType":"FieldsV1","fieldsV1":{"f:metadata":{"f:ownerReferences":{".":{},"k:{\"uid\":\"6b1c7d3e-0000-4000-8000-000000000003\"}":{}}}}}`, 1)
+	controlled := strings.Replace(stored, `"name":"app",`, `"name":"app","ownerReferences":[{"apiVersion":"apps/v1","kind":"Deployment","name":"api","uid":"6b1c7d3e-0000-4000-8000-000000000004","controller":true}],`, 1)
 	labelled := strings.Replace(stored, `"name":"app",`, `"name":"app","labels":{"x":"y"},`, 1)
 	labelled = strings.Replace(labelled, kubectlOwnsK, kubectlOwnsK+
 		`,{"manager":"kubectl-label","operation":"Update","apiVersion":"v1","time":"2026-12-05T10:01:00Z","fieldsType":"FieldsV1","fieldsV1":{"f:metadata":{"f:labels":{"f:x":{}}}}}`, 1)
@@ -179,6 +180,7 @@ func TestAnUpdateThatStoresNothingNewIsAllowedWhateverTheTarget(t *testing.T) {
 		{"allows a field only the cluster's controllers own, which the writer leaves out", stored, controllerWrites, true},
 		{"allows a change of a field no one owns, which the writer leaves out", withUnowned, strings.Replace(withUnowned, `"default"`, `"other"`, 1), true},
 		{"allows an owner reference someone adds, which the writer leaves out", stored, owned, true},
+		{"denies an object its controller orphans, which enters Git as if created", controlled, stored, false},
 		{"allows a controller removing its finalizer from an object being deleted", finalizing, deleting, true},
 		{"denies a change of a value of an object being deleted", finalizing, strings.Replace(finalizing, `"k":"v"`, `"k":"w"`, 1), false},
 		{"denies a label only a cluster controller owns, which moves the object between targets",
