@@ -83,9 +83,16 @@ GO
 }
 
 # lock serialises concurrent callers (make test and make demo at once) on one lock per asset
-# dir: a directory (mkdir is atomic everywhere, flock(1) is not on macOS) holding its
-# holder's pid, so a lock left by a killed build is taken over rather than waited on.
+# dir: flock(1) where there is one (Linux; the lock goes with the process and the builds it
+# started, across containers sharing the cache too), else a directory (mkdir is atomic
+# everywhere; macOS has no flock) holding its holder's pid, so a lock left by a killed build
+# is taken over rather than waited on (a best effort: for one user's concurrent runs).
 lock() {
+  if command -v flock >/dev/null 2>&1; then
+    exec 9>"$ASSETS/.lock"
+    flock 9
+    return
+  fi
   local dir="$ASSETS/.lock.d" holder told=""
   until mkdir "$dir" 2>/dev/null; do
     holder=$(cat "$dir/pid" 2>/dev/null || true)
