@@ -930,7 +930,9 @@ func (m *Manager) park(older bool, changes ...Change) {
 	byWorker := map[*worker][]Change{}
 	defer func() {
 		for w, cs := range byWorker {
-			w.enqueue(cs, older)
+			if unplaced := w.enqueue(cs, older); len(unplaced) > 0 {
+				m.park(older, unplaced...) // it left that worker meanwhile: kept, or handed on, again
+			}
 		}
 	}()
 	m.mu.Lock()

@@ -1157,6 +1157,9 @@ func (w *worker) lookBack(ctx context.Context, t *target) {
 	w.qmu.Lock()
 	requests := t.q.lookingBack()
 	w.qmu.Unlock()
+	if len(requests) > 0 {
+		w.actFor(t.spec) // its fetches use this target's credentials
+	}
 	for _, r := range requests {
 		author := authorSignature(r.Author, t.spec.Committer, w.opts.AuthorEmailDomain, time.Time{})
 		paragraph := "\n\n" + strings.TrimSpace(r.Message) + "\n\n" // requests' messages are joined by blank lines
@@ -1170,11 +1173,17 @@ func (w *worker) lookBack(ctx context.Context, t *target) {
 				strings.Contains("\n\n"+strings.TrimSpace(c.Message)+"\n\n", paragraph)
 		}
 		// Others may have pushed on top of it since: the clone holds only the tip.
-		if err := w.repo.DeepenToFind(ctx, t.spec.Branch, w.remoteTip, landedSearch, carries); err != nil {
-			w.log.Info("could not fetch the branch's history to look for an earlier leader's commit",
-				"gitTarget", t.spec.Key.String(), "reason", err.Error())
-		}
+		unseen := w.deepenToFind(ctx, t, carries)
 		sha, ok := w.repo.FindCommit(w.remoteTip, landedSearch, carries)
+		if !ok && unseen != nil {
+			w.log.Info("could not fetch the branch's history to look for an earlier leader's commit",
+				"gitTarget", t.spec.Key.String(), "reason", unseen.Error())
+			if time.Now().Before(r.lookBackUntil) {
+				w.qmu.Lock()
+				r.lookBack = true // not seen all it should: looked again on the next pass
+				w.qmu.Unlock()
+			}
+		}
 		if !ok {
 			continue
 		}
@@ -1189,6 +1198,16 @@ func (w *worker) lookBack(ctx context.Context, t *target) {
 		w.answers = append(w.answers, answer{r, RequestOutcome{Done: true, SHA: sha.String(), Reason: ReasonCommitted,
 			Message: fmt.Sprintf("committed %s to %s with the requested message", shortSHA(sha.String()), r.Target)}})
 	}
+}
+
+// deepenToFind is repo.DeepenToFind bounded by the Git timeout, and shown as a remote
+// operation in progress (remoteStuck). Callers hold w.mu.
+func (w *worker) deepenToFind(ctx context.Context, t *target, match func(*object.Commit) bool) error {
+	dctx, cancel := context.WithTimeout(ctx, w.opts.gitTimeout())
+	defer cancel()
+	done := w.onRemote()
+	defer done()
+	return w.repo.DeepenToFind(dctx, t.spec.Branch, w.remoteTip, landedSearch, match)
 }
 
 // clockSkew is how far ahead of the operator's clock the API server's may be when lookBack
@@ -1331,7 +1350,9 @@ func (w *worker) flush(ctx context.Context, t *target, win *authorWindow) (bool,
 		if errors.Is(err, repo.ErrRemoteMoved) && attempt < maxPushAttempts {
 			// Usually a lost race; but a push whose answer was lost, found under someone's
 			// commit by the check that followed, lands the same way: the replay answers it.
-			attempted(win, sha)
+			if !errors.Is(err, repo.ErrNotSent) { // one refused before sending never landed
+				attempted(win, sha)
+			}
 			w.opts.Metrics.push(w.key, "conflict")
 			w.log.Info("remote moved; replaying writes on the new tip", "gitTarget", t.spec.Key.String(), "attempt", attempt)
 			if err := w.refresh(ctx, false, t); err != nil {
@@ -1602,7 +1623,15 @@ func (w *worker) seeAttempts(ctx context.Context, t *target, win *authorWindow) 
 	for _, r := range win.requests {
 		candidates = append(candidates, r.attempted...)
 	}
-	if err := w.repo.DeepenToLanded(ctx, t.spec.Branch, w.remoteTip, candidates, landedSearch); err != nil {
+	if len(candidates) == 0 {
+		return
+	}
+	dctx, cancel := context.WithTimeout(ctx, w.opts.gitTimeout())
+	defer cancel()
+	done := w.onRemote()
+	err := w.repo.DeepenToLanded(dctx, t.spec.Branch, w.remoteTip, candidates, landedSearch)
+	done()
+	if err != nil {
 		w.log.Info("could not fetch the branch's history to look for commits whose pushes reported errors",
 			"gitTarget", t.spec.Key.String(), "reason", err.Error())
 	}

@@ -149,6 +149,9 @@ func (r *Repo) compact(branch string) (stats CompactionStats, err error) {
 	if err != nil || tip.IsZero() {
 		return stats, err
 	}
+	if err := r.git.Storer.RemoveReference(deepenRef); err != nil {
+		return stats, fmt.Errorf("remove %s before keeping only the tip: %w", deepenRef, err)
+	}
 	loose, packed, err := r.objectStores()
 	if err != nil {
 		return stats, err

@@ -53,6 +53,8 @@ func (r *Repo) deepen(ctx context.Context, branch string, tip plumbing.Hash, lim
 	if err := r.storeFresh(); err != nil {
 		return err
 	}
+	// Left behind (a failure here, a kill), it is removed when the clone is opened or
+	// compacted, never trusted: compaction deletes what only it names.
 	defer func() { _ = r.git.Storer.RemoveReference(deepenRef) }()
 	err = r.git.FetchContext(ctx, &git.FetchOptions{
 		RemoteName:   remoteName,

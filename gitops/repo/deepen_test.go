@@ -3,6 +3,7 @@ package repo_test
 import (
 	"context"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/gitops-reverser/gitops-reverser/gitops/repo"
 	"github.com/gitops-reverser/gitops-reverser/gitops/repo/repotest"
 )
 
@@ -62,6 +64,8 @@ func TestDeepenBringsACommitPeoplePushedOnIntoSight(t *testing.T) {
 		assert.Equal(t, before, fetches.Load())
 	})
 	t.Run("fetches nothing when the walk reaches the root without finding it", func(t *testing.T) {
+		tip := plumbing.NewHash(remote.Head("main"))
+		require.NoError(t, r.DeepenToLanded(context.Background(), "main", tip, []plumbing.Hash{plumbing.NewHash("0123456789012345678901234567890123456789")}, 100))
 		before := fetches.Load()
 		require.NoError(t, r.DeepenToLanded(context.Background(), "main", tip, []plumbing.Hash{plumbing.NewHash("0123456789012345678901234567890123456789")}, 100))
 		assert.Equal(t, before, fetches.Load())
@@ -76,4 +80,41 @@ func TestDeepenBringsACommitPeoplePushedOnIntoSight(t *testing.T) {
 		assert.True(t, ok)
 		assert.Equal(t, mine, found)
 	})
+	// Last: compaction keeps only the tip, out of reach of the walks above.
+	t.Run("compacts, fetches and pushes as before after a deepen", func(t *testing.T) {
+		base, err := r.Fetch(context.Background(), "main")
+		require.NoError(t, err)
+		require.NoError(t, r.DeepenToLanded(context.Background(), "main", base, []plumbing.Hash{plumbing.NewHash("0123456789012345678901234567890123456789")}, 100))
+		_, err = r.Compact("main")
+		require.NoError(t, err)
+		later := plumbing.NewHash(remote.Seed("main", map[string]string{"notes/4.md": "four\n"}, "a fourth person's commit"))
+		fetched, err := r.Fetch(context.Background(), "main")
+		require.NoError(t, err)
+		require.Equal(t, later, fetched)
+		next := commit(t, r, later, files("live/c.yaml", "c: 1\n"), "the writer's commit after compaction")
+		push(t, r, "main", next, later)
+		assert.Equal(t, next.String(), remote.Head("main"))
+		remote.Fsck()
+		repotest.Git(t, r.Dir(), "fsck", "--connectivity-only")
+	})
+}
+
+// A kill between a deepen's fetch and the removal of its ref leaves the ref; compaction
+// would delete the commit it names, and the next open would find the clone damaged.
+func TestADeepenRefAKillLeftIsRemovedWhenTheCloneIsOpened(t *testing.T) {
+	remote := repotest.NewHTTPRemote(t)
+	tip := remote.Seed("main", map[string]string{"live/a.yaml": "a: 1\n"}, "seed")
+	dir := filepath.Join(t.TempDir(), "clone")
+	r, err := repo.Open(context.Background(), dir, remote.URL, nil)
+	require.NoError(t, err)
+	_, err = r.Fetch(context.Background(), "main")
+	require.NoError(t, err)
+	require.NoError(t, r.Close())
+	repotest.Git(t, dir, "update-ref", "refs/gitops-reverser/deepen", tip)
+
+	r, err = repo.Open(context.Background(), dir, remote.URL, nil)
+	require.NoError(t, err)
+	defer func() { _ = r.Close() }()
+	assert.NoError(t, r.RepairedDamage())
+	assert.Empty(t, repotest.Git(t, dir, "for-each-ref", "refs/gitops-reverser/"))
 }

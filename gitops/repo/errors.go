@@ -14,6 +14,10 @@ var (
 	// and push again.
 	ErrRemoteMoved = errors.New("remote branch moved")
 
+	// ErrNotSent comes with ErrRemoteMoved when the remote had moved before anything was
+	// sent: the commit cannot have landed, so nothing needs to look for it later.
+	ErrNotSent = errors.New("nothing was sent")
+
 	// ErrRejected means the server took the pack and declined the update: a protected
 	// branch, or a rule about this commit's content or author (a pre-receive hook, push
 	// protection). Another commit may be taken where this one is not.

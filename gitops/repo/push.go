@@ -92,7 +92,7 @@ func (r *Repo) push(ctx context.Context, ref plumbing.ReferenceName, newTip, exp
 		return nil // already there, e.g. a retry after a lost response
 	}
 	if current != expected {
-		return movedError(ref, expected, current)
+		return fmt.Errorf("%w (%w)", movedError(ref, expected, current), ErrNotSent)
 	}
 	hashes, err := r.objectsToPush(newTip, expected, advertisedHashes(ar))
 	if err != nil {

@@ -92,6 +92,8 @@ func (r *Repo) load() error {
 	removeStalePackTemps(r.dir)
 	g, damage := openOrInit(r.dir)
 	if damage == nil {
+		// A deepen a kill cut short: its ref may name a commit compaction has since deleted.
+		_ = g.Storer.RemoveReference(deepenRef)
 		damage = verify(g, r.url, false)
 	}
 	if damage != nil {
