@@ -42,6 +42,14 @@ func deployment(rv string, replicas int64, ready int64) *unstructured.Unstructur
 	return u
 }
 
+// mustKey is the join key of an update of old to obj.
+func mustKey(t *testing.T, obj, old *unstructured.Unstructured) attribution.Key {
+	t.Helper()
+	k, ok := attribution.KeyForRequest(attribution.Update, obj, old)
+	require.True(t, ok)
+	return k
+}
+
 func TestAnUpdateThatChangesNothingForGit(t *testing.T) {
 	deployments := Resource{GVR: schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}, Kind: "Deployment", Namespaced: true}
 	claim := Claim{Target: types.NamespacedName{Namespace: "ops", Name: "live"}, Resource: deployments, Namespace: "team-a",
@@ -109,6 +117,30 @@ func TestAnUpdateThatChangesNothingForGit(t *testing.T) {
 			owned(deployment("7", 3, 3), apply(replicas, "t2"), statusBy("t2")), false)
 		require.Len(t, sink.got, 1)
 		assert.Empty(t, sink.got[0])
+	})
+	t.Run("leaves a user's pending change with its author when a cluster controller records its own work", func(t *testing.T) {
+		w, sink, book := setup(t)
+		alices := func(rv string, n int64) *unstructured.Unstructured {
+			return owned(deployment(rv, n, 0), apply(replicas, "t1"))
+		}
+		bound := func(rv string) *unstructured.Unstructured {
+			u := owned(deployment(rv, 3, 0), apply(replicas, "t1"), map[string]any{"manager": "kube-controller-manager", "operation": "Update",
+				"apiVersion": "apps/v1", "time": "t2", "fieldsType": "FieldsV1",
+				"fieldsV1": map[string]any{"f:metadata": map[string]any{"f:annotations": map[string]any{"f:example.com/bound": map[string]any{}}}}})
+			u.SetAnnotations(map[string]string{"example.com/bound": "yes"})
+			return u
+		}
+		record(t, book, "alice", alices("5", 3), alices("5", 2))
+		record(t, book, "system:serviceaccount:kube-system:some-controller", bound("6"), alices("6", 3))
+		w.onEvent(deployments.GVR, alices("5", 2), alices("6", 3), false) // alice scales
+		w.onEvent(deployments.GVR, alices("6", 3), bound("7"), false)     // the controller's note, which Git never gets
+		require.Len(t, sink.got, 2)
+		assert.Equal(t, "alice", sink.got[0][0].Author)
+		require.Len(t, sink.got[1], 1, "handed on, as a list's change: Git's document may hold a field no one owns")
+		assert.True(t, sink.got[1][0].Relisted, "it stays in alice's window")
+		assert.Empty(t, sink.got[1][0].Author)
+		_, joined := book.JoinWithin(mustKey(t, bound("6"), alices("6", 3)), 0)
+		assert.False(t, joined, "the controller's record is used up")
 	})
 	t.Run("hands on a change of content with its author", func(t *testing.T) {
 		w, sink, book := setup(t)

@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/gitops-reverser/gitops-reverser/gitops/batch"
+	"github.com/gitops-reverser/gitops-reverser/gitops/sanitize"
 	"github.com/gitops-reverser/gitops-reverser/watcher/attribution"
 )
 
@@ -42,6 +43,10 @@ type Options struct {
 	Sink   Sink
 	// NamespaceLabels returns a namespace's labels (from a cache) for namespace selectors.
 	NamespaceLabels func(name string) labels.Set
+	// Sensitive says which resources the writer encrypts, and so writes whole (every field
+	// but status and server metadata), to tell a write that changes nothing Git holds
+	// (sanitize.SameWritten). Nil: core Secrets.
+	Sensitive func(schema.GroupResource) bool
 	// FreshNamespaceLabels is NamespaceLabels for events: it also asks the API server for a
 	// namespace the cache has not seen yet (created a moment before the object, by the same
 	// kubectl apply), so the change is not dropped. Only the event handlers use it, never
@@ -218,6 +223,9 @@ func New(opts Options) *Watcher {
 	}
 	if opts.FreshNamespaceLabels == nil {
 		opts.FreshNamespaceLabels = opts.NamespaceLabels
+	}
+	if opts.Sensitive == nil {
+		opts.Sensitive = batch.CoreSecretsOnly
 	}
 	return &Watcher{
 		opts:       opts,
@@ -1188,6 +1196,7 @@ func (w *Watcher) onEvent(gvr schema.GroupVersionResource, oldObj, newObj interf
 		}
 	}
 	selected := map[types.NamespacedName]bool{} // targets some claim of which selects the object now
+	updates := true                             // every change is an update of an object its claim selected before
 	unknownNamespace := !w.namespaceKnown(u.GetNamespace())
 	for _, c := range claims {
 		now := !noiseNow && c.Matches(u.GetNamespace(), u.GetLabels(), w.opts.FreshNamespaceLabels)
@@ -1213,15 +1222,40 @@ func (w *Watcher) onEvent(gvr schema.GroupVersionResource, oldObj, newObj interf
 			// creation for it, so only a document Git lacks is written (as a snapshot would).
 			ch.CreateOnly = old != nil && !c.Update
 			changes = append(changes, ch)
+			updates = updates && now && was
 		case !now && was && c.Delete:
 			changes = append(changes, removal(c, u))
+			updates = false
 		}
 	}
 	changes = perTarget(changes, selected)
+	if len(changes) > 0 && updates && sanitize.SameWritten(old, u, w.opts.Sensitive(gr)) {
+		w.bookkeeping(changes, key, keyed, digest)
+		return
+	}
 	if len(changes) > 0 {
 		if digest(); keyed {
 			w.attribute(changes, key, old, u)
 		}
+	}
+	w.opts.Sink.Submit(changes...)
+}
+
+// bookkeeping submits the changes of an update that leaves what the writer commits as it was
+// (sanitize.SameWritten): a cluster controller's record of its own work (the revision
+// annotation the Deployment controller adds after a rollout, the volume a claim is bound
+// to), a graceful delete setting deletionTimestamp. Attributed, it would take the object
+// out of the window of the person whose change made its content, and their commit would
+// be authored by the controller. It goes as a list's change would (Relisted, no author):
+// the object stays in the window it waits in, or the committer's if none (Git's document
+// may hold a field no one owns, which is written with its new value). Its admission record
+// is used up.
+func (w *Watcher) bookkeeping(changes []batch.Change, key attribution.Key, keyed bool, digest func()) {
+	if digest(); keyed && w.opts.Attribution != nil {
+		w.opts.Attribution.Join(key)
+	}
+	for i := range changes {
+		changes[i].Relisted, changes[i].Author = true, ""
 	}
 	w.opts.Sink.Submit(changes...)
 }

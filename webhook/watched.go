@@ -3,7 +3,6 @@ package webhook
 import (
 	"bytes"
 	"context"
-	"maps"
 	"net/http"
 	"reflect"
 	"slices"
@@ -11,7 +10,6 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -138,39 +136,11 @@ func unchanged(req admission.Request) bool {
 	return reflect.DeepEqual(obj.Object, old.Object)
 }
 
-// nothingForGit reports whether an update leaves what the writer would commit as it was,
-// so that a denial would block a write that never reaches Git: a field only the cluster's
-// controllers own (the volume kube-controller-manager binds a claim to, the node
-// kube-scheduler picks for it, sanitize.DropUnowned), status on a resource without a status
-// subresource, and, on an object whose deletion has begun, its finalizers (a controller
-// finishing the deletion; the object leaves Git when it is gone, where the target prunes).
-// whole compares every field but status and server metadata, as the writer writes an
-// object it encrypts (encryptObject) and any object under --keep-defaulted-fields. A change
-// of labels is never nothing: labels route the object into and out of targets. Compared
-// without the document in Git (a field it holds that no one owns would be written with its
-// new value). Called only before a denial.
+// nothingForGit reports whether an update leaves what the writer would commit as it was
+// (sanitize.SameWritten), so that a denial would block a write that never reaches Git.
+// Called only before a denial.
 func nothingForGit(req admission.Request, whole bool) bool {
-	obj, old := decodeFull(req.Object.Raw), decodeFull(req.OldObject.Raw)
-	if obj == nil || old == nil || !maps.Equal(obj.GetLabels(), old.GetLabels()) {
-		return false
-	}
-	after, before := writtenForm(obj, whole), writtenForm(old, whole)
-	if old.GetDeletionTimestamp() != nil {
-		unstructured.RemoveNestedField(after.Object, "metadata", "finalizers")
-		unstructured.RemoveNestedField(before.Object, "metadata", "finalizers")
-	}
-	return reflect.DeepEqual(after.Object, before.Object)
-}
-
-// writtenForm is what the writer commits of u where Git has no document of it: every field
-// but status and server metadata when whole, else only the owned ones (sanitize.OwnedForm;
-// unknown ownership keeps every field).
-func writtenForm(u *unstructured.Unstructured, whole bool) *unstructured.Unstructured {
-	if whole {
-		return sanitize.Object(u)
-	}
-	f, _ := sanitize.OwnedForm(u)
-	return f
+	return sanitize.SameWritten(decodeFull(req.OldObject.Raw), decodeFull(req.Object.Raw), whole)
 }
 
 // route finds the targets whose folders a write changes, as the watcher will see it, and

@@ -198,10 +198,11 @@ func run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	deletedNamespaces := watcher.NewDeletedNamespaces(deletedNamespaceMemory)
 	var watchedChanged func() // the webhook rules' sync, set up below before anything runs
 	w = watcher.New(watcher.Options{
-		Client: dyn,
-		Noise:  opts.Noise,
-		Sink:   writer,
-		Log:    log.WithName("watcher"),
+		Client:    dyn,
+		Noise:     opts.Noise,
+		Sink:      writer,
+		Log:       log.WithName("watcher"),
+		Sensitive: opts.sensitive(),
 
 		Attribution:          book,
 		AttributionMetrics:   attrMetrics,
