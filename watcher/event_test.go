@@ -498,18 +498,23 @@ func TestAMaybeSelectedObjectInAnUnreadableNamespaceKeepsAnotherRulesRemoval(t *
 }
 
 func TestADeleteJoinsOnlyARecordAsRecentAsItsKindOfDeletion(t *testing.T) {
-	obj := func(deleting bool) *unstructured.Unstructured {
+	obj := func(deleting bool, grace int64) *unstructured.Unstructured {
 		u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
 			"metadata": map[string]any{"name": "app", "namespace": "team-a"}}}
 		if deleting {
 			ts := metav1.NewTime(time.Unix(1000, 0))
 			u.SetDeletionTimestamp(&ts)
+			u.SetDeletionGracePeriodSeconds(&grace)
 		}
 		return u
 	}
-	assert.Equal(t, immediateDeleteWindow, deleteJoinWindow(obj(false)),
-		"deleted at once: its event follows the request within the watch's lag")
-	assert.Zero(t, deleteJoinWindow(obj(true)), "it waited for finalizers or a grace period: any live record")
+	_, waited := deleteRequested(obj(false, 0))
+	assert.False(t, waited, "deleted at once: its event follows the request within the watch's lag")
+	at, waited := deleteRequested(obj(true, 0))
+	assert.True(t, waited)
+	assert.Equal(t, time.Unix(1000, 0), at, "it waited for finalizers: asked for at its deletionTimestamp")
+	at, _ = deleteRequested(obj(true, 30))
+	assert.Equal(t, time.Unix(970, 0), at, "it waited for a grace period, which its deletionTimestamp includes")
 }
 
 func TestADeleteOfAnObjectOnlyARuleWithoutDeleteSelectsKeepsItsDocument(t *testing.T) {

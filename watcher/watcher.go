@@ -1348,8 +1348,14 @@ func (w *Watcher) onDelete(gvr schema.GroupVersionResource, o interface{}) {
 			}
 		}
 	}
-	if len(changes) > 0 && u.GetUID() != "" {
-		w.attributeWithin(changes, attribution.DeleteKey(u.GetUID()), nil, deleteJoinWindow(u))
+	if len(changes) > 0 && u.GetUID() != "" && w.opts.Attribution != nil {
+		k := attribution.DeleteKey(u.GetUID())
+		if at, waited := deleteRequested(u); waited {
+			a, ok := w.opts.Attribution.JoinRequestedAt(k, at, immediateDeleteWindow)
+			w.authored(changes, a, ok)
+		} else {
+			w.attributeWithin(changes, k, nil, immediateDeleteWindow)
+		}
 	}
 	w.opts.Sink.Submit(changes...)
 }
@@ -1386,15 +1392,20 @@ func removalsAfterRelabel(claims []Claim, u *unstructured.Unstructured, now labe
 // deleted at once (no finalizer, no grace period) may come: the watch's lag.
 const immediateDeleteWindow = 30 * time.Second
 
-// deleteJoinWindow is how old the admission record of a delete may be (0: any live one).
-// An object deleted at once has no deletionTimestamp in its final state, and its event
-// follows the request within the watch's lag; one that waited for finalizers or a grace
-// period may come minutes after it. Pure.
-func deleteJoinWindow(u *unstructured.Unstructured) time.Duration {
-	if u.GetDeletionTimestamp() == nil {
-		return immediateDeleteWindow
+// deleteRequested is when the delete of u, in its final state, was asked for, if it waited
+// for finalizers or a grace period (its deletionTimestamp less the grace period): its event
+// may come minutes after the request. An object deleted at once has no deletionTimestamp,
+// and its event follows the request within the watch's lag (immediateDeleteWindow). Pure.
+func deleteRequested(u *unstructured.Unstructured) (time.Time, bool) {
+	ts := u.GetDeletionTimestamp()
+	if ts == nil {
+		return time.Time{}, false
 	}
-	return 0
+	at := ts.Time
+	if grace := u.GetDeletionGracePeriodSeconds(); grace != nil {
+		at = at.Add(-time.Duration(*grace) * time.Second)
+	}
+	return at, true
 }
 
 // removal is change for an object deleted, or gone out of c's selection, which c mirrors.

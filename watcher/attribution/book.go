@@ -164,17 +164,34 @@ func (b *Book) Join(k Key) (Author, bool) { return b.JoinWithin(k, 0) }
 // leaves a record that a later delete of the object, by someone whose request was not
 // recorded, would otherwise join.
 func (b *Book) JoinWithin(k Key, within time.Duration) (Author, bool) {
+	return b.joinIf(k, func(recorded, now time.Time) bool { return within <= 0 || now.Sub(recorded) <= within })
+}
+
+// JoinRequestedAt is Join for a change requested at about at (within tolerance either way,
+// for the clocks of the API server and this process): a delete that waited for finalizers
+// or a grace period, whose deletionTimestamp says when it was asked for, comes minutes
+// later. A record made at another time (an admitted delete another admission step refused,
+// then a delete nobody recorded) is forgotten, not joined.
+func (b *Book) JoinRequestedAt(k Key, at time.Time, tolerance time.Duration) (Author, bool) {
+	return b.joinIf(k, func(recorded, _ time.Time) bool {
+		d := recorded.Sub(at)
+		return -tolerance <= d && d <= tolerance
+	})
+}
+
+// joinIf joins k's record, which it forgets, when ok says its time fits.
+func (b *Book) joinIf(k Key, ok func(recorded, now time.Time) bool) (Author, bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	now := b.now()
 	b.expireLocked(now)
-	e, ok := b.byKey[k.slot()]
-	if !ok {
+	e, found := b.byKey[k.slot()]
+	if !found {
 		return Author{}, false
 	}
 	b.removeLocked(e)
 	r := e.Value.(*record)
-	if within > 0 && now.Sub(r.recorded) > within {
+	if !ok(r.recorded, now) {
 		return Author{}, false
 	}
 	return r.author, r.author.Username != ""

@@ -129,6 +129,25 @@ func TestBookBounds(t *testing.T) {
 		assert.True(t, ok)
 		assert.Equal(t, "carol", got.Username)
 	})
+	t.Run("joins a delete that waited for finalizers only to a record made when it was asked for", func(t *testing.T) {
+		now := time.Unix(1000, 0)
+		b := NewBook(5*time.Minute, 0)
+		b.now = func() time.Time { return now }
+		b.Record(DeleteKey("u1"), Author{Username: "alice"}) // admitted, then refused by another admission step
+		now = now.Add(time.Minute)
+		asked := now // bob's unrecorded delete: the object waits for its finalizer
+		now = now.Add(2 * time.Minute)
+		_, ok := b.JoinRequestedAt(DeleteKey("u1"), asked, 30*time.Second)
+		assert.False(t, ok, "alice's record was made a minute before the delete was asked for")
+		assert.Equal(t, 0, b.Len())
+
+		b.Record(DeleteKey("u2"), Author{Username: "carol"})
+		asked = now.Add(time.Second) // the API server's clock, a second ahead
+		now = now.Add(3 * time.Minute)
+		got, ok := b.JoinRequestedAt(DeleteKey("u2"), asked, 30*time.Second)
+		assert.True(t, ok, "her delete, finished three minutes later")
+		assert.Equal(t, "carol", got.Username)
+	})
 	t.Run("drops the oldest record beyond the limit", func(t *testing.T) {
 		b := NewBook(0, 2)
 		b.Record(CreateKey("u1"), Author{Username: "a"})
