@@ -9,7 +9,9 @@ import (
 	"strconv"
 	"time"
 
+	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -127,10 +129,20 @@ func unchanged(req admission.Request) bool {
 	if bytes.Equal(req.Object.Raw, req.OldObject.Raw) {
 		return true
 	}
-	obj, old := decodeFull(req.Object.Raw), decodeFull(req.OldObject.Raw)
+	return sameButVersion(decodeFull(req.Object.Raw), decodeFull(req.OldObject.Raw))
+}
+
+// sameButVersion reports whether obj equals old but for its resourceVersion; both are left
+// as they were.
+func sameButVersion(obj, old *unstructured.Unstructured) bool {
 	if obj == nil || old == nil {
 		return false
 	}
+	objVersion, oldVersion := obj.GetResourceVersion(), old.GetResourceVersion()
+	defer func() {
+		obj.SetResourceVersion(objVersion)
+		old.SetResourceVersion(oldVersion)
+	}()
 	obj.SetResourceVersion("")
 	old.SetResourceVersion("")
 	return reflect.DeepEqual(obj.Object, old.Object)
@@ -203,6 +215,11 @@ func (w *Watched) record(ctx context.Context, req admission.Request) {
 		return
 	}
 	obj, old := decodeFull(req.Object.Raw), decodeFull(req.OldObject.Raw)
+	if req.Operation == admissionv1.Update && sameButVersion(obj, old) {
+		// Stored as nothing: no event will use the record up, and it would take a place in
+		// the book, or make a later write from the same version ambiguous.
+		return
+	}
 	if k, ok := attribution.KeyForRequest(attribution.Op(req.Operation), obj, old); ok {
 		w.Attribution.Record(ctx, k, attribution.Author{Username: req.UserInfo.Username})
 	}

@@ -7,10 +7,12 @@ import (
 
 	"github.com/gitops-reverser/gitops-reverser/api/v1alpha1"
 	"github.com/gitops-reverser/gitops-reverser/gitops/batch"
+	"github.com/gitops-reverser/gitops-reverser/watcher/attribution"
 	"github.com/go-logr/logr"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	admissionv1 "k8s.io/api/admission/v1"
+	authv1 "k8s.io/api/authentication/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -300,4 +302,29 @@ func TestAGitTargetBeingDeletedIsRoutedNothing(t *testing.T) {
 	targets := v.snap.Load().targets
 	assert.Contains(t, targets, client.ObjectKeyFromObject(live))
 	assert.NotContains(t, targets, client.ObjectKeyFromObject(deleting), "it stopped writing: admission judges nothing for it")
+}
+
+// A server-side apply of what is stored already is stored as nothing: no event will use its
+// record up.
+func TestAnUpdateStoredAsNothingLeavesNoRecord(t *testing.T) {
+	key := types.NamespacedName{Namespace: "a", Name: "t"}
+	v := NewView(nil, logr.Discard())
+	v.snap.Store(&snapshot{routes: []route{rt([]string{""}, []string{"configmaps"}, true, true, true)},
+		targets: map[types.NamespacedName]TargetState{key: {Key: key}}})
+	elected := make(chan struct{})
+	close(elected)
+	book := attribution.NewBook(0, 0)
+	w := &Watched{View: v, Sensitive: func(schema.GroupResource) bool { return false },
+		Attribution: &attribution.Router{Book: book, Elected: elected, Log: logr.Discard()}}
+	stored := `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"namespace":"a","name":"app","uid":"u-1","resourceVersion":"7"},"data":{"k":"v"}}`
+	update := func(obj string) admission.Request {
+		return admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
+			Operation: admissionv1.Update, Name: "app", Namespace: "a", Kind: metav1.GroupVersionKind{Version: "v1", Kind: "ConfigMap"},
+			Resource: metav1.GroupVersionResource{Version: "v1", Resource: "configmaps"}, UserInfo: authv1.UserInfo{Username: "alice"},
+			Object: k8sruntime.RawExtension{Raw: []byte(obj)}, OldObject: k8sruntime.RawExtension{Raw: []byte(stored)}}}
+	}
+	require.True(t, w.Handle(context.Background(), update(stored)).Allowed)
+	assert.Zero(t, book.Len(), "the same object: nothing recorded")
+	require.True(t, w.Handle(context.Background(), update(strings.Replace(stored, `"k":"v"`, `"k":"w"`, 1))).Allowed)
+	assert.Equal(t, 1, book.Len(), "a change is recorded")
 }
