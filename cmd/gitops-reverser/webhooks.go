@@ -9,6 +9,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
@@ -73,7 +74,18 @@ func setupWebhooks(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, opts
 	srv.Register(webhook.RecordedPath, &admission.Webhook{Handler: &webhook.Recorded{Watched: watched}})
 	srv.Register(webhook.LocatePath, &webhook.LocateServer{Locator: writer, Own: cachedKeyPair(servingCertDir(opts)), Elected: mgr.Elected(),
 		Log: log.WithName("locate")})
-	srv.Register(attribution.RecordsPath, &attribution.Receiver{Book: router.Book, Own: cachedKeyPair(servingCertDir(opts)), Elected: mgr.Elected(), Log: log.WithName("attribution")})
+	// Closed once the leader-only components stop, which a shutdown does before it stops the
+	// webhook server: this replica then refuses records, which followers keep.
+	resigned := make(chan struct{})
+	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		<-ctx.Done()
+		close(resigned)
+		return nil
+	})); err != nil {
+		return nil, err
+	}
+	srv.Register(attribution.RecordsPath, &attribution.Receiver{Book: router.Book, Own: cachedKeyPair(servingCertDir(opts)), Elected: mgr.Elected(),
+		Resigned: resigned, Log: log.WithName("attribution")})
 	srv.Register(webhook.OwnPath, &admission.Webhook{Handler: &webhook.Own{
 		Client: mgr.GetCache(), Decoder: admission.NewDecoder(mgr.GetScheme()),
 		Authorizer: webhook.SubjectAccessReviewer{Client: mgr.GetClient()}, SensitiveResources: opts.sensitiveResources(),

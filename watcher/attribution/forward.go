@@ -37,11 +37,21 @@ type Receiver struct {
 	// Elected is closed once this replica leads; before, records are refused (503), so a
 	// replica that merely sits at a stale leader address never swallows them.
 	Elected <-chan struct{}
-	Log     logr.Logger
+	// Resigned is closed once this replica's watcher and writer have stopped (a shutdown
+	// stops them before the webhook server, and releases the Lease last): from then on
+	// records are refused (503) too, so a follower keeps them in its own book, which the
+	// watcher joins from should it lead next, rather than hand them to one that will never
+	// join them. Nil: never.
+	Resigned <-chan struct{}
+	Log      logr.Logger
 }
 
 // ServeHTTP implements http.Handler.
 func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	if r.Resigned != nil && replica.Closed(r.Resigned) {
+		http.Error(w, "no longer the leader", http.StatusServiceUnavailable)
+		return
+	}
 	if !replica.Admit(w, req, r.Own, r.Elected, r.Log, "an attribution record") {
 		return
 	}

@@ -81,6 +81,25 @@ func TestForwarding(t *testing.T) {
 		assert.True(t, forgot, "the cached leader address is dropped after a failed forward")
 		assert.Equal(t, 0, book.Len())
 	})
+	t.Run("a leader whose watcher has stopped refuses records, so the follower keeps them", func(t *testing.T) {
+		book := NewBook(0, 0)
+		cert, err := replicas()
+		require.NoError(t, err)
+		elected, resigned := make(chan struct{}), make(chan struct{})
+		close(elected)
+		close(resigned)
+		srv := testcerts.ServeReplica(&Receiver{Book: book, Own: replicas, Elected: elected, Resigned: resigned, Log: logr.Discard()}, cert)
+		t.Cleanup(srv.Close)
+		local := NewBook(0, 0)
+		r := &Router{Book: local, Elected: make(chan struct{}), Log: logr.Discard(),
+			Forwarder: &Forwarder{Leader: &replica.Leader{Own: replicas, Address: func(context.Context) (string, error) {
+				return strings.TrimPrefix(srv.URL, "https://"), nil
+			}, Forget: func() {}}}}
+		r.Record(context.Background(), k, alice)
+		assert.Equal(t, 0, book.Len(), "not taken by the leader that stops")
+		_, ok := local.Join(k)
+		assert.True(t, ok, "kept by the follower")
+	})
 	t.Run("a record that cannot be forwarded is kept locally and counted", func(t *testing.T) {
 		book := NewBook(0, 0)
 		r := &Router{Book: book, Elected: make(chan struct{}), Log: logr.Discard(),
