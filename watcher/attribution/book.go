@@ -167,16 +167,15 @@ func (b *Book) JoinWithin(k Key, within time.Duration) (Author, bool) {
 	return b.joinIf(k, func(recorded, now time.Time) bool { return within <= 0 || now.Sub(recorded) <= within })
 }
 
-// JoinRequestedAt is Join for a change requested at about at (within tolerance either way,
-// for the clocks of the API server and this process): a delete that waited for finalizers
-// or a grace period, whose deletionTimestamp says when it was asked for, comes minutes
-// later. A record made at another time (an admitted delete another admission step refused,
-// then a delete nobody recorded) is forgotten, not joined.
+// JoinRequestedAt is Join for a change requested at about at (less tolerance, for the
+// clocks of the API server and this process): a delete that waited for finalizers or a
+// grace period, whose deletionTimestamp says when it was asked for, comes minutes later. A
+// record made before (an admitted delete another admission step refused, then a delete
+// nobody recorded) is forgotten, not joined; one made after is the delete asked for again
+// (admission sees each repeat of a delete that waits), by its author or, when another
+// repeated it, ambiguous (Record).
 func (b *Book) JoinRequestedAt(k Key, at time.Time, tolerance time.Duration) (Author, bool) {
-	return b.joinIf(k, func(recorded, _ time.Time) bool {
-		d := recorded.Sub(at)
-		return -tolerance <= d && d <= tolerance
-	})
+	return b.joinIf(k, func(recorded, _ time.Time) bool { return !recorded.Before(at.Add(-tolerance)) })
 }
 
 // joinIf joins k's record, which it forgets, when ok says its time fits.

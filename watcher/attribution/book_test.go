@@ -147,6 +147,15 @@ func TestBookBounds(t *testing.T) {
 		got, ok := b.JoinRequestedAt(DeleteKey("u2"), asked, 30*time.Second)
 		assert.True(t, ok, "her delete, finished three minutes later")
 		assert.Equal(t, "carol", got.Username)
+
+		asked = now
+		b.Record(DeleteKey("u3"), Author{Username: "dave"})
+		now = now.Add(40 * time.Second)
+		b.Record(DeleteKey("u3"), Author{Username: "dave"}) // kubectl stuck on the finalizer: Ctrl-C, and again
+		now = now.Add(2 * time.Minute)
+		got, ok = b.JoinRequestedAt(DeleteKey("u3"), asked, 30*time.Second)
+		assert.True(t, ok, "the delete asked for again is still his")
+		assert.Equal(t, "dave", got.Username)
 	})
 	t.Run("drops the oldest record beyond the limit", func(t *testing.T) {
 		b := NewBook(0, 2)
