@@ -136,9 +136,10 @@ func TestAnUpdateThatChangesNothingForGit(t *testing.T) {
 		w.onEvent(deployments.GVR, alices("6", 3), bound("7"), false)     // the controller's note, which Git never gets
 		require.Len(t, sink.got, 2)
 		assert.Equal(t, "alice", sink.got[0][0].Author)
-		require.Len(t, sink.got[1], 1, "handed on, as a list's change: Git's document may hold a field no one owns")
-		assert.True(t, sink.got[1][0].Relisted, "it stays in alice's window")
-		assert.Empty(t, sink.got[1][0].Author)
+		assert.False(t, sink.got[0][0].Bookkeeping)
+		require.Len(t, sink.got[1], 1, "handed on: Git's document may hold a field no one owns")
+		assert.True(t, sink.got[1][0].Bookkeeping, "it leaves the object in alice's window")
+		assert.Equal(t, "system:serviceaccount:kube-system:some-controller", sink.got[1][0].Author, "joined as any write")
 		_, joined := book.JoinWithin(mustKey(t, bound("6"), alices("6", 3)), 0)
 		assert.False(t, joined, "the controller's record is used up")
 	})

@@ -1230,32 +1230,17 @@ func (w *Watcher) onEvent(gvr schema.GroupVersionResource, oldObj, newObj interf
 	}
 	changes = perTarget(changes, selected)
 	if len(changes) > 0 && updates && sanitize.SameWritten(old, u, w.opts.Sensitive(gr)) {
-		w.bookkeeping(changes, key, keyed, digest)
-		return
+		// A cluster controller's record of its own work, a graceful delete setting
+		// deletionTimestamp: authored as any write, it must not take the object out of the
+		// window of the person whose change made its content (batch.Change.Bookkeeping).
+		for i := range changes {
+			changes[i].Bookkeeping = true
+		}
 	}
 	if len(changes) > 0 {
 		if digest(); keyed {
 			w.attribute(changes, key, old, u)
 		}
-	}
-	w.opts.Sink.Submit(changes...)
-}
-
-// bookkeeping submits the changes of an update that leaves what the writer commits as it was
-// (sanitize.SameWritten): a cluster controller's record of its own work (the revision
-// annotation the Deployment controller adds after a rollout, the volume a claim is bound
-// to), a graceful delete setting deletionTimestamp. Attributed, it would take the object
-// out of the window of the person whose change made its content, and their commit would
-// be authored by the controller. It goes as a list's change would (Relisted, no author):
-// the object stays in the window it waits in, or the committer's if none (Git's document
-// may hold a field no one owns, which is written with its new value). Its admission record
-// is used up.
-func (w *Watcher) bookkeeping(changes []batch.Change, key attribution.Key, keyed bool, digest func()) {
-	if digest(); keyed && w.opts.Attribution != nil {
-		w.opts.Attribution.Join(key)
-	}
-	for i := range changes {
-		changes[i].Relisted, changes[i].Author = true, ""
 	}
 	w.opts.Sink.Submit(changes...)
 }

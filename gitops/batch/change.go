@@ -54,6 +54,12 @@ type Change struct {
 	// changed the object, so an object already waiting in an author's window stays there,
 	// with that author and the CommitRequests waiting on it.
 	Relisted bool
+	// Bookkeeping says the write changed nothing the writer commits (sanitize.SameWritten):
+	// a cluster controller's record of its own work, a graceful delete setting
+	// deletionTimestamp. An object waiting in a window stays there, with that window's
+	// author; any other is its author's change as usual (a commit of it finds nothing to
+	// write, unless Git's document holds a field no one owns).
+	Bookkeeping bool
 }
 
 // merge is what a newer change of the same object leaves waiting: its author, a delete
@@ -63,8 +69,8 @@ type Change struct {
 func (c Change) merge(newer Change) Change {
 	in := intentOf(c).merge(intentOf(newer)) // one rule for parked changes and queued ones
 	newer.Deleted, newer.CreateOnly, newer.Pruned = in.deleted, in.createOnly, in.pruned
-	if newer.Relisted {
-		newer.Author, newer.Relisted = c.Author, c.Relisted
+	if newer.Relisted || newer.Bookkeeping {
+		newer.Author, newer.Relisted, newer.Bookkeeping = c.Author, c.Relisted, c.Bookkeeping
 	}
 	return newer
 }

@@ -222,14 +222,9 @@ func (q *queue) dirtySince(key ObjectKey, at time.Time) {
 // window.
 func (q *queue) relist(key ObjectKey, in intent, now time.Time) {
 	prev, owned := q.owner[key]
-	if owned && prev != "" {
-		if win := q.windows[prev]; win != nil {
-			if was, held := win.dirty[key]; held {
-				win.dirty[key] = was.merge(in)
-				win.compared = true
-				return
-			}
-		}
+	if owned && prev != "" && q.mergeWaiting(key, in, prev) {
+		q.windows[prev].compared = true
+		return
 	}
 	if author := q.committing(key); author != "" && !owned {
 		// Its author's window is being committed: the list waits in a window of theirs, so
@@ -244,6 +239,39 @@ func (q *queue) relist(key ObjectKey, in intent, now time.Time) {
 	}
 	q.add(key, in, "", now)
 	q.windows[""].compared = true
+}
+
+// note records a change of author's that changed nothing the writer commits
+// (Change.Bookkeeping): an object waiting in a window, the committer's included, stays there,
+// its intent merged; one being committed with another author's window waits in a window of
+// theirs, as relist keeps it; any other is added as author's change. Unlike a list's, it does
+// not make its window ask the remote whether Git moved when it finds nothing to write.
+func (q *queue) note(key ObjectKey, in intent, author string, now time.Time) {
+	prev, owned := q.owner[key]
+	if owned && prev != author && q.mergeWaiting(key, in, prev) {
+		return
+	}
+	if other := q.committing(key); other != "" && other != author && !owned {
+		win := q.window(other) // no waiting request joins it: the write is not their change
+		if len(win.dirty) == 0 && len(win.requests) == 0 {
+			win.listed = true
+		}
+		q.place(win, key, in, now)
+		return
+	}
+	q.add(key, in, author, now)
+}
+
+// mergeWaiting merges in into key's intent in author's window, if it waits there, and
+// reports whether it did.
+func (q *queue) mergeWaiting(key ObjectKey, in intent, author string) bool {
+	if win := q.windows[author]; win != nil {
+		if was, held := win.dirty[key]; held {
+			win.dirty[key] = was.merge(in)
+			return true
+		}
+	}
+	return false
 }
 
 // listedBy records a change a list brought of an object it attributes to author, its

@@ -274,6 +274,32 @@ func TestQueueWindowsPerAuthor(t *testing.T) {
 		assert.Empty(t, wins[0].requests)
 		assert.Len(t, wins[1].requests, 1)
 	})
+	t.Run("a write that changes nothing the writer commits leaves the object in the window it waits in", func(t *testing.T) {
+		q := newQueue()
+		q.add(qkey("a"), anUpdate, "alice", t0)
+		q.note(qkey("a"), anUpdate, "deployment-controller", t0.Add(time.Second))
+		assert.Equal(t, "alice", q.owner[qkey("a")])
+		assert.Nil(t, q.windows["deployment-controller"])
+		assert.False(t, q.windows["alice"].compared, "nothing to ask the remote about")
+		wins, _ := q.due(cfg, t0.Add(5*time.Second))
+		require.Len(t, wins, 1, "nor does it keep her window open longer")
+	})
+	t.Run("a write that changes nothing the writer commits, of an object in no window, is its author's", func(t *testing.T) {
+		q := newQueue()
+		q.request(&CommitRequest{Author: "bob", Deadline: t0.Add(time.Minute)})
+		q.note(qkey("a"), anUpdate, "bob", t0)
+		require.NotNil(t, q.windows["bob"])
+		assert.Len(t, q.windows["bob"].requests, 1, "his request rides it, and learns there was nothing to commit")
+	})
+	t.Run("a write that changes nothing the writer commits waits with the window being committed", func(t *testing.T) {
+		q := newQueue()
+		q.add(qkey("a"), anUpdate, "alice", t0)
+		wins, _ := q.due(cfg, t0.Add(5*time.Second))
+		require.Len(t, wins, 1)
+		q.flushing = wins
+		q.note(qkey("a"), anUpdate, "deployment-controller", t0.Add(6*time.Second))
+		assert.Equal(t, "alice", q.owner[qkey("a")], "a failed push gives it back to her, not to the controller")
+	})
 	t.Run("a waiting CommitRequest times out at its deadline", func(t *testing.T) {
 		q := newQueue()
 		q.request(&CommitRequest{Author: "alice", Deadline: t0.Add(time.Minute)})

@@ -200,6 +200,8 @@ func (w *worker) enqueue(changes []Change, older bool, requests ...*CommitReques
 		case older && q.holds(c.Key):
 			q.mergeOlder(c.Key, intentOf(c))
 			continue // the newer change's record stands, with its author
+		case c.Bookkeeping:
+			q.note(c.Key, intentOf(c), c.Author, now)
 		case c.Relisted && c.Author == "":
 			q.relist(c.Key, intentOf(c), now)
 		case c.Relisted: // the list after its creation, by someone the webhook did not see
