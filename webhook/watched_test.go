@@ -15,6 +15,7 @@ import (
 	authv1 "k8s.io/api/authentication/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -325,6 +326,17 @@ func TestAnUpdateStoredAsNothingLeavesNoRecord(t *testing.T) {
 	}
 	require.True(t, w.Handle(context.Background(), update(stored)).Allowed)
 	assert.Zero(t, book.Len(), "the same object: nothing recorded")
-	require.True(t, w.Handle(context.Background(), update(strings.Replace(stored, `"k":"v"`, `"k":"w"`, 1))).Allowed)
-	assert.Equal(t, 1, book.Len(), "a change is recorded")
+	require.True(t, w.Handle(context.Background(), update(strings.Replace(stored, `"resourceVersion":"7"`, `"resourceVersion":"6"`, 1))).Allowed)
+	assert.Zero(t, book.Len(), "the same object but for its resourceVersion: nothing recorded")
+
+	changed := strings.Replace(stored, `"k":"v"`, `"k":"w"`, 1)
+	require.True(t, w.Handle(context.Background(), update(changed)).Allowed)
+	var obj, old unstructured.Unstructured
+	require.NoError(t, obj.UnmarshalJSON([]byte(changed)))
+	require.NoError(t, old.UnmarshalJSON([]byte(stored)))
+	k, ok := attribution.KeyForRequest(attribution.Update, &obj, &old)
+	require.True(t, ok)
+	got, joined := book.Join(k)
+	assert.True(t, joined, "a change is recorded under the key its event will have")
+	assert.Equal(t, "alice", got.Username)
 }
