@@ -122,6 +122,7 @@ func OwnRules() []admissionregv1.RuleWithOperations {
 	}
 	return []admissionregv1.RuleWithOperations{
 		rule("gittargets", admissionregv1.Create, admissionregv1.Update),
+		rule("gitproviders", admissionregv1.Create, admissionregv1.Update),
 		rule("commitrequests", admissionregv1.Create),
 		rule("watchrules", admissionregv1.Create, admissionregv1.Update),
 		rule("clusterwatchrules", admissionregv1.Create, admissionregv1.Update),

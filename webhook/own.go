@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"reflect"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -72,6 +73,9 @@ func (o *Own) Handle(ctx context.Context, req admission.Request) admission.Respo
 	if req.Kind.Kind == "WatchRule" || req.Kind.Kind == "ClusterWatchRule" {
 		return o.validateRule(ctx, req)
 	}
+	if req.Kind.Kind == "GitProvider" {
+		return o.validateProvider(ctx, req)
+	}
 	if req.Operation == admissionv1.Delete || req.Kind.Kind != "GitTarget" {
 		return admission.Allowed("")
 	}
@@ -104,9 +108,33 @@ func (o *Own) Handle(ctx context.Context, req admission.Request) admission.Respo
 	} else if err := ValidateTarget(&t, provider, others); err != nil {
 		return admission.Denied(err.Error())
 	}
-	resp := o.requireAccess(ctx, req, fmt.Sprintf("GitTarget %s/%s: spec.encryption", t.Namespace, t.Name), TargetReadAccess(&t))
+	resp := o.requireAccess(ctx, req, fmt.Sprintf("GitTarget %s/%s: spec.encryption", t.Namespace, t.Name), whyTarget, TargetReadAccess(&t))
 	resp.Warnings = append(resp.Warnings, warnings...)
 	return resp
+}
+
+// validateProvider checks a GitProvider's author against the Secret it names: the operator
+// sends its credentials to spec.url, which the author chose. An update that keeps the Secret
+// (a label, allowedBranches, a re-apply by a GitOps tool) is not checked again: the URL is
+// immutable.
+func (o *Own) validateProvider(ctx context.Context, req admission.Request) admission.Response {
+	if req.Operation != admissionv1.Create && req.Operation != admissionv1.Update {
+		return admission.Allowed("")
+	}
+	var p v1alpha1.GitProvider
+	if err := o.Decoder.Decode(req, &p); err != nil {
+		return admission.Errored(http.StatusBadRequest, err)
+	}
+	if p.Namespace == "" {
+		p.Namespace = req.Namespace
+	}
+	if req.Operation == admissionv1.Update && len(req.OldObject.Raw) > 0 {
+		var old v1alpha1.GitProvider
+		if err := json.Unmarshal(req.OldObject.Raw, &old); err == nil && reflect.DeepEqual(old.Spec.SecretRef, p.Spec.SecretRef) {
+			return admission.Allowed("")
+		}
+	}
+	return o.requireAccess(ctx, req, fmt.Sprintf("GitProvider %s/%s: spec.secretRef", p.Namespace, p.Name), whyProvider, ProviderReadAccess(&p))
 }
 
 // samePlace reports whether req updates a GitTarget without changing where it writes:

@@ -35,6 +35,7 @@ type ReadAccess struct {
 	Group     string
 	Resource  string
 	Namespace string // "" = every namespace
+	Name      string // "" = every object
 }
 
 // String names the permission as a denial quotes it, in kubectl's words ("list
@@ -43,6 +44,9 @@ func (a ReadAccess) String() string {
 	gr := a.Resource
 	if a.Group != "" {
 		gr += "." + a.Group
+	}
+	if a.Name != "" {
+		gr += "/" + a.Name
 	}
 	where := "in every namespace"
 	if a.Namespace != "" {
@@ -81,6 +85,16 @@ func TargetReadAccess(t *v1alpha1.GitTarget) []ReadAccess {
 	return []ReadAccess{{Verb: "get", Resource: "secrets", Namespace: t.Namespace}}
 }
 
+// ProviderReadAccess lists what the author of a GitProvider must be allowed to do: get the
+// Secret its spec.secretRef names, whose credentials the operator sends to spec.url (a
+// provider's author chooses that server). Pure.
+func ProviderReadAccess(p *v1alpha1.GitProvider) []ReadAccess {
+	if p.Spec.SecretRef == nil || p.Spec.SecretRef.Name == "" {
+		return nil
+	}
+	return []ReadAccess{{Verb: "get", Resource: "secrets", Namespace: p.Namespace, Name: p.Spec.SecretRef.Name}}
+}
+
 // Authorizer asks the API server whether a user may do something.
 type Authorizer interface {
 	Allowed(ctx context.Context, user authnv1.UserInfo, a ReadAccess) (bool, error)
@@ -97,7 +111,7 @@ func (s SubjectAccessReviewer) Allowed(ctx context.Context, user authnv1.UserInf
 	}
 	sar := &authzv1.SubjectAccessReview{Spec: authzv1.SubjectAccessReviewSpec{
 		User: user.Username, UID: user.UID, Groups: user.Groups, Extra: extra,
-		ResourceAttributes: &authzv1.ResourceAttributes{Verb: a.Verb, Group: a.Group, Resource: a.Resource, Namespace: a.Namespace},
+		ResourceAttributes: &authzv1.ResourceAttributes{Verb: a.Verb, Group: a.Group, Resource: a.Resource, Namespace: a.Namespace, Name: a.Name},
 	}}
 	if err := s.Client.Create(ctx, sar); err != nil {
 		return false, fmt.Errorf("asking the API server whether %s may %s: %w", user.Username, a, err)
@@ -105,8 +119,19 @@ func (s SubjectAccessReviewer) Allowed(ctx context.Context, user authnv1.UserInf
 	return sar.Status.Allowed, nil
 }
 
-// requireAccess denies the request unless its user holds every access.
-func (o *Own) requireAccess(ctx context.Context, req admission.Request, what string, need []ReadAccess) admission.Response {
+// Why the author of a rule, a GitTarget or a GitProvider must hold what requireAccess checks,
+// as its denial says it.
+const (
+	whyRule = "the operator copies what this selects to Git, so its author must be allowed to read it " +
+		"(ask for that permission, or narrow the rule)"
+	whyTarget = "the recipients it names can open every Secret the target writes, and generateWhenMissing writes " +
+		"into its Secret, so its author must be allowed to read Secrets there (ask for that permission, or remove spec.encryption)"
+	whyProvider = "the operator sends that Secret's credentials to spec.url, so its author must be allowed to read it " +
+		"(ask for that permission, or name a Secret you may read)"
+)
+
+// requireAccess denies the request unless its user holds every access, saying why.
+func (o *Own) requireAccess(ctx context.Context, req admission.Request, what, why string, need []ReadAccess) admission.Response {
 	if o.Authorizer == nil || len(need) == 0 {
 		return admission.Allowed("")
 	}
@@ -123,8 +148,7 @@ func (o *Own) requireAccess(ctx context.Context, req admission.Request, what str
 	if len(missing) == 0 {
 		return admission.Allowed("")
 	}
-	return admission.Denied(fmt.Sprintf("%s: %s may not %s; the operator copies what this selects to Git, "+
-		"so its author must be allowed to read it (ask for that permission, or narrow the rule)", what, req.UserInfo.Username, strings.Join(missing, ", ")))
+	return admission.Denied(fmt.Sprintf("%s: %s may not %s; %s", what, req.UserInfo.Username, strings.Join(missing, ", "), why))
 }
 
 // validateRule checks a WatchRule or ClusterWatchRule's author against what it captures.
@@ -142,7 +166,7 @@ func (o *Own) validateRule(ctx context.Context, req admission.Request) admission
 		if err := SelectorsProblem(what, r.Spec.Rules, nil); err != nil {
 			return admission.Denied(err.Error())
 		}
-		resp := o.requireAccess(ctx, req, what, RuleReadAccess(req.Namespace, r.Spec.Rules))
+		resp := o.requireAccess(ctx, req, what, whyRule, RuleReadAccess(req.Namespace, r.Spec.Rules))
 		return o.warnSensitive(ctx, resp, what, r.Spec.Rules, types.NamespacedName{Namespace: req.Namespace, Name: r.Spec.TargetRef.Name})
 	default:
 		var r v1alpha1.ClusterWatchRule
@@ -159,7 +183,7 @@ func (o *Own) validateRule(ctx context.Context, req admission.Request) admission
 		if err := SelectorsProblem(what, rules, namespaces); err != nil {
 			return admission.Denied(err.Error())
 		}
-		resp := o.requireAccess(ctx, req, what, RuleReadAccess("", rules))
+		resp := o.requireAccess(ctx, req, what, whyRule, RuleReadAccess("", rules))
 		return o.warnSensitive(ctx, resp, what, rules, types.NamespacedName{Namespace: r.Spec.TargetRef.Namespace, Name: r.Spec.TargetRef.Name})
 	}
 }

@@ -54,6 +54,15 @@ func TestTargetReadAccess(t *testing.T) {
 	assert.Equal(t, "list deployments.apps in every namespace", ReadAccess{Verb: "list", Group: "apps", Resource: "deployments"}.String())
 }
 
+func TestProviderReadAccess(t *testing.T) {
+	p := &v1alpha1.GitProvider{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "git"}}
+	assert.Empty(t, ProviderReadAccess(p), "a provider without credentials sends none")
+	p.Spec.SecretRef = &v1alpha1.LocalObjectReference{Name: "flux-git"}
+	assert.Equal(t, []ReadAccess{{Verb: "get", Resource: "secrets", Namespace: "team-a", Name: "flux-git"}}, ProviderReadAccess(p),
+		"the operator sends that Secret's credentials to the URL the provider's author chose")
+	assert.Equal(t, "get secrets/flux-git in namespace team-a", ProviderReadAccess(p)[0].String())
+}
+
 func TestSelectorsProblem(t *testing.T) {
 	bad := &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "team", Operator: "in", Values: []string{"a"}}}}
 	good := &metav1.LabelSelector{MatchLabels: map[string]string{"team": "a"}}

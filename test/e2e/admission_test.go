@@ -367,7 +367,7 @@ metadata:
   namespace: authz
 rules:
 - apiGroups: ["reverser.gitops.dev"]
-  resources: ["watchrules", "gittargets"]
+  resources: ["watchrules", "gittargets", "gitproviders"]
   verbs: ["get", "list", "create", "update", "patch"]
 - apiGroups: [""]
   resources: ["configmaps"]
@@ -422,6 +422,20 @@ spec:
 `, eve("apply", "-f", "-")...)
 	require.Error(t, err, "choosing the recipients of a namespace's Secrets needs the right to read them")
 	assert.Contains(t, out, "eve may not get secrets in namespace authz")
+
+	provider := func(secret string) string {
+		p := "apiVersion: reverser.gitops.dev/v1alpha1\nkind: GitProvider\nmetadata:\n  name: eves\n  namespace: authz\n" +
+			"spec:\n  url: https://git.example.invalid/eve.git\n"
+		if secret != "" {
+			p += "  secretRef:\n    name: " + secret + "\n"
+		}
+		return p
+	}
+	out, err = kubectlErr(provider("flux-git-credentials"), eve("apply", "--dry-run=server", "-f", "-")...)
+	require.Error(t, err, "a provider sends its Secret's credentials to the URL its author chose")
+	assert.Contains(t, out, "GitProvider authz/eves: spec.secretRef: eve may not get secrets/flux-git-credentials in namespace authz")
+	out, err = kubectlErr(provider(""), eve("apply", "--dry-run=server", "-f", "-")...)
+	require.NoError(t, err, "a provider without credentials sends none: %s", out)
 }
 
 func TestAReplicaIsReadyOnlyOnceItCanJudge(t *testing.T) {
