@@ -102,10 +102,7 @@ func (w *Watched) Handle(ctx context.Context, req admission.Request) admission.R
 		v = Verdict{Allowed: true, Reason: ReasonUnchanged}
 		w.observe(v, dry, start)
 		return admission.Allowed("") // nothing stored, nothing to attribute
-	} else if !v.Allowed && r.Operation == Update && !w.isNoise(r, old) &&
-		nothingForGit(req, w.KeepDefaultedFields || w.anySensitive(r.Resource, targets)) {
-		// (An object that stops being noise, orphaned by its controller, enters Git as if
-		// created: never nothing, though the owner reference it lost is never written.)
+	} else if !v.Allowed && r.Operation == Update && nothingForGit(req, w.KeepDefaultedFields || w.anySensitive(r.Resource, targets)) {
 		v = Verdict{Allowed: true, Reason: ReasonNothingForGit} // stored, and attributed below, as any write
 	}
 	w.observe(v, dry, start)
@@ -158,7 +155,10 @@ func nothingForGit(req admission.Request, whole bool) bool {
 // route finds the targets whose folders a write changes, as the watcher will see it, and
 // whether it is judged. A write the noise rules skip is not; its targets are those that
 // lose the object when it is adopted (gains a controller), none otherwise. An orphaned
-// object (it loses its controller) arrives in Git as if created.
+// object (it loses its controller) arrives in Git as if created, and is not judged either:
+// the garbage collector orphaning a deleted owner's dependents (--cascade=orphan) must never
+// be denied, or the owner waits on its finalizer for ever; the writer refuses what it cannot
+// write (never in plaintext), and status says so.
 func (w *Watched) route(ctx context.Context, r Request, obj, old *partialMeta) (targets []TargetState, judge bool) {
 	if w.isNoise(r, obj, old) {
 		if obj != nil && old != nil && !w.isNoise(r, old) {
@@ -166,11 +166,10 @@ func (w *Watched) route(ctx context.Context, r Request, obj, old *partialMeta) (
 		}
 		return nil, false
 	}
-	oldLabels := old.labels()
 	if old != nil && w.isNoise(r, old) {
-		oldLabels = nil
+		return w.View.Targets(ctx, r, obj.labels(), nil), false // orphaned
 	}
-	return w.View.Targets(ctx, r, obj.labels(), oldLabels), true
+	return w.View.Targets(ctx, r, obj.labels(), old.labels()), true
 }
 
 // adopted turns the update that makes an object noise (it gains a controller) into what it
