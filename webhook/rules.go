@@ -131,12 +131,21 @@ func ApplyPolicy(w *admissionv1.ValidatingWebhook, rules []RuleSpec, p WebhookPo
 	}
 	if len(p.SkipFieldManagers) > 0 {
 		w.MatchConditions = append(w.MatchConditions, admissionv1.MatchCondition{
-			Name: "skip-gitops-field-managers",
-			Expression: fmt.Sprintf("!(has(request.options) && has(request.options.fieldManager) && request.options.fieldManager in [%s])",
-				celList(p.SkipFieldManagers)),
+			Name:       "skip-gitops-field-managers",
+			Expression: "!" + skippedManager(p.SkipFieldManagers),
 		})
 	}
 	return !equality.Semantic.DeepEqual(before, w)
+}
+
+// skippedManager is the CEL condition of a write a GitOps controller applies under a
+// service account it impersonates (Flux's serviceAccountName, Argo CD's impersonation): its
+// field manager is one of managers, and its user a service account. A client chooses its
+// field manager, so a person naming one (kubectl --field-manager=kustomize-controller) is
+// judged all the same; a workload holding a service account's token still can skip.
+func skippedManager(managers []string) string {
+	return fmt.Sprintf("(request.userInfo.username.startsWith('system:serviceaccount:') && has(request.options) && "+
+		"has(request.options.fieldManager) && request.options.fieldManager in [%s])", celList(managers))
 }
 
 // ApplyRecordPolicy sets the recorded entry to the watched entry's rules, narrowed by
@@ -151,8 +160,7 @@ func ApplyRecordPolicy(w *admissionv1.ValidatingWebhook, rules []RuleSpec, p Web
 		skipped = append(skipped, fmt.Sprintf("request.userInfo.username in [%s]", celList(users)))
 	}
 	if len(p.SkipFieldManagers) > 0 {
-		skipped = append(skipped, fmt.Sprintf("(has(request.options) && has(request.options.fieldManager) && request.options.fieldManager in [%s])",
-			celList(p.SkipFieldManagers)))
+		skipped = append(skipped, skippedManager(p.SkipFieldManagers))
 	}
 	if len(skipped) == 0 {
 		rules = nil

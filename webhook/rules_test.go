@@ -164,7 +164,8 @@ func TestApplyPolicyLeavesClientConfigAlone(t *testing.T) {
 	assert.Equal(t, int32(3), *w.TimeoutSeconds)
 	assert.Equal(t, []string{"kube-system", "kube-node-lease", "ops"}, w.NamespaceSelector.MatchExpressions[0].Values)
 	assert.Equal(t, `!(request.userInfo.username in ["system:serviceaccount:ops:gitops-reverser"])`, w.MatchConditions[0].Expression)
-	assert.Equal(t, `!(has(request.options) && has(request.options.fieldManager) && request.options.fieldManager in ["kustomize-controller"])`,
+	assert.Equal(t, `!(request.userInfo.username.startsWith('system:serviceaccount:') && has(request.options) && `+
+		`has(request.options.fieldManager) && request.options.fieldManager in ["kustomize-controller"])`,
 		w.MatchConditions[1].Expression)
 	assert.False(t, ApplyPolicy(&w, rules, p), "applying the same policy again changes nothing")
 }
@@ -266,7 +267,8 @@ func TestApplyRecordPolicy(t *testing.T) {
 		assert.Equal(t, admissionv1.Ignore, *w.FailurePolicy, "never blocks a GitOps controller, whatever the watched entry's policy")
 		require.Len(t, w.MatchConditions, 2)
 		assert.Equal(t, `request.userInfo.username in ["system:serviceaccount:flux-system:kustomize-controller"] || `+
-			`(has(request.options) && has(request.options.fieldManager) && request.options.fieldManager in ["kustomize-controller"])`,
+			`(request.userInfo.username.startsWith('system:serviceaccount:') && has(request.options) && `+
+			`has(request.options.fieldManager) && request.options.fieldManager in ["kustomize-controller"])`,
 			w.MatchConditions[0].Expression)
 		assert.Equal(t, `request.userInfo.username != "system:serviceaccount:ops:reverser"`, w.MatchConditions[1].Expression)
 		assert.False(t, ApplyRecordPolicy(&w, rules, policy), "nothing changes the second time")

@@ -93,7 +93,7 @@ func (o *Options) bind(fs *flag.FlagSet) {
 	fs.BoolVar(&o.WebhookWarnAlways, "webhook-warn-always", false, "Add the 'where it lands' warning to every allowed request, not only to dry-runs.")
 	o.WebhookSkipUsers = append(stringList(nil), defaultSkipUsers...)
 	o.WebhookSkipManagers = append(stringList(nil), defaultSkipFieldManagers...)
-	fs.Var(&listFlag{list: &o.WebhookSkipManagers}, "webhook-skip-field-managers", "Comma-separated field managers whose writes never reach the watched-objects webhook.")
+	fs.Var(&listFlag{list: &o.WebhookSkipManagers}, "webhook-skip-field-managers", "Comma-separated field managers whose writes by a service account never reach the watched-objects webhook.")
 	fs.Var(&listFlag{list: &o.WebhookSkipUsers}, "webhook-skip-users", "Comma-separated usernames whose writes never reach the watched-objects webhook (the operator's own identity is always added).")
 	o.Certs.BindFlags(fs)
 	fs.BoolVar(&o.Noise.CaptureKubeRootCA, "capture-kube-root-ca", false, "Capture the kube-root-ca.crt ConfigMap the cluster publishes in every namespace.")

@@ -219,8 +219,12 @@ func TestWebhookRulesFollowWatchRulesAndSkipUnwatched(t *testing.T) {
 	kubectl(t, "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: rules-elsewhere\n", "apply", "-f", "-")
 	kubectl(t, "", "-n", "rules-elsewhere", "create", "service", "clusterip", "unwatched", "--tcp=80:80", "--dry-run=server")
 	assert.Equal(t, before+1, verdicts(t, metricsPort), "a watched type outside every WatchRule's namespace never reaches the webhook")
-	kubectl(t, "", "-n", "rules-a", "create", "service", "clusterip", "from-flux", "--tcp=80:80", "--dry-run=server", "--field-manager=kustomize-controller")
-	assert.Equal(t, before+1, verdicts(t, metricsPort), "a GitOps controller's field manager skips the webhook (loop guard)")
+	kubectl(t, "", "-n", "rules-a", "create", "service", "clusterip", "from-flux", "--tcp=80:80", "--dry-run=server", "--field-manager=kustomize-controller",
+		"--as", "system:serviceaccount:rules-a:tenant", "--as-group", "system:masters")
+	assert.Equal(t, before+1, verdicts(t, metricsPort), "a GitOps controller's field manager under a service account it impersonates skips the webhook (loop guard)")
+	kubectl(t, "", "-n", "rules-a", "create", "service", "clusterip", "from-flux", "--tcp=80:80", "--dry-run=server", "--field-manager=kustomize-controller",
+		"--as", "mallory", "--as-group", "system:masters")
+	assert.Equal(t, before+2, verdicts(t, metricsPort), "a person naming that field manager is judged all the same")
 
 	kubectl(t, `apiVersion: reverser.gitops.dev/v1alpha1
 kind: WatchRule
