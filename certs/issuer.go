@@ -35,6 +35,12 @@ const raceRetry = 200 * time.Millisecond
 // managedByLabel marks the Secret the self-managed issuer created.
 const managedByLabel = "app.kubernetes.io/managed-by"
 
+// keyMaterialLabel marks the Secret as key material, which the writer never puts in Git,
+// whichever rule routes it (batch.KeyMaterialLabel; the certs package does not import the
+// writer): its CA key and serving key would let anyone who reads the repository's
+// recipients pass as a replica, or issue certificates the API server trusts.
+const keyMaterialLabel = "reverser.gitops.dev/key-material"
+
 // issuer creates and renews the self-managed Secret and injects its CA bundle. It runs on the
 // leader only.
 type issuer struct {
@@ -148,7 +154,8 @@ func (i *issuer) renew(ctx context.Context, sec *corev1.Secret, plan step, now t
 func (i *issuer) write(ctx context.Context, sec *corev1.Secret, data map[string][]byte) error {
 	if sec == nil {
 		sec = &corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Namespace: i.key.Namespace, Name: i.key.Name, Labels: map[string]string{managedByLabel: "gitops-reverser"}},
+			ObjectMeta: metav1.ObjectMeta{Namespace: i.key.Namespace, Name: i.key.Name,
+				Labels: map[string]string{managedByLabel: "gitops-reverser", keyMaterialLabel: "webhook-certificate"}},
 			Type:       corev1.SecretTypeTLS,
 			Data:       data,
 		}
@@ -159,6 +166,7 @@ func (i *issuer) write(ctx context.Context, sec *corev1.Secret, data map[string]
 	}
 	sec = sec.DeepCopy()
 	sec.Data = data
+	metav1.SetMetaDataLabel(&sec.ObjectMeta, keyMaterialLabel, "webhook-certificate") // one made before the label had none
 	if err := i.client.Update(ctx, sec); err != nil {
 		return raceOr(err, "updating the certificate Secret")
 	}

@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/gitops-reverser/gitops-reverser/certs"
+	"github.com/gitops-reverser/gitops-reverser/gitops/batch"
 )
 
 const denial = "denied by the certs rotation test"
@@ -67,6 +68,7 @@ func TestSelfManagedRotationKeepsTheWebhookServing(t *testing.T) {
 	var sec corev1.Secret
 	require.NoError(t, k8s.Get(ctx, client.ObjectKey{Namespace: "default", Name: opts.SecretName}, &sec))
 	assert.Equal(t, corev1.SecretTypeTLS, sec.Type)
+	assert.Equal(t, "webhook-certificate", sec.Labels[batch.KeyMaterialLabel], "key material: never written to Git, whichever rule routes it")
 	for _, k := range []string{"tls.crt", "tls.key", "ca.crt"} {
 		assert.NotEmpty(t, sec.Data[k], k)
 	}
