@@ -100,13 +100,20 @@ func (i *issuer) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Result, er
 	data := secretData(sec)
 	now := time.Now()
 	plan := i.policy.decide(data, now)
-	if plan.NewCA || plan.NewCert {
+	renewed := plan.NewCA || plan.NewCert // and labelled (write)
+	if renewed {
 		if data, err = i.renew(ctx, sec, plan, now); err != nil {
 			return i.retryOnRace(err)
 		}
 		plan = i.policy.decide(data, time.Now())
 	} else if plan.Reason != "" {
 		i.log.Info("renewal postponed", "reason", plan.Reason, "recheckAfter", plan.RecheckAfter)
+	}
+	if sec != nil && !renewed && sec.Labels[keyMaterialLabel] == "" {
+		// Made by a release before the label: labelled now, not at its next renewal.
+		if err := i.write(ctx, sec, sec.Data); err != nil {
+			return i.retryOnRace(err)
+		}
 	}
 	if err := i.inject(ctx, data[keyCACert]); err != nil {
 		return i.retryOnRace(err)
