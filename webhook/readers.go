@@ -77,12 +77,20 @@ func RuleReadAccess(namespace string, rules []v1alpha1.ResourceRule) []ReadAcces
 
 // TargetReadAccess lists what the author of a GitTarget must be allowed to do: with
 // spec.encryption set, get Secrets in its namespace (the recipients they choose can open
-// every Secret the target writes, and generateWhenMissing writes into a Secret). Pure.
+// every Secret the target writes); with generateWhenMissing, also create and update the
+// Secret it names, into which the operator writes an identity (and a label that keeps it
+// out of Git). Pure.
 func TargetReadAccess(t *v1alpha1.GitTarget) []ReadAccess {
 	if t.Spec.Encryption == nil {
 		return nil
 	}
-	return []ReadAccess{{Verb: "get", Resource: "secrets", Namespace: t.Namespace}}
+	need := []ReadAccess{{Verb: "get", Resource: "secrets", Namespace: t.Namespace}}
+	if age := t.Spec.Encryption.Age; age != nil && age.GenerateWhenMissing && age.SecretRef != nil {
+		for _, verb := range []string{"create", "update"} {
+			need = append(need, ReadAccess{Verb: verb, Resource: "secrets", Namespace: t.Namespace, Name: age.SecretRef.Name})
+		}
+	}
+	return need
 }
 
 // ProviderReadAccess lists what the author of a GitProvider must be allowed to do: get the
@@ -125,7 +133,8 @@ const (
 	whyRule = "the operator copies what this selects to Git, so its author must be allowed to read it " +
 		"(ask for that permission, or narrow the rule)"
 	whyTarget = "the recipients it names can open every Secret the target writes, and generateWhenMissing writes " +
-		"into its Secret, so its author must be allowed to read Secrets there (ask for that permission, or remove spec.encryption)"
+		"into its Secret, so its author must be allowed to read Secrets there, and to write that one (ask for that " +
+		"permission, or remove spec.encryption or generateWhenMissing)"
 	whyProvider = "the operator sends that Secret's credentials to spec.url, so its author must be allowed to read it " +
 		"(ask for that permission, or name a Secret you may read)"
 )
