@@ -158,12 +158,27 @@ func Decide(req Request, targets []TargetState, sensitive bool, warn bool) Verdi
 	v := Verdict{Allowed: true, Reason: ReasonAllowed}
 	if warn {
 		for _, t := range targets {
-			if t.Path != "" && !t.Leaving {
-				v.Warnings = append(v.Warnings, fmt.Sprintf("%s %s:%s", t.URL, t.Branch, t.Path))
+			if w := landing(req.Operation, t); w != "" {
+				v.Warnings = append(v.Warnings, w)
 			}
 		}
 	}
 	return v
+}
+
+// landing is the warning that says what an allowed write does in target t's folder: where
+// the object lands, or, for a delete, the document it removes (or keeps, under prune mode
+// Never); "" when nothing is known to say.
+func landing(op Operation, t TargetState) string {
+	switch {
+	case t.Path == "" || t.Leaving:
+		return ""
+	case op == Delete && t.KeepsDeleted:
+		return fmt.Sprintf("%s %s:%s is kept (GitTarget %s: spec.prune.mode Never)", t.URL, t.Branch, t.Path, t.Key)
+	case op == Delete:
+		return fmt.Sprintf("%s %s:%s is removed", t.URL, t.Branch, t.Path)
+	}
+	return fmt.Sprintf("%s %s:%s", t.URL, t.Branch, t.Path)
 }
 
 // stalledDenial says why a change routed to a Stalled GitTarget is denied, and that the

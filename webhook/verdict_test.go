@@ -38,6 +38,10 @@ func TestDecide(t *testing.T) {
 	updSecret.Operation = Update
 	leaving := live
 	leaving.Leaving = true
+	delCM := cm
+	delCM.Operation = Delete
+	keepingLive := live
+	keepingLive.KeepsDeleted = true
 	keeping := stalled
 	keeping.KeepsDeleted = true
 	inGit := encrypted
@@ -102,6 +106,11 @@ func TestDecide(t *testing.T) {
 			targets: []TargetState{leaving}, sensitive: true, allowed: true, reason: ReasonAllowed},
 		{name: "allows deleting when the folder cannot be written but the target never removes documents", req: delSecret, targets: []TargetState{keeping},
 			sensitive: true, allowed: true, reason: ReasonAllowed},
+		{name: "warns on a dry-run delete that the document is removed", req: delCM, targets: []TargetState{live}, warn: true,
+			allowed: true, reason: ReasonAllowed, warnings: []string{"https://git.example.com/r.git main:live/team-a/configmaps/app.yaml is removed"}},
+		{name: "warns on a dry-run delete that a target pruning Never keeps the document", req: delCM, targets: []TargetState{keepingLive}, warn: true,
+			allowed: true, reason: ReasonAllowed,
+			warnings: []string{"https://git.example.com/r.git main:live/team-a/configmaps/app.yaml is kept (GitTarget team-a/live: spec.prune.mode Never)"}},
 		{name: "denies a path held by a different object", req: cm, targets: []TargetState{clash}, reason: ReasonPathConflict,
 			contains: []string{"already holds ConfigMap team-a/other"}},
 		{name: "denies when any one of several targets cannot write", req: cm, targets: []TargetState{live, stalled}, reason: ReasonTargetStalled},
