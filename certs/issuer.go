@@ -109,14 +109,16 @@ func (i *issuer) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Result, er
 	} else if plan.Reason != "" {
 		i.log.Info("renewal postponed", "reason", plan.Reason, "recheckAfter", plan.RecheckAfter)
 	}
-	if sec != nil && !renewed && sec.Labels[keyMaterialLabel] == "" {
-		// Made by a release before the label: labelled now, not at its next renewal.
-		if err := i.write(ctx, sec, sec.Data); err != nil {
-			return i.retryOnRace(err)
-		}
-	}
 	if err := i.inject(ctx, data[keyCACert]); err != nil {
 		return i.retryOnRace(err)
+	}
+	if sec != nil && !renewed && sec.Labels[keyMaterialLabel] == "" {
+		// Made by a release before the label: labelled now, not at its next renewal. Best
+		// effort (an immutable Secret, a policy that refuses it): never in the way of serving.
+		if err := i.write(ctx, sec, sec.Data); err != nil {
+			i.log.Info("could not label the certificate Secret as key material; a rule that captures it would "+
+				"write it to Git, encrypted: label it "+keyMaterialLabel+" yourself", "secret", i.key, "reason", err.Error())
+		}
 	}
 	return ctrl.Result{RequeueAfter: max(plan.RecheckAfter, minRecheck)}, nil
 }

@@ -108,7 +108,11 @@ func (o *Own) Handle(ctx context.Context, req admission.Request) admission.Respo
 	} else if err := ValidateTarget(&t, provider, others); err != nil {
 		return admission.Denied(err.Error())
 	}
-	resp := o.requireAccess(ctx, req, fmt.Sprintf("GitTarget %s/%s: spec.encryption", t.Namespace, t.Name), whyTarget, TargetReadAccess(&t))
+	need := TargetReadAccess(&t)
+	if old, ok := oldTarget(req); ok && reflect.DeepEqual(old.Spec.Encryption, t.Spec.Encryption) {
+		need = need[:min(len(need), 1)] // an update that keeps spec.encryption is not asked to write its Secret again
+	}
+	resp := o.requireAccess(ctx, req, fmt.Sprintf("GitTarget %s/%s: spec.encryption", t.Namespace, t.Name), whyTarget, need)
 	resp.Warnings = append(resp.Warnings, warnings...)
 	return resp
 }
@@ -140,14 +144,17 @@ func (o *Own) validateProvider(ctx context.Context, req admission.Request) admis
 // samePlace reports whether req updates a GitTarget without changing where it writes:
 // branch, folder and provider as in the stored object.
 func samePlace(req admission.Request, t *v1alpha1.GitTarget) bool {
-	if req.Operation != admissionv1.Update || len(req.OldObject.Raw) == 0 {
-		return false
-	}
+	old, ok := oldTarget(req)
+	return ok && old.Spec.Branch == t.Spec.Branch && old.Spec.Path == t.Spec.Path && old.Spec.ProviderRef == t.Spec.ProviderRef
+}
+
+// oldTarget is the stored GitTarget an update replaces; false for any other request.
+func oldTarget(req admission.Request) (v1alpha1.GitTarget, bool) {
 	var old v1alpha1.GitTarget
-	if err := json.Unmarshal(req.OldObject.Raw, &old); err != nil {
-		return false
+	if req.Operation != admissionv1.Update || len(req.OldObject.Raw) == 0 {
+		return old, false
 	}
-	return old.Spec.Branch == t.Spec.Branch && old.Spec.Path == t.Spec.Path && old.Spec.ProviderRef == t.Spec.ProviderRef
+	return old, json.Unmarshal(req.OldObject.Raw, &old) == nil
 }
 
 // context reads the target's provider and the places of every other target from the cache.

@@ -1,12 +1,14 @@
 package webhook
 
 import (
+	"context"
 	"encoding/json"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	admissionv1 "k8s.io/api/admission/v1"
+	authnv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -74,4 +76,63 @@ func TestAGitTargetUpdateThatKeepsWhereItWritesIsNotJudgedAgainstItsProvider(t *
 	assert.False(t, samePlace(req, moved), "a new folder is judged for overlaps")
 	create := admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{Operation: admissionv1.Create}}
 	assert.False(t, samePlace(create, &stored))
+}
+
+// askedAuthorizer answers every question with allow and keeps them.
+type askedAuthorizer struct {
+	allow bool
+	asked []ReadAccess
+}
+
+func (a *askedAuthorizer) Allowed(_ context.Context, _ authnv1.UserInfo, access ReadAccess) (bool, error) {
+	a.asked = append(a.asked, access)
+	return a.allow, nil
+}
+
+func TestAGitProvidersAuthorMustBeAllowedToReadItsSecret(t *testing.T) {
+	scheme := runtime.NewScheme()
+	require.NoError(t, v1alpha1.AddToScheme(scheme))
+	provider := func(secret string) []byte {
+		p := v1alpha1.GitProvider{TypeMeta: metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: "GitProvider"},
+			ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "git"}, Spec: v1alpha1.GitProviderSpec{URL: "https://git.example.com/r.git"}}
+		if secret != "" {
+			p.Spec.SecretRef = &v1alpha1.LocalObjectReference{Name: secret}
+		}
+		b, err := json.Marshal(p)
+		require.NoError(t, err)
+		return b
+	}
+	request := func(op admissionv1.Operation, obj, old []byte) admission.Request {
+		return admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{Operation: op, Namespace: "team-a", Name: "git",
+			Kind: metav1.GroupVersionKind{Group: v1alpha1.GroupVersion.Group, Version: "v1alpha1", Kind: "GitProvider"},
+			UserInfo: authnv1.UserInfo{Username: "eve"}, Object: runtime.RawExtension{Raw: obj}, OldObject: runtime.RawExtension{Raw: old}}}
+	}
+	cases := []struct {
+		name    string
+		req     admission.Request
+		allow   bool
+		allowed bool
+		asked   []ReadAccess
+	}{
+		{"refuses a provider naming a Secret its author may not read", request(admissionv1.Create, provider("flux-git"), nil), false, false,
+			[]ReadAccess{{Verb: "get", Resource: "secrets", Namespace: "team-a", Name: "flux-git"}}},
+		{"takes one naming a Secret its author may read", request(admissionv1.Create, provider("flux-git"), nil), true, true,
+			[]ReadAccess{{Verb: "get", Resource: "secrets", Namespace: "team-a", Name: "flux-git"}}},
+		{"asks nothing of a provider without a Secret", request(admissionv1.Create, provider(""), nil), false, true, nil},
+		{"asks nothing of an update that keeps the Secret", request(admissionv1.Update, provider("flux-git"), provider("flux-git")), false, true, nil},
+		{"checks an update that names another Secret", request(admissionv1.Update, provider("other"), provider("flux-git")), false, false,
+			[]ReadAccess{{Verb: "get", Resource: "secrets", Namespace: "team-a", Name: "other"}}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			authz := &askedAuthorizer{allow: tc.allow}
+			o := &Own{Decoder: admission.NewDecoder(scheme), Authorizer: authz}
+			resp := o.Handle(context.Background(), tc.req)
+			assert.Equal(t, tc.allowed, resp.Allowed, resp.Result)
+			assert.Equal(t, tc.asked, authz.asked)
+			if !tc.allowed {
+				assert.Contains(t, resp.Result.Message, "GitProvider team-a/git: spec.secretRef: eve may not get secrets/")
+			}
+		})
+	}
 }

@@ -86,9 +86,9 @@ func TargetReadAccess(t *v1alpha1.GitTarget) []ReadAccess {
 	}
 	need := []ReadAccess{{Verb: "get", Resource: "secrets", Namespace: t.Namespace}}
 	if age := t.Spec.Encryption.Age; age != nil && age.GenerateWhenMissing && age.SecretRef != nil {
-		for _, verb := range []string{"create", "update"} {
-			need = append(need, ReadAccess{Verb: verb, Resource: "secrets", Namespace: t.Namespace, Name: age.SecretRef.Name})
-		}
+		// create without a name: a create request carries none, so RBAC never grants one by name.
+		need = append(need, ReadAccess{Verb: "create", Resource: "secrets", Namespace: t.Namespace},
+			ReadAccess{Verb: "update", Resource: "secrets", Namespace: t.Namespace, Name: age.SecretRef.Name})
 	}
 	return need
 }

@@ -53,7 +53,7 @@ func TestTargetReadAccess(t *testing.T) {
 	assert.Equal(t, "get secrets in namespace team-a", TargetReadAccess(target)[0].String())
 	target.Spec.Encryption.Age = &v1alpha1.AgeEncryption{SecretRef: &v1alpha1.LocalObjectReference{Name: "sops-age"}, GenerateWhenMissing: true}
 	assert.Equal(t, []ReadAccess{{Verb: "get", Resource: "secrets", Namespace: "team-a"},
-		{Verb: "create", Resource: "secrets", Namespace: "team-a", Name: "sops-age"},
+		{Verb: "create", Resource: "secrets", Namespace: "team-a"},
 		{Verb: "update", Resource: "secrets", Namespace: "team-a", Name: "sops-age"}}, TargetReadAccess(target),
 		"the operator writes an identity into that Secret, creating it if need be")
 	assert.Equal(t, "list deployments.apps in every namespace", ReadAccess{Verb: "list", Group: "apps", Resource: "deployments"}.String())

@@ -171,7 +171,7 @@ func Decide(req Request, targets []TargetState, sensitive bool, warn bool) Verdi
 // Never); "" when nothing is known to say.
 func landing(op Operation, t TargetState) string {
 	switch {
-	case t.Path == "" || t.Leaving:
+	case t.Path == "" || t.Leaving || (op == Delete && t.PathProblem != ""): // another object's file
 		return ""
 	case op == Delete && t.KeepsDeleted:
 		return fmt.Sprintf("%s %s:%s is kept (GitTarget %s: spec.prune.mode Never)", t.URL, t.Branch, t.Path, t.Key)

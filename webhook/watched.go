@@ -84,7 +84,7 @@ func (w *Watched) Handle(ctx context.Context, req admission.Request) admission.R
 		return admission.Errored(http.StatusBadRequest, err)
 	}
 	dry := r.DryRun
-	targets, judge := w.route(ctx, r, obj, old)
+	targets, judge := w.route(ctx, r, obj, old, func() bool { return onlyOwnersChanged(req) })
 	if !judge {
 		w.observe(Verdict{Allowed: true, Reason: ReasonSkipped}, dry, start)
 		if !dry && len(targets) > 0 {
@@ -155,11 +155,13 @@ func nothingForGit(req admission.Request, whole bool) bool {
 // route finds the targets whose folders a write changes, as the watcher will see it, and
 // whether it is judged. A write the noise rules skip is not; its targets are those that
 // lose the object when it is adopted (gains a controller), none otherwise. An orphaned
-// object (it loses its controller) arrives in Git as if created, and is not judged either:
-// the garbage collector orphaning a deleted owner's dependents (--cascade=orphan) must never
-// be denied, or the owner waits on its finalizer for ever; the writer refuses what it cannot
-// write (never in plaintext), and status says so.
-func (w *Watched) route(ctx context.Context, r Request, obj, old *partialMeta) (targets []TargetState, judge bool) {
+// object (it loses its controller) arrives in Git as if created, and is not judged either
+// when the write changes nothing else (ownersOnly): the garbage collector orphaning a
+// deleted owner's dependents (--cascade=orphan) must never be denied, or the owner waits on
+// its finalizer for ever; the writer refuses what it cannot write (never in plaintext), and
+// status says so. One that changes more is judged as a creation, so that no one stores
+// unjudged content by giving an object a controller first.
+func (w *Watched) route(ctx context.Context, r Request, obj, old *partialMeta, ownersOnly func() bool) (targets []TargetState, judge bool) {
 	if w.isNoise(r, obj, old) {
 		if obj != nil && old != nil && !w.isNoise(r, old) {
 			return w.View.Targets(ctx, adopted(r), nil, old.labels()), false
@@ -167,9 +169,25 @@ func (w *Watched) route(ctx context.Context, r Request, obj, old *partialMeta) (
 		return nil, false
 	}
 	if old != nil && w.isNoise(r, old) {
-		return w.View.Targets(ctx, r, obj.labels(), nil), false // orphaned
+		return w.View.Targets(ctx, r, obj.labels(), nil), !ownersOnly() // orphaned
 	}
 	return w.View.Targets(ctx, r, obj.labels(), old.labels()), true
+}
+
+// onlyOwnersChanged reports whether an update changes nothing of the object but its owner
+// references (and what the API server keeps with every write: managedFields, the
+// resourceVersion), as the garbage collector's orphaning patch does.
+func onlyOwnersChanged(req admission.Request) bool {
+	obj, old := decodeFull(req.Object.Raw), decodeFull(req.OldObject.Raw)
+	if obj == nil || old == nil {
+		return false
+	}
+	for _, u := range []*unstructured.Unstructured{obj, old} {
+		u.SetOwnerReferences(nil)
+		u.SetManagedFields(nil)
+		u.SetResourceVersion("")
+	}
+	return reflect.DeepEqual(obj.Object, old.Object)
 }
 
 // adopted turns the update that makes an object noise (it gains a controller) into what it
@@ -200,7 +218,7 @@ func (h *Recorded) Handle(ctx context.Context, req admission.Request) admission.
 	if err != nil {
 		return admission.Allowed("")
 	}
-	if targets, _ := h.Watched.route(ctx, r, obj, old); len(targets) > 0 {
+	if targets, _ := h.Watched.route(ctx, r, obj, old, func() bool { return true }); len(targets) > 0 { // judged or not, recorded
 		h.Watched.record(ctx, req)
 	}
 	return admission.Allowed("")

@@ -118,6 +118,7 @@ func TestRouteFollowsTheWatcherWhenAControllerAdoptsOrOrphansAnObject(t *testing
 		create, update, delete bool
 		obj, old               *partialMeta
 		targets, judged        bool
+		more                   bool // the orphaning write changes more than owner references
 	}{
 		{name: "records an adoption under a rule that captures deletes but not updates, which removes it from Git",
 			delete: true, obj: owned, old: free, targets: true},
@@ -127,6 +128,8 @@ func TestRouteFollowsTheWatcherWhenAControllerAdoptsOrOrphansAnObject(t *testing
 			create: true, obj: free, old: owned, targets: true},
 		{name: "records, never judges, an orphaned object under a rule that captures updates only, which writes it",
 			update: true, obj: free, old: owned, targets: true},
+		{name: "judges as a creation an orphaning write that changes more than owner references",
+			update: true, obj: free, old: owned, targets: true, judged: true, more: true},
 		{name: "skips a write to an object a controller owns before and after",
 			create: true, update: true, delete: true, obj: owned, old: owned},
 	}
@@ -135,7 +138,7 @@ func TestRouteFollowsTheWatcherWhenAControllerAdoptsOrOrphansAnObject(t *testing
 			v := NewView(nil, logr.Discard())
 			v.snap.Store(&snapshot{routes: []route{rt([]string{""}, []string{"configmaps"}, tc.create, tc.update, tc.delete)},
 				targets: map[types.NamespacedName]TargetState{key: {Key: key}}})
-			targets, judged := (&Watched{View: v}).route(context.Background(), upd, tc.obj, tc.old)
+			targets, judged := (&Watched{View: v}).route(context.Background(), upd, tc.obj, tc.old, func() bool { return !tc.more })
 			assert.Equal(t, tc.targets, len(targets) > 0, "targets")
 			assert.Equal(t, tc.judged, judged, "judged")
 		})
@@ -184,6 +187,7 @@ func TestAnUpdateThatStoresNothingNewIsAllowedWhateverTheTarget(t *testing.T) {
 		{"allows a change of a field no one owns, which the writer leaves out", withUnowned, strings.Replace(withUnowned, `"default"`, `"other"`, 1), true},
 		{"allows an owner reference someone adds, which the writer leaves out", stored, owned, true},
 		{"allows an object its controller orphans, never judged: the garbage collector is never blocked", controlled, stored, true},
+		{"denies an orphaning write that also changes a value, judged as a creation", controlled, strings.Replace(stored, `"k":"v"`, `"k":"w"`, 1), false},
 		{"allows a controller removing its finalizer from an object being deleted", finalizing, deleting, true},
 		{"denies a change of a value of an object being deleted", finalizing, strings.Replace(finalizing, `"k":"v"`, `"k":"w"`, 1), false},
 		{"denies a label only a cluster controller owns, which moves the object between targets",
