@@ -165,8 +165,8 @@ func (i *issuer) write(ctx context.Context, sec *corev1.Secret, data map[string]
 		sec = &corev1.Secret{
 			ObjectMeta: metav1.ObjectMeta{Namespace: i.key.Namespace, Name: i.key.Name,
 				Labels: map[string]string{managedByLabel: "gitops-reverser", keyMaterialLabel: "webhook-certificate"}},
-			Type:       corev1.SecretTypeTLS,
-			Data:       data,
+			Type: corev1.SecretTypeTLS,
+			Data: data,
 		}
 		if err := i.client.Create(ctx, sec); err != nil {
 			return raceOr(err, "creating the certificate Secret")

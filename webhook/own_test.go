@@ -104,7 +104,7 @@ func TestAGitProvidersAuthorMustBeAllowedToReadItsSecret(t *testing.T) {
 	}
 	request := func(op admissionv1.Operation, obj, old []byte) admission.Request {
 		return admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{Operation: op, Namespace: "team-a", Name: "git",
-			Kind: metav1.GroupVersionKind{Group: v1alpha1.GroupVersion.Group, Version: "v1alpha1", Kind: "GitProvider"},
+			Kind:     metav1.GroupVersionKind{Group: v1alpha1.GroupVersion.Group, Version: "v1alpha1", Kind: "GitProvider"},
 			UserInfo: authnv1.UserInfo{Username: "eve"}, Object: runtime.RawExtension{Raw: obj}, OldObject: runtime.RawExtension{Raw: old}}}
 	}
 	cases := []struct {
