@@ -46,10 +46,13 @@ func TestChangesMadeWhileTheWatchWasCutReachGitAfterTheRelist(t *testing.T) {
 		waitFile(t, remote, path(name), func(string) bool { return true })
 	}
 	kept, _ := fileAt(remote, path("kept"))
-	// The last PodTemplate event the operator saw: its watch resumes from here.
-	seen := strings.TrimSpace(kubectl(t, "", "-n", ns, "get", "podtemplate", "kept", "-o", "jsonpath={.metadata.resourceVersion}"))
 
 	proxy.cut()
+	// Past whatever the operator saw before the cut (the last object's event, a bookmark):
+	// a list's resourceVersion is the store's at the time. Its watch resumes from no later.
+	list, err := kubernetes.NewForConfigOrDie(shared.env.Config).CoreV1().PodTemplates(ns).List(context.Background(), metav1.ListOptions{})
+	require.NoError(t, err)
+	seen := list.ResourceVersion
 	kubectl(t, podTemplate(ns, "changed", "v2"), "apply", "-f", "-")
 	kubectl(t, "", "-n", ns, "delete", "podtemplate", "deleted")
 	kubectl(t, podTemplate(ns, "created", "v1"), "apply", "-f", "-")
