@@ -540,11 +540,11 @@ func (w *worker) actFor(spec TargetSpec) { w.repo.ActAs(spec.URL, spec.Auth) }
 // refresh fetches the branch; when the tip moved (or force is set) every target's folder is
 // re-read, and any folder whose index does not describe the tip. Callers hold w.mu.
 func (w *worker) refresh(ctx context.Context, force bool, acting *target) error {
-	fctx, cancel := context.WithTimeout(ctx, w.opts.gitTimeout())
-	defer cancel()
-	done := w.onRemote()
-	tip, err := w.repo.Fetch(fctx, w.key.branch)
-	done()
+	var tip plumbing.Hash
+	err := w.remote(ctx, func(ctx context.Context) (err error) {
+		tip, err = w.repo.Fetch(ctx, w.key.branch)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("fetching branch %s: %w", w.key.branch, err)
 	}
@@ -621,12 +621,12 @@ func (w *worker) seenElsewhere(ctx context.Context, acting *target) (plumbing.Ha
 	if seer == nil {
 		return plumbing.ZeroHash, nil
 	}
-	fctx, cancel := context.WithTimeout(ctx, w.opts.gitTimeout()) // a timeout of its own
-	defer cancel()
 	w.actFor(seer.spec)
-	done := w.onRemote()
-	tip, err := w.repo.Fetch(fctx, w.key.branch)
-	done()
+	var tip plumbing.Hash
+	err := w.remote(ctx, func(ctx context.Context) (err error) { // a timeout of its own
+		tip, err = w.repo.Fetch(ctx, w.key.branch)
+		return err
+	})
 	w.actFor(acting.spec)
 	switch {
 	case err == nil:
@@ -712,6 +712,16 @@ const slowRemote = 10 * time.Second
 // GitTargets, instead of queueing behind the branch for up to the Git timeout (only the
 // registration already running there waits: Manager.holdRegistrations).
 var ErrRemoteBusy = errors.New("the remote has not answered the branch's fetch or push in progress")
+
+// remote runs op, a fetch of the remote, bounded by --git-timeout and shown as a remote
+// operation in progress (remoteStuck) while it runs. Callers hold w.mu.
+func (w *worker) remote(ctx context.Context, op func(context.Context) error) error {
+	ctx, cancel := context.WithTimeout(ctx, w.opts.gitTimeout())
+	defer cancel()
+	done := w.onRemote()
+	defer done()
+	return op(ctx)
+}
 
 // onRemote marks a fetch or push in progress; call what it returns when it is done.
 func (w *worker) onRemote() (done func()) {
@@ -1175,7 +1185,9 @@ func (w *worker) lookBack(ctx context.Context, t *target) {
 				strings.Contains("\n\n"+strings.TrimSpace(c.Message)+"\n\n", paragraph)
 		}
 		// Others may have pushed on top of it since: the clone holds only the tip.
-		unseen := w.deepenToFind(ctx, t, carries)
+		unseen := w.remote(ctx, func(ctx context.Context) error {
+			return w.repo.DeepenToFind(ctx, t.spec.Branch, w.remoteTip, landedSearch, carries)
+		})
 		sha, ok := w.repo.FindCommit(w.remoteTip, landedSearch, carries)
 		if !ok && unseen != nil {
 			w.log.Info("could not fetch the branch's history to look for an earlier leader's commit",
@@ -1200,16 +1212,6 @@ func (w *worker) lookBack(ctx context.Context, t *target) {
 		w.answers = append(w.answers, answer{r, RequestOutcome{Done: true, SHA: sha.String(), Reason: ReasonCommitted,
 			Message: fmt.Sprintf("committed %s to %s with the requested message", shortSHA(sha.String()), r.Target)}})
 	}
-}
-
-// deepenToFind is repo.DeepenToFind bounded by the Git timeout, and shown as a remote
-// operation in progress (remoteStuck). Callers hold w.mu.
-func (w *worker) deepenToFind(ctx context.Context, t *target, match func(*object.Commit) bool) error {
-	dctx, cancel := context.WithTimeout(ctx, w.opts.gitTimeout())
-	defer cancel()
-	done := w.onRemote()
-	defer done()
-	return w.repo.DeepenToFind(dctx, t.spec.Branch, w.remoteTip, landedSearch, match)
 }
 
 // clockSkew is how far ahead of the operator's clock the API server's may be when lookBack
@@ -1628,11 +1630,9 @@ func (w *worker) seeAttempts(ctx context.Context, t *target, win *authorWindow) 
 	if len(candidates) == 0 {
 		return
 	}
-	dctx, cancel := context.WithTimeout(ctx, w.opts.gitTimeout())
-	defer cancel()
-	done := w.onRemote()
-	err := w.repo.DeepenToLanded(dctx, t.spec.Branch, w.remoteTip, candidates, landedSearch)
-	done()
+	err := w.remote(ctx, func(ctx context.Context) error {
+		return w.repo.DeepenToLanded(ctx, t.spec.Branch, w.remoteTip, candidates, landedSearch)
+	})
 	if err != nil {
 		w.log.Info("could not fetch the branch's history to look for commits whose pushes reported errors",
 			"gitTarget", t.spec.Key.String(), "reason", err.Error())
