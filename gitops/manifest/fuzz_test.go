@@ -31,6 +31,7 @@ const (
 // in place, not rewritten. Seeds: testdata/fuzz/FuzzUpsert/.
 func FuzzUpsert(f *testing.F) {
 	f.Add([]byte(fuzzConfigMap+"---\n"+fuzzDeploy), "app", "info")
+	f.Add([]byte{}, "app", "on")
 	f.Add([]byte("# c\n---\n"+fuzzConfigMap+"  # foot\n\n...\n"+fuzzRole), "app", "a\nb\n")
 	f.Add([]byte("apiVersion: v1\r\nkind: ConfigMap\r\nmetadata:\r\n  name: app\r\n  namespace: team-a\r\ndata:\r\n  value: |+\r\n    x\r\n\r\n"), "app", "yes")
 	f.Fuzz(func(t *testing.T, content []byte, name, value string) {
@@ -50,6 +51,7 @@ func FuzzObjectUpsert(f *testing.F) {
 		object, errObj := os.ReadFile(filepath.Join(dir, "object.yaml"))
 		if errIn == nil && errObj == nil {
 			f.Add(input, object)
+			f.Add([]byte{}, object) // a new file: newFile's lighter read-back, checked by the full parse
 		}
 	}
 	f.Fuzz(func(t *testing.T, content, object []byte) {
