@@ -3,6 +3,7 @@ package webhook
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -12,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/gitops-reverser/gitops-reverser/api/v1alpha1"
@@ -132,6 +134,58 @@ func TestAGitProvidersAuthorMustBeAllowedToReadItsSecret(t *testing.T) {
 			assert.Equal(t, tc.asked, authz.asked)
 			if !tc.allowed {
 				assert.Contains(t, resp.Result.Message, "GitProvider team-a/git: spec.secretRef: eve may not get secrets/")
+			}
+		})
+	}
+}
+
+// refusingAuthorizer allows everything but what it lists, and keeps the questions.
+type refusingAuthorizer struct {
+	refused []ReadAccess
+	asked   []ReadAccess
+}
+
+func (a *refusingAuthorizer) Allowed(_ context.Context, _ authnv1.UserInfo, access ReadAccess) (bool, error) {
+	a.asked = append(a.asked, access)
+	return !slices.Contains(a.refused, access), nil
+}
+
+func TestAClusterWatchRulesAuthorMustBeAllowedToUpdateTheGitTargetItNames(t *testing.T) {
+	scheme := runtime.NewScheme()
+	require.NoError(t, v1alpha1.AddToScheme(scheme))
+	rule := v1alpha1.ClusterWatchRule{TypeMeta: metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: "ClusterWatchRule"},
+		ObjectMeta: metav1.ObjectMeta{Name: "roles"},
+		Spec: v1alpha1.ClusterWatchRuleSpec{TargetRef: v1alpha1.NamespacedObjectReference{Namespace: "team-a", Name: "live"},
+			Rules: []v1alpha1.ClusterResourceRule{{ResourceRule: v1alpha1.ResourceRule{APIGroups: []string{"rbac.authorization.k8s.io"}, Resources: []string{"clusterroles"}}}}}}
+	raw, err := json.Marshal(rule)
+	require.NoError(t, err)
+	req := admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{Operation: admissionv1.Create, Name: "roles",
+		Kind:     metav1.GroupVersionKind{Group: v1alpha1.GroupVersion.Group, Version: "v1alpha1", Kind: "ClusterWatchRule"},
+		UserInfo: authnv1.UserInfo{Username: "mallory"}, Object: runtime.RawExtension{Raw: raw}}}
+	read := ReadAccess{Verb: "list", Group: "rbac.authorization.k8s.io", Resource: "clusterroles"}
+	route := ReadAccess{Verb: "update", Group: "reverser.gitops.dev", Resource: "gittargets", Namespace: "team-a", Name: "live"}
+	cases := []struct {
+		name    string
+		refused []ReadAccess
+		allowed bool
+		asked   []ReadAccess
+		says    string
+	}{
+		{"refuses a rule into a GitTarget its author may not update", []ReadAccess{route}, false, []ReadAccess{read, route},
+			"ClusterWatchRule roles: mallory may not update gittargets.reverser.gitops.dev/live in namespace team-a; the operator commits"},
+		{"takes a rule whose author may read what it selects and update its GitTarget", nil, true, []ReadAccess{read, route}, ""},
+		{"says first what its author may not read", []ReadAccess{read, route}, false, []ReadAccess{read},
+			"ClusterWatchRule roles: mallory may not list clusterroles.rbac.authorization.k8s.io in every namespace"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			authz := &refusingAuthorizer{refused: tc.refused}
+			o := &Own{Decoder: admission.NewDecoder(scheme), Authorizer: authz, Client: fake.NewClientBuilder().WithScheme(scheme).Build()}
+			resp := o.Handle(context.Background(), req)
+			assert.Equal(t, tc.allowed, resp.Allowed, resp.Result)
+			assert.Equal(t, tc.asked, authz.asked)
+			if tc.says != "" {
+				assert.Contains(t, resp.Result.Message, tc.says)
 			}
 		})
 	}

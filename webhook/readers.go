@@ -103,6 +103,16 @@ func ProviderReadAccess(p *v1alpha1.GitProvider) []ReadAccess {
 	return []ReadAccess{{Verb: "get", Resource: "secrets", Namespace: p.Namespace, Name: p.Spec.SecretRef.Name}}
 }
 
+// RouteAccess lists what the author of a ClusterWatchRule must be allowed to do besides
+// reading what it selects: update the GitTarget it names, whatever namespace that is in.
+// The objects are committed through that target's repository, which whoever may edit the
+// target chooses, with the recipients of its Secrets; without the check anyone who may
+// create a ClusterWatchRule could write into any team's repository. A WatchRule names a
+// target of its own namespace, where its author works already, so it is not asked. Pure.
+func RouteAccess(target v1alpha1.NamespacedObjectReference) []ReadAccess {
+	return []ReadAccess{{Verb: "update", Group: v1alpha1.GroupVersion.Group, Resource: "gittargets", Namespace: target.Namespace, Name: target.Name}}
+}
+
 // Authorizer asks the API server whether a user may do something.
 type Authorizer interface {
 	Allowed(ctx context.Context, user authnv1.UserInfo, a ReadAccess) (bool, error)
@@ -135,6 +145,9 @@ const (
 	whyTarget = "the recipients it names can open every Secret the target writes, and generateWhenMissing writes " +
 		"into its Secret, so its author must be allowed to read Secrets there, and to write that one (ask for that " +
 		"permission, or remove spec.encryption or generateWhenMissing)"
+	whyRoute = "the operator commits what it selects through that GitTarget's repository, whose owners choose where it " +
+		"goes and who can open its Secrets, so its author must be allowed to update that GitTarget (ask for that " +
+		"permission, or name a GitTarget you may update)"
 	whyProvider = "the operator sends that Secret's credentials to spec.url, so its author must be allowed to read it " +
 		"(ask for that permission, or name a Secret you may read)"
 )
@@ -193,6 +206,9 @@ func (o *Own) validateRule(ctx context.Context, req admission.Request) admission
 			return admission.Denied(err.Error())
 		}
 		resp := o.requireAccess(ctx, req, what, whyRule, RuleReadAccess("", rules))
+		if resp.Allowed {
+			resp = o.requireAccess(ctx, req, what, whyRoute, RouteAccess(r.Spec.TargetRef))
+		}
 		return o.warnSensitive(ctx, resp, what, rules, types.NamespacedName{Namespace: r.Spec.TargetRef.Namespace, Name: r.Spec.TargetRef.Name})
 	}
 }

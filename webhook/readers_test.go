@@ -153,3 +153,10 @@ func TestSensitiveRouteWarning(t *testing.T) {
 		assert.Empty(t, SensitiveRouteWarning("WatchRule team-a/r", rule([]string{"bitnami.com"}, "sealedsecrets"), target(nil), nil))
 	})
 }
+
+func TestRouteAccess(t *testing.T) {
+	need := RouteAccess(v1alpha1.NamespacedObjectReference{Namespace: "team-a", Name: "live"})
+	assert.Equal(t, []ReadAccess{{Verb: "update", Group: "reverser.gitops.dev", Resource: "gittargets", Namespace: "team-a", Name: "live"}}, need,
+		"a ClusterWatchRule's author must be allowed to change the GitTarget it writes through")
+	assert.Equal(t, "update gittargets.reverser.gitops.dev/live in namespace team-a", need[0].String())
+}

@@ -377,20 +377,7 @@ rules:
   resources: ["configmaps"]
   verbs: ["get", "list", "watch"]
 ---
-apiVersion: rbac.authorization.k8s.io/v1
-kind: RoleBinding
-metadata:
-  name: eve
-  namespace: authz
-roleRef:
-  apiGroup: rbac.authorization.k8s.io
-  kind: Role
-  name: rule-author
-subjects:
-- apiGroup: rbac.authorization.k8s.io
-  kind: User
-  name: eve
-`, "apply", "-f", "-")
+`+binding("RoleBinding", "authz", "rule-author", "eve"), "apply", "-f", "-")
 	rule := func(resources string) string {
 		return fmt.Sprintf("apiVersion: reverser.gitops.dev/v1alpha1\nkind: WatchRule\nmetadata:\n  name: eve\n  namespace: authz\nspec:\n  targetRef:\n    name: live\n  rules:\n  - apiGroups: [\"\"]\n    resources: [%s]\n", resources)
 	}
@@ -440,6 +427,68 @@ spec:
 	assert.Contains(t, out, "GitProvider authz/eves: spec.secretRef: eve may not get secrets/flux-git-credentials in namespace authz")
 	out, err = kubectlErr(provider(""), eve("apply", "--dry-run=server", "-f", "-")...)
 	require.NoError(t, err, "a provider without credentials sends none: %s", out)
+
+	// mallory may create ClusterWatchRules and read ConfigMaps everywhere, but not change
+	// authz's GitTarget: routing into it would commit through that team's repository.
+	kubectl(t, `apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: e2e-cluster-rule-author
+rules:
+- apiGroups: ["reverser.gitops.dev"]
+  resources: ["clusterwatchrules"]
+  verbs: ["get", "list", "create", "update", "patch"]
+- apiGroups: [""]
+  resources: ["configmaps"]
+  verbs: ["get", "list", "watch"]
+---
+`+binding("ClusterRoleBinding", "", "e2e-cluster-rule-author", "mallory"), "apply", "-f", "-")
+	t.Cleanup(func() {
+		_, _ = kubectlErr("", "delete", "clusterrolebinding/mallory", "clusterrole/e2e-cluster-rule-author", "--ignore-not-found")
+	})
+	clusterRule := `apiVersion: reverser.gitops.dev/v1alpha1
+kind: ClusterWatchRule
+metadata:
+  name: e2e-mallory
+spec:
+  targetRef:
+    namespace: authz
+    name: live
+  rules:
+  - apiGroups: [""]
+    resources: ["configmaps"]
+    namespaceSelector: {}
+`
+	mallory := func(args ...string) []string { return append([]string{"--as", "mallory"}, args...) }
+	out, err = kubectlErr(clusterRule, mallory("apply", "--dry-run=server", "-f", "-")...)
+	require.Error(t, err, "a ClusterWatchRule into another team's GitTarget needs the right to change that target")
+	assert.Contains(t, out, "ClusterWatchRule e2e-mallory: mallory may not update gittargets.reverser.gitops.dev/live in namespace authz")
+	kubectl(t, `apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata:
+  name: live-editor
+  namespace: authz
+rules:
+- apiGroups: ["reverser.gitops.dev"]
+  resources: ["gittargets"]
+  resourceNames: ["live"]
+  verbs: ["update"]
+---
+`+binding("RoleBinding", "authz", "live-editor", "mallory"), "apply", "-f", "-")
+	out, err = kubectlErr(clusterRule, mallory("apply", "--dry-run=server", "-f", "-")...)
+	require.NoError(t, err, "granted update on that GitTarget, the rule is taken: %s", out)
+}
+
+// binding is a RoleBinding (namespace set) or ClusterRoleBinding named after user, giving
+// them the Role or ClusterRole named role.
+func binding(kind, namespace, role, user string) string {
+	meta := "  name: " + user + "\n"
+	if namespace != "" {
+		meta += "  namespace: " + namespace + "\n"
+	}
+	return fmt.Sprintf("apiVersion: rbac.authorization.k8s.io/v1\nkind: %s\nmetadata:\n%sroleRef:\n  apiGroup: rbac.authorization.k8s.io\n"+
+		"  kind: %s\n  name: %s\nsubjects:\n- apiGroup: rbac.authorization.k8s.io\n  kind: User\n  name: %s\n",
+		kind, meta, strings.TrimSuffix(kind, "Binding"), role, user)
 }
 
 func TestAReplicaIsReadyOnlyOnceItCanJudge(t *testing.T) {
