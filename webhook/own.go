@@ -109,12 +109,31 @@ func (o *Own) Handle(ctx context.Context, req admission.Request) admission.Respo
 		return admission.Denied(err.Error())
 	}
 	need := TargetReadAccess(&t)
-	if old, ok := oldTarget(req); ok && reflect.DeepEqual(old.Spec.Encryption, t.Spec.Encryption) {
+	old, ok := oldTarget(req)
+	keeps := ok && reflect.DeepEqual(old.Spec.Encryption, t.Spec.Encryption)
+	if keeps {
 		need = need[:min(len(need), 1)] // an update that keeps spec.encryption is not asked to write its Secret again
 	}
-	resp := o.requireAccess(ctx, req, fmt.Sprintf("GitTarget %s/%s: spec.encryption", t.Namespace, t.Name), whyTarget, need)
+	what := fmt.Sprintf("GitTarget %s/%s: spec.encryption", t.Namespace, t.Name)
+	resp := o.requireAccess(ctx, req, what, whyTarget, need)
+	if resp.Allowed && !keeps && t.Spec.Encryption != nil {
+		resp = o.requireRoutedAccess(ctx, req, what, &t)
+	}
 	resp.Warnings = append(resp.Warnings, warnings...)
 	return resp
+}
+
+// requireRoutedAccess asks RoutedReadAccess of the author of a target's new recipients,
+// from the ClusterWatchRules in the cache.
+func (o *Own) requireRoutedAccess(ctx context.Context, req admission.Request, what string, t *v1alpha1.GitTarget) admission.Response {
+	if o.Authorizer == nil {
+		return admission.Allowed("")
+	}
+	var rules v1alpha1.ClusterWatchRuleList
+	if err := o.Client.List(ctx, &rules); err != nil {
+		return admission.Errored(http.StatusInternalServerError, fmt.Errorf("%s: listing ClusterWatchRules: %w", what, err))
+	}
+	return o.requireAccess(ctx, req, what, whyRouted, RoutedReadAccess(t, rules.Items, o.SensitiveResources))
 }
 
 // validateProvider checks a GitProvider's author against the Secret it names: the operator

@@ -190,3 +190,54 @@ func TestAClusterWatchRulesAuthorMustBeAllowedToUpdateTheGitTargetItNames(t *tes
 		})
 	}
 }
+
+func TestWhoChoosesATargetsRecipientsMustReadWhatClusterWatchRulesRouteIntoIt(t *testing.T) {
+	scheme := runtime.NewScheme()
+	require.NoError(t, v1alpha1.AddToScheme(scheme))
+	backup := v1alpha1.ClusterWatchRule{ObjectMeta: metav1.ObjectMeta{Name: "secrets"}, Spec: v1alpha1.ClusterWatchRuleSpec{
+		TargetRef: v1alpha1.NamespacedObjectReference{Namespace: "platform", Name: "backup"},
+		Rules: []v1alpha1.ClusterResourceRule{{ResourceRule: v1alpha1.ResourceRule{APIGroups: []string{""}, Resources: []string{"secrets"}},
+			NamespaceSelector: &metav1.LabelSelector{}}}}}
+	target := func(recipient string) []byte {
+		tg := v1alpha1.GitTarget{TypeMeta: metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: "GitTarget"},
+			ObjectMeta: metav1.ObjectMeta{Namespace: "platform", Name: "backup"},
+			Spec: v1alpha1.GitTargetSpec{ProviderRef: v1alpha1.LocalObjectReference{Name: "repo"}, Branch: "main", Path: "backup",
+				Encryption: &v1alpha1.Encryption{Age: &v1alpha1.AgeEncryption{Recipients: []string{recipient}}}}}
+		b, err := json.Marshal(tg)
+		require.NoError(t, err)
+		return b
+	}
+	request := func(op admissionv1.Operation, obj, old []byte) admission.Request {
+		return admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{Operation: op, Namespace: "platform", Name: "backup",
+			Kind:     metav1.GroupVersionKind{Group: v1alpha1.GroupVersion.Group, Version: "v1alpha1", Kind: "GitTarget"},
+			UserInfo: authnv1.UserInfo{Username: "eve"}, Object: runtime.RawExtension{Raw: obj}, OldObject: runtime.RawExtension{Raw: old}}}
+	}
+	own := ReadAccess{Verb: "get", Resource: "secrets", Namespace: "platform"}
+	everywhere := ReadAccess{Verb: "get", Resource: "secrets"}
+	cases := []struct {
+		name    string
+		req     admission.Request
+		allowed bool
+		asked   []ReadAccess
+	}{
+		{"refuses new recipients from one who may not read the Secrets routed in from other namespaces",
+			request(admissionv1.Create, target("age1new"), nil), false, []ReadAccess{own, everywhere}},
+		{"checks an update that changes the recipients",
+			request(admissionv1.Update, target("age1new"), target("age1old")), false, []ReadAccess{own, everywhere}},
+		{"does not ask again on an update that keeps them",
+			request(admissionv1.Update, target("age1old"), target("age1old")), true, []ReadAccess{own}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			authz := &refusingAuthorizer{refused: []ReadAccess{everywhere}}
+			o := &Own{Decoder: admission.NewDecoder(scheme), Authorizer: authz,
+				Client: fake.NewClientBuilder().WithScheme(scheme).WithObjects(backup.DeepCopy()).Build()}
+			resp := o.Handle(context.Background(), tc.req)
+			assert.Equal(t, tc.allowed, resp.Allowed, resp.Result)
+			assert.Equal(t, tc.asked, authz.asked)
+			if !tc.allowed {
+				assert.Contains(t, resp.Result.Message, "GitTarget platform/backup: spec.encryption: eve may not get secrets in every namespace; a ClusterWatchRule routes")
+			}
+		})
+	}
+}

@@ -145,6 +145,9 @@ const (
 	whyTarget = "the recipients it names can open every Secret the target writes, and generateWhenMissing writes " +
 		"into its Secret, so its author must be allowed to read Secrets there, and to write that one (ask for that " +
 		"permission, or remove spec.encryption or generateWhenMissing)"
+	whyRouted = "a ClusterWatchRule routes these into the target from other namespaces, and the recipients it names can " +
+		"open them, so its author must be allowed to read them there (ask for that permission, or have that rule " +
+		"route elsewhere)"
 	whyRoute = "the operator commits what it selects through that GitTarget's repository, whose owners choose where it " +
 		"goes and who can open its Secrets, so its author must be allowed to update that GitTarget (ask for that " +
 		"permission, or name a GitTarget you may update)"
@@ -249,12 +252,7 @@ func SensitiveRouteWarning(what string, rules []v1alpha1.ResourceRule, t *v1alph
 			state = "whose encryption has not been checked for its current spec yet (a new or edited GitTarget is checked within moments)"
 		}
 	}
-	known := append([]schema.GroupResource{{Resource: "secrets"}}, sensitive...)
-	if t.Spec.Encryption != nil {
-		for _, gr := range t.Spec.Encryption.SensitiveResources {
-			known = append(known, schema.GroupResource{Group: gr.Group, Resource: gr.Resource})
-		}
-	}
+	known := sensitiveFor(t, sensitive)
 	var named []string
 	for _, r := range rules {
 		for _, g := range r.APIGroups {
@@ -276,6 +274,45 @@ func SensitiveRouteWarning(what string, rules []v1alpha1.ResourceRule, t *v1alph
 	}
 	return fmt.Sprintf("%s routes %s to GitTarget %s/%s, %s: until its EncryptionReady condition is True, each such object is denied "+
 		"at admission and refused by the writer, never written in plaintext", what, strings.Join(named, ", "), t.Namespace, t.Name, state)
+}
+
+// sensitiveFor lists what a target writes only encrypted: core Secrets, the operator's
+// --sensitive-resources (sensitive) and the target's spec.encryption.sensitiveResources.
+func sensitiveFor(t *v1alpha1.GitTarget, sensitive []schema.GroupResource) []schema.GroupResource {
+	known := append([]schema.GroupResource{{Resource: "secrets"}}, sensitive...)
+	if t.Spec.Encryption != nil {
+		for _, gr := range t.Spec.Encryption.SensitiveResources {
+			known = append(known, schema.GroupResource{Group: gr.Group, Resource: gr.Resource})
+		}
+	}
+	return known
+}
+
+// RoutedReadAccess lists what the author of a GitTarget's spec.encryption must be allowed to
+// read beyond its namespace: get on each sensitive resource (sensitiveFor) a ClusterWatchRule
+// routes into the target, in every namespace. The recipients they choose can open what such
+// a rule brings from any namespace it selects, now or after a namespace is relabelled, so
+// the check does not follow the rule's namespaceSelector. "*" in a rule's apiGroups or
+// resources counts as naming every sensitive resource it could match. Pure.
+func RoutedReadAccess(t *v1alpha1.GitTarget, rules []v1alpha1.ClusterWatchRule, sensitive []schema.GroupResource) []ReadAccess {
+	known := sensitiveFor(t, sensitive)
+	var out []ReadAccess
+	for _, cr := range rules {
+		if cr.Spec.TargetRef.Namespace != t.Namespace || cr.Spec.TargetRef.Name != t.Name {
+			continue
+		}
+		for _, r := range cr.Spec.Rules {
+			for _, gr := range known {
+				named := slices.ContainsFunc(r.APIGroups, func(g string) bool { return g == "*" || g == gr.Group }) &&
+					slices.ContainsFunc(r.Resources, func(res string) bool { return res == "*" || res == gr.Resource })
+				a := ReadAccess{Verb: "get", Group: gr.Group, Resource: gr.Resource}
+				if named && !slices.Contains(out, a) {
+					out = append(out, a)
+				}
+			}
+		}
+	}
+	return out
 }
 
 // SelectorsProblem says which label selector of a rule cannot be used, and why (a typo such

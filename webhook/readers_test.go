@@ -160,3 +160,48 @@ func TestRouteAccess(t *testing.T) {
 		"a ClusterWatchRule's author must be allowed to change the GitTarget it writes through")
 	assert.Equal(t, "update gittargets.reverser.gitops.dev/live in namespace team-a", need[0].String())
 }
+
+func TestRoutedReadAccess(t *testing.T) {
+	target := &v1alpha1.GitTarget{ObjectMeta: metav1.ObjectMeta{Namespace: "platform", Name: "backup"},
+		Spec: v1alpha1.GitTargetSpec{Encryption: &v1alpha1.Encryption{}}}
+	clusterRule := func(name, ns, targetName string, groups, resources []string) v1alpha1.ClusterWatchRule {
+		return v1alpha1.ClusterWatchRule{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1alpha1.ClusterWatchRuleSpec{
+			TargetRef: v1alpha1.NamespacedObjectReference{Namespace: ns, Name: targetName},
+			Rules: []v1alpha1.ClusterResourceRule{{ResourceRule: v1alpha1.ResourceRule{APIGroups: groups, Resources: resources},
+				NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"team": "b"}}}}}}
+	}
+	secrets := ReadAccess{Verb: "get", Resource: "secrets"}
+	tokens := ReadAccess{Verb: "get", Group: "example.com", Resource: "tokens"}
+	sensitive := []schema.GroupResource{{Group: "example.com", Resource: "tokens"}}
+	tests := []struct {
+		name  string
+		rules []v1alpha1.ClusterWatchRule
+		want  []ReadAccess
+	}{
+		{name: "asks to read Secrets in every namespace when a ClusterWatchRule routes them into the target",
+			rules: []v1alpha1.ClusterWatchRule{clusterRule("all", "platform", "backup", []string{""}, []string{"configmaps", "secrets"})},
+			want:  []ReadAccess{secrets}},
+		{name: "counts a wildcard as every sensitive resource it matches",
+			rules: []v1alpha1.ClusterWatchRule{clusterRule("all", "platform", "backup", []string{"*"}, []string{"*"})},
+			want:  []ReadAccess{secrets, tokens}},
+		{name: "asks nothing for rules into other targets or without sensitive resources",
+			rules: []v1alpha1.ClusterWatchRule{
+				clusterRule("other", "platform", "live", []string{""}, []string{"secrets"}),
+				clusterRule("elsewhere", "team-b", "backup", []string{""}, []string{"secrets"}),
+				clusterRule("plain", "platform", "backup", []string{""}, []string{"configmaps"}),
+				clusterRule("group", "platform", "backup", []string{"apps"}, []string{"*"}),
+			}},
+		{name: "asks once for a resource routed by two rules",
+			rules: []v1alpha1.ClusterWatchRule{
+				clusterRule("one", "platform", "backup", []string{""}, []string{"secrets"}),
+				clusterRule("two", "platform", "backup", []string{"", "example.com"}, []string{"secrets", "tokens"}),
+			},
+			want: []ReadAccess{secrets, tokens}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, RoutedReadAccess(target, tt.rules, sensitive))
+		})
+	}
+	assert.Equal(t, "get secrets in every namespace", secrets.String())
+}

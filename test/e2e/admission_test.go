@@ -477,6 +477,55 @@ rules:
 `+binding("RoleBinding", "authz", "live-editor", "mallory"), "apply", "-f", "-")
 	out, err = kubectlErr(clusterRule, mallory("apply", "--dry-run=server", "-f", "-")...)
 	require.NoError(t, err, "granted update on that GitTarget, the rule is taken: %s", out)
+
+	// A ClusterWatchRule routes Secrets into live (from no namespace yet); trent may read
+	// Secrets in authz only, so may not choose the recipients that would open the others.
+	kubectl(t, `apiVersion: reverser.gitops.dev/v1alpha1
+kind: ClusterWatchRule
+metadata:
+  name: e2e-routed-secrets
+spec:
+  targetRef:
+    namespace: authz
+    name: live
+  rules:
+  - apiGroups: [""]
+    resources: ["secrets"]
+    namespaceSelector:
+      matchLabels:
+        e2e-routed: "none-yet"
+`, "apply", "-f", "-")
+	t.Cleanup(func() { _, _ = kubectlErr("", "delete", "clusterwatchrule/e2e-routed-secrets", "--ignore-not-found") })
+	kubectl(t, `apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata:
+  name: target-owner
+  namespace: authz
+rules:
+- apiGroups: ["reverser.gitops.dev"]
+  resources: ["gittargets"]
+  verbs: ["get", "list", "create", "update", "patch"]
+- apiGroups: [""]
+  resources: ["secrets"]
+  verbs: ["get"]
+---
+`+binding("RoleBinding", "authz", "target-owner", "trent"), "apply", "-f", "-")
+	out, err = kubectlErr(`apiVersion: reverser.gitops.dev/v1alpha1
+kind: GitTarget
+metadata:
+  name: live
+  namespace: authz
+spec:
+  providerRef:
+    name: repo
+  branch: main
+  path: live
+  encryption:
+    age:
+      recipients: ["age1ql3z7hjy54pw3hyww5ayyfg7zqgvc7w3j2elw8zmrj2kg5sfn9aqmcac8p"]
+`, "--as", "trent", "apply", "--dry-run=server", "-f", "-")
+	require.Error(t, err, "the recipients would open Secrets a ClusterWatchRule brings from other namespaces")
+	assert.Contains(t, out, "GitTarget authz/live: spec.encryption: trent may not get secrets in every namespace; a ClusterWatchRule routes")
 }
 
 // binding is a RoleBinding (namespace set) or ClusterRoleBinding named after user, giving
