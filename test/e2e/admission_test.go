@@ -397,7 +397,8 @@ rules:
 	require.Error(t, err, "a selector the rule's controller could not use is refused at once")
 	assert.Contains(t, out, "WatchRule authz/eve: spec.rules[0].objectSelector")
 
-	out, err = kubectlErr(`apiVersion: reverser.gitops.dev/v1alpha1
+	// live with recipients chosen, as its author would set them.
+	encryptedLive := `apiVersion: reverser.gitops.dev/v1alpha1
 kind: GitTarget
 metadata:
   name: live
@@ -410,7 +411,8 @@ spec:
   encryption:
     age:
       recipients: ["age1ql3z7hjy54pw3hyww5ayyfg7zqgvc7w3j2elw8zmrj2kg5sfn9aqmcac8p"]
-`, eve("apply", "-f", "-")...)
+`
+	out, err = kubectlErr(encryptedLive, eve("apply", "-f", "-")...)
 	require.Error(t, err, "choosing the recipients of a namespace's Secrets needs the right to read them")
 	assert.Contains(t, out, "eve may not get secrets in namespace authz")
 
@@ -510,20 +512,7 @@ rules:
   verbs: ["get"]
 ---
 `+binding("RoleBinding", "authz", "target-owner", "trent"), "apply", "-f", "-")
-	out, err = kubectlErr(`apiVersion: reverser.gitops.dev/v1alpha1
-kind: GitTarget
-metadata:
-  name: live
-  namespace: authz
-spec:
-  providerRef:
-    name: repo
-  branch: main
-  path: live
-  encryption:
-    age:
-      recipients: ["age1ql3z7hjy54pw3hyww5ayyfg7zqgvc7w3j2elw8zmrj2kg5sfn9aqmcac8p"]
-`, "--as", "trent", "apply", "--dry-run=server", "-f", "-")
+	out, err = kubectlErr(encryptedLive, "--as", "trent", "apply", "--dry-run=server", "-f", "-")
 	require.Error(t, err, "the recipients would open Secrets a ClusterWatchRule brings from other namespaces")
 	assert.Contains(t, out, "GitTarget authz/live: spec.encryption: trent may not get secrets in every namespace; a ClusterWatchRule routes")
 }
