@@ -151,6 +151,22 @@ func TestAnUpdateThatChangesNothingForGit(t *testing.T) {
 		require.Len(t, sink.got[0], 1)
 		assert.Equal(t, "bob", sink.got[0][0].Author)
 	})
+	t.Run("authors a write through the scale subresource by who made it, only for a change of replicas", func(t *testing.T) {
+		w, sink, book := setup(t)
+		book.Record(attribution.ScaleKey("u-1", "6"), attribution.Author{Username: "carol"}) // kubectl scale
+		w.onEvent(deployments.GVR, deployment("6", 3, 0), deployment("7", 5, 0), false)
+		require.Len(t, sink.got, 1)
+		require.Len(t, sink.got[0], 1)
+		assert.Equal(t, "carol", sink.got[0][0].Author)
+
+		book.Record(attribution.ScaleKey("u-1", "7"), attribution.Author{Username: "carol"}) // lost the race to another write
+		changed := deployment("8", 5, 0)
+		changed.SetLabels(map[string]string{"tier": "web"})
+		w.onEvent(deployments.GVR, deployment("7", 5, 0), changed, false)
+		require.Len(t, sink.got, 2)
+		require.Len(t, sink.got[1], 1)
+		assert.Empty(t, sink.got[1][0].Author, "a change that is not a scale is not the scaler's")
+	})
 }
 
 func TestADeleteInANamespaceSelectedByLabels(t *testing.T) {

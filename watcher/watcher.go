@@ -1263,7 +1263,7 @@ func perTarget(changes []batch.Change, selected map[types.NamespacedName]bool) [
 // seen for the first time may carry a later update's content (Book.JoinCreated).
 func (w *Watcher) attribute(changes []batch.Change, k attribution.Key, old, obj *unstructured.Unstructured) {
 	if k.Op != attribution.Create || w.opts.Attribution == nil {
-		w.attributeWithin(changes, k, old, 0)
+		w.attributeWithin(changes, k, old, obj, 0)
 		return
 	}
 	a, ok := w.opts.Attribution.JoinCreated(k, obj.GetResourceVersion())
@@ -1271,11 +1271,16 @@ func (w *Watcher) attribute(changes []batch.Change, k attribution.Key, old, obj 
 }
 
 // attributeWithin is attribute joining only a record made within that time (Book.JoinWithin).
-func (w *Watcher) attributeWithin(changes []batch.Change, k attribution.Key, old *unstructured.Unstructured, within time.Duration) {
+// An update no record was made for is joined to a write through the scale subresource from
+// the same version when it changed spec.replicas alone (attribution.ScaledOnly).
+func (w *Watcher) attributeWithin(changes []batch.Change, k attribution.Key, old, obj *unstructured.Unstructured, within time.Duration) {
 	if w.opts.Attribution == nil {
 		return
 	}
 	a, ok := w.opts.Attribution.JoinWithin(k, within)
+	if !ok && k.Op == attribution.Update && attribution.ScaledOnly(old, obj) {
+		a, ok = w.opts.Attribution.JoinWithin(attribution.ScaleKey(k.UID, k.OldResourceVersion), within)
+	}
 	if !ok && attribution.SameContent(k, old) {
 		return // a status or metadata-only write: nothing for Git, nobody to attribute
 	}
@@ -1339,7 +1344,7 @@ func (w *Watcher) onDelete(gvr schema.GroupVersionResource, o interface{}) {
 			a, ok := w.opts.Attribution.JoinRequestedAt(k, at, immediateDeleteWindow)
 			w.authored(changes, a, ok)
 		} else {
-			w.attributeWithin(changes, k, nil, immediateDeleteWindow)
+			w.attributeWithin(changes, k, nil, nil, immediateDeleteWindow)
 		}
 	}
 	w.opts.Sink.Submit(changes...)

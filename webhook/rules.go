@@ -150,8 +150,9 @@ func skippedManager(managers []string) string {
 
 // ApplyRecordPolicy sets the recorded entry to the watched entry's rules, narrowed by
 // matchConditions to the writes the watched entry skips (a skip user's, or a skip field
-// manager's), never the operator's own; failurePolicy Ignore, so it never blocks them. With
-// nothing skipped but the operator, it gets no rules. It reports whether anything changed.
+// manager's), and to the scale subresource of what they update (ScaleRules), which the
+// watched entry never sees; never the operator's own writes; failurePolicy Ignore, so it
+// never blocks them. It reports whether anything changed.
 func ApplyRecordPolicy(w *admissionv1.ValidatingWebhook, rules []RuleSpec, p WebhookPolicy) bool {
 	before := w.DeepCopy()
 	users := slices.DeleteFunc(slices.Clone(p.SkipUsers), func(u string) bool { return u == p.Self })
@@ -162,17 +163,43 @@ func ApplyRecordPolicy(w *admissionv1.ValidatingWebhook, rules []RuleSpec, p Web
 	if len(p.SkipFieldManagers) > 0 {
 		skipped = append(skipped, skippedManager(p.SkipFieldManagers))
 	}
-	if len(skipped) == 0 {
-		rules = nil
-	}
-	setEntry(w, rules, p, admissionv1.Ignore)
+	var recorded []RuleSpec
 	if len(skipped) > 0 {
+		recorded = append(recorded, rules...)
+	}
+	scale := ScaleRules(rules)
+	recorded = append(recorded, scale...)
+	if len(scale) > 0 {
+		skipped = append([]string{fmt.Sprintf("(has(request.subResource) && request.subResource == %q)", ScaleSubresource)}, skipped...)
+	}
+	setEntry(w, recorded, p, admissionv1.Ignore)
+	if len(recorded) > 0 {
 		w.MatchConditions = append(w.MatchConditions,
-			admissionv1.MatchCondition{Name: "skipped-by-the-watched-entry", Expression: strings.Join(skipped, " || ")},
+			admissionv1.MatchCondition{Name: "recorded-writes", Expression: strings.Join(skipped, " || ")},
 			admissionv1.MatchCondition{Name: "not-the-operator", Expression: fmt.Sprintf("request.userInfo.username != %q", p.Self)},
 		)
 	}
 	return !equality.Semantic.DeepEqual(before, w)
+}
+
+// ScaleRules are the rules of the scale subresource of every resource rules update: a
+// write through it (kubectl scale) changes the object's replicas without passing the
+// watched entry, which takes the objects themselves. Pure.
+func ScaleRules(rules []RuleSpec) []RuleSpec {
+	var out []RuleSpec
+	for _, r := range rules {
+		if !slices.Contains(r.Operations, admissionv1.Update) {
+			continue
+		}
+		scaled := *r.DeepCopy()
+		scaled.Operations = []admissionv1.OperationType{admissionv1.Update}
+		scaled.Resources = make([]string, len(r.Resources))
+		for i, res := range r.Resources {
+			scaled.Resources[i] = res + "/" + ScaleSubresource
+		}
+		out = append(out, scaled)
+	}
+	return out
 }
 
 // setEntry sets what both kept entries share: rules (none for nil), the namespaces left

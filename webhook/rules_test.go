@@ -3,6 +3,7 @@ package webhook
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -260,25 +261,48 @@ func TestApplyRecordPolicy(t *testing.T) {
 	policy := WebhookPolicy{ExcludedNamespaces: []string{"kube-system"}, Self: "system:serviceaccount:ops:reverser",
 		SkipUsers:         []string{"system:serviceaccount:ops:reverser", "system:serviceaccount:flux-system:kustomize-controller"},
 		SkipFieldManagers: []string{"kustomize-controller"}, FailurePolicy: admissionv1.Fail, TimeoutSecond: 3}
-	t.Run("records exactly the writes the watched entry skips, never the operator's, and fails open", func(t *testing.T) {
+	scale := rule("", []string{"configmaps/scale"}, admissionv1.Update)
+	t.Run("records exactly the writes the watched entry skips and scale writes, never the operator's, and fails open", func(t *testing.T) {
 		var w admissionv1.ValidatingWebhook
 		assert.True(t, ApplyRecordPolicy(&w, rules, policy))
-		assert.Equal(t, rules, w.Rules)
+		assert.Equal(t, append(slices.Clone(rules), scale), w.Rules)
 		assert.Equal(t, admissionv1.Ignore, *w.FailurePolicy, "never blocks a GitOps controller, whatever the watched entry's policy")
 		require.Len(t, w.MatchConditions, 2)
-		assert.Equal(t, `request.userInfo.username in ["system:serviceaccount:flux-system:kustomize-controller"] || `+
+		assert.Equal(t, `(has(request.subResource) && request.subResource == "scale") || `+
+			`request.userInfo.username in ["system:serviceaccount:flux-system:kustomize-controller"] || `+
 			`(request.userInfo.username.startsWith('system:serviceaccount:') && has(request.options) && `+
 			`has(request.options.fieldManager) && request.options.fieldManager in ["kustomize-controller"])`,
 			w.MatchConditions[0].Expression)
 		assert.Equal(t, `request.userInfo.username != "system:serviceaccount:ops:reverser"`, w.MatchConditions[1].Expression)
 		assert.False(t, ApplyRecordPolicy(&w, rules, policy), "nothing changes the second time")
 	})
-	t.Run("gets no rules when nothing but the operator is skipped", func(t *testing.T) {
+	t.Run("takes only scale writes when nothing but the operator is skipped", func(t *testing.T) {
 		var w admissionv1.ValidatingWebhook
 		ApplyRecordPolicy(&w, rules, WebhookPolicy{Self: "me", SkipUsers: []string{"me"}, TimeoutSecond: 3})
+		assert.Equal(t, []RuleSpec{scale}, w.Rules)
+		require.Len(t, w.MatchConditions, 2)
+		assert.Equal(t, `(has(request.subResource) && request.subResource == "scale")`, w.MatchConditions[0].Expression)
+	})
+	t.Run("gets no rules when nothing is updated and nothing skipped", func(t *testing.T) {
+		var w admissionv1.ValidatingWebhook
+		created := []RuleSpec{rule("", []string{"configmaps"}, admissionv1.Create)}
+		ApplyRecordPolicy(&w, created, WebhookPolicy{Self: "me", SkipUsers: []string{"me"}, TimeoutSecond: 3})
 		assert.Empty(t, w.Rules)
 		assert.Empty(t, w.MatchConditions)
 	})
+}
+
+func TestScaleRules(t *testing.T) {
+	rules := []RuleSpec{
+		rule("apps", []string{"deployments", "statefulsets"}, admissionv1.Create, admissionv1.Update),
+		rule("", []string{"configmaps"}, admissionv1.Create),
+		rule("example.com", []string{"*"}, admissionv1.Update, admissionv1.Delete),
+	}
+	assert.Equal(t, []RuleSpec{
+		rule("apps", []string{"deployments/scale", "statefulsets/scale"}, admissionv1.Update),
+		rule("example.com", []string{"*/scale"}, admissionv1.Update),
+	}, ScaleRules(rules), "the scale writes of what is updated, a wildcard's included; nothing for create-only rules")
+	assert.Equal(t, []string{"deployments", "statefulsets"}, rules[0].Resources, "the watched rules are left as they are")
 }
 
 func TestRuleSyncWaitsForANewLeadersWatcher(t *testing.T) {

@@ -211,7 +211,14 @@ type Recorded struct {
 
 // Handle implements admission.Handler: always allowed.
 func (h *Recorded) Handle(ctx context.Context, req admission.Request) admission.Response {
-	if req.SubResource != "" || (req.DryRun != nil && *req.DryRun) {
+	if req.DryRun != nil && *req.DryRun {
+		return admission.Allowed("")
+	}
+	if req.SubResource == ScaleSubresource {
+		h.Watched.recordScale(ctx, req)
+		return admission.Allowed("")
+	}
+	if req.SubResource != "" {
 		return admission.Allowed("")
 	}
 	r, obj, old, err := requestOf(req)
@@ -240,6 +247,31 @@ func (w *Watched) record(ctx context.Context, req admission.Request) {
 	if k, ok := attribution.KeyForRequest(attribution.Op(req.Operation), obj, old); ok {
 		w.Attribution.Record(ctx, k, attribution.Author{Username: req.UserInfo.Username})
 	}
+}
+
+// ScaleSubresource is the subresource kubectl scale and HorizontalPodAutoscalers write
+// through: the recorded entry takes its updates (ScaleRules), so that a change of replicas
+// is authored by who asked for it, not committed under the committer.
+const ScaleSubresource = "scale"
+
+// recordScale remembers who changed an object's replicas through its scale subresource.
+// The request holds Scales (whose metadata is the object's UID and version), not the
+// object, so the record is keyed by the version it replaced only (attribution.ScaleKey);
+// one that keeps the replicas stores nothing and is not recorded.
+func (w *Watched) recordScale(ctx context.Context, req admission.Request) {
+	if w.Attribution == nil || req.Operation != admissionv1.Update {
+		return
+	}
+	obj, old := decodeFull(req.Object.Raw), decodeFull(req.OldObject.Raw)
+	if obj == nil || old == nil || old.GetUID() == "" || old.GetResourceVersion() == "" {
+		return
+	}
+	before, _, _ := unstructured.NestedFieldNoCopy(old.Object, "spec", "replicas")
+	after, _, _ := unstructured.NestedFieldNoCopy(obj.Object, "spec", "replicas")
+	if reflect.DeepEqual(before, after) {
+		return
+	}
+	w.Attribution.Record(ctx, attribution.ScaleKey(old.GetUID(), old.GetResourceVersion()), attribution.Author{Username: req.UserInfo.Username})
 }
 
 // locate fills in where the object would land in each target: where the leader's writer

@@ -220,6 +220,51 @@ spec:
 	assert.Contains(t, history(t, remote)[0], "bob <", "the update")
 }
 
+func TestAScaleIsAuthoredByWhoScaled(t *testing.T) {
+	remote := newRemote(t)
+	startOperator(t, t.TempDir())
+	setupTarget(t, "scaled", remote, "live", "0s")
+	kubectl(t, `apiVersion: reverser.gitops.dev/v1alpha1
+kind: WatchRule
+metadata:
+  name: deployments
+  namespace: scaled
+spec:
+  targetRef:
+    name: live
+  rules:
+  - apiGroups: ["apps"]
+    resources: ["deployments"]
+`, "apply", "-f", "-")
+	kubectl(t, "", "-n", "scaled", "wait", "--for=condition=Ready", "--timeout=60s", "watchrule/deployments")
+	path := "live/scaled/apps/deployments/web.yaml"
+	deployment := `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+  namespace: scaled
+spec:
+  replicas: 1
+  selector:
+    matchLabels: {app: web}
+  template:
+    metadata:
+      labels: {app: web}
+    spec:
+      containers:
+      - name: web
+        image: nginx:1.27
+`
+	kubectl(t, deployment, as("alice", "apply", "-f", "-")...)
+	waitFile(t, remote, path, func(string) bool { return true })
+	// kubectl scale writes the scale subresource, whose request holds a Scale, not the
+	// Deployment: the watched entry never sees it; the recorded entry records who made it.
+	kubectl(t, "", as("bob", "-n", "scaled", "scale", "deployment", "web", "--replicas=3")...)
+	waitFile(t, remote, path, func(c string) bool { return strings.Contains(c, "replicas: 3") })
+	h := history(t, remote)
+	assert.Contains(t, h[0], "bob <bob@cluster.local>|GitOps Reverser|", "history:\n%s", strings.Join(h, "\n"))
+}
+
 // denyingWebhook serves one more validating webhook, as another admission controller would
 // (OPA, Kyverno), that denies every delete by user: its TLS certificate is httptest's, so
 // the API server reaches it at 127.0.0.1 with that CA.

@@ -39,6 +39,10 @@ const (
 	Create Op = "CREATE"
 	Update Op = "UPDATE"
 	Delete Op = "DELETE"
+	// Scale is an update through the scale subresource (kubectl scale): its admission
+	// request holds a Scale, not the object, so what it left has no digest to join by. It is
+	// joined only to an update that changed spec.replicas alone (ScaledOnly).
+	Scale Op = "SCALE"
 )
 
 // Key identifies one stored change, computable both at admission and from a watch event.
@@ -71,6 +75,12 @@ func (k Key) slot() Key {
 // UpdateKey is the join key of an update.
 func UpdateKey(uid types.UID, oldRV string, d Digest) Key {
 	return Key{Op: Update, UID: uid, OldResourceVersion: oldRV, Digest: d}
+}
+
+// ScaleKey is the join key of an update through the scale subresource of the object uid,
+// from its version oldRV.
+func ScaleKey(uid types.UID, oldRV string) Key {
+	return Key{Op: Scale, UID: uid, OldResourceVersion: oldRV}
 }
 
 // DeleteKey is the join key of a delete.

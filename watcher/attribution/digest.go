@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"reflect"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -64,6 +65,34 @@ func KeyForRequest(op Op, obj, old *unstructured.Unstructured) (Key, bool) {
 		}
 	}
 	return Key{}, false
+}
+
+// ScaledOnly reports whether the update from old to obj changed nothing but spec.replicas
+// (and what the API server keeps: resourceVersion, generation, managedFields, status), as
+// a write through the scale subresource of a Deployment, ReplicaSet, StatefulSet or a
+// custom resource scaled at that path does: the only update a Scale record (ScaleKey) may
+// be joined to. A scale subresource at another path is not joined. Pure.
+func ScaledOnly(old, obj *unstructured.Unstructured) bool {
+	if old == nil || obj == nil || old.GetUID() != obj.GetUID() {
+		return false
+	}
+	before, _, errBefore := unstructured.NestedFieldNoCopy(old.Object, "spec", "replicas")
+	after, _, errAfter := unstructured.NestedFieldNoCopy(obj.Object, "spec", "replicas")
+	if errBefore != nil || errAfter != nil || reflect.DeepEqual(before, after) {
+		return false
+	}
+	return reflect.DeepEqual(withoutScale(old), withoutScale(obj))
+}
+
+// withoutScale is obj without spec.replicas and what the API server changes with it.
+func withoutScale(obj *unstructured.Unstructured) map[string]any {
+	c := obj.DeepCopy()
+	unstructured.RemoveNestedField(c.Object, "spec", "replicas")
+	unstructured.RemoveNestedField(c.Object, "status")
+	for _, f := range []string{"resourceVersion", "generation", "managedFields"} {
+		unstructured.RemoveNestedField(c.Object, "metadata", f)
+	}
+	return c.Object
 }
 
 // createKeyWith is the key of the create of obj, whose digest is d.
