@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"reflect"
+	"strings"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -116,24 +117,30 @@ func (o *Own) Handle(ctx context.Context, req admission.Request) admission.Respo
 	}
 	what := fmt.Sprintf("GitTarget %s/%s: spec.encryption", t.Namespace, t.Name)
 	resp := o.requireAccess(ctx, req, what, whyTarget, need)
-	if resp.Allowed && !keeps && t.Spec.Encryption != nil {
-		resp = o.requireRoutedAccess(ctx, req, what, &t)
+	if resp.Allowed {
+		var stored *v1alpha1.GitTarget
+		if ok {
+			stored = &old
+		}
+		resp = o.requireRoutedAccess(ctx, req, what, RoutedSensitive(&t, stored, o.SensitiveResources), &t)
 	}
 	resp.Warnings = append(resp.Warnings, warnings...)
 	return resp
 }
 
-// requireRoutedAccess asks RoutedReadAccess of the author of a target's new recipients,
-// from the ClusterWatchRules in the cache.
-func (o *Own) requireRoutedAccess(ctx context.Context, req admission.Request, what string, t *v1alpha1.GitTarget) admission.Response {
-	if o.Authorizer == nil {
+// requireRoutedAccess asks RoutedReadAccess for grs of the author of a change of a target's
+// encryption, from the ClusterWatchRules in the cache.
+func (o *Own) requireRoutedAccess(ctx context.Context, req admission.Request, what string, grs []schema.GroupResource, t *v1alpha1.GitTarget) admission.Response {
+	if o.Authorizer == nil || len(grs) == 0 {
 		return admission.Allowed("")
 	}
 	var rules v1alpha1.ClusterWatchRuleList
 	if err := o.Client.List(ctx, &rules); err != nil {
 		return admission.Errored(http.StatusInternalServerError, fmt.Errorf("%s: listing ClusterWatchRules: %w", what, err))
 	}
-	return o.requireAccess(ctx, req, what, whyRouted, RoutedReadAccess(t, rules.Items, o.SensitiveResources))
+	need, routing := RoutedReadAccess(t, grs, rules.Items)
+	why := fmt.Sprintf("ClusterWatchRule %s %s", strings.Join(routing, ", "), whyRouted)
+	return o.requireAccess(ctx, req, what, why, need)
 }
 
 // validateProvider checks a GitProvider's author against the Secret it names: the operator

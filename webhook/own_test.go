@@ -194,15 +194,18 @@ func TestAClusterWatchRulesAuthorMustBeAllowedToUpdateTheGitTargetItNames(t *tes
 func TestWhoChoosesATargetsRecipientsMustReadWhatClusterWatchRulesRouteIntoIt(t *testing.T) {
 	scheme := runtime.NewScheme()
 	require.NoError(t, v1alpha1.AddToScheme(scheme))
-	backup := v1alpha1.ClusterWatchRule{ObjectMeta: metav1.ObjectMeta{Name: "secrets"}, Spec: v1alpha1.ClusterWatchRuleSpec{
+	backup := v1alpha1.ClusterWatchRule{ObjectMeta: metav1.ObjectMeta{Name: "all-secrets"}, Spec: v1alpha1.ClusterWatchRuleSpec{
 		TargetRef: v1alpha1.NamespacedObjectReference{Namespace: "platform", Name: "backup"},
 		Rules: []v1alpha1.ClusterResourceRule{{ResourceRule: v1alpha1.ResourceRule{APIGroups: []string{""}, Resources: []string{"secrets"}},
 			NamespaceSelector: &metav1.LabelSelector{}}}}}
-	target := func(recipient string) []byte {
+	target := func(recipient string, sensitive ...string) []byte {
 		tg := v1alpha1.GitTarget{TypeMeta: metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: "GitTarget"},
 			ObjectMeta: metav1.ObjectMeta{Namespace: "platform", Name: "backup"},
 			Spec: v1alpha1.GitTargetSpec{ProviderRef: v1alpha1.LocalObjectReference{Name: "repo"}, Branch: "main", Path: "backup",
 				Encryption: &v1alpha1.Encryption{Age: &v1alpha1.AgeEncryption{Recipients: []string{recipient}}}}}
+		for _, res := range sensitive {
+			tg.Spec.Encryption.SensitiveResources = append(tg.Spec.Encryption.SensitiveResources, v1alpha1.GroupResource{Group: "example.com", Resource: res})
+		}
 		b, err := json.Marshal(tg)
 		require.NoError(t, err)
 		return b
@@ -217,26 +220,31 @@ func TestWhoChoosesATargetsRecipientsMustReadWhatClusterWatchRulesRouteIntoIt(t 
 	cases := []struct {
 		name    string
 		req     admission.Request
+		refused []ReadAccess
 		allowed bool
 		asked   []ReadAccess
 	}{
 		{"refuses new recipients from one who may not read the Secrets routed in from other namespaces",
-			request(admissionv1.Create, target("age1new"), nil), false, []ReadAccess{own, everywhere}},
+			request(admissionv1.Create, target("age1new"), nil), []ReadAccess{everywhere}, false, []ReadAccess{own, everywhere}},
+		{"takes them from one who may", request(admissionv1.Create, target("age1new"), nil), nil, true, []ReadAccess{own, everywhere}},
 		{"checks an update that changes the recipients",
-			request(admissionv1.Update, target("age1new"), target("age1old")), false, []ReadAccess{own, everywhere}},
+			request(admissionv1.Update, target("age1new"), target("age1old")), []ReadAccess{everywhere}, false, []ReadAccess{own, everywhere}},
 		{"does not ask again on an update that keeps them",
-			request(admissionv1.Update, target("age1old"), target("age1old")), true, []ReadAccess{own}},
+			request(admissionv1.Update, target("age1old"), target("age1old")), []ReadAccess{everywhere}, true, []ReadAccess{own}},
+		{"does not ask when the target only encrypts more",
+			request(admissionv1.Update, target("age1old", "tokens"), target("age1old")), []ReadAccess{everywhere}, true, []ReadAccess{own}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			authz := &refusingAuthorizer{refused: []ReadAccess{everywhere}}
+			authz := &refusingAuthorizer{refused: tc.refused}
 			o := &Own{Decoder: admission.NewDecoder(scheme), Authorizer: authz,
 				Client: fake.NewClientBuilder().WithScheme(scheme).WithObjects(backup.DeepCopy()).Build()}
 			resp := o.Handle(context.Background(), tc.req)
 			assert.Equal(t, tc.allowed, resp.Allowed, resp.Result)
 			assert.Equal(t, tc.asked, authz.asked)
 			if !tc.allowed {
-				assert.Contains(t, resp.Result.Message, "GitTarget platform/backup: spec.encryption: eve may not get secrets in every namespace; a ClusterWatchRule routes")
+				assert.Contains(t, resp.Result.Message, "GitTarget platform/backup: spec.encryption: eve may not get secrets in every namespace; "+
+					"ClusterWatchRule all-secrets routes these into the target")
 			}
 		})
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -145,9 +146,9 @@ const (
 	whyTarget = "the recipients it names can open every Secret the target writes, and generateWhenMissing writes " +
 		"into its Secret, so its author must be allowed to read Secrets there, and to write that one (ask for that " +
 		"permission, or remove spec.encryption or generateWhenMissing)"
-	whyRouted = "a ClusterWatchRule routes these into the target from other namespaces, and the recipients it names can " +
-		"open them, so its author must be allowed to read them there (ask for that permission, or have that rule " +
-		"route elsewhere)"
+	whyRouted = "routes these into the target from other namespaces, and the recipients the target names can open them " +
+		"(or it would write them in plaintext), so its author must be allowed to read them there (ask for that " +
+		"permission, or have that rule route elsewhere)"
 	whyRoute = "the operator commits what it selects through that GitTarget's repository, whose owners choose where it " +
 		"goes and who can open its Secrets, so its author must be allowed to update that GitTarget (ask for that " +
 		"permission, or name a GitTarget you may update)"
@@ -288,31 +289,58 @@ func sensitiveFor(t *v1alpha1.GitTarget, sensitive []schema.GroupResource) []sch
 	return known
 }
 
-// RoutedReadAccess lists what the author of a GitTarget's spec.encryption must be allowed to
-// read beyond its namespace: get on each sensitive resource (sensitiveFor) a ClusterWatchRule
-// routes into the target, in every namespace. The recipients they choose can open what such
-// a rule brings from any namespace it selects, now or after a namespace is relabelled, so
-// the check does not follow the rule's namespaceSelector. "*" in a rule's apiGroups or
-// resources counts as naming every sensitive resource it could match. Pure.
-func RoutedReadAccess(t *v1alpha1.GitTarget, rules []v1alpha1.ClusterWatchRule, sensitive []schema.GroupResource) []ReadAccess {
-	known := sensitiveFor(t, sensitive)
-	var out []ReadAccess
+// RoutedSensitive lists the sensitive resources whose reading a change of a GitTarget's
+// encryption hands over (old is the stored target, nil on create): all of sensitiveFor when
+// it sets or changes whom the target encrypts for (spec.encryption.age: recipients, the
+// Secret whose identities are recipients too, generateWhenMissing), and those it stops
+// encrypting (dropped from spec.encryption.sensitiveResources, or spec.encryption
+// removed), which would then be written in plaintext. Core Secrets are never dropped: a
+// target without encryption refuses them. Pure.
+func RoutedSensitive(t, old *v1alpha1.GitTarget, sensitive []schema.GroupResource) []schema.GroupResource {
+	now := sensitiveFor(t, sensitive)
+	var out []schema.GroupResource
+	if t.Spec.Encryption != nil && (old == nil || old.Spec.Encryption == nil || !reflect.DeepEqual(old.Spec.Encryption.Age, t.Spec.Encryption.Age)) {
+		out = append(out, now...)
+	}
+	if old != nil {
+		for _, gr := range sensitiveFor(old, sensitive) {
+			if !slices.Contains(now, gr) && !slices.Contains(out, gr) {
+				out = append(out, gr)
+			}
+		}
+	}
+	return out
+}
+
+// RoutedReadAccess lists what the author of a change of a GitTarget's encryption must be
+// allowed to read beyond its namespace: get on each resource of grs (RoutedSensitive) a
+// ClusterWatchRule routes into the target, in every namespace, and the names of those
+// rules. The recipients they choose can open what such a rule brings from any namespace it
+// selects, now or after a namespace is relabelled, so the check does not follow the rule's
+// namespaceSelector. "*" in a rule's apiGroups or resources counts as naming every
+// resource of grs it could match. Pure.
+func RoutedReadAccess(t *v1alpha1.GitTarget, grs []schema.GroupResource, rules []v1alpha1.ClusterWatchRule) (need []ReadAccess, routing []string) {
 	for _, cr := range rules {
 		if cr.Spec.TargetRef.Namespace != t.Namespace || cr.Spec.TargetRef.Name != t.Name {
 			continue
 		}
 		for _, r := range cr.Spec.Rules {
-			for _, gr := range known {
+			for _, gr := range grs {
 				named := slices.ContainsFunc(r.APIGroups, func(g string) bool { return g == "*" || g == gr.Group }) &&
 					slices.ContainsFunc(r.Resources, func(res string) bool { return res == "*" || res == gr.Resource })
-				a := ReadAccess{Verb: "get", Group: gr.Group, Resource: gr.Resource}
-				if named && !slices.Contains(out, a) {
-					out = append(out, a)
+				if !named {
+					continue
+				}
+				if a := (ReadAccess{Verb: "get", Group: gr.Group, Resource: gr.Resource}); !slices.Contains(need, a) {
+					need = append(need, a)
+				}
+				if !slices.Contains(routing, cr.Name) {
+					routing = append(routing, cr.Name)
 				}
 			}
 		}
 	}
-	return out
+	return need, routing
 }
 
 // SelectorsProblem says which label selector of a rule cannot be used, and why (a typo such

@@ -162,8 +162,7 @@ func TestRouteAccess(t *testing.T) {
 }
 
 func TestRoutedReadAccess(t *testing.T) {
-	target := &v1alpha1.GitTarget{ObjectMeta: metav1.ObjectMeta{Namespace: "platform", Name: "backup"},
-		Spec: v1alpha1.GitTargetSpec{Encryption: &v1alpha1.Encryption{}}}
+	target := &v1alpha1.GitTarget{ObjectMeta: metav1.ObjectMeta{Namespace: "platform", Name: "backup"}}
 	clusterRule := func(name, ns, targetName string, groups, resources []string) v1alpha1.ClusterWatchRule {
 		return v1alpha1.ClusterWatchRule{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1alpha1.ClusterWatchRuleSpec{
 			TargetRef: v1alpha1.NamespacedObjectReference{Namespace: ns, Name: targetName},
@@ -172,18 +171,19 @@ func TestRoutedReadAccess(t *testing.T) {
 	}
 	secrets := ReadAccess{Verb: "get", Resource: "secrets"}
 	tokens := ReadAccess{Verb: "get", Group: "example.com", Resource: "tokens"}
-	sensitive := []schema.GroupResource{{Group: "example.com", Resource: "tokens"}}
+	grs := []schema.GroupResource{{Resource: "secrets"}, {Group: "example.com", Resource: "tokens"}}
 	tests := []struct {
-		name  string
-		rules []v1alpha1.ClusterWatchRule
-		want  []ReadAccess
+		name    string
+		rules   []v1alpha1.ClusterWatchRule
+		want    []ReadAccess
+		routing []string
 	}{
 		{name: "asks to read Secrets in every namespace when a ClusterWatchRule routes them into the target",
 			rules: []v1alpha1.ClusterWatchRule{clusterRule("all", "platform", "backup", []string{""}, []string{"configmaps", "secrets"})},
-			want:  []ReadAccess{secrets}},
+			want:  []ReadAccess{secrets}, routing: []string{"all"}},
 		{name: "counts a wildcard as every sensitive resource it matches",
 			rules: []v1alpha1.ClusterWatchRule{clusterRule("all", "platform", "backup", []string{"*"}, []string{"*"})},
-			want:  []ReadAccess{secrets, tokens}},
+			want:  []ReadAccess{secrets, tokens}, routing: []string{"all"}},
 		{name: "asks nothing for rules into other targets or without sensitive resources",
 			rules: []v1alpha1.ClusterWatchRule{
 				clusterRule("other", "platform", "live", []string{""}, []string{"secrets"}),
@@ -191,17 +191,54 @@ func TestRoutedReadAccess(t *testing.T) {
 				clusterRule("plain", "platform", "backup", []string{""}, []string{"configmaps"}),
 				clusterRule("group", "platform", "backup", []string{"apps"}, []string{"*"}),
 			}},
-		{name: "asks once for a resource routed by two rules",
+		{name: "asks once for a resource routed by two rules, and names both",
 			rules: []v1alpha1.ClusterWatchRule{
 				clusterRule("one", "platform", "backup", []string{""}, []string{"secrets"}),
 				clusterRule("two", "platform", "backup", []string{"", "example.com"}, []string{"secrets", "tokens"}),
 			},
-			want: []ReadAccess{secrets, tokens}},
+			want: []ReadAccess{secrets, tokens}, routing: []string{"one", "two"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			assert.Equal(t, tt.want, RoutedReadAccess(target, tt.rules, sensitive))
+			need, routing := RoutedReadAccess(target, grs, tt.rules)
+			assert.Equal(t, tt.want, need)
+			assert.Equal(t, tt.routing, routing)
 		})
 	}
 	assert.Equal(t, "get secrets in every namespace", secrets.String())
+}
+
+func TestRoutedSensitive(t *testing.T) {
+	secrets := schema.GroupResource{Resource: "secrets"}
+	tokens := schema.GroupResource{Group: "example.com", Resource: "tokens"}
+	keys := schema.GroupResource{Group: "example.com", Resource: "keys"}
+	global := []schema.GroupResource{tokens}
+	target := func(recipient string, own ...schema.GroupResource) *v1alpha1.GitTarget {
+		tg := &v1alpha1.GitTarget{ObjectMeta: metav1.ObjectMeta{Namespace: "platform", Name: "backup"}}
+		if recipient == "" {
+			return tg
+		}
+		tg.Spec.Encryption = &v1alpha1.Encryption{Age: &v1alpha1.AgeEncryption{Recipients: []string{recipient}}}
+		for _, gr := range own {
+			tg.Spec.Encryption.SensitiveResources = append(tg.Spec.Encryption.SensitiveResources, v1alpha1.GroupResource{Group: gr.Group, Resource: gr.Resource})
+		}
+		return tg
+	}
+	tests := []struct {
+		name     string
+		now, old *v1alpha1.GitTarget
+		want     []schema.GroupResource
+	}{
+		{"asks for everything it encrypts when a target is created with recipients", target("age1a", keys), nil, []schema.GroupResource{secrets, tokens, keys}},
+		{"asks for everything it encrypts when the recipients change", target("age1b"), target("age1a"), []schema.GroupResource{secrets, tokens}},
+		{"asks nothing when the recipients stay and nothing is dropped", target("age1a", keys), target("age1a"), nil},
+		{"asks for a resource it stops encrypting, which it would write in plaintext", target("age1a"), target("age1a", keys), []schema.GroupResource{keys}},
+		{"asks for its own sensitive resources when encryption is removed, not for Secrets, which it then refuses", target(""), target("age1a", keys), []schema.GroupResource{keys}},
+		{"asks nothing of a target without encryption", target(""), nil, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, RoutedSensitive(tt.now, tt.old, global))
+		})
+	}
 }

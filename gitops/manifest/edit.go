@@ -141,7 +141,8 @@ func firstVerified(before *file, id Identity, want any, all []candidates) (*file
 // instead of a re-read of the text), the splitter must see one document, and the reader
 // Kubernetes tools use (sigs.k8s.io/yaml, where YAML 1.1 differs from what yaml.v3 prints)
 // must read it back as want. Left out is yaml.v3 parsing what yaml.v3 printed, which is
-// yaml.v3's own round trip (FuzzObjectUpsert checks every new file with the full parse).
+// yaml.v3's own round trip (FuzzObjectUpsert checks the new files it makes with the full
+// parse).
 // An error sends the caller to verifyEdit, which says what is wrong.
 func newFile(id Identity, want any, style Style) (*file, error) {
 	root, err := peopleNode(nil, want)

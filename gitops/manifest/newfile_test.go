@@ -44,3 +44,21 @@ func TestNewFileReadsAsTheFullCheckDoes(t *testing.T) {
 		})
 	}
 }
+
+func TestANewFileIsWrittenInTheFoldersSequenceStyle(t *testing.T) {
+	obj := fuzzObject("app", nil)
+	obj.Object["kind"], obj.Object["apiVersion"] = "Role", "rbac.authorization.k8s.io/v1"
+	obj.Object["rules"] = []any{map[string]any{"apiGroups": []any{""}, "resources": []any{"configmaps"}, "verbs": []any{"get", "list"}}}
+	for _, style := range []Style{{}, {IndentSequences: true}} {
+		edited, err := UpsertIndexed(nil, obj, style)
+		require.NoError(t, err)
+		want, err := objectValue(obj)
+		require.NoError(t, err)
+		printed, err := encodeValue(IdentityOf(obj), want, style)
+		require.NoError(t, err)
+		assert.Equal(t, string(printed), string(edited.Content), "the bytes the full way writes, indented %v", style.IndentSequences)
+		docs, err := Parse(edited.Content)
+		require.NoError(t, err)
+		assert.Equal(t, docs, edited.Docs, "the documents Parse reads")
+	}
+}

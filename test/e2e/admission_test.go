@@ -512,9 +512,12 @@ rules:
   verbs: ["get"]
 ---
 `+binding("RoleBinding", "authz", "target-owner", "trent"), "apply", "-f", "-")
-	out, err = kubectlErr(encryptedLive, "--as", "trent", "apply", "--dry-run=server", "-f", "-")
-	require.Error(t, err, "the recipients would open Secrets a ClusterWatchRule brings from other namespaces")
-	assert.Contains(t, out, "GitTarget authz/live: spec.encryption: trent may not get secrets in every namespace; a ClusterWatchRule routes")
+	// The webhook reads ClusterWatchRules from its cache, which may lag the create by a moment.
+	eventually(t, 30*time.Second, "the recipients would open Secrets a ClusterWatchRule brings from other namespaces", func() (bool, string) {
+		out, err := kubectlErr(encryptedLive, "--as", "trent", "apply", "--dry-run=server", "-f", "-")
+		return err != nil && strings.Contains(out, "GitTarget authz/live: spec.encryption: trent may not get secrets in every namespace; "+
+			"ClusterWatchRule e2e-routed-secrets routes these"), out
+	})
 }
 
 // binding is a RoleBinding (namespace set) or ClusterRoleBinding named after user, giving
