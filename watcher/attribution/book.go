@@ -92,6 +92,12 @@ func DeleteKey(uid types.UID) Key { return Key{Op: Delete, UID: uid} }
 const (
 	DefaultTTL        = 5 * time.Minute
 	DefaultMaxRecords = 100_000
+	// DefaultDeleteTTL is how long a delete's record is kept (at least the Book's ttl): the
+	// delete may wait that long for finalizers (a namespace emptying, a volume's protection
+	// until its pods are gone) before the watcher sees it. It is joined only around when it
+	// was asked for (JoinRequestedAt) or within moments (JoinWithin), so keeping it longer
+	// lends it to no other change.
+	DefaultDeleteTTL = time.Hour
 )
 
 type record struct {
@@ -107,16 +113,18 @@ type record struct {
 // Book holds recent admission records. It is safe for concurrent use: every webhook
 // request writes and every watch event reads.
 type Book struct {
-	ttl time.Duration
-	max int
-	now func() time.Time
+	ttl       time.Duration
+	deleteTTL time.Duration
+	max       int
+	now       func() time.Time
 
 	mu    sync.Mutex
 	byKey map[Key]*list.Element
 	// byResult finds an update's record by the object it left (UID and digest): for an
 	// object first seen after a create and an update in one relist gap (JoinCreated).
 	byResult map[result]*list.Element
-	order    *list.List // oldest first
+	order    *list.List // oldest first, deletes aside
+	deletes  *list.List // deletes' records, oldest first: they expire later
 }
 
 // result is the object an update left: its UID and the digest of its sanitized form.
@@ -125,8 +133,8 @@ type result struct {
 	digest Digest
 }
 
-// NewBook returns a Book keeping records for ttl, at most maxRecords of them (the oldest go
-// first). Zero values take the defaults.
+// NewBook returns a Book keeping records for ttl (deletes' for DefaultDeleteTTL, or ttl when
+// longer), at most maxRecords of them (the oldest go first). Zero values take the defaults.
 func NewBook(ttl time.Duration, maxRecords int) *Book {
 	if ttl <= 0 {
 		ttl = DefaultTTL
@@ -134,7 +142,8 @@ func NewBook(ttl time.Duration, maxRecords int) *Book {
 	if maxRecords <= 0 {
 		maxRecords = DefaultMaxRecords
 	}
-	return &Book{ttl: ttl, max: maxRecords, now: time.Now, byKey: map[Key]*list.Element{}, byResult: map[result]*list.Element{}, order: list.New()}
+	return &Book{ttl: ttl, deleteTTL: max(ttl, DefaultDeleteTTL), max: maxRecords, now: time.Now,
+		byKey: map[Key]*list.Element{}, byResult: map[result]*list.Element{}, order: list.New(), deletes: list.New()}
 }
 
 // Record remembers who asked for a write. Two records for one key by different users make
@@ -154,14 +163,28 @@ func (b *Book) Record(k Key, a Author) {
 		}
 		b.removeLocked(e)
 	}
-	e := b.order.PushBack(&record{key: k, author: a, recorded: now, expires: now.Add(b.ttl)})
+	var e *list.Element
+	if k.Op == Delete {
+		e = b.deletes.PushBack(&record{key: k, author: a, recorded: now, expires: now.Add(b.deleteTTL)})
+	} else {
+		e = b.order.PushBack(&record{key: k, author: a, recorded: now, expires: now.Add(b.ttl)})
+	}
 	b.byKey[k.slot()] = e
 	if k.Op == Update {
 		b.byResult[result{k.UID, k.Digest}] = e // the newest update leaving that content
 	}
-	for b.order.Len() > b.max {
-		b.removeLocked(b.order.Front())
+	for b.order.Len()+b.deletes.Len() > b.max {
+		b.removeLocked(b.oldestLocked())
 	}
+}
+
+// oldestLocked is the oldest record of a full Book.
+func (b *Book) oldestLocked() *list.Element {
+	first, del := b.order.Front(), b.deletes.Front()
+	if first == nil || (del != nil && del.Value.(*record).recorded.Before(first.Value.(*record).recorded)) {
+		return del
+	}
+	return first
 }
 
 // Join returns the author of the stored change k and forgets the record: a record
@@ -293,12 +316,15 @@ func (b *Book) CreatedBy(uid types.UID, target types.NamespacedName, seen func()
 func (b *Book) Len() int {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.order.Len()
+	b.expireLocked(b.now())
+	return b.order.Len() + b.deletes.Len()
 }
 
 func (b *Book) expireLocked(now time.Time) {
-	for e := b.order.Front(); e != nil && !now.Before(e.Value.(*record).expires); e = b.order.Front() {
-		b.removeLocked(e)
+	for _, l := range []*list.List{b.order, b.deletes} {
+		for e := l.Front(); e != nil && !now.Before(e.Value.(*record).expires); e = l.Front() {
+			b.removeLocked(e)
+		}
 	}
 }
 
@@ -308,5 +334,6 @@ func (b *Book) removeLocked(e *list.Element) {
 	if res := (result{k.UID, k.Digest}); k.Op == Update && b.byResult[res] == e {
 		delete(b.byResult, res)
 	}
-	b.order.Remove(e)
+	b.order.Remove(e) // a no-op for an element of the other list
+	b.deletes.Remove(e)
 }

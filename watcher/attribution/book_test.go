@@ -169,6 +169,37 @@ func TestBookBounds(t *testing.T) {
 		assert.True(t, ok)
 		assert.Equal(t, "c", got.Username)
 	})
+	t.Run("keeps a delete's record for an hour, for a delete that waits for its finalizers", func(t *testing.T) {
+		now := time.Unix(1000, 0)
+		b := NewBook(0, 0)
+		b.now = func() time.Time { return now }
+		asked := now
+		b.Record(DeleteKey("u1"), Author{Username: "alice"}) // a namespace, emptied for 20 minutes
+		b.Record(CreateKey("u2"), Author{Username: "bob"})
+		now = now.Add(20 * time.Minute)
+		assert.Equal(t, 1, b.Len(), "the create's record expired at the Book's TTL")
+		got, ok := b.JoinRequestedAt(DeleteKey("u1"), asked, 30*time.Second)
+		assert.True(t, ok)
+		assert.Equal(t, "alice", got.Username)
+		b.Record(DeleteKey("u3"), Author{Username: "carol"})
+		now = now.Add(DefaultDeleteTTL)
+		assert.Equal(t, 0, b.Len(), "and gone after the hour")
+	})
+	t.Run("drops the oldest record beyond the limit, a delete's too", func(t *testing.T) {
+		now := time.Unix(1000, 0)
+		b := NewBook(0, 2)
+		b.now = func() time.Time { return now }
+		b.Record(DeleteKey("u1"), Author{Username: "a"})
+		now = now.Add(time.Second)
+		b.Record(CreateKey("u2"), Author{Username: "b"})
+		now = now.Add(time.Second)
+		b.Record(CreateKey("u3"), Author{Username: "c"})
+		assert.Equal(t, 2, b.Len())
+		_, ok := b.Join(DeleteKey("u1"))
+		assert.False(t, ok)
+		_, ok = b.Join(CreateKey("u2"))
+		assert.True(t, ok)
+	})
 	t.Run("two users recorded for one change leave it unattributed, never given to either", func(t *testing.T) {
 		b := NewBook(0, 0)
 		b.Record(DeleteKey("u1"), Author{Username: "alice"})
