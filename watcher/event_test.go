@@ -151,21 +151,33 @@ func TestAnUpdateThatChangesNothingForGit(t *testing.T) {
 		require.Len(t, sink.got[0], 1)
 		assert.Equal(t, "bob", sink.got[0][0].Author)
 	})
-	t.Run("authors a write through the scale subresource by who made it, only for a change of replicas", func(t *testing.T) {
+	t.Run("authors a write through the scale subresource by who made it, only for that change of replicas", func(t *testing.T) {
 		w, sink, book := setup(t)
-		book.Record(attribution.ScaleKey("u-1", "6"), attribution.Author{Username: "carol"}) // kubectl scale
+		book.Record(attribution.ScaleKey("u-1", "6", 5), attribution.Author{Username: "carol"}) // kubectl scale --replicas=5
 		w.onEvent(deployments.GVR, deployment("6", 3, 0), deployment("7", 5, 0), false)
 		require.Len(t, sink.got, 1)
 		require.Len(t, sink.got[0], 1)
 		assert.Equal(t, "carol", sink.got[0][0].Author)
 
-		book.Record(attribution.ScaleKey("u-1", "7"), attribution.Author{Username: "carol"}) // lost the race to another write
+		book.Record(attribution.ScaleKey("u-1", "7", 5), attribution.Author{Username: "carol"}) // lost the race to another write
 		changed := deployment("8", 5, 0)
 		changed.SetLabels(map[string]string{"tier": "web"})
 		w.onEvent(deployments.GVR, deployment("7", 5, 0), changed, false)
 		require.Len(t, sink.got, 2)
 		require.Len(t, sink.got[1], 1)
 		assert.Empty(t, sink.got[1][0].Author, "a change that is not a scale is not the scaler's")
+
+		book.Record(attribution.ScaleKey("u-1", "8", 2), attribution.Author{Username: "carol"}) // refused by another webhook
+		w.onEvent(deployments.GVR, deployment("8", 5, 0), deployment("9", 4, 0), false)         // someone unrecorded scales to 4
+		require.Len(t, sink.got, 3)
+		assert.Empty(t, sink.got[2][0].Author, "another count is another scale")
+
+		book.Record(attribution.ScaleKey("u-1", "9", 6), attribution.Author{Username: "carol"})
+		record(t, book, "dave", deployment("9", 6, 0), deployment("9", 4, 0))
+		record(t, book, "erin", deployment("9", 6, 0), deployment("9", 4, 0)) // two records of one update: ambiguous
+		w.onEvent(deployments.GVR, deployment("9", 4, 0), deployment("10", 6, 0), false)
+		require.Len(t, sink.got, 4)
+		assert.Empty(t, sink.got[3][0].Author, "an ambiguous update stays unattributed, not the scaler's")
 	})
 }
 

@@ -1272,14 +1272,15 @@ func (w *Watcher) attribute(changes []batch.Change, k attribution.Key, old, obj 
 
 // attributeWithin is attribute joining only a record made within that time (Book.JoinWithin).
 // An update no record was made for is joined to a write through the scale subresource from
-// the same version when it changed spec.replicas alone (attribution.ScaledOnly).
+// the same version to the same replicas when it changed spec.replicas alone
+// (attribution.ScaledOnly).
 func (w *Watcher) attributeWithin(changes []batch.Change, k attribution.Key, old, obj *unstructured.Unstructured, within time.Duration) {
 	if w.opts.Attribution == nil {
 		return
 	}
-	a, ok := w.opts.Attribution.JoinWithin(k, within)
-	if !ok && k.Op == attribution.Update && attribution.ScaledOnly(old, obj) {
-		a, ok = w.opts.Attribution.JoinWithin(attribution.ScaleKey(k.UID, k.OldResourceVersion), within)
+	a, ok, found := w.opts.Attribution.JoinWithinFound(k, within)
+	if !found && k.Op == attribution.Update && attribution.ScaledOnly(old, obj) {
+		a, ok = w.opts.Attribution.JoinWithin(attribution.ScaleKey(k.UID, k.OldResourceVersion, attribution.ReplicasOf(obj)), within)
 	}
 	if !ok && attribution.SameContent(k, old) {
 		return // a status or metadata-only write: nothing for Git, nobody to attribute

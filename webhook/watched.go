@@ -256,8 +256,10 @@ const ScaleSubresource = "scale"
 
 // recordScale remembers who changed an object's replicas through its scale subresource.
 // The request holds Scales (whose metadata is the object's UID and version), not the
-// object, so the record is keyed by the version it replaced only (attribution.ScaleKey);
-// one that keeps the replicas stores nothing and is not recorded.
+// object, so the record is keyed by the version it replaced and the replicas it set
+// (attribution.ScaleKey); one that keeps the replicas stores nothing and is not recorded.
+// Nor can it be routed (a Scale has no labels): every scale of a watched resource in a
+// watched namespace is recorded, and one no rule selects expires unjoined.
 func (w *Watched) recordScale(ctx context.Context, req admission.Request) {
 	if w.Attribution == nil || req.Operation != admissionv1.Update {
 		return
@@ -271,7 +273,8 @@ func (w *Watched) recordScale(ctx context.Context, req admission.Request) {
 	if reflect.DeepEqual(before, after) {
 		return
 	}
-	w.Attribution.Record(ctx, attribution.ScaleKey(old.GetUID(), old.GetResourceVersion()), attribution.Author{Username: req.UserInfo.Username})
+	k := attribution.ScaleKey(old.GetUID(), old.GetResourceVersion(), attribution.ReplicasOf(obj))
+	w.Attribution.Record(ctx, k, attribution.Author{Username: req.UserInfo.Username})
 }
 
 // locate fills in where the object would land in each target: where the leader's writer

@@ -58,6 +58,14 @@ type Key struct {
 	// requested in another version than the watch's is joined by UID alone. Not part of
 	// the join key either.
 	APIVersion string `json:"apiVersion,omitempty"`
+	// Replicas is what a write through the scale subresource set spec.replicas to (0 when
+	// absent, as a Scale omits it then): part of a Scale's join key.
+	Replicas int64 `json:"replicas,omitempty"`
+	// First marks a delete of an object whose deletion had not begun: an earlier delete
+	// record of its UID is of a delete that never took effect (another admission step
+	// refused it), so this one replaces it instead of making the key ambiguous. Not part
+	// of the join key.
+	First bool `json:"first,omitempty"`
 }
 
 // CreateKey is the join key of a create.
@@ -69,6 +77,7 @@ func (k Key) slot() Key {
 	if k.Op == Create {
 		k.Digest, k.APIVersion = Digest{}, ""
 	}
+	k.First = false
 	return k
 }
 
@@ -78,9 +87,9 @@ func UpdateKey(uid types.UID, oldRV string, d Digest) Key {
 }
 
 // ScaleKey is the join key of an update through the scale subresource of the object uid,
-// from its version oldRV.
-func ScaleKey(uid types.UID, oldRV string) Key {
-	return Key{Op: Scale, UID: uid, OldResourceVersion: oldRV}
+// from its version oldRV, to replicas.
+func ScaleKey(uid types.UID, oldRV string, replicas int64) Key {
+	return Key{Op: Scale, UID: uid, OldResourceVersion: oldRV, Replicas: replicas}
 }
 
 // DeleteKey is the join key of a delete.
@@ -148,7 +157,8 @@ func NewBook(ttl time.Duration, maxRecords int) *Book {
 
 // Record remembers who asked for a write. Two records for one key by different users make
 // it ambiguous (two requests for the same change, or someone posting reviews to the webhook
-// besides the API server): the change is then left unattributed, never given to either.
+// besides the API server): the change is then left unattributed, never given to either. A
+// delete marked First replaces an earlier record of its key instead.
 func (b *Book) Record(k Key, a Author) {
 	if a.Username == "" || len(a.Username) > MaxUsernameBytes {
 		return
@@ -158,7 +168,7 @@ func (b *Book) Record(k Key, a Author) {
 	now := b.now()
 	b.expireLocked(now)
 	if e, ok := b.byKey[k.slot()]; ok {
-		if prev := e.Value.(*record).author; prev != a {
+		if prev := e.Value.(*record).author; prev != a && !(k.Op == Delete && k.First) {
 			a = Author{} // ambiguous: joins as unattributed
 		}
 		b.removeLocked(e)
@@ -197,6 +207,13 @@ func (b *Book) Join(k Key) (Author, bool) { return b.JoinWithin(k, 0) }
 // leaves a record that a later delete of the object, by someone whose request was not
 // recorded, would otherwise join.
 func (b *Book) JoinWithin(k Key, within time.Duration) (Author, bool) {
+	a, ok, _ := b.JoinWithinFound(k, within)
+	return a, ok
+}
+
+// JoinWithinFound is JoinWithin that also says whether k had a record at all (found), one
+// too old or ambiguous included: only a change without one may be joined another way.
+func (b *Book) JoinWithinFound(k Key, within time.Duration) (a Author, ok, found bool) {
 	return b.joinIf(k, func(recorded, now time.Time) bool { return within <= 0 || now.Sub(recorded) <= within })
 }
 
@@ -208,25 +225,26 @@ func (b *Book) JoinWithin(k Key, within time.Duration) (Author, bool) {
 // (admission sees each repeat of a delete that waits), by its author or, when another
 // repeated it, ambiguous (Record).
 func (b *Book) JoinRequestedAt(k Key, at time.Time, tolerance time.Duration) (Author, bool) {
-	return b.joinIf(k, func(recorded, _ time.Time) bool { return !recorded.Before(at.Add(-tolerance)) })
+	a, ok, _ := b.joinIf(k, func(recorded, _ time.Time) bool { return !recorded.Before(at.Add(-tolerance)) })
+	return a, ok
 }
 
 // joinIf joins k's record, which it forgets, when ok says its time fits.
-func (b *Book) joinIf(k Key, ok func(recorded, now time.Time) bool) (Author, bool) {
+func (b *Book) joinIf(k Key, ok func(recorded, now time.Time) bool) (a Author, joined, found bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	now := b.now()
 	b.expireLocked(now)
 	e, found := b.byKey[k.slot()]
 	if !found {
-		return Author{}, false
+		return Author{}, false, false
 	}
 	b.removeLocked(e)
 	r := e.Value.(*record)
 	if !ok(r.recorded, now) {
-		return Author{}, false
+		return Author{}, false, true
 	}
-	return r.author, r.author.Username != ""
+	return r.author, r.author.Username != "", true
 }
 
 // JoinCreated is Join for an object seen for the first time (a watch's add): seen, its

@@ -200,6 +200,16 @@ func TestBookBounds(t *testing.T) {
 		_, ok = b.Join(CreateKey("u2"))
 		assert.True(t, ok)
 	})
+	t.Run("a delete of an object not being deleted replaces the record of one that never took effect", func(t *testing.T) {
+		b := NewBook(0, 0)
+		b.Record(DeleteKey("u1"), Author{Username: "alice"}) // admitted here, refused by another admission step
+		bobs := DeleteKey("u1")
+		bobs.First = true
+		b.Record(bobs, Author{Username: "bob"})
+		got, ok := b.JoinWithin(DeleteKey("u1"), 0)
+		assert.True(t, ok)
+		assert.Equal(t, "bob", got.Username)
+	})
 	t.Run("two users recorded for one change leave it unattributed, never given to either", func(t *testing.T) {
 		b := NewBook(0, 0)
 		b.Record(DeleteKey("u1"), Author{Username: "alice"})

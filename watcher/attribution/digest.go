@@ -61,7 +61,9 @@ func KeyForRequest(op Op, obj, old *unstructured.Unstructured) (Key, bool) {
 		}
 	case Delete:
 		if old != nil && old.GetUID() != "" {
-			return DeleteKey(old.GetUID()), true
+			k := DeleteKey(old.GetUID())
+			k.First = old.GetDeletionTimestamp() == nil
+			return k, true
 		}
 	}
 	return Key{}, false
@@ -82,6 +84,14 @@ func ScaledOnly(old, obj *unstructured.Unstructured) bool {
 		return false
 	}
 	return reflect.DeepEqual(withoutScale(old), withoutScale(obj))
+}
+
+// ReplicasOf is obj's spec.replicas, 0 when absent or not an integer: a Scale omits it when
+// 0, and the object the watcher sees after the write has it, so both sides key a scale alike
+// (ScaleKey).
+func ReplicasOf(obj *unstructured.Unstructured) int64 {
+	n, _, _ := unstructured.NestedInt64(obj.Object, "spec", "replicas")
+	return n
 }
 
 // withoutScale is obj without spec.replicas and what the API server changes with it.

@@ -51,5 +51,19 @@ func TestScaledOnly(t *testing.T) {
 		})
 	}
 	assert.False(t, ScaledOnly(nil, old), "a first sighting is no scale")
-	assert.Equal(t, Key{Op: Scale, UID: "u1", OldResourceVersion: "10"}, ScaleKey("u1", "10"))
+	assert.Equal(t, Key{Op: Scale, UID: "u1", OldResourceVersion: "10", Replicas: 3}, ScaleKey("u1", "10", 3))
+	assert.Equal(t, int64(3), ReplicasOf(deployment("11", 3, nil)))
+	assert.Equal(t, int64(0), ReplicasOf(&unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{}}}),
+		"a Scale to 0 omits it")
+}
+
+func TestKeyForRequestOfADelete(t *testing.T) {
+	live := deployment("10", 1, nil)
+	k, ok := KeyForRequest(Delete, nil, live)
+	assert.True(t, ok)
+	assert.True(t, k.First, "the first delete of an object: an earlier record never took effect")
+	waiting := deployment("11", 1, func(o map[string]any) { o["metadata"].(map[string]any)["deletionTimestamp"] = "2026-12-06T20:00:00Z" })
+	k, _ = KeyForRequest(Delete, nil, waiting)
+	assert.False(t, k.First, "a delete asked for again while the object waits")
+	assert.Equal(t, DeleteKey("u1"), k)
 }
