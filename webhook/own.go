@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"reflect"
+	"slices"
 	"strings"
 
 	admissionv1 "k8s.io/api/admission/v1"
@@ -122,25 +123,50 @@ func (o *Own) Handle(ctx context.Context, req admission.Request) admission.Respo
 		if ok {
 			stored = &old
 		}
-		resp = o.requireRoutedAccess(ctx, req, what, RoutedSensitive(&t, stored, o.SensitiveResources), &t)
+		resp = o.requireRoutedAccess(ctx, req, what, RoutedSensitive(&t, stored, o.SensitiveResources), &t, need)
 	}
 	resp.Warnings = append(resp.Warnings, warnings...)
 	return resp
 }
 
 // requireRoutedAccess asks RoutedReadAccess for grs of the author of a change of a target's
-// encryption, from the ClusterWatchRules in the cache.
-func (o *Own) requireRoutedAccess(ctx context.Context, req admission.Request, what string, grs []schema.GroupResource, t *v1alpha1.GitTarget) admission.Response {
+// encryption, from the rules in the cache, but for what was asked already (asked), and
+// names in a denial the rules that route what they may not read.
+func (o *Own) requireRoutedAccess(ctx context.Context, req admission.Request, what string, grs []schema.GroupResource, t *v1alpha1.GitTarget, asked []ReadAccess) admission.Response {
 	if o.Authorizer == nil || len(grs) == 0 {
 		return admission.Allowed("")
 	}
-	var rules v1alpha1.ClusterWatchRuleList
-	if err := o.Client.List(ctx, &rules); err != nil {
+	var cluster v1alpha1.ClusterWatchRuleList
+	if err := o.Client.List(ctx, &cluster); err != nil {
 		return admission.Errored(http.StatusInternalServerError, fmt.Errorf("%s: listing ClusterWatchRules: %w", what, err))
 	}
-	need, routing := RoutedReadAccess(t, grs, rules.Items)
-	why := fmt.Sprintf("ClusterWatchRule %s %s", strings.Join(routing, ", "), whyRouted)
-	return o.requireAccess(ctx, req, what, why, need)
+	var local v1alpha1.WatchRuleList
+	if err := o.Client.List(ctx, &local, client.InNamespace(t.Namespace)); err != nil {
+		return admission.Errored(http.StatusInternalServerError, fmt.Errorf("%s: listing WatchRules: %w", what, err))
+	}
+	var missing, by []string
+	for _, ra := range RoutedReadAccess(t, grs, cluster.Items, local.Items) {
+		if slices.Contains(asked, ra.ReadAccess) {
+			continue
+		}
+		ok, err := o.Authorizer.Allowed(ctx, req.UserInfo, ra.ReadAccess)
+		if err != nil {
+			return admission.Errored(http.StatusInternalServerError, err)
+		}
+		if !ok {
+			missing = append(missing, ra.String())
+			for _, r := range ra.Rules {
+				if !slices.Contains(by, r) {
+					by = append(by, r)
+				}
+			}
+		}
+	}
+	if len(missing) == 0 {
+		return admission.Allowed("")
+	}
+	return admission.Denied(fmt.Sprintf("%s: %s may not %s; %s route them into the GitTarget, and %s",
+		what, req.UserInfo.Username, strings.Join(missing, ", "), strings.Join(by, ", "), whyRouted))
 }
 
 // validateProvider checks a GitProvider's author against the Secret it names: the operator

@@ -198,6 +198,10 @@ func TestWhoChoosesATargetsRecipientsMustReadWhatClusterWatchRulesRouteIntoIt(t 
 		TargetRef: v1alpha1.NamespacedObjectReference{Namespace: "platform", Name: "backup"},
 		Rules: []v1alpha1.ClusterResourceRule{{ResourceRule: v1alpha1.ResourceRule{APIGroups: []string{""}, Resources: []string{"secrets"}},
 			NamespaceSelector: &metav1.LabelSelector{}}}}}
+	// A WatchRule of the target's namespace routing its Secrets: the read it needs is the one
+	// asked of every author of recipients, and not asked twice.
+	local := v1alpha1.WatchRule{ObjectMeta: metav1.ObjectMeta{Namespace: "platform", Name: "local-secrets"}, Spec: v1alpha1.WatchRuleSpec{
+		TargetRef: v1alpha1.LocalObjectReference{Name: "backup"}, Rules: []v1alpha1.ResourceRule{{APIGroups: []string{""}, Resources: []string{"secrets"}}}}}
 	target := func(recipient string, sensitive ...string) []byte {
 		tg := v1alpha1.GitTarget{TypeMeta: metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: "GitTarget"},
 			ObjectMeta: metav1.ObjectMeta{Namespace: "platform", Name: "backup"},
@@ -238,13 +242,13 @@ func TestWhoChoosesATargetsRecipientsMustReadWhatClusterWatchRulesRouteIntoIt(t 
 		t.Run(tc.name, func(t *testing.T) {
 			authz := &refusingAuthorizer{refused: tc.refused}
 			o := &Own{Decoder: admission.NewDecoder(scheme), Authorizer: authz,
-				Client: fake.NewClientBuilder().WithScheme(scheme).WithObjects(backup.DeepCopy()).Build()}
+				Client: fake.NewClientBuilder().WithScheme(scheme).WithObjects(backup.DeepCopy(), local.DeepCopy()).Build()}
 			resp := o.Handle(context.Background(), tc.req)
 			assert.Equal(t, tc.allowed, resp.Allowed, resp.Result)
 			assert.Equal(t, tc.asked, authz.asked)
 			if !tc.allowed {
 				assert.Contains(t, resp.Result.Message, "GitTarget platform/backup: spec.encryption: eve may not get secrets in every namespace; "+
-					"ClusterWatchRule all-secrets routes these into the target")
+					"ClusterWatchRule all-secrets route them into the GitTarget, and whom the GitTarget encrypts for can open them")
 			}
 		})
 	}

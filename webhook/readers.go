@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"reflect"
 	"slices"
 	"strings"
 
@@ -146,9 +145,9 @@ const (
 	whyTarget = "the recipients it names can open every Secret the target writes, and generateWhenMissing writes " +
 		"into its Secret, so its author must be allowed to read Secrets there, and to write that one (ask for that " +
 		"permission, or remove spec.encryption or generateWhenMissing)"
-	whyRouted = "routes these into the target from other namespaces, and the recipients the target names can open them " +
-		"(or it would write them in plaintext), so its author must be allowed to read them there (ask for that " +
-		"permission, or have that rule route elsewhere)"
+	whyRouted = "whom the GitTarget encrypts for can open them (or, no longer encrypted, they would be written in " +
+		"plaintext), so whoever changes its encryption must be allowed to read them there (ask for that permission, " +
+		"keep encrypting them, or have those rules route elsewhere)"
 	whyRoute = "the operator commits what it selects through that GitTarget's repository, whose owners choose where it " +
 		"goes and who can open its Secrets, so its author must be allowed to update that GitTarget (ask for that " +
 		"permission, or name a GitTarget you may update)"
@@ -291,15 +290,14 @@ func sensitiveFor(t *v1alpha1.GitTarget, sensitive []schema.GroupResource) []sch
 
 // RoutedSensitive lists the sensitive resources whose reading a change of a GitTarget's
 // encryption hands over (old is the stored target, nil on create): all of sensitiveFor when
-// it sets or changes whom the target encrypts for (spec.encryption.age: recipients, the
-// Secret whose identities are recipients too, generateWhenMissing), and those it stops
-// encrypting (dropped from spec.encryption.sensitiveResources, or spec.encryption
-// removed), which would then be written in plaintext. Core Secrets are never dropped: a
-// target without encryption refuses them. Pure.
+// it widens whom the target encrypts for (widensRecipients), and those it stops encrypting
+// (dropped from spec.encryption.sensitiveResources, or spec.encryption removed), which
+// would then be written in plaintext. Narrowing (a leaked recipient removed) asks nothing.
+// Core Secrets are never dropped: a target without encryption refuses them. Pure.
 func RoutedSensitive(t, old *v1alpha1.GitTarget, sensitive []schema.GroupResource) []schema.GroupResource {
 	now := sensitiveFor(t, sensitive)
 	var out []schema.GroupResource
-	if t.Spec.Encryption != nil && (old == nil || old.Spec.Encryption == nil || !reflect.DeepEqual(old.Spec.Encryption.Age, t.Spec.Encryption.Age)) {
+	if widensRecipients(ageOf(old), ageOf(t)) {
 		out = append(out, now...)
 	}
 	if old != nil {
@@ -312,35 +310,87 @@ func RoutedSensitive(t, old *v1alpha1.GitTarget, sensitive []schema.GroupResourc
 	return out
 }
 
-// RoutedReadAccess lists what the author of a change of a GitTarget's encryption must be
-// allowed to read beyond its namespace: get on each resource of grs (RoutedSensitive) a
-// ClusterWatchRule routes into the target, in every namespace, and the names of those
-// rules. The recipients they choose can open what such a rule brings from any namespace it
-// selects, now or after a namespace is relabelled, so the check does not follow the rule's
-// namespaceSelector. "*" in a rule's apiGroups or resources counts as naming every
-// resource of grs it could match. Pure.
-func RoutedReadAccess(t *v1alpha1.GitTarget, grs []schema.GroupResource, rules []v1alpha1.ClusterWatchRule) (need []ReadAccess, routing []string) {
-	for _, cr := range rules {
-		if cr.Spec.TargetRef.Namespace != t.Namespace || cr.Spec.TargetRef.Name != t.Name {
-			continue
+// ageOf is a target's spec.encryption.age, nil for no target or none.
+func ageOf(t *v1alpha1.GitTarget) *v1alpha1.AgeEncryption {
+	if t == nil || t.Spec.Encryption == nil {
+		return nil
+	}
+	return t.Spec.Encryption.Age
+}
+
+// widensRecipients says whether now lets someone open what old did not: a recipient old
+// lacked, a Secret of identities newly named (whoever reads or writes it holds or adds
+// identities), or generateWhenMissing switched on (the operator writes an identity there).
+// Pure.
+func widensRecipients(old, now *v1alpha1.AgeEncryption) bool {
+	switch {
+	case now == nil:
+		return false
+	case old == nil:
+		return true
+	}
+	for _, r := range now.Recipients {
+		if !slices.Contains(old.Recipients, r) {
+			return true
 		}
-		for _, r := range cr.Spec.Rules {
+	}
+	if now.SecretRef != nil && (old.SecretRef == nil || old.SecretRef.Name != now.SecretRef.Name) {
+		return true
+	}
+	return now.GenerateWhenMissing && !old.GenerateWhenMissing
+}
+
+// RoutedAccess is one permission RoutedReadAccess asks for, with the rules that make it
+// needed, named for the denial ("ClusterWatchRule backup", "WatchRule team-a/tokens").
+type RoutedAccess struct {
+	ReadAccess
+	Rules []string
+}
+
+// RoutedReadAccess lists what the author of a change of a GitTarget's encryption must be
+// allowed to read: get on each resource of grs (RoutedSensitive) that a ClusterWatchRule
+// routes into the target, in every namespace, or a WatchRule of its namespace, there. The
+// recipients they choose can open what a ClusterWatchRule brings from any namespace it
+// selects, now or after a namespace is relabelled, so the check does not follow the rule's
+// namespaceSelector. "*" in a rule's apiGroups or resources counts as naming every resource
+// of grs it could match. Pure.
+func RoutedReadAccess(t *v1alpha1.GitTarget, grs []schema.GroupResource, cluster []v1alpha1.ClusterWatchRule, local []v1alpha1.WatchRule) []RoutedAccess {
+	var out []RoutedAccess
+	add := func(namespace, rule string, rules []v1alpha1.ResourceRule) {
+		for _, r := range rules {
 			for _, gr := range grs {
 				named := slices.ContainsFunc(r.APIGroups, func(g string) bool { return g == "*" || g == gr.Group }) &&
 					slices.ContainsFunc(r.Resources, func(res string) bool { return res == "*" || res == gr.Resource })
 				if !named {
 					continue
 				}
-				if a := (ReadAccess{Verb: "get", Group: gr.Group, Resource: gr.Resource}); !slices.Contains(need, a) {
-					need = append(need, a)
+				a := ReadAccess{Verb: "get", Group: gr.Group, Resource: gr.Resource, Namespace: namespace}
+				i := slices.IndexFunc(out, func(ra RoutedAccess) bool { return ra.ReadAccess == a })
+				if i < 0 {
+					out = append(out, RoutedAccess{ReadAccess: a})
+					i = len(out) - 1
 				}
-				if !slices.Contains(routing, cr.Name) {
-					routing = append(routing, cr.Name)
+				if !slices.Contains(out[i].Rules, rule) {
+					out[i].Rules = append(out[i].Rules, rule)
 				}
 			}
 		}
 	}
-	return need, routing
+	for _, cr := range cluster {
+		if cr.Spec.TargetRef.Namespace == t.Namespace && cr.Spec.TargetRef.Name == t.Name {
+			rules := make([]v1alpha1.ResourceRule, len(cr.Spec.Rules))
+			for i, r := range cr.Spec.Rules {
+				rules[i] = r.ResourceRule
+			}
+			add("", "ClusterWatchRule "+cr.Name, rules)
+		}
+	}
+	for _, wr := range local {
+		if wr.Namespace == t.Namespace && wr.Spec.TargetRef.Name == t.Name {
+			add(t.Namespace, "WatchRule "+wr.Namespace+"/"+wr.Name, wr.Spec.Rules)
+		}
+	}
+	return out
 }
 
 // SelectorsProblem says which label selector of a rule cannot be used, and why (a typo such

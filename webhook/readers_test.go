@@ -169,40 +169,48 @@ func TestRoutedReadAccess(t *testing.T) {
 			Rules: []v1alpha1.ClusterResourceRule{{ResourceRule: v1alpha1.ResourceRule{APIGroups: groups, Resources: resources},
 				NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"team": "b"}}}}}}
 	}
+	watchRule := func(name, ns, targetName string, groups, resources []string) v1alpha1.WatchRule {
+		return v1alpha1.WatchRule{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: v1alpha1.WatchRuleSpec{
+			TargetRef: v1alpha1.LocalObjectReference{Name: targetName},
+			Rules:     []v1alpha1.ResourceRule{{APIGroups: groups, Resources: resources}}}}
+	}
 	secrets := ReadAccess{Verb: "get", Resource: "secrets"}
 	tokens := ReadAccess{Verb: "get", Group: "example.com", Resource: "tokens"}
+	localTokens := ReadAccess{Verb: "get", Group: "example.com", Resource: "tokens", Namespace: "platform"}
 	grs := []schema.GroupResource{{Resource: "secrets"}, {Group: "example.com", Resource: "tokens"}}
 	tests := []struct {
 		name    string
-		rules   []v1alpha1.ClusterWatchRule
-		want    []ReadAccess
-		routing []string
+		cluster []v1alpha1.ClusterWatchRule
+		local   []v1alpha1.WatchRule
+		want    []RoutedAccess
 	}{
 		{name: "asks to read Secrets in every namespace when a ClusterWatchRule routes them into the target",
-			rules: []v1alpha1.ClusterWatchRule{clusterRule("all", "platform", "backup", []string{""}, []string{"configmaps", "secrets"})},
-			want:  []ReadAccess{secrets}, routing: []string{"all"}},
+			cluster: []v1alpha1.ClusterWatchRule{clusterRule("all", "platform", "backup", []string{""}, []string{"configmaps", "secrets"})},
+			want:    []RoutedAccess{{secrets, []string{"ClusterWatchRule all"}}}},
 		{name: "counts a wildcard as every sensitive resource it matches",
-			rules: []v1alpha1.ClusterWatchRule{clusterRule("all", "platform", "backup", []string{"*"}, []string{"*"})},
-			want:  []ReadAccess{secrets, tokens}, routing: []string{"all"}},
+			cluster: []v1alpha1.ClusterWatchRule{clusterRule("all", "platform", "backup", []string{"*"}, []string{"*"})},
+			want:    []RoutedAccess{{secrets, []string{"ClusterWatchRule all"}}, {tokens, []string{"ClusterWatchRule all"}}}},
 		{name: "asks nothing for rules into other targets or without sensitive resources",
-			rules: []v1alpha1.ClusterWatchRule{
+			cluster: []v1alpha1.ClusterWatchRule{
 				clusterRule("other", "platform", "live", []string{""}, []string{"secrets"}),
 				clusterRule("elsewhere", "team-b", "backup", []string{""}, []string{"secrets"}),
 				clusterRule("plain", "platform", "backup", []string{""}, []string{"configmaps"}),
 				clusterRule("group", "platform", "backup", []string{"apps"}, []string{"*"}),
-			}},
-		{name: "asks once for a resource routed by two rules, and names both",
-			rules: []v1alpha1.ClusterWatchRule{
+			},
+			local: []v1alpha1.WatchRule{watchRule("other", "platform", "live", []string{"example.com"}, []string{"tokens"})}},
+		{name: "asks once for a resource routed by two rules, naming both",
+			cluster: []v1alpha1.ClusterWatchRule{
 				clusterRule("one", "platform", "backup", []string{""}, []string{"secrets"}),
 				clusterRule("two", "platform", "backup", []string{"", "example.com"}, []string{"secrets", "tokens"}),
 			},
-			want: []ReadAccess{secrets, tokens}, routing: []string{"one", "two"}},
+			want: []RoutedAccess{{secrets, []string{"ClusterWatchRule one", "ClusterWatchRule two"}}, {tokens, []string{"ClusterWatchRule two"}}}},
+		{name: "asks to read what a WatchRule of the target's namespace routes, there",
+			local: []v1alpha1.WatchRule{watchRule("tokens", "platform", "backup", []string{"example.com"}, []string{"tokens"})},
+			want:  []RoutedAccess{{localTokens, []string{"WatchRule platform/tokens"}}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			need, routing := RoutedReadAccess(target, grs, tt.rules)
-			assert.Equal(t, tt.want, need)
-			assert.Equal(t, tt.routing, routing)
+			assert.Equal(t, tt.want, RoutedReadAccess(target, grs, tt.cluster, tt.local))
 		})
 	}
 	assert.Equal(t, "get secrets in every namespace", secrets.String())
@@ -224,13 +232,23 @@ func TestRoutedSensitive(t *testing.T) {
 		}
 		return tg
 	}
+	withRecipients := func(tg *v1alpha1.GitTarget, recipients ...string) *v1alpha1.GitTarget {
+		tg.Spec.Encryption.Age.Recipients = recipients
+		return tg
+	}
+	withSecret := func(tg *v1alpha1.GitTarget, name string) *v1alpha1.GitTarget {
+		tg.Spec.Encryption.Age.SecretRef = &v1alpha1.LocalObjectReference{Name: name}
+		return tg
+	}
 	tests := []struct {
 		name     string
 		now, old *v1alpha1.GitTarget
 		want     []schema.GroupResource
 	}{
 		{"asks for everything it encrypts when a target is created with recipients", target("age1a", keys), nil, []schema.GroupResource{secrets, tokens, keys}},
-		{"asks for everything it encrypts when the recipients change", target("age1b"), target("age1a"), []schema.GroupResource{secrets, tokens}},
+		{"asks for everything it encrypts when a recipient is added", target("age1b"), target("age1a"), []schema.GroupResource{secrets, tokens}},
+		{"asks nothing when a recipient is removed, as after a leak", withRecipients(target("age1a"), "age1a"), withRecipients(target("age1a"), "age1a", "age1leaked"), nil},
+		{"asks for everything it encrypts when it names a Secret of identities", withSecret(target("age1a"), "keys"), target("age1a"), []schema.GroupResource{secrets, tokens}},
 		{"asks nothing when the recipients stay and nothing is dropped", target("age1a", keys), target("age1a"), nil},
 		{"asks for a resource it stops encrypting, which it would write in plaintext", target("age1a"), target("age1a", keys), []schema.GroupResource{keys}},
 		{"asks for its own sensitive resources when encryption is removed, not for Secrets, which it then refuses", target(""), target("age1a", keys), []schema.GroupResource{keys}},

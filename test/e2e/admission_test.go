@@ -516,7 +516,7 @@ rules:
 	eventually(t, 30*time.Second, "the recipients would open Secrets a ClusterWatchRule brings from other namespaces", func() (bool, string) {
 		out, err := kubectlErr(encryptedLive, "--as", "trent", "apply", "--dry-run=server", "-f", "-")
 		return err != nil && strings.Contains(out, "GitTarget authz/live: spec.encryption: trent may not get secrets in every namespace; "+
-			"ClusterWatchRule e2e-routed-secrets routes these"), out
+			"ClusterWatchRule e2e-routed-secrets route them into the GitTarget"), out
 	})
 }
 
