@@ -1,10 +1,15 @@
 package batch
 
 import (
+	"fmt"
+	"slices"
+	"sort"
 	"strings"
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing/object"
+
+	"github.com/gitops-reverser/gitops-reverser/gitops/manifest"
 )
 
 // DefaultAuthorEmailDomain completes the e-mail address of a Kubernetes user whose name is
@@ -59,4 +64,47 @@ func emailLocalPart(name string) string {
 		}
 		return '-'
 	}, name)
+}
+
+// maxCoAuthors bounds a commit's Co-authored-by trailers: a window of objects many people
+// created, all touched by one operator, names the first, sorted.
+const maxCoAuthors = 20
+
+// coAuthorsOf are the people a commit of win credits besides its author: those whose
+// change of an object it writes left their window for win (queue.coAuthors), sorted, at
+// most maxCoAuthors. Pure.
+func coAuthorsOf(win *authorWindow, actions []action) []string {
+	written := make(map[manifest.Identity]bool, len(actions))
+	for _, a := range actions {
+		written[a.id] = true
+	}
+	var out []string
+	for k, names := range win.coAuthors {
+		if !written[k.Identity()] {
+			continue
+		}
+		for _, n := range names {
+			if n != win.author && !slices.Contains(out, n) {
+				out = append(out, n)
+			}
+		}
+	}
+	sort.Strings(out)
+	return out[:min(len(out), maxCoAuthors)]
+}
+
+// withCoAuthors ends msg with a Co-authored-by trailer for each name, as authorSignature
+// writes them (GitHub and GitLab show such a commit under every one of them). Pure.
+func withCoAuthors(msg string, names []string, committer Identity, domain string, when time.Time) string {
+	if len(names) == 0 {
+		return msg
+	}
+	var b strings.Builder
+	b.WriteString(strings.TrimRight(msg, "\n"))
+	b.WriteString("\n\n")
+	for _, n := range names {
+		sig := authorSignature(n, committer, domain, when)
+		fmt.Fprintf(&b, "Co-authored-by: %s <%s>\n", sig.Name, sig.Email)
+	}
+	return b.String()
 }

@@ -1,6 +1,7 @@
 package batch
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -30,4 +31,31 @@ func TestAuthorSignature(t *testing.T) {
 			assert.Equal(t, tt.wantEmail, got.Email)
 		})
 	}
+}
+
+func TestCoAuthors(t *testing.T) {
+	b, c := qkey("b"), qkey("c")
+	win := &authorWindow{author: "bob", coAuthors: map[ObjectKey][]string{b: {"alice", "bob"}, c: {"carol"}}}
+	written := []action{{verb: "Update", id: b.Identity(), path: "live/team-a/configmaps/b.yaml"}}
+	assert.Equal(t, []string{"alice"}, coAuthorsOf(win, written),
+		"credits who changed an object the commit writes, never the commit's author, nor someone whose object it does not write")
+
+	many := &authorWindow{author: "op", coAuthors: map[ObjectKey][]string{}}
+	var all []action
+	for i := range maxCoAuthors + 5 {
+		k := qkey(fmt.Sprintf("o%02d", i))
+		many.coAuthors[k] = []string{fmt.Sprintf("user-%02d", i)}
+		all = append(all, action{verb: "Update", id: k.Identity()})
+	}
+	got := coAuthorsOf(many, all)
+	assert.Len(t, got, maxCoAuthors, "bounded")
+	assert.Equal(t, "user-00", got[0], "sorted")
+
+	committer := Identity{Name: "GitOps Reverser", Email: "reverser@example.com"}
+	when := time.Unix(0, 0)
+	assert.Equal(t, "Update ConfigMap team-a/b\n", withCoAuthors("Update ConfigMap team-a/b\n", nil, committer, "", when))
+	assert.Equal(t, "Update ConfigMap team-a/b\n\nCo-authored-by: alice <alice@cluster.local>\n"+
+		"Co-authored-by: system:serviceaccount:ci:deployer <system-serviceaccount-ci-deployer@cluster.local>\n",
+		withCoAuthors("Update ConfigMap team-a/b\n\n", []string{"alice", "system:serviceaccount:ci:deployer"}, committer, "", when),
+		"trailers after one blank line, as Git and GitHub read them")
 }

@@ -1284,3 +1284,21 @@ func TestARegistrationWaitingForItsTurnGivesUpWhenTheRemoteStopsAnswering(t *tes
 		require.NoError(t, <-first)
 	})
 }
+
+func TestACommitCreditsThePersonWhoseChangeALaterWriterTookAlong(t *testing.T) {
+	m, remote, spec := unregisteredManager(t)
+	b, live := clusterConfigMap("b", "1")
+	m.opts.Resolver = fixedResolver{b: live}
+	_, err := m.EnsureTarget(context.Background(), spec)
+	require.NoError(t, err)
+	m.Submit(Change{Target: liveKey, Key: b, Author: "alice"})                              // alice creates b
+	m.Submit(Change{Target: liveKey, Key: b, Author: "system:serviceaccount:ops:operator"}) // its operator writes to it before the window closed
+
+	w := m.workerOf(liveKey)
+	_, err = w.flushIfDue(context.Background(), liveKey, 2*time.Hour)
+	require.NoError(t, err)
+	assert.Equal(t, "system:serviceaccount:ops:operator", repotest.Git(t, remote.Dir, "log", "-1", "--format=%an", "refs/heads/main"),
+		"the last writer authors the commit")
+	assert.Equal(t, "Co-authored-by: alice <alice@cluster.local>",
+		repotest.Git(t, remote.Dir, "log", "-1", "--format=%(trailers:key=Co-authored-by)", "refs/heads/main"), "alice's create is in it")
+}

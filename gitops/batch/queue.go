@@ -1,6 +1,7 @@
 package batch
 
 import (
+	"slices"
 	"sort"
 	"time"
 
@@ -57,6 +58,8 @@ type authorWindow struct {
 	// since is, once the window is detached (due), when each of its objects' oldest
 	// uncommitted change came (queue.since): one left to another author's window keeps it.
 	since map[ObjectKey]time.Time
+	// coAuthors are, once the window is detached, the queue's coAuthors of its objects.
+	coAuthors map[ObjectKey][]string
 }
 
 // intent is how a waiting object may be written, merged over the changes that made it
@@ -97,8 +100,13 @@ type queue struct {
 	// since is when each dirty object's oldest change not yet committed came, whichever
 	// windows it moved through since: a window's age for maxDelay is its oldest object's,
 	// so an object two authors keep changing in turn still commits.
-	since   map[ObjectKey]time.Time
-	waiting map[string][]*CommitRequest
+	since map[ObjectKey]time.Time
+	// coAuthors are, for each dirty object, the people whose change of it left their window
+	// for a later writer's, uncommitted: the commit carries their change too, and credits
+	// them (Co-authored-by). An operator adding its finalizer within the quiet period after a
+	// person's create authors the commit; the person is its co-author.
+	coAuthors map[ObjectKey][]string
+	waiting   map[string][]*CommitRequest
 	// flushing are the windows due detached and the worker is committing now: their objects
 	// are still the queue's, for holds.
 	flushing []*authorWindow
@@ -106,7 +114,7 @@ type queue struct {
 
 func newQueue() *queue {
 	return &queue{windows: map[string]*authorWindow{}, owner: map[ObjectKey]string{}, since: map[ObjectKey]time.Time{},
-		waiting: map[string][]*CommitRequest{}}
+		coAuthors: map[ObjectKey][]string{}, waiting: map[string][]*CommitRequest{}}
 }
 
 // add records that author changed key at now. An object lives in the window of whoever
@@ -120,6 +128,9 @@ func (q *queue) add(key ObjectKey, in intent, author string, now time.Time) {
 		if win := q.windows[prev]; win != nil {
 			if was, held := win.dirty[key]; held {
 				in = was.merge(in)
+				if prev != author && prev != "" && !win.listed { // a list's change is nobody's
+					q.coAuthor(key, prev)
+				}
 			}
 			failed = win.failed // a key whose commit failed keeps the failure with it
 		}
@@ -213,6 +224,15 @@ func (q *queue) keepAge(key ObjectKey, from *authorWindow) {
 func (q *queue) dirtySince(key ObjectKey, at time.Time) {
 	if since, ok := q.since[key]; !ok || at.Before(since) {
 		q.since[key] = at
+	}
+}
+
+// coAuthor records that names' change of key waits in another author's window.
+func (q *queue) coAuthor(key ObjectKey, names ...string) {
+	for _, n := range names {
+		if n != "" && !slices.Contains(q.coAuthors[key], n) {
+			q.coAuthors[key] = append(q.coAuthors[key], n)
+		}
 	}
 }
 
@@ -382,6 +402,13 @@ func (q *queue) due(cfg WindowConfig, now time.Time) (out []*authorWindow, wait 
 				delete(q.owner, k)
 				win.since[k] = q.since[k]
 				delete(q.since, k)
+				if names, ok := q.coAuthors[k]; ok {
+					if win.coAuthors == nil {
+						win.coAuthors = map[ObjectKey][]string{}
+					}
+					win.coAuthors[k] = names
+					delete(q.coAuthors, k)
+				}
 			}
 		}
 	}
@@ -442,6 +469,10 @@ func (q *queue) restore(win *authorWindow, now time.Time) {
 			if cur := q.windows[owner]; cur != nil {
 				if newer, held := cur.dirty[k]; held {
 					cur.dirty[k] = in.merge(newer)
+					q.coAuthor(k, win.coAuthors[k]...)
+					if owner != win.author && !win.listed { // its change, not pushed, waits with theirs
+						q.coAuthor(k, win.author)
+					}
 				}
 				cur.failed = cur.failed || win.failed
 				if at := win.sinceOf(k); !at.IsZero() {
@@ -456,6 +487,7 @@ func (q *queue) restore(win *authorWindow, now time.Time) {
 		cur := q.window(win.author)
 		joined = true
 		cur.dirty[k] = in
+		q.coAuthor(k, win.coAuthors[k]...)
 		cur.Count = len(cur.dirty)
 		q.owner[k] = win.author
 		if first := win.First; cur.First.IsZero() || (!first.IsZero() && first.Before(cur.First)) {

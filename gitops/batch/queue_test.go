@@ -696,3 +696,33 @@ func TestAWindowPutBackIsCountedOnceAsPending(t *testing.T) {
 	assert.Len(t, wins, 2, "the worker's own list of the pass is untouched")
 	assert.Equal(t, []*authorWindow{wins[1]}, q.flushing)
 }
+
+func TestAPersonsChangeTakenIntoALaterWritersWindowIsCredited(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	cfg := WindowConfig{Quiet: 5 * time.Second, MaxDelay: 30 * time.Second}
+	t.Run("an object leaving a person's window for another's makes them its co-author", func(t *testing.T) {
+		q := newQueue()
+		q.add(qkey("a"), anUpdate, "alice", t0)                                               // alice creates it
+		q.add(qkey("a"), anUpdate, "system:serviceaccount:ops:operator", t0.Add(time.Second)) // its operator adds a finalizer
+		wins, _ := q.due(cfg, t0.Add(time.Hour))
+		require.Len(t, wins, 1)
+		assert.Equal(t, []string{"alice"}, wins[0].coAuthors[qkey("a")])
+		assert.Empty(t, q.coAuthors, "the window took them along")
+	})
+	t.Run("a list's change and the committer's credit nobody", func(t *testing.T) {
+		q := newQueue()
+		q.add(qkey("a"), anUpdate, "", t0)
+		q.add(qkey("a"), anUpdate, "bob", t0)
+		assert.Empty(t, q.coAuthors)
+	})
+	t.Run("a window put back hands its co-authors, and its author, to where its objects wait", func(t *testing.T) {
+		q := newQueue()
+		q.add(qkey("a"), anUpdate, "alice", t0)
+		q.add(qkey("a"), anUpdate, "bob", t0)
+		wins, _ := q.due(cfg, t0.Add(time.Hour))
+		q.add(qkey("a"), anUpdate, "carol", t0.Add(time.Hour)) // changed again while bob's window was committed
+		q.restore(wins[0], t0.Add(time.Hour))                  // whose push failed
+		assert.ElementsMatch(t, []string{"alice", "bob"}, q.coAuthors[qkey("a")])
+		assert.Equal(t, "carol", q.owner[qkey("a")])
+	})
+}

@@ -1320,6 +1320,7 @@ func (w *worker) flush(ctx context.Context, t *target, win *authorWindow) (bool,
 		if fellBack != nil {
 			w.log.Info("the commit message template failed; the default message is used", "gitTarget", t.spec.Key.String(), "reason", fellBack.Error())
 		}
+		msg = withCoAuthors(msg, coAuthorsOf(win, p.actions), t.spec.Committer, w.opts.AuthorEmailDomain, when)
 		sha, err := w.repo.Commit(w.remoteTip, p.files, author, committer, msg)
 		if errors.Is(err, repo.ErrNoChange) && len(p.deferred) > 0 {
 			w.deferAll(t, win, p.deferredErr) // as above: nothing committed but what waits
