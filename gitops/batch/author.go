@@ -93,18 +93,56 @@ func coAuthorsOf(win *authorWindow, actions []action) []string {
 	return out[:min(len(out), maxCoAuthors)]
 }
 
+// coAuthoredBy starts the trailer withCoAuthors writes.
+const coAuthoredBy = "Co-authored-by: "
+
 // withCoAuthors ends msg with a Co-authored-by trailer for each name, as authorSignature
-// writes them (GitHub and GitLab show such a commit under every one of them). Pure.
+// writes them (GitHub and GitLab show such a commit under every one of them): in the
+// message's own trailer block when it ends with one (a request's Signed-off-by), so that
+// git still reads that block as trailers, else after a blank line. Pure.
 func withCoAuthors(msg string, names []string, committer Identity, domain string, when time.Time) string {
 	if len(names) == 0 {
 		return msg
 	}
 	var b strings.Builder
-	b.WriteString(strings.TrimRight(msg, "\n"))
-	b.WriteString("\n\n")
+	body := strings.TrimRight(msg, " \t\n")
+	b.WriteString(body)
+	if endsWithTrailers(body) {
+		b.WriteString("\n")
+	} else {
+		b.WriteString("\n\n")
+	}
 	for _, n := range names {
 		sig := authorSignature(n, committer, domain, when)
-		fmt.Fprintf(&b, "Co-authored-by: %s <%s>\n", sig.Name, sig.Email)
+		fmt.Fprintf(&b, "%s%s <%s>\n", coAuthoredBy, sig.Name, sig.Email)
 	}
 	return b.String()
+}
+
+// endsWithTrailers says whether msg's last paragraph, after a first one, is all
+// "Token: value" lines, as git reads a trailer block. Pure.
+func endsWithTrailers(msg string) bool {
+	i := strings.LastIndex(msg, "\n\n")
+	if i < 0 {
+		return false
+	}
+	for _, line := range strings.Split(msg[i+2:], "\n") {
+		token, _, ok := strings.Cut(line, ": ")
+		if !ok || token == "" || strings.ContainsFunc(token, func(r rune) bool {
+			return !(r == '-' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9')
+		}) {
+			return false
+		}
+	}
+	return true
+}
+
+// withoutCoAuthors is a commit message without the Co-authored-by lines withCoAuthors
+// ended it with, trimmed: what a request's message is looked for in. Pure.
+func withoutCoAuthors(msg string) string {
+	lines := strings.Split(strings.TrimSpace(msg), "\n")
+	for len(lines) > 0 && strings.HasPrefix(lines[len(lines)-1], coAuthoredBy) {
+		lines = lines[:len(lines)-1]
+	}
+	return strings.TrimSpace(strings.Join(lines, "\n"))
 }

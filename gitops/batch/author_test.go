@@ -59,3 +59,26 @@ func TestCoAuthors(t *testing.T) {
 		withCoAuthors("Update ConfigMap team-a/b\n\n", []string{"alice", "system:serviceaccount:ci:deployer"}, committer, "", when),
 		"trailers after one blank line, as Git and GitHub read them")
 }
+
+func TestCoAuthorsJoinAMessagesOwnTrailers(t *testing.T) {
+	committer := Identity{Name: "GitOps Reverser", Email: "reverser@example.com"}
+	when := time.Unix(0, 0)
+	signed := "Rotate the keys\n\nSigned-off-by: Bob <bob@example.com>"
+	assert.Equal(t, signed+"\nCo-authored-by: alice <alice@cluster.local>\n", withCoAuthors(signed, []string{"alice"}, committer, "", when),
+		"in the block git reads as trailers, not a paragraph of their own after it")
+	tests := []struct {
+		msg  string
+		want bool
+	}{
+		{"Rotate the keys\n\nSigned-off-by: Bob <bob@example.com>\nReviewed-by: Carol", true},
+		{"Rotate the keys", false},
+		{"Signed-off-by: Bob <bob@example.com>", false},
+		{"Rotate the keys\n\nThe old ones leaked: rotate them all.", false},
+		{"Rotate the keys\n\nSee also: the runbook\nfor details", false},
+	}
+	for _, tt := range tests {
+		assert.Equal(t, tt.want, endsWithTrailers(tt.msg), tt.msg)
+	}
+	assert.Equal(t, "Rotate the keys\n\nSigned-off-by: Bob <bob@example.com>",
+		withoutCoAuthors(signed+"\nCo-authored-by: alice <alice@cluster.local>\n"), "what a request's message is looked for in")
+}

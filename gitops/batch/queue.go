@@ -227,6 +227,20 @@ func (q *queue) dirtySince(key ObjectKey, at time.Time) {
 	}
 }
 
+// tookFrom credits, on key, which waits in another author's window now, the change win (a
+// detached window that commits without it) held of it: win's own co-authors, and win's
+// author unless win held only a list's changes.
+func (q *queue) tookFrom(key ObjectKey, win *authorWindow) {
+	owner, owned := q.owner[key]
+	if !owned {
+		return
+	}
+	q.coAuthor(key, win.coAuthors[key]...)
+	if owner != win.author && !win.listed {
+		q.coAuthor(key, win.author)
+	}
+}
+
 // coAuthor records that names' change of key waits in another author's window.
 func (q *queue) coAuthor(key ObjectKey, names ...string) {
 	for _, n := range names {

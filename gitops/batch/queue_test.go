@@ -715,6 +715,15 @@ func TestAPersonsChangeTakenIntoALaterWritersWindowIsCredited(t *testing.T) {
 		q.add(qkey("a"), anUpdate, "bob", t0)
 		assert.Empty(t, q.coAuthors)
 	})
+	t.Run("an object a committing window leaves to a later writer takes its credits along", func(t *testing.T) {
+		q := newQueue()
+		q.add(qkey("a"), anUpdate, "alice", t0)
+		q.add(qkey("a"), anUpdate, "bob", t0)
+		wins, _ := q.due(cfg, t0.Add(time.Hour))
+		q.add(qkey("a"), anUpdate, "carol", t0.Add(time.Hour)) // while bob's window is planned
+		q.tookFrom(qkey("a"), wins[0])                         // which commits without it, and may be pushed
+		assert.Equal(t, []string{"alice", "bob"}, q.coAuthors[qkey("a")])
+	})
 	t.Run("a window put back hands its co-authors, and its author, to where its objects wait", func(t *testing.T) {
 		q := newQueue()
 		q.add(qkey("a"), anUpdate, "alice", t0)

@@ -1182,7 +1182,8 @@ func (w *worker) lookBack(ctx context.Context, t *target) {
 		carries := func(c *object.Commit) bool {
 			return c.Author.Name == author.Name && c.Author.Email == author.Email && !slices.Contains(claimed, c.Hash.String()) &&
 				!c.Committer.When.Before(r.Created.Add(-clockSkew)) &&
-				strings.Contains("\n\n"+strings.TrimSpace(c.Message)+"\n\n", paragraph)
+				(strings.Contains("\n\n"+strings.TrimSpace(c.Message)+"\n\n", paragraph) ||
+					strings.Contains("\n\n"+withoutCoAuthors(c.Message)+"\n\n", paragraph))
 		}
 		// Others may have pushed on top of it since: the clone holds only the tip.
 		unseen := w.remote(ctx, func(ctx context.Context) error {
@@ -1517,7 +1518,7 @@ func (w *worker) keepDeferred(t *target, win *authorWindow, deferred map[ObjectK
 	// retry: a request that came while the window was committed rides the deferred objects,
 	// the author's changes pending again.
 	t.q.retry(&authorWindow{author: win.author, dirty: deferred, Window: Window{First: win.oldestOf(deferred, nil)},
-		since: since, listed: win.listed}, time.Now())
+		since: since, coAuthors: win.coAuthors, listed: win.listed}, time.Now())
 	w.qmu.Unlock()
 	w.poke() // the pass that flushed win computed its sleep without this window
 }
@@ -1569,7 +1570,8 @@ func (w *worker) ownDirty(t *target, win *authorWindow, dirty map[ObjectKey]inte
 }
 
 // leftOut gives the objects of win its plan left to other authors (those not in planned)
-// the age they had in win, for maxDelay, as if they had moved before it closed.
+// the age they had in win, for maxDelay, and its credits (queue.tookFrom), as if they had
+// moved before it closed.
 func (w *worker) leftOut(t *target, win *authorWindow, planned map[ObjectKey]intent) {
 	if len(planned) == len(win.dirty) {
 		return
@@ -1579,6 +1581,7 @@ func (w *worker) leftOut(t *target, win *authorWindow, planned map[ObjectKey]int
 	for k := range win.dirty {
 		if _, ok := planned[k]; !ok {
 			t.q.keepAge(k, win)
+			t.q.tookFrom(k, win)
 		}
 	}
 }

@@ -62,9 +62,9 @@ type Key struct {
 	// absent, as a Scale omits it then): part of a Scale's join key.
 	Replicas int64 `json:"replicas,omitempty"`
 	// First marks a delete of an object whose deletion had not begun: an earlier delete
-	// record of its UID is of a delete that never took effect (another admission step
-	// refused it), so this one replaces it instead of making the key ambiguous. Not part
-	// of the join key.
+	// record of its UID older than refusedDeleteAge is of a delete that never took effect
+	// (another admission step refused it), so this one replaces it instead of making the
+	// key ambiguous. Not part of the join key.
 	First bool `json:"first,omitempty"`
 }
 
@@ -155,10 +155,17 @@ func NewBook(ttl time.Duration, maxRecords int) *Book {
 		byKey: map[Key]*list.Element{}, byResult: map[result]*list.Element{}, order: list.New(), deletes: list.New()}
 }
 
+// refusedDeleteAge is how old a delete's record must be for a first delete of the same
+// object (Key.First) to replace it: by then the earlier delete would have begun the
+// object's deletion, had it been stored. Two deletes within it both see the object alive,
+// and either may be the one stored: ambiguous. The watcher joins an immediate delete
+// within the same time.
+const refusedDeleteAge = 30 * time.Second
+
 // Record remembers who asked for a write. Two records for one key by different users make
 // it ambiguous (two requests for the same change, or someone posting reviews to the webhook
 // besides the API server): the change is then left unattributed, never given to either. A
-// delete marked First replaces an earlier record of its key instead.
+// delete marked First replaces a record of its key older than refusedDeleteAge instead.
 func (b *Book) Record(k Key, a Author) {
 	if a.Username == "" || len(a.Username) > MaxUsernameBytes {
 		return
@@ -168,7 +175,9 @@ func (b *Book) Record(k Key, a Author) {
 	now := b.now()
 	b.expireLocked(now)
 	if e, ok := b.byKey[k.slot()]; ok {
-		if prev := e.Value.(*record).author; prev != a && !(k.Op == Delete && k.First) {
+		r := e.Value.(*record)
+		refused := k.Op == Delete && k.First && now.Sub(r.recorded) > refusedDeleteAge
+		if r.author != a && !refused {
 			a = Author{} // ambiguous: joins as unattributed
 		}
 		b.removeLocked(e)

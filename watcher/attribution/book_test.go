@@ -201,14 +201,26 @@ func TestBookBounds(t *testing.T) {
 		assert.True(t, ok)
 	})
 	t.Run("a delete of an object not being deleted replaces the record of one that never took effect", func(t *testing.T) {
+		now := time.Unix(1000, 0)
 		b := NewBook(0, 0)
-		b.Record(DeleteKey("u1"), Author{Username: "alice"}) // admitted here, refused by another admission step
-		bobs := DeleteKey("u1")
-		bobs.First = true
-		b.Record(bobs, Author{Username: "bob"})
+		b.now = func() time.Time { return now }
+		first := func(uid types.UID) Key {
+			k := DeleteKey(uid)
+			k.First = true
+			return k
+		}
+		b.Record(first("u1"), Author{Username: "alice"}) // admitted here, refused by another admission step
+		now = now.Add(time.Minute)
+		b.Record(first("u1"), Author{Username: "bob"})
 		got, ok := b.JoinWithin(DeleteKey("u1"), 0)
 		assert.True(t, ok)
 		assert.Equal(t, "bob", got.Username)
+
+		b.Record(first("u2"), Author{Username: "alice"}) // two deletes at once: either may be the one stored
+		now = now.Add(time.Second)
+		b.Record(first("u2"), Author{Username: "mallory"})
+		_, ok = b.JoinWithin(DeleteKey("u2"), 0)
+		assert.False(t, ok, "ambiguous, as before")
 	})
 	t.Run("two users recorded for one change leave it unattributed, never given to either", func(t *testing.T) {
 		b := NewBook(0, 0)
