@@ -114,7 +114,10 @@ func withCoAuthors(msg string, names []string, committer Identity, domain string
 	}
 	for _, n := range names {
 		sig := authorSignature(n, committer, domain, when)
-		fmt.Fprintf(&b, "%s%s <%s>\n", coAuthoredBy, sig.Name, sig.Email)
+		line := fmt.Sprintf("%s%s <%s>", coAuthoredBy, sig.Name, sig.Email)
+		if !slices.Contains(strings.Split(body, "\n"), line) { // a request's message may credit them already
+			b.WriteString(line + "\n")
+		}
 	}
 	return b.String()
 }
@@ -137,12 +140,15 @@ func endsWithTrailers(msg string) bool {
 	return true
 }
 
-// withoutCoAuthors is a commit message without the Co-authored-by lines withCoAuthors
-// ended it with, trimmed: what a request's message is looked for in. Pure.
-func withoutCoAuthors(msg string) string {
+// withoutCoAuthors are a commit message, trimmed, and the message without each further
+// trailing Co-authored-by line: withCoAuthors may have ended a request's own such lines
+// with its own, so what a request's message is looked for in is one of them. Pure.
+func withoutCoAuthors(msg string) []string {
 	lines := strings.Split(strings.TrimSpace(msg), "\n")
-	for len(lines) > 0 && strings.HasPrefix(lines[len(lines)-1], coAuthoredBy) {
+	out := []string{strings.Join(lines, "\n")}
+	for len(lines) > 1 && strings.HasPrefix(lines[len(lines)-1], coAuthoredBy) {
 		lines = lines[:len(lines)-1]
+		out = append(out, strings.TrimSpace(strings.Join(lines, "\n")))
 	}
-	return strings.TrimSpace(strings.Join(lines, "\n"))
+	return out
 }

@@ -1182,8 +1182,7 @@ func (w *worker) lookBack(ctx context.Context, t *target) {
 		carries := func(c *object.Commit) bool {
 			return c.Author.Name == author.Name && c.Author.Email == author.Email && !slices.Contains(claimed, c.Hash.String()) &&
 				!c.Committer.When.Before(r.Created.Add(-clockSkew)) &&
-				(strings.Contains("\n\n"+strings.TrimSpace(c.Message)+"\n\n", paragraph) ||
-					strings.Contains("\n\n"+withoutCoAuthors(c.Message)+"\n\n", paragraph))
+				slices.ContainsFunc(withoutCoAuthors(c.Message), func(m string) bool { return strings.Contains("\n\n"+m+"\n\n", paragraph) })
 		}
 		// Others may have pushed on top of it since: the clone holds only the tip.
 		unseen := w.remote(ctx, func(ctx context.Context) error {
