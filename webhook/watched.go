@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
@@ -239,6 +240,12 @@ func (w *Watched) record(ctx context.Context, req admission.Request) {
 		return
 	}
 	obj, old := decodeFull(req.Object.Raw), decodeFull(req.OldObject.Raw)
+	if req.Operation == admissionv1.Delete && old != nil && old.GetDeletionTimestamp() != nil &&
+		strings.HasPrefix(req.UserInfo.Username, nodeUserPrefix) {
+		// The kubelet finishing a pod's graceful deletion once its containers stopped: the
+		// delete is whoever asked for it, whose record it would make ambiguous.
+		return
+	}
 	if req.Operation == admissionv1.Update && sameButVersion(obj, old) {
 		// Stored as nothing: no event will use the record up, and it would take a place in
 		// the book, or make a later write from the same version ambiguous.
@@ -248,6 +255,9 @@ func (w *Watched) record(ctx context.Context, req admission.Request) {
 		w.Attribution.Record(ctx, k, attribution.Author{Username: req.UserInfo.Username})
 	}
 }
+
+// nodeUserPrefix starts the username of a kubelet (the Node authorizer's system:node:<name>).
+const nodeUserPrefix = "system:node:"
 
 // ScaleSubresource is the subresource kubectl scale and HorizontalPodAutoscalers write
 // through: the recorded entry takes its updates (ScaleRules), so that a change of replicas

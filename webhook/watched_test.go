@@ -344,3 +344,45 @@ func TestAnUpdateStoredAsNothingLeavesNoRecord(t *testing.T) {
 	assert.True(t, joined, "a change is recorded under the key its event will have")
 	assert.Equal(t, "alice", got.Username)
 }
+
+func TestWhoScaledAndWhoDeletedAreRecordedOnce(t *testing.T) {
+	key := types.NamespacedName{Namespace: "a", Name: "t"}
+	v := NewView(nil, logr.Discard())
+	v.snap.Store(&snapshot{routes: []route{rt([]string{""}, []string{"pods"}, true, true, true), rt([]string{"apps"}, []string{"deployments"}, true, true, true)},
+		targets: map[types.NamespacedName]TargetState{key: {Key: key}}})
+	elected := make(chan struct{})
+	close(elected)
+	book := attribution.NewBook(0, 0)
+	w := &Watched{View: v, Sensitive: func(schema.GroupResource) bool { return false },
+		Attribution: &attribution.Router{Book: book, Elected: elected, Log: logr.Discard()}}
+	recorded := &Recorded{Watched: w}
+
+	scale := func(replicas string, dry bool) admission.Request {
+		obj := `{"apiVersion":"autoscaling/v1","kind":"Scale","metadata":{"namespace":"a","name":"web","uid":"u-1","resourceVersion":"7"},"spec":{` + replicas + `}}`
+		old := `{"apiVersion":"autoscaling/v1","kind":"Scale","metadata":{"namespace":"a","name":"web","uid":"u-1","resourceVersion":"7"},"spec":{"replicas":1}}`
+		return admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{Operation: admissionv1.Update, Name: "web", Namespace: "a",
+			SubResource: ScaleSubresource, Kind: metav1.GroupVersionKind{Group: "autoscaling", Version: "v1", Kind: "Scale"},
+			Resource: metav1.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}, UserInfo: authv1.UserInfo{Username: "bob"},
+			DryRun: &dry, Object: k8sruntime.RawExtension{Raw: []byte(obj)}, OldObject: k8sruntime.RawExtension{Raw: []byte(old)}}}
+	}
+	require.True(t, recorded.Handle(context.Background(), scale(`"replicas":3`, true)).Allowed)
+	require.True(t, recorded.Handle(context.Background(), scale(`"replicas":1`, false)).Allowed)
+	assert.Zero(t, book.Len(), "a dry run, and a scale to the same count, record nothing")
+	require.True(t, recorded.Handle(context.Background(), scale(`"replicas":3`, false)).Allowed)
+	got, ok := book.Join(attribution.ScaleKey("u-1", "7", 3))
+	assert.True(t, ok, "keyed by the Scale's UID and version, which are the Deployment's, and the count")
+	assert.Equal(t, "bob", got.Username)
+
+	running := `{"apiVersion":"v1","kind":"Pod","metadata":{"namespace":"a","name":"p","uid":"u-2","resourceVersion":"9"}}`
+	terminating := strings.Replace(running, `"resourceVersion":"9"`, `"resourceVersion":"10","deletionTimestamp":"2026-12-06T20:00:30Z"`, 1)
+	del := func(user, old string) admission.Request {
+		return admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{Operation: admissionv1.Delete, Name: "p", Namespace: "a",
+			Kind: metav1.GroupVersionKind{Version: "v1", Kind: "Pod"}, Resource: metav1.GroupVersionResource{Version: "v1", Resource: "pods"},
+			UserInfo: authv1.UserInfo{Username: user}, OldObject: k8sruntime.RawExtension{Raw: []byte(old)}}}
+	}
+	w.record(context.Background(), del("alice", running))                    // kubectl delete pod: a 30 s grace period
+	w.record(context.Background(), del("system:node:worker-1", terminating)) // the kubelet, once its containers stopped
+	got, ok = book.Join(attribution.DeleteKey("u-2"))
+	assert.True(t, ok, "the kubelet finishing the graceful delete leaves alice's record unambiguous")
+	assert.Equal(t, "alice", got.Username)
+}

@@ -104,22 +104,23 @@ func withCoAuthors(msg string, names []string, committer Identity, domain string
 	if len(names) == 0 {
 		return msg
 	}
-	var b strings.Builder
 	body := strings.TrimRight(msg, " \t\n")
-	b.WriteString(body)
-	if endsWithTrailers(body) {
-		b.WriteString("\n")
-	} else {
-		b.WriteString("\n\n")
-	}
+	var lines []string
 	for _, n := range names {
 		sig := authorSignature(n, committer, domain, when)
 		line := fmt.Sprintf("%s%s <%s>", coAuthoredBy, sig.Name, sig.Email)
 		if !slices.Contains(strings.Split(body, "\n"), line) { // a request's message may credit them already
-			b.WriteString(line + "\n")
+			lines = append(lines, line+"\n")
 		}
 	}
-	return b.String()
+	if len(lines) == 0 {
+		return msg
+	}
+	sep := "\n\n"
+	if endsWithTrailers(body) {
+		sep = "\n"
+	}
+	return body + sep + strings.Join(lines, "")
 }
 
 // endsWithTrailers says whether msg's last paragraph, after a first one, is all

@@ -83,5 +83,6 @@ func TestCoAuthorsJoinAMessagesOwnTrailers(t *testing.T) {
 	credited := "Fix\n\nCo-authored-by: Dan <Dan@example.com>"
 	joined := withCoAuthors(credited, []string{"alice", "Dan"}, committer, "example.com", when)
 	assert.Equal(t, credited+"\nCo-authored-by: alice <alice@example.com>\n", joined, "Dan is credited once")
+	assert.Equal(t, credited, withCoAuthors(credited, []string{"Dan"}, committer, "example.com", when), "nobody new: the message as it was")
 	assert.Contains(t, withoutCoAuthors(joined), credited, "a request's own Co-authored-by lines are still found")
 }
