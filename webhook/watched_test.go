@@ -311,16 +311,21 @@ func TestAGitTargetBeingDeletedIsRoutedNothing(t *testing.T) {
 
 // A server-side apply of what is stored already is stored as nothing: no event will use its
 // record up.
-func TestAnUpdateStoredAsNothingLeavesNoRecord(t *testing.T) {
+// recordingWatched is a leading replica's Watched entry whose view routes routes to one
+// target, recording into the returned Book.
+func recordingWatched(routes ...route) (*Watched, *attribution.Book) {
 	key := types.NamespacedName{Namespace: "a", Name: "t"}
 	v := NewView(nil, logr.Discard())
-	v.snap.Store(&snapshot{routes: []route{rt([]string{""}, []string{"configmaps"}, true, true, true)},
-		targets: map[types.NamespacedName]TargetState{key: {Key: key}}})
+	v.snap.Store(&snapshot{routes: routes, targets: map[types.NamespacedName]TargetState{key: {Key: key}}})
 	elected := make(chan struct{})
 	close(elected)
 	book := attribution.NewBook(0, 0)
-	w := &Watched{View: v, Sensitive: func(schema.GroupResource) bool { return false },
-		Attribution: &attribution.Router{Book: book, Elected: elected, Log: logr.Discard()}}
+	return &Watched{View: v, Sensitive: func(schema.GroupResource) bool { return false },
+		Attribution: &attribution.Router{Book: book, Elected: elected, Log: logr.Discard()}}, book
+}
+
+func TestAnUpdateStoredAsNothingLeavesNoRecord(t *testing.T) {
+	w, book := recordingWatched(rt([]string{""}, []string{"configmaps"}, true, true, true))
 	stored := `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"namespace":"a","name":"app","uid":"u-1","resourceVersion":"7"},"data":{"k":"v"}}`
 	update := func(obj string) admission.Request {
 		return admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
@@ -346,15 +351,7 @@ func TestAnUpdateStoredAsNothingLeavesNoRecord(t *testing.T) {
 }
 
 func TestWhoScaledAndWhoDeletedAreRecordedOnce(t *testing.T) {
-	key := types.NamespacedName{Namespace: "a", Name: "t"}
-	v := NewView(nil, logr.Discard())
-	v.snap.Store(&snapshot{routes: []route{rt([]string{""}, []string{"pods"}, true, true, true), rt([]string{"apps"}, []string{"deployments"}, true, true, true)},
-		targets: map[types.NamespacedName]TargetState{key: {Key: key}}})
-	elected := make(chan struct{})
-	close(elected)
-	book := attribution.NewBook(0, 0)
-	w := &Watched{View: v, Sensitive: func(schema.GroupResource) bool { return false },
-		Attribution: &attribution.Router{Book: book, Elected: elected, Log: logr.Discard()}}
+	w, book := recordingWatched(rt([]string{""}, []string{"pods"}, true, true, true), rt([]string{"apps"}, []string{"deployments"}, true, true, true))
 	recorded := &Recorded{Watched: w}
 
 	scale := func(replicas string, dry bool) admission.Request {
