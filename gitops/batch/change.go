@@ -2,6 +2,7 @@ package batch
 
 import (
 	"errors"
+	"slices"
 	"sort"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -60,6 +61,11 @@ type Change struct {
 	// author; any other is its author's change as usual (a commit of it finds nothing to
 	// write, unless Git's document holds a field no one owns).
 	Bookkeeping bool
+	// CoAuthors are the people whose earlier change of the object this one carries along
+	// (queue.coAuthors): kept when a target's waiting changes are handed to its next
+	// registration (queue.changes, a parked change), and credited on the commit that
+	// writes the object.
+	CoAuthors []string
 }
 
 // merge is what a newer change of the same object leaves waiting: its author, a delete
@@ -69,8 +75,20 @@ type Change struct {
 func (c Change) merge(newer Change) Change {
 	in := intentOf(c).merge(intentOf(newer)) // one rule for parked changes and queued ones
 	newer.Deleted, newer.CreateOnly, newer.Pruned = in.deleted, in.createOnly, in.pruned
+	coAuthors := slices.Clone(c.CoAuthors)
 	if newer.Relisted || newer.Bookkeeping {
 		newer.Author, newer.Relisted, newer.Bookkeeping = c.Author, c.Relisted, c.Bookkeeping
+	} else if c.Author != "" && c.Author != newer.Author && !c.Relisted {
+		coAuthors = append(coAuthors, c.Author) // as the queue credits an object leaving a window
+	}
+	for _, n := range newer.CoAuthors {
+		if !slices.Contains(coAuthors, n) {
+			coAuthors = append(coAuthors, n)
+		}
+	}
+	newer.CoAuthors = slices.DeleteFunc(coAuthors, func(n string) bool { return n == newer.Author })
+	if len(newer.CoAuthors) == 0 {
+		newer.CoAuthors = nil
 	}
 	return newer
 }

@@ -756,7 +756,7 @@ func (q *queue) changes(target types.NamespacedName) []Change {
 	for _, win := range q.windows {
 		for k, in := range win.dirty {
 			out = append(out, Change{Target: target, Key: k, Deleted: in.deleted, CreateOnly: in.createOnly,
-				Pruned: in.pruned, Author: win.author})
+				Pruned: in.pruned, Author: win.author, CoAuthors: slices.Clone(q.coAuthors[k])})
 		}
 	}
 	return out

@@ -512,6 +512,20 @@ func TestAChangeKeptForASuspendedTargetKeepsItsAuthorThroughASnapshot(t *testing
 	bob := Change{Key: qkey("a"), Author: "bob"}
 	assert.Equal(t, bob, listed.merge(bob), "a write after the list is its writer's")
 	assert.Equal(t, Change{Key: qkey("a"), Relisted: true}, listed.merge(listed))
+	assert.Equal(t, Change{Key: qkey("a"), Author: "bob", CoAuthors: []string{"alice"}}, alice.merge(bob),
+		"alice's change waits with bob's, as the queue credits an object leaving her window")
+	assert.Equal(t, Change{Key: qkey("a"), Author: "alice", CoAuthors: []string{"bob"}},
+		Change{Key: qkey("a"), Author: "bob", CoAuthors: []string{"alice"}}.merge(alice), "bob's change waits with hers; never her own co-author")
+}
+
+func TestAParkedChangeKeepsItsCredits(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	q := newQueue()
+	q.add(qkey("a"), anUpdate, "alice", t0)
+	q.add(qkey("a"), anUpdate, "bob", t0)
+	parked := q.changes(liveKey)
+	require.Len(t, parked, 1)
+	assert.Equal(t, []string{"alice"}, parked[0].CoAuthors, "the target is suspended: its changes are parked with their credits")
 }
 
 func TestARequestDeletedWhileItsWindowIsCommittedLendsItNoMessage(t *testing.T) {

@@ -210,6 +210,7 @@ func (w *worker) enqueue(changes []Change, older bool, requests ...*CommitReques
 			q.add(c.Key, intentOf(c), c.Author, now)
 		}
 		if ok {
+			q.coAuthor(c.Key, c.CoAuthors...) // a parked change's credits (Change.CoAuthors)
 			placed = append(placed, c)
 		}
 	}
