@@ -78,7 +78,7 @@ func (c Change) merge(newer Change) Change {
 	coAuthors := slices.Clone(c.CoAuthors)
 	if newer.Relisted || newer.Bookkeeping {
 		newer.Author, newer.Relisted, newer.Bookkeeping = c.Author, c.Relisted, c.Bookkeeping
-	} else if c.Author != "" && c.Author != newer.Author && !c.Relisted {
+	} else if c.Author != "" && c.Author != newer.Author { // a list by its creator's record is their change
 		coAuthors = append(coAuthors, c.Author) // as the queue credits an object leaving a window
 	}
 	for _, n := range newer.CoAuthors {

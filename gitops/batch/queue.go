@@ -241,6 +241,20 @@ func (q *queue) tookFrom(key ObjectKey, win *authorWindow) {
 	}
 }
 
+// creditOlder credits, on the object waiting in the queue, an older change of it handed
+// over (a parked one, mergeOlder): its co-authors, and its author unless it is a list's or
+// bookkeeping, or the author of the window the object waits in.
+func (q *queue) creditOlder(c Change) {
+	owner, owned := q.owner[c.Key]
+	if !owned {
+		return
+	}
+	q.coAuthor(c.Key, c.CoAuthors...)
+	if !c.Relisted && !c.Bookkeeping && c.Author != owner {
+		q.coAuthor(c.Key, c.Author)
+	}
+}
+
 // coAuthor records that names' change of key waits in another author's window.
 func (q *queue) coAuthor(key ObjectKey, names ...string) {
 	for _, n := range names {
@@ -750,13 +764,18 @@ func (q *queue) mergeOlder(key ObjectKey, older intent) {
 }
 
 // changes lists the queue's dirty objects as changes of target, each with the author
-// whose window holds it.
+// whose window holds it and its co-authors; a list's change held with an author only for a
+// failed push (listed) as no one's.
 func (q *queue) changes(target types.NamespacedName) []Change {
 	out := make([]Change, 0, len(q.owner))
 	for _, win := range q.windows {
 		for k, in := range win.dirty {
-			out = append(out, Change{Target: target, Key: k, Deleted: in.deleted, CreateOnly: in.createOnly,
-				Pruned: in.pruned, Author: win.author, CoAuthors: slices.Clone(q.coAuthors[k])})
+			c := Change{Target: target, Key: k, Deleted: in.deleted, CreateOnly: in.createOnly,
+				Pruned: in.pruned, Author: win.author, CoAuthors: slices.Clone(q.coAuthors[k])}
+			if win.listed { // a list's change, held with its author only for a failed push: nobody's
+				c.Author, c.Relisted = "", true
+			}
+			out = append(out, c)
 		}
 	}
 	return out

@@ -526,6 +526,20 @@ func TestAParkedChangeKeepsItsCredits(t *testing.T) {
 	parked := q.changes(liveKey)
 	require.Len(t, parked, 1)
 	assert.Equal(t, []string{"alice"}, parked[0].CoAuthors, "the target is suspended: its changes are parked with their credits")
+
+	next := newQueue() // its next registration, where carol changed the object meanwhile
+	next.add(qkey("a"), anUpdate, "carol", t0)
+	next.creditOlder(parked[0]) // the parked change, older: merged, and credited
+	assert.Equal(t, []string{"alice", "bob"}, next.coAuthors[qkey("a")])
+	next.creditOlder(Change{Key: qkey("a"), Relisted: true})
+	next.creditOlder(Change{Key: qkey("a"), Author: "carol"})
+	assert.Equal(t, []string{"alice", "bob"}, next.coAuthors[qkey("a")], "a list credits nobody, nor its window's author")
+
+	listed := newQueue()
+	listed.window("dave").listed = true // a list's change held with dave while his window was pushed
+	listed.place(listed.windows["dave"], qkey("b"), anUpdate, t0)
+	listed.owner[qkey("b")] = "dave"
+	assert.Equal(t, []Change{{Target: liveKey, Key: qkey("b"), Relisted: true}}, listed.changes(liveKey), "no one's change, as delivered hands it on")
 }
 
 func TestARequestDeletedWhileItsWindowIsCommittedLendsItNoMessage(t *testing.T) {

@@ -199,7 +199,8 @@ func (w *worker) enqueue(changes []Change, older bool, requests ...*CommitReques
 			unplaced = append(unplaced, c)
 		case older && q.holds(c.Key):
 			q.mergeOlder(c.Key, intentOf(c))
-			continue // the newer change's record stands, with its author
+			q.creditOlder(c) // the newer change's record stands, with its author
+			continue
 		case c.Bookkeeping:
 			q.note(c.Key, intentOf(c), c.Author, now)
 		case c.Relisted && c.Author == "":
