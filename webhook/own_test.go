@@ -80,6 +80,13 @@ func TestAGitTargetUpdateThatKeepsWhereItWritesIsNotJudgedAgainstItsProvider(t *
 	assert.False(t, samePlace(create, &stored))
 }
 
+// ownRequest is eve's admission request for one of the operator's own kinds.
+func ownRequest(op admissionv1.Operation, kind, namespace, name string, obj, old []byte) admission.Request {
+	return admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{Operation: op, Namespace: namespace, Name: name,
+		Kind:     metav1.GroupVersionKind{Group: v1alpha1.GroupVersion.Group, Version: "v1alpha1", Kind: kind},
+		UserInfo: authnv1.UserInfo{Username: "eve"}, Object: runtime.RawExtension{Raw: obj}, OldObject: runtime.RawExtension{Raw: old}}}
+}
+
 // askedAuthorizer answers every question with allow and keeps them.
 type askedAuthorizer struct {
 	allow bool
@@ -105,9 +112,7 @@ func TestAGitProvidersAuthorMustBeAllowedToReadItsSecret(t *testing.T) {
 		return b
 	}
 	request := func(op admissionv1.Operation, obj, old []byte) admission.Request {
-		return admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{Operation: op, Namespace: "team-a", Name: "git",
-			Kind:     metav1.GroupVersionKind{Group: v1alpha1.GroupVersion.Group, Version: "v1alpha1", Kind: "GitProvider"},
-			UserInfo: authnv1.UserInfo{Username: "eve"}, Object: runtime.RawExtension{Raw: obj}, OldObject: runtime.RawExtension{Raw: old}}}
+		return ownRequest(op, "GitProvider", "team-a", "git", obj, old)
 	}
 	cases := []struct {
 		name    string
@@ -215,9 +220,7 @@ func TestWhoChoosesATargetsRecipientsMustReadWhatClusterWatchRulesRouteIntoIt(t 
 		return b
 	}
 	request := func(op admissionv1.Operation, obj, old []byte) admission.Request {
-		return admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{Operation: op, Namespace: "platform", Name: "backup",
-			Kind:     metav1.GroupVersionKind{Group: v1alpha1.GroupVersion.Group, Version: "v1alpha1", Kind: "GitTarget"},
-			UserInfo: authnv1.UserInfo{Username: "eve"}, Object: runtime.RawExtension{Raw: obj}, OldObject: runtime.RawExtension{Raw: old}}}
+		return ownRequest(op, "GitTarget", "platform", "backup", obj, old)
 	}
 	own := ReadAccess{Verb: "get", Resource: "secrets", Namespace: "platform"}
 	everywhere := ReadAccess{Verb: "get", Resource: "secrets"}

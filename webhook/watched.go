@@ -278,12 +278,11 @@ func (w *Watched) recordScale(ctx context.Context, req admission.Request) {
 	if obj == nil || old == nil || old.GetUID() == "" || old.GetResourceVersion() == "" {
 		return
 	}
-	before, _, _ := unstructured.NestedFieldNoCopy(old.Object, "spec", "replicas")
-	after, _, _ := unstructured.NestedFieldNoCopy(obj.Object, "spec", "replicas")
-	if reflect.DeepEqual(before, after) {
+	replicas := attribution.ReplicasOf(obj)
+	if replicas == attribution.ReplicasOf(old) {
 		return
 	}
-	k := attribution.ScaleKey(old.GetUID(), old.GetResourceVersion(), attribution.ReplicasOf(obj))
+	k := attribution.ScaleKey(old.GetUID(), old.GetResourceVersion(), replicas)
 	w.Attribution.Record(ctx, k, attribution.Author{Username: req.UserInfo.Username})
 }
 
