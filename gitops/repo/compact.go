@@ -83,6 +83,9 @@ func (r *Repo) CompactIfDue(branch string) (bool, CompactionStats, error) {
 	if !due {
 		return false, CompactionStats{}, nil
 	}
+	if tip, err := r.tipToKeep(branch); err != nil || tip.IsZero() {
+		return false, CompactionStats{}, err // a branch the writer has yet to create: nothing to keep
+	}
 	stats, err := r.compact(branch)
 	if err != nil {
 		r.compactFailed = time.Now()
@@ -131,6 +134,16 @@ func (r *Repo) compactionDue() (bool, error) {
 	return r.loose >= r.compactAt.loose, nil
 }
 
+// tipToKeep is the tip of branch's tracking ref, zero when there is none: the remote has
+// no such branch yet, or no longer (Fetch dropped the ref). Callers hold r.mu.
+func (r *Repo) tipToKeep(branch string) (plumbing.Hash, error) {
+	tip, err := r.trackingTip(branch)
+	if errors.Is(err, plumbing.ErrReferenceNotFound) {
+		return plumbing.ZeroHash, nil
+	}
+	return tip, err
+}
+
 // objectStores returns the clone's loose and packed object stores.
 func (r *Repo) objectStores() (storer.LooseObjectStorer, storer.PackedObjectStorer, error) {
 	loose, ok := r.git.Storer.(storer.LooseObjectStorer)
@@ -145,7 +158,7 @@ func (r *Repo) objectStores() (storer.LooseObjectStorer, storer.PackedObjectStor
 // its push.
 func (r *Repo) compact(branch string) (stats CompactionStats, err error) {
 	start := time.Now()
-	tip, err := r.trackingTip(branch)
+	tip, err := r.tipToKeep(branch)
 	if err != nil || tip.IsZero() {
 		return stats, err
 	}

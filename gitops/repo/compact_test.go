@@ -286,3 +286,17 @@ func TestAShallowListAKillLeftEmptyOrTornDoesNotStopTheWriter(t *testing.T) {
 		})
 	}
 }
+
+func TestCompactIfDueLeavesACloneOfAnAbsentBranchAlone(t *testing.T) {
+	remote := repotest.NewHTTPRemote(t)
+	remote.Seed("main", map[string]string{"live/a.yaml": "v1\n"}, "seed")
+	r := openClone(t, remote.URL, nil)
+	r.SetCompactionThresholds(1_000_000, 1)
+	fetch(t, r, "main") // a pack, for another target of the clone
+	assert.True(t, fetch(t, r, "new").IsZero(), "a branch the writer creates with its first push")
+
+	done, _, err := r.CompactIfDue("new")
+
+	require.NoError(t, err, "no tip to keep is nothing to compact, not a failure")
+	assert.False(t, done)
+}
