@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -210,6 +211,30 @@ func TestACommitRequestWhosePushLandedDespiteAnError(t *testing.T) {
 			}
 		}
 		assert.Equal(t, 1, carrying, "one commit carries the message: %v", remote.Log("main"))
+	})
+	t.Run("reports that commit when someone else changed its object before the retry", func(t *testing.T) {
+		remote, _, _, out := lostAnswerRelease(t, func(_ *repotest.Remote, writer *batch.Manager, c *cluster) {
+			// The object leaves alice's window for bob's: hers keeps only the request.
+			writer.Submit(batch.Change{Target: targetKey, Key: c.put(cmGVR, "ConfigMap", "app", map[string]any{"k": "bob's"}),
+				Author: "bob"})
+		})
+		assert.Equal(t, batch.ReasonCommitted, out.Reason, out.Message)
+		assert.Contains(t, remote.Log("main"), out.SHA+" release 1.2", "the commit that carried it")
+	})
+	t.Run("removes what that commit wrote when its author deleted the object before the retry", func(t *testing.T) {
+		remote, _, _, out := lostAnswerRelease(t, func(_ *repotest.Remote, writer *batch.Manager, c *cluster) {
+			key := batch.ObjectKey{GVR: cmGVR, Kind: "ConfigMap", Namespace: "app", Name: "app"}
+			c.mu.Lock()
+			delete(c.objs, key)
+			c.mu.Unlock()
+			writer.Submit(batch.Change{Target: targetKey, Key: key, Deleted: true, Author: "alice"})
+		})
+		assert.Equal(t, batch.ReasonCommitted, out.Reason, out.Message)
+		assert.Contains(t, remote.Log("main"), out.SHA+" release 1.2", "the commit that carried it")
+		require.Eventually(t, func() bool { return !strings.Contains(remote.LsTree("main"), "configmaps/app.yaml") },
+			15*time.Second, 50*time.Millisecond, "Git follows the cluster: the retry judged the tip the lost push left, not the one before")
+		assert.Len(t, slices.DeleteFunc(remote.Log("main"), func(l string) bool { return !strings.Contains(l, "release 1.2") }), 1,
+			"the removal's commit does not carry the message again")
 	})
 }
 

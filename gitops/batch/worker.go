@@ -1245,10 +1245,11 @@ func (w *worker) flush(ctx context.Context, t *target, win *authorWindow) (bool,
 	// What status showed when the flush began, and whether an orphan was found present on
 	// any pass: a pass planned again (a replay, a recheck) compares with the first.
 	refusedBefore, found := t.st.Refused, false
-	// recheck asks the remote, once, whether a list's window that changes nothing judged a
-	// tip that is gone (tipMoved).
+	// recheck asks the remote, once, whether a window that changes nothing judged a tip
+	// that is gone (tipMoved): a list's window, or one whose earlier commit may have landed
+	// though its push reported an error (inDoubt), which the remote's tip then carries.
 	recheck := func() (bool, error) {
-		if !win.compared || checked {
+		if !(win.compared || inDoubt(win)) || checked {
 			return false, nil
 		}
 		checked = true
@@ -1613,6 +1614,18 @@ func attemptedFor(requests []*CommitRequest, sha plumbing.Hash) {
 	for _, r := range requests {
 		r.attempted = lastKept(append(r.attempted, sha))
 	}
+}
+
+// inDoubt says a commit of win, or of a request riding it, may be on the remote though its
+// push reported an error (attempted). Until a fetch shows where the branch is, a plan that
+// finds nothing to commit may have judged the tip that push left behind: the request would
+// be told its message was not used, and an object changed back since would keep in Git
+// what that commit wrote.
+func inDoubt(win *authorWindow) bool {
+	if len(win.tried) > 0 {
+		return true
+	}
+	return slices.ContainsFunc(win.requests, func(r *CommitRequest) bool { return len(r.attempted) > 0 })
 }
 
 // lastKept is the last keptAttempts of shas.
