@@ -397,6 +397,10 @@ func (q *queue) request(r *CommitRequest) {
 	q.waiting[r.Author] = append(q.waiting[r.Author], r)
 }
 
+// lookBackRetry is how soon a pass looks again for an earlier leader's commit of a request
+// whose look failed.
+const lookBackRetry = 2 * time.Second
+
 // due picks the windows that must commit at now, oldest first, and detaches them from the
 // queue; wait is how long until the next one must (0 when none is open).
 func (q *queue) due(cfg WindowConfig, now time.Time) (out []*authorWindow, wait time.Duration) {
@@ -404,6 +408,15 @@ func (q *queue) due(cfg WindowConfig, now time.Time) (out []*authorWindow, wait 
 		if now.Before(win.notBefore) {
 			if in := win.notBefore.Sub(now); wait == 0 || in < wait {
 				wait = in
+			}
+			continue
+		}
+		if slices.ContainsFunc(win.requests, func(r *CommitRequest) bool { return r.lookBack }) {
+			// A request whose look for an earlier leader's commit failed (worker.lookBack):
+			// committing its message now could commit it a second time. The look is tried
+			// again on the next pass, until the request's lookBackUntil.
+			if wait == 0 || lookBackRetry < wait {
+				wait = lookBackRetry
 			}
 			continue
 		}

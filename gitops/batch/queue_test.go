@@ -324,6 +324,18 @@ func TestQueueWindowsPerAuthor(t *testing.T) {
 		out, _ = q.expired(t0.Add(time.Minute))
 		assert.Equal(t, []*CommitRequest{looked}, out, "one that has looked ends at its deadline")
 	})
+	t.Run("a window carrying a request whose look for an earlier leader's commit failed waits for the next look", func(t *testing.T) {
+		q := newQueue()
+		q.add(qkey("a"), anUpdate, "alice", t0)
+		r := &CommitRequest{Author: "alice", Deadline: t0.Add(time.Minute), lookBack: true, lookBackUntil: t0.Add(3 * time.Minute)}
+		q.request(r)
+		wins, wait := q.due(cfg, t0.Add(time.Hour))
+		assert.Empty(t, wins, "the earlier leader may have pushed the message: committing it now could commit it twice")
+		assert.Equal(t, lookBackRetry, wait)
+		r.lookBack = false // looked: not found
+		wins, _ = q.due(cfg, t0.Add(time.Hour))
+		assert.Equal(t, []string{"alice"}, authors(wins))
+	})
 	t.Run("a failed window comes back with its request, but not with objects changed since", func(t *testing.T) {
 		q := newQueue()
 		q.add(qkey("a"), anUpdate, "alice", t0)
