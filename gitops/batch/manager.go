@@ -740,6 +740,14 @@ func (m *Manager) stopTargetIf(key types.NamespacedName, park bool, settled stri
 			}
 		}
 	}
+	// Its requests now: one handed to its next registration while this stop waits for a
+	// flush in progress (below) is that registration's.
+	var orphaned []*CommitRequest
+	for _, st := range m.requests {
+		if st.req.Target == key && !st.outcome.Done {
+			orphaned = append(orphaned, &st.req)
+		}
+	}
 	m.mu.Unlock()
 	if !park {
 		// Its folder, once its requests are settled. A suspended target keeps its folder
@@ -764,14 +772,6 @@ func (m *Manager) stopTargetIf(key types.NamespacedName, park bool, settled stri
 	case housed && !park: // deleted while suspended: its clone may be the last trace
 		defer m.retireIfIdle(home)
 	}
-	var orphaned []*CommitRequest
-	m.mu.Lock()
-	for _, st := range m.requests {
-		if st.req.Target == key && !st.outcome.Done {
-			orphaned = append(orphaned, &st.req)
-		}
-	}
-	m.mu.Unlock()
 	for _, r := range orphaned {
 		m.settle(r, landedBeforeStop(w, r, RequestOutcome{Done: true, Reason: ReasonTargetRemoved, Message: settled}))
 	}
