@@ -682,11 +682,13 @@ func suspendedMessage(key types.NamespacedName, why string) string {
 		"create a new CommitRequest once it is Ready again", key, why)
 }
 
-// KeepChanges keeps the changes submitted for a GitTarget this writer does not write for
-// yet, for its registration, as for a suspended one: admission lets changes through to a
-// target that is only Reconciling (its credentials in their grace period when a new leader
-// starts), and a deletion among them has no other way back. A registered target is left
-// as it is.
+// KeepChanges keeps the changes submitted for a GitTarget that exists but this writer does
+// not write for yet, for its registration, as for a suspended one: admission lets changes
+// through to a target that is only Reconciling (its credentials in their grace period when
+// a new leader starts, a registration waiting for another's fetch, a GitTarget created
+// again under a deleted one's name), and a deletion among them has no other way back. It
+// also ends the deleted one's RemoveTarget, which kept nothing for that name. A registered
+// target is left as it is.
 func (m *Manager) KeepChanges(key types.NamespacedName) {
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -95,6 +95,9 @@ func (r *GitTargetReconciler) reconcile(ctx context.Context, t *v1alpha1.GitTarg
 			fmt.Sprintf("being deleted, kept by finalizers %v: writes nothing more", t.Finalizers))
 		return ctrl.Result{}, nil
 	}
+	// It exists: changes for it are kept until it registers, also while a transient error
+	// or another registration delays that, and after a GitTarget of its name was deleted.
+	r.Writer.KeepChanges(client.ObjectKeyFromObject(t))
 	var p v1alpha1.GitProvider
 	pkey := types.NamespacedName{Namespace: t.Namespace, Name: t.Spec.ProviderRef.Name}
 	if err := r.Client.Get(ctx, pkey, &p); err != nil {
@@ -136,7 +139,6 @@ func (r *GitTargetReconciler) reconcile(ctx context.Context, t *v1alpha1.GitTarg
 					apimeta.RemoveStatusCondition(conds, v1alpha1.ConditionReconciling) // the grace counts from now
 				}
 				v1alpha1.SetReconciling(conds, t.Generation, v1alpha1.ReasonProviderNotReady, msg)
-				r.Writer.KeepChanges(client.ObjectKeyFromObject(t)) // not registered yet (a new leader): kept
 				return ctrl.Result{RequeueAfter: wait}, nil
 			}
 			// Credentials deleted or made unusable revoke the writer's access, not only the status.
