@@ -110,11 +110,16 @@ type queue struct {
 	// flushing are the windows due detached and the worker is committing now: their objects
 	// are still the queue's, for holds.
 	flushing []*authorWindow
+	// touched is, for each dirty object a window holds, the tick of its last change there:
+	// the worker drops a delete it judged needless (deletesWaiting, dropGone) only when no
+	// change of the object came while it judged, such as its creation again.
+	touched map[ObjectKey]uint64
+	tick    uint64
 }
 
 func newQueue() *queue {
 	return &queue{windows: map[string]*authorWindow{}, owner: map[ObjectKey]string{}, since: map[ObjectKey]time.Time{},
-		coAuthors: map[ObjectKey][]string{}, waiting: map[string][]*CommitRequest{}}
+		coAuthors: map[ObjectKey][]string{}, waiting: map[string][]*CommitRequest{}, touched: map[ObjectKey]uint64{}}
 }
 
 // add records that author changed key at now. An object lives in the window of whoever
@@ -166,6 +171,7 @@ func (q *queue) place(win *authorWindow, key ObjectKey, in intent, now time.Time
 	win.dirty[key] = in
 	win.Count = len(win.dirty)
 	q.owner[key] = win.author
+	q.touch(key)
 	q.dirtySince(key, now)
 	if since := q.since[key]; win.First.IsZero() || since.Before(win.First) {
 		win.First = since
@@ -347,6 +353,73 @@ func (q *queue) committing(key ObjectKey) string {
 	return ""
 }
 
+// touch records a change of key, held by a window (touched).
+func (q *queue) touch(key ObjectKey) {
+	q.tick++
+	q.touched[key] = q.tick
+}
+
+// deletesWaiting lists the objects whose windows wait to mirror their deletion, with the
+// tick of their last change (touched); none while a push of the target's may have landed
+// though it reported an error (pushInDoubt): that commit may have written their
+// documents, which the folder's index does not show.
+func (q *queue) deletesWaiting() map[ObjectKey]uint64 {
+	if q.pushInDoubt() {
+		return nil
+	}
+	out := map[ObjectKey]uint64{}
+	for _, win := range q.windows {
+		for k, in := range win.dirty {
+			if in.deleted && q.owner[k] == win.author {
+				out[k] = q.touched[k]
+			}
+		}
+	}
+	return out
+}
+
+// pushInDoubt says whether a commit of the target's may be on the remote though its push
+// reported an error (inDoubt).
+func (q *queue) pushInDoubt() bool {
+	for _, win := range q.windows {
+		if inDoubt(win) {
+			return true
+		}
+	}
+	for _, win := range q.flushing {
+		if inDoubt(win) {
+			return true
+		}
+	}
+	for _, rs := range q.waiting {
+		if slices.ContainsFunc(rs, func(r *CommitRequest) bool { return len(r.attempted) > 0 }) {
+			return true
+		}
+	}
+	return false
+}
+
+// dropGone forgets the objects of gone, deletes deletesWaiting listed that mirror nothing
+// (worker.collapseDeletes), each unless it changed since its tick there or no longer waits
+// as a delete; it returns those it forgot.
+func (q *queue) dropGone(gone map[ObjectKey]uint64) []ObjectKey {
+	var dropped []ObjectKey
+	for k, tick := range gone {
+		author, ok := q.owner[k]
+		win := q.windows[author]
+		if !ok || win == nil || q.touched[k] != tick || !win.dirty[k].deleted {
+			continue
+		}
+		q.take(author, k)
+		delete(q.owner, k)
+		delete(q.since, k)
+		delete(q.coAuthors, k)
+		delete(q.touched, k)
+		dropped = append(dropped, k)
+	}
+	return dropped
+}
+
 // take removes key from author's window, dropping the window when nothing is left in it
 // and no request waits on it.
 func (q *queue) take(author string, key ObjectKey) {
@@ -441,6 +514,7 @@ func (q *queue) due(cfg WindowConfig, now time.Time) (out []*authorWindow, wait 
 		for k := range win.dirty {
 			if q.owner[k] == win.author {
 				delete(q.owner, k)
+				delete(q.touched, k)
 				win.since[k] = q.since[k]
 				delete(q.since, k)
 				if names, ok := q.coAuthors[k]; ok {
@@ -531,6 +605,7 @@ func (q *queue) restore(win *authorWindow, now time.Time) {
 		q.coAuthor(k, win.coAuthors[k]...)
 		cur.Count = len(cur.dirty)
 		q.owner[k] = win.author
+		q.touch(k)
 		if first := win.First; cur.First.IsZero() || (!first.IsZero() && first.Before(cur.First)) {
 			cur.First = first
 		}

@@ -71,6 +71,8 @@ type target struct {
 	// token, a protected branch) does not slow the others of its branch.
 	backoff time.Duration
 	retryAt time.Time
+	// collapsedAt is when collapseDeletes last looked at the target's waiting deletes.
+	collapsedAt time.Time
 	// orphans holds, per resource, the documents whose objects a full list did not find
 	// and that were kept; only those Git still holds count (orphanCount), so a removal
 	// waiting at the list (a deletion recovered after a restart) counts only until pushed.
@@ -1033,6 +1035,9 @@ func (w *worker) flushIfDue(ctx context.Context, key types.NamespacedName, ahead
 	if t.st.Known {
 		w.lookBack(ctx, t) // before a timeout or a window could use the message again
 	}
+	if now.Before(t.retryAt) {
+		w.collapseDeletes(t, now)
+	}
 	w.qmu.Lock()
 	timedOut, wait := t.q.expired(now)
 	var wins []*authorWindow
@@ -1370,7 +1375,9 @@ func (w *worker) flush(ctx context.Context, t *target, win *authorWindow) (bool,
 		}
 		if err != nil {
 			w.opts.Metrics.push(w.key, "failed")
-			attempted(win, sha)
+			if !errors.Is(err, repo.ErrNotSent) { // one that failed before offering the update never landed
+				attempted(win, sha)
+			}
 			// No SHA in the error: it is new on every attempt, and the error reaches status.
 			return false, fmt.Errorf("pushing: %w", err)
 		}
@@ -1613,6 +1620,47 @@ func attempted(win *authorWindow, sha plumbing.Hash) {
 func attemptedFor(requests []*CommitRequest, sha plumbing.Hash) {
 	for _, r := range requests {
 		r.attempted = lastKept(append(r.attempted, sha))
+	}
+}
+
+// collapseEvery is how often a target whose commits fail looks for deletes it need not
+// keep (collapseDeletes).
+const collapseEvery = 30 * time.Second
+
+// collapseDeletes forgets, while the target's commits fail (an outage), the deletes that
+// would change nothing in Git: of an object the cluster no longer has and Git has no
+// document of at the tip last read (created and deleted while Git was away, a Pod or Job
+// of a generated name), or any such delete under prune mode Never. Every other change
+// waits as an object key, which the cluster's objects bound; those deletes, which no list
+// brings back, would grow with every name created and deleted until Git returned. Nothing
+// is forgotten while a push of the target's may have landed unseen (queue.pushInDoubt),
+// nor an object changed again while this looked (its creation again). Callers hold w.mu.
+func (w *worker) collapseDeletes(t *target, now time.Time) {
+	if !t.st.Known || now.Sub(t.collapsedAt) < collapseEvery || t.stale(w.remoteTip) {
+		return
+	}
+	t.collapsedAt = now
+	ix := t.index.Load()
+	w.qmu.Lock()
+	waiting := t.q.deletesWaiting()
+	w.qmu.Unlock()
+	for k := range waiting { // without qmu: the Resolver's locks are the watcher's
+		if _, inGit := ix.lookup(k.Identity()); inGit && t.spec.Prune != PruneNever {
+			delete(waiting, k)
+		} else if obj, err := w.opts.Resolver.Current(t.spec.Key, k); err != nil || obj != nil {
+			delete(waiting, k) // there again, or its cache cannot tell: the plan decides
+		}
+	}
+	if len(waiting) == 0 {
+		return
+	}
+	w.qmu.Lock()
+	dropped := t.q.dropGone(waiting)
+	w.journal.written(t.spec.Key, dropped)
+	w.qmu.Unlock()
+	if len(dropped) > 0 {
+		w.log.Info("forgot deletes that change nothing in Git while commits fail", "gitTarget", t.spec.Key.String(), "objects", len(dropped))
+		w.reportPending()
 	}
 }
 

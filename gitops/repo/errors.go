@@ -14,8 +14,9 @@ var (
 	// and push again.
 	ErrRemoteMoved = errors.New("remote branch moved")
 
-	// ErrNotSent comes with ErrRemoteMoved when the remote had moved before anything was
-	// sent: the commit cannot have landed, so nothing needs to look for it later.
+	// ErrNotSent comes with a push's error when nothing was sent: the remote had moved,
+	// or the push failed before it offered the update (the remote unreachable, its refs
+	// unreadable). The commit cannot have landed, so nothing needs to look for it later.
 	ErrNotSent = errors.New("nothing was sent")
 
 	// ErrRejected means the server took the pack and declined the update: a protected

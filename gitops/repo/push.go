@@ -80,12 +80,12 @@ func (r *Repo) PushWithin(ctx context.Context, timeout time.Duration, branch str
 func (r *Repo) push(ctx context.Context, ref plumbing.ReferenceName, newTip, expected plumbing.Hash) error {
 	sess, err := r.receivePackSession(ctx)
 	if err != nil {
-		return err
+		return fmt.Errorf("%w (%w)", err, ErrNotSent)
 	}
 	defer func() { _ = sess.Close() }()
 	ar, err := sess.AdvertisedReferencesContext(ctx)
 	if err != nil {
-		return fmt.Errorf("read remote refs: %w", err)
+		return fmt.Errorf("read remote refs: %w (%w)", err, ErrNotSent)
 	}
 	current := ar.References[ref.String()]
 	if current == newTip {
@@ -96,7 +96,7 @@ func (r *Repo) push(ctx context.Context, ref plumbing.ReferenceName, newTip, exp
 	}
 	hashes, err := r.objectsToPush(newTip, expected, advertisedHashes(ar))
 	if err != nil {
-		return err
+		return fmt.Errorf("%w (%w)", err, ErrNotSent)
 	}
 	req := packp.NewReferenceUpdateRequestFromCapabilities(ar.Capabilities)
 	req.Commands = []*packp.Command{{Name: ref, Old: expected, New: newTip}}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -273,4 +274,21 @@ func TestAPushWhoseDeadlinePassesAfterTheRemoteTookItIsDelivered(t *testing.T) {
 	// deadline must pass after the update is stored, not before.
 	require.NoError(t, r.PushWithin(context.Background(), 5*time.Second, "main", c, plumbing.ZeroHash))
 	assert.Equal(t, c.String(), remote.Head("main"))
+}
+
+func TestAPushToARemoteThatIsDownSaysNothingWasSent(t *testing.T) {
+	var down atomic.Bool
+	remote := repotest.NewHTTPRemote(t, repotest.DownWhile(&down))
+	remote.Seed("main", map[string]string{"live/a.yaml": "a: 1\n"}, "seed")
+	r := openClone(t, remote.URL, nil)
+	tip := fetch(t, r, "main")
+	c := commit(t, r, tip, files("live/a.yaml", "a: 2\n"), "change")
+	down.Store(true)
+
+	err := r.Push(context.Background(), "main", c, tip)
+
+	require.ErrorIs(t, err, repo.ErrNotSent, "the remote's refs could not be read: the update was never offered")
+	assert.NotErrorIs(t, err, repo.ErrRemoteMoved)
+	down.Store(false)
+	assert.Equal(t, tip.String(), remote.Head("main"))
 }

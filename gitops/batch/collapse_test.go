@@ -1,0 +1,163 @@
+package batch
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gitops-reverser/gitops-reverser/gitops/repo/repotest"
+)
+
+// outageScene is a registered target on an HTTP remote the test can take down, or make lose
+// the answer to the next push (it lands; then the remote is down), and a cluster to change.
+type outageScene struct {
+	m       *Manager
+	w       *worker
+	remote  *repotest.Remote
+	cluster fixedResolver
+	down    atomic.Bool
+	lose    atomic.Bool
+}
+
+func newOutageScene(t *testing.T, seed map[string]string) *outageScene {
+	t.Helper()
+	s := &outageScene{cluster: fixedResolver{}}
+	s.remote = repotest.NewHTTPRemote(t, repotest.WithMiddleware(func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if s.lose.Load() && repotest.IsReceivePack(r) {
+				next.ServeHTTP(httptest.NewRecorder(), r) // the push lands ...
+				s.lose.Store(false)
+				s.down.Store(true) // ... and the remote goes away before it answers
+			}
+			if s.down.Load() {
+				http.Error(w, "down for maintenance", http.StatusServiceUnavailable)
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}))
+	s.remote.Seed("main", seed, "seed")
+	msgs, err := ParseMessages("", "")
+	require.NoError(t, err)
+	s.m = NewManager(Options{Log: logr.Discard(), WorkDir: t.TempDir(), Resolver: s.cluster})
+	_, err = s.m.EnsureTarget(context.Background(), TargetSpec{Key: liveKey, URL: s.remote.URL, Branch: "main", Folder: "live",
+		Messages: msgs, Window: WindowConfig{Quiet: time.Hour, MaxDelay: time.Hour}, Committer: Identity{Name: "W", Email: "w@example.com"}})
+	require.NoError(t, err)
+	s.w = s.m.workerOf(liveKey)
+	return s
+}
+
+// flush commits every window now, as if their time had come.
+func (s *outageScene) flush(t *testing.T) {
+	t.Helper()
+	_, err := s.w.flushIfDue(context.Background(), liveKey, 2*time.Hour)
+	require.NoError(t, err)
+}
+
+// flushFails is flush whose commit fails: the remote is away.
+func (s *outageScene) flushFails(t *testing.T) {
+	t.Helper()
+	_, err := s.w.flushIfDue(context.Background(), liveKey, 2*time.Hour)
+	require.Error(t, err)
+}
+
+// collapse runs a pass of the target while it backs off, as the worker does between retries.
+func (s *outageScene) collapse(t *testing.T) {
+	t.Helper()
+	s.w.mu.Lock()
+	tg := s.w.targets[liveKey]
+	require.True(t, time.Now().Before(tg.retryAt), "the target backs off: its last commit failed")
+	tg.collapsedAt = time.Time{} // whatever pass looked last
+	s.w.mu.Unlock()
+	_, err := s.w.flushIfDue(context.Background(), liveKey, 0)
+	require.NoError(t, err)
+}
+
+// journaled says whether the journal keeps a deletion of k for the target.
+func (s *outageScene) journaled(k ObjectKey) bool {
+	s.m.journal.mu.Lock()
+	defer s.m.journal.mu.Unlock()
+	_, ok := s.m.journal.live[journalKey{target: liveKey, key: k}]
+	return ok
+}
+
+func TestWhileCommitsFailDeletesThatChangeNothingInGitAreForgotten(t *testing.T) {
+	kept, keptObj := clusterConfigMap("kept", "v")
+	s := newOutageScene(t, map[string]string{"live/app/configmaps/kept.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: kept\n  namespace: app\ndata:\n  k: v\n"})
+	s.cluster[kept] = keptObj
+	running, runningObj := clusterConfigMap("job-running", "v")
+	s.cluster[running] = runningObj
+	s.down.Store(true)
+	s.m.Submit(Change{Target: liveKey, Key: running, Author: "job-controller"})
+	var pods []ObjectKey
+	for _, name := range []string{"job-x1", "job-x2", "job-x3"} { // created and deleted while Git is away
+		k, _ := clusterConfigMap(name, "v")
+		s.m.Submit(Change{Target: liveKey, Key: k, Author: "job-controller"})
+		s.m.Submit(Change{Target: liveKey, Key: k, Deleted: true, Author: "job-controller"})
+		pods = append(pods, k)
+	}
+	delete(s.cluster, kept)
+	s.m.Submit(Change{Target: liveKey, Key: kept, Deleted: true, Author: "alice"})
+	s.flushFails(t)
+	require.Equal(t, 5, s.m.pendingOf(liveKey))
+
+	s.collapse(t)
+
+	assert.Equal(t, 2, s.m.pendingOf(liveKey), "the running job and the delete of what Git has wait")
+	assert.True(t, s.journaled(kept))
+	for _, k := range pods {
+		assert.False(t, s.journaled(k), "%s: nothing to remove, nothing to recover after a restart", k.Name)
+	}
+	s.down.Store(false)
+	s.flush(t)
+	assert.NotContains(t, s.remote.LsTree("main"), "configmaps/kept.yaml", "the delete that matters lands")
+	assert.Contains(t, s.remote.LsTree("main"), "live/app/configmaps/job-running.yaml")
+	assert.Equal(t, 0, s.m.pendingOf(liveKey))
+}
+
+func TestWhileCommitsFailADeleteOfAnObjectCreatedAgainIsKept(t *testing.T) {
+	s := newOutageScene(t, map[string]string{"live/README.md": "objects\n"})
+	s.down.Store(true)
+	k, obj := clusterConfigMap("web-0", "v")
+	other, otherObj := clusterConfigMap("other", "v")
+	s.cluster[other] = otherObj
+	s.m.Submit(Change{Target: liveKey, Key: other, Author: "alice"}, Change{Target: liveKey, Key: k, Deleted: true, Author: "statefulset-controller"})
+	s.flushFails(t)
+	s.cluster[k] = obj // created again under its name; its create merges into the waiting delete
+	s.m.Submit(Change{Target: liveKey, Key: k, Author: "statefulset-controller"})
+
+	s.collapse(t)
+
+	require.Equal(t, 2, s.m.pendingOf(liveKey), "the object exists: its document is written once Git is back")
+	s.down.Store(false)
+	s.flush(t)
+	assert.Contains(t, s.remote.LsTree("main"), "live/app/configmaps/web-0.yaml")
+}
+
+func TestWhileAPushMayHaveLandedNoDeleteIsForgotten(t *testing.T) {
+	s := newOutageScene(t, map[string]string{"live/README.md": "objects\n"})
+	k, obj := clusterConfigMap("job-x1", "v")
+	s.cluster[k] = obj
+	s.m.Submit(Change{Target: liveKey, Key: k, Author: "job-controller"})
+	s.lose.Store(true)
+	s.flushFails(t) // its document lands, and the answer is lost: the index does not show it
+	require.Contains(t, s.remote.LsTree("main"), "configmaps/job-x1.yaml")
+	delete(s.cluster, k)
+	s.m.Submit(Change{Target: liveKey, Key: k, Deleted: true, Author: "job-controller"})
+
+	s.collapse(t)
+
+	require.Equal(t, 1, s.m.pendingOf(liveKey), "the commit in doubt may hold its document")
+	assert.True(t, s.journaled(k))
+	s.down.Store(false)
+	s.flush(t)
+	assert.False(t, strings.Contains(s.remote.LsTree("main"), "configmaps/job-x1.yaml"), "the delete lands")
+}
