@@ -93,6 +93,26 @@ func coAuthorsOf(win *authorWindow, actions []action) []string {
 	return out[:min(len(out), maxCoAuthors)]
 }
 
+// credited is names, sorted, with n added (not when empty or there already), keeping the
+// keptCoAuthors first: an object many people change in turn while Git is away credits
+// the same names as with all of them kept, since a commit names at most the maxCoAuthors
+// first of its objects' people, less its author. Pure.
+func credited(names []string, n string) []string {
+	if n == "" {
+		return names
+	}
+	i, found := slices.BinarySearch(names, n)
+	if found || i >= keptCoAuthors {
+		return names
+	}
+	names = slices.Insert(names, i, n)
+	return names[:min(len(names), keptCoAuthors)]
+}
+
+// keptCoAuthors is how many names a waiting object keeps for its credits (credited): one
+// more than a commit names, for the commit's author among them.
+const keptCoAuthors = maxCoAuthors + 1
+
 // coAuthoredBy starts the trailer withCoAuthors writes.
 const coAuthoredBy = "Co-authored-by: "
 

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestAuthorSignature(t *testing.T) {
@@ -31,6 +32,28 @@ func TestAuthorSignature(t *testing.T) {
 			assert.Equal(t, tt.wantEmail, got.Email)
 		})
 	}
+}
+
+func TestAnObjectKeepsOnlyTheCreditsACommitCanName(t *testing.T) {
+	var names []string
+	for i := 100; i > 0; i-- { // a hundred people change one object in turn while Git is away
+		names = credited(names, fmt.Sprintf("user-%03d", i))
+	}
+	names = credited(names, "user-005")
+	names = credited(names, "")
+	require.Len(t, names, keptCoAuthors, "bounded, whoever comes")
+	assert.Equal(t, "user-001", names[0], "the first names, sorted, as a commit credits them")
+	assert.Equal(t, "user-021", names[keptCoAuthors-1])
+
+	win := &authorWindow{author: "user-003", coAuthors: map[ObjectKey][]string{qkey("a"): names}}
+	got := coAuthorsOf(win, []action{{verb: "Update", id: qkey("a").Identity()}})
+	assert.Len(t, got, maxCoAuthors, "its author is among the kept names; the commit still names twenty")
+	assert.NotContains(t, got, "user-003")
+
+	merged := Change{CoAuthors: names}.merge(Change{Author: "user-001", CoAuthors: []string{"user-000"}})
+	assert.Equal(t, "user-000", merged.CoAuthors[0], "a change's credits are kept alike when changes merge")
+	assert.NotContains(t, merged.CoAuthors, "user-001", "never its own author")
+	assert.LessOrEqual(t, len(merged.CoAuthors), keptCoAuthors)
 }
 
 func TestCoAuthors(t *testing.T) {

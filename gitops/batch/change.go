@@ -75,16 +75,17 @@ type Change struct {
 func (c Change) merge(newer Change) Change {
 	in := intentOf(c).merge(intentOf(newer)) // one rule for parked changes and queued ones
 	newer.Deleted, newer.CreateOnly, newer.Pruned = in.deleted, in.createOnly, in.pruned
-	coAuthors := slices.Clone(c.CoAuthors)
+	var coAuthors []string
+	for _, n := range c.CoAuthors {
+		coAuthors = credited(coAuthors, n)
+	}
 	if newer.Relisted || newer.Bookkeeping {
 		newer.Author, newer.Relisted, newer.Bookkeeping = c.Author, c.Relisted, c.Bookkeeping
 	} else if c.Author != "" && c.Author != newer.Author { // a list by its creator's record is their change
-		coAuthors = append(coAuthors, c.Author) // as the queue credits an object leaving a window
+		coAuthors = credited(coAuthors, c.Author) // as the queue credits an object leaving a window
 	}
 	for _, n := range newer.CoAuthors {
-		if !slices.Contains(coAuthors, n) {
-			coAuthors = append(coAuthors, n)
-		}
+		coAuthors = credited(coAuthors, n)
 	}
 	newer.CoAuthors = slices.DeleteFunc(coAuthors, func(n string) bool { return n == newer.Author })
 	if len(newer.CoAuthors) == 0 {

@@ -264,8 +264,8 @@ func (q *queue) creditOlder(c Change) {
 // coAuthor records that names' change of key waits in another author's window.
 func (q *queue) coAuthor(key ObjectKey, names ...string) {
 	for _, n := range names {
-		if n != "" && !slices.Contains(q.coAuthors[key], n) {
-			q.coAuthors[key] = append(q.coAuthors[key], n)
+		if kept := credited(q.coAuthors[key], n); len(kept) > 0 {
+			q.coAuthors[key] = kept
 		}
 	}
 }
