@@ -74,8 +74,9 @@ func (s *outageScene) collapse(t *testing.T) {
 	t.Helper()
 	s.w.mu.Lock()
 	tg := s.w.targets[liveKey]
-	require.True(t, time.Now().Before(tg.retryAt), "the target backs off: its last commit failed")
-	tg.collapsedAt = time.Time{} // whatever pass looked last
+	require.False(t, tg.retryAt.IsZero(), "the target backs off: its last commit failed")
+	tg.retryAt = time.Now().Add(time.Hour) // however long this machine took since
+	tg.collapsedAt = time.Time{}           // whatever pass looked last
 	s.w.mu.Unlock()
 	_, err := s.w.flushIfDue(context.Background(), liveKey, 0)
 	require.NoError(t, err)
@@ -160,4 +161,24 @@ func TestWhileAPushMayHaveLandedNoDeleteIsForgotten(t *testing.T) {
 	s.down.Store(false)
 	s.flush(t)
 	assert.False(t, strings.Contains(s.remote.LsTree("main"), "configmaps/job-x1.yaml"), "the delete lands")
+}
+
+func TestAnObjectAPushInDoubtWroteIsRemovedWhenAnotherAuthorDeletesIt(t *testing.T) {
+	s := newOutageScene(t, map[string]string{"live/README.md": "objects\n"})
+	k, obj := clusterConfigMap("job-x1", "v")
+	s.cluster[k] = obj
+	s.m.Submit(Change{Target: liveKey, Key: k, Author: "ci"})
+	s.lose.Store(true)
+	s.flushFails(t) // its document lands, and the answer is lost
+	delete(s.cluster, k)
+	// Deleted by another: the object leaves ci's window, whose commit was in doubt.
+	s.m.Submit(Change{Target: liveKey, Key: k, Deleted: true, Author: "ttl-controller"})
+
+	s.collapse(t)
+
+	require.Equal(t, 1, s.m.pendingOf(liveKey), "the target's commit in doubt may hold its document, whichever window holds it now")
+	assert.True(t, s.journaled(k))
+	s.down.Store(false)
+	s.flush(t)
+	assert.NotContains(t, s.remote.LsTree("main"), "configmaps/job-x1.yaml", "the delete's window looks at the branch first")
 }

@@ -14,7 +14,8 @@ type Metrics struct {
 	// ChangeToCommit is the time from an object being marked dirty (its window opening) to
 	// the first commit built for it: the window's wait plus the build.
 	ChangeToCommit prometheus.Histogram
-	// CommitToPush is the time from a commit being built to its push succeeding.
+	// CommitToPush is the time from the window's first commit being built to the push that
+	// delivered it, through every retry.
 	CommitToPush prometheus.Histogram
 	// CommitBuild is the time spent building one commit (planning the file edits, blobs,
 	// trees): the writer's own cost, which should follow the size of the change, not of the

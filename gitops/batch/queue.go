@@ -24,6 +24,9 @@ type authorWindow struct {
 	// with Git, so finding nothing to change must be judged at the remote's current tip,
 	// not the one last fetched (a person's commit since may have removed a file).
 	compared bool
+	// forgot says deletes of the window that would change nothing in Git were forgotten
+	// (dropGone): a request left without objects was not overtaken by another author.
+	forgot bool
 	// requests are the CommitRequests this window commits for, oldest first.
 	requests []*CommitRequest
 	// now closes the window at once: its author asked to commit (CommitRequest).
@@ -112,7 +115,9 @@ type queue struct {
 	flushing []*authorWindow
 	// touched is, for each dirty object a window holds, the tick of its last change there:
 	// the worker drops a delete it judged needless (deletesWaiting, dropGone) only when no
-	// change of the object came while it judged, such as its creation again.
+	// change of the object came while it judged, such as its creation again. Every change
+	// that places an object ticks; merges into a waiting intent (mergeWaiting, mergeOlder)
+	// keep a delete a delete, so they need not.
 	touched map[ObjectKey]uint64
 	tick    uint64
 }
@@ -360,15 +365,13 @@ func (q *queue) touch(key ObjectKey) {
 }
 
 // deletesWaiting lists the objects whose windows wait to mirror their deletion, with the
-// tick of their last change (touched); none while a push of the target's may have landed
-// though it reported an error (pushInDoubt): that commit may have written their
-// documents, which the folder's index does not show.
+// tick of their last change (touched).
 func (q *queue) deletesWaiting() map[ObjectKey]uint64 {
-	if q.pushInDoubt() {
-		return nil
-	}
 	out := map[ObjectKey]uint64{}
 	for _, win := range q.windows {
+		if inDoubt(win) {
+			continue // its retry settles it first, timing its delivery if it landed (foundDelivered)
+		}
 		for k, in := range win.dirty {
 			if in.deleted && q.owner[k] == win.author {
 				out[k] = q.touched[k]
@@ -376,27 +379,6 @@ func (q *queue) deletesWaiting() map[ObjectKey]uint64 {
 		}
 	}
 	return out
-}
-
-// pushInDoubt says whether a commit of the target's may be on the remote though its push
-// reported an error (inDoubt).
-func (q *queue) pushInDoubt() bool {
-	for _, win := range q.windows {
-		if inDoubt(win) {
-			return true
-		}
-	}
-	for _, win := range q.flushing {
-		if inDoubt(win) {
-			return true
-		}
-	}
-	for _, rs := range q.waiting {
-		if slices.ContainsFunc(rs, func(r *CommitRequest) bool { return len(r.attempted) > 0 }) {
-			return true
-		}
-	}
-	return false
 }
 
 // dropGone forgets the objects of gone, deletes deletesWaiting listed that mirror nothing
@@ -411,6 +393,9 @@ func (q *queue) dropGone(gone map[ObjectKey]uint64) []ObjectKey {
 			continue
 		}
 		q.take(author, k)
+		if left := q.windows[author]; left != nil {
+			left.forgot = true // its requests' answer: nothing of theirs changed the folder
+		}
 		delete(q.owner, k)
 		delete(q.since, k)
 		delete(q.coAuthors, k)

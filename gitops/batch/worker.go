@@ -73,6 +73,10 @@ type target struct {
 	retryAt time.Time
 	// collapsedAt is when collapseDeletes last looked at the target's waiting deletes.
 	collapsedAt time.Time
+	// doubtAt is when a commit of the target last may have reached the remote though its
+	// push reported an error (attempted): until the next fetch shows the branch (lastFetch),
+	// the index may lack what it wrote, whichever window now holds its objects (doubted).
+	doubtAt time.Time
 	// orphans holds, per resource, the documents whose objects a full list did not find
 	// and that were kept; only those Git still holds count (orphanCount), so a removal
 	// waiting at the list (a deletion recovered after a restart) counts only until pushed.
@@ -1251,10 +1255,11 @@ func (w *worker) flush(ctx context.Context, t *target, win *authorWindow) (bool,
 	// any pass: a pass planned again (a replay, a recheck) compares with the first.
 	refusedBefore, found := t.st.Refused, false
 	// recheck asks the remote, once, whether a window that changes nothing judged a tip
-	// that is gone (tipMoved): a list's window, or one whose earlier commit may have landed
-	// though its push reported an error (inDoubt), which the remote's tip then carries.
+	// that is gone (tipMoved): a list's window, or one whose earlier commit, or the
+	// target's since the last fetch, may have landed though its push reported an error
+	// (inDoubt, doubted), which the remote's tip then carries.
 	recheck := func() (bool, error) {
-		if !(win.compared || inDoubt(win)) || checked {
+		if !(win.compared || inDoubt(win) || w.doubted(t)) || checked {
 			return false, nil
 		}
 		checked = true
@@ -1365,6 +1370,7 @@ func (w *worker) flush(ctx context.Context, t *target, win *authorWindow) (bool,
 			// commit by the check that followed, lands the same way: the replay answers it.
 			if !errors.Is(err, repo.ErrNotSent) { // one refused before sending never landed
 				attempted(win, sha)
+				t.doubtAt = time.Now()
 			}
 			w.opts.Metrics.push(w.key, "conflict")
 			w.log.Info("remote moved; replaying writes on the new tip", "gitTarget", t.spec.Key.String(), "attempt", attempt)
@@ -1377,6 +1383,7 @@ func (w *worker) flush(ctx context.Context, t *target, win *authorWindow) (bool,
 			w.opts.Metrics.push(w.key, "failed")
 			if !errors.Is(err, repo.ErrNotSent) { // one that failed before offering the update never landed
 				attempted(win, sha)
+				t.doubtAt = time.Now()
 			}
 			// No SHA in the error: it is new on every attempt, and the error reaches status.
 			return false, fmt.Errorf("pushing: %w", err)
@@ -1386,6 +1393,7 @@ func (w *worker) flush(ctx context.Context, t *target, win *authorWindow) (bool,
 		w.opts.Metrics.delivered(pushedAt.Sub(oldest).Seconds(), pushedAt.Sub(win.builtAt).Seconds()) // through every retry
 		if err := w.pushed(t, sha, p.files, p.parsed); err != nil {
 			attemptedFor(win.requests, sha) // delivered, and timed: a retry that finds it there reports it
+			t.doubtAt = time.Now()
 			return false, err
 		}
 		t.st.LastCommit, t.st.LastCommitTime = sha, when
@@ -1633,10 +1641,10 @@ const collapseEvery = 30 * time.Second
 // of a generated name), or any such delete under prune mode Never. Every other change
 // waits as an object key, which the cluster's objects bound; those deletes, which no list
 // brings back, would grow with every name created and deleted until Git returned. Nothing
-// is forgotten while a push of the target's may have landed unseen (queue.pushInDoubt),
-// nor an object changed again while this looked (its creation again). Callers hold w.mu.
+// is forgotten while a push of the target's may have landed unseen (doubted), nor an
+// object changed again while this looked (its creation again). Callers hold w.mu.
 func (w *worker) collapseDeletes(t *target, now time.Time) {
-	if !t.st.Known || now.Sub(t.collapsedAt) < collapseEvery || t.stale(w.remoteTip) {
+	if !t.st.Known || now.Sub(t.collapsedAt) < collapseEvery || t.stale(w.remoteTip) || w.doubted(t) {
 		return
 	}
 	t.collapsedAt = now
@@ -1662,6 +1670,14 @@ func (w *worker) collapseDeletes(t *target, now time.Time) {
 		w.log.Info("forgot deletes that change nothing in Git while commits fail", "gitTarget", t.spec.Key.String(), "objects", len(dropped))
 		w.reportPending()
 	}
+}
+
+// doubted says whether a commit of t may be on the remote though its push reported an
+// error, and no fetch since has shown the branch: a window holding an object that commit
+// wrote (moved there from the window that pushed it) would plan on a tip without it.
+// Callers hold w.mu.
+func (w *worker) doubted(t *target) bool {
+	return !t.doubtAt.IsZero() && !w.lastFetch.After(t.doubtAt)
 }
 
 // inDoubt says a commit of win, or of a request riding it, may be on the remote though its
@@ -1844,7 +1860,7 @@ func (w *worker) answer(win *authorWindow, dirty map[ObjectKey]intent, sha strin
 			out = RequestOutcome{Done: true, Reason: ReasonNothingToCommit,
 				Message: fmt.Sprintf("no commit was made and the message was not used: the writer refused %d of the changes (%s); "+
 					"fix that, then create a new CommitRequest with the next change", len(refused), refused[0])}
-		case sha == "" && len(dirty) == 0:
+		case sha == "" && len(dirty) == 0 && !win.forgot:
 			out = RequestOutcome{Done: true, Reason: ReasonNothingToCommit,
 				Message: fmt.Sprintf("no change of %s was left to commit with the message: someone changed the same objects after %s "+
 					"and their commit carries them (an object's last writer does), so the message was not used; "+

@@ -96,7 +96,11 @@ func TestAGitTargetCreatedAgainKeepsTheDeletesSeenBeforeItRegisters(t *testing.T
 	holder := target(ns, "main", "other")
 	holder.Name = "other"
 	require.NoError(t, k8s.Create(ctx, holder)) // its first fetch holds the branch's registrations
-	<-hung
+	select {
+	case <-hung:
+	case <-time.After(time.Minute):
+		t.Fatal("the other GitTarget never fetched")
+	}
 	again := target(ns, "main", "live")
 	require.NoError(t, k8s.Create(ctx, again))
 	waitConditionSaying(t, again, func() []metav1.Condition { return again.Status.Conditions }, v1alpha1.ConditionReconciling,

@@ -83,8 +83,11 @@ func (r *Repo) CompactIfDue(branch string) (bool, CompactionStats, error) {
 	if !due {
 		return false, CompactionStats{}, nil
 	}
-	if tip, err := r.tipToKeep(branch); err != nil || tip.IsZero() {
-		return false, CompactionStats{}, err // a branch the writer has yet to create: nothing to keep
+	if tip, err := r.tipToKeep(branch); err != nil {
+		r.compactFailed = time.Now()
+		return false, CompactionStats{}, err
+	} else if tip.IsZero() {
+		return false, CompactionStats{}, nil // a branch the writer has yet to create: nothing to keep
 	}
 	stats, err := r.compact(branch)
 	if err != nil {
