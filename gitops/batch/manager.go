@@ -309,8 +309,9 @@ type Manager struct {
 	// another repository), rather than at its controller's next poll, a minute of admission
 	// denials later.
 	shutOut map[types.NamespacedName][]types.NamespacedName
-	// registering holds the turn of each (repository, branch) (holdRegistrations); an entry
-	// stays once made, one per branch ever registered.
+	// registering holds the turn of each (repository, branch) (holdRegistrations) while a
+	// registration holds or waits for it: a GitTarget per pull request's branch adds none
+	// that stays.
 	registering map[workerKey]*registrationTurn
 	wg          sync.WaitGroup
 }
@@ -546,6 +547,9 @@ func (m *Manager) EnsureTarget(ctx context.Context, spec TargetSpec) (TargetStat
 type registrationTurn struct {
 	token chan struct{}
 	from  *workerKey
+	// users counts the registrations holding or waiting for the turn; the last to leave
+	// drops it from m.registering.
+	users int
 }
 
 // holdRegistrations lets one registration at a time run on a (repository, branch): an
@@ -565,7 +569,13 @@ func (m *Manager) holdRegistrations(ctx context.Context, wk workerKey, from *wor
 		turn = &registrationTurn{token: make(chan struct{}, 1)}
 		m.registering[wk] = turn
 	}
+	turn.users++
 	m.mu.Unlock()
+	leave := func() { // under m.mu
+		if turn.users--; turn.users == 0 && m.registering[wk] == turn {
+			delete(m.registering, wk)
+		}
+	}
 	for {
 		select {
 		case turn.token <- struct{}{}:
@@ -575,14 +585,21 @@ func (m *Manager) holdRegistrations(ctx context.Context, wk workerKey, from *wor
 			return func() {
 				m.mu.Lock()
 				turn.from = nil
+				leave()
 				m.mu.Unlock()
 				<-turn.token
 			}, nil
 		case <-ctx.Done():
+			m.mu.Lock()
+			leave()
+			m.mu.Unlock()
 			return nil, ctx.Err()
 		case <-time.After(50 * time.Millisecond):
 		}
 		if err := m.holderStuck(wk, turn); err != nil {
+			m.mu.Lock()
+			leave()
+			m.mu.Unlock()
 			return nil, err
 		}
 	}

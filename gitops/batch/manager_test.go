@@ -1302,3 +1302,16 @@ func TestACommitCreditsThePersonWhoseChangeALaterWriterTookAlong(t *testing.T) {
 	assert.Equal(t, "Co-authored-by: alice <alice@cluster.local>",
 		repotest.Git(t, remote.Dir, "log", "-1", "--format=%(trailers:key=Co-authored-by)", "refs/heads/main"), "alice's create is in it")
 }
+
+func TestABranchsRegistrationTurnIsDroppedOnceNoRegistrationNeedsIt(t *testing.T) {
+	m, spec := registeredManager(t, map[string]string{"live/README.md": "objects\n"})
+	other := spec
+	other.Key, other.Branch, other.Folder = types.NamespacedName{Namespace: "ops", Name: "pr-1"}, "other", "pr-1"
+	_, err := m.EnsureTarget(context.Background(), other) // a GitTarget per pull request's branch
+	require.NoError(t, err)
+	m.RemoveTarget(other.Key)
+
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	assert.Empty(t, m.registering, "a turn is kept only while a registration holds or waits for it")
+}
