@@ -12,6 +12,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/gitops-reverser/gitops-reverser/gitops/repo/repotest"
 )
@@ -181,4 +182,28 @@ func TestAnObjectAPushInDoubtWroteIsRemovedWhenAnotherAuthorDeletesIt(t *testing
 	s.down.Store(false)
 	s.flush(t)
 	assert.NotContains(t, s.remote.LsTree("main"), "configmaps/job-x1.yaml", "the delete's window looks at the branch first")
+}
+
+func TestARequestWhoseDeletesWereForgottenReadsThatItsChangesLeftTheFolderAsItWas(t *testing.T) {
+	s := newOutageScene(t, map[string]string{"live/README.md": "objects\n"})
+	s.down.Store(true)
+	other, otherObj := clusterConfigMap("other", "v")
+	s.cluster[other] = otherObj
+	s.m.Submit(Change{Target: liveKey, Key: other, Author: "bob"}) // fails first, holding alice's window back
+	k, _ := clusterConfigMap("scratch", "v")
+	s.m.Submit(Change{Target: liveKey, Key: k, Author: "alice"}, Change{Target: liveKey, Key: k, Deleted: true, Author: "alice"})
+	req := CommitRequest{Key: types.NamespacedName{Namespace: "ops", Name: "note"}, Target: liveKey, Author: "alice",
+		Message: "try a scratch config", Deadline: time.Now().Add(time.Hour)}
+	_, err := s.m.Request(req)
+	require.NoError(t, err)
+	s.flushFails(t)
+	s.collapse(t)
+	require.Equal(t, 1, s.m.pendingOf(liveKey), "bob's change waits; alice's delete changed nothing")
+
+	s.down.Store(false)
+	s.flush(t)
+	out, err := s.m.Request(req)
+	require.NoError(t, err)
+	assert.Equal(t, ReasonNothingToCommit, out.Reason)
+	assert.Contains(t, out.Message, "left GitTarget ops/live's folder as it was", "not overtaken by someone else")
 }

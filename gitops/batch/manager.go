@@ -571,7 +571,12 @@ func (m *Manager) holdRegistrations(ctx context.Context, wk workerKey, from *wor
 	}
 	turn.users++
 	m.mu.Unlock()
-	leave := func() { // under m.mu
+	leave := func(held bool) {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		if held {
+			turn.from = nil
+		}
 		if turn.users--; turn.users == 0 && m.registering[wk] == turn {
 			delete(m.registering, wk)
 		}
@@ -583,23 +588,16 @@ func (m *Manager) holdRegistrations(ctx context.Context, wk workerKey, from *wor
 			turn.from = from
 			m.mu.Unlock()
 			return func() {
-				m.mu.Lock()
-				turn.from = nil
-				leave()
-				m.mu.Unlock()
+				leave(true)
 				<-turn.token
 			}, nil
 		case <-ctx.Done():
-			m.mu.Lock()
-			leave()
-			m.mu.Unlock()
+			leave(false)
 			return nil, ctx.Err()
 		case <-time.After(50 * time.Millisecond):
 		}
 		if err := m.holderStuck(wk, turn); err != nil {
-			m.mu.Lock()
-			leave()
-			m.mu.Unlock()
+			leave(false)
 			return nil, err
 		}
 	}

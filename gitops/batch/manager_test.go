@@ -1303,7 +1303,7 @@ func TestACommitCreditsThePersonWhoseChangeALaterWriterTookAlong(t *testing.T) {
 		repotest.Git(t, remote.Dir, "log", "-1", "--format=%(trailers:key=Co-authored-by)", "refs/heads/main"), "alice's create is in it")
 }
 
-func TestABranchsRegistrationTurnIsDroppedOnceNoRegistrationNeedsIt(t *testing.T) {
+func TestARegistrationTurnIsDroppedOnceNoRegistrationNeedsIt(t *testing.T) {
 	m, spec := registeredManager(t, map[string]string{"live/README.md": "objects\n"})
 	other := spec
 	other.Key, other.Branch, other.Folder = types.NamespacedName{Namespace: "ops", Name: "pr-1"}, "other", "pr-1"

@@ -365,7 +365,8 @@ func (q *queue) touch(key ObjectKey) {
 }
 
 // deletesWaiting lists the objects whose windows wait to mirror their deletion, with the
-// tick of their last change (touched).
+// tick of their last change (touched), but for windows in doubt (inDoubt), whose retry
+// settles them first.
 func (q *queue) deletesWaiting() map[ObjectKey]uint64 {
 	out := map[ObjectKey]uint64{}
 	for _, win := range q.windows {
@@ -559,6 +560,7 @@ func (q *queue) restore(win *authorWindow, now time.Time) {
 			}
 			cur.failed = cur.failed || win.failed
 			cur.compared = cur.compared || win.compared
+			cur.forgot = cur.forgot || win.forgot
 		}
 	}()
 	for k, in := range win.dirty {

@@ -1369,8 +1369,7 @@ func (w *worker) flush(ctx context.Context, t *target, win *authorWindow) (bool,
 			// Usually a lost race; but a push whose answer was lost, found under someone's
 			// commit by the check that followed, lands the same way: the replay answers it.
 			if !errors.Is(err, repo.ErrNotSent) { // one refused before sending never landed
-				attempted(win, sha)
-				t.doubtAt = time.Now()
+				t.mayHaveLanded(win, sha)
 			}
 			w.opts.Metrics.push(w.key, "conflict")
 			w.log.Info("remote moved; replaying writes on the new tip", "gitTarget", t.spec.Key.String(), "attempt", attempt)
@@ -1381,9 +1380,9 @@ func (w *worker) flush(ctx context.Context, t *target, win *authorWindow) (bool,
 		}
 		if err != nil {
 			w.opts.Metrics.push(w.key, "failed")
-			if !errors.Is(err, repo.ErrNotSent) { // one that failed before offering the update never landed
-				attempted(win, sha)
-				t.doubtAt = time.Now()
+			// One that failed before offering the update, or that the server declined, never landed.
+			if !errors.Is(err, repo.ErrNotSent) && !errors.Is(err, repo.ErrRejected) {
+				t.mayHaveLanded(win, sha)
 			}
 			// No SHA in the error: it is new on every attempt, and the error reaches status.
 			return false, fmt.Errorf("pushing: %w", err)
@@ -1393,7 +1392,7 @@ func (w *worker) flush(ctx context.Context, t *target, win *authorWindow) (bool,
 		w.opts.Metrics.delivered(pushedAt.Sub(oldest).Seconds(), pushedAt.Sub(win.builtAt).Seconds()) // through every retry
 		if err := w.pushed(t, sha, p.files, p.parsed); err != nil {
 			attemptedFor(win.requests, sha) // delivered, and timed: a retry that finds it there reports it
-			t.doubtAt = time.Now()
+			t.doubtAt = time.Now()          // its index may lack what it wrote (doubted)
 			return false, err
 		}
 		t.st.LastCommit, t.st.LastCommitTime = sha, when
@@ -1641,8 +1640,9 @@ const collapseEvery = 30 * time.Second
 // of a generated name), or any such delete under prune mode Never. Every other change
 // waits as an object key, which the cluster's objects bound; those deletes, which no list
 // brings back, would grow with every name created and deleted until Git returned. Nothing
-// is forgotten while a push of the target's may have landed unseen (doubted), nor an
-// object changed again while this looked (its creation again). Callers hold w.mu.
+// is forgotten while a push of the target's may have landed unseen (doubted), nor from a
+// window in doubt (inDoubt) until its retry, nor an object changed again while this
+// looked (its creation again). Callers hold w.mu.
 func (w *worker) collapseDeletes(t *target, now time.Time) {
 	if !t.st.Known || now.Sub(t.collapsedAt) < collapseEvery || t.stale(w.remoteTip) || w.doubted(t) {
 		return
@@ -1670,6 +1670,14 @@ func (w *worker) collapseDeletes(t *target, now time.Time) {
 		w.log.Info("forgot deletes that change nothing in Git while commits fail", "gitTarget", t.spec.Key.String(), "objects", len(dropped))
 		w.reportPending()
 	}
+}
+
+// mayHaveLanded records that sha, a commit of win, may be on the remote though its push
+// reported an error: for win (attempted) and for the whole target until the next fetch
+// (doubted). Callers hold w.mu.
+func (t *target) mayHaveLanded(win *authorWindow, sha plumbing.Hash) {
+	attempted(win, sha)
+	t.doubtAt = time.Now()
 }
 
 // doubted says whether a commit of t may be on the remote though its push reported an

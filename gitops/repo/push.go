@@ -251,11 +251,21 @@ func (r *Repo) classifyFailure(ctx context.Context, ref plumbing.ReferenceName, 
 	case current == newTip:
 		return nil
 	case current != expected:
-		return fmt.Errorf("%w (%v)", movedError(ref, expected, current), cause)
+		moved := fmt.Errorf("%w (%v)", movedError(ref, expected, current), cause) // not the cause's kind: a lost race
+		if errors.Is(cause, ErrNotSent) {
+			return notSent{moved} // its message already says so
+		}
+		return moved
 	default:
 		return cause
 	}
 }
+
+// notSent is an error that is also ErrNotSent, without saying so again.
+type notSent struct{ error }
+
+// Unwrap implements errors.Is for both.
+func (n notSent) Unwrap() []error { return []error{n.error, ErrNotSent} }
 
 // classifyTimeout bounds the look at the remote after a failed push.
 const classifyTimeout = 15 * time.Second

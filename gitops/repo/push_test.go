@@ -292,3 +292,28 @@ func TestAPushToARemoteThatIsDownSaysNothingWasSent(t *testing.T) {
 	down.Store(false)
 	assert.Equal(t, tip.String(), remote.Head("main"))
 }
+
+func TestAPushRefusedBeforeSendingToARemoteThatMovedSaysBoth(t *testing.T) {
+	var refuse atomic.Bool
+	remote := repotest.NewHTTPRemote(t, repotest.WithMiddleware(func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if refuse.Load() && r.URL.Query().Get("service") == "git-receive-pack" {
+				http.Error(w, "pushes are off for maintenance", http.StatusServiceUnavailable)
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}))
+	remote.Seed("main", map[string]string{"live/a.yaml": "a: 1\n"}, "seed")
+	r := openClone(t, remote.URL, nil)
+	tip := fetch(t, r, "main")
+	c := commit(t, r, tip, files("live/a.yaml", "a: 2\n"), "change")
+	remote.PushFiles("main", map[string]string{"live/b.yaml": "b: 1\n"}, "a person's commit")
+	refuse.Store(true)
+
+	err := r.Push(context.Background(), "main", c, tip)
+
+	require.ErrorIs(t, err, repo.ErrRemoteMoved, "the look that followed found the person's commit")
+	assert.ErrorIs(t, err, repo.ErrNotSent, "and the commit was never offered: nothing needs to look for it")
+	assert.Equal(t, 1, strings.Count(err.Error(), "nothing was sent"), err.Error())
+}
