@@ -382,9 +382,9 @@ func (q *queue) deletesWaiting() map[ObjectKey]uint64 {
 	return out
 }
 
-// dropGone forgets the objects of gone, deletes deletesWaiting listed that mirror nothing
-// (worker.collapseDeletes), each unless it changed since its tick there or no longer waits
-// as a delete; it returns those it forgot.
+// dropGone forgets the objects of gone (from deletesWaiting, judged by
+// worker.collapseDeletes to change nothing in Git), each unless a change of it came since
+// its tick there or it no longer waits as a delete; it returns those it forgot.
 func (q *queue) dropGone(gone map[ObjectKey]uint64) []ObjectKey {
 	var dropped []ObjectKey
 	for k, tick := range gone {
