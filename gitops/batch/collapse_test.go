@@ -12,6 +12,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/gitops-reverser/gitops-reverser/gitops/repo/repotest"
@@ -24,8 +25,10 @@ type outageScene struct {
 	w       *worker
 	remote  *repotest.Remote
 	cluster fixedResolver
-	down    atomic.Bool
-	lose    atomic.Bool
+	// looked, when set, runs after each lookup of the cluster, as events may arrive then.
+	looked func(ObjectKey)
+	down   atomic.Bool
+	lose   atomic.Bool
 }
 
 func newOutageScene(t *testing.T, seed map[string]string) *outageScene {
@@ -48,12 +51,23 @@ func newOutageScene(t *testing.T, seed map[string]string) *outageScene {
 	s.remote.Seed("main", seed, "seed")
 	msgs, err := ParseMessages("", "")
 	require.NoError(t, err)
-	s.m = NewManager(Options{Log: logr.Discard(), WorkDir: t.TempDir(), Resolver: s.cluster})
+	s.m = NewManager(Options{Log: logr.Discard(), WorkDir: t.TempDir(), Resolver: sceneResolver{s}})
 	_, err = s.m.EnsureTarget(context.Background(), TargetSpec{Key: liveKey, URL: s.remote.URL, Branch: "main", Folder: "live",
 		Messages: msgs, Window: WindowConfig{Quiet: time.Hour, MaxDelay: time.Hour}, Committer: Identity{Name: "W", Email: "w@example.com"}})
 	require.NoError(t, err)
 	s.w = s.m.workerOf(liveKey)
 	return s
+}
+
+// sceneResolver reads the scene's cluster, then runs its looked hook.
+type sceneResolver struct{ s *outageScene }
+
+func (r sceneResolver) Current(target types.NamespacedName, k ObjectKey) (*unstructured.Unstructured, error) {
+	obj, err := r.s.cluster.Current(target, k)
+	if r.s.looked != nil {
+		r.s.looked(k)
+	}
+	return obj, err
 }
 
 // flush commits every window now, as if their time had come.
@@ -206,4 +220,30 @@ func TestARequestWhoseDeletesWereForgottenReadsThatItsChangesLeftTheFolderAsItWa
 	require.NoError(t, err)
 	assert.Equal(t, ReasonNothingToCommit, out.Reason)
 	assert.Contains(t, out.Message, "left GitTarget ops/live's folder as it was", "not overtaken by someone else")
+}
+
+func TestWhileCommitsFailADeleteOfAnObjectCreatedAgainWhileTheWorkerLooksIsKept(t *testing.T) {
+	s := newOutageScene(t, map[string]string{"live/README.md": "objects\n"})
+	s.down.Store(true)
+	other, otherObj := clusterConfigMap("other", "v")
+	s.cluster[other] = otherObj
+	k, obj := clusterConfigMap("web-0", "v")
+	s.m.Submit(Change{Target: liveKey, Key: other, Author: "alice"}, Change{Target: liveKey, Key: k, Deleted: true, Author: "statefulset-controller"})
+	s.flushFails(t)
+	s.looked = func(looked ObjectKey) {
+		if looked == k && s.cluster[k] == nil {
+			// Created again just after the worker found it gone: its event arrives before the
+			// worker forgets the delete.
+			s.cluster[k] = obj
+			s.m.Submit(Change{Target: liveKey, Key: k, Author: "statefulset-controller"})
+		}
+	}
+
+	s.collapse(t)
+
+	require.Equal(t, 2, s.m.pendingOf(liveKey), "the object's change since the look keeps it")
+	s.looked = nil
+	s.down.Store(false)
+	s.flush(t)
+	assert.Contains(t, s.remote.LsTree("main"), "live/app/configmaps/web-0.yaml")
 }
