@@ -158,18 +158,25 @@ func TestWhileCommitsFailADeleteOfAnObjectCreatedAgainIsKept(t *testing.T) {
 	assert.Contains(t, s.remote.LsTree("main"), "live/app/configmaps/web-0.yaml")
 }
 
-func TestWhileAPushMayHaveLandedNoDeleteIsForgotten(t *testing.T) {
+// deletedAfterALostAnswer has creator make ConfigMap job-x1, whose push lands and loses its
+// answer (the index does not show it), then deleter delete it, and runs a collapse pass.
+func deletedAfterALostAnswer(t *testing.T, creator, deleter string) (*outageScene, ObjectKey) {
+	t.Helper()
 	s := newOutageScene(t, map[string]string{"live/README.md": "objects\n"})
 	k, obj := clusterConfigMap("job-x1", "v")
 	s.cluster[k] = obj
-	s.m.Submit(Change{Target: liveKey, Key: k, Author: "job-controller"})
+	s.m.Submit(Change{Target: liveKey, Key: k, Author: creator})
 	s.lose.Store(true)
-	s.flushFails(t) // its document lands, and the answer is lost: the index does not show it
+	s.flushFails(t)
 	require.Contains(t, s.remote.LsTree("main"), "configmaps/job-x1.yaml")
 	delete(s.cluster, k)
-	s.m.Submit(Change{Target: liveKey, Key: k, Deleted: true, Author: "job-controller"})
-
+	s.m.Submit(Change{Target: liveKey, Key: k, Deleted: true, Author: deleter})
 	s.collapse(t)
+	return s, k
+}
+
+func TestWhileAPushMayHaveLandedNoDeleteIsForgotten(t *testing.T) {
+	s, k := deletedAfterALostAnswer(t, "job-controller", "job-controller")
 
 	require.Equal(t, 1, s.m.pendingOf(liveKey), "the commit in doubt may hold its document")
 	assert.True(t, s.journaled(k))
@@ -179,17 +186,8 @@ func TestWhileAPushMayHaveLandedNoDeleteIsForgotten(t *testing.T) {
 }
 
 func TestAnObjectAPushInDoubtWroteIsRemovedWhenAnotherAuthorDeletesIt(t *testing.T) {
-	s := newOutageScene(t, map[string]string{"live/README.md": "objects\n"})
-	k, obj := clusterConfigMap("job-x1", "v")
-	s.cluster[k] = obj
-	s.m.Submit(Change{Target: liveKey, Key: k, Author: "ci"})
-	s.lose.Store(true)
-	s.flushFails(t) // its document lands, and the answer is lost
-	delete(s.cluster, k)
 	// Deleted by another: the object leaves ci's window, whose commit was in doubt.
-	s.m.Submit(Change{Target: liveKey, Key: k, Deleted: true, Author: "ttl-controller"})
-
-	s.collapse(t)
+	s, k := deletedAfterALostAnswer(t, "ci", "ttl-controller")
 
 	require.Equal(t, 1, s.m.pendingOf(liveKey), "the target's commit in doubt may hold its document, whichever window holds it now")
 	assert.True(t, s.journaled(k))
