@@ -41,15 +41,15 @@ func (r *Repo) deepen(ctx context.Context, branch string, tip plumbing.Hash, lim
 	if tip.IsZero() {
 		return nil
 	}
-	if _, ok, edge := r.walkToEdge(tip, limit, found); ok || !edge {
-		return nil
-	}
 	ref, err := branchRef(branch)
 	if err != nil {
 		return err
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if _, ok, edge := r.walkToEdge(tip, limit, found); ok || !edge {
+		return nil
+	}
 	if err := r.storeFresh(); err != nil {
 		return err
 	}

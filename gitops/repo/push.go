@@ -360,12 +360,15 @@ func (r *Repo) FindCommit(tip plumbing.Hash, limit int, match func(*object.Commi
 // true for one: a hash with its commit, or with nil beyond the shallow clone's history
 // (whose parents are then not known).
 func (r *Repo) walk(tip plumbing.Hash, limit int, found func(plumbing.Hash, *object.Commit) bool) (plumbing.Hash, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	h, ok, _ := r.walkToEdge(tip, limit, found)
 	return h, ok
 }
 
 // walkToEdge is walk that also reports whether, finding nothing, it met a commit the
 // shallow clone does not hold before limit (edge): more history might have had one.
+// Callers hold r.mu: a compaction or fetch must not swap the store under the walk.
 func (r *Repo) walkToEdge(tip plumbing.Hash, limit int, found func(plumbing.Hash, *object.Commit) bool) (_ plumbing.Hash, _, edge bool) {
 	if tip.IsZero() {
 		return plumbing.ZeroHash, false, false
