@@ -183,6 +183,42 @@ func TestAWindowWhosePushLandedUnconfirmedIsTimedWhenFoundDelivered(t *testing.T
 	assert.Equal(t, uint64(1), sampleCount(t, m.CommitToPush))
 }
 
+// Over HTTP a race lost between the ref advertisement and the update is declined like a
+// protected branch; when the look that follows fails too, the flush fetches and replays at
+// once rather than holding the window back as declined: one failed push, no commit failure.
+func TestARaceLostWhenTheRemoteCannotBeLookedAtAgainIsReplayedAtOnce(t *testing.T) {
+	var race, lookFails atomic.Bool
+	var remote *repotest.Remote
+	remote = repotest.NewHTTPRemote(t, repotest.WithMiddleware(func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			switch {
+			case repotest.IsReceivePack(r) && race.CompareAndSwap(true, false):
+				remote.Seed("main", map[string]string{"other/n.txt": "1"}, "a person's commit, mid-push")
+				lookFails.Store(true)
+			case r.URL.Query().Get("service") == "git-upload-pack" && lookFails.CompareAndSwap(true, false):
+				http.Error(w, "bad gateway", http.StatusBadGateway)
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}))
+	writer, m, cluster, key := measuredWriter(t, remote)
+	count := func(outcome string) float64 {
+		return testutil.ToFloat64(m.Pushes.WithLabelValues(key.url, key.branch, outcome))
+	}
+
+	race.Store(true)
+	writer.Submit(Change{Target: liveKey, Key: cluster.set("a", "1")})
+	require.Eventually(t, func() bool { return count("pushed") == 1 }, 10*time.Second, 10*time.Millisecond)
+	assert.False(t, lookFails.Load(), "the look after the declined update was made, and failed")
+	assert.Equal(t, 1.0, count("failed"), "the declined attempt")
+	assert.Zero(t, testutil.ToFloat64(m.Failures.WithLabelValues(key.url, key.branch)),
+		"replayed in the same flush: not a failed window held back as declined")
+	st, _ := writer.Status(liveKey)
+	assert.Empty(t, st.LastError)
+	assert.Len(t, remote.Log("main"), 3, "the person's commit kept, ours on top")
+}
+
 // discarded is a ResponseWriter that drops what is written to it.
 type discarded struct{ h http.Header }
 

@@ -1365,14 +1365,20 @@ func (w *worker) flush(ctx context.Context, t *target, win *authorWindow) (bool,
 			win.builtAt = built
 		}
 		err = w.push(ctx, sha)
-		if errors.Is(err, repo.ErrRemoteMoved) && attempt < maxPushAttempts {
+		maybe := errors.Is(err, repo.ErrMaybeMoved) // declined, perhaps as a lost race: found out by trying again
+		if (maybe || errors.Is(err, repo.ErrRemoteMoved)) && attempt < maxPushAttempts {
 			// Usually a lost race; but a push whose answer was lost, found under someone's
 			// commit by the check that followed, lands the same way: the replay answers it.
 			if !errors.Is(err, repo.ErrNotSent) { // one refused before sending never landed
 				t.mayHaveLanded(win, sha)
 			}
-			w.opts.Metrics.push(w.key, "conflict")
-			w.log.Info("remote moved; replaying writes on the new tip", "gitTarget", t.spec.Key.String(), "attempt", attempt)
+			if maybe {
+				w.opts.Metrics.push(w.key, "failed")
+				w.log.Info("the remote declined the push and could not be looked at again; replaying writes on the tip fetched", "gitTarget", t.spec.Key.String(), "attempt", attempt)
+			} else {
+				w.opts.Metrics.push(w.key, "conflict")
+				w.log.Info("remote moved; replaying writes on the new tip", "gitTarget", t.spec.Key.String(), "attempt", attempt)
+			}
 			if err := w.refresh(ctx, false, t); err != nil {
 				return false, err
 			}

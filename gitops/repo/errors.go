@@ -16,13 +16,21 @@ var (
 
 	// ErrNotSent comes with a push's error when nothing was sent: the remote had moved,
 	// or the push failed before it offered the update (the remote unreachable, its refs
-	// unreadable). The commit cannot have landed, so nothing needs to look for it later.
+	// unreadable); and with ErrMaybeMoved, whose update was offered and declined. The commit
+	// cannot have landed, so nothing needs to look for it later.
 	ErrNotSent = errors.New("nothing was sent")
 
 	// ErrRejected means the server took the pack and declined the update: a protected
 	// branch, or a rule about this commit's content or author (a pre-receive hook, push
 	// protection). Another commit may be taken where this one is not.
 	ErrRejected = errors.New("the remote declined the update")
+
+	// ErrMaybeMoved means the server declined the update and the look that followed could not
+	// tell why: over HTTP a race lost to another writer, between the ref advertisement and
+	// the update, is declined like a protected branch. It comes with ErrNotSent (a declined
+	// update never landed), not with ErrRejected: fetch, and try again on the tip found; a
+	// push declined again is then told apart.
+	ErrMaybeMoved = errors.New("the remote declined the update and may have moved")
 
 	// ErrNotFastForward means the commit to push does not descend from the
 	// expected remote commit; pushing it would discard commits, so it is

@@ -237,17 +237,21 @@ func reportError(status *packp.ReportStatus) error {
 // branch is at newTip the update landed (only the answer was lost); if it is
 // neither there nor at expected, another writer won the race.
 // It asks within ctx, the caller's (not the attempt's, whose deadline may have passed), for
-// up to classifyTimeout; a ctx already ended asks nothing.
+// up to classifyTimeout; a ctx already ended asks nothing. A declined update it cannot look
+// past is ErrMaybeMoved.
 func (r *Repo) classifyFailure(ctx context.Context, ref plumbing.ReferenceName, newTip, expected plumbing.Hash, cause error) error {
-	if errors.Is(cause, ErrRemoteMoved) || errors.Is(cause, ErrNotFastForward) || ctx.Err() != nil {
+	if errors.Is(cause, ErrRemoteMoved) || errors.Is(cause, ErrNotFastForward) {
 		return cause
+	}
+	if ctx.Err() != nil {
+		return unlooked(cause, ctx.Err())
 	}
 	ctx, cancel := context.WithTimeout(ctx, classifyTimeout)
 	defer cancel()
 	current, err := r.remoteTip(ctx, ref)
 	switch {
 	case err != nil:
-		return cause
+		return unlooked(cause, err)
 	case current == newTip:
 		return nil
 	case current != expected:
@@ -259,6 +263,16 @@ func (r *Repo) classifyFailure(ctx context.Context, ref plumbing.ReferenceName, 
 	default:
 		return cause
 	}
+}
+
+// unlooked is cause, a failed push that the look that followed could not place (lookErr): a
+// declined update becomes ErrMaybeMoved, which a lost race may be too, so that neither a
+// decline's hint nor its handling (no fetch) is taken for what may be a race.
+func unlooked(cause, lookErr error) error {
+	if !errors.Is(cause, ErrRejected) {
+		return cause
+	}
+	return notSent{fmt.Errorf("%w (%v; looking at the branch again failed: %v)", ErrMaybeMoved, cause, lookErr)}
 }
 
 // notSent is an error that is also ErrNotSent, without saying so again.

@@ -100,6 +100,35 @@ func TestPushLosesTheRaceWhenTheRemoteMovesBetweenAdvertisementAndUpdate(t *test
 	remote.Fsck()
 }
 
+func TestARaceLostWhenTheRemoteCannotBeLookedAtAgainIsNoDecline(t *testing.T) {
+	var remote *repotest.Remote
+	var lookFails atomic.Bool
+	remote = repotest.NewHTTPRemote(t, repotest.BeforeFirstPush(func() {
+		remote.PushFiles("main", map[string]string{"x.yaml": "x: 1\n"}, "theirs, mid-push")
+		lookFails.Store(true) // the look at the remote that follows the declined update fails
+	}), repotest.WithMiddleware(func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Query().Get("service") == "git-upload-pack" && lookFails.CompareAndSwap(true, false) {
+				http.Error(w, "try again later", http.StatusServiceUnavailable)
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}))
+	remote.Seed("main", map[string]string{"a.yaml": "a: 1\n"}, "base")
+	r := openClone(t, remote.URL, nil)
+	tip := fetch(t, r, "main")
+	mine := commit(t, r, tip, files("b.yaml", "b: 1\n"), "mine")
+
+	err := r.Push(context.Background(), "main", mine, tip)
+
+	require.ErrorIs(t, err, repo.ErrMaybeMoved, "the server's compare-and-swap declined it; why could not be told")
+	assert.ErrorIs(t, err, repo.ErrNotSent, "a declined update never landed")
+	assert.NotErrorIs(t, err, repo.ErrRejected, "not handled as the server's rule")
+	assert.NotContains(t, err.Error(), "protected branch", "no hint that sends the user after the wrong cause")
+	assert.False(t, lookFails.Load(), "the look was made and failed")
+}
+
 func TestPushExpectingNoBranchFailsWhenTheBranchExists(t *testing.T) {
 	remote := repotest.NewHTTPRemote(t)
 	theirs := remote.PushFiles("main", map[string]string{"a.yaml": "a: 1\n"}, "theirs")
