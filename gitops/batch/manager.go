@@ -525,8 +525,11 @@ func (m *Manager) EnsureTarget(ctx context.Context, spec TargetSpec) (TargetStat
 	if had && prev != wk { // it comes back from suspension elsewhere: its old clone may go
 		defer m.retireIfIdle(prev)
 	}
+	// Its kept changes go first, into the queue made above: registering reports its folder
+	// ready, and the snapshot that asks for may hand over its list before they would (a
+	// listed object is then the committer's, and the kept change, older, only credited).
+	m.unpark(spec.Key, w)
 	t, st, err := w.ensureTarget(ctx, spec)
-	m.unpark(spec.Key, w) // its queue exists now, whether or not the fetch worked
 	if err != nil && !st.Known {
 		w.unreadWithChanges(spec.Key)
 	}

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -139,6 +140,24 @@ func TestChangesSeenWhileATargetIsReRegisteredOrMoved(t *testing.T) {
 		w.qmu.Lock()
 		defer w.qmu.Unlock()
 		assert.Equal(t, "bob", w.queues[liveKey].owner[goneKey])
+	})
+	t.Run("keeps the author of a parked change when the snapshot its return asks for comes first", func(t *testing.T) {
+		var m *Manager
+		var resumed atomic.Bool
+		m, spec := registeredManagerWith(t, readme, Options{OnFolderReady: func(k types.NamespacedName) {
+			if resumed.Load() { // the watcher's list, handed over before the parked changes are
+				m.Submit(Change{Target: k, Key: goneKey, Relisted: true})
+			}
+		}})
+		m.SuspendTarget(liveKey, "its GitProvider is gone")
+		m.Submit(Change{Target: liveKey, Key: goneKey, Author: "alice"})
+		resumed.Store(true)
+		_, err := m.EnsureTarget(context.Background(), spec)
+		require.NoError(t, err)
+		w := m.workerOf(liveKey)
+		w.qmu.Lock()
+		defer w.qmu.Unlock()
+		assert.Equal(t, "alice", w.queues[liveKey].owner[goneKey], "her change, by the rules of the list that followed it")
 	})
 	t.Run("does not queue a parked change under its older author while a newer window with the object is being committed", func(t *testing.T) {
 		planning := &pausedResolver{reached: make(chan struct{}), release: make(chan struct{})}
