@@ -105,6 +105,33 @@ func (s *outageScene) journaled(k ObjectKey) bool {
 	return ok
 }
 
+func TestWhileCommitsFailChangesOfGoneObjectsWhoseDeleteIsNotMirroredAreForgotten(t *testing.T) {
+	written := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: in-git\n  namespace: app\ndata:\n  k: v\n"
+	s := newOutageScene(t, map[string]string{"live/app/configmaps/in-git.yaml": written})
+	running, runningObj := clusterConfigMap("running", "v")
+	s.cluster[running] = runningObj
+	inGit, _ := clusterConfigMap("in-git", "v")
+	s.down.Store(true)
+	// A rule that mirrors creations and updates, not deletions: the objects' deletes never come.
+	s.m.Submit(Change{Target: liveKey, Key: running, Author: "job-controller"})
+	s.m.Submit(Change{Target: liveKey, Key: inGit, Author: "alice"})
+	for _, name := range []string{"pod-x1", "pod-x2", "pod-x3"} { // created, changed and gone while Git is away
+		k, _ := clusterConfigMap(name, "v")
+		s.m.Submit(Change{Target: liveKey, Key: k, Author: "job-controller"})
+	}
+	s.flushFails(t)
+	require.Equal(t, 5, s.m.pendingOf(liveKey))
+
+	s.collapse(t)
+
+	assert.Equal(t, 1, s.m.pendingOf(liveKey), "only the object the cluster still has waits: the others' plans would change nothing")
+	s.down.Store(false)
+	s.flush(t)
+	assert.Contains(t, s.remote.LsTree("main"), "live/app/configmaps/running.yaml")
+	assert.Equal(t, written, s.remote.Show("main", "live/app/configmaps/in-git.yaml")+"\n", "a document whose delete is not mirrored stays")
+	assert.Equal(t, 0, s.m.pendingOf(liveKey))
+}
+
 func TestWhileCommitsFailDeletesThatChangeNothingInGitAreForgotten(t *testing.T) {
 	kept, keptObj := clusterConfigMap("kept", "v")
 	s := newOutageScene(t, map[string]string{"live/app/configmaps/kept.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: kept\n  namespace: app\ndata:\n  k: v\n"})

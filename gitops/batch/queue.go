@@ -114,7 +114,7 @@ type queue struct {
 	// are still the queue's, for holds.
 	flushing []*authorWindow
 	// touched is, for each dirty object a window holds, the tick of its last change there:
-	// the worker drops a delete it judged needless (deletesWaiting, dropGone) only when no
+	// the worker drops a delete it judged needless (goneCandidates, dropGone) only when no
 	// change of the object came while it judged, such as its creation again. Every change
 	// that places an object ticks; merges into a waiting intent (mergeWaiting, mergeOlder)
 	// keep a delete a delete, so they need not.
@@ -364,33 +364,44 @@ func (q *queue) touch(key ObjectKey) {
 	q.touched[key] = q.tick
 }
 
-// deletesWaiting lists the objects whose windows wait to mirror their deletion, with the
-// tick of their last change (touched), but for windows in doubt (inDoubt), whose retry
-// settles them first.
-func (q *queue) deletesWaiting() map[ObjectKey]uint64 {
-	out := map[ObjectKey]uint64{}
+// goneCandidates lists the objects waiting in windows not in doubt (inDoubt, whose retry
+// settles them first) with the tick of their last change (touched) and whether their plan
+// would remove a document once the object is gone (intent.removes under mode):
+// worker.collapseDeletes forgets those that would change nothing in Git.
+func (q *queue) goneCandidates(mode string) map[ObjectKey]goneCandidate {
+	out := map[ObjectKey]goneCandidate{}
 	for _, win := range q.windows {
 		if inDoubt(win) {
-			continue // its retry settles it first, timing its delivery if it landed (foundDelivered)
+			continue
 		}
 		for k, in := range win.dirty {
-			if in.deleted && q.owner[k] == win.author {
-				out[k] = q.touched[k]
+			if q.owner[k] == win.author {
+				out[k] = goneCandidate{tick: q.touched[k], removes: in.removes(mode)}
 			}
 		}
 	}
 	return out
 }
 
-// dropGone forgets the objects of gone (from deletesWaiting, judged by
+// goneCandidate is an object goneCandidates lists: the tick of its last change, and whether
+// its plan would remove its document were it gone.
+type goneCandidate struct {
+	tick    uint64
+	removes bool
+}
+
+// dropGone forgets the objects of gone (from goneCandidates, judged by
 // worker.collapseDeletes to change nothing in Git), each unless a change of it came since
-// its tick there or it no longer waits as a delete; it returns those it forgot.
-func (q *queue) dropGone(gone map[ObjectKey]uint64) []ObjectKey {
+// its tick there or it waits with another intent (under mode); it returns those it forgot.
+func (q *queue) dropGone(gone map[ObjectKey]goneCandidate, mode string) []ObjectKey {
 	var dropped []ObjectKey
-	for k, tick := range gone {
+	for k, c := range gone {
 		author, ok := q.owner[k]
 		win := q.windows[author]
-		if !ok || win == nil || q.touched[k] != tick || !win.dirty[k].deleted {
+		if !ok || win == nil || q.touched[k] != c.tick {
+			continue
+		}
+		if in, waits := win.dirty[k]; !waits || in.removes(mode) != c.removes {
 			continue
 		}
 		q.take(author, k)

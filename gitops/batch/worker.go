@@ -1640,15 +1640,15 @@ func attemptedFor(requests []*CommitRequest, sha plumbing.Hash) {
 // keep (collapseDeletes).
 const collapseEvery = 30 * time.Second
 
-// collapseDeletes forgets, while the target's commits fail (an outage), the deletes that
-// would change nothing in Git: of an object the cluster no longer has and Git has no
-// document of at the tip last read (created and deleted while Git was away, a Pod or Job
-// of a generated name), or any such delete under prune mode Never. Every other change
-// waits as an object key, which the cluster's objects bound; those deletes, which no list
-// brings back, would grow with every name created and deleted until Git returned. Nothing
-// is forgotten while a push of the target's may have landed unseen (doubted), nor from a
-// window in doubt (inDoubt) until its retry, nor an object changed again while this
-// looked (its creation again). Callers hold w.mu.
+// collapseDeletes forgets, while the target's commits fail (an outage), the changes that
+// would change nothing in Git: of an object the cluster no longer has, whose delete is not
+// mirrored (a rule without DELETE), or whose document Git lacks at the tip last read
+// (created and deleted while Git was away, a Pod or Job of a generated name), or under
+// prune mode Never. Every other change waits as an object key, which the cluster's objects
+// bound; those, which no list brings back, would grow with every name created and deleted
+// until Git returned. Nothing is forgotten while a push of the target's may have landed
+// unseen (doubted), nor from a window in doubt (inDoubt) until its retry, nor an object
+// changed again while this looked (its creation again). Callers hold w.mu.
 func (w *worker) collapseDeletes(t *target, now time.Time) {
 	if !t.st.Known || now.Sub(t.collapsedAt) < collapseEvery || t.stale(w.remoteTip) || w.doubted(t) {
 		return
@@ -1656,10 +1656,10 @@ func (w *worker) collapseDeletes(t *target, now time.Time) {
 	t.collapsedAt = now
 	ix := t.index.Load()
 	w.qmu.Lock()
-	waiting := t.q.deletesWaiting()
+	waiting := t.q.goneCandidates(t.spec.Prune)
 	w.qmu.Unlock()
-	for k := range waiting { // without qmu: the Resolver's locks are the watcher's
-		if _, inGit := ix.lookup(k.Identity()); inGit && t.spec.Prune != PruneNever {
+	for k, c := range waiting { // without qmu: the Resolver's locks are the watcher's
+		if _, inGit := ix.lookup(k.Identity()); c.removes && inGit && t.spec.Prune != PruneNever {
 			delete(waiting, k)
 		} else if obj, err := w.opts.Resolver.Current(t.spec.Key, k); err != nil || obj != nil {
 			delete(waiting, k) // there again, or its cache cannot tell: the plan decides
@@ -1669,11 +1669,11 @@ func (w *worker) collapseDeletes(t *target, now time.Time) {
 		return
 	}
 	w.qmu.Lock()
-	dropped := t.q.dropGone(waiting)
+	dropped := t.q.dropGone(waiting, t.spec.Prune)
 	w.journal.written(t.spec.Key, dropped)
 	w.qmu.Unlock()
 	if len(dropped) > 0 {
-		w.log.Info("forgot deletes that change nothing in Git while commits fail", "gitTarget", t.spec.Key.String(), "objects", len(dropped))
+		w.log.Info("forgot changes of gone objects that change nothing in Git while commits fail", "gitTarget", t.spec.Key.String(), "objects", len(dropped))
 		w.reportPending()
 	}
 }
