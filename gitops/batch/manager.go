@@ -945,7 +945,8 @@ func openUnlocked(ctx context.Context, dir string, spec TargetSpec) (r *repo.Rep
 // queue's content, taken while newer changes were already parked) never replace what is
 // kept. A target registered again meanwhile (on another branch's worker: a stop waits for
 // the old worker's lock, which a push may hold, and the target's registration elsewhere
-// does not) gets them from its worker, as older changes; a removed one takes none.
+// does not) gets them from its worker, as older changes; a removed one takes none, and its
+// deletions among them leave the journal.
 func (m *Manager) park(older bool, changes ...Change) {
 	byWorker := map[*worker][]Change{}
 	defer func() {
@@ -957,11 +958,14 @@ func (m *Manager) park(older bool, changes ...Change) {
 	}()
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	var gone []Change
 	for _, c := range changes {
 		p := m.parked[c.Target]
 		if p == nil {
 			if w := m.workers[m.targets[c.Target]]; w != nil {
 				byWorker[w] = append(byWorker[w], c)
+			} else if c.Deleted {
+				gone = append(gone, c)
 			}
 			continue
 		}
@@ -970,6 +974,12 @@ func (m *Manager) park(older bool, changes ...Change) {
 			continue
 		}
 		p[c.Key] = keep(p, c)
+	}
+	for _, c := range gone {
+		// Its GitTarget was deleted while this was on its way: recorded by its queue after
+		// RemoveTarget forgot the target's deletions, its line would reach one created again
+		// under the name after a restart.
+		m.journal.written(c.Target, []ObjectKey{c.Key})
 	}
 }
 

@@ -141,6 +141,27 @@ func TestChangesSeenWhileATargetIsReRegisteredOrMoved(t *testing.T) {
 		defer w.qmu.Unlock()
 		assert.Equal(t, "bob", w.queues[liveKey].owner[goneKey])
 	})
+	t.Run("forgets the journal line of a delete that reached a target removed while it was being suspended", func(t *testing.T) {
+		m, _ := registeredManager(t, readme)
+		w := m.workerOf(liveKey)
+		w.mu.Lock() // another target's push in progress: the suspension waits to take the queue
+		done := make(chan struct{})
+		go func() { m.SuspendTarget(liveKey, "its GitProvider is gone"); close(done) }()
+		require.Eventually(t, func() bool { return m.workerOf(liveKey) == nil }, time.Second, time.Millisecond)
+		w.submit(Change{Target: liveKey, Key: goneKey, Deleted: true}) // routed to the worker a moment before
+		journaled := func() int { m.journal.mu.Lock(); defer m.journal.mu.Unlock(); return len(m.journal.live) }
+		require.Equal(t, 1, journaled())
+		removed := make(chan struct{})
+		go func() { m.RemoveTarget(liveKey); close(removed) }() // its GitTarget deleted meanwhile
+		require.Eventually(t, func() bool { return journaled() == 0 }, time.Second, time.Millisecond, "its deletions forgotten")
+		submitted := make(chan struct{})
+		go func() { w.submit(Change{Target: liveKey, Key: goneKey, Deleted: true}); close(submitted) }() // and another, after
+		<-submitted
+		w.mu.Unlock()
+		<-done
+		<-removed
+		assert.Zero(t, journaled(), "a GitTarget created again under the name inherits no delete")
+	})
 	t.Run("keeps the author of a parked change when the snapshot its return asks for comes first", func(t *testing.T) {
 		var m *Manager
 		var resumed atomic.Bool
