@@ -25,6 +25,18 @@ import (
 // watch itself). Unstarted, it has not synced.
 func listedInformer(t *testing.T, started bool, objs ...*unstructured.Unstructured) *informer {
 	t.Helper()
+	i := watchedInformer(t, watch.NewFake(), objs...)
+	if started {
+		go i.inf.Run(i.ctx.Done())
+		require.Eventually(t, i.inf.HasSynced, 10*time.Second, 10*time.Millisecond)
+	}
+	return i
+}
+
+// watchedInformer is an informer over a fixed list, as listedInformer, not started, whose
+// watch is events: the test sends the API server's changes.
+func watchedInformer(t *testing.T, events *watch.FakeWatcher, objs ...*unstructured.Unstructured) *informer {
+	t.Helper()
 	lw := &cache.ListWatch{
 		ListFunc: func(metav1.ListOptions) (runtime.Object, error) {
 			list := &unstructured.UnstructuredList{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMapList"}}
@@ -34,15 +46,11 @@ func listedInformer(t *testing.T, started bool, objs ...*unstructured.Unstructur
 			}
 			return list, nil
 		},
-		WatchFunc: func(metav1.ListOptions) (watch.Interface, error) { return watch.NewFake(), nil },
+		WatchFunc: func(metav1.ListOptions) (watch.Interface, error) { return events, nil },
 	}
 	inf := cache.NewSharedIndexInformer(listOnly{lw}, &unstructured.Unstructured{}, 0, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	if started {
-		go inf.Run(ctx.Done())
-		require.Eventually(t, inf.HasSynced, 10*time.Second, 10*time.Millisecond)
-	}
 	return &informer{inf: inf, ctx: ctx, cancel: cancel}
 }
 

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/gitops-reverser/gitops-reverser/gitops/batch"
@@ -27,6 +28,27 @@ type submissions struct{ got [][]batch.Change }
 func (s *submissions) Submit(cs ...batch.Change)                                   { s.got = append(s.got, cs) }
 func (s *submissions) Snapshot(batch.Snapshot)                                     {}
 func (s *submissions) Watched(types.NamespacedName, []schema.GroupVersionResource) {}
+
+// countedSubmissions is lockedSubmissions that also counts the calls, those handing over
+// nothing too: each event a handler had.
+type countedSubmissions struct {
+	lockedSubmissions
+	calls int
+}
+
+func (s *countedSubmissions) Submit(cs ...batch.Change) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.calls++
+	s.got = append(s.got, cs...)
+}
+
+// seen is the number of calls, and the changes handed over.
+func (s *countedSubmissions) seen() (int, []batch.Change) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.calls, slices.Clone(s.got)
+}
 
 // deployment is the Deployment team-a/api at resourceVersion rv with replicas and, when
 // set, a status.
@@ -596,6 +618,80 @@ func TestARuleMovingToAnotherVersionComparesWithTheInformerOthersKeep(t *testing
 	assert.Len(t, before, 1, "what the other version's informer holds")
 	_, found = w.otherVersionLocked(v1)
 	assert.False(t, found, "not the resource's own version")
+}
+
+// The store drops a deleted object before the handler has its delete, which may wait
+// behind a slow event (a namespace's labels asked of the API server). A rule that moves to
+// another version meanwhile leaves that handler with others' claims, or none: the delete
+// reaches the rule's target through the hand-over, from what the old informer knows.
+func TestADeleteTheHandlerHasNotHadWhenARuleMovesToAnotherVersionIsHandedOver(t *testing.T) {
+	v1 := schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}
+	v2 := schema.GroupVersionResource{Group: "example.com", Version: "v2", Resource: "widgets"}
+	release := make(chan struct{})
+	var released sync.Once
+	t.Cleanup(func() { released.Do(func() { close(release) }) })
+	labelsOf := func(ns string) labels.Set {
+		if ns == "slow" {
+			<-release // the API server's answer for a namespace the cache has not seen
+		}
+		return labels.Set{"env": "prod"}
+	}
+	sink := &countedSubmissions{}
+	w := New(Options{Sink: sink, Log: logr.Discard(), NamespaceLabels: labelsOf, FreshNamespaceLabels: labelsOf})
+	claimAt := func(gvr schema.GroupVersionResource) Claim {
+		return Claim{Target: types.NamespacedName{Namespace: "ops", Name: "live"}, Resource: Resource{GVR: gvr, Kind: "Widget", Namespaced: true},
+			NamespaceSelector: labels.SelectorFromSet(labels.Set{"env": "prod"}), ObjectSelector: labels.Everything(), Create: true, Update: true, Delete: true}
+	}
+	w.byGVR[v1] = []Claim{claimAt(v1)}
+	busy, gone := configMap("slow", "busy", nil), configMap("shop", "gone", nil)
+	events := watch.NewFake()
+	old := watchedInformer(t, events, busy, gone)
+	w.handle(v1, old)
+	w.informers[v1] = old
+	go old.inf.Run(old.ctx.Done())
+	require.Eventually(t, old.handled.HasSynced, 10*time.Second, 10*time.Millisecond)
+
+	changed := busy.DeepCopy()
+	changed.SetLabels(map[string]string{"tier": "web"})
+	changed.SetResourceVersion("2")
+	events.Modify(changed) // its handler now waits for the namespace's labels
+	deleted := gone.DeepCopy()
+	deleted.SetResourceVersion("3")
+	events.Delete(deleted)
+	require.Eventually(t, func() bool {
+		_, inStore, _ := old.inf.GetStore().GetByKey("shop/gone")
+		return !inStore
+	}, 10*time.Second, 10*time.Millisecond, "the store dropped it; the handler has not had its delete")
+
+	w.mu.Lock() // the rule moves to v2 (syncInformersLocked): others keep v1 for now, or nobody
+	before, found := w.otherVersionLocked(v2)
+	w.byGVR = map[schema.GroupVersionResource][]Claim{v2: {claimAt(v2)}}
+	w.mu.Unlock()
+	require.True(t, found)
+	released.Do(func() { close(release) })
+	require.Eventually(t, func() bool { calls, _ := sink.seen(); return calls == 2 }, 10*time.Second, 10*time.Millisecond,
+		"the old handler had the update it waited on and the delete, with claims that are not the rule's any more")
+	deletes := func() (got []batch.Change) {
+		_, changes := sink.seen()
+		for _, c := range changes {
+			if c.Deleted {
+				got = append(got, c)
+			}
+		}
+		return got
+	}
+	require.Empty(t, deletes(), "only the update it had waited on, judged by the claims it read before")
+
+	next := listedInformer(t, false, busy)
+	next.listed = &keySet{keys: map[string]bool{}}
+	w.handle(v2, next)
+	go next.inf.Run(next.ctx.Done())
+	w.deletedWhileReplaced(v2, next, before)
+
+	got := deletes()
+	require.Len(t, got, 1)
+	assert.Equal(t, "gone", got[0].Key.Name)
+	assert.Equal(t, v2, got[0].Key.GVR, "at the version the rule watches now")
 }
 
 // A CRD's preferred version changes: the old version's informer stops at once, the new one

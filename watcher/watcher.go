@@ -99,6 +99,15 @@ type informer struct {
 	// listed collects the keys of the initial list of an informer replacing another version's
 	// (deletedWhileReplaced); nil for any other.
 	listed *keySet
+	// handledObjs is what its handler has had, by key (the objects the store holds too): the
+	// store drops a deleted object before the handler has its delete, which may wait behind
+	// a slow event for seconds (a namespace's labels asked of the API server). Under
+	// handledMu, taken inside the Watcher's mu: a delete leaves it in the same hold of mu (a
+	// read) as its handler reads the claims, so a rule moving to another version
+	// (syncInformersLocked, holding mu) either finds the object here, and hands its delete
+	// over, or left it to the handler with the claims it had (known).
+	handledObjs map[string]interface{}
+	handledMu   sync.Mutex
 	// resyncing holds the targets whose Resync waits for this informer's list
 	// (types.NamespacedName keys). Another Resync of one of them adds nothing (the snapshot
 	// follows the claims as they are once the list is in), so a list that keeps failing
@@ -979,7 +988,7 @@ func (w *Watcher) syncInformersLocked() {
 	for gvr, inf := range w.informers {
 		if _, ok := w.byGVR[gvr]; !ok {
 			if inf.inf.HasSynced() {
-				replaced[gvr.GroupResource()] = inf.inf.GetStore().List()
+				replaced[gvr.GroupResource()] = inf.known()
 			}
 			inf.cancel()
 			delete(w.informers, gvr)
@@ -1009,7 +1018,7 @@ func (w *Watcher) syncInformersLocked() {
 func (w *Watcher) otherVersionLocked(gvr schema.GroupVersionResource) ([]interface{}, bool) {
 	for other, inf := range w.informers {
 		if other != gvr && other.GroupResource() == gvr.GroupResource() && inf.inf.HasSynced() {
-			return inf.inf.GetStore().List(), true
+			return inf.known(), true
 		}
 	}
 	return nil, false
@@ -1073,16 +1082,69 @@ func (w *Watcher) startInformer(gvr schema.GroupVersionResource, replacing bool)
 
 // handle registers the watcher's handlers on i, the informer of gvr.
 func (w *Watcher) handle(gvr schema.GroupVersionResource, i *informer) {
+	i.handledObjs = map[string]interface{}{}
 	i.handled, _ = i.inf.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
 		AddFunc: func(o interface{}, initial bool) {
 			if initial && i.listed != nil {
 				i.listed.add(o)
 			}
+			w.had(i, o)
 			w.onEvent(gvr, nil, o, initial)
 		},
-		UpdateFunc: func(old, o interface{}) { w.onEvent(gvr, old, o, false) },
-		DeleteFunc: func(o interface{}) { w.onDelete(gvr, o) },
+		UpdateFunc: func(old, o interface{}) {
+			w.had(i, o)
+			w.onEvent(gvr, old, o, false)
+		},
+		DeleteFunc: func(o interface{}) {
+			u, ok := deletedObject(o)
+			if !ok {
+				return
+			}
+			w.mu.RLock()
+			if key, err := cache.MetaNamespaceKeyFunc(u); err == nil {
+				i.handledMu.Lock()
+				delete(i.handledObjs, key)
+				i.handledMu.Unlock()
+			}
+			claims := w.byGVR[gvr]
+			w.mu.RUnlock()
+			w.deleted(gvr, claims, u)
+		},
 	})
+}
+
+// had records o, added or updated, as handled by i's handler (informer.handledObjs).
+func (w *Watcher) had(i *informer, o interface{}) {
+	key, err := cache.MetaNamespaceKeyFunc(o)
+	if err != nil {
+		return
+	}
+	i.handledMu.Lock()
+	i.handledObjs[key] = o
+	i.handledMu.Unlock()
+}
+
+// known is what an informer that has synced knows of: what its store holds, and what its
+// handler has had whose delete waits in its queue (handledObjs), dropped from the store
+// already. An informer replaced, or left by a rule, may never hand those deletes to the
+// rule's target (its queue is dropped when it stops, its claims are others' when they come):
+// deletedWhileReplaced does, from this. Callers hold w.mu.
+func (i *informer) known() []interface{} {
+	objs := i.inf.GetStore().List()
+	inStore := make(map[string]bool, len(objs))
+	for _, o := range objs {
+		if key, err := cache.MetaNamespaceKeyFunc(o); err == nil {
+			inStore[key] = true
+		}
+	}
+	i.handledMu.Lock()
+	defer i.handledMu.Unlock()
+	for key, o := range i.handledObjs {
+		if !inStore[key] {
+			objs = append(objs, o)
+		}
+	}
+	return objs
 }
 
 // afterRelist snapshots gvr for every target claiming it once a re-list the informer
@@ -1309,17 +1371,29 @@ func (w *Watcher) authored(changes []batch.Change, a attribution.Author, ok bool
 	}
 }
 
+// onDelete fans a delete of gvr's object o out to the claims of gvr now.
 func (w *Watcher) onDelete(gvr schema.GroupVersionResource, o interface{}) {
-	if d, ok := o.(cache.DeletedFinalStateUnknown); ok {
-		o = d.Obj
-	}
-	u, ok := o.(*unstructured.Unstructured)
+	u, ok := deletedObject(o)
 	if !ok {
 		return
 	}
 	w.mu.RLock()
 	claims := w.byGVR[gvr]
 	w.mu.RUnlock()
+	w.deleted(gvr, claims, u)
+}
+
+// deletedObject is the object a delete notification carries, a tombstone's too.
+func deletedObject(o interface{}) (*unstructured.Unstructured, bool) {
+	if d, ok := o.(cache.DeletedFinalStateUnknown); ok {
+		o = d.Obj
+	}
+	u, ok := o.(*unstructured.Unstructured)
+	return u, ok
+}
+
+// deleted fans the delete of gvr's object u out to claims, those of gvr when it was had.
+func (w *Watcher) deleted(gvr schema.GroupVersionResource, claims []Claim, u *unstructured.Unstructured) {
 	if w.opts.Noise.SkipObject(gvr.GroupResource(), u) {
 		return
 	}
