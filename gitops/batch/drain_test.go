@@ -1,13 +1,18 @@
 package batch_test
 
 import (
+	"bytes"
+	"fmt"
+	"io"
 	"net/http"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/gitops-reverser/gitops-reverser/gitops/batch"
 	"github.com/gitops-reverser/gitops-reverser/gitops/repo/repotest"
@@ -49,6 +54,48 @@ func TestStoppingCommitsOpenWindowsUnderTheirAuthors(t *testing.T) {
 	assert.Contains(t, tree, "live/app/configmaps/added.yaml")
 	assert.NotContains(t, tree, "live/app/configmaps/gone.yaml", "a deletion a restart could not see again is kept")
 	assert.Equal(t, "alice", repotest.Git(t, s.remote.Dir, "log", "-1", "--format=%an", "main"))
+}
+
+// A request handed to a new process waits while its look for an earlier leader's commit
+// cannot read the branch's history; a stop cannot wait: its author's changes are committed
+// under the author, without the message, which the next process looks for again.
+func TestStoppingCommitsTheWindowOfARequestWhoseLookBackFails(t *testing.T) {
+	var looks atomic.Int32
+	remote := repotest.NewHTTPRemote(t, repotest.WithMiddleware(func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/git-upload-pack") {
+				body, err := io.ReadAll(r.Body)
+				require.NoError(t, err)
+				if bytes.Contains(body, []byte("deepen 100")) { // the look's fetch of history; a fetch of the tip passes
+					looks.Add(1)
+					http.Error(w, "history is not served", http.StatusServiceUnavailable)
+					return
+				}
+				r.Body = io.NopCloser(bytes.NewReader(body))
+			}
+			next.ServeHTTP(w, r)
+		})
+	}))
+	for i := range 2 { // people's commits: the clone fetches only the tip, whose history is out of sight
+		remote.Seed("main", map[string]string{fmt.Sprintf("notes/%d.md", i): "note\n"}, "a person's commit")
+	}
+	s := openWindowOn(t, remote, batch.Options{WorkDir: t.TempDir()})
+	req := batch.CommitRequest{Key: types.NamespacedName{Namespace: "ops", Name: "release"}, Target: targetKey, Author: "alice",
+		Message: "release 1.2", Created: time.Now().Add(-time.Hour), Deadline: time.Now().Add(time.Hour)} // before this process
+	out, err := s.writer.Request(req)
+	require.NoError(t, err)
+	require.False(t, out.Done)
+	require.Eventually(t, func() bool { return looks.Load() > 0 }, 10*time.Second, 10*time.Millisecond)
+	require.False(t, s.writer.Settled(targetKey), "her window waits for the look")
+
+	before := s.commits()
+	s.stop()
+
+	require.Equal(t, before+1, s.commits(), "her window is committed before the writer stops")
+	assert.Contains(t, s.remote.LsTree("main"), "live/app/configmaps/added.yaml")
+	assert.Equal(t, "alice", repotest.Git(t, s.remote.Dir, "log", "-1", "--format=%an", "main"))
+	assert.NotContains(t, repotest.Git(t, s.remote.Dir, "log", "-1", "--format=%B", "main"), "release 1.2",
+		"the message may be on the branch already: not committed a second time")
 }
 
 func TestStoppingWithANegativeDrainTimeoutAbandonsOpenWindows(t *testing.T) {

@@ -1203,11 +1203,17 @@ func (w *worker) lookBack(ctx context.Context, t *target) {
 		if !ok && unseen != nil {
 			w.log.Info("could not fetch the branch's history to look for an earlier leader's commit",
 				"gitTarget", t.spec.Key.String(), "reason", unseen.Error())
-			if time.Now().Before(r.lookBackUntil) {
-				w.qmu.Lock()
+			w.qmu.Lock()
+			switch {
+			case w.draining:
+				// The stop cannot wait for another look: its author's changes are committed
+				// now, under the author, without the message, which may be on the branch
+				// already. The request stays open for the next process, which looks again.
+				t.q.withdraw(r)
+			case time.Now().Before(r.lookBackUntil):
 				r.lookBack = true // not seen all it should: looked again on the next pass
-				w.qmu.Unlock()
 			}
+			w.qmu.Unlock()
 		}
 		if !ok {
 			continue
