@@ -23,6 +23,7 @@ import (
 type outageScene struct {
 	m       *Manager
 	w       *worker
+	spec    TargetSpec
 	remote  *repotest.Remote
 	cluster fixedResolver
 	// looked, when set, runs after each lookup of the cluster, as events may arrive then.
@@ -52,11 +53,18 @@ func newOutageScene(t *testing.T, seed map[string]string) *outageScene {
 	msgs, err := ParseMessages("", "")
 	require.NoError(t, err)
 	s.m = NewManager(Options{Log: logr.Discard(), WorkDir: t.TempDir(), Resolver: sceneResolver{s}})
-	_, err = s.m.EnsureTarget(context.Background(), TargetSpec{Key: liveKey, URL: s.remote.URL, Branch: "main", Folder: "live",
-		Messages: msgs, Window: WindowConfig{Quiet: time.Hour, MaxDelay: time.Hour}, Committer: Identity{Name: "W", Email: "w@example.com"}})
+	s.spec = TargetSpec{Key: liveKey, URL: s.remote.URL, Branch: "main", Folder: "live",
+		Messages: msgs, Window: WindowConfig{Quiet: time.Hour, MaxDelay: time.Hour}, Committer: Identity{Name: "W", Email: "w@example.com"}}
+	s.register(t)
+	return s
+}
+
+// register registers the scene's target, again after a suspension.
+func (s *outageScene) register(t *testing.T) {
+	t.Helper()
+	_, err := s.m.EnsureTarget(context.Background(), s.spec)
 	require.NoError(t, err)
 	s.w = s.m.workerOf(liveKey)
-	return s
 }
 
 // sceneResolver reads the scene's cluster, then runs its looked hook.

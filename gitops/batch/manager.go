@@ -278,6 +278,10 @@ type Manager struct {
 	// while a target cannot write has no other way back (a snapshot only finds it as an
 	// orphan).
 	parked map[types.NamespacedName]map[ObjectKey]Change
+	// judges holds, per suspended target, what its worker knew of its folder when it
+	// stopped, by which its kept changes that change nothing in Git are forgotten
+	// (collapseParked).
+	judges map[types.NamespacedName]*parkedJudge
 	// removed holds when each GitTarget was deleted (RemoveTarget), for removedMemory: a
 	// delete event the watcher still routes to it then is not parked for a target that will
 	// never register (or for one created again under its name, which lists its own state).
@@ -347,6 +351,7 @@ func NewManager(opts Options) *Manager {
 	return &Manager{opts: opts, started: time.Now(), journal: journal, recovered: recovered, workers: map[workerKey]*worker{}, targets: map[types.NamespacedName]workerKey{},
 		known: map[types.NamespacedName]*target{}, requests: map[types.NamespacedName]*requestState{},
 		sensitive: map[types.NamespacedName][]schema.GroupResource{}, encrypts: map[types.NamespacedName]bool{}, parked: map[types.NamespacedName]map[ObjectKey]Change{},
+		judges:  map[types.NamespacedName]*parkedJudge{},
 		removed: map[types.NamespacedName]time.Time{}, watched: map[types.NamespacedName]map[schema.GroupVersionResource]bool{},
 		places: map[types.NamespacedName]place{}, shutOut: map[types.NamespacedName][]types.NamespacedName{}, registering: map[workerKey]*registrationTurn{},
 		joining: map[workerKey]int{}, opening: map[workerKey]chan struct{}{}, retiring: map[workerKey]chan struct{}{}, home: map[types.NamespacedName]workerKey{}}
@@ -748,6 +753,7 @@ func (m *Manager) stopTargetIf(key types.NamespacedName, park bool, settled stri
 		}
 	} else {
 		delete(m.parked, key)
+		delete(m.judges, key)
 		delete(m.home, key)
 		delete(m.recovered, key)
 		m.forgetRemovedBefore(time.Now().Add(-removedMemory)) // a target per pull request adds one each
@@ -779,7 +785,8 @@ func (m *Manager) stopTargetIf(key types.NamespacedName, park bool, settled stri
 	}
 	if ok && w != nil {
 		// Waits for a flush in progress, which settles its own requests.
-		if pending := w.removeTarget(key, park); park {
+		if pending, judge := w.remove(key, park); park {
+			m.judgeBy(key, judge)
 			m.park(true, pending...)
 		}
 	}
@@ -805,13 +812,18 @@ func (m *Manager) stopTargetIf(key types.NamespacedName, park bool, settled stri
 func (m *Manager) Submit(changes ...Change) {
 	byWorker := map[*worker][]Change{}
 	var parked []Change
+	var collapse []types.NamespacedName // suspended targets whose kept changes are looked at
 	m.mu.Lock()
 	for _, c := range changes {
 		if w := m.workers[m.targets[c.Target]]; w != nil {
 			byWorker[w] = append(byWorker[w], c)
 		} else if p := m.parked[c.Target]; p != nil {
 			p[c.Key] = keep(p, c) // in the same critical section as the decision: unpark cannot slip between
+			m.keptChange(c.Target, c.Key)
 			parked = append(parked, c)
+			if m.collapseDue(c.Target, time.Now()) {
+				collapse = append(collapse, c.Target)
+			}
 		} else if (c.Deleted && !c.Relisted || c.Author != "") && !m.recentlyRemoved(c.Target) {
 			// A target not registered yet: a new leader's informers deliver events before the
 			// GitTarget's first reconcile, and a GitTarget applied with its rule and objects
@@ -825,6 +837,9 @@ func (m *Manager) Submit(changes ...Change) {
 	}
 	m.journal.record(parked...)
 	m.mu.Unlock()
+	for _, k := range collapse {
+		go m.collapseParked(k)
+	}
 	for w, cs := range byWorker {
 		if unplaced := w.submit(cs...); len(unplaced) > 0 {
 			m.placeLate(unplaced)
@@ -864,6 +879,7 @@ func (m *Manager) placeLate(changes []Change) {
 	for _, c := range changes {
 		if p := m.parked[c.Target]; p != nil {
 			p[c.Key] = keep(p, c)
+			m.keptChange(c.Target, c.Key)
 			m.journal.record(c)
 		} else if w := m.workers[m.targets[c.Target]]; w != nil {
 			byWorker[w] = append(byWorker[w], c)
@@ -969,6 +985,7 @@ func (m *Manager) park(older bool, changes ...Change) {
 			}
 			continue
 		}
+		m.keptChange(c.Target, c.Key)
 		if kept, ok := p[c.Key]; ok && older {
 			p[c.Key] = c.merge(kept) // the kept change is newer: its author stays
 			continue
@@ -1001,6 +1018,7 @@ func (m *Manager) unpark(key types.NamespacedName, w *worker) {
 	m.mu.Lock()
 	p := m.parked[key]
 	delete(m.parked, key)
+	delete(m.judges, key)
 	m.mu.Unlock()
 	if len(p) == 0 && len(requests) == 0 {
 		return

@@ -380,11 +380,21 @@ func (w *worker) openQueue(key types.NamespacedName) *queue {
 // index in the clone, so that coming back parses only the files that changed meanwhile; one
 // that leaves the clone takes its saved index along (forgetSavedIndex).
 func (w *worker) removeTarget(key types.NamespacedName, keep bool) []Change {
+	changes, _ := w.remove(key, keep)
+	return changes
+}
+
+// remove is removeTarget that also returns, for a target suspended here (keep), what the
+// worker knew of its folder (parkedJudge), judged in the same hold as the removal.
+func (w *worker) remove(key types.NamespacedName, keep bool) ([]Change, *parkedJudge) {
+	var judge *parkedJudge
 	w.mu.Lock()
 	if t := w.targets[key]; t != nil {
 		delete(w.targets, key)
 		if keep {
 			w.saveIndexOf(key, t)
+			judge = &parkedJudge{ix: t.index.Load(), sound: t.st.Known && !t.stale(w.remoteTip) && !w.doubted(t),
+				touched: map[ObjectKey]uint64{}}
 		} else {
 			w.forgetSavedIndex(t.spec.Folder)
 		}
@@ -396,9 +406,14 @@ func (w *worker) removeTarget(key types.NamespacedName, keep bool) []Change {
 	q := w.queues[key]
 	delete(w.queues, key)
 	if q == nil {
-		return nil
+		return nil, judge
 	}
-	return q.changes(key)
+	for _, win := range q.windows {
+		if judge != nil && inDoubt(win) {
+			judge.sound = false // a push of it may have landed: its index may lack what it wrote
+		}
+	}
+	return q.changes(key), judge
 }
 
 // credentialsChanged reports whether a registration brings other credentials than the one
