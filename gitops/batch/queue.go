@@ -24,8 +24,9 @@ type authorWindow struct {
 	// with Git, so finding nothing to change must be judged at the remote's current tip,
 	// not the one last fetched (a person's commit since may have removed a file).
 	compared bool
-	// forgot says deletes of the window that would change nothing in Git were forgotten
-	// (dropGone): a request left without objects was not overtaken by another author.
+	// forgot says changes of gone objects of the window that would change nothing in Git
+	// were forgotten (dropGone): a request left without objects was not overtaken by another
+	// author.
 	forgot bool
 	// requests are the CommitRequests this window commits for, oldest first.
 	requests []*CommitRequest

@@ -1,9 +1,11 @@
 package batch_test
 
 import (
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -67,6 +69,39 @@ func TestACommitTheRemoteDeclinesHoldsBackOnlyItsOwnWindow(t *testing.T) {
 		10*time.Second, 20*time.Millisecond, "her window is retried with its own backoff")
 	require.Eventually(t, func() bool { st, _ := s.writer.Status(targetKey); return st.LastError == "" }, 5*time.Second, 20*time.Millisecond)
 	assert.Equal(t, "mallory", repotest.Git(t, remote.Dir, "log", "-1", "--format=%an", "main"))
+}
+
+// A decline the look that follows cannot place (ErrMaybeMoved) is fetched for; a branch
+// that had not moved tells it was the server's own: held back as declined, with its hint.
+func TestACommitTheRemoteDeclinesIsToldDeclinedWhenTheLookAfterItFails(t *testing.T) {
+	var pushed atomic.Bool
+	remote := repotest.NewHTTPRemote(t, repotest.WithMiddleware(func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			switch {
+			case repotest.IsReceivePack(r):
+				pushed.Store(true)
+			case r.URL.Query().Get("service") == "git-upload-pack" && pushed.CompareAndSwap(true, false):
+				http.Error(w, "bad gateway", http.StatusBadGateway) // the look after each push; the fetch then passes
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}))
+	s := newWriterSceneOn(t, remote, nil, batch.Options{WorkDir: t.TempDir()})
+	declineAuthor(t, remote, "mallory")
+	hers := s.cluster.put(cmGVR, "ConfigMap", "hers", map[string]any{"k": "v"})
+	s.writer.Submit(batch.Change{Target: targetKey, Key: hers, Author: "mallory"})
+	require.Eventually(t, func() bool {
+		st, _ := s.writer.Status(targetKey)
+		return strings.Contains(st.LastError, "commits by mallory are not accepted")
+	}, 10*time.Second, 20*time.Millisecond, "the server's reason reaches status")
+	st, _ := s.writer.Status(targetKey)
+	assert.Contains(t, st.LastError, "protected branch", "a decline's hint")
+
+	his := s.cluster.put(cmGVR, "ConfigMap", "his", map[string]any{"k": "v"})
+	s.writer.Submit(batch.Change{Target: targetKey, Key: his, Author: "alice"})
+	require.Eventually(t, func() bool { return strings.Contains(remote.LsTree("main"), "live/app/configmaps/his.yaml") },
+		10*time.Second, 20*time.Millisecond, "alice's window commits: only mallory's is held back")
 }
 
 func TestAStopTriesOnceMoreACommitTheRemoteDeclined(t *testing.T) {

@@ -313,6 +313,14 @@ func (w *worker) pushRekey(ctx context.Context, t *target, enc *Encryption, rp *
 			w.opts.Metrics.push(w.key, "conflict")
 			return w.refresh(ctx, false, t)
 		}
+		if errors.Is(err, repo.ErrMaybeMoved) { // declined, perhaps as a lost race: a fetch tells
+			expected := w.remoteTip
+			if ferr := w.refresh(ctx, false, t); ferr != nil || w.remoteTip != expected {
+				w.opts.Metrics.push(w.key, "failed")
+				return ferr // it moved: planned again on the new tip, as after a lost race
+			}
+			err = repo.Declined(err)
+		}
 		// A write failure, as a window's: status says WriteFailed (not that the remote is
 		// unreachable), and a registration after the backoff tries again, rather than the
 		// controller's quick retries of an error. No SHA in the error: the commit is made

@@ -1400,8 +1400,13 @@ func (w *worker) flush(ctx context.Context, t *target, win *authorWindow) (bool,
 				w.opts.Metrics.push(w.key, "conflict")
 				w.log.Info("remote moved; replaying writes on the new tip", "gitTarget", t.spec.Key.String(), "attempt", attempt)
 			}
+			expected := w.remoteTip
 			if err := w.refresh(ctx, false, t); err != nil {
 				return false, err
+			}
+			if maybe && w.remoteTip == expected {
+				// The branch had not moved: the server declined this commit itself.
+				return false, fmt.Errorf("pushing: %w", repo.Declined(err))
 			}
 			continue
 		}

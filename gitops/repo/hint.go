@@ -2,6 +2,7 @@ package repo
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing/transport"
@@ -26,6 +27,13 @@ func remoteHint(err error, pushing bool) string {
 	default:
 		return ""
 	}
+}
+
+// Declined is err, a push that was ErrMaybeMoved, once a fetch showed that the branch had
+// not moved: the server declined the update itself (ErrRejected), and the error says what
+// a decline's does.
+func Declined(err error) error {
+	return fmt.Errorf("%w%s: %v", ErrRejected, remoteHint(ErrRejected, true), err)
 }
 
 // Refused reports whether err, from a fetch or a push, is the remote's answer that the
