@@ -143,6 +143,10 @@ func TestCurrent(t *testing.T) {
 				w.informers[gvr] = listedInformer(t, tt.informer == "synced", listed...)
 			}
 			got, err := w.Current(target, tt.key)
+			if tt.wantErr == nil {
+				// What a Holder answers cheaply agrees: an object it holds is never taken for gone.
+				assert.Equal(t, tt.want != "", w.Holds(target, tt.key), "Holds")
+			}
 			if tt.wantErr != nil {
 				require.ErrorIs(t, err, tt.wantErr)
 				assert.Nil(t, got)

@@ -885,10 +885,7 @@ func (w *Watcher) Current(target types.NamespacedName, key batch.ObjectKey) (*un
 	case inf == nil || !inf.inf.HasSynced():
 		return nil, fmt.Errorf("%w: %s", batch.ErrNotSynced, key.GVR.Resource)
 	}
-	storeKey := key.Name
-	if key.Namespace != "" {
-		storeKey = key.Namespace + "/" + key.Name
-	}
+	storeKey := storeKeyOf(key)
 	o, exists, err := inf.inf.GetStore().GetByKey(storeKey)
 	if err != nil {
 		return nil, fmt.Errorf("reading %s from the cache: %w", storeKey, err)
@@ -912,6 +909,27 @@ func (w *Watcher) Current(target types.NamespacedName, key batch.ObjectKey) (*un
 		return nil, fmt.Errorf("%w: namespace %s", batch.ErrNotSynced, u.GetNamespace())
 	}
 	return nil, batch.ErrNotSelected
+}
+
+// Holds implements batch.Holder: whether the informer of the version target watches key's
+// resource at holds the object, whatever its selection, without copying it.
+func (w *Watcher) Holds(target types.NamespacedName, key batch.ObjectKey) bool {
+	w.mu.RLock()
+	inf := w.informers[w.watchedVersion(target, key)]
+	w.mu.RUnlock()
+	if inf == nil {
+		return false
+	}
+	_, exists, err := inf.inf.GetStore().GetByKey(storeKeyOf(key))
+	return err == nil && exists
+}
+
+// storeKeyOf is key's key in an informer's store (cache.MetaNamespaceKeyFunc).
+func storeKeyOf(key batch.ObjectKey) string {
+	if key.Namespace != "" {
+		return key.Namespace + "/" + key.Name
+	}
+	return key.Name
 }
 
 // watchedVersion is the version of key's resource at which a claim of target covers it

@@ -372,6 +372,12 @@ func (f resolverFunc) Current(t types.NamespacedName, k batch.ObjectKey) (*unstr
 	return f().Current(t, k)
 }
 
+// Holds implements batch.Holder when the resolver does.
+func (f resolverFunc) Holds(t types.NamespacedName, k batch.ObjectKey) bool {
+	h, ok := f().(batch.Holder)
+	return ok && h.Holds(t, k)
+}
+
 // namespaceLabels reads a namespace's labels from the cache and, when live is set, from
 // the API server for a namespace the cache has not seen yet (created a moment before the
 // object, by the same kubectl apply), within a few seconds, and then, for a namespace

@@ -100,6 +100,21 @@ type Resolver interface {
 	Current(target types.NamespacedName, key ObjectKey) (*unstructured.Unstructured, error)
 }
 
+// Holder is what a Resolver may also do: say whether its cache holds an object at the
+// version the target watches, without copying it or judging its selection. While commits
+// fail or a target is suspended, every object waiting is looked at, and only one the cache
+// lacks can be forgotten (worker.collapseDeletes, Manager.collapseParked): Holds spares the
+// copy Current makes of each of the others.
+type Holder interface {
+	Holds(target types.NamespacedName, key ObjectKey) bool
+}
+
+// held says whether r is a Holder that holds key for target.
+func held(r Resolver, target types.NamespacedName, key ObjectKey) bool {
+	h, ok := r.(Holder)
+	return ok && h.Holds(target, key)
+}
+
 // ErrNotWatched is a Resolver's answer when nothing of the target watches an object any
 // more (its rule was deleted or narrowed). The writer then leaves the object as Git has it —
 // neither written nor removed — since a missing object there is no deletion; a rule that

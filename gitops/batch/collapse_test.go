@@ -67,7 +67,8 @@ func (s *outageScene) register(t *testing.T) {
 	s.w = s.m.workerOf(liveKey)
 }
 
-// sceneResolver reads the scene's cluster, then runs its looked hook.
+// sceneResolver reads the scene's cluster, then runs its looked hook (on Current, which the
+// look asks only of what it does not hold).
 type sceneResolver struct{ s *outageScene }
 
 func (r sceneResolver) Current(target types.NamespacedName, k ObjectKey) (*unstructured.Unstructured, error) {
@@ -77,6 +78,9 @@ func (r sceneResolver) Current(target types.NamespacedName, k ObjectKey) (*unstr
 	}
 	return obj, err
 }
+
+// Holds implements Holder, as the watcher does: the look spares a copy of what is there.
+func (r sceneResolver) Holds(_ types.NamespacedName, k ObjectKey) bool { return r.s.cluster[k] != nil }
 
 // flush commits every window now, as if their time had come.
 func (s *outageScene) flush(t *testing.T) {

@@ -88,7 +88,7 @@ func (m *Manager) collapseParked(key types.NamespacedName) {
 	}
 	m.mu.Unlock()
 	for k := range ticks {
-		if removes[k] && !j.absent(k) {
+		if (removes[k] && !j.absent(k)) || held(m.opts.Resolver, key, k) {
 			delete(ticks, k)
 		} else if obj, err := m.opts.Resolver.Current(key, k); err != nil || obj != nil {
 			delete(ticks, k) // there again, or its cache cannot tell: its registration decides

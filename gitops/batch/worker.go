@@ -1687,6 +1687,8 @@ func (w *worker) collapseDeletes(t *target, now time.Time) {
 	for k, c := range waiting { // without qmu: the Resolver's locks are the watcher's
 		if _, inGit := ix.lookup(k.Identity()); c.removes && inGit && t.spec.Prune != PruneNever {
 			delete(waiting, k)
+		} else if held(w.opts.Resolver, t.spec.Key, k) {
+			delete(waiting, k)
 		} else if obj, err := w.opts.Resolver.Current(t.spec.Key, k); err != nil || obj != nil {
 			delete(waiting, k) // there again, or its cache cannot tell: the plan decides
 		}
