@@ -480,6 +480,11 @@ func (m *Manager) EnsureTarget(ctx context.Context, spec TargetSpec) (TargetStat
 	if prev, ok := m.targets[spec.Key]; ok && prev != me.wk {
 		from = &prev
 	}
+	if j := m.judges[spec.Key]; j != nil && (j.wk != me.wk || j.folder != me.folder) {
+		// Suspended, it comes back elsewhere: what it knew of the old folder tells nothing of
+		// the new one. (What was forgotten before stays forgotten: a known limit.)
+		delete(m.judges, spec.Key)
+	}
 	m.mu.Unlock()
 	release, err := m.holdRegistrations(ctx, me.wk, from)
 	if err != nil {

@@ -17,6 +17,10 @@ type parkedJudge struct {
 	// does a document it lacks tell that Git lacks it.
 	ix    *folderIndex
 	sound bool
+	// wk and folder are where the target wrote: registered elsewhere, even while its
+	// registration fails, it judges no more (Manager.EnsureTarget).
+	wk     workerKey
+	folder string
 	// touched holds, per object, the tick of its last kept change since the suspension
 	// (Manager.keptChange): one changed while collapseParked looked is not forgotten.
 	touched map[ObjectKey]uint64
@@ -100,15 +104,18 @@ func (m *Manager) collapseParked(key types.NamespacedName) {
 	if m.judges[key] != j || m.parked[key] == nil {
 		return // it came back, or went, meanwhile
 	}
-	var dropped []ObjectKey
+	var dropped, journaled []ObjectKey
 	for k, tick := range ticks {
-		if _, kept := p[k]; kept && j.touched[k] == tick {
+		if c, kept := p[k]; kept && j.touched[k] == tick {
 			delete(p, k)
 			delete(j.touched, k)
 			dropped = append(dropped, k)
+			if c.Deleted && !c.Relisted { // its line, not one of the object's another change owns
+				journaled = append(journaled, k)
+			}
 		}
 	}
-	m.journal.written(key, dropped)
+	m.journal.written(key, journaled)
 	if len(dropped) > 0 {
 		m.opts.Log.Info("forgot changes of gone objects that change nothing in Git while the target is suspended", "gitTarget", key.String(), "objects", len(dropped))
 	}

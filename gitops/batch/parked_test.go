@@ -1,6 +1,9 @@
 package batch
 
 import (
+	"context"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -102,4 +105,25 @@ func TestWhileATargetIsSuspendedAChangeKeptWhileItsObjectIsLookedAtIsNotForgotte
 	s.m.collapseParked(liveKey)
 
 	assert.Equal(t, 1, s.m.parkedOf(), "the object's change since the look keeps it")
+}
+
+func TestASuspendedTargetThatComesBackElsewhereIsNoLongerJudgedByItsOldFolder(t *testing.T) {
+	s := newOutageScene(t, map[string]string{"live/README.md": "objects\n"})
+	s.m.SuspendTarget(liveKey, "its GitProvider is gone")
+	s.m.mu.Lock()
+	require.NotNil(t, s.m.judges[liveKey])
+	s.m.mu.Unlock()
+	moved := s.spec
+	moved.Folder, moved.Branch = "elsewhere", "other"
+	dir := s.m.cloneDir(workerKeyOf(moved)) // its clone there cannot be opened: something else is in the way
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("not a clone\n"), 0o600))
+
+	_, err := s.m.EnsureTarget(context.Background(), moved)
+
+	require.ErrorContains(t, err, "opening the local clone")
+	s.m.mu.Lock()
+	defer s.m.mu.Unlock()
+	assert.NotNil(t, s.m.parked[liveKey], "its changes are kept for its next registration")
+	assert.Nil(t, s.m.judges[liveKey], "the old folder's index tells nothing of the new one")
 }

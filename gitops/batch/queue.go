@@ -377,18 +377,32 @@ func (q *queue) goneCandidates(mode string) map[ObjectKey]goneCandidate {
 		}
 		for k, in := range win.dirty {
 			if q.owner[k] == win.author {
-				out[k] = goneCandidate{tick: q.touched[k], removes: in.removes(mode)}
+				out[k] = goneCandidate{tick: q.touched[k], removes: in.removes(mode), deleted: in.deleted}
 			}
 		}
 	}
 	return out
 }
 
-// goneCandidate is an object goneCandidates lists: the tick of its last change, and whether
-// its plan would remove its document were it gone.
+// goneCandidate is an object goneCandidates lists: the tick of its last change, whether
+// its plan would remove its document were it gone, and whether it waits as a delete (whose
+// line the journal keeps).
 type goneCandidate struct {
-	tick    uint64
-	removes bool
+	tick             uint64
+	removes, deleted bool
+}
+
+// journaledOf is the keys of dropped that waited as deletes: only their lines leave the
+// journal, not a line of the same object another change owns (a deletion an earlier
+// process left, waiting for the target's first list).
+func journaledOf(dropped []ObjectKey, gone map[ObjectKey]goneCandidate) []ObjectKey {
+	var keys []ObjectKey
+	for _, k := range dropped {
+		if gone[k].deleted {
+			keys = append(keys, k)
+		}
+	}
+	return keys
 }
 
 // dropGone forgets the objects of gone (from goneCandidates, judged by

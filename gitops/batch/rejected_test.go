@@ -97,6 +97,8 @@ func TestACommitTheRemoteDeclinesIsToldDeclinedWhenTheLookAfterItFails(t *testin
 	}, 10*time.Second, 20*time.Millisecond, "the server's reason reaches status")
 	st, _ := s.writer.Status(targetKey)
 	assert.Contains(t, st.LastError, "protected branch", "a decline's hint")
+	assert.NotContains(t, st.LastError, "may have moved", "it had not")
+	assert.NotContains(t, st.LastError, "looking at the branch again failed", "a transient error would change the status at every attempt")
 
 	his := s.cluster.put(cmGVR, "ConfigMap", "his", map[string]any{"k": "v"})
 	s.writer.Submit(batch.Change{Target: targetKey, Key: his, Author: "alice"})

@@ -394,7 +394,7 @@ func (w *worker) remove(key types.NamespacedName, keep bool) ([]Change, *parkedJ
 		if keep {
 			w.saveIndexOf(key, t)
 			judge = &parkedJudge{ix: t.index.Load(), sound: t.st.Known && !t.stale(w.remoteTip) && !w.doubted(t),
-				touched: map[ObjectKey]uint64{}}
+				wk: w.key, folder: t.spec.Folder, touched: map[ObjectKey]uint64{}}
 		} else {
 			w.forgetSavedIndex(t.spec.Folder)
 		}
@@ -412,6 +412,9 @@ func (w *worker) remove(key types.NamespacedName, keep bool) ([]Change, *parkedJ
 		if judge != nil && inDoubt(win) {
 			judge.sound = false // a push of it may have landed: its index may lack what it wrote
 		}
+	}
+	if judge != nil && !judge.sound {
+		judge.ix = nil // never read: not kept in memory while the target is suspended
 	}
 	return q.changes(key), judge
 }
@@ -1395,7 +1398,7 @@ func (w *worker) flush(ctx context.Context, t *target, win *authorWindow) (bool,
 			}
 			if maybe {
 				w.opts.Metrics.push(w.key, "failed")
-				w.log.Info("the remote declined the push and could not be looked at again; replaying writes on the tip fetched", "gitTarget", t.spec.Key.String(), "attempt", attempt)
+				w.log.Info("the remote declined the push and could not be looked at again; fetching to tell a lost race from a decline", "gitTarget", t.spec.Key.String(), "attempt", attempt)
 			} else {
 				w.opts.Metrics.push(w.key, "conflict")
 				w.log.Info("remote moved; replaying writes on the new tip", "gitTarget", t.spec.Key.String(), "attempt", attempt)
@@ -1698,7 +1701,7 @@ func (w *worker) collapseDeletes(t *target, now time.Time) {
 	}
 	w.qmu.Lock()
 	dropped := t.q.dropGone(waiting, t.spec.Prune)
-	w.journal.written(t.spec.Key, dropped)
+	w.journal.written(t.spec.Key, journaledOf(dropped, waiting))
 	w.qmu.Unlock()
 	if len(dropped) > 0 {
 		w.log.Info("forgot changes of gone objects that change nothing in Git while commits fail", "gitTarget", t.spec.Key.String(), "objects", len(dropped))

@@ -30,9 +30,13 @@ func remoteHint(err error, pushing bool) string {
 }
 
 // Declined is err, a push that was ErrMaybeMoved, once a fetch showed that the branch had
-// not moved: the server declined the update itself (ErrRejected), and the error says what
-// a decline's does.
+// not moved: the server's decline (ErrRejected) with a decline's hint, without the failed
+// look, which would change the status at every attempt.
 func Declined(err error) error {
+	var mm maybeMoved
+	if errors.As(err, &mm) {
+		return fmt.Errorf("%w%s", mm.declined, remoteHint(ErrRejected, true))
+	}
 	return fmt.Errorf("%w%s: %v", ErrRejected, remoteHint(ErrRejected, true), err)
 }
 

@@ -244,14 +244,14 @@ func (r *Repo) classifyFailure(ctx context.Context, ref plumbing.ReferenceName, 
 		return cause
 	}
 	if ctx.Err() != nil {
-		return unlooked(cause, ctx.Err())
+		return r.unlooked(cause, ctx.Err())
 	}
 	ctx, cancel := context.WithTimeout(ctx, classifyTimeout)
 	defer cancel()
 	current, err := r.remoteTip(ctx, ref)
 	switch {
 	case err != nil:
-		return unlooked(cause, err)
+		return r.unlooked(cause, err)
 	case current == newTip:
 		return nil
 	case current != expected:
@@ -268,12 +268,23 @@ func (r *Repo) classifyFailure(ctx context.Context, ref plumbing.ReferenceName, 
 // unlooked is cause, a failed push that the look that followed could not place (lookErr): a
 // declined update becomes ErrMaybeMoved, which a lost race may be too, so that neither a
 // decline's hint nor its handling (no fetch) is taken for what may be a race.
-func unlooked(cause, lookErr error) error {
+func (r *Repo) unlooked(cause, lookErr error) error {
 	if !errors.Is(cause, ErrRejected) {
 		return cause
 	}
-	return notSent{fmt.Errorf("%w (%v; looking at the branch again failed: %v)", ErrMaybeMoved, cause, lookErr)}
+	return maybeMoved{declined: scrub(cause, r.url), look: lookErr}
 }
+
+// maybeMoved is ErrMaybeMoved (and ErrNotSent): the server's decline, its credentials
+// scrubbed, and why the look that followed failed. Declined gives back the decline alone.
+type maybeMoved struct{ declined, look error }
+
+func (e maybeMoved) Error() string {
+	return fmt.Sprintf("%v (%v; looking at the branch again failed: %v)", ErrMaybeMoved, e.declined, e.look)
+}
+
+// Unwrap implements errors.Is for both sentinels; not for the decline's ErrRejected.
+func (e maybeMoved) Unwrap() []error { return []error{ErrMaybeMoved, ErrNotSent} }
 
 // notSent is an error that is also ErrNotSent, without saying so again.
 type notSent struct{ error }
