@@ -686,7 +686,8 @@ func TestADeleteTheHandlerHasNotHadWhenARuleMovesToAnotherVersionIsHandedOver(t 
 	next.listed = &keySet{keys: map[string]bool{}}
 	w.handle(v2, next)
 	go next.inf.Run(next.ctx.Done())
-	w.deletedWhileReplaced(v2, next, before)
+	next.predecessor = before // as syncInformersLocked starts a replacing one
+	w.deletedWhileReplaced(v2, next)
 
 	got := deletes()
 	require.Len(t, got, 1)
@@ -709,13 +710,42 @@ func TestADeleteWhileAResourcesInformerIsReplacedByAnotherVersionsIsHandedOver(t
 	w.handle(v2, inf)
 	go inf.inf.Run(inf.ctx.Done())
 
-	w.deletedWhileReplaced(v2, inf, []interface{}{kept, gone})
+	inf.predecessor = []interface{}{kept, gone}
+	w.deletedWhileReplaced(v2, inf)
 
 	require.Len(t, sink.got, 1)
 	require.Len(t, sink.got[0], 1)
 	assert.Equal(t, "gone", sink.got[0][0].Key.Name)
 	assert.True(t, sink.got[0][0].Deleted)
 	assert.Equal(t, v2, sink.got[0][0].Key.GVR, "at the version the target watches now")
+}
+
+// A CRD's version changes, and changes again before the new version's informer listed (its
+// conversion fails, and the change is rolled back): what the first informer knew is handed
+// on, and the deletes seen in between reach the target from the last one.
+func TestAnInformerReplacedBeforeItListedHandsOnWhatItsPredecessorKnew(t *testing.T) {
+	kept, gone := configMap("shop", "kept", nil), configMap("shop", "gone", nil)
+	w := New(Options{Log: logr.Discard()})
+	unlisted := listedInformer(t, false)
+	unlisted.predecessor = []interface{}{kept, gone} // what v1's informer knew when it stopped
+
+	w.mu.Lock()
+	handed, ok := unlisted.handOver()
+	again, twice := unlisted.handOver()
+	w.mu.Unlock()
+
+	require.True(t, ok)
+	assert.ElementsMatch(t, []interface{}{kept, gone}, handed)
+	assert.False(t, twice, "taken once: its successor hands over from it")
+	assert.Empty(t, again)
+
+	synced := listedInformer(t, true, kept)
+	synced.predecessor = []interface{}{gone}
+	w.mu.Lock()
+	handed, ok = synced.handOver()
+	w.mu.Unlock()
+	require.True(t, ok)
+	assert.Len(t, handed, 2, "what it holds, and what its predecessor knew that it has not handed over")
 }
 
 // An object deleted just before its namespace leaves a rule's selector: the relabel does not

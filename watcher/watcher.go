@@ -99,6 +99,9 @@ type informer struct {
 	// listed collects the keys of the initial list of an informer replacing another version's
 	// (deletedWhileReplaced); nil for any other.
 	listed *keySet
+	// predecessor is what the informer it replaced knew, until deletedWhileReplaced hands
+	// over from it or a successor takes it (handOver); under the Watcher's mu.
+	predecessor []interface{}
 	// handledObjs is what its handler has had, by key (the objects the store holds too): the
 	// store drops a deleted object before the handler has its delete, which may wait behind
 	// a slow event for seconds (a namespace's labels asked of the API server). Under
@@ -1005,8 +1008,8 @@ func (w *Watcher) syncInformersLocked() {
 	replaced := map[schema.GroupResource][]interface{}{}
 	for gvr, inf := range w.informers {
 		if _, ok := w.byGVR[gvr]; !ok {
-			if inf.inf.HasSynced() {
-				replaced[gvr.GroupResource()] = inf.known()
+			if known, ok := inf.handOver(); ok {
+				replaced[gvr.GroupResource()] = known
 			}
 			inf.cancel()
 			delete(w.informers, gvr)
@@ -1023,9 +1026,39 @@ func (w *Watcher) syncInformersLocked() {
 		inf := w.startInformer(gvr, replacing)
 		w.informers[gvr] = inf
 		if replacing {
-			go w.deletedWhileReplaced(gvr, inf, before)
+			inf.predecessor = before
+			go w.deletedWhileReplaced(gvr, inf)
 		}
 	}
+}
+
+// handOver is what a stopping informer passes on to the one replacing it: what it knows
+// once synced (known), and what its own predecessor knew while it has not handed over from
+// it yet: replaced again before it listed (a CRD version whose conversion fails, the
+// change rolled back), it would otherwise lose the deletes seen between the first stop and
+// the last list. Callers hold w.mu.
+func (i *informer) handOver() ([]interface{}, bool) {
+	byKey := map[string]interface{}{}
+	for _, o := range i.predecessor {
+		if key, err := cache.MetaNamespaceKeyFunc(o); err == nil {
+			byKey[key] = o
+		}
+	}
+	i.predecessor = nil
+	if i.inf.HasSynced() {
+		for _, o := range i.known() {
+			if key, err := cache.MetaNamespaceKeyFunc(o); err == nil {
+				byKey[key] = o // its own, newer
+			}
+		}
+	} else if len(byKey) == 0 {
+		return nil, false
+	}
+	objs := make([]interface{}, 0, len(byKey))
+	for _, o := range byKey {
+		objs = append(objs, o)
+	}
+	return objs, true
 }
 
 // otherVersionLocked returns what a synced informer of gvr's resource at another version,
@@ -1043,17 +1076,21 @@ func (w *Watcher) otherVersionLocked(gvr schema.GroupVersionResource) ([]interfa
 }
 
 // deletedWhileReplaced hands over, once inf's handler has had its initial list, the
-// deletes of objects its predecessor on the same resource at another version held (before)
-// that the list lacked: when a CRD's preferred version changes, the old version's informer
-// stops at once and the new one lists a moment later, and an object deleted in between
-// reaches neither (the list's objects are no events, and the snapshot would only count the
-// document as an orphan). Judged against the initial list, not the store, so a delete after
-// it is the handler's alone (once, with its author). An informer replaced again meanwhile
-// hands over nothing.
-func (w *Watcher) deletedWhileReplaced(gvr schema.GroupVersionResource, inf *informer, before []interface{}) {
+// deletes of objects its predecessor on the same resource at another version held
+// (informer.predecessor) that the list lacked: when a CRD's preferred version changes, the
+// old version's informer stops at once and the new one lists a moment later, and an object
+// deleted in between reaches neither (the list's objects are no events, and the snapshot
+// would only count the document as an orphan). Judged against the initial list, not the
+// store, so a delete after it is the handler's alone (once, with its author). An informer
+// replaced again meanwhile hands over nothing: its successor does (handOver).
+func (w *Watcher) deletedWhileReplaced(gvr schema.GroupVersionResource, inf *informer) {
 	if inf.listed == nil || !cache.WaitForCacheSync(inf.ctx.Done(), inf.handled.HasSynced) {
 		return
 	}
+	w.mu.Lock()
+	before := inf.predecessor
+	inf.predecessor = nil
+	w.mu.Unlock()
 	listed := inf.listed.take()
 	for _, o := range before {
 		if key, err := cache.MetaNamespaceKeyFunc(o); err == nil && !listed[key] {
