@@ -144,6 +144,30 @@ func TestWhileCommitsFailChangesOfGoneObjectsWhoseDeleteIsNotMirroredAreForgotte
 	assert.Equal(t, 0, s.m.pendingOf(liveKey))
 }
 
+// A delete of the object kept elsewhere while the worker looks (parked by a suspension
+// that waits for the worker's lock) records its own line: the forgotten delete's removal
+// leaves it. The test records it from the look's hook, as Submit's parking does.
+func TestWhileCommitsFailAForgottenDeleteLeavesALineRecordedSinceInTheJournal(t *testing.T) {
+	s := newOutageScene(t, map[string]string{"live/README.md": "objects\n"})
+	k := gone("job-x1")
+	running, runningObj := clusterConfigMap("running", "v")
+	s.cluster[running] = runningObj
+	s.down.Store(true)
+	s.m.Submit(Change{Target: liveKey, Key: running, Author: "job-controller"},
+		Change{Target: liveKey, Key: k, Deleted: true, Author: "job-controller"})
+	s.flushFails(t)
+	s.looked = func(looked ObjectKey) {
+		if looked == k {
+			s.m.journal.record(Change{Target: liveKey, Key: k, Deleted: true, Author: "job-controller"})
+		}
+	}
+
+	s.collapse(t)
+
+	assert.Equal(t, 1, s.m.pendingOf(liveKey), "the queue's delete is forgotten")
+	assert.True(t, s.journaled(k), "the line recorded since is another change's")
+}
+
 func TestWhileCommitsFailDeletesThatChangeNothingInGitAreForgotten(t *testing.T) {
 	kept, keptObj := clusterConfigMap("kept", "v")
 	s := newOutageScene(t, map[string]string{"live/app/configmaps/kept.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: kept\n  namespace: app\ndata:\n  k: v\n"})

@@ -85,6 +85,7 @@ func (m *Manager) collapseParked(key types.NamespacedName) {
 		m.mu.Unlock()
 		return
 	}
+	mark := m.journal.mark() // under m.mu, as Submit records: a line since is another change's
 	ticks := make(map[ObjectKey]uint64, len(p))
 	removes := make(map[ObjectKey]bool, len(p))
 	for k, c := range p {
@@ -110,12 +111,12 @@ func (m *Manager) collapseParked(key types.NamespacedName) {
 			delete(p, k)
 			delete(j.touched, k)
 			dropped = append(dropped, k)
-			if c.Deleted && !c.Relisted { // its line, not one of the object's another change owns
+			if c.Deleted { // its line, not one of the object's another change owns
 				journaled = append(journaled, k)
 			}
 		}
 	}
-	m.journal.written(key, journaled)
+	m.journal.writtenUpTo(key, journaled, mark)
 	if len(dropped) > 0 {
 		m.opts.Log.Info("forgot changes of gone objects that change nothing in Git while the target is suspended", "gitTarget", key.String(), "objects", len(dropped))
 	}

@@ -1686,6 +1686,7 @@ func (w *worker) collapseDeletes(t *target, now time.Time) {
 	ix := t.index.Load()
 	w.qmu.Lock()
 	waiting := t.q.goneCandidates(t.spec.Prune)
+	mark := w.journal.mark() // under qmu, as submit records: a line since is another change's
 	w.qmu.Unlock()
 	for k, c := range waiting { // without qmu: the Resolver's locks are the watcher's
 		if _, inGit := ix.lookup(k.Identity()); c.removes && inGit && t.spec.Prune != PruneNever {
@@ -1701,7 +1702,7 @@ func (w *worker) collapseDeletes(t *target, now time.Time) {
 	}
 	w.qmu.Lock()
 	dropped := t.q.dropGone(waiting, t.spec.Prune)
-	w.journal.written(t.spec.Key, journaledOf(dropped, waiting))
+	w.journal.writtenUpTo(t.spec.Key, journaledOf(dropped, waiting), mark)
 	w.qmu.Unlock()
 	if len(dropped) > 0 {
 		w.log.Info("forgot changes of gone objects that change nothing in Git while commits fail", "gitTarget", t.spec.Key.String(), "objects", len(dropped))
