@@ -115,7 +115,7 @@ type queue struct {
 	// are still the queue's, for holds.
 	flushing []*authorWindow
 	// touched is, for each dirty object a window holds, the tick of its last change there:
-	// the worker drops a delete it judged needless (goneCandidates, dropGone) only when no
+	// the worker drops a change it judged needless (goneCandidates, dropGone) only when no
 	// change of the object came while it judged, such as its creation again. Every change
 	// that places an object ticks; merges into a waiting intent (mergeWaiting, mergeOlder)
 	// keep a delete a delete, so they need not.
