@@ -1178,8 +1178,8 @@ func (w *worker) flushIfDue(ctx context.Context, key types.NamespacedName, ahead
 func timedOutMessage(r *CommitRequest) string {
 	if r.beforeStart {
 		return fmt.Sprintf("the operator restarted (or another replica took over) after the request was made, and no change by %s "+
-			"reached GitTarget %s since, within spec.timeout, so the message was not used; changes made before the restart are "+
-			"committed by the target's initial snapshot, under the committer", r.Author, r.Target)
+			"reached GitTarget %s since, within spec.timeout, so the message was not used; changes made before the restart that "+
+			"the stopping operator did not commit are committed by the target's initial snapshot, under the committer", r.Author, r.Target)
 	}
 	return fmt.Sprintf("no change by %s reached GitTarget %s within spec.timeout, so the message was not used: "+
 		"a change committed before the request was handled is not waited for (create the request before the change, "+
