@@ -1447,7 +1447,8 @@ func deletedObject(o interface{}) (*unstructured.Unstructured, bool) {
 	return u, ok
 }
 
-// deleted fans the delete of gvr's object u out to claims, those of gvr when it was had.
+// deleted fans the delete of gvr's object u out to claims: gvr's, as read when the delete
+// was taken (under w.mu, with what the handler had: handle).
 func (w *Watcher) deleted(gvr schema.GroupVersionResource, claims []Claim, u *unstructured.Unstructured) {
 	if w.opts.Noise.SkipObject(gvr.GroupResource(), u) {
 		return

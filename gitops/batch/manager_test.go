@@ -147,13 +147,13 @@ func TestChangesSeenWhileATargetIsReRegisteredOrMoved(t *testing.T) {
 		w.mu.Lock() // another target's push in progress: the suspension waits to take the queue
 		done := make(chan struct{})
 		go func() { m.SuspendTarget(liveKey, "its GitProvider is gone"); close(done) }()
-		require.Eventually(t, func() bool { return m.workerOf(liveKey) == nil }, time.Second, time.Millisecond)
+		require.Eventually(t, func() bool { return m.workerOf(liveKey) == nil }, 10*time.Second, time.Millisecond)
 		w.submit(Change{Target: liveKey, Key: goneKey, Deleted: true}) // routed to the worker a moment before
 		journaled := func() int { m.journal.mu.Lock(); defer m.journal.mu.Unlock(); return len(m.journal.live) }
 		require.Equal(t, 1, journaled())
 		removed := make(chan struct{})
 		go func() { m.RemoveTarget(liveKey); close(removed) }() // its GitTarget deleted meanwhile
-		require.Eventually(t, func() bool { return journaled() == 0 }, time.Second, time.Millisecond, "its deletions forgotten")
+		require.Eventually(t, func() bool { return journaled() == 0 }, 10*time.Second, time.Millisecond, "its deletions forgotten")
 		submitted := make(chan struct{})
 		go func() { w.submit(Change{Target: liveKey, Key: goneKey, Deleted: true}); close(submitted) }() // and another, after
 		<-submitted

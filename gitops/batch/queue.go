@@ -118,7 +118,8 @@ type queue struct {
 	// the worker drops a change it judged needless (goneCandidates, dropGone) only when no
 	// change of the object came while it judged, such as its creation again. Every change
 	// that places an object ticks; merges into a waiting intent (mergeWaiting, mergeOlder)
-	// keep a delete a delete, so they need not.
+	// only add a removal (intent.merge), which dropGone checks again (intent.removes), so
+	// they need not.
 	touched map[ObjectKey]uint64
 	tick    uint64
 }

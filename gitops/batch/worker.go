@@ -71,7 +71,8 @@ type target struct {
 	// token, a protected branch) does not slow the others of its branch.
 	backoff time.Duration
 	retryAt time.Time
-	// collapsedAt is when collapseDeletes last looked at the target's waiting deletes.
+	// collapsedAt is when collapseDeletes last looked at the target's waiting changes of
+	// gone objects.
 	collapsedAt time.Time
 	// doubtAt is when a commit of the target last may have reached the remote though its
 	// push reported an error (attempted): until the next fetch shows the branch (lastFetch),
@@ -1665,8 +1666,9 @@ func attemptedFor(requests []*CommitRequest, sha plumbing.Hash) {
 	}
 }
 
-// collapseEvery is how often a target whose commits fail looks for deletes it need not
-// keep (collapseDeletes).
+// collapseEvery is how often a target whose commits fail looks for changes of gone objects
+// it need not keep (collapseDeletes), and a suspended target's kept changes are looked at
+// (collapseParked).
 const collapseEvery = 30 * time.Second
 
 // collapseDeletes forgets, while the target's commits fail (an outage), the changes that

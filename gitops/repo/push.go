@@ -272,7 +272,7 @@ func (r *Repo) unlooked(cause, lookErr error) error {
 	if !errors.Is(cause, ErrRejected) {
 		return cause
 	}
-	return maybeMoved{declined: scrub(cause, r.url), look: lookErr}
+	return maybeMoved{declined: scrub(cause, r.url), look: scrub(lookErr, r.url)}
 }
 
 // maybeMoved is ErrMaybeMoved (and ErrNotSent): the server's decline, its credentials
