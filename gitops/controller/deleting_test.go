@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gitops-reverser/gitops-reverser/api/v1alpha1"
@@ -27,11 +28,10 @@ import (
 func releaseWhenDone(t *testing.T, gt *v1alpha1.GitTarget) {
 	t.Helper()
 	t.Cleanup(func() {
-		ctx := context.Background()
-		var now v1alpha1.GitTarget
-		require.NoError(t, k8s.Get(ctx, client.ObjectKeyFromObject(gt), &now))
-		now.Finalizers = nil
-		require.NoError(t, k8s.Update(ctx, &now))
+		// A merge patch, not an update: the controller may write the GitTarget meanwhile, and
+		// an update from a read a moment before would conflict.
+		release := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`))
+		require.NoError(t, k8s.Patch(context.Background(), gt.DeepCopy(), release))
 	})
 }
 
