@@ -42,6 +42,13 @@ func onPushBy(t *testing.T, remote *repotest.Remote, author, script string) stri
 func malloryDeclined(t *testing.T) (s *writerScene, remote *repotest.Remote, allow func()) {
 	t.Helper()
 	remote = repotest.NewHTTPRemote(t)
+	s, allow = malloryDeclinedOn(t, remote)
+	return s, remote, allow
+}
+
+// malloryDeclinedOn is malloryDeclined on a remote of the test's.
+func malloryDeclinedOn(t *testing.T, remote *repotest.Remote) (s *writerScene, allow func()) {
+	t.Helper()
 	s = newWriterSceneOn(t, remote, nil, batch.Options{WorkDir: t.TempDir()})
 	allow = declineAuthor(t, remote, "mallory")
 	hers := s.cluster.put(cmGVR, "ConfigMap", "hers", map[string]any{"k": "v"})
@@ -50,7 +57,7 @@ func malloryDeclined(t *testing.T) (s *writerScene, remote *repotest.Remote, all
 		st, _ := s.writer.Status(targetKey)
 		return strings.Contains(st.LastError, "commits by mallory are not accepted")
 	}, 10*time.Second, 20*time.Millisecond, "the server's reason reaches status")
-	return s, remote, allow
+	return s, allow
 }
 
 func TestACommitTheRemoteDeclinesHoldsBackOnlyItsOwnWindow(t *testing.T) {
@@ -87,14 +94,7 @@ func TestACommitTheRemoteDeclinesIsToldDeclinedWhenTheLookAfterItFails(t *testin
 			next.ServeHTTP(w, r)
 		})
 	}))
-	s := newWriterSceneOn(t, remote, nil, batch.Options{WorkDir: t.TempDir()})
-	declineAuthor(t, remote, "mallory")
-	hers := s.cluster.put(cmGVR, "ConfigMap", "hers", map[string]any{"k": "v"})
-	s.writer.Submit(batch.Change{Target: targetKey, Key: hers, Author: "mallory"})
-	require.Eventually(t, func() bool {
-		st, _ := s.writer.Status(targetKey)
-		return strings.Contains(st.LastError, "commits by mallory are not accepted")
-	}, 10*time.Second, 20*time.Millisecond, "the server's reason reaches status")
+	s, _ := malloryDeclinedOn(t, remote)
 	st, _ := s.writer.Status(targetKey)
 	assert.Contains(t, st.LastError, "protected branch", "a decline's hint")
 	assert.NotContains(t, st.LastError, "may have moved", "it had not")
