@@ -627,15 +627,7 @@ func TestARuleMovingToAnotherVersionComparesWithTheInformerOthersKeep(t *testing
 func TestADeleteTheHandlerHasNotHadWhenARuleMovesToAnotherVersionIsHandedOver(t *testing.T) {
 	v1 := schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}
 	v2 := schema.GroupVersionResource{Group: "example.com", Version: "v2", Resource: "widgets"}
-	release := make(chan struct{})
-	var released sync.Once
-	t.Cleanup(func() { released.Do(func() { close(release) }) })
-	labelsOf := func(ns string) labels.Set {
-		if ns == "slow" {
-			<-release // the API server's answer for a namespace the cache has not seen
-		}
-		return labels.Set{"env": "prod"}
-	}
+	labelsOf, release := slowNamespaceLabels(t)
 	sink := &countedSubmissions{}
 	w := New(Options{Sink: sink, Log: logr.Discard(), NamespaceLabels: labelsOf, FreshNamespaceLabels: labelsOf})
 	claimAt := func(gvr schema.GroupVersionResource) Claim {
@@ -668,7 +660,7 @@ func TestADeleteTheHandlerHasNotHadWhenARuleMovesToAnotherVersionIsHandedOver(t 
 	w.byGVR = map[schema.GroupVersionResource][]Claim{v2: {claimAt(v2)}}
 	w.mu.Unlock()
 	require.True(t, found)
-	released.Do(func() { close(release) })
+	release()
 	require.Eventually(t, func() bool { calls, _ := sink.seen(); return calls == 2 }, 10*time.Second, 10*time.Millisecond,
 		"the old handler had the update it waited on and the delete, with claims that are not the rule's any more")
 	deletes := func() (got []batch.Change) {

@@ -111,6 +111,11 @@ type informer struct {
 	// over, or left it to the handler with the claims it had (known).
 	handledObjs map[string]interface{}
 	handledMu   sync.Mutex
+	// recording is set while its resource is watched at another version too; gone is then
+	// the deletes its handler had within goneMemory, for a rule that moves here from the
+	// other version (joinedLocked). Both under handledMu.
+	recording bool
+	gone      recentlyGone
 	// resyncing holds the targets whose Resync waits for this informer's list
 	// (types.NamespacedName keys). Another Resync of one of them adds nothing (the snapshot
 	// follows the claims as they are once the list is in), so a list that keeps failing
@@ -258,7 +263,7 @@ func New(opts Options) *Watcher {
 func (w *Watcher) Start(ctx context.Context) error {
 	w.mu.Lock()
 	w.ctx = ctx
-	w.syncInformersLocked()
+	w.syncInformersLocked(w.byGVR) // no informer ran before: none joined
 	close(w.started)
 	w.mu.Unlock()
 	<-ctx.Done()
@@ -305,14 +310,16 @@ func (w *Watcher) setRule(ruleKey string, claims []Claim, waitingFor *types.Name
 	} else {
 		w.rules[ruleKey] = claims
 	}
+	before := w.byGVR
 	w.rebuildLocked()
-	w.syncInformersLocked()
+	joins := w.syncInformersLocked(before)
 	resync := targetsOf(claims)
 	for t := range targetsOf(old) {
 		resync[t] = true
 	}
 	w.tellWatchedLocked(resync)
 	w.mu.Unlock()
+	w.handJoined(joins)
 	if w.opts.OnWatchedChange != nil {
 		w.opts.OnWatchedChange()
 	}
@@ -1001,9 +1008,11 @@ func (w *Watcher) rebuildLocked() {
 }
 
 // syncInformersLocked starts informers for newly claimed resources and stops unclaimed ones.
-func (w *Watcher) syncInformersLocked() {
+// It returns the deletes owed to claims that moved, from was (the claims by resource
+// before the change), to an informer already running (joinedLocked).
+func (w *Watcher) syncInformersLocked(was map[schema.GroupVersionResource][]Claim) []joined {
 	if w.ctx == nil {
-		return
+		return nil
 	}
 	replaced := map[schema.GroupResource][]interface{}{}
 	for gvr, inf := range w.informers {
@@ -1015,6 +1024,7 @@ func (w *Watcher) syncInformersLocked() {
 			delete(w.informers, gvr)
 		}
 	}
+	joins := w.joinedLocked(was, replaced)
 	for gvr := range w.byGVR {
 		if _, ok := w.informers[gvr]; ok {
 			continue
@@ -1030,6 +1040,8 @@ func (w *Watcher) syncInformersLocked() {
 			go w.deletedWhileReplaced(gvr, inf)
 		}
 	}
+	w.recordLocked()
+	return joins
 }
 
 // handOver is what a stopping informer passes on to the one replacing it: what it knows
@@ -1157,9 +1169,7 @@ func (w *Watcher) handle(gvr schema.GroupVersionResource, i *informer) {
 			}
 			w.mu.RLock()
 			if key, err := cache.MetaNamespaceKeyFunc(u); err == nil {
-				i.handledMu.Lock()
-				delete(i.handledObjs, key)
-				i.handledMu.Unlock()
+				i.handledDelete(key, u, time.Now())
 			}
 			claims := w.byGVR[gvr]
 			w.mu.RUnlock()

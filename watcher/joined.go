@@ -1,0 +1,185 @@
+package watcher
+
+import (
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
+	"time"
+)
+
+// goneMemory is how long an informer keeps the deletes its handler had while its resource
+// is watched at another version too (informer.gone). A rule that moves to its version
+// leaves the other version's handler, which may lag behind by a slow event (a namespace's
+// labels asked of the API server) and then judges that delete by claims that are no longer
+// the rule's; this handler had it before the rule came, so it reached neither for the
+// rule's target. The hand-over (joinedLocked) finds it here.
+const goneMemory = 2 * time.Minute
+
+// goneRecord is one delete an informer's handler had: the object, and when.
+type goneRecord struct {
+	key string
+	obj interface{}
+	at  time.Time
+	seq uint64
+}
+
+// recentlyGone is the deletes an informer's handler had within goneMemory, oldest first,
+// and the last of each key.
+type recentlyGone struct {
+	order []goneRecord
+	byKey map[string]goneRecord
+	seq   uint64
+}
+
+// add records the delete of key, forgetting those older than goneMemory.
+func (g *recentlyGone) add(key string, obj interface{}, now time.Time) {
+	for len(g.order) > 0 && now.Sub(g.order[0].at) > goneMemory {
+		old := g.order[0]
+		g.order = g.order[1:]
+		if g.byKey[old.key].seq == old.seq {
+			delete(g.byKey, old.key)
+		}
+	}
+	if g.byKey == nil {
+		g.byKey = map[string]goneRecord{}
+	}
+	g.seq++
+	r := goneRecord{key: key, obj: obj, at: now, seq: g.seq}
+	g.order = append(g.order, r)
+	g.byKey[key] = r
+}
+
+// handledDelete drops key from what i's handler has had and, while i records (its resource
+// is watched at another version too), remembers the delete. Callers hold w.mu (a read at
+// least): the handler reads its claims in the same hold.
+func (i *informer) handledDelete(key string, obj interface{}, now time.Time) {
+	i.handledMu.Lock()
+	defer i.handledMu.Unlock()
+	delete(i.handledObjs, key)
+	if i.recording {
+		i.gone.add(key, obj, now)
+	}
+}
+
+// record starts or stops remembering deletes (informer.gone); stopping forgets them.
+// Callers hold w.mu for writing.
+func (i *informer) record(on bool) {
+	i.handledMu.Lock()
+	defer i.handledMu.Unlock()
+	if !on {
+		i.gone = recentlyGone{}
+	}
+	i.recording = on
+}
+
+// goneOf is the objects of keys whose delete i's handler had (within goneMemory) and that
+// it does not know again since. Callers hold w.mu for writing.
+func (i *informer) goneOf(keys map[string]bool) []interface{} {
+	known := map[string]bool{}
+	for _, o := range i.known() {
+		if key, err := cache.MetaNamespaceKeyFunc(o); err == nil {
+			known[key] = true
+		}
+	}
+	i.handledMu.Lock()
+	defer i.handledMu.Unlock()
+	var objs []interface{}
+	for key := range keys {
+		if r, ok := i.gone.byKey[key]; ok && !known[key] {
+			objs = append(objs, r.obj)
+		}
+	}
+	return objs
+}
+
+// recordLocked has each informer remember its handler's deletes while its resource is
+// watched at another version too, the only time a rule can move to it from another
+// informer (joinedLocked). Callers hold w.mu for writing.
+func (w *Watcher) recordLocked() {
+	versions := map[schema.GroupResource]int{}
+	for gvr := range w.informers {
+		versions[gvr.GroupResource()]++
+	}
+	for gvr, inf := range w.informers {
+		inf.record(versions[gvr.GroupResource()] > 1)
+	}
+}
+
+// joined is the deletes handed to the claims that joined an informer of gvr already
+// running (joinedLocked).
+type joined struct {
+	gvr    schema.GroupVersionResource
+	claims []Claim
+	objs   []interface{}
+}
+
+// joinedLocked is, for each informer already running that claims join from another
+// version of its resource (a rule whose CRD's served version changed, moving to a version
+// another rule watches), the deletes that reached neither informer for them: objects the
+// other version's informer knew when they left (stopped: what it handed over) whose delete
+// this informer's handler had before they came. Its own later deletes reach them, and
+// those the other handler had before they left did. Callers hold w.mu for writing, before
+// new informers start.
+func (w *Watcher) joinedLocked(before map[schema.GroupVersionResource][]Claim, stopped map[schema.GroupResource][]interface{}) []joined {
+	var out []joined
+	for gvr, inf := range w.informers {
+		claims := joiningClaims(before, w.byGVR, gvr)
+		if len(claims) == 0 || !inf.inf.HasSynced() {
+			continue
+		}
+		left := map[string]bool{}
+		add := func(objs []interface{}) {
+			for _, o := range objs {
+				if key, err := cache.MetaNamespaceKeyFunc(o); err == nil {
+					left[key] = true
+				}
+			}
+		}
+		add(stopped[gvr.GroupResource()])
+		for other, o := range w.informers {
+			if other != gvr && other.GroupResource() == gvr.GroupResource() && o.inf.HasSynced() {
+				add(o.known())
+			}
+		}
+		if objs := inf.goneOf(left); len(objs) > 0 {
+			out = append(out, joined{gvr: gvr, claims: claims, objs: objs})
+		}
+	}
+	return out
+}
+
+// handJoined fans each hand-over's deletes out to the claims that joined. Outside w.mu:
+// judging a delete may ask the API server for a namespace's labels.
+func (w *Watcher) handJoined(joins []joined) {
+	for _, j := range joins {
+		for _, o := range j.objs {
+			if u, ok := deletedObject(o); ok {
+				w.deleted(j.gvr, j.claims, u)
+			}
+		}
+	}
+}
+
+// joiningClaims is the claims at gvr in after that before lacks, of targets that had a
+// claim on gvr's resource at another version in before: a rule that moved to gvr. Pure.
+func joiningClaims(before, after map[schema.GroupVersionResource][]Claim, gvr schema.GroupVersionResource) []Claim {
+	had := map[string]bool{}
+	for _, c := range before[gvr] {
+		had[c.key()] = true
+	}
+	moved := map[types.NamespacedName]bool{}
+	for other, cs := range before {
+		if other != gvr && other.GroupResource() == gvr.GroupResource() {
+			for _, c := range cs {
+				moved[c.Target] = true
+			}
+		}
+	}
+	var out []Claim
+	for _, c := range after[gvr] {
+		if !had[c.key()] && moved[c.Target] {
+			out = append(out, c)
+		}
+	}
+	return out
+}
