@@ -675,7 +675,7 @@ func TestADeleteTheHandlerHasNotHadWhenARuleMovesToAnotherVersionIsHandedOver(t 
 	require.Empty(t, deletes(), "only the update it had waited on, judged by the claims it read before")
 
 	next := listedInformer(t, false, busy)
-	next.listed = &keySet{keys: map[string]bool{}}
+	next.listed = &listedSet{objs: map[string]interface{}{}}
 	w.handle(v2, next)
 	go next.inf.Run(next.ctx.Done())
 	next.predecessor = before // as syncInformersLocked starts a replacing one
@@ -698,7 +698,7 @@ func TestADeleteWhileAResourcesInformerIsReplacedByAnotherVersionsIsHandedOver(t
 		ObjectSelector: labels.Everything(), Create: true, Update: true, Delete: true}}
 	kept, gone := configMap("shop", "kept", nil), configMap("shop", "gone", nil) // as the old version's store held them
 	inf := listedInformer(t, false, kept)
-	inf.listed = &keySet{keys: map[string]bool{}} // as startInformer makes a replacing one
+	inf.listed = &listedSet{objs: map[string]interface{}{}} // as startInformer makes a replacing one
 	w.handle(v2, inf)
 	go inf.inf.Run(inf.ctx.Done())
 
@@ -710,6 +710,60 @@ func TestADeleteWhileAResourcesInformerIsReplacedByAnotherVersionsIsHandedOver(t
 	assert.Equal(t, "gone", sink.got[0][0].Key.Name)
 	assert.True(t, sink.got[0][0].Deleted)
 	assert.Equal(t, v2, sink.got[0][0].Key.GVR, "at the version the target watches now")
+}
+
+// A CRD's preferred version changes, and an object is relabelled out of the rule's selection
+// between the old informer's stop and the new one's list: handed over as that update, its
+// document is removed (a snapshot would only count it an orphan). One relabelled within the
+// selection is handed over as an update; one not relabelled is the snapshot's.
+func TestAnObjectRelabelledWhileAResourcesInformerIsReplacedIsHandedOver(t *testing.T) {
+	v2 := schema.GroupVersionResource{Group: "example.com", Version: "v2", Resource: "widgets"}
+	sink := &submissions{}
+	w := New(Options{Sink: sink, Log: logr.Discard()})
+	w.byGVR[v2] = []Claim{{Target: types.NamespacedName{Namespace: "ops", Name: "live"}, Resource: Resource{GVR: v2, Kind: "Widget", Namespaced: true},
+		Namespace: "shop", ObjectSelector: labels.SelectorFromSet(labels.Set{"tier": "web"}), Create: true, Update: true, Delete: true}}
+	web := map[string]string{"tier": "web"}
+	left, stayed, same := configMap("shop", "left", web), configMap("shop", "stayed", web), configMap("shop", "same", web)
+	leftNow, stayedNow := left.DeepCopy(), stayed.DeepCopy()
+	leftNow.SetLabels(map[string]string{"tier": "db"})
+	stayedNow.SetLabels(map[string]string{"tier": "web", "team": "a"})
+	inf := listedInformer(t, false, leftNow, stayedNow, same)
+	inf.listed = &listedSet{objs: map[string]interface{}{}} // as startInformer makes a replacing one
+	w.handle(v2, inf)
+	go inf.inf.Run(inf.ctx.Done())
+
+	inf.predecessor = []interface{}{left, stayed, same}
+	w.deletedWhileReplaced(v2, inf)
+
+	var got []string
+	for _, cs := range sink.got {
+		for _, c := range cs {
+			got = append(got, fmt.Sprintf("%s deleted=%v", c.Key.Name, c.Deleted))
+		}
+	}
+	assert.ElementsMatch(t, []string{"left deleted=true", "stayed deleted=false"}, got)
+}
+
+// What an informer knows is what its handler had, at the labels it last judged: a relabel
+// waiting in its queue has not reached any target yet, so the one replacing it hands it over.
+func TestWhatAnInformerKnowsIsWhatItsHandlerHad(t *testing.T) {
+	before := configMap("shop", "app", map[string]string{"tier": "web"})
+	now := before.DeepCopy()
+	now.SetLabels(map[string]string{"tier": "db"})
+	fresh := configMap("shop", "fresh", nil)
+	inf := listedInformer(t, true, now, fresh)
+	inf.handledObjs = map[string]interface{}{"shop/app": before, "shop/gone": configMap("shop", "gone", nil)}
+
+	byName := map[string]map[string]string{}
+	for _, o := range inf.known() {
+		u := o.(*unstructured.Unstructured)
+		byName[u.GetName()] = u.GetLabels()
+	}
+	assert.Equal(t, map[string]map[string]string{
+		"app":   {"tier": "web"}, // as its handler had it
+		"gone":  nil,             // its delete waits in the queue
+		"fresh": nil,             // its add does
+	}, byName)
 }
 
 // A CRD's version changes, and changes again before the new version's informer listed (its

@@ -96,9 +96,9 @@ type informer struct {
 	// handled is its event handler's registration: synced once the handler has had the
 	// initial list.
 	handled cache.ResourceEventHandlerRegistration
-	// listed collects the keys of the initial list of an informer replacing another version's
+	// listed collects the initial list of an informer replacing another version's
 	// (deletedWhileReplaced); nil for any other.
-	listed *keySet
+	listed *listedSet
 	// predecessor is what the informer it replaced knew, until deletedWhileReplaced hands
 	// over from it or a successor takes it (handOver); under the Watcher's mu.
 	predecessor []interface{}
@@ -157,27 +157,28 @@ func (inf *informer) takeRelabel(ns string) (before, after labels.Set) {
 	return p.before, p.after
 }
 
-// keySet is a set of object keys filled by an event handler and read by another goroutine.
-type keySet struct {
+// listedSet is the objects of an initial list by key, filled by an event handler and read
+// by another goroutine.
+type listedSet struct {
 	mu   sync.Mutex
-	keys map[string]bool
+	objs map[string]interface{}
 }
 
-func (k *keySet) add(o interface{}) {
+func (k *listedSet) add(o interface{}) {
 	if key, err := cache.MetaNamespaceKeyFunc(o); err == nil {
 		k.mu.Lock()
-		k.keys[key] = true
+		k.objs[key] = o
 		k.mu.Unlock()
 	}
 }
 
 // take returns the set and empties it: it is read once.
-func (k *keySet) take() map[string]bool {
+func (k *listedSet) take() map[string]interface{} {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	keys := k.keys
-	k.keys = map[string]bool{}
-	return keys
+	objs := k.objs
+	k.objs = map[string]interface{}{}
+	return objs
 }
 
 // Watcher keeps one informer per watched resource and fans each event out to every claim.
@@ -1092,9 +1093,11 @@ func (w *Watcher) otherVersionLocked(gvr schema.GroupVersionResource) ([]interfa
 // (informer.predecessor) that the list lacked: when a CRD's preferred version changes, the
 // old version's informer stops at once and the new one lists a moment later, and an object
 // deleted in between reaches neither (the list's objects are no events, and the snapshot
-// would only count the document as an orphan). Judged against the initial list, not the
-// store, so a delete after it is the handler's alone (once, with its author). An informer
-// replaced again meanwhile hands over nothing: its successor does (handOver).
+// would only count the document as an orphan). Likewise an object relabelled in between
+// is handed over as that update, so one that left a claim's selection is removed (the
+// snapshot would count it an orphan too). Judged against the initial list, not the store,
+// so a delete or relabel after it is the handler's alone (once, with its author). An
+// informer replaced again meanwhile hands over nothing: its successor does (handOver).
 func (w *Watcher) deletedWhileReplaced(gvr schema.GroupVersionResource, inf *informer) {
 	if inf.listed == nil || !cache.WaitForCacheSync(inf.ctx.Done(), inf.handled.HasSynced) {
 		return
@@ -1105,10 +1108,29 @@ func (w *Watcher) deletedWhileReplaced(gvr schema.GroupVersionResource, inf *inf
 	w.mu.Unlock()
 	listed := inf.listed.take()
 	for _, o := range before {
-		if key, err := cache.MetaNamespaceKeyFunc(o); err == nil && !listed[key] {
+		key, err := cache.MetaNamespaceKeyFunc(o)
+		if err != nil {
+			continue
+		}
+		now, ok := listed[key]
+		switch {
+		case !ok:
 			w.onDelete(gvr, o)
+		case relabelled(o, now):
+			w.onEvent(gvr, o, now, false)
 		}
 	}
+}
+
+// relabelled says whether the object's labels differ between before and now, or it is
+// another object under the name (deleted and created again: onEvent tells both). Pure.
+func relabelled(before, now interface{}) bool {
+	b, okB := before.(*unstructured.Unstructured)
+	n, okN := now.(*unstructured.Unstructured)
+	if !okB || !okN {
+		return false
+	}
+	return b.GetUID() != n.GetUID() || !labels.Equals(b.GetLabels(), n.GetLabels())
 }
 
 // startInformer starts the informer of gvr; replacing says it replaces one of the same
@@ -1117,7 +1139,7 @@ func (w *Watcher) startInformer(gvr schema.GroupVersionResource, replacing bool)
 	ctx, cancel := context.WithCancel(w.ctx)
 	i := &informer{ctx: ctx, cancel: cancel}
 	if replacing {
-		i.listed = &keySet{keys: map[string]bool{}}
+		i.listed = &listedSet{objs: map[string]interface{}{}}
 	}
 	// The dynamic informer's list and watch, with each list seen: a re-list (after a watch
 	// expired or was cut) is compared with Git (afterRelist).
@@ -1189,24 +1211,26 @@ func (w *Watcher) had(i *informer, o interface{}) {
 	i.handledMu.Unlock()
 }
 
-// known is what an informer that has synced knows of: what its store holds, and what its
-// handler has had whose delete waits in its queue (handledObjs), dropped from the store
-// already. An informer replaced, or left by a rule, may never hand those deletes to the
-// rule's target (its queue is dropped when it stops, its claims are others' when they come):
-// deletedWhileReplaced does, from this. Callers hold w.mu.
+// known is what an informer that has synced knows of, as its handler had it: what its
+// handler has had (handledObjs) — with a delete that waits in its queue, dropped from the
+// store already, and at the labels the handler last judged — and what its store holds that
+// the handler has not had yet. An informer replaced, or left by a rule, may never hand
+// those deletes and relabels to the rule's target (its queue is dropped when it stops, its
+// claims are others' when they come): deletedWhileReplaced does, from this. Callers hold
+// w.mu.
 func (i *informer) known() []interface{} {
-	objs := i.inf.GetStore().List()
-	inStore := make(map[string]bool, len(objs))
-	for _, o := range objs {
-		if key, err := cache.MetaNamespaceKeyFunc(o); err == nil {
-			inStore[key] = true
-		}
-	}
+	stored := i.inf.GetStore().List()
 	i.handledMu.Lock()
 	defer i.handledMu.Unlock()
-	for key, o := range i.handledObjs {
-		if !inStore[key] {
-			objs = append(objs, o)
+	objs := make([]interface{}, 0, len(i.handledObjs))
+	for _, o := range i.handledObjs {
+		objs = append(objs, o)
+	}
+	for _, o := range stored {
+		if key, err := cache.MetaNamespaceKeyFunc(o); err == nil {
+			if _, had := i.handledObjs[key]; !had {
+				objs = append(objs, o)
+			}
 		}
 	}
 	return objs
