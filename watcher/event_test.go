@@ -714,8 +714,9 @@ func TestADeleteWhileAResourcesInformerIsReplacedByAnotherVersionsIsHandedOver(t
 
 // A CRD's preferred version changes, and an object is relabelled out of the rule's selection
 // between the old informer's stop and the new one's list: handed over as that update, its
-// document is removed (a snapshot would only count it an orphan). One relabelled within the
-// selection is handed over as an update; one not relabelled is the snapshot's.
+// document is removed (a snapshot would only count it an orphan); one deleted and created
+// again is handed over as both. One relabelled within the selection, or not at all, is the
+// snapshot's.
 func TestAnObjectRelabelledWhileAResourcesInformerIsReplacedIsHandedOver(t *testing.T) {
 	v2 := schema.GroupVersionResource{Group: "example.com", Version: "v2", Resource: "widgets"}
 	sink := &submissions{}
@@ -723,16 +724,18 @@ func TestAnObjectRelabelledWhileAResourcesInformerIsReplacedIsHandedOver(t *test
 	w.byGVR[v2] = []Claim{{Target: types.NamespacedName{Namespace: "ops", Name: "live"}, Resource: Resource{GVR: v2, Kind: "Widget", Namespaced: true},
 		Namespace: "shop", ObjectSelector: labels.SelectorFromSet(labels.Set{"tier": "web"}), Create: true, Update: true, Delete: true}}
 	web := map[string]string{"tier": "web"}
-	left, stayed, same := configMap("shop", "left", web), configMap("shop", "stayed", web), configMap("shop", "same", web)
-	leftNow, stayedNow := left.DeepCopy(), stayed.DeepCopy()
+	left, stayed, same, again := configMap("shop", "left", web), configMap("shop", "stayed", web), configMap("shop", "same", web), configMap("shop", "again", web)
+	leftNow, stayedNow, againNow := left.DeepCopy(), stayed.DeepCopy(), again.DeepCopy()
 	leftNow.SetLabels(map[string]string{"tier": "db"})
 	stayedNow.SetLabels(map[string]string{"tier": "web", "team": "a"})
-	inf := listedInformer(t, false, leftNow, stayedNow, same)
+	again.SetUID("first")
+	againNow.SetUID("second")
+	inf := listedInformer(t, false, leftNow, stayedNow, same, againNow)
 	inf.listed = &listedSet{objs: map[string]interface{}{}} // as startInformer makes a replacing one
 	w.handle(v2, inf)
 	go inf.inf.Run(inf.ctx.Done())
 
-	inf.predecessor = []interface{}{left, stayed, same}
+	inf.predecessor = []interface{}{left, stayed, same, again}
 	w.deletedWhileReplaced(v2, inf)
 
 	var got []string
@@ -741,7 +744,7 @@ func TestAnObjectRelabelledWhileAResourcesInformerIsReplacedIsHandedOver(t *test
 			got = append(got, fmt.Sprintf("%s deleted=%v", c.Key.Name, c.Deleted))
 		}
 	}
-	assert.ElementsMatch(t, []string{"left deleted=true", "stayed deleted=false"}, got)
+	assert.ElementsMatch(t, []string{"left deleted=true", "again deleted=true", "again deleted=false"}, got)
 }
 
 // What an informer knows is what its handler had, at the labels it last judged: a relabel

@@ -72,9 +72,11 @@ func (i *informer) record(on bool) {
 	i.recording = on
 }
 
-// goneOf is the objects of keys whose delete i's handler had (within goneMemory) and that
-// it does not know again since. Callers hold w.mu for writing.
-func (i *informer) goneOf(keys map[string]bool) []interface{} {
+// goneOf is the objects of left (by key, with the UID the other informer knew them by)
+// whose delete i's handler had within goneMemory before now, of that object (not one of
+// the name deleted before it was created again), and that it does not know again since.
+// Callers hold w.mu for writing.
+func (i *informer) goneOf(left map[string]types.UID, now time.Time) []interface{} {
 	known := map[string]bool{}
 	for _, o := range i.known() {
 		if key, err := cache.MetaNamespaceKeyFunc(o); err == nil {
@@ -84,8 +86,12 @@ func (i *informer) goneOf(keys map[string]bool) []interface{} {
 	i.handledMu.Lock()
 	defer i.handledMu.Unlock()
 	var objs []interface{}
-	for key := range keys {
-		if r, ok := i.gone.byKey[key]; ok && !known[key] {
+	for key, uid := range left {
+		r, ok := i.gone.byKey[key]
+		if !ok || known[key] || now.Sub(r.at) > goneMemory {
+			continue
+		}
+		if u, ok := deletedObject(r.obj); ok && (uid == "" || u.GetUID() == "" || u.GetUID() == uid) {
 			objs = append(objs, r.obj)
 		}
 	}
@@ -113,25 +119,27 @@ type joined struct {
 	objs   []interface{}
 }
 
-// joinedLocked is, for each informer already running that claims join from another
-// version of its resource (a rule whose CRD's served version changed, moving to a version
-// another rule watches), the deletes that reached neither informer for them: objects the
-// other version's informer knew when they left (stopped: what it handed over) whose delete
-// this informer's handler had before they came. Its own later deletes reach them, and
-// those the other handler had before they left did. Callers hold w.mu for writing, before
-// new informers start.
-func (w *Watcher) joinedLocked(before map[schema.GroupVersionResource][]Claim, stopped map[schema.GroupResource][]interface{}) []joined {
+// joinedLocked is, for each informer already running that a rule's claims join from
+// another version of its resource (its CRD's served version changed, and the rule moved,
+// from old to now, to a version another rule watches), the deletes that reached neither
+// informer for them: objects the other version's informer knew when they left (stopped:
+// what it handed over) whose delete this informer's handler had before they came. Its own
+// later deletes reach them, and those the other handler had before they left did. Callers
+// hold w.mu for writing, before new informers start.
+func (w *Watcher) joinedLocked(old, now []Claim, stopped map[schema.GroupResource][]interface{}) []joined {
 	var out []joined
 	for gvr, inf := range w.informers {
-		claims := joiningClaims(before, w.byGVR, gvr)
+		claims := joiningClaims(old, now, gvr)
 		if len(claims) == 0 || !inf.inf.HasSynced() {
 			continue
 		}
-		left := map[string]bool{}
+		left := map[string]types.UID{}
 		add := func(objs []interface{}) {
 			for _, o := range objs {
-				if key, err := cache.MetaNamespaceKeyFunc(o); err == nil {
-					left[key] = true
+				if u, ok := deletedObject(o); ok {
+					if key, err := cache.MetaNamespaceKeyFunc(u); err == nil {
+						left[key] = u.GetUID()
+					}
 				}
 			}
 		}
@@ -141,7 +149,7 @@ func (w *Watcher) joinedLocked(before map[schema.GroupVersionResource][]Claim, s
 				add(o.known())
 			}
 		}
-		if objs := inf.goneOf(left); len(objs) > 0 {
+		if objs := inf.goneOf(left, time.Now()); len(objs) > 0 {
 			out = append(out, joined{gvr: gvr, claims: claims, objs: objs})
 		}
 	}
@@ -160,24 +168,21 @@ func (w *Watcher) handJoined(joins []joined) {
 	}
 }
 
-// joiningClaims is the claims at gvr in after that before lacks, of targets that had a
-// claim on gvr's resource at another version in before: a rule that moved to gvr. Pure.
-func joiningClaims(before, after map[schema.GroupVersionResource][]Claim, gvr schema.GroupVersionResource) []Claim {
+// joiningClaims is a rule's claims at gvr in now that old lacks, when old claimed gvr's
+// resource at another version: the rule moved to gvr. Pure.
+func joiningClaims(old, now []Claim, gvr schema.GroupVersionResource) []Claim {
 	had := map[string]bool{}
-	for _, c := range before[gvr] {
+	moved := false
+	for _, c := range old {
 		had[c.key()] = true
+		moved = moved || (c.Resource.GVR != gvr && c.Resource.GVR.GroupResource() == gvr.GroupResource())
 	}
-	moved := map[types.NamespacedName]bool{}
-	for other, cs := range before {
-		if other != gvr && other.GroupResource() == gvr.GroupResource() {
-			for _, c := range cs {
-				moved[c.Target] = true
-			}
-		}
+	if !moved {
+		return nil
 	}
 	var out []Claim
-	for _, c := range after[gvr] {
-		if !had[c.key()] && moved[c.Target] {
+	for _, c := range now {
+		if c.Resource.GVR == gvr && !had[c.key()] {
 			out = append(out, c)
 		}
 	}

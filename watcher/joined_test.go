@@ -9,6 +9,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -20,8 +21,16 @@ import (
 // A rule moves to a CRD's new version that another rule's informer already watches. The
 // old version's handler lags behind a slow event (a namespace's labels asked of the API
 // server) and has not had a delete yet; the new version's handler had it before the rule
-// came, for the other rule only. The rule's target is handed that delete once.
+// came, for the other rule only. The rule's target is handed that delete once, whether
+// the old version's informer stops or keeps running for a third rule.
 func TestARuleMovingToAVersionAnotherRuleWatchesIsHandedTheDeleteNeitherInformerGaveIt(t *testing.T) {
+	t.Run("the old version's informer stops", func(t *testing.T) { joinAfterADelete(t, false) })
+	t.Run("the old version's informer keeps running for another rule", func(t *testing.T) { joinAfterADelete(t, true) })
+}
+
+// joinAfterADelete is the scene of TestARuleMovingToAVersionAnotherRuleWatchesIsHandedTheDeleteNeitherInformerGaveIt;
+// keepOld has a third rule keep the old version's informer.
+func joinAfterADelete(t *testing.T, keepOld bool) {
 	v1 := schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}
 	v2 := schema.GroupVersionResource{Group: "example.com", Version: "v2", Resource: "widgets"}
 	live, other := types.NamespacedName{Namespace: "ops", Name: "live"}, types.NamespacedName{Namespace: "ops", Name: "other"}
@@ -42,6 +51,10 @@ func TestARuleMovingToAVersionAnotherRuleWatchesIsHandedTheDeleteNeitherInformer
 	w.mu.Lock()
 	w.ctx = ctx
 	w.rules = map[string][]Claim{"moving": moving(v1), "staying": staying}
+	if keepOld {
+		w.rules["keeping"] = []Claim{{Target: types.NamespacedName{Namespace: "ops", Name: "third"}, Resource: Resource{GVR: v1, Kind: "Widget", Namespaced: true},
+			Namespace: "elsewhere", ObjectSelector: labels.Everything(), Create: true, Update: true, Delete: true}}
+	}
 	w.rebuildLocked()
 	for gvr, inf := range map[schema.GroupVersionResource]*informer{v1: old, v2: kept} {
 		w.handle(gvr, inf)
@@ -50,6 +63,7 @@ func TestARuleMovingToAVersionAnotherRuleWatchesIsHandedTheDeleteNeitherInformer
 	}
 	w.recordLocked() // as syncInformersLocked leaves two versions of one resource
 	w.mu.Unlock()
+	assert.True(t, kept.recording, "two versions of the resource are watched")
 	require.Eventually(t, func() bool { return old.handled.HasSynced() && kept.handled.HasSynced() }, 10*time.Second, 10*time.Millisecond)
 
 	changed := busy.DeepCopy()
@@ -77,6 +91,11 @@ func TestARuleMovingToAVersionAnotherRuleWatchesIsHandedTheDeleteNeitherInformer
 	}, 10*time.Second, 10*time.Millisecond, "the old store dropped it; its handler has not had the delete")
 
 	w.SetRule("moving", moving(v2))
+	w.mu.RLock()
+	_, oldRuns := w.informers[v1]
+	w.mu.RUnlock()
+	require.Equal(t, keepOld, oldRuns)
+	assert.Equal(t, keepOld, kept.recording, "records only while the resource is watched at two versions")
 	release()
 
 	require.Eventually(t, func() bool { return len(deletesFor(live)) == 1 }, 10*time.Second, 10*time.Millisecond)
@@ -113,31 +132,26 @@ func TestJoiningClaims(t *testing.T) {
 		return Claim{Target: types.NamespacedName{Namespace: "ops", Name: target}, Resource: Resource{GVR: gvr, Namespaced: true},
 			Namespace: "shop", ObjectSelector: labels.Everything(), Delete: true}
 	}
-	type byGVR = map[schema.GroupVersionResource][]Claim
+	narrowed := claim("live", v2)
+	narrowed.ObjectSelector = labels.SelectorFromSet(labels.Set{"tier": "web"})
 	for _, tc := range []struct {
-		name          string
-		before, after byGVR
-		want          []Claim
+		name     string
+		old, now []Claim
+		want     []Claim
 	}{
-		{"a claim that moved from another version of the resource joins",
-			byGVR{v1: {claim("live", v1)}, v2: {claim("other", v2)}},
-			byGVR{v2: {claim("other", v2), claim("live", v2)}},
-			[]Claim{claim("live", v2)}},
-		{"a claim that was there before does not join",
-			byGVR{v1: {claim("live", v1)}, v2: {claim("live", v2)}},
-			byGVR{v2: {claim("live", v2)}},
-			nil},
-		{"a new claim of a target that watched no other version does not join: there was nothing to lose",
-			byGVR{v1: {claim("other", v1)}, v2: {claim("other", v2)}},
-			byGVR{v1: {claim("other", v1)}, v2: {claim("other", v2), claim("live", v2)}},
-			nil},
-		{"a claim that comes from another resource does not join",
-			byGVR{gadgets: {claim("live", gadgets)}, v2: {claim("other", v2)}},
-			byGVR{v2: {claim("other", v2), claim("live", v2)}},
-			nil},
+		{"a rule's claim that moved from another version of the resource joins",
+			[]Claim{claim("live", v1)}, []Claim{claim("live", v2)}, []Claim{claim("live", v2)}},
+		{"only the moved rule's claims at the version joined",
+			[]Claim{claim("live", v1), claim("live", gadgets)}, []Claim{claim("live", v2), claim("live", gadgets)}, []Claim{claim("live", v2)}},
+		{"a rule edited at the version it already watches does not join, whatever its target's other rules watch",
+			[]Claim{claim("live", v2)}, []Claim{narrowed}, nil},
+		{"a new rule does not join: it lost nothing in between",
+			nil, []Claim{claim("live", v2)}, nil},
+		{"a rule that comes from another resource does not join",
+			[]Claim{claim("live", gadgets)}, []Claim{claim("live", v2)}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			assert.Equal(t, tc.want, joiningClaims(tc.before, tc.after, v2))
+			assert.Equal(t, tc.want, joiningClaims(tc.old, tc.now, v2))
 		})
 	}
 }
@@ -162,6 +176,29 @@ func TestRecentlyGone(t *testing.T) {
 		require.Contains(t, g.byKey, "shop/a")
 		assert.Equal(t, "again", g.byKey["shop/a"].obj)
 	})
+	t.Run("hands over only a recent delete of the object the other informer knew, not one it knows again", func(t *testing.T) {
+		back := configMap("shop", "back", nil)
+		i := listedInformer(t, true, back)
+		i.handledObjs = map[string]interface{}{}
+		i.record(true)
+		now := time.Now()
+		object := func(name, uid string) interface{} {
+			u := configMap("shop", name, nil)
+			u.SetUID(types.UID(uid))
+			return u
+		}
+		i.handledDelete("shop/stale", object("stale", "s"), now.Add(-goneMemory-time.Second))
+		i.handledDelete("shop/renamed", object("renamed", "before"), now)
+		i.handledDelete("shop/back", object("back", ""), now)
+		i.handledDelete("shop/gone", object("gone", "g"), now)
+		left := map[string]types.UID{"shop/stale": "s", "shop/renamed": "after", "shop/back": "", "shop/gone": "g", "shop/never": "n"}
+
+		var got []string
+		for _, o := range i.goneOf(left, now) {
+			got = append(got, o.(*unstructured.Unstructured).GetName())
+		}
+		assert.Equal(t, []string{"gone"}, got, "not a delete older than goneMemory, of an object created again since, or of one its store has again")
+	})
 	t.Run("an informer that stops recording forgets what it had", func(t *testing.T) {
 		i := &informer{handledObjs: map[string]interface{}{}}
 		i.record(true)
@@ -172,4 +209,28 @@ func TestRecentlyGone(t *testing.T) {
 		i.handledDelete("shop/b", "b", time.Now())
 		assert.Empty(t, i.gone.byKey, "nothing recorded while no other version is watched")
 	})
+}
+
+func TestSelectionChanged(t *testing.T) {
+	web := Claim{ObjectSelector: labels.SelectorFromSet(labels.Set{"tier": "web"})}
+	obj := func(uid string, lbls map[string]string) interface{} {
+		u := configMap("shop", "app", lbls)
+		u.SetUID(types.UID(uid))
+		return u
+	}
+	for _, tc := range []struct {
+		name        string
+		before, now interface{}
+		want        bool
+	}{
+		{"an object relabelled out of a claim's selection changed", obj("1", map[string]string{"tier": "web"}), obj("1", map[string]string{"tier": "db"}), true},
+		{"an object relabelled into a claim's selection changed", obj("1", nil), obj("1", map[string]string{"tier": "web"}), true},
+		{"a label a conversion sets per version selects alike", obj("1", map[string]string{"tier": "web"}), obj("1", map[string]string{"tier": "web", "version": "v2"}), false},
+		{"another object under the name changed, whatever its labels", obj("1", map[string]string{"tier": "web"}), obj("2", map[string]string{"tier": "web"}), true},
+		{"what is not an object changed nothing", "shop/app", obj("1", nil), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, selectionChanged([]Claim{web}, tc.before, tc.now))
+		})
+	}
 }

@@ -264,7 +264,7 @@ func New(opts Options) *Watcher {
 func (w *Watcher) Start(ctx context.Context) error {
 	w.mu.Lock()
 	w.ctx = ctx
-	w.syncInformersLocked(w.byGVR) // no informer ran before: none joined
+	w.syncInformersLocked(nil, nil) // no informer ran before: nothing moved
 	close(w.started)
 	w.mu.Unlock()
 	<-ctx.Done()
@@ -311,9 +311,8 @@ func (w *Watcher) setRule(ruleKey string, claims []Claim, waitingFor *types.Name
 	} else {
 		w.rules[ruleKey] = claims
 	}
-	before := w.byGVR
 	w.rebuildLocked()
-	joins := w.syncInformersLocked(before)
+	joins := w.syncInformersLocked(old, claims)
 	resync := targetsOf(claims)
 	for t := range targetsOf(old) {
 		resync[t] = true
@@ -1009,9 +1008,9 @@ func (w *Watcher) rebuildLocked() {
 }
 
 // syncInformersLocked starts informers for newly claimed resources and stops unclaimed ones.
-// It returns the deletes owed to claims that moved, from was (the claims by resource
-// before the change), to an informer already running (joinedLocked).
-func (w *Watcher) syncInformersLocked(was map[schema.GroupVersionResource][]Claim) []joined {
+// It returns the deletes owed to the claims of the rule that changed from old to claims
+// that moved to an informer already running (joinedLocked).
+func (w *Watcher) syncInformersLocked(old, claims []Claim) []joined {
 	if w.ctx == nil {
 		return nil
 	}
@@ -1025,7 +1024,7 @@ func (w *Watcher) syncInformersLocked(was map[schema.GroupVersionResource][]Clai
 			delete(w.informers, gvr)
 		}
 	}
-	joins := w.joinedLocked(was, replaced)
+	joins := w.joinedLocked(old, claims, replaced)
 	for gvr := range w.byGVR {
 		if _, ok := w.informers[gvr]; ok {
 			continue
@@ -1107,6 +1106,9 @@ func (w *Watcher) deletedWhileReplaced(gvr schema.GroupVersionResource, inf *inf
 	inf.predecessor = nil
 	w.mu.Unlock()
 	listed := inf.listed.take()
+	w.mu.RLock()
+	claims := w.byGVR[gvr]
+	w.mu.RUnlock()
 	for _, o := range before {
 		key, err := cache.MetaNamespaceKeyFunc(o)
 		if err != nil {
@@ -1116,21 +1118,30 @@ func (w *Watcher) deletedWhileReplaced(gvr schema.GroupVersionResource, inf *inf
 		switch {
 		case !ok:
 			w.onDelete(gvr, o)
-		case relabelled(o, now):
+		case selectionChanged(claims, o, now):
 			w.onEvent(gvr, o, now, false)
 		}
 	}
 }
 
-// relabelled says whether the object's labels differ between before and now, or it is
-// another object under the name (deleted and created again: onEvent tells both). Pure.
-func relabelled(before, now interface{}) bool {
+// selectionChanged says whether the labels of an object, before and now, differ in what
+// a claim selects, or it is another object under the name (deleted and created again:
+// onEvent tells both). Labels a conversion sets per version select alike. Pure.
+func selectionChanged(claims []Claim, before, now interface{}) bool {
 	b, okB := before.(*unstructured.Unstructured)
 	n, okN := now.(*unstructured.Unstructured)
 	if !okB || !okN {
 		return false
 	}
-	return b.GetUID() != n.GetUID() || !labels.Equals(b.GetLabels(), n.GetLabels())
+	if b.GetUID() != n.GetUID() {
+		return true
+	}
+	for _, c := range claims {
+		if c.ObjectSelector.Matches(labels.Set(b.GetLabels())) != c.ObjectSelector.Matches(labels.Set(n.GetLabels())) {
+			return true
+		}
+	}
+	return false
 }
 
 // startInformer starts the informer of gvr; replacing says it replaces one of the same
@@ -1177,12 +1188,10 @@ func (w *Watcher) handle(gvr schema.GroupVersionResource, i *informer) {
 			if initial && i.listed != nil {
 				i.listed.add(o)
 			}
-			w.had(i, o)
-			w.onEvent(gvr, nil, o, initial)
+			w.eventWith(gvr, w.had(gvr, i, o), nil, o, initial)
 		},
 		UpdateFunc: func(old, o interface{}) {
-			w.had(i, o)
-			w.onEvent(gvr, old, o, false)
+			w.eventWith(gvr, w.had(gvr, i, o), old, o, false)
 		},
 		DeleteFunc: func(o interface{}) {
 			u, ok := deletedObject(o)
@@ -1200,15 +1209,19 @@ func (w *Watcher) handle(gvr schema.GroupVersionResource, i *informer) {
 	})
 }
 
-// had records o, added or updated, as handled by i's handler (informer.handledObjs).
-func (w *Watcher) had(i *informer, o interface{}) {
-	key, err := cache.MetaNamespaceKeyFunc(o)
-	if err != nil {
-		return
+// had records o, added or updated, as handled by i's handler (informer.handledObjs), and
+// returns the claims of gvr it is judged by, read in the same hold of w.mu: a rule that
+// moves to another version (syncInformersLocked) either finds the object as it was before,
+// and hands its change over, or left it to this handler with the rule's claims.
+func (w *Watcher) had(gvr schema.GroupVersionResource, i *informer, o interface{}) []Claim {
+	w.mu.RLock()
+	defer w.mu.RUnlock()
+	if key, err := cache.MetaNamespaceKeyFunc(o); err == nil {
+		i.handledMu.Lock()
+		i.handledObjs[key] = o
+		i.handledMu.Unlock()
 	}
-	i.handledMu.Lock()
-	i.handledObjs[key] = o
-	i.handledMu.Unlock()
+	return w.byGVR[gvr]
 }
 
 // known is what an informer that has synced knows of, as its handler had it: what its
@@ -1310,6 +1323,14 @@ func dropManagedFields(o interface{}) (interface{}, error) {
 // onEvent fans one add or update out to every claim that selects the object now or did
 // before: an object that stops matching leaves Git like a deleted one.
 func (w *Watcher) onEvent(gvr schema.GroupVersionResource, oldObj, newObj interface{}, initial bool) {
+	w.mu.RLock()
+	claims := w.byGVR[gvr]
+	w.mu.RUnlock()
+	w.eventWith(gvr, claims, oldObj, newObj, initial)
+}
+
+// eventWith is onEvent judged by claims, gvr's as read when the event was taken (had).
+func (w *Watcher) eventWith(gvr schema.GroupVersionResource, claims []Claim, oldObj, newObj interface{}, initial bool) {
 	u, ok := newObj.(*unstructured.Unstructured)
 	if !ok || initial {
 		return // the initial list reaches targets through Resync
@@ -1320,13 +1341,10 @@ func (w *Watcher) onEvent(gvr schema.GroupVersionResource, oldObj, newObj interf
 		// Handled as what happened, the old object's deletion and the new one's creation, so
 		// a rule that mirrors creations but not updates writes the new object (an update
 		// would leave the old one's document as it is).
-		w.onDelete(gvr, old)
-		w.onEvent(gvr, nil, u, false)
+		w.deleted(gvr, claims, old)
+		w.eventWith(gvr, claims, nil, u, false)
 		return
 	}
-	w.mu.RLock()
-	claims := w.byGVR[gvr]
-	w.mu.RUnlock()
 	var changes []batch.Change
 	gr := gvr.GroupResource()
 	noiseNow := w.opts.Noise.SkipObject(gr, u)
