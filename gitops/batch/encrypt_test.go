@@ -240,6 +240,27 @@ func TestWriterEncryption(t *testing.T) {
 		assert.NotContains(t, s.remote.LsTree("main"), "secrets")
 		assert.Contains(t, s.remote.Show("main", "live/app/configmaps/app.yaml"), "k: v")
 	})
+	t.Run("tells a CommitRequest whose commit lacks a refused Secret so, beside the commit", func(t *testing.T) {
+		s := newWriterScene(t, nil)
+		s.spec.Window = batch.WindowConfig{Quiet: time.Hour, MaxDelay: time.Hour}
+		s.ensure()
+		for _, k := range []batch.ObjectKey{
+			s.cluster.put(secretsGVR, "Secret", "db", map[string]any{"password": "aHVudGVyMg=="}),
+			s.cluster.put(cmGVR, "ConfigMap", "app", map[string]any{"k": "v"}),
+		} {
+			s.writer.Submit(batch.Change{Target: targetKey, Key: k, Author: "alice"})
+		}
+		req := batch.CommitRequest{Key: types.NamespacedName{Namespace: "ops", Name: "release"}, Target: targetKey,
+			Author: "alice", Message: "release the app", Deadline: time.Now().Add(time.Minute)}
+		_, err := s.writer.Request(req)
+		require.NoError(t, err)
+		var out batch.RequestOutcome
+		require.Eventually(t, func() bool { out, err = s.writer.Request(req); return err == nil && out.Done }, 10*time.Second, 50*time.Millisecond)
+		assert.Equal(t, batch.ReasonCommitted, out.Reason)
+		assert.Contains(t, s.remote.Log("main")[0], "release the app")
+		assert.Contains(t, out.Message, "with the requested message; it lacks 1 of the changes, which the writer refused (Secret app/db")
+		assert.NotContains(t, out.Message, "aHVudGVyMg==")
+	})
 	t.Run("keeps a refusal in status while other changes commit, until the object is planned again", func(t *testing.T) {
 		s := newWriterScene(t, nil)
 		secret := s.cluster.put(secretsGVR, "Secret", "db", map[string]any{"password": "aHVudGVyMg=="})

@@ -1436,7 +1436,7 @@ func (w *worker) flush(ctx context.Context, t *target, win *authorWindow) (bool,
 		w.clearFailure(t)
 		w.log.Info("pushed", "gitTarget", t.spec.Key.String(), "sha", sha.String(), "files", len(p.files), "author", author.Name,
 			"plan", planned.String(), "build", built.Sub(when).String(), "push", pushedAt.Sub(built).String())
-		w.answer(win, dirty, sha.String(), nil)
+		w.answer(win, dirty, sha.String(), refusals)
 		w.landed(t, win) // before the deferred objects go back, maybe into a window a list opened
 		w.keepDeferred(t, win, p.deferred)
 		w.delivered(t, win)
@@ -1888,8 +1888,9 @@ func (w *worker) answerLanded(requests []*CommitRequest) []*CommitRequest {
 
 // answer queues the outcome of the window's CommitRequests: the pushed commit, or that
 // their author's changes needed none (or could not be written: refused, or were all left to
-// the authors who changed them since: dirty, what the plan covered, is empty). Callers hold
-// w.mu.
+// the authors who changed them since: dirty, what the plan covered, is empty). A commit
+// that lacks some of the changes, refused, says so: the request's status alone must not
+// read as the whole change committed. Callers hold w.mu.
 func (w *worker) answer(win *authorWindow, dirty map[ObjectKey]intent, sha string, refused []string) {
 	for _, r := range win.requests {
 		out := RequestOutcome{Done: true, SHA: sha, Reason: ReasonCommitted,
@@ -1904,7 +1905,10 @@ func (w *worker) answer(win *authorWindow, dirty map[ObjectKey]intent, sha strin
 			// was built on it since.
 			out.SHA = landed.String()
 			out.Message = fmt.Sprintf("committed %s to %s with the requested message", shortSHA(out.SHA), r.Target)
-		case sha == "" && len(refused) > 0:
+			out.Message += lacking(refused)
+		case sha != "":
+			out.Message += lacking(refused)
+		case len(refused) > 0:
 			out = RequestOutcome{Done: true, Reason: ReasonNothingToCommit,
 				Message: fmt.Sprintf("no commit was made and the message was not used: the writer refused %d of the changes (%s); "+
 					"fix that, then create a new CommitRequest with the next change", len(refused), refused[0])}
@@ -1919,6 +1923,14 @@ func (w *worker) answer(win *authorWindow, dirty map[ObjectKey]intent, sha strin
 		}
 		w.answers = append(w.answers, answer{r, out})
 	}
+}
+
+// lacking is what a CommitRequest's message adds when its commit lacks refused changes.
+func lacking(refused []string) string {
+	if len(refused) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; it lacks %d of the changes, which the writer refused (%s): the GitTarget's status lists them", len(refused), refused[0])
 }
 
 // landedSearch bounds how many commits back from the remote's tip a retried request looks
