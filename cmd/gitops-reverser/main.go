@@ -176,10 +176,10 @@ func run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	writer := batch.NewManager(batch.Options{
 		Metrics:           writerMetrics,
 		AuthorEmailDomain: opts.AuthorEmailDomain,
-		OnRequest:         notifier(requestEvents, func() *v1alpha1.CommitRequest { return &v1alpha1.CommitRequest{} }),
+		OnRequest:         notifier(ctx, requestEvents, func() *v1alpha1.CommitRequest { return &v1alpha1.CommitRequest{} }),
 		WorkDir:           opts.WorkDir,
 		Log:               log.WithName("writer"),
-		OnStatus:          notifier(statusEvents, func() *v1alpha1.GitTarget { return &v1alpha1.GitTarget{} }),
+		OnStatus:          notifier(ctx, statusEvents, func() *v1alpha1.GitTarget { return &v1alpha1.GitTarget{} }),
 		OnFolderReady:     func(k types.NamespacedName) { w.Resync(k) },
 		Resolver:          resolverFunc(func() batch.Resolver { return w }),
 		Sensitive:         opts.sensitive(),
@@ -273,20 +273,6 @@ func run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	}
 	log.Info("starting", "workDir", opts.WorkDir)
 	return mgr.Start(ctx)
-}
-
-// notifier turns the writer's "look at this object again" callbacks into controller events.
-// A full channel drops the notice: the object is already queued for reconcile.
-func notifier[T client.Object](ch chan<- event.TypedGenericEvent[T], empty func() T) func(types.NamespacedName) {
-	return func(k types.NamespacedName) {
-		obj := empty()
-		obj.SetNamespace(k.Namespace)
-		obj.SetName(k.Name)
-		select {
-		case ch <- event.TypedGenericEvent[T]{Object: obj}:
-		default:
-		}
-	}
 }
 
 // deletedNamespaceMemory is how long a deleted namespace's labels are kept for the deletes
