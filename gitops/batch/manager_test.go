@@ -1117,7 +1117,7 @@ func TestARequestOnAWindowHeldBackByTheTargetsBackoffSaysItWaitsForTheRetry(t *t
 	w.mu.Lock()
 	w.targets[liveKey].retryAt = time.Time{}
 	w.mu.Unlock()
-	_, err = w.flushIfDue(context.Background(), liveKey, 0) // alice's window, retried, and bob's, which his request closed
+	_, err = w.flushIfDue(context.Background(), liveKey, askedQuiet) // alice's window, retried, and bob's, which his request closed
 	require.NoError(t, err)
 	out, err = m.Request(req)
 	require.NoError(t, err)
@@ -1161,7 +1161,7 @@ func TestAnObjectChangedByAnotherAuthorWhileAWindowIsPlannedGoesWithTheirChange(
 	_, err := m.Request(req)
 	require.NoError(t, err)
 
-	_, err = w.flushIfDue(context.Background(), liveKey, 0) // alice's window, closed by her request
+	_, err = w.flushIfDue(context.Background(), liveKey, askedQuiet) // alice's window, closed by her request
 	require.NoError(t, err)
 	require.Equal(t, 1, r.races, "bob's write reached the cache while alice's window was planned")
 	out, err := m.Request(req)

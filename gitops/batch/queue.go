@@ -30,8 +30,12 @@ type authorWindow struct {
 	forgot bool
 	// requests are the CommitRequests this window commits for, oldest first.
 	requests []*CommitRequest
-	// now closes the window at once: its author asked to commit (CommitRequest).
+	// now closes the window at once: a drain, or a request's retry.
 	now bool
+	// asked closes the window once its author's changes are quiet for askedQuiet (or its
+	// quiet, if shorter): its author asked to commit (CommitRequest), and a change made
+	// just before the request may still be on its way from another resource's watch.
+	asked bool
 	// notBefore holds back a window whose objects all wait for their cache (ErrNotSynced),
 	// without holding back the target's other windows; deferrals counts those attempts, for
 	// the backoff.
@@ -469,18 +473,30 @@ func (q *queue) window(author string) *authorWindow {
 	return win
 }
 
-// request attaches r to its author's open window, which then closes at once, or parks it
-// until the author's next change.
+// request attaches r to its author's open window, which then closes once the author's
+// changes are quiet for askedQuiet, or parks it until the author's next change.
 func (q *queue) request(r *CommitRequest) {
 	if r.withdrawn {
 		return // forgotten while it was handed over
 	}
 	if win := q.windows[r.Author]; win != nil && len(win.dirty) > 0 && !win.listed {
-		win.requests, win.now = append(win.requests, r), true
+		win.requests, win.asked = append(win.requests, r), true
 		win.notBefore = time.Time{} // tried at once: the request learns what it waits for
 		return
 	}
 	q.waiting[r.Author] = append(q.waiting[r.Author], r)
+}
+
+// askedQuiet is how long a window its author asked to commit waits for no more of the
+// author's changes: `kubectl apply -f dir/` followed by a CommitRequest may have changes of
+// some resources still on their way from their watches when the request arrives, and
+// committing at once would leave them out of the commit that carries the message.
+const askedQuiet = 500 * time.Millisecond
+
+// asked is cfg for a window its author asked to commit: quiet for askedQuiet at most.
+func asked(cfg WindowConfig) WindowConfig {
+	cfg.Quiet = min(cfg.Quiet, askedQuiet)
+	return cfg
 }
 
 // lookBackRetry is how soon a pass looks again for an earlier leader's commit of a request
@@ -507,6 +523,9 @@ func (q *queue) due(cfg WindowConfig, now time.Time) (out []*authorWindow, wait 
 			continue
 		}
 		ok, in := Due(win.Window, cfg, now)
+		if !ok && win.asked {
+			ok, in = Due(win.Window, asked(cfg), now)
+		}
 		if ok || win.now || (len(win.requests) > 0 && len(win.dirty) == 0) {
 			out = append(out, win)
 			continue

@@ -92,6 +92,28 @@ func TestQueueWindowsPerAuthor(t *testing.T) {
 		assert.Equal(t, t0, due[0].First, "the window is as old as the object's first change")
 		assert.Empty(t, q.since, "nothing waits")
 	})
+	t.Run("a window its author asked to commit closes once her changes are quiet for askedQuiet, not its quiet", func(t *testing.T) {
+		q := newQueue()
+		q.add(qkey("a"), anUpdate, "alice", t0)
+		q.request(&CommitRequest{Author: "alice", Message: "release"})
+		wins, wait := q.due(cfg, t0.Add(askedQuiet/5))
+		assert.Empty(t, wins, "a change of another resource may still be on its way")
+		assert.Equal(t, askedQuiet-askedQuiet/5, wait)
+		q.add(qkey("b"), anUpdate, "alice", t0.Add(askedQuiet/2)) // and it comes
+		wins, _ = q.due(cfg, t0.Add(askedQuiet))
+		assert.Empty(t, wins)
+		wins, _ = q.due(cfg, t0.Add(askedQuiet/2+askedQuiet))
+		require.Equal(t, []string{"alice"}, authors(wins))
+		assert.Len(t, wins[0].dirty, 2, "one commit carries both with the message")
+		assert.Len(t, wins[0].requests, 1)
+	})
+	t.Run("a window its author asked to commit with a quiet shorter than askedQuiet closes on its quiet", func(t *testing.T) {
+		q := newQueue()
+		q.add(qkey("a"), anUpdate, "alice", t0)
+		q.request(&CommitRequest{Author: "alice", Message: "release"})
+		wins, _ := q.due(WindowConfig{Quiet: askedQuiet / 10, MaxDelay: time.Minute}, t0.Add(askedQuiet/10))
+		require.Equal(t, []string{"alice"}, authors(wins))
+	})
 	t.Run("a delete already seen stays a delete when a snapshot lists the object again", func(t *testing.T) {
 		q := newQueue()
 		q.add(qkey("a"), seenDelete, "alice", t0) // alice deleted it, through a rule that mirrors deletes
@@ -341,7 +363,7 @@ func TestQueueWindowsPerAuthor(t *testing.T) {
 		q.add(qkey("a"), anUpdate, "alice", t0)
 		q.add(qkey("b"), anUpdate, "alice", t0)
 		q.request(&CommitRequest{Author: "alice"})
-		wins, _ := q.due(cfg, t0)
+		wins, _ := q.due(cfg, t0.Add(askedQuiet))
 		require.Len(t, wins, 1)
 		q.add(qkey("b"), anUpdate, "bob", t0.Add(time.Second))
 		q.restore(wins[0], t0.Add(2*time.Second))

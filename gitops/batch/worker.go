@@ -1242,7 +1242,7 @@ func (w *worker) lookBack(ctx context.Context, t *target) {
 		rode := win != nil && slices.Contains(win.requests, r)
 		t.q.withdraw(r)
 		if rode && len(win.requests) == 0 && !w.draining {
-			win.now = false // the request made it urgent; its author's changes keep their quiet time
+			win.now, win.asked = false, false // the request made it urgent; its author's changes keep their quiet time
 		}
 		w.qmu.Unlock()
 		w.answers = append(w.answers, answer{r, RequestOutcome{Done: true, SHA: sha.String(), Reason: ReasonCommitted,
