@@ -25,3 +25,11 @@ func (m *Manager) RecoveredDeletions() int {
 	}
 	return n
 }
+
+// Leading reports, for the package's external tests, whether Start has begun: the writer
+// counts what came before from then (leadingSince).
+func (m *Manager) Leading() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return !m.started.IsZero()
+}

@@ -254,9 +254,9 @@ type workerKey struct {
 // routes each GitTarget's changes to its worker. It runs only on the leader.
 type Manager struct {
 	opts Options
-	// started is when this writer started writing (Start: the replica became leader); a
-	// CommitRequest created before may have been committed by an earlier leader, which died
-	// before writing its status. Guarded by mu.
+	// started is when this writer started writing (Start: the replica became leader; zero
+	// before, see leadingSince); a CommitRequest created before may have been committed by
+	// an earlier leader, which died before writing its status. Guarded by mu.
 	started time.Time
 
 	mu  sync.Mutex
@@ -348,7 +348,7 @@ func NewManager(opts Options) *Manager {
 		opts.OnRequest = func(types.NamespacedName) {}
 	}
 	journal, recovered := openJournal(opts.WorkDir, opts.Log, time.Now())
-	return &Manager{opts: opts, started: time.Now(), journal: journal, recovered: recovered, workers: map[workerKey]*worker{}, targets: map[types.NamespacedName]workerKey{},
+	return &Manager{opts: opts, journal: journal, recovered: recovered, workers: map[workerKey]*worker{}, targets: map[types.NamespacedName]workerKey{},
 		known: map[types.NamespacedName]*target{}, requests: map[types.NamespacedName]*requestState{},
 		sensitive: map[types.NamespacedName][]schema.GroupResource{}, encrypts: map[types.NamespacedName]bool{}, parked: map[types.NamespacedName]map[ObjectKey]Change{},
 		judges:  map[types.NamespacedName]*parkedJudge{},

@@ -365,6 +365,23 @@ func TestARequestWhoseChangesSomeoneElseTookOverSaysSo(t *testing.T) {
 	assert.Contains(t, out.Message, "someone changed the same objects after alice", "not that her changes left the folder as it was")
 }
 
+func TestWhenAWriterLeads(t *testing.T) {
+	now := time.Now()
+	t.Run("takes a request handed over before the writer starts leading as made before it: a standby's process started long before", func(t *testing.T) {
+		m := NewManager(Options{GitTimeout: time.Minute})
+		created := now.Add(-time.Second)
+		assert.Equal(t, now, m.leadingSince(now))
+		assert.True(t, m.recovering(created, now), "an earlier leader may have committed it")
+	})
+	t.Run("counts from when the writer started leading", func(t *testing.T) {
+		m := NewManager(Options{GitTimeout: time.Minute})
+		m.started = now
+		assert.False(t, m.recovering(now.Add(time.Second), now.Add(2*time.Second)), "made while this replica led")
+		assert.True(t, m.recovering(now.Add(-time.Second), now.Add(time.Minute)))
+		assert.False(t, m.recovering(now.Add(-time.Second), now.Add(2*time.Minute)), "two Git timeouts after it started leading")
+	})
+}
+
 func TestSettlingCommitRequests(t *testing.T) {
 	key := types.NamespacedName{Namespace: "ops", Name: "release"}
 	target := types.NamespacedName{Namespace: "ops", Name: "live"}

@@ -51,10 +51,11 @@ func (m *Manager) Request(r CommitRequest) (RequestOutcome, error) {
 		return RequestOutcome{}, ErrTargetNotRegistered
 	}
 	st = &requestState{req: r, handedTo: w}
-	st.req.lookBack = !r.Created.IsZero() && r.Created.Before(m.started)
+	since := m.leadingSince(time.Now())
+	st.req.lookBack = !r.Created.IsZero() && r.Created.Before(since)
 	st.req.beforeStart = st.req.lookBack
 	if st.req.lookBack {
-		st.req.lookBackUntil = m.started.Add(2 * m.opts.gitTimeout())
+		st.req.lookBackUntil = since.Add(2 * m.opts.gitTimeout())
 	}
 	m.requests[r.Key] = st
 	m.mu.Unlock()
@@ -79,7 +80,19 @@ func (m *Manager) Request(r CommitRequest) (RequestOutcome, error) {
 // leading, may still be found committed by an earlier leader once its target registers:
 // the writer started less than two Git timeouts before now. Callers hold m.mu.
 func (m *Manager) recovering(created, now time.Time) bool {
-	return !created.IsZero() && created.Before(m.started) && now.Before(m.started.Add(2*m.opts.gitTimeout()))
+	since := m.leadingSince(now)
+	return !created.IsZero() && created.Before(since) && now.Before(since.Add(2*m.opts.gitTimeout()))
+}
+
+// leadingSince is when this writer started leading (Start), or now before Start: a
+// request handed over before then was made before this replica led, as far as it can
+// tell, and a standby's process (NewManager) may have started long before. Callers hold
+// m.mu.
+func (m *Manager) leadingSince(now time.Time) time.Time {
+	if m.started.IsZero() {
+		return now
+	}
+	return m.started
 }
 
 // Forget drops a CommitRequest whose object is gone, wherever it waits.

@@ -690,6 +690,7 @@ func TestARequestMadeBeforeTheWriterStartedWaitsForItsTargetToRegister(t *testin
 		done := make(chan struct{})
 		go func() { _ = writer.Start(ctx); close(done) }()
 		t.Cleanup(func() { cancel(); <-done })
+		require.Eventually(t, writer.Leading, 10*time.Second, time.Millisecond)
 		return writer
 	}
 	request := func(created time.Time) batch.CommitRequest {
