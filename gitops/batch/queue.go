@@ -32,10 +32,11 @@ type authorWindow struct {
 	requests []*CommitRequest
 	// now closes the window at once: a drain, or a request's retry.
 	now bool
-	// asked closes the window once its author's changes are quiet for askedQuiet (or its
-	// quiet, if shorter): its author asked to commit (CommitRequest), and a change made
+	// askedAt is when its author asked to commit (CommitRequest; zero: not asked): the
+	// window closes once neither her changes nor the request came for askedQuiet (or its
+	// quiet, if shorter), and at askedWait after the request at the latest. A change made
 	// just before the request may still be on its way from another resource's watch.
-	asked bool
+	askedAt time.Time
 	// notBefore holds back a window whose objects all wait for their cache (ErrNotSynced),
 	// without holding back the target's other windows; deferrals counts those attempts, for
 	// the backoff.
@@ -473,30 +474,44 @@ func (q *queue) window(author string) *authorWindow {
 	return win
 }
 
-// request attaches r to its author's open window, which then closes once the author's
-// changes are quiet for askedQuiet, or parks it until the author's next change.
-func (q *queue) request(r *CommitRequest) {
+// request attaches r, arrived at now, to its author's open window, which then closes once
+// quiet (asked), or parks it until the author's next change.
+func (q *queue) request(r *CommitRequest, now time.Time) {
 	if r.withdrawn {
 		return // forgotten while it was handed over
 	}
 	if win := q.windows[r.Author]; win != nil && len(win.dirty) > 0 && !win.listed {
-		win.requests, win.asked = append(win.requests, r), true
-		win.notBefore = time.Time{} // tried at once: the request learns what it waits for
+		win.requests = append(win.requests, r)
+		if win.askedAt.IsZero() {
+			win.askedAt = now
+		}
+		win.notBefore = time.Time{} // no longer held back: the request learns what it waits for
 		return
 	}
 	q.waiting[r.Author] = append(q.waiting[r.Author], r)
 }
 
-// askedQuiet is how long a window its author asked to commit waits for no more of the
-// author's changes: `kubectl apply -f dir/` followed by a CommitRequest may have changes of
-// some resources still on their way from their watches when the request arrives, and
-// committing at once would leave them out of the commit that carries the message.
-const askedQuiet = 500 * time.Millisecond
+// askedQuiet is how long a window its author asked to commit waits, after the request and
+// her last change, for no more of her changes: `kubectl apply -f dir/` followed by a
+// CommitRequest may have changes of some resources still on their way from their watches
+// when the request arrives, and committing at once would leave them out of the commit
+// that carries the message. askedWait bounds it: an author who keeps changing something
+// (a controller's account) does not hold her request's commit back for maxDelay.
+const (
+	askedQuiet = 500 * time.Millisecond
+	askedWait  = 2 * time.Second
+)
 
-// asked is cfg for a window its author asked to commit: quiet for askedQuiet at most.
-func asked(cfg WindowConfig) WindowConfig {
-	cfg.Quiet = min(cfg.Quiet, askedQuiet)
-	return cfg
+// asked decides whether win, which its author asked to commit (askedAt), must commit at
+// now by the request: quiet for askedQuiet (or cfg's quiet, if shorter) since the later of
+// the request and her last change, or askedWait after the request. Pure.
+func asked(win *authorWindow, cfg WindowConfig, now time.Time) (bool, time.Duration) {
+	last := win.Last
+	if win.askedAt.After(last) {
+		last = win.askedAt
+	}
+	return Due(Window{First: win.askedAt, Last: last, Count: win.Count},
+		WindowConfig{Quiet: min(cfg.Quiet, askedQuiet), MaxDelay: askedWait}, now)
 }
 
 // lookBackRetry is how soon a pass looks again for an earlier leader's commit of a request
@@ -523,8 +538,8 @@ func (q *queue) due(cfg WindowConfig, now time.Time) (out []*authorWindow, wait 
 			continue
 		}
 		ok, in := Due(win.Window, cfg, now)
-		if !ok && win.asked {
-			ok, in = Due(win.Window, asked(cfg), now)
+		if byRequest, at := asked(win, cfg, now); !ok && !win.askedAt.IsZero() && (byRequest || at < in) {
+			ok, in = byRequest, at
 		}
 		if ok || win.now || (len(win.requests) > 0 && len(win.dirty) == 0) {
 			out = append(out, win)
@@ -723,7 +738,8 @@ func (q *queue) retry(win *authorWindow, now time.Time) {
 // pushed: what the server refused is still in it. A change to an object it held, made
 // meanwhile or later (queue.add), perhaps the fix, ends the hold within a second, unless
 // this push was itself such a quick try (the step then runs its course, steady); a
-// CommitRequest ends it at once.
+// CommitRequest ends it, and the window then closes as any its author asked to commit
+// (asked).
 func (q *queue) decline(win *authorWindow, now time.Time) {
 	win.failed = true
 	fix, asked := false, false // while it was pushed: a held object changed; a request came
@@ -781,8 +797,8 @@ func (q *queue) deferWindow(win *authorWindow, now time.Time) {
 // holdBack puts back a window (as retry) and, when its author changed nothing else
 // meanwhile, holds it back with a backoff of its own (1 s doubling to 2 min): the target's
 // other windows go on. A request attaching to it, or a new change of its author, ends the
-// wait; so does a request that came while it was tried, which is tried at once, as one
-// that finds the window open is (request), to learn what it waits for.
+// wait; so does a request that came while it was tried, which is tried at once, to learn
+// what it waits for: its author's changes before it were in that attempt.
 func (q *queue) holdBack(win *authorWindow, now time.Time) {
 	parked := len(q.waiting[win.author])
 	q.retry(win, now)

@@ -95,7 +95,7 @@ func TestQueueWindowsPerAuthor(t *testing.T) {
 	t.Run("a window its author asked to commit closes once her changes are quiet for askedQuiet, not its quiet", func(t *testing.T) {
 		q := newQueue()
 		q.add(qkey("a"), anUpdate, "alice", t0)
-		q.request(&CommitRequest{Author: "alice", Message: "release"})
+		q.request(&CommitRequest{Author: "alice", Message: "release"}, t0)
 		wins, wait := q.due(cfg, t0.Add(askedQuiet/5))
 		assert.Empty(t, wins, "a change of another resource may still be on its way")
 		assert.Equal(t, askedQuiet-askedQuiet/5, wait)
@@ -107,10 +107,33 @@ func TestQueueWindowsPerAuthor(t *testing.T) {
 		assert.Len(t, wins[0].dirty, 2, "one commit carries both with the message")
 		assert.Len(t, wins[0].requests, 1)
 	})
+	t.Run("a window its author asked to commit waits askedQuiet after the request too: a slower watch's change may follow it", func(t *testing.T) {
+		q := newQueue()
+		q.add(qkey("a"), anUpdate, "alice", t0)
+		q.request(&CommitRequest{Author: "alice", Message: "release"}, t0.Add(time.Second))
+		wins, _ := q.due(cfg, t0.Add(time.Second))
+		assert.Empty(t, wins)
+		wins, _ = q.due(cfg, t0.Add(time.Second+askedQuiet))
+		require.Equal(t, []string{"alice"}, authors(wins))
+	})
+	t.Run("a window its author asked to commit closes askedWait after the request though her changes keep coming", func(t *testing.T) {
+		q := newQueue()
+		q.add(qkey("a"), anUpdate, "alice", t0)
+		q.request(&CommitRequest{Author: "alice", Message: "release"}, t0)
+		step := askedQuiet * 4 / 5
+		var wins []*authorWindow
+		at := t0
+		for ; len(wins) == 0 && at.Before(t0.Add(time.Minute)); at = at.Add(step) {
+			q.add(qkey("a"), anUpdate, "alice", at) // a controller's account, say, every step
+			wins, _ = q.due(WindowConfig{Quiet: time.Hour}, at)
+		}
+		require.Equal(t, []string{"alice"}, authors(wins))
+		assert.False(t, at.After(t0.Add(askedWait+step)), "closed by askedWait, not a maxDelay it does not have")
+	})
 	t.Run("a window its author asked to commit with a quiet shorter than askedQuiet closes on its quiet", func(t *testing.T) {
 		q := newQueue()
 		q.add(qkey("a"), anUpdate, "alice", t0)
-		q.request(&CommitRequest{Author: "alice", Message: "release"})
+		q.request(&CommitRequest{Author: "alice", Message: "release"}, t0)
 		wins, _ := q.due(WindowConfig{Quiet: askedQuiet / 10, MaxDelay: time.Minute}, t0.Add(askedQuiet/10))
 		require.Equal(t, []string{"alice"}, authors(wins))
 	})
@@ -135,7 +158,7 @@ func TestQueueWindowsPerAuthor(t *testing.T) {
 		q := newQueue()
 		q.add(qkey("a"), anUpdate, "alice", t0)
 		r := &CommitRequest{Author: "alice", Message: "rotate the app's settings"}
-		q.request(r)
+		q.request(r, t0)
 		q.relist(qkey("a"), intent{}, t0.Add(time.Second)) // a WatchRule of the target changed: its resync lists a
 		q.relist(qkey("b"), intent{}, t0.Add(time.Second)) // and b, which nobody changed
 		wins, _ := q.due(cfg, t0.Add(time.Hour))
@@ -149,11 +172,11 @@ func TestQueueWindowsPerAuthor(t *testing.T) {
 		q := newQueue()
 		q.add(qkey("a"), anUpdate, "alice", t0)
 		r := &CommitRequest{Author: "alice", Message: "rotate the app's settings"}
-		q.request(r)
+		q.request(r, t0)
 		committing, _ := q.due(cfg, t0.Add(time.Hour))
 		q.flushing = committing
 		waiting := &CommitRequest{Author: "alice", Message: "for her next change"}
-		q.request(waiting)
+		q.request(waiting, t0)
 		q.relist(qkey("a"), intent{}, t0.Add(time.Hour)) // a WatchRule edited meanwhile
 		assert.Equal(t, []*CommitRequest{waiting}, q.waiting["alice"], "a list is not her next change")
 		q.flushing = nil
@@ -180,7 +203,7 @@ func TestQueueWindowsPerAuthor(t *testing.T) {
 		q.relist(qkey("a"), intent{}, t0.Add(time.Hour))
 		q.flushing = nil // her push went through
 		next := &CommitRequest{Author: "alice", Message: "for her next change"}
-		q.request(next)
+		q.request(next, t0)
 		assert.Equal(t, []*CommitRequest{next}, q.waiting["alice"], "it waits for her change")
 		q.add(qkey("b"), anUpdate, "alice", t0.Add(2*time.Hour))
 		assert.Contains(t, q.windows["alice"].requests, next, "which takes it")
@@ -194,7 +217,7 @@ func TestQueueWindowsPerAuthor(t *testing.T) {
 		q.flushing = nil
 		q.retry(committing[0], t0.Add(time.Hour)) // the push failed: her change is pending again
 		next := &CommitRequest{Author: "alice", Message: "for the change waiting to be pushed"}
-		q.request(next)
+		q.request(next, t0)
 		assert.Contains(t, q.windows["alice"].requests, next, "it rides her change, not waiting for another")
 	})
 	t.Run("a window a list opened whose push failed is put back as only a list's", func(t *testing.T) {
@@ -207,7 +230,7 @@ func TestQueueWindowsPerAuthor(t *testing.T) {
 		require.Len(t, listed, 1)
 		q.retry(listed[0], t0.Add(2*time.Hour)) // the list's push failed
 		next := &CommitRequest{Author: "alice", Message: "for her next change"}
-		q.request(next)
+		q.request(next, t0)
 		assert.Equal(t, []*CommitRequest{next}, q.waiting["alice"], "what a list brought is not her change")
 	})
 	t.Run("a list's change attributed to the creator leaves an object another author changed since in their window", func(t *testing.T) {
@@ -279,14 +302,14 @@ func TestQueueWindowsPerAuthor(t *testing.T) {
 		q := newQueue()
 		q.add(qkey("a"), anUpdate, "alice", t0)
 		q.add(qkey("b"), anUpdate, "bob", t0)
-		q.request(&CommitRequest{Author: "alice", Message: "release 1.2"})
+		q.request(&CommitRequest{Author: "alice", Message: "release 1.2"}, t0)
 		wins, _ := q.due(cfg, t0.Add(time.Second))
 		require.Equal(t, []string{"alice"}, authors(wins))
 		require.Len(t, wins[0].requests, 1)
 	})
 	t.Run("a CommitRequest before any change waits and rides the author's next window", func(t *testing.T) {
 		q := newQueue()
-		q.request(&CommitRequest{Author: "alice", Message: "m", Deadline: t0.Add(time.Minute)})
+		q.request(&CommitRequest{Author: "alice", Message: "m", Deadline: t0.Add(time.Minute)}, t0)
 		q.add(qkey("x"), anUpdate, "bob", t0)
 		q.add(qkey("a"), anUpdate, "alice", t0.Add(time.Second))
 		wins, _ := q.due(cfg, t0.Add(2*time.Second))
@@ -308,7 +331,7 @@ func TestQueueWindowsPerAuthor(t *testing.T) {
 	})
 	t.Run("a write that changes nothing the writer commits, of an object in no window, is its author's", func(t *testing.T) {
 		q := newQueue()
-		q.request(&CommitRequest{Author: "bob", Deadline: t0.Add(time.Minute)})
+		q.request(&CommitRequest{Author: "bob", Deadline: t0.Add(time.Minute)}, t0)
 		q.note(qkey("a"), anUpdate, "bob", t0)
 		require.NotNil(t, q.windows["bob"])
 		assert.Len(t, q.windows["bob"].requests, 1, "his request rides it, and learns there was nothing to commit")
@@ -324,7 +347,7 @@ func TestQueueWindowsPerAuthor(t *testing.T) {
 	})
 	t.Run("a waiting CommitRequest times out at its deadline", func(t *testing.T) {
 		q := newQueue()
-		q.request(&CommitRequest{Author: "alice", Deadline: t0.Add(time.Minute)})
+		q.request(&CommitRequest{Author: "alice", Deadline: t0.Add(time.Minute)}, t0)
 		out, wait := q.expired(t0)
 		assert.Empty(t, out)
 		assert.Equal(t, time.Minute, wait)
@@ -334,7 +357,7 @@ func TestQueueWindowsPerAuthor(t *testing.T) {
 	t.Run("a request that has not looked for an earlier leader's commit yet outlives its deadline until it may", func(t *testing.T) {
 		q := newQueue()
 		r := &CommitRequest{Author: "alice", Deadline: t0.Add(time.Minute), lookBack: true, lookBackUntil: t0.Add(3 * time.Minute)}
-		q.request(r)
+		q.request(r, t0)
 		out, wait := q.expired(t0.Add(time.Minute))
 		assert.Empty(t, out, "its target has not read its branch: the earlier leader may have pushed the message")
 		assert.Equal(t, 2*time.Minute, wait)
@@ -342,7 +365,7 @@ func TestQueueWindowsPerAuthor(t *testing.T) {
 		assert.Equal(t, []*CommitRequest{r}, out)
 
 		looked := &CommitRequest{Author: "bob", Deadline: t0.Add(time.Minute), lookBackUntil: t0.Add(3 * time.Minute)}
-		q.request(looked)
+		q.request(looked, t0)
 		out, _ = q.expired(t0.Add(time.Minute))
 		assert.Equal(t, []*CommitRequest{looked}, out, "one that has looked ends at its deadline")
 	})
@@ -350,7 +373,7 @@ func TestQueueWindowsPerAuthor(t *testing.T) {
 		q := newQueue()
 		q.add(qkey("a"), anUpdate, "alice", t0)
 		r := &CommitRequest{Author: "alice", Deadline: t0.Add(time.Minute), lookBack: true, lookBackUntil: t0.Add(3 * time.Minute)}
-		q.request(r)
+		q.request(r, t0)
 		wins, wait := q.due(cfg, t0.Add(time.Hour))
 		assert.Empty(t, wins, "the earlier leader may have pushed the message: committing it now could commit it twice")
 		assert.Equal(t, lookBackRetry, wait)
@@ -362,7 +385,7 @@ func TestQueueWindowsPerAuthor(t *testing.T) {
 		q := newQueue()
 		q.add(qkey("a"), anUpdate, "alice", t0)
 		q.add(qkey("b"), anUpdate, "alice", t0)
-		q.request(&CommitRequest{Author: "alice"})
+		q.request(&CommitRequest{Author: "alice"}, t0)
 		wins, _ := q.due(cfg, t0.Add(askedQuiet))
 		require.Len(t, wins, 1)
 		q.add(qkey("b"), anUpdate, "bob", t0.Add(time.Second))
@@ -436,9 +459,9 @@ func TestQueueWindowsPerAuthor(t *testing.T) {
 		key := types.NamespacedName{Namespace: "team-a", Name: "cr"}
 		deleted := &CommitRequest{Key: key, Author: "alice", Message: "old", Deadline: t0.Add(time.Minute)}
 		q.withdraw(deleted) // its object deleted between the Manager taking it and the queue getting it
-		q.request(deleted)
+		q.request(deleted, t0)
 		again := &CommitRequest{Key: key, Author: "alice", Message: "new", Deadline: t0.Add(time.Minute)}
-		q.request(again)
+		q.request(again, t0)
 		q.withdraw(deleted) // a late withdraw of the old one
 		q.add(qkey("a"), anUpdate, "alice", t0)
 		assert.Equal(t, []*CommitRequest{again}, q.windows["alice"].requests)
@@ -447,7 +470,7 @@ func TestQueueWindowsPerAuthor(t *testing.T) {
 		q := newQueue()
 		key := types.NamespacedName{Namespace: "team-a", Name: "cr"}
 		r := &CommitRequest{Key: key, Author: "alice", Deadline: t0.Add(time.Minute)}
-		q.request(r)
+		q.request(r, t0)
 		q.withdraw(r)
 		assert.Empty(t, q.waiting)
 		out, _ := q.expired(t0.Add(time.Hour))
@@ -461,7 +484,7 @@ func TestAFailedWindowTakesTheRequestsThatCameWhileItWasCommitted(t *testing.T) 
 	q.add(qkey("a"), anUpdate, "alice", t0)
 	wins, _ := q.due(WindowConfig{}, t0)
 	require.Len(t, wins, 1)
-	q.request(&CommitRequest{Author: "alice", Message: "release 1.2", Deadline: t0.Add(time.Minute)})
+	q.request(&CommitRequest{Author: "alice", Message: "release 1.2", Deadline: t0.Add(time.Minute)}, t0)
 	require.Len(t, q.waiting["alice"], 1, "no open window: it waits for a change")
 	q.retry(wins[0], t0.Add(time.Second))
 	require.NotNil(t, q.windows["alice"])
@@ -501,7 +524,7 @@ func TestAWindowWhoseObjectsAllWaitForTheirCache(t *testing.T) {
 		wins, _ := q.due(cfg, t0.Add(time.Second))
 		q.flushing = wins
 		r := &CommitRequest{Author: "alice", Deadline: t0.Add(time.Minute)}
-		q.request(r) // parked: her window is being committed
+		q.request(r, t0) // parked: her window is being committed
 		q.deferWindow(wins[0], t0.Add(1200*time.Millisecond))
 		cur := q.windows["alice"]
 		require.NotNil(t, cur)
@@ -520,7 +543,7 @@ func TestAWindowWhoseObjectsAllWaitForTheirCache(t *testing.T) {
 			if next == "change" {
 				q.add(qkey("c"), anUpdate, "alice", t0.Add(1500*time.Millisecond))
 			} else {
-				q.request(&CommitRequest{Author: "alice", Deadline: t0.Add(time.Minute)})
+				q.request(&CommitRequest{Author: "alice", Deadline: t0.Add(time.Minute)}, t0)
 			}
 			assert.True(t, q.windows["alice"].notBefore.IsZero(), "a %s is not held back", next)
 			if next == "change" {
@@ -532,7 +555,7 @@ func TestAWindowWhoseObjectsAllWaitForTheirCache(t *testing.T) {
 		q := newQueue()
 		q.add(qkey("a"), anUpdate, "alice", t0)
 		wins, _ := q.due(cfg, t0.Add(time.Second))
-		q.request(&CommitRequest{Author: "alice", Deadline: t0.Add(time.Minute)})
+		q.request(&CommitRequest{Author: "alice", Deadline: t0.Add(time.Minute)}, t0)
 		q.deferWindow(wins[0], t0.Add(time.Second))
 		assert.Len(t, q.windows["alice"].requests, 1, "alice's change is pending: no TimedOut saying none came")
 		assert.Empty(t, q.waiting)
@@ -581,7 +604,7 @@ func TestARequestDeletedWhileItsWindowIsCommittedLendsItNoMessage(t *testing.T) 
 	q := newQueue()
 	q.add(qkey("a"), anUpdate, "alice", t0)
 	typo := &CommitRequest{Key: types.NamespacedName{Namespace: "ops", Name: "release"}, Author: "alice", Message: "release 1.2 (typo)"}
-	q.request(typo)
+	q.request(typo, t0)
 	wins, _ := q.due(WindowConfig{}, t0)
 	require.Len(t, wins, 1)
 	q.flushing = wins
@@ -689,7 +712,7 @@ func TestAWindowWhoseCommitTheServerDeclined(t *testing.T) {
 	})
 	t.Run("is released by a CommitRequest of its author", func(t *testing.T) {
 		q := declined(t)
-		q.request(&CommitRequest{Author: "alice", Deadline: t0.Add(time.Minute)})
+		q.request(&CommitRequest{Author: "alice", Deadline: t0.Add(time.Minute)}, t0)
 		assert.True(t, q.windows["alice"].notBefore.IsZero())
 	})
 	// Changes reach the queue while a window is pushed: they open a new window of its author,
@@ -739,7 +762,7 @@ func TestAWindowWhoseCommitTheServerDeclined(t *testing.T) {
 		assert.True(t, q.windows["alice"].notBefore.IsZero(), "and a request that rides the window ends its hold")
 	})
 	t.Run("is not held back when its author asked to commit while it was pushed", func(t *testing.T) {
-		win := pushedWhile(t, func(q *queue) { q.request(&CommitRequest{Author: "alice", Deadline: t0.Add(time.Minute)}) })
+		win := pushedWhile(t, func(q *queue) { q.request(&CommitRequest{Author: "alice", Deadline: t0.Add(time.Minute)}, t0) })
 		assert.True(t, win.notBefore.IsZero())
 		assert.Len(t, win.requests, 1)
 	})

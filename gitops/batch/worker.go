@@ -196,7 +196,7 @@ func (w *worker) enqueue(changes []Change, older bool, requests ...*CommitReques
 	w.qmu.Lock()
 	for _, r := range requests {
 		if q, ok := w.queues[r.Target]; ok {
-			q.request(r)
+			q.request(r, now)
 		}
 	}
 	for _, c := range changes {
@@ -248,7 +248,7 @@ func (w *worker) request(r *CommitRequest) bool {
 	w.qmu.Lock()
 	q, ok := w.queues[r.Target]
 	if ok {
-		q.request(r)
+		q.request(r, time.Now())
 	}
 	w.qmu.Unlock()
 	w.poke()
@@ -1242,7 +1242,7 @@ func (w *worker) lookBack(ctx context.Context, t *target) {
 		rode := win != nil && slices.Contains(win.requests, r)
 		t.q.withdraw(r)
 		if rode && len(win.requests) == 0 && !w.draining {
-			win.now, win.asked = false, false // the request made it urgent; its author's changes keep their quiet time
+			win.now, win.askedAt = false, time.Time{} // the request made it urgent; its author's changes keep their quiet time
 		}
 		w.qmu.Unlock()
 		w.answers = append(w.answers, answer{r, RequestOutcome{Done: true, SHA: sha.String(), Reason: ReasonCommitted,
@@ -1930,7 +1930,7 @@ func lacking(refused []string) string {
 	if len(refused) == 0 {
 		return ""
 	}
-	return fmt.Sprintf("; it lacks %d of the changes, which the writer refused (%s): the GitTarget's status lists them", len(refused), refused[0])
+	return fmt.Sprintf("; it lacks %d of the changes, which the writer refused (%s): see the GitTarget's status", len(refused), refused[0])
 }
 
 // landedSearch bounds how many commits back from the remote's tip a retried request looks

@@ -131,8 +131,8 @@ func (r *CommitRequestReconciler) reconcile(ctx context.Context, cr *v1alpha1.Co
 		}
 		v1alpha1.SetReconciling(conds, gen, reason, msg)
 		v1alpha1.SetCondition(conds, gen, v1alpha1.ConditionCommitted, false, reason, msg)
-		// The writer's notice normally brings the outcome; this bounds the wait if one was
-		// dropped (a full channel) or the request is still being pushed at its deadline.
+		// The writer's notice normally brings the outcome; this bounds the wait if none
+		// comes (the request is still being pushed at its deadline, say).
 		return ctrl.Result{RequeueAfter: recheckAfter(cr.CreationTimestamp.Add(timeout(cr)))}, nil
 	}
 	settle(cr, out)
