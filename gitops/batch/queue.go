@@ -32,10 +32,11 @@ type authorWindow struct {
 	requests []*CommitRequest
 	// now closes the window at once: a drain, or a request's retry.
 	now bool
-	// askedAt is when its author asked to commit (CommitRequest; zero: not asked): the
-	// window closes once neither her changes nor the request came for askedQuiet (or its
-	// quiet, if shorter), and at askedWait after the request at the latest. A change made
-	// just before the request may still be on its way from another resource's watch.
+	// askedAt is when its author last asked to commit (CommitRequest; zero: not asked): the
+	// window closes once neither her changes nor a request came for askedQuiet, and at
+	// askedWait after the request at the latest (or on its own quiet, if shorter, counted
+	// from her last change as always). A change made just before the request may still be
+	// on its way from another resource's watch.
 	askedAt time.Time
 	// notBefore holds back a window whose objects all wait for their cache (ErrNotSynced),
 	// without holding back the target's other windows; deferrals counts those attempts, for
@@ -475,16 +476,13 @@ func (q *queue) window(author string) *authorWindow {
 }
 
 // request attaches r, arrived at now, to its author's open window, which then closes once
-// quiet (asked), or parks it until the author's next change.
+// quiet (askedDue), or parks it until the author's next change.
 func (q *queue) request(r *CommitRequest, now time.Time) {
 	if r.withdrawn {
 		return // forgotten while it was handed over
 	}
 	if win := q.windows[r.Author]; win != nil && len(win.dirty) > 0 && !win.listed {
-		win.requests = append(win.requests, r)
-		if win.askedAt.IsZero() {
-			win.askedAt = now
-		}
+		win.requests, win.askedAt = append(win.requests, r), now
 		win.notBefore = time.Time{} // no longer held back: the request learns what it waits for
 		return
 	}
@@ -502,10 +500,11 @@ const (
 	askedWait  = 2 * time.Second
 )
 
-// asked decides whether win, which its author asked to commit (askedAt), must commit at
-// now by the request: quiet for askedQuiet (or cfg's quiet, if shorter) since the later of
-// the request and her last change, or askedWait after the request. Pure.
-func asked(win *authorWindow, cfg WindowConfig, now time.Time) (bool, time.Duration) {
+// askedDue decides whether win, which its author asked to commit (askedAt), must commit at
+// now by the request: quiet for askedQuiet since the later of the request and her last
+// change, or askedWait after the request. A quiet shorter than askedQuiet closes the
+// window by Due, from her last change, as always. Pure.
+func askedDue(win *authorWindow, cfg WindowConfig, now time.Time) (bool, time.Duration) {
 	last := win.Last
 	if win.askedAt.After(last) {
 		last = win.askedAt
@@ -538,7 +537,7 @@ func (q *queue) due(cfg WindowConfig, now time.Time) (out []*authorWindow, wait 
 			continue
 		}
 		ok, in := Due(win.Window, cfg, now)
-		if byRequest, at := asked(win, cfg, now); !ok && !win.askedAt.IsZero() && (byRequest || at < in) {
+		if byRequest, at := askedDue(win, cfg, now); !ok && !win.askedAt.IsZero() && (byRequest || at < in) {
 			ok, in = byRequest, at
 		}
 		if ok || win.now || (len(win.requests) > 0 && len(win.dirty) == 0) {
@@ -738,8 +737,7 @@ func (q *queue) retry(win *authorWindow, now time.Time) {
 // pushed: what the server refused is still in it. A change to an object it held, made
 // meanwhile or later (queue.add), perhaps the fix, ends the hold within a second, unless
 // this push was itself such a quick try (the step then runs its course, steady); a
-// CommitRequest ends it, and the window then closes as any its author asked to commit
-// (asked).
+// CommitRequest ends the hold.
 func (q *queue) decline(win *authorWindow, now time.Time) {
 	win.failed = true
 	fix, asked := false, false // while it was pushed: a held object changed; a request came
@@ -868,8 +866,11 @@ func (q *queue) withdraw(gone *CommitRequest) {
 		}
 	}
 	for author, win := range q.windows {
-		if win.requests = drop(win.requests); len(win.requests) == 0 && len(win.dirty) == 0 {
-			delete(q.windows, author)
+		if win.requests = drop(win.requests); len(win.requests) == 0 {
+			win.askedAt = time.Time{} // no request left: its author's changes keep their quiet time
+			if len(win.dirty) == 0 {
+				delete(q.windows, author)
+			}
 		}
 	}
 	// A window being committed keeps it in its list (its plan reads it without the lock):

@@ -113,8 +113,22 @@ func TestQueueWindowsPerAuthor(t *testing.T) {
 		q.request(&CommitRequest{Author: "alice", Message: "release"}, t0.Add(time.Second))
 		wins, _ := q.due(cfg, t0.Add(time.Second))
 		assert.Empty(t, wins)
+		q.add(qkey("b"), anUpdate, "alice", t0.Add(time.Second+askedQuiet/2)) // the slower watch's
 		wins, _ = q.due(cfg, t0.Add(time.Second+askedQuiet))
+		assert.Empty(t, wins)
+		wins, _ = q.due(cfg, t0.Add(time.Second+askedQuiet/2+askedQuiet))
 		require.Equal(t, []string{"alice"}, authors(wins))
+		assert.Len(t, wins[0].dirty, 2, "one commit carries both with the message")
+	})
+	t.Run("a window whose only request is withdrawn keeps its quiet", func(t *testing.T) {
+		q := newQueue()
+		q.add(qkey("a"), anUpdate, "alice", t0)
+		typo := &CommitRequest{Author: "alice", Message: "relaese"}
+		q.request(typo, t0)
+		q.withdraw(typo) // deleted
+		wins, wait := q.due(cfg, t0.Add(askedQuiet))
+		assert.Empty(t, wins)
+		assert.Equal(t, cfg.Quiet-askedQuiet, wait)
 	})
 	t.Run("a window its author asked to commit closes askedWait after the request though her changes keep coming", func(t *testing.T) {
 		q := newQueue()
@@ -128,7 +142,9 @@ func TestQueueWindowsPerAuthor(t *testing.T) {
 			wins, _ = q.due(WindowConfig{Quiet: time.Hour}, at)
 		}
 		require.Equal(t, []string{"alice"}, authors(wins))
-		assert.False(t, at.After(t0.Add(askedWait+step)), "closed by askedWait, not a maxDelay it does not have")
+		closed := at.Add(-step)
+		assert.False(t, closed.Before(t0.Add(askedWait)), "not before askedWait: her changes kept coming")
+		assert.False(t, closed.After(t0.Add(askedWait+step)), "closed by askedWait, not a maxDelay it does not have")
 	})
 	t.Run("a window its author asked to commit with a quiet shorter than askedQuiet closes on its quiet", func(t *testing.T) {
 		q := newQueue()
@@ -298,7 +314,7 @@ func TestQueueWindowsPerAuthor(t *testing.T) {
 		assert.Equal(t, []string{"alice"}, authors(wins))
 		assert.Equal(t, 3*time.Second, wait)
 	})
-	t.Run("a CommitRequest closes its author's open window at once", func(t *testing.T) {
+	t.Run("a CommitRequest closes its author's open window, not the others'", func(t *testing.T) {
 		q := newQueue()
 		q.add(qkey("a"), anUpdate, "alice", t0)
 		q.add(qkey("b"), anUpdate, "bob", t0)

@@ -59,7 +59,7 @@ func liveWriter(t *testing.T, remote *repotest.Remote) (*batch.Manager, *cluster
 }
 
 // alicesRelease submits a change by alice to ops/live and her CommitRequest "release 1.2",
-// which closes her window at once.
+// which closes her window (askedQuiet after it).
 func alicesRelease(t *testing.T, writer *batch.Manager, c *cluster) batch.CommitRequest {
 	t.Helper()
 	writer.Submit(batch.Change{Target: targetKey, Key: c.put(cmGVR, "ConfigMap", "app", map[string]any{"k": "v"}), Author: "alice"})
