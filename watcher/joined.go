@@ -1,10 +1,11 @@
 package watcher
 
 import (
+	"time"
+
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
-	"time"
 )
 
 // goneMemory is how long an informer keeps the deletes its handler had while its resource
