@@ -109,3 +109,24 @@ func TestCoAuthorsJoinAMessagesOwnTrailers(t *testing.T) {
 	assert.Equal(t, credited, withCoAuthors(credited, []string{"Dan"}, committer, "example.com", when), "nobody new: the message as it was")
 	assert.Contains(t, withoutCoAuthors(joined), credited, "a request's own Co-authored-by lines are still found")
 }
+
+func TestOccurrences(t *testing.T) {
+	tests := []struct {
+		name, commit, message string
+		want                  int
+	}{
+		{"finds a message that is the whole commit message", "release 1.2\n", "release 1.2", 1},
+		{"counts a message once for each request of the window it was joined for", "release 1.2\n\nrelease 1.2\n", "release 1.2", 2},
+		{"counts it among other requests' messages", "notes\n\nrelease 1.2\n\nmore notes\n\nrelease 1.2\n", "release 1.2", 2},
+		{"finds none in a commit without it", "Update ConfigMap ops/app\n", "release 1.2", 0},
+		{"takes no line of a paragraph for the message", "release 1.2 and more\n", "release 1.2", 0},
+		{"finds a message of two paragraphs twice", "release\n\nnotes\n\nrelease\n\nnotes\n", "release\n\nnotes", 2},
+		{"reads past the co-authors credited after the last one", "release 1.2\n\nrelease 1.2\nCo-authored-by: bob <bob@cluster.local>\n", "release 1.2", 2},
+		{"compares the message without its surrounding blanks", "release 1.2\n", "\n release 1.2\n\n", 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, occurrences(tt.commit, tt.message))
+		})
+	}
+}

@@ -987,12 +987,14 @@ type CommitRequest struct {
 	Deadline time.Time
 	// Created is when the CommitRequest object was made (zero: unknown).
 	Created time.Time
-	// Claimed lists the commits other CommitRequests of the target report as theirs (their
-	// status.sha). It is called only when the request searches the branch for an earlier
-	// leader's commit (lookBack): a commit by the same author with the same message, that
-	// another request reports, is not this one's (a pipeline asking again with the same
-	// message within lookBack's minute of clock skew). Nil: none known.
-	Claimed func() []string
+	// Claimed lists the commits other CommitRequests of the target, by the same requester
+	// with the same message, report as theirs (their status.sha), by request. It is called
+	// only when the request searches the branch for an earlier leader's commit (lookBack): a
+	// commit carries the message once per request its window committed for, and those
+	// another request reports are not this one's (a pipeline asking again with the same
+	// message within lookBack's minute of clock skew, or two requests the earlier leader
+	// had not answered, of which it committed one). Nil: none known.
+	Claimed func() map[types.NamespacedName]string
 	// lookBack is set on a request created before this replica started leading, and cleared
 	// once the branch was searched for a commit an earlier leader made with its message (its
 	// status not written before it died): answered so, the message is not committed twice.

@@ -3,6 +3,8 @@ package batch
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -56,6 +58,7 @@ func (m *Manager) Request(r CommitRequest) (RequestOutcome, error) {
 	st.req.beforeStart = st.req.lookBack
 	if st.req.lookBack {
 		st.req.lookBackUntil = since.Add(2 * m.opts.gitTimeout())
+		st.req.Claimed = m.claimedBesides(r)
 	}
 	m.requests[r.Key] = st
 	m.mu.Unlock()
@@ -74,6 +77,34 @@ func (m *Manager) Request(r CommitRequest) (RequestOutcome, error) {
 		return RequestOutcome{}, ErrTargetNotRegistered
 	}
 	return RequestOutcome{}, nil
+}
+
+// claimedBesides is what r's lookBack counts as claimed: the commits its controller saw
+// other requests report (r.Claimed), and those this writer answered other requests with,
+// whose status may not be written yet, of r's target, by r's requester with r's message.
+// By request, so that one known to both counts once. It takes m.mu: call it without.
+func (m *Manager) claimedBesides(r CommitRequest) func() map[types.NamespacedName]string {
+	reported := r.Claimed
+	return func() map[types.NamespacedName]string {
+		claimed := map[types.NamespacedName]string{}
+		if reported != nil {
+			maps.Copy(claimed, reported())
+		}
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		for key, st := range m.requests {
+			if key != r.Key && st.outcome.SHA != "" && sameAsking(&st.req, &r) {
+				claimed[key] = st.outcome.SHA
+			}
+		}
+		return claimed
+	}
+}
+
+// sameAsking reports whether two requests ask alike: on one target, by one requester, with
+// one message, so that a commit carrying it once answers only one of them.
+func sameAsking(a, b *CommitRequest) bool {
+	return a.Target == b.Target && a.Author == b.Author && strings.TrimSpace(a.Message) == strings.TrimSpace(b.Message)
 }
 
 // recovering reports whether a request created at created, before this writer started

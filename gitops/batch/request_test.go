@@ -602,14 +602,16 @@ func TestARequestIsNotAnsweredWithACommitAnotherRequestReports(t *testing.T) {
 	second, _ := startWriter(t)
 	_, err := second.EnsureTarget(context.Background(), targetSpec(t, "live", remote.URL, nil))
 	require.NoError(t, err)
-	run := func(name string, claimed func() []string) batch.CommitRequest {
+	run := func(name string, claimed func() map[types.NamespacedName]string) batch.CommitRequest {
 		r := batch.CommitRequest{Key: types.NamespacedName{Namespace: "ops", Name: name}, Target: targetKey, Author: "alice",
 			Message: "release 1.2", Deadline: time.Now().Add(time.Minute), Created: created, Claimed: claimed}
 		_, err := second.Request(r)
 		require.NoError(t, err)
 		return r
 	}
-	next := run("release-2", func() []string { return []string{out.SHA} }) // the first run's request reports it
+	next := run("release-2", func() map[types.NamespacedName]string { // the first run's request reports it
+		return map[types.NamespacedName]string{{Namespace: "ops", Name: "release"}: out.SHA}
+	})
 	// Handed over after next, it searches the branch no sooner; no request reports the commit
 	// it finds, which it takes, as a request whose status an earlier process never wrote.
 	unclaimed := run("release-3", nil)
@@ -619,6 +621,98 @@ func TestARequestIsNotAnsweredWithACommitAnotherRequestReports(t *testing.T) {
 	waiting, err := second.Request(next)
 	require.NoError(t, err)
 	assert.False(t, waiting.Done, "it waits for her next change: %s", waiting.Message)
+}
+
+// Two requests of one requester with one message, neither answered when the process
+// stopped: the earlier process committed the one, or both in one window. A commit carries
+// the message once per request it was made for.
+func TestRequestsWithOneMessageAreAnsweredByACommitOnlyAsOftenAsItCarriesIt(t *testing.T) {
+	handOver := func(t *testing.T, remote *repotest.Remote, requests ...batch.CommitRequest) *batch.Manager {
+		t.Helper()
+		next, _ := startWriter(t) // the next process, which never saw the requests
+		_, err := next.EnsureTarget(context.Background(), targetSpec(t, "live", remote.URL, nil))
+		require.NoError(t, err)
+		for _, r := range requests {
+			r.Deadline = time.Now().Add(time.Minute)
+			_, err := next.Request(r)
+			require.NoError(t, err)
+		}
+		return next
+	}
+	again := func(r batch.CommitRequest, name string, created time.Time) batch.CommitRequest {
+		r.Key.Name, r.Created = name, created
+		return r
+	}
+	// committedOnce has the earlier process commit alice's release, and returns its request
+	// as created before the commit.
+	committedOnce := func(t *testing.T) (*repotest.Remote, *batch.Manager, *cluster, batch.CommitRequest, batch.RequestOutcome) {
+		t.Helper()
+		remote := repotest.NewHTTPRemote(t)
+		first, c := liveWriter(t, remote)
+		created := time.Now().Add(-time.Second)
+		older := alicesRelease(t, first, c)
+		out := outcomeOf(t, first, older, "the older request's commit")
+		require.Equal(t, batch.ReasonCommitted, out.Reason, out.Message)
+		older.Created = created
+		return remote, first, c, older, out
+	}
+	t.Run("answers the older request with a commit that carries the message once, and the newer waits", func(t *testing.T) {
+		remote, _, _, older, out := committedOnce(t)
+		newer := again(older, "release-again", time.Now()) // after that commit, within the clock skew
+
+		next := handOver(t, remote, older, newer)
+
+		found := outcomeOf(t, next, older, "the older request is answered from the branch")
+		assert.Equal(t, out.SHA, found.SHA)
+		waiting, err := next.Request(newer)
+		require.NoError(t, err)
+		assert.False(t, waiting.Done, "the commit carries one request's message: the newer waits for her next change: %s", waiting.Message)
+	})
+	t.Run("answers a request handed over later as the first one's answer is not written yet", func(t *testing.T) {
+		remote, first, c, older, out := committedOnce(t)
+		newer := again(older, "release-again", time.Now()) // after that commit, within the clock skew
+		// A request with another message, committed after, shows when the newer has looked.
+		first.Submit(batch.Change{Target: targetKey, Key: c.put(cmGVR, "ConfigMap", "app", map[string]any{"k": "probe"}), Author: "alice"})
+		probe := again(older, "probe", time.Time{})
+		probe.Message = "probe"
+		_, err := first.Request(probe)
+		require.NoError(t, err)
+		probed := outcomeOf(t, first, probe, "the probe's commit")
+		require.Equal(t, batch.ReasonCommitted, probed.Reason, probed.Message)
+		probe.Created = time.Now()
+
+		next := handOver(t, remote, older)
+		require.Equal(t, out.SHA, outcomeOf(t, next, older, "the older request is answered from the branch").SHA)
+		for _, r := range []batch.CommitRequest{newer, probe} { // its controller's cache does not show the older one's status yet
+			r.Deadline = time.Now().Add(time.Minute)
+			_, err := next.Request(r)
+			require.NoError(t, err)
+		}
+
+		require.Equal(t, probed.SHA, outcomeOf(t, next, probe, "handed over after the newer, it looks no sooner").SHA)
+		waiting, err := next.Request(newer)
+		require.NoError(t, err)
+		assert.False(t, waiting.Done, "the writer's own answer claims the commit: %s", waiting.Message)
+	})
+	t.Run("answers both with a commit that carries the message twice", func(t *testing.T) {
+		remote := repotest.NewHTTPRemote(t)
+		first, c := liveWriter(t, remote)
+		created := time.Now().Add(-time.Second)
+		one := alicesRelease(t, first, c)
+		two := again(one, "release-again", time.Time{})
+		_, err := first.Request(two) // joins her open window
+		require.NoError(t, err)
+		out := outcomeOf(t, first, two, "the window's commit")
+		require.Equal(t, batch.ReasonCommitted, out.Reason, out.Message)
+		require.Equal(t, out.SHA, outcomeOf(t, first, one, "the same commit").SHA)
+		require.Contains(t, repotest.Git(t, remote.Dir, "log", "-1", "--format=%B", "main"), "release 1.2\n\nrelease 1.2", "the message once for each request")
+
+		next := handOver(t, remote, again(one, one.Key.Name, created), again(two, two.Key.Name, created))
+
+		assert.Equal(t, out.SHA, outcomeOf(t, next, one, "answered from the branch").SHA)
+		assert.Equal(t, out.SHA, outcomeOf(t, next, two, "answered from the branch").SHA)
+		assert.Len(t, remote.Log("main"), 2, "the seed and the one commit: the message is not committed again")
+	})
 }
 
 // Windows live in memory: a request whose change had come (TargetStalled, past its

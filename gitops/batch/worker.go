@@ -1191,10 +1191,11 @@ func timedOutMessage(r *CommitRequest) string {
 // lookBack answers Committed the requests created before this replica started leading
 // that an earlier leader committed (its status not written before it died: a kill right
 // after the push), found on the branch by their author, their message as one of the
-// commit's paragraphs, a commit time not before their creation (less clockSkew) and no
-// other request of the target reporting that commit as its own (Claimed); they
-// leave the queue, so the message is not committed a second time. The others wait as
-// before. Callers hold w.mu.
+// commit's paragraphs, a commit time not before their creation (less clockSkew) and not
+// every one of those paragraphs claimed by another request of the target (Claimed, and
+// the answers of this pass); they leave the queue, so the message is not committed a
+// second time. Of the requests handed over since the last pass, the oldest looks first.
+// The others wait as before. Callers hold w.mu.
 func (w *worker) lookBack(ctx context.Context, t *target) {
 	w.qmu.Lock()
 	requests := t.q.lookingBack()
@@ -1202,17 +1203,14 @@ func (w *worker) lookBack(ctx context.Context, t *target) {
 	if len(requests) > 0 {
 		w.actFor(t.spec) // its fetches use this target's credentials
 	}
+	slices.SortStableFunc(requests, func(a, b *CommitRequest) int { return a.Created.Compare(b.Created) })
 	for _, r := range requests {
 		author := authorSignature(r.Author, t.spec.Committer, w.opts.AuthorEmailDomain, time.Time{})
-		paragraph := "\n\n" + strings.TrimSpace(r.Message) + "\n\n" // requests' messages are joined by blank lines
-		var claimed []string
-		if r.Claimed != nil {
-			claimed = r.Claimed()
-		}
+		claimed := w.claimedBesides(r)
 		carries := func(c *object.Commit) bool {
-			return c.Author.Name == author.Name && c.Author.Email == author.Email && !slices.Contains(claimed, c.Hash.String()) &&
+			return c.Author.Name == author.Name && c.Author.Email == author.Email &&
 				!c.Committer.When.Before(r.Created.Add(-clockSkew)) &&
-				slices.ContainsFunc(withoutCoAuthors(c.Message), func(m string) bool { return strings.Contains("\n\n"+m+"\n\n", paragraph) })
+				occurrences(c.Message, r.Message) > claimsOn(claimed, c.Hash.String())
 		}
 		// Others may have pushed on top of it since: the clone holds only the tip.
 		unseen := w.remote(ctx, func(ctx context.Context) error {
@@ -1248,6 +1246,49 @@ func (w *worker) lookBack(ctx context.Context, t *target) {
 		w.answers = append(w.answers, answer{r, RequestOutcome{Done: true, SHA: sha.String(), Reason: ReasonCommitted,
 			Message: fmt.Sprintf("committed %s to %s with the requested message", shortSHA(sha.String()), r.Target)}})
 	}
+}
+
+// claimedBesides is what r's Claimed lists, with the answers this worker has not reported
+// yet (this pass's) to other requests asking as r does. Callers hold w.mu.
+func (w *worker) claimedBesides(r *CommitRequest) map[types.NamespacedName]string {
+	claimed := map[types.NamespacedName]string{}
+	if r.Claimed != nil {
+		maps.Copy(claimed, r.Claimed())
+	}
+	for _, a := range w.answers {
+		if a.req.Key != r.Key && a.out.SHA != "" && sameAsking(a.req, r) {
+			claimed[a.req.Key] = a.out.SHA
+		}
+	}
+	return claimed
+}
+
+// claimsOn counts the requests claimed names with sha.
+func claimsOn(claimed map[types.NamespacedName]string, sha string) int {
+	n := 0
+	for _, s := range claimed {
+		if s == sha {
+			n++
+		}
+	}
+	return n
+}
+
+// occurrences counts the paragraphs of a commit message that are message: a window joins
+// its requests' messages by blank lines, so a commit carries one for each request it
+// committed for. Co-authors' trailers after the last one are not part of it. Pure.
+func occurrences(commitMessage, message string) int {
+	paragraph := "\n\n" + strings.TrimSpace(message) + "\n\n"
+	most := 0
+	for _, m := range withoutCoAuthors(commitMessage) {
+		n, rest := 0, "\n\n"+m+"\n\n"
+		for i := strings.Index(rest, paragraph); i >= 0; i = strings.Index(rest, paragraph) {
+			n++
+			rest = rest[i+len(paragraph)-2:] // the blank line after one starts the next
+		}
+		most = max(most, n)
+	}
+	return most
 }
 
 // clockSkew is how far ahead of the operator's clock the API server's may be when lookBack

@@ -140,26 +140,27 @@ func (r *CommitRequestReconciler) reconcile(ctx context.Context, cr *v1alpha1.Co
 }
 
 // claimedBesides lists, when the writer asks, the commits the other CommitRequests of cr's
-// GitTarget, by the same requester with the same message, report as theirs: a commit that
-// carries cr's message, found on the branch after a restart, is not cr's when such a
-// request (a pipeline's previous run) already reports it. One with another message may
-// have shared its commit with cr (a window carries every request's message), so it claims
-// nothing. Read from the cache; a failed list is logged and claims nothing.
-func (r *CommitRequestReconciler) claimedBesides(ctx context.Context, cr *v1alpha1.CommitRequest) func() []string {
+// GitTarget, by the same requester with the same message, report as theirs, by request: a
+// commit carries the message once per request it was made for, so one found on the branch
+// after a restart is not cr's when as many such requests (a pipeline's previous run)
+// already report it. One with another message may have shared its commit with cr (a
+// window carries every request's message), so it claims nothing. Read from the cache; a
+// failed list is logged and claims nothing.
+func (r *CommitRequestReconciler) claimedBesides(ctx context.Context, cr *v1alpha1.CommitRequest) func() map[types.NamespacedName]string {
 	ns, target, uid, log := cr.Namespace, cr.Spec.TargetRef.Name, cr.UID, ctrl.LoggerFrom(ctx)
 	requester, message := cr.Spec.Requester.Username, strings.TrimSpace(cr.Spec.Message)
-	return func() []string {
+	return func() map[types.NamespacedName]string {
 		var list v1alpha1.CommitRequestList
 		if err := r.Client.List(context.Background(), &list, client.InNamespace(ns)); err != nil {
 			log.Error(err, "listing CommitRequests to tell which commits are theirs", "namespace", ns)
 			return nil
 		}
-		var claimed []string
+		claimed := map[types.NamespacedName]string{}
 		for i := range list.Items {
 			o := &list.Items[i]
 			if o.UID != uid && o.Spec.TargetRef.Name == target && o.Status.SHA != "" && o.Spec.Requester != nil &&
 				o.Spec.Requester.Username == requester && strings.TrimSpace(o.Spec.Message) == message {
-				claimed = append(claimed, o.Status.SHA)
+				claimed[client.ObjectKeyFromObject(o)] = o.Status.SHA
 			}
 		}
 		return claimed

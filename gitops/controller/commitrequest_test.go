@@ -210,7 +210,7 @@ func TestABlankCommitRequestMessageIsRefusedAtCreation(t *testing.T) {
 // TestARequestIsNotAnsweredWithACommitAnotherRequestReports asks with a real remote).
 type claimsWriter struct {
 	retryingWriter
-	claimed []string
+	claimed map[types.NamespacedName]string
 }
 
 func (w *claimsWriter) Request(r batch.CommitRequest) (batch.RequestOutcome, error) {
@@ -245,5 +245,6 @@ func TestACommitRequestTellsTheWriterTheCommitsItsTargetsOtherRequestsReport(t *
 	_, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(cr)})
 
 	require.NoError(t, err)
-	assert.Equal(t, []string{"1111111111111111111111111111111111111111"}, w.claimed, "only its own target's commits, by alice with the same message")
+	assert.Equal(t, map[types.NamespacedName]string{{Namespace: cr.Namespace, Name: "release-1"}: "1111111111111111111111111111111111111111"},
+		w.claimed, "only its own target's commits, by alice with the same message, by request")
 }
