@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 func TestAuthorSignature(t *testing.T) {
@@ -127,6 +128,30 @@ func TestOccurrences(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			assert.Equal(t, tt.want, occurrences(tt.commit, tt.message))
+		})
+	}
+}
+
+func TestClaimsOn(t *testing.T) {
+	key := func(name string) types.NamespacedName { return types.NamespacedName{Namespace: "ops", Name: name} }
+	claimed := map[types.NamespacedName]Claim{
+		key("release"):       {SHA: "x", Message: "release 1.2"},
+		key("release-notes"): {SHA: "x", Message: "release 1.2\n\nnotes"},
+		key("notes"):         {SHA: "x", Message: "notes"},
+		key("earlier"):       {SHA: "y", Message: "release 1.2"},
+	}
+	tests := []struct {
+		name, sha, message string
+		want               int
+	}{
+		{"counts each request of the commit whose message is the message, or holds it as a paragraph", "x", "release 1.2", 2},
+		{"counts the requests of that commit only", "y", "release 1.2", 1},
+		{"counts a longer message only where it is whole", "x", "release 1.2\n\nnotes", 1},
+		{"counts nothing for a commit nobody reports", "z", "release 1.2", 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, claimsOn(claimed, tt.sha, tt.message))
 		})
 	}
 }

@@ -987,14 +987,14 @@ type CommitRequest struct {
 	Deadline time.Time
 	// Created is when the CommitRequest object was made (zero: unknown).
 	Created time.Time
-	// Claimed lists the commits other CommitRequests of the target, by the same requester
-	// with the same message, report as theirs (their status.sha), by request. It is called
-	// only when the request searches the branch for an earlier leader's commit (lookBack): a
-	// commit carries the message once per request its window committed for, and those
-	// another request reports are not this one's (a pipeline asking again with the same
-	// message within lookBack's minute of clock skew, or two requests the earlier leader
-	// had not answered, of which it committed one). Nil: none known.
-	Claimed func() map[types.NamespacedName]string
+	// Claimed lists the commits other CommitRequests of the target by the same requester
+	// report as theirs (their status.sha), by request. It is called only when the request
+	// searches the branch for an earlier leader's commit (lookBack): a commit carries a
+	// message once per request its window committed for, and the copies other requests
+	// take are not this one's (a pipeline asking again with the same message within
+	// lookBack's minute of clock skew, or two requests the earlier leader had not
+	// answered, of which it committed one). Nil: none known.
+	Claimed func() map[types.NamespacedName]Claim
 	// lookBack is set on a request created before this replica started leading, and cleared
 	// once the branch was searched for a commit an earlier leader made with its message (its
 	// status not written before it died): answered so, the message is not committed twice.
@@ -1015,6 +1015,13 @@ type CommitRequest struct {
 	// window carrying it is being committed: its message is left out of that commit if there
 	// is still time, and of any retry.
 	withdrawn bool
+}
+
+// Claim is a commit a CommitRequest reports as its own, with that request's message: the
+// commit carries the message's paragraphs, which a request looking for its own message
+// (lookBack) cannot take.
+type Claim struct {
+	SHA, Message string
 }
 
 // RequestOutcome is what became of a CommitRequest.

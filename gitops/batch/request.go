@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -81,30 +80,30 @@ func (m *Manager) Request(r CommitRequest) (RequestOutcome, error) {
 
 // claimedBesides is what r's lookBack counts as claimed: the commits its controller saw
 // other requests report (r.Claimed), and those this writer answered other requests with,
-// whose status may not be written yet, of r's target, by r's requester with r's message.
-// By request, so that one known to both counts once. It takes m.mu: call it without.
-func (m *Manager) claimedBesides(r CommitRequest) func() map[types.NamespacedName]string {
+// whose status may not be written yet, of r's target and requester. By request, so that
+// one known to both counts once. It takes m.mu: call it without.
+func (m *Manager) claimedBesides(r CommitRequest) func() map[types.NamespacedName]Claim {
 	reported := r.Claimed
-	return func() map[types.NamespacedName]string {
-		claimed := map[types.NamespacedName]string{}
+	return func() map[types.NamespacedName]Claim {
+		claimed := map[types.NamespacedName]Claim{}
 		if reported != nil {
 			maps.Copy(claimed, reported())
 		}
 		m.mu.Lock()
 		defer m.mu.Unlock()
 		for key, st := range m.requests {
-			if key != r.Key && st.outcome.SHA != "" && sameAsking(&st.req, &r) {
-				claimed[key] = st.outcome.SHA
+			if key != r.Key && st.outcome.SHA != "" && sameRequester(&st.req, &r) {
+				claimed[key] = Claim{SHA: st.outcome.SHA, Message: st.req.Message}
 			}
 		}
 		return claimed
 	}
 }
 
-// sameAsking reports whether two requests ask alike: on one target, by one requester, with
-// one message, so that a commit carrying it once answers only one of them.
-func sameAsking(a, b *CommitRequest) bool {
-	return a.Target == b.Target && a.Author == b.Author && strings.TrimSpace(a.Message) == strings.TrimSpace(b.Message)
+// sameRequester reports whether two requests are of one requester on one target: only
+// such a request's window may have carried the other's message.
+func sameRequester(a, b *CommitRequest) bool {
+	return a.Target == b.Target && a.Author == b.Author
 }
 
 // recovering reports whether a request created at created, before this writer started

@@ -602,15 +602,15 @@ func TestARequestIsNotAnsweredWithACommitAnotherRequestReports(t *testing.T) {
 	second, _ := startWriter(t)
 	_, err := second.EnsureTarget(context.Background(), targetSpec(t, "live", remote.URL, nil))
 	require.NoError(t, err)
-	run := func(name string, claimed func() map[types.NamespacedName]string) batch.CommitRequest {
+	run := func(name string, claimed func() map[types.NamespacedName]batch.Claim) batch.CommitRequest {
 		r := batch.CommitRequest{Key: types.NamespacedName{Namespace: "ops", Name: name}, Target: targetKey, Author: "alice",
 			Message: "release 1.2", Deadline: time.Now().Add(time.Minute), Created: created, Claimed: claimed}
 		_, err := second.Request(r)
 		require.NoError(t, err)
 		return r
 	}
-	next := run("release-2", func() map[types.NamespacedName]string { // the first run's request reports it
-		return map[types.NamespacedName]string{{Namespace: "ops", Name: "release"}: out.SHA}
+	next := run("release-2", func() map[types.NamespacedName]batch.Claim { // the first run's request reports it
+		return map[types.NamespacedName]batch.Claim{{Namespace: "ops", Name: "release"}: {SHA: out.SHA, Message: "release 1.2"}}
 	})
 	// Handed over after next, it searches the branch no sooner; no request reports the commit
 	// it finds, which it takes, as a request whose status an earlier process never wrote.
@@ -623,95 +623,158 @@ func TestARequestIsNotAnsweredWithACommitAnotherRequestReports(t *testing.T) {
 	assert.False(t, waiting.Done, "it waits for her next change: %s", waiting.Message)
 }
 
-// Two requests of one requester with one message, neither answered when the process
-// stopped: the earlier process committed the one, or both in one window. A commit carries
-// the message once per request it was made for.
+// Requests of one requester with one message, not answered when the process stopped,
+// handed to the next one: a commit carries the message once for each request it was made
+// for, and is the answer of no more requests than that.
 func TestRequestsWithOneMessageAreAnsweredByACommitOnlyAsOftenAsItCarriesIt(t *testing.T) {
-	handOver := func(t *testing.T, remote *repotest.Remote, requests ...batch.CommitRequest) *batch.Manager {
+	staging := types.NamespacedName{Namespace: "ops", Name: "staging"}
+	request := func(target types.NamespacedName, name, message string) batch.CommitRequest {
+		return batch.CommitRequest{Key: types.NamespacedName{Namespace: "ops", Name: name}, Target: target, Author: "alice",
+			Message: message, Deadline: time.Now().Add(time.Minute), Created: time.Now()}
+	}
+	// earlier is the process that stops, with targets live and staging on one remote.
+	earlier := func(t *testing.T) (*repotest.Remote, *batch.Manager, *cluster) {
 		t.Helper()
-		next, _ := startWriter(t) // the next process, which never saw the requests
-		_, err := next.EnsureTarget(context.Background(), targetSpec(t, "live", remote.URL, nil))
+		remote := repotest.NewHTTPRemote(t)
+		first, c := liveWriter(t, remote)
+		_, err := first.EnsureTarget(context.Background(), targetSpec(t, "staging", remote.URL, nil))
 		require.NoError(t, err)
+		return remote, first, c
+	}
+	// commit has alice change an object of the requests' target, which all ride her window,
+	// and returns their commit.
+	commit := func(t *testing.T, w *batch.Manager, c *cluster, requests ...batch.CommitRequest) string {
+		t.Helper()
+		target := requests[0].Target
+		w.Submit(batch.Change{Target: target, Key: c.put(cmGVR, "ConfigMap", target.Name, map[string]any{"k": requests[0].Key.Name}), Author: "alice"})
 		for _, r := range requests {
+			_, err := w.Request(r)
+			require.NoError(t, err)
+		}
+		sha := ""
+		for _, r := range requests {
+			out := outcomeOf(t, w, r, "the earlier process's commit")
+			require.Equal(t, batch.ReasonCommitted, out.Reason, out.Message)
+			require.True(t, sha == "" || sha == out.SHA, "one window, one commit")
+			sha = out.SHA
+		}
+		return sha
+	}
+	// handOver starts the next process, which never saw the requests, and hands them over
+	// in order, then the probe, a request of staging with another message committed last:
+	// once it is answered from the branch, every request before it has looked.
+	handOver := func(t *testing.T, remote *repotest.Remote, probe batch.CommitRequest, requests ...batch.CommitRequest) *batch.Manager {
+		t.Helper()
+		next, _ := startWriter(t)
+		for _, folder := range []string{"live", "staging"} {
+			_, err := next.EnsureTarget(context.Background(), targetSpec(t, folder, remote.URL, nil))
+			require.NoError(t, err)
+		}
+		for _, r := range append(requests, probe) {
 			r.Deadline = time.Now().Add(time.Minute)
 			_, err := next.Request(r)
 			require.NoError(t, err)
 		}
+		require.Equal(t, batch.ReasonCommitted, outcomeOf(t, next, probe, "the probe looked last").Reason)
 		return next
 	}
-	again := func(r batch.CommitRequest, name string, created time.Time) batch.CommitRequest {
-		r.Key.Name, r.Created = name, created
-		return r
-	}
-	// committedOnce has the earlier process commit alice's release, and returns its request
-	// as created before the commit.
-	committedOnce := func(t *testing.T) (*repotest.Remote, *batch.Manager, *cluster, batch.CommitRequest, batch.RequestOutcome) {
+	answers := func(t *testing.T, next *batch.Manager, requests ...batch.CommitRequest) []string {
 		t.Helper()
-		remote := repotest.NewHTTPRemote(t)
-		first, c := liveWriter(t, remote)
-		created := time.Now().Add(-time.Second)
-		older := alicesRelease(t, first, c)
-		out := outcomeOf(t, first, older, "the older request's commit")
-		require.Equal(t, batch.ReasonCommitted, out.Reason, out.Message)
-		older.Created = created
-		return remote, first, c, older, out
+		var shas []string
+		for _, r := range requests {
+			out, err := next.Request(r)
+			require.NoError(t, err)
+			shas = append(shas, out.SHA) // empty: waiting for her next change
+		}
+		return shas
 	}
+
 	t.Run("answers the older request with a commit that carries the message once, and the newer waits", func(t *testing.T) {
-		remote, _, _, older, out := committedOnce(t)
-		newer := again(older, "release-again", time.Now()) // after that commit, within the clock skew
+		remote, first, c := earlier(t)
+		older := request(targetKey, "release", "release 1.2")
+		x := commit(t, first, c, older)
+		newer := request(targetKey, "release-again", "release 1.2") // after that commit, within the clock skew
+		probe := request(staging, "probe", "probe")
+		commit(t, first, c, probe)
 
-		next := handOver(t, remote, older, newer)
+		next := handOver(t, remote, probe, older, newer)
 
-		found := outcomeOf(t, next, older, "the older request is answered from the branch")
-		assert.Equal(t, out.SHA, found.SHA)
-		waiting, err := next.Request(newer)
-		require.NoError(t, err)
-		assert.False(t, waiting.Done, "the commit carries one request's message: the newer waits for her next change: %s", waiting.Message)
+		assert.Equal(t, []string{x, ""}, answers(t, next, older, newer))
 	})
-	t.Run("answers a request handed over later as the first one's answer is not written yet", func(t *testing.T) {
-		remote, first, c, older, out := committedOnce(t)
-		newer := again(older, "release-again", time.Now()) // after that commit, within the clock skew
-		// A request with another message, committed after, shows when the newer has looked.
-		first.Submit(batch.Change{Target: targetKey, Key: c.put(cmGVR, "ConfigMap", "app", map[string]any{"k": "probe"}), Author: "alice"})
-		probe := again(older, "probe", time.Time{})
-		probe.Message = "probe"
-		_, err := first.Request(probe)
-		require.NoError(t, err)
-		probed := outcomeOf(t, first, probe, "the probe's commit")
-		require.Equal(t, batch.ReasonCommitted, probed.Reason, probed.Message)
-		probe.Created = time.Now()
+	t.Run("answers each request with its own commit, the older the older", func(t *testing.T) {
+		remote, first, c := earlier(t)
+		older := request(targetKey, "release", "release 1.2")
+		x1 := commit(t, first, c, older)
+		newer := request(targetKey, "release-again", "release 1.2")
+		x2 := commit(t, first, c, newer)
+		probe := request(staging, "probe", "probe")
+		commit(t, first, c, probe)
 
-		next := handOver(t, remote, older)
-		require.Equal(t, out.SHA, outcomeOf(t, next, older, "the older request is answered from the branch").SHA)
-		for _, r := range []batch.CommitRequest{newer, probe} { // its controller's cache does not show the older one's status yet
-			r.Deadline = time.Now().Add(time.Minute)
+		next := handOver(t, remote, probe, older, newer)
+
+		assert.Equal(t, []string{x1, x2}, answers(t, next, older, newer), "not the newest commit for the oldest request")
+	})
+	t.Run("answers a request handed over after the first one's answer, not written yet, took the commit", func(t *testing.T) {
+		remote, first, c := earlier(t)
+		older := request(targetKey, "release", "release 1.2")
+		x := commit(t, first, c, older)
+		newer := request(targetKey, "release-again", "release 1.2")
+		probe := request(staging, "probe", "probe")
+		commit(t, first, c, probe)
+
+		next := handOver(t, remote, probe, older)
+		require.Equal(t, []string{x}, answers(t, next, older))
+		// A probe again, under another name: the first one's claim leaves with it.
+		next.Forget(probe.Key)
+		probe.Key.Name = "probe-again"
+		for _, r := range []batch.CommitRequest{newer, probe} { // the cache shows no status of the older one yet
 			_, err := next.Request(r)
 			require.NoError(t, err)
 		}
+		require.Equal(t, batch.ReasonCommitted, outcomeOf(t, next, probe, "the probe looked last").Reason)
 
-		require.Equal(t, probed.SHA, outcomeOf(t, next, probe, "handed over after the newer, it looks no sooner").SHA)
-		waiting, err := next.Request(newer)
-		require.NoError(t, err)
-		assert.False(t, waiting.Done, "the writer's own answer claims the commit: %s", waiting.Message)
+		assert.Equal(t, []string{""}, answers(t, next, newer), "the writer's own answer claims the commit")
 	})
 	t.Run("answers both with a commit that carries the message twice", func(t *testing.T) {
-		remote := repotest.NewHTTPRemote(t)
-		first, c := liveWriter(t, remote)
-		created := time.Now().Add(-time.Second)
-		one := alicesRelease(t, first, c)
-		two := again(one, "release-again", time.Time{})
-		_, err := first.Request(two) // joins her open window
-		require.NoError(t, err)
-		out := outcomeOf(t, first, two, "the window's commit")
-		require.Equal(t, batch.ReasonCommitted, out.Reason, out.Message)
-		require.Equal(t, out.SHA, outcomeOf(t, first, one, "the same commit").SHA)
+		remote, first, c := earlier(t)
+		one, two := request(targetKey, "release", "release 1.2"), request(targetKey, "release-again", "release 1.2")
+		x := commit(t, first, c, one, two)
 		require.Contains(t, repotest.Git(t, remote.Dir, "log", "-1", "--format=%B", "main"), "release 1.2\n\nrelease 1.2", "the message once for each request")
+		probe := request(staging, "probe", "probe")
+		commit(t, first, c, probe)
 
-		next := handOver(t, remote, again(one, one.Key.Name, created), again(two, two.Key.Name, created))
+		next := handOver(t, remote, probe, one, two)
 
-		assert.Equal(t, out.SHA, outcomeOf(t, next, one, "answered from the branch").SHA)
-		assert.Equal(t, out.SHA, outcomeOf(t, next, two, "answered from the branch").SHA)
-		assert.Len(t, remote.Log("main"), 2, "the seed and the one commit: the message is not committed again")
+		assert.Equal(t, []string{x, x}, answers(t, next, one, two))
+		assert.Len(t, remote.Log("main"), 3, "the seed, the one commit and the probe's: the message is not committed again")
+	})
+	t.Run("leaves the copy of a message that another request's message holds as a paragraph", func(t *testing.T) {
+		remote, first, c := earlier(t)
+		short, long := request(targetKey, "release", "release 1.2"), request(targetKey, "release-notes", "release 1.2\n\nnotes")
+		x := commit(t, first, c, short, long)
+		again := request(targetKey, "release-again", "release 1.2")
+		probe := request(staging, "probe", "probe")
+		commit(t, first, c, probe)
+		// The two report the commit; a request not answered when the process stopped looks.
+		again.Claimed = func() map[types.NamespacedName]batch.Claim {
+			return map[types.NamespacedName]batch.Claim{short.Key: {SHA: x, Message: short.Message}, long.Key: {SHA: x, Message: long.Message}}
+		}
+
+		next := handOver(t, remote, probe, again)
+
+		assert.Equal(t, []string{""}, answers(t, next, again), "both copies in the commit are taken")
+	})
+	t.Run("leaves another target's commit on the branch", func(t *testing.T) {
+		remote, first, c := earlier(t)
+		live := request(targetKey, "release", "release 1.2")
+		x := commit(t, first, c, live)
+		mine := request(staging, "release-staging", "release 1.2") // her pipeline asks of both targets
+		probe := request(staging, "probe", "probe")
+		commit(t, first, c, probe)
+
+		next := handOver(t, remote, probe, mine, live)
+
+		assert.Equal(t, []string{"", x}, answers(t, next, mine, live))
 	})
 }
 

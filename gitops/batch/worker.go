@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"path"
 	"reflect"
 	"slices"
 	"sort"
@@ -1191,11 +1192,12 @@ func timedOutMessage(r *CommitRequest) string {
 // lookBack answers Committed the requests created before this replica started leading
 // that an earlier leader committed (its status not written before it died: a kill right
 // after the push), found on the branch by their author, their message as one of the
-// commit's paragraphs, a commit time not before their creation (less clockSkew) and not
-// every one of those paragraphs claimed by another request of the target (Claimed, and
-// the answers of this pass); they leave the queue, so the message is not committed a
-// second time. Of the requests handed over since the last pass, the oldest looks first.
-// The others wait as before. Callers hold w.mu.
+// commit's paragraphs, a commit time not before their creation (less clockSkew), a change
+// to the target's folder, and not every copy of the message claimed by another request
+// of the target (Claimed, and the answers of this pass); they leave the queue, so the
+// message is not committed a second time. Of the requests handed over since the last
+// pass, the oldest looks first and takes the match farthest from the tip. The others
+// wait as before. Callers hold w.mu.
 func (w *worker) lookBack(ctx context.Context, t *target) {
 	w.qmu.Lock()
 	requests := t.q.lookingBack()
@@ -1210,13 +1212,23 @@ func (w *worker) lookBack(ctx context.Context, t *target) {
 		carries := func(c *object.Commit) bool {
 			return c.Author.Name == author.Name && c.Author.Email == author.Email &&
 				!c.Committer.When.Before(r.Created.Add(-clockSkew)) &&
-				occurrences(c.Message, r.Message) > claimsOn(claimed, c.Hash.String())
+				occurrences(c.Message, r.Message) > claimsOn(claimed, c.Hash.String(), r.Message) &&
+				changesFolder(c, t.spec.Folder)
 		}
 		// Others may have pushed on top of it since: the clone holds only the tip.
 		unseen := w.remote(ctx, func(ctx context.Context) error {
 			return w.repo.DeepenToFind(ctx, t.spec.Branch, w.remoteTip, landedSearch, carries)
 		})
-		sha, ok := w.repo.FindCommit(w.remoteTip, landedSearch, carries)
+		// The one farthest from the tip: the oldest request looks first, and a newer one's
+		// commit cannot be older than the request (less clockSkew).
+		var found []plumbing.Hash
+		w.repo.FindCommit(w.remoteTip, landedSearch, func(c *object.Commit) bool {
+			if carries(c) {
+				found = append(found, c.Hash)
+			}
+			return false
+		})
+		ok := len(found) > 0
 		if !ok && unseen != nil {
 			w.log.Info("could not fetch the branch's history to look for an earlier leader's commit",
 				"gitTarget", t.spec.Key.String(), "reason", unseen.Error())
@@ -1243,32 +1255,35 @@ func (w *worker) lookBack(ctx context.Context, t *target) {
 			win.now, win.askedAt = false, time.Time{} // the request made it urgent; its author's changes keep their quiet time
 		}
 		w.qmu.Unlock()
-		w.answers = append(w.answers, answer{r, RequestOutcome{Done: true, SHA: sha.String(), Reason: ReasonCommitted,
-			Message: fmt.Sprintf("committed %s to %s with the requested message", shortSHA(sha.String()), r.Target)}})
+		sha := found[len(found)-1].String()
+		w.answers = append(w.answers, answer{r, RequestOutcome{Done: true, SHA: sha, Reason: ReasonCommitted,
+			Message: fmt.Sprintf("committed %s to %s with the requested message", shortSHA(sha), r.Target)}})
 	}
 }
 
 // claimedBesides is what r's Claimed lists, with the answers this worker has not reported
-// yet (this pass's) to other requests asking as r does. Callers hold w.mu.
-func (w *worker) claimedBesides(r *CommitRequest) map[types.NamespacedName]string {
-	claimed := map[types.NamespacedName]string{}
+// yet (this pass's) to other requests of r's target and requester. Callers hold w.mu.
+func (w *worker) claimedBesides(r *CommitRequest) map[types.NamespacedName]Claim {
+	claimed := map[types.NamespacedName]Claim{}
 	if r.Claimed != nil {
 		maps.Copy(claimed, r.Claimed())
 	}
 	for _, a := range w.answers {
-		if a.req.Key != r.Key && a.out.SHA != "" && sameAsking(a.req, r) {
-			claimed[a.req.Key] = a.out.SHA
+		if a.req.Key != r.Key && a.out.SHA != "" && sameRequester(a.req, r) {
+			claimed[a.req.Key] = Claim{SHA: a.out.SHA, Message: a.req.Message}
 		}
 	}
 	return claimed
 }
 
-// claimsOn counts the requests claimed names with sha.
-func claimsOn(claimed map[types.NamespacedName]string, sha string) int {
+// claimsOn counts the copies of message in sha that the requests claimed names take: one
+// for each of their messages' paragraphs that is message (a request whose message is
+// "release\n\nnotes" takes the copy of "release" its commit carries). Pure.
+func claimsOn(claimed map[types.NamespacedName]Claim, sha, message string) int {
 	n := 0
-	for _, s := range claimed {
-		if s == sha {
-			n++
+	for _, c := range claimed {
+		if c.SHA == sha {
+			n += occurrences(c.Message, message)
 		}
 	}
 	return n
@@ -1289,6 +1304,44 @@ func occurrences(commitMessage, message string) int {
 		most = max(most, n)
 	}
 	return most
+}
+
+// changesFolder reports whether c changed folder against its first parent, as a commit of
+// a target's window always does: another target on the branch, by the same requester
+// with the same message, made the others. True when it cannot be told (the parent beyond
+// the clone's shallow history, a tree not readable).
+func changesFolder(c *object.Commit, folder string) bool {
+	folder = strings.Trim(path.Clean("/"+folder), "/")
+	mine, ok := folderEntry(c, folder)
+	if !ok {
+		return true
+	}
+	if len(c.ParentHashes) == 0 {
+		return !mine.IsZero()
+	}
+	parent, err := c.Parent(0)
+	if err != nil {
+		return true
+	}
+	theirs, ok := folderEntry(parent, folder)
+	return !ok || mine != theirs
+}
+
+// folderEntry is the hash folder has in c's tree (the whole tree's for the root), zero
+// when c has no such path; ok is false when c's tree cannot be read.
+func folderEntry(c *object.Commit, folder string) (_ plumbing.Hash, ok bool) {
+	tree, err := c.Tree()
+	if err != nil {
+		return plumbing.ZeroHash, false
+	}
+	if folder == "" {
+		return tree.Hash, true
+	}
+	e, err := tree.FindEntry(folder)
+	if err != nil {
+		return plumbing.ZeroHash, true
+	}
+	return e.Hash, true
 }
 
 // clockSkew is how far ahead of the operator's clock the API server's may be when lookBack

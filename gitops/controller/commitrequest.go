@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -140,27 +139,26 @@ func (r *CommitRequestReconciler) reconcile(ctx context.Context, cr *v1alpha1.Co
 }
 
 // claimedBesides lists, when the writer asks, the commits the other CommitRequests of cr's
-// GitTarget, by the same requester with the same message, report as theirs, by request: a
-// commit carries the message once per request it was made for, so one found on the branch
-// after a restart is not cr's when as many such requests (a pipeline's previous run)
-// already report it. One with another message may have shared its commit with cr (a
-// window carries every request's message), so it claims nothing. Read from the cache; a
-// failed list is logged and claims nothing.
-func (r *CommitRequestReconciler) claimedBesides(ctx context.Context, cr *v1alpha1.CommitRequest) func() map[types.NamespacedName]string {
+// GitTarget by the same requester report as theirs, by request, with their messages: a
+// commit carries a message once per request it was made for, so one found on the branch
+// after a restart with cr's message is not cr's when the requests reporting it (a
+// pipeline's previous run) already take each copy. Read from the cache; a failed list is
+// logged and claims nothing.
+func (r *CommitRequestReconciler) claimedBesides(ctx context.Context, cr *v1alpha1.CommitRequest) func() map[types.NamespacedName]batch.Claim {
 	ns, target, uid, log := cr.Namespace, cr.Spec.TargetRef.Name, cr.UID, ctrl.LoggerFrom(ctx)
-	requester, message := cr.Spec.Requester.Username, strings.TrimSpace(cr.Spec.Message)
-	return func() map[types.NamespacedName]string {
+	requester := cr.Spec.Requester.Username
+	return func() map[types.NamespacedName]batch.Claim {
 		var list v1alpha1.CommitRequestList
 		if err := r.Client.List(context.Background(), &list, client.InNamespace(ns)); err != nil {
 			log.Error(err, "listing CommitRequests to tell which commits are theirs", "namespace", ns)
 			return nil
 		}
-		claimed := map[types.NamespacedName]string{}
+		claimed := map[types.NamespacedName]batch.Claim{}
 		for i := range list.Items {
 			o := &list.Items[i]
 			if o.UID != uid && o.Spec.TargetRef.Name == target && o.Status.SHA != "" && o.Spec.Requester != nil &&
-				o.Spec.Requester.Username == requester && strings.TrimSpace(o.Spec.Message) == message {
-				claimed[client.ObjectKeyFromObject(o)] = o.Status.SHA
+				o.Spec.Requester.Username == requester {
+				claimed[client.ObjectKeyFromObject(o)] = batch.Claim{SHA: o.Status.SHA, Message: o.Spec.Message}
 			}
 		}
 		return claimed

@@ -210,7 +210,7 @@ func TestABlankCommitRequestMessageIsRefusedAtCreation(t *testing.T) {
 // TestARequestIsNotAnsweredWithACommitAnotherRequestReports asks with a real remote).
 type claimsWriter struct {
 	retryingWriter
-	claimed map[types.NamespacedName]string
+	claimed map[types.NamespacedName]batch.Claim
 }
 
 func (w *claimsWriter) Request(r batch.CommitRequest) (batch.RequestOutcome, error) {
@@ -235,8 +235,8 @@ func TestACommitRequestTellsTheWriterTheCommitsItsTargetsOtherRequestsReport(t *
 	other("release-1", "live", "1111111111111111111111111111111111111111")
 	other("release-elsewhere", "staging", "2222222222222222222222222222222222222222")
 	other("release-waiting", "live", "")
-	// These may have shared their commit with alice's request: a window carries every
-	// request's message.
+	// A window carries every request's message: the writer counts which copies of hers
+	// each takes.
 	other("notes", "live", "3333333333333333333333333333333333333333", func(o *v1alpha1.CommitRequest) { o.Spec.Message = "notes" })
 	other("bobs", "live", "4444444444444444444444444444444444444444", func(o *v1alpha1.CommitRequest) { o.Spec.Requester.Username = "bob" })
 	w := &claimsWriter{}
@@ -245,6 +245,8 @@ func TestACommitRequestTellsTheWriterTheCommitsItsTargetsOtherRequestsReport(t *
 	_, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(cr)})
 
 	require.NoError(t, err)
-	assert.Equal(t, map[types.NamespacedName]string{{Namespace: cr.Namespace, Name: "release-1"}: "1111111111111111111111111111111111111111"},
-		w.claimed, "only its own target's commits, by alice with the same message, by request")
+	assert.Equal(t, map[types.NamespacedName]batch.Claim{
+		{Namespace: cr.Namespace, Name: "release-1"}: {SHA: "1111111111111111111111111111111111111111", Message: "release 1.2\n"},
+		{Namespace: cr.Namespace, Name: "notes"}:     {SHA: "3333333333333333333333333333333333333333", Message: "notes"},
+	}, w.claimed, "only its own target's commits by alice, by request, with their messages")
 }
