@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/types"
@@ -152,6 +153,35 @@ func TestClaimsOn(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			assert.Equal(t, tt.want, claimsOn(claimed, tt.sha, tt.message))
+		})
+	}
+}
+
+func TestOwnCommit(t *testing.T) {
+	at := func(sec int) time.Time { return time.Unix(int64(1_000_000+sec), 0) }
+	c1, c2, c3 := plumbing.NewHash("1111"), plumbing.NewHash("2222"), plumbing.NewHash("3333")
+	walk := []carrier{{c3, at(30)}, {c2, at(20)}, {c1, at(10)}} // from the tip
+	tests := []struct {
+		name    string
+		found   []carrier
+		created time.Time
+		waiting []time.Time
+		want    plumbing.Hash
+	}{
+		{"takes the first commit made since the request", walk, at(15), nil, c2},
+		{"takes a commit made in the request's second", walk, at(20).Add(500 * time.Millisecond), nil, c2},
+		{"of commits of one second, takes the one farther from the tip", []carrier{{c2, at(20)}, {c1, at(20)}}, at(5), nil, c1},
+		{"takes the latest made before the request when none came since (the API server's clock ahead)", walk, at(40), nil, c3},
+		{"leaves one made before to a waiting request created before that commit", walk, at(40), []time.Time{at(25)}, c2},
+		{"leaves every one made before to a waiting request created before them", walk, at(40), []time.Time{at(5)}, plumbing.ZeroHash},
+		{"does not let a waiting request stand in the way of one made since", walk, at(25), []time.Time{at(5)}, c3},
+		{"finds nothing in no commits", nil, at(5), nil, plumbing.ZeroHash},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, ok := ownCommit(tt.found, tt.created, tt.waiting)
+			assert.Equal(t, tt.want, got)
+			assert.Equal(t, !tt.want.IsZero(), ok)
 		})
 	}
 }

@@ -988,12 +988,12 @@ type CommitRequest struct {
 	// Created is when the CommitRequest object was made (zero: unknown).
 	Created time.Time
 	// Claimed lists the commits other CommitRequests of the target by the same requester
-	// report as theirs (their status.sha), by request. It is called only when the request
-	// searches the branch for an earlier leader's commit (lookBack): a commit carries a
-	// message once per request its window committed for, and the copies other requests
-	// take are not this one's (a pipeline asking again with the same message within
-	// lookBack's minute of clock skew, or two requests the earlier leader had not
-	// answered, of which it committed one). Nil: none known.
+	// report as theirs (their status.sha), and those of them still waiting, by request. It
+	// is called only when the request searches the branch for an earlier leader's commit
+	// (lookBack): a commit carries a message once per request its window committed for,
+	// and the copies other requests take are not this one's (a pipeline asking again with
+	// the same message within lookBack's minute of clock skew, or two requests the earlier
+	// leader had not answered, of which it committed one). Nil: none known.
 	Claimed func() map[types.NamespacedName]Claim
 	// lookBack is set on a request created before this replica started leading, and cleared
 	// once the branch was searched for a commit an earlier leader made with its message (its
@@ -1019,9 +1019,11 @@ type CommitRequest struct {
 
 // Claim is a commit a CommitRequest reports as its own, with that request's message: the
 // commit carries the message's paragraphs, which a request looking for its own message
-// (lookBack) cannot take.
+// (lookBack) cannot take. SHA is empty for a request still waiting (neither answered nor
+// settled otherwise): a commit made after its creation (Created) may be its own.
 type Claim struct {
 	SHA, Message string
+	Created      time.Time
 }
 
 // RequestOutcome is what became of a CommitRequest.

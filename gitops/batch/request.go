@@ -80,8 +80,9 @@ func (m *Manager) Request(r CommitRequest) (RequestOutcome, error) {
 
 // claimedBesides is what r's lookBack counts as claimed: the commits its controller saw
 // other requests report (r.Claimed), and those this writer answered other requests with,
-// whose status may not be written yet, of r's target and requester. By request, so that
-// one known to both counts once. It takes m.mu: call it without.
+// whose status may not be written yet, of r's target and requester; and which of those
+// requests still wait. By request, so that one known to both counts once, as this
+// writer knows it. The function it returns takes m.mu: call that without.
 func (m *Manager) claimedBesides(r CommitRequest) func() map[types.NamespacedName]Claim {
 	reported := r.Claimed
 	return func() map[types.NamespacedName]Claim {
@@ -92,8 +93,14 @@ func (m *Manager) claimedBesides(r CommitRequest) func() map[types.NamespacedNam
 		m.mu.Lock()
 		defer m.mu.Unlock()
 		for key, st := range m.requests {
-			if key != r.Key && st.outcome.SHA != "" && sameRequester(&st.req, &r) {
+			switch {
+			case key == r.Key || !sameRequester(&st.req, &r):
+			case st.outcome.SHA != "":
 				claimed[key] = Claim{SHA: st.outcome.SHA, Message: st.req.Message}
+			case !st.outcome.Done:
+				claimed[key] = Claim{Message: st.req.Message, Created: st.req.Created}
+			default:
+				delete(claimed, key) // settled without a commit
 			}
 		}
 		return claimed

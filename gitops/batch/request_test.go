@@ -661,8 +661,9 @@ func TestRequestsWithOneMessageAreAnsweredByACommitOnlyAsOftenAsItCarriesIt(t *t
 		return sha
 	}
 	// handOver starts the next process, which never saw the requests, and hands them over
-	// in order, then the probe, a request of staging with another message committed last:
-	// once it is answered from the branch, every request before it has looked.
+	// in order, then the probe, a request of the same target with another message, created
+	// and committed last: once it is answered from the branch, every request before it has
+	// looked (a pass looks for a target's requests oldest first, and reports at its end).
 	handOver := func(t *testing.T, remote *repotest.Remote, probe batch.CommitRequest, requests ...batch.CommitRequest) *batch.Manager {
 		t.Helper()
 		next, _ := startWriter(t)
@@ -678,6 +679,9 @@ func TestRequestsWithOneMessageAreAnsweredByACommitOnlyAsOftenAsItCarriesIt(t *t
 		require.Equal(t, batch.ReasonCommitted, outcomeOf(t, next, probe, "the probe looked last").Reason)
 		return next
 	}
+	// aSecondLater waits for the next second: Git and Kubernetes keep times to the second,
+	// and a request created in the second of a commit may have been its own.
+	aSecondLater := func() { time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(time.Second))) }
 	answers := func(t *testing.T, next *batch.Manager, requests ...batch.CommitRequest) []string {
 		t.Helper()
 		var shas []string
@@ -693,8 +697,9 @@ func TestRequestsWithOneMessageAreAnsweredByACommitOnlyAsOftenAsItCarriesIt(t *t
 		remote, first, c := earlier(t)
 		older := request(targetKey, "release", "release 1.2")
 		x := commit(t, first, c, older)
+		aSecondLater()
 		newer := request(targetKey, "release-again", "release 1.2") // after that commit, within the clock skew
-		probe := request(staging, "probe", "probe")
+		probe := request(targetKey, "probe", "probe")
 		commit(t, first, c, probe)
 
 		next := handOver(t, remote, probe, older, newer)
@@ -705,9 +710,10 @@ func TestRequestsWithOneMessageAreAnsweredByACommitOnlyAsOftenAsItCarriesIt(t *t
 		remote, first, c := earlier(t)
 		older := request(targetKey, "release", "release 1.2")
 		x1 := commit(t, first, c, older)
+		aSecondLater()
 		newer := request(targetKey, "release-again", "release 1.2")
 		x2 := commit(t, first, c, newer)
-		probe := request(staging, "probe", "probe")
+		probe := request(targetKey, "probe", "probe")
 		commit(t, first, c, probe)
 
 		next := handOver(t, remote, probe, older, newer)
@@ -718,8 +724,9 @@ func TestRequestsWithOneMessageAreAnsweredByACommitOnlyAsOftenAsItCarriesIt(t *t
 		remote, first, c := earlier(t)
 		older := request(targetKey, "release", "release 1.2")
 		x := commit(t, first, c, older)
+		aSecondLater()
 		newer := request(targetKey, "release-again", "release 1.2")
-		probe := request(staging, "probe", "probe")
+		probe := request(targetKey, "probe", "probe")
 		commit(t, first, c, probe)
 
 		next := handOver(t, remote, probe, older)
@@ -740,7 +747,7 @@ func TestRequestsWithOneMessageAreAnsweredByACommitOnlyAsOftenAsItCarriesIt(t *t
 		one, two := request(targetKey, "release", "release 1.2"), request(targetKey, "release-again", "release 1.2")
 		x := commit(t, first, c, one, two)
 		require.Contains(t, repotest.Git(t, remote.Dir, "log", "-1", "--format=%B", "main"), "release 1.2\n\nrelease 1.2", "the message once for each request")
-		probe := request(staging, "probe", "probe")
+		probe := request(targetKey, "probe", "probe")
 		commit(t, first, c, probe)
 
 		next := handOver(t, remote, probe, one, two)
@@ -753,7 +760,7 @@ func TestRequestsWithOneMessageAreAnsweredByACommitOnlyAsOftenAsItCarriesIt(t *t
 		short, long := request(targetKey, "release", "release 1.2"), request(targetKey, "release-notes", "release 1.2\n\nnotes")
 		x := commit(t, first, c, short, long)
 		again := request(targetKey, "release-again", "release 1.2")
-		probe := request(staging, "probe", "probe")
+		probe := request(targetKey, "probe", "probe")
 		commit(t, first, c, probe)
 		// The two report the commit; a request not answered when the process stopped looks.
 		again.Claimed = func() map[types.NamespacedName]batch.Claim {
@@ -766,15 +773,66 @@ func TestRequestsWithOneMessageAreAnsweredByACommitOnlyAsOftenAsItCarriesIt(t *t
 	})
 	t.Run("leaves another target's commit on the branch", func(t *testing.T) {
 		remote, first, c := earlier(t)
-		live := request(targetKey, "release", "release 1.2")
-		x := commit(t, first, c, live)
+		commit(t, first, c, request(targetKey, "release", "release 1.2"))
 		mine := request(staging, "release-staging", "release 1.2") // her pipeline asks of both targets
 		probe := request(staging, "probe", "probe")
 		commit(t, first, c, probe)
 
-		next := handOver(t, remote, probe, mine, live)
+		next := handOver(t, remote, probe, mine)
 
-		assert.Equal(t, []string{"", x}, answers(t, next, mine, live))
+		assert.Equal(t, []string{""}, answers(t, next, mine), "the commit carries live's request's message, not hers")
+	})
+	t.Run("takes the commit made since it, not one made just before for a request deleted since", func(t *testing.T) {
+		remote, first, c := earlier(t)
+		commit(t, first, c, request(targetKey, "release", "release 1.2")) // the previous run's, deleted with its request
+		aSecondLater()
+		mine := request(targetKey, "release-next", "release 1.2")
+		x := commit(t, first, c, mine)
+		probe := request(targetKey, "probe", "probe")
+		commit(t, first, c, probe)
+
+		next := handOver(t, remote, probe, mine)
+
+		assert.Equal(t, []string{x}, answers(t, next, mine))
+	})
+	t.Run("leaves a commit made before it to an older request still waiting that looks later", func(t *testing.T) {
+		remote, first, c := earlier(t)
+		older := request(targetKey, "release", "release 1.2")
+		x := commit(t, first, c, older)
+		aSecondLater()
+		newer := request(targetKey, "release-again", "release 1.2") // after that commit, within the clock skew
+		// Its controller lists the older one, not settled; the writer has not been handed it.
+		newer.Claimed = func() map[types.NamespacedName]batch.Claim {
+			return map[types.NamespacedName]batch.Claim{older.Key: {Message: older.Message, Created: older.Created}}
+		}
+		probe := request(targetKey, "probe", "probe")
+		commit(t, first, c, probe)
+
+		next := handOver(t, remote, probe, newer)
+		require.Equal(t, []string{""}, answers(t, next, newer))
+
+		older.Deadline = time.Now().Add(time.Minute)
+		_, err := next.Request(older)
+		require.NoError(t, err)
+		assert.Equal(t, x, outcomeOf(t, next, older, "the older request is answered from the branch").SHA)
+	})
+	t.Run("answers each request with its own commit when the newer looks first", func(t *testing.T) {
+		remote, first, c := earlier(t)
+		older := request(targetKey, "release", "release 1.2")
+		x1 := commit(t, first, c, older)
+		aSecondLater()
+		newer := request(targetKey, "release-again", "release 1.2")
+		x2 := commit(t, first, c, newer)
+		probe := request(targetKey, "probe", "probe")
+		commit(t, first, c, probe)
+
+		next := handOver(t, remote, probe, newer)
+		require.Equal(t, []string{x2}, answers(t, next, newer))
+		older.Deadline = time.Now().Add(time.Minute)
+		_, err := next.Request(older)
+		require.NoError(t, err)
+
+		assert.Equal(t, x1, outcomeOf(t, next, older, "the older request is answered from the branch").SHA)
 	})
 }
 

@@ -1,6 +1,7 @@
 package batch
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -1195,9 +1196,9 @@ func timedOutMessage(r *CommitRequest) string {
 // commit's paragraphs, a commit time not before their creation (less clockSkew), a change
 // to the target's folder, and not every copy of the message claimed by another request
 // of the target (Claimed, and the answers of this pass); they leave the queue, so the
-// message is not committed a second time. Of the requests handed over since the last
-// pass, the oldest looks first and takes the match farthest from the tip. The others
-// wait as before. Callers hold w.mu.
+// message is not committed a second time; which of the matches is a request's own is
+// ownCommit's choice. The requests handed over since the last pass look oldest first.
+// The others wait as before. Callers hold w.mu.
 func (w *worker) lookBack(ctx context.Context, t *target) {
 	w.qmu.Lock()
 	requests := t.q.lookingBack()
@@ -1205,7 +1206,9 @@ func (w *worker) lookBack(ctx context.Context, t *target) {
 	if len(requests) > 0 {
 		w.actFor(t.spec) // its fetches use this target's credentials
 	}
-	slices.SortStableFunc(requests, func(a, b *CommitRequest) int { return a.Created.Compare(b.Created) })
+	slices.SortFunc(requests, func(a, b *CommitRequest) int {
+		return cmp.Or(a.Created.Compare(b.Created), strings.Compare(a.Key.String(), b.Key.String()))
+	})
 	for _, r := range requests {
 		author := authorSignature(r.Author, t.spec.Committer, w.opts.AuthorEmailDomain, time.Time{})
 		claimed := w.claimedBesides(r)
@@ -1219,16 +1222,14 @@ func (w *worker) lookBack(ctx context.Context, t *target) {
 		unseen := w.remote(ctx, func(ctx context.Context) error {
 			return w.repo.DeepenToFind(ctx, t.spec.Branch, w.remoteTip, landedSearch, carries)
 		})
-		// The one farthest from the tip: the oldest request looks first, and a newer one's
-		// commit cannot be older than the request (less clockSkew).
-		var found []plumbing.Hash
+		var found []carrier
 		w.repo.FindCommit(w.remoteTip, landedSearch, func(c *object.Commit) bool {
 			if carries(c) {
-				found = append(found, c.Hash)
+				found = append(found, carrier{c.Hash, c.Committer.When})
 			}
 			return false
 		})
-		ok := len(found) > 0
+		sha, ok := ownCommit(found, r.Created, waitingBefore(claimed, r.Message))
 		if !ok && unseen != nil {
 			w.log.Info("could not fetch the branch's history to look for an earlier leader's commit",
 				"gitTarget", t.spec.Key.String(), "reason", unseen.Error())
@@ -1255,9 +1256,8 @@ func (w *worker) lookBack(ctx context.Context, t *target) {
 			win.now, win.askedAt = false, time.Time{} // the request made it urgent; its author's changes keep their quiet time
 		}
 		w.qmu.Unlock()
-		sha := found[len(found)-1].String()
-		w.answers = append(w.answers, answer{r, RequestOutcome{Done: true, SHA: sha, Reason: ReasonCommitted,
-			Message: fmt.Sprintf("committed %s to %s with the requested message", shortSHA(sha), r.Target)}})
+		w.answers = append(w.answers, answer{r, RequestOutcome{Done: true, SHA: sha.String(), Reason: ReasonCommitted,
+			Message: fmt.Sprintf("committed %s to %s with the requested message", shortSHA(sha.String()), r.Target)}})
 	}
 }
 
@@ -1274,6 +1274,58 @@ func (w *worker) claimedBesides(r *CommitRequest) map[types.NamespacedName]Claim
 		}
 	}
 	return claimed
+}
+
+// carrier is a commit that carries a copy of a request's message no other request took
+// (lookBack), and when it was made.
+type carrier struct {
+	hash plumbing.Hash
+	when time.Time
+}
+
+// ownCommit picks, among the commits carrying a copy of a request's message no other
+// request took, the one made for the request created at created: the first made since,
+// as its window committed after it; failing that, the latest made before (within
+// clockSkew: the API server's clock may be ahead of the operator's), unless a request
+// still waiting, created before that commit (waiting), would take it as the first made
+// since its own creation. Chosen so, the answers do not depend on the order in which
+// requests look, which after a restart is the order their controllers retry; found is in
+// the order of a walk from the tip. Times compare to the second. Pure.
+func ownCommit(found []carrier, created time.Time, waiting []time.Time) (plumbing.Hash, bool) {
+	created = created.Truncate(time.Second) // as Git and Kubernetes keep times
+	var since, before *carrier
+	for i := range found {
+		c := &found[i]
+		switch {
+		case !c.when.Before(created):
+			if since == nil || !c.when.After(since.when) { // of one second, the one farther from the tip
+				since = c
+			}
+		case slices.ContainsFunc(waiting, func(w time.Time) bool { return !c.when.Before(w.Truncate(time.Second)) }):
+			// the waiting request's, made after it was
+		case before == nil || before.when.Before(c.when):
+			before = c
+		}
+	}
+	if since == nil {
+		since = before
+	}
+	if since == nil {
+		return plumbing.ZeroHash, false
+	}
+	return since.hash, true
+}
+
+// waitingBefore lists when the requests claimed names as still waiting (Claim.SHA empty)
+// and whose message holds message were created: a commit made since may be theirs. Pure.
+func waitingBefore(claimed map[types.NamespacedName]Claim, message string) []time.Time {
+	var out []time.Time
+	for _, c := range claimed {
+		if c.SHA == "" && !c.Created.IsZero() && occurrences(c.Message, message) > 0 {
+			out = append(out, c.Created)
+		}
+	}
+	return out
 }
 
 // claimsOn counts the copies of message in sha that the requests claimed names take: one
@@ -1338,8 +1390,11 @@ func folderEntry(c *object.Commit, folder string) (_ plumbing.Hash, ok bool) {
 		return tree.Hash, true
 	}
 	e, err := tree.FindEntry(folder)
-	if err != nil {
+	switch {
+	case errors.Is(err, object.ErrEntryNotFound) || errors.Is(err, object.ErrDirectoryNotFound):
 		return plumbing.ZeroHash, true
+	case err != nil:
+		return plumbing.ZeroHash, false
 	}
 	return e.Hash, true
 }

@@ -139,11 +139,12 @@ func (r *CommitRequestReconciler) reconcile(ctx context.Context, cr *v1alpha1.Co
 }
 
 // claimedBesides lists, when the writer asks, the commits the other CommitRequests of cr's
-// GitTarget by the same requester report as theirs, by request, with their messages: a
-// commit carries a message once per request it was made for, so one found on the branch
-// after a restart with cr's message is not cr's when the requests reporting it (a
-// pipeline's previous run) already take each copy. Read from the cache; a failed list is
-// logged and claims nothing.
+// GitTarget by the same requester report as theirs, and those of them not settled yet,
+// by request, with their messages: a commit carries a message once per request it was
+// made for, so one found on the branch after a restart with cr's message is not cr's when
+// the requests reporting it (a pipeline's previous run) already take each copy, or when
+// it is the first made since a request still waiting was created. Read from the cache; a
+// failed list is logged and claims nothing.
 func (r *CommitRequestReconciler) claimedBesides(ctx context.Context, cr *v1alpha1.CommitRequest) func() map[types.NamespacedName]batch.Claim {
 	ns, target, uid, log := cr.Namespace, cr.Spec.TargetRef.Name, cr.UID, ctrl.LoggerFrom(ctx)
 	requester := cr.Spec.Requester.Username
@@ -156,9 +157,14 @@ func (r *CommitRequestReconciler) claimedBesides(ctx context.Context, cr *v1alph
 		claimed := map[types.NamespacedName]batch.Claim{}
 		for i := range list.Items {
 			o := &list.Items[i]
-			if o.UID != uid && o.Spec.TargetRef.Name == target && o.Status.SHA != "" && o.Spec.Requester != nil &&
-				o.Spec.Requester.Username == requester {
+			if o.UID == uid || o.Spec.TargetRef.Name != target || o.Spec.Requester == nil || o.Spec.Requester.Username != requester {
+				continue
+			}
+			switch {
+			case o.Status.SHA != "":
 				claimed[client.ObjectKeyFromObject(o)] = batch.Claim{SHA: o.Status.SHA, Message: o.Spec.Message}
+			case !Settled(o.Status.Conditions):
+				claimed[client.ObjectKeyFromObject(o)] = batch.Claim{Message: o.Spec.Message, Created: o.CreationTimestamp.Time}
 			}
 		}
 		return claimed

@@ -221,20 +221,26 @@ func (w *claimsWriter) Request(r batch.CommitRequest) (batch.RequestOutcome, err
 func TestACommitRequestTellsTheWriterTheCommitsItsTargetsOtherRequestsReport(t *testing.T) {
 	ctx := context.Background()
 	cr := alicesRelease(t)
-	other := func(name, target, sha string, edit ...func(*v1alpha1.CommitRequest)) {
+	other := func(name, target, sha string, edit ...func(*v1alpha1.CommitRequest)) *v1alpha1.CommitRequest {
 		o := &v1alpha1.CommitRequest{ObjectMeta: metav1.ObjectMeta{Namespace: cr.Namespace, Name: name}, Spec: v1alpha1.CommitRequestSpec{
 			TargetRef: v1alpha1.LocalObjectReference{Name: target}, Message: "release 1.2\n",
 			Requester: &v1alpha1.Requester{Username: "alice"}}}
 		for _, e := range edit {
 			e(o)
 		}
+		conds := o.Status.Conditions
 		require.NoError(t, k8s.Create(ctx, o))
-		o.Status.SHA = sha
+		o.Status.SHA, o.Status.Conditions = sha, conds
 		require.NoError(t, k8s.Status().Update(ctx, o))
+		return o
 	}
 	other("release-1", "live", "1111111111111111111111111111111111111111")
 	other("release-elsewhere", "staging", "2222222222222222222222222222222222222222")
-	other("release-waiting", "live", "")
+	waiting := other("release-waiting", "live", "") // may be the one a commit after its creation was made for
+	other("release-timed-out", "live", "", func(o *v1alpha1.CommitRequest) {
+		apimeta.SetStatusCondition(&o.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionCommitted, Status: metav1.ConditionFalse,
+			Reason: batch.ReasonTimedOut, Message: "no change came"})
+	})
 	// A window carries every request's message: the writer counts which copies of hers
 	// each takes.
 	other("notes", "live", "3333333333333333333333333333333333333333", func(o *v1alpha1.CommitRequest) { o.Spec.Message = "notes" })
@@ -246,7 +252,8 @@ func TestACommitRequestTellsTheWriterTheCommitsItsTargetsOtherRequestsReport(t *
 
 	require.NoError(t, err)
 	assert.Equal(t, map[types.NamespacedName]batch.Claim{
-		{Namespace: cr.Namespace, Name: "release-1"}: {SHA: "1111111111111111111111111111111111111111", Message: "release 1.2\n"},
-		{Namespace: cr.Namespace, Name: "notes"}:     {SHA: "3333333333333333333333333333333333333333", Message: "notes"},
-	}, w.claimed, "only its own target's commits by alice, by request, with their messages")
+		{Namespace: cr.Namespace, Name: "release-1"}:       {SHA: "1111111111111111111111111111111111111111", Message: "release 1.2\n"},
+		{Namespace: cr.Namespace, Name: "notes"}:           {SHA: "3333333333333333333333333333333333333333", Message: "notes"},
+		{Namespace: cr.Namespace, Name: "release-waiting"}: {Message: "release 1.2\n", Created: waiting.CreationTimestamp.Time},
+	}, w.claimed, "only its own target's requests by alice, by request, with their messages: the commits they report, and those not settled")
 }
