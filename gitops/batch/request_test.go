@@ -782,6 +782,37 @@ func TestRequestsWithOneMessageAreAnsweredByACommitOnlyAsOftenAsItCarriesIt(t *t
 
 		assert.Equal(t, []string{""}, answers(t, next, mine), "the commit carries live's request's message, not hers")
 	})
+	t.Run("leaves another target's commit at the tip of a fresh clone", func(t *testing.T) {
+		remote, first, c := earlier(t)
+		mine := request(targetKey, "release", "release 1.2") // the stop comes before live's window
+		probe := request(targetKey, "probe", "probe")
+		commit(t, first, c, probe)
+		commit(t, first, c, request(staging, "release-staging", "release 1.2")) // her pipeline asks of both targets
+
+		next := handOver(t, remote, probe, mine)
+
+		assert.Equal(t, []string{""}, answers(t, next, mine), "the tip carries staging's request's message, not hers")
+	})
+	t.Run("answers the older request with its own commit when the newer one's is the tip", func(t *testing.T) {
+		remote, first, c := earlier(t)
+		older := request(targetKey, "release", "release 1.2")
+		x1 := commit(t, first, c, older)
+		aSecondLater()
+		newer := request(targetKey, "release-again", "release 1.2")
+		x2 := commit(t, first, c, newer)
+
+		next, _ := startWriter(t)
+		_, err := next.EnsureTarget(context.Background(), targetSpec(t, "live", remote.URL, nil))
+		require.NoError(t, err)
+		for _, r := range []batch.CommitRequest{older, newer} {
+			r.Deadline = time.Now().Add(time.Minute)
+			_, err := next.Request(r)
+			require.NoError(t, err)
+		}
+
+		assert.Equal(t, x1, outcomeOf(t, next, older, "the older request is answered from the branch").SHA)
+		assert.Equal(t, x2, outcomeOf(t, next, newer, "the newer request is answered from the branch").SHA)
+	})
 	t.Run("takes the commit made since it, not one made just before for a request deleted since", func(t *testing.T) {
 		remote, first, c := earlier(t)
 		commit(t, first, c, request(targetKey, "release", "release 1.2")) // the previous run's, deleted with its request

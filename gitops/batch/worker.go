@@ -1218,9 +1218,12 @@ func (w *worker) lookBack(ctx context.Context, t *target) {
 				occurrences(c.Message, r.Message) > claimsOn(claimed, c.Hash.String(), r.Message) &&
 				changesFolder(c, t.spec.Folder)
 		}
-		// Others may have pushed on top of it since: the clone holds only the tip.
+		// Others may have pushed on top of it since, and the clone holds only the tip: the
+		// history is fetched back to before the request, all of whose commits are its
+		// candidates; the first match alone might be a newer request's.
+		madeBefore := func(c *object.Commit) bool { return c.Committer.When.Before(r.Created.Add(-clockSkew)) }
 		unseen := w.remote(ctx, func(ctx context.Context) error {
-			return w.repo.DeepenToFind(ctx, t.spec.Branch, w.remoteTip, landedSearch, carries)
+			return w.repo.DeepenToFind(ctx, t.spec.Branch, w.remoteTip, landedSearch, madeBefore)
 		})
 		var found []carrier
 		w.repo.FindCommit(w.remoteTip, landedSearch, func(c *object.Commit) bool {
@@ -1230,18 +1233,20 @@ func (w *worker) lookBack(ctx context.Context, t *target) {
 			return false
 		})
 		sha, ok := ownCommit(found, r.Created, waitingBefore(claimed, r.Message))
-		if !ok && unseen != nil {
+		if unseen != nil {
 			w.log.Info("could not fetch the branch's history to look for an earlier leader's commit",
 				"gitTarget", t.spec.Key.String(), "reason", unseen.Error())
 			w.qmu.Lock()
 			switch {
-			case w.draining:
+			case w.draining && !ok:
 				// The stop cannot wait for another look: its author's changes are committed
 				// now, under the author, without the message, which may be on the branch
 				// already. The request stays open for the next process, which looks again.
 				t.q.withdraw(r)
-			case time.Now().Before(r.lookBackUntil):
-				r.lookBack = true // not seen all it should: looked again on the next pass
+			case !w.draining && time.Now().Before(r.lookBackUntil):
+				// Not seen all it should, so what it found may be a newer request's: looked
+				// again on the next pass.
+				r.lookBack, ok = true, false
 			}
 			w.qmu.Unlock()
 		}
@@ -1360,23 +1365,24 @@ func occurrences(commitMessage, message string) int {
 
 // changesFolder reports whether c changed folder against its first parent, as a commit of
 // a target's window always does: another target on the branch, by the same requester
-// with the same message, made the others. True when it cannot be told (the parent beyond
-// the clone's shallow history, a tree not readable).
+// with the same message, made the others. False when it cannot be told (the parent beyond
+// the clone's shallow history, a tree not readable): the tip of a fresh clone may be
+// another target's, and lookBack fetches the history before judging.
 func changesFolder(c *object.Commit, folder string) bool {
 	folder = strings.Trim(path.Clean("/"+folder), "/")
 	mine, ok := folderEntry(c, folder)
 	if !ok {
-		return true
+		return false
 	}
 	if len(c.ParentHashes) == 0 {
 		return !mine.IsZero()
 	}
 	parent, err := c.Parent(0)
 	if err != nil {
-		return true
+		return false
 	}
 	theirs, ok := folderEntry(parent, folder)
-	return !ok || mine != theirs
+	return ok && mine != theirs
 }
 
 // folderEntry is the hash folder has in c's tree (the whole tree's for the root), zero

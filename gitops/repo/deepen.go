@@ -28,8 +28,9 @@ func (r *Repo) DeepenToLanded(ctx context.Context, branch string, tip plumbing.H
 	return r.deepen(ctx, branch, tip, limit, func(h plumbing.Hash, _ *object.Commit) bool { return slices.Contains(candidates, h) })
 }
 
-// DeepenToFind is DeepenToLanded for FindCommit's match: an earlier leader's commit that
-// others have pushed on since is out of sight too.
+// DeepenToFind is DeepenToLanded for a commit match accepts: an earlier leader's commit
+// that others have pushed on since is out of sight too, so a search fetches history until
+// it meets, say, a commit older than any it looks for.
 func (r *Repo) DeepenToFind(ctx context.Context, branch string, tip plumbing.Hash, limit int, match func(*object.Commit) bool) error {
 	return r.deepen(ctx, branch, tip, limit, func(_ plumbing.Hash, c *object.Commit) bool { return c != nil && match(c) })
 }
