@@ -160,21 +160,23 @@ func TestClaimsOn(t *testing.T) {
 func TestOwnCommit(t *testing.T) {
 	at := func(sec int) time.Time { return time.Unix(int64(1_000_000+sec), 0) }
 	c1, c2, c3 := plumbing.NewHash("1111"), plumbing.NewHash("2222"), plumbing.NewHash("3333")
-	walk := []carrier{{c3, at(30)}, {c2, at(20)}, {c1, at(10)}} // from the tip
+	walk := []carrier{{c3, at(30), "release"}, {c2, at(20), "release"}, {c1, at(10), "release"}} // from the tip
+	waiting := func(sec int, message string) []Claim { return []Claim{{Message: message, Created: at(sec)}} }
 	tests := []struct {
 		name    string
 		found   []carrier
 		created time.Time
-		waiting []time.Time
+		waiting []Claim
 		want    plumbing.Hash
 	}{
 		{"takes the first commit made since the request", walk, at(15), nil, c2},
 		{"takes a commit made in the request's second", walk, at(20).Add(500 * time.Millisecond), nil, c2},
-		{"of commits of one second, takes the one farther from the tip", []carrier{{c2, at(20)}, {c1, at(20)}}, at(5), nil, c1},
+		{"of commits of one second, takes the one farther from the tip", []carrier{{c2, at(20), "release"}, {c1, at(20), "release"}}, at(5), nil, c1},
 		{"takes the latest made before the request when none came since (the API server's clock ahead)", walk, at(40), nil, c3},
-		{"leaves one made before to a waiting request created before that commit", walk, at(40), []time.Time{at(25)}, c2},
-		{"leaves every one made before to a waiting request created before them", walk, at(40), []time.Time{at(5)}, plumbing.ZeroHash},
-		{"does not let a waiting request stand in the way of one made since", walk, at(25), []time.Time{at(5)}, c3},
+		{"leaves one made before to a waiting request created before that commit", walk, at(40), waiting(25, "release"), c2},
+		{"leaves every one made before to a waiting request created before them", walk, at(40), waiting(5, "release"), plumbing.ZeroHash},
+		{"takes one made before that does not carry a waiting request's whole message", walk, at(40), waiting(5, "release\n\nnotes"), c3},
+		{"does not let a waiting request stand in the way of one made since", walk, at(25), waiting(5, "release"), c3},
 		{"finds nothing in no commits", nil, at(5), nil, plumbing.ZeroHash},
 	}
 	for _, tt := range tests {

@@ -1228,7 +1228,7 @@ func (w *worker) lookBack(ctx context.Context, t *target) {
 		var found []carrier
 		w.repo.FindCommit(w.remoteTip, landedSearch, func(c *object.Commit) bool {
 			if carries(c) {
-				found = append(found, carrier{c.Hash, c.Committer.When})
+				found = append(found, carrier{c.Hash, c.Committer.When, c.Message})
 			}
 			return false
 		})
@@ -1284,19 +1284,20 @@ func (w *worker) claimedBesides(r *CommitRequest) map[types.NamespacedName]Claim
 // carrier is a commit that carries a copy of a request's message no other request took
 // (lookBack), and when it was made.
 type carrier struct {
-	hash plumbing.Hash
-	when time.Time
+	hash    plumbing.Hash
+	when    time.Time
+	message string // the commit's
 }
 
 // ownCommit picks, among the commits carrying a copy of a request's message no other
 // request took, the one made for the request created at created: the first made since,
 // as its window committed after it; failing that, the latest made before (within
 // clockSkew: the API server's clock may be ahead of the operator's), unless a request
-// still waiting, created before that commit (waiting), would take it as the first made
-// since its own creation. Chosen so, the answers do not depend on the order in which
+// still waiting, created before that commit (waiting) and whose message it carries, would
+// take it as the first made since its own creation. Chosen so, the answers do not depend on the order in which
 // requests look, which after a restart is the order their controllers retry; found is in
 // the order of a walk from the tip. Times compare to the second. Pure.
-func ownCommit(found []carrier, created time.Time, waiting []time.Time) (plumbing.Hash, bool) {
+func ownCommit(found []carrier, created time.Time, waiting []Claim) (plumbing.Hash, bool) {
 	created = created.Truncate(time.Second) // as Git and Kubernetes keep times
 	var since, before *carrier
 	for i := range found {
@@ -1306,7 +1307,9 @@ func ownCommit(found []carrier, created time.Time, waiting []time.Time) (plumbin
 			if since == nil || !c.when.After(since.when) { // of one second, the one farther from the tip
 				since = c
 			}
-		case slices.ContainsFunc(waiting, func(w time.Time) bool { return !c.when.Before(w.Truncate(time.Second)) }):
+		case slices.ContainsFunc(waiting, func(w Claim) bool {
+			return !c.when.Before(w.Created.Truncate(time.Second)) && occurrences(c.message, w.Message) > 0
+		}):
 			// the waiting request's, made after it was
 		case before == nil || before.when.Before(c.when):
 			before = c
@@ -1321,13 +1324,13 @@ func ownCommit(found []carrier, created time.Time, waiting []time.Time) (plumbin
 	return since.hash, true
 }
 
-// waitingBefore lists when the requests claimed names as still waiting (Claim.SHA empty)
-// and whose message holds message were created: a commit made since may be theirs. Pure.
-func waitingBefore(claimed map[types.NamespacedName]Claim, message string) []time.Time {
-	var out []time.Time
+// waitingBefore lists the requests claimed names as still waiting (Claim.SHA empty) whose
+// message holds message: a commit made since one was created may be its own. Pure.
+func waitingBefore(claimed map[types.NamespacedName]Claim, message string) []Claim {
+	var out []Claim
 	for _, c := range claimed {
 		if c.SHA == "" && !c.Created.IsZero() && occurrences(c.Message, message) > 0 {
-			out = append(out, c.Created)
+			out = append(out, c)
 		}
 	}
 	return out
