@@ -95,7 +95,8 @@ func (c Change) merge(newer Change) Change {
 }
 
 // Resolver gives the object's current state as the watch sees it, nil when it no longer
-// exists, or one of the errors below. The watcher implements it from informer caches.
+// exists, or one of the errors below. The watcher implements it from informer caches. A
+// plan calls it from several goroutines at once (renderNew).
 type Resolver interface {
 	Current(target types.NamespacedName, key ObjectKey) (*unstructured.Unstructured, error)
 }

@@ -48,6 +48,8 @@ type writePlan struct {
 	// earlier list said (target.forgetOrphans), and not removed by a key of the same
 	// object at another version in the window (planBefore).
 	present map[manifest.Identity]bool
+	// ahead are the new objects rendered on every core before planning (renderNew).
+	ahead map[ObjectKey]rendered
 }
 
 // parsedFile is a file's content with its documents as manifest.Parse returns them.
@@ -137,7 +139,7 @@ func (w *worker) plan(ctx context.Context, t *target, dirty map[ObjectKey]intent
 	sort.Slice(keys, func(i, j int) bool { return planBefore(keys[i], keys[j], dirty, mode) })
 
 	p := &writePlan{files: map[string][]byte{}, located: map[manifest.Identity]string{}, parsed: map[string]parsedFile{},
-		present: map[manifest.Identity]bool{}}
+		present: map[manifest.Identity]bool{}, ahead: w.renderNew(ctx, t, keys)}
 	tree := w.repo.TreeReader(w.remoteTip)
 	read := func(path string) ([]byte, error) {
 		if c, ok := p.files[path]; ok {
@@ -188,7 +190,11 @@ func planBefore(a, b ObjectKey, dirty map[ObjectKey]intent, mode string) bool {
 
 func (w *worker) planOne(t *target, p *writePlan, read func(string) ([]byte, error), k ObjectKey, in intent) error {
 	id := k.Identity()
-	obj, err := w.opts.Resolver.Current(t.spec.Key, k)
+	ahead, ok := p.ahead[k]
+	obj, err := ahead.obj, error(nil)
+	if !ok {
+		obj, err = w.opts.Resolver.Current(t.spec.Key, k)
+	}
 	if errors.Is(err, ErrNotWatched) {
 		return nil // left as Git has it
 	}
@@ -293,11 +299,16 @@ func (w *worker) planOne(t *target, p *writePlan, read func(string) ([]byte, err
 		// longer declared sensitive or the target lost its keys (then it is refused).
 		return w.planSensitive(t, p, read, k, obj, file, exists)
 	}
-	if forms == nil {
-		f := w.forms(obj, len(content) > 0)
-		forms = &f
+	var edited manifest.Edited
+	if ahead.obj != nil && !exists && len(content) == 0 {
+		edited, err = ahead.edited, ahead.err // the edit below, made on another core
+	} else {
+		if forms == nil {
+			f := w.forms(obj, len(content) > 0)
+			forms = &f
+		}
+		edited, err = manifest.UpsertIndexed(content, forms.writable(obj, content), t.style)
 	}
-	edited, err := manifest.UpsertIndexed(content, forms.writable(obj, content), t.style)
 	if err != nil {
 		p.refuse(k, fmt.Sprintf("%s: cannot be written to %s: %v", id, path, err))
 		return nil
