@@ -1063,10 +1063,38 @@ func (w *worker) flushIfDue(ctx context.Context, key types.NamespacedName, ahead
 	if now.Before(t.retryAt) {
 		w.collapseDeletes(t, now)
 	}
+	wins, held, timedOut, wait := w.takeDue(t, now)
+	if len(held) > 0 {
+		w.retrying(held, errors.New(t.st.LastError))
+	}
+	for _, r := range timedOut {
+		w.answers = append(w.answers, answer{r, RequestOutcome{Done: true, Reason: ReasonTimedOut, Message: timedOutMessage(r)}})
+	}
+	changed, backoff, err := w.flushWindows(ctx, t, wins)
+	wait = shorter(wait, backoff) // a request's deadline may come sooner
 	w.qmu.Lock()
-	timedOut, wait := t.q.expired(now)
-	var wins []*authorWindow
-	var held []*CommitRequest // attached while the target backs off: they wait for its retry
+	t.q.flushing = nil
+	w.qmu.Unlock()
+	w.report()
+	ready := w.takeReady()
+	w.mu.Unlock()
+	w.reportReady(ready)
+	w.reportPending()
+	if changed {
+		w.opts.OnStatus(key)
+	}
+	return wait, err
+}
+
+// takeDue takes what is due on t at now, in one hold of qmu: the windows to commit (marked
+// flushing, with the journal's mark: what is recorded later is not theirs), the requests
+// held while the target backs off (they wait for its retry), those timed out, and how long
+// until something else is due. Requests on a target that cannot read its branch, or whose
+// folder cannot be written, are told why they wait.
+func (w *worker) takeDue(t *target, now time.Time) (wins []*authorWindow, held, timedOut []*CommitRequest, wait time.Duration) {
+	w.qmu.Lock()
+	defer w.qmu.Unlock()
+	timedOut, wait = t.q.expired(now)
 	switch {
 	case now.Before(t.retryAt):
 		wait = shorter(wait, t.retryAt.Sub(now))
@@ -1092,36 +1120,34 @@ func (w *worker) flushIfDue(ctx context.Context, key types.NamespacedName, ahead
 		wins, winWait = t.q.due(t.spec.Window, now)
 		wait = shorter(wait, winWait)
 		t.q.flushing = wins
-		mark := w.journal.mark() // under qmu, as submit records: what comes later is not theirs
+		mark := w.journal.mark() // under qmu, as submit records
 		for _, win := range wins {
 			win.journalMark = mark
 		}
 	}
-	w.qmu.Unlock()
-	if len(held) > 0 {
-		w.retrying(held, errors.New(t.st.LastError))
-	}
-	for _, r := range timedOut {
-		w.answers = append(w.answers, answer{r, RequestOutcome{Done: true, Reason: ReasonTimedOut, Message: timedOutMessage(r)}})
-	}
-	var err error
-	changed := false
+	return wins, held, timedOut, wait
+}
+
+// flushWindows commits due windows one after the other. A window the server declines backs
+// off on its own (declined) and its error is returned once the others are done; any other
+// failure puts that window and those after it back and backs the target off (failWindows).
+// It returns whether status changed and the backoff begun (0 for none).
+func (w *worker) flushWindows(ctx context.Context, t *target, wins []*authorWindow) (changed bool, backoff time.Duration, err error) {
 	var declined error
-	declines := 0 // declined windows back off on their own, not the target
+	declines := 0
 	for i, win := range wins {
 		// The answers so far (the last window's) go out before the next push, which may take
 		// minutes: a pod killed meanwhile would leave a committed request Waiting, and its
 		// message would ride the author's next change a second time.
 		w.report()
-		var c bool
-		c, err = w.flush(ctx, t, win)
-		if errors.Is(err, repo.ErrRejected) {
+		c, err := w.flush(ctx, t, win)
+		switch {
+		case errors.Is(err, repo.ErrRejected):
 			w.declined(t, win, err)
-			declined, err, changed = err, nil, true
+			declined, changed = err, true
 			declines++
 			continue
-		}
-		if err != nil && ctx.Err() != nil {
+		case err != nil && ctx.Err() != nil:
 			// Cut short because the operator stops (or a drain ran out of time): no
 			// failure of the target's, and the drain, or the next process, tries again.
 			w.qmu.Lock()
@@ -1129,52 +1155,42 @@ func (w *worker) flushIfDue(ctx context.Context, key types.NamespacedName, ahead
 				t.q.retry(rest, time.Now())
 			}
 			w.qmu.Unlock()
-			break
-		}
-		if err != nil {
-			w.repairIfDamaged(ctx, err) // the window is retried after the backoff, on the new clone
-			w.qmu.Lock()
-			win.failed = true
-			for _, rest := range wins[i:] {
-				t.q.retry(rest, time.Now())
-			}
-			// Every request on a window of the target waits for the retry, those that came
-			// meanwhile and those of windows not tried included.
-			riding := t.q.attached()
-			w.qmu.Unlock()
-			w.retrying(riding, err)
-			t.st.LastError = err.Error()
-			t.backoff = min(max(2*t.backoff, time.Second), 2*time.Minute)
-			t.retryAt = time.Now().Add(t.backoff)
-			w.log.Error(err, "commit failed; retrying", "gitTarget", key.String(), "retryIn", t.backoff.String())
-			w.opts.Metrics.failed(w.key)
-			wait = shorter(wait, t.backoff) // a request's deadline may come sooner
-			changed = true
-			break
+			return changed, 0, err
+		case err != nil:
+			return true, w.failWindows(ctx, t, wins[i:], err), err
 		}
 		changed = changed || c
 		w.qmu.Lock()
 		t.q.flushing = without(t.q.flushing, win) // done with: landed (see landed) or put back
 		w.qmu.Unlock()
 	}
-	if err == nil && len(wins) > declines {
+	if len(wins) > declines {
 		t.backoff = 0
 	}
-	if err == nil {
-		err = declined
-	}
+	return changed, 0, declined
+}
+
+// failWindows puts back a window whose commit failed (rest[0]) and those after it, tells
+// every request riding on the target's windows that it is retried, and backs the target
+// off. It returns the backoff.
+func (w *worker) failWindows(ctx context.Context, t *target, rest []*authorWindow, err error) time.Duration {
+	w.repairIfDamaged(ctx, err) // the window is retried after the backoff, on the new clone
 	w.qmu.Lock()
-	t.q.flushing = nil
-	w.qmu.Unlock()
-	w.report()
-	ready := w.takeReady()
-	w.mu.Unlock()
-	w.reportReady(ready)
-	w.reportPending()
-	if changed {
-		w.opts.OnStatus(key)
+	rest[0].failed = true
+	for _, win := range rest {
+		t.q.retry(win, time.Now())
 	}
-	return wait, err
+	// Every request on a window of the target waits for the retry, those that came
+	// meanwhile and those of windows not tried included.
+	riding := t.q.attached()
+	w.qmu.Unlock()
+	w.retrying(riding, err)
+	t.st.LastError = err.Error()
+	t.backoff = min(max(2*t.backoff, time.Second), 2*time.Minute)
+	t.retryAt = time.Now().Add(t.backoff)
+	w.log.Error(err, "commit failed; retrying", "gitTarget", t.spec.Key.String(), "retryIn", t.backoff.String())
+	w.opts.Metrics.failed(w.key)
+	return t.backoff
 }
 
 // timedOutMessage says why a request's wait for its requester's change ended unused.
@@ -1433,174 +1449,233 @@ func shorter(a, b time.Duration) time.Duration {
 // writes on the new remote tip when someone else pushed first. Callers hold w.mu.
 func (w *worker) flush(ctx context.Context, t *target, win *authorWindow) (bool, error) {
 	w.actFor(t.spec)
-	checked := false
-	// What status showed when the flush began, and whether an orphan was found present on
-	// any pass: a pass planned again (a replay, a recheck) compares with the first.
-	refusedBefore, found := t.st.Refused, false
-	// recheck asks the remote, once, whether a window that changes nothing judged a tip
-	// that is gone (tipMoved): a list's window, or one whose earlier commit, or the
-	// target's since the last fetch, may have landed though its push reported an error
-	// (inDoubt, doubted), which the remote's tip then carries.
-	recheck := func() (bool, error) {
-		if !(win.compared || inDoubt(win) || w.doubted(t)) || checked {
-			return false, nil
-		}
-		checked = true
-		return w.tipMoved(ctx, t)
-	}
+	f := &flushing{t: t, win: win, refusedBefore: t.st.Refused}
 	for attempt := 1; ; attempt++ {
-		if !w.fetched { // the clone was rebuilt (repairIfDamaged) and has not fetched since
-			if err := w.refresh(ctx, true, t); err != nil {
-				return false, err
-			}
+		if ready, err := w.readyToPlan(ctx, t, win); !ready {
+			return false, err
 		}
-		if t.stale(w.remoteTip) {
-			// A re-read that failed (of another target's fetch, of an earlier replay, of the
-			// registration that moved the target to another folder) or a push whose index
-			// update failed left the index behind: a plan from it would miss people's moves
-			// and write an object twice, or write to the folder the target left.
-			if err := w.analyze(t); err != nil {
-				return false, err
-			}
-		}
-		if !t.verdict.Supported {
-			w.waitOnFolder(win, t)
-			w.qmu.Lock()
-			// Kept until the folder is fixed (the cluster holds the state), with the requests
-			// that came while it was tried: the next pass tells them too (TargetStalled).
-			t.q.retry(win, time.Now())
-			w.qmu.Unlock()
-			return false, nil
-		}
-		w.qmu.Lock()
-		win.requests = live(win.requests) // a request deleted meanwhile lends no message
-		w.qmu.Unlock()
-		w.seeAttempts(ctx, t, win)
 		start := time.Now()
 		p, dirty, err := w.planOwn(ctx, t, win)
 		if err != nil {
 			return false, err
 		}
 		t.noteRefusals(dirty, p.deferred, p.refused)
-		found = t.forgetOrphans(p.present) || found
-		if len(p.deferred) > 0 && len(p.files) == 0 {
-			w.deferAll(t, win, p.deferredErr)
-			return found || !slices.Equal(refusedBefore, t.st.Refused), nil
-		}
-		refusals := p.refusals()
-		if len(p.files) == 0 {
-			if moved, err := recheck(); err != nil {
-				return false, err
-			} else if moved {
-				attempt-- // no push was tried
-				continue  // planned again on what Git has now
-			}
-			w.foundDelivered(win)
-			w.answer(win, dirty, "", refusals)
-			w.landed(t, win)
-			w.delivered(t, win)
-			return w.settled(t, refusedBefore) || found, nil
-		}
-		w.qmu.Lock()
-		requests := live(win.requests) // and one deleted while it was planned
-		w.qmu.Unlock()
-		requests = w.answerLanded(requests)
-		w.qmu.Lock()
-		win.requests = requests
-		w.qmu.Unlock()
-		when := time.Now()
-		planned := when.Sub(start)
-		author := authorSignature(win.author, t.spec.Committer, w.opts.AuthorEmailDomain, when)
-		committer := object.Signature{Name: t.spec.Committer.Name, Email: t.spec.Committer.Email, When: when}
-		msg, fellBack := p.message(t, win)
-		if fellBack != nil {
-			w.log.Info("the commit message template failed; the default message is used", "gitTarget", t.spec.Key.String(), "reason", fellBack.Error())
-		}
-		msg = withCoAuthors(msg, coAuthorsOf(win, p.actions), t.spec.Committer, w.opts.AuthorEmailDomain, when)
-		sha, err := w.repo.Commit(w.remoteTip, p.files, author, committer, msg)
-		if errors.Is(err, repo.ErrNoChange) && len(p.deferred) > 0 {
-			w.deferAll(t, win, p.deferredErr) // as above: nothing committed but what waits
-			return found || !slices.Equal(refusedBefore, t.st.Refused), nil
-		}
-		if errors.Is(err, repo.ErrNoChange) {
-			if moved, err := recheck(); err != nil {
-				return false, err
-			} else if moved {
-				attempt--
-				continue
-			}
-			w.foundDelivered(win)
-			w.answer(win, dirty, "", refusals)
-			w.landed(t, win)
-			w.delivered(t, win)
-			return w.settled(t, refusedBefore) || found, nil
-		}
-		if errors.Is(err, repo.ErrInvalidPath) || errors.Is(err, repo.ErrPathConflict) || errors.Is(err, repo.ErrInvalidSignature) {
-			return false, fmt.Errorf("committing: %w", err) // the plan's fault, not the clone's: nothing to verify
-		}
-		if err != nil {
-			return false, fmt.Errorf("committing: %w: %w", errCloneRead, err)
-		}
-		built := time.Now()
-		oldest := win.oldestOf(dirty, p.deferred) // not of objects still waiting for their cache
-		w.opts.Metrics.builtCommit(built.Sub(start), built.Sub(oldest), win.builtAt.IsZero())
-		if win.builtAt.IsZero() {
-			win.builtAt = built
-		}
-		err = w.push(ctx, sha)
-		maybe := errors.Is(err, repo.ErrMaybeMoved) // declined, perhaps as a lost race: found out by trying again
-		if (maybe || errors.Is(err, repo.ErrRemoteMoved)) && attempt < maxPushAttempts {
-			// Usually a lost race; but a push whose answer was lost, found under someone's
-			// commit by the check that followed, lands the same way: the replay answers it.
-			if !errors.Is(err, repo.ErrNotSent) { // one refused before sending never landed
-				t.mayHaveLanded(win, sha)
-			}
-			if maybe {
-				w.opts.Metrics.push(w.key, "failed")
-				w.log.Info("the remote declined the push and could not be looked at again; fetching to tell a lost race from a decline", "gitTarget", t.spec.Key.String(), "attempt", attempt)
-			} else {
-				w.opts.Metrics.push(w.key, "conflict")
-				w.log.Info("remote moved; replaying writes on the new tip", "gitTarget", t.spec.Key.String(), "attempt", attempt)
-			}
-			expected := w.remoteTip
-			if err := w.refresh(ctx, false, t); err != nil {
+		f.found = t.forgetOrphans(p.present) || f.found
+		c, err := w.commitPlan(t, win, p, start)
+		switch {
+		case errors.Is(err, repo.ErrNoChange) && len(p.deferred) > 0:
+			return w.deferWindow(f, p), nil // nothing to commit but what waits for its cache
+		case errors.Is(err, repo.ErrNoChange):
+			moved, err := w.recheck(ctx, f)
+			if err != nil {
 				return false, err
 			}
-			if maybe && w.remoteTip == expected {
-				// The branch had not moved: the server declined this commit itself.
-				return false, fmt.Errorf("pushing: %w", repo.Declined(err))
+			if !moved {
+				return w.changedNothing(f, dirty, p), nil
 			}
+			attempt-- // no push was tried: planned again on what Git has now
 			continue
-		}
-		if err != nil {
-			w.opts.Metrics.push(w.key, "failed")
-			// One that failed before offering the update, or that the server declined, never landed.
-			if !errors.Is(err, repo.ErrNotSent) && !errors.Is(err, repo.ErrRejected) {
-				t.mayHaveLanded(win, sha)
-			}
-			// No SHA in the error: it is new on every attempt, and the error reaches status.
-			return false, fmt.Errorf("pushing: %w", err)
-		}
-		w.opts.Metrics.push(w.key, "pushed")
-		pushedAt := time.Now()
-		w.opts.Metrics.delivered(pushedAt.Sub(oldest).Seconds(), pushedAt.Sub(win.builtAt).Seconds()) // through every retry
-		if err := w.pushed(t, sha, p.files, p.parsed); err != nil {
-			attemptedFor(win.requests, sha) // delivered, and timed: a retry that finds it there reports it
-			t.doubtAt = time.Now()          // its index may lack what it wrote (doubted)
+		case err != nil:
 			return false, err
 		}
-		t.st.LastCommit, t.st.LastCommitTime = sha, when
-		t.st.ObjectCount = t.index.Load().len()
-		w.clearFailure(t)
-		w.log.Info("pushed", "gitTarget", t.spec.Key.String(), "sha", sha.String(), "files", len(p.files), "author", author.Name,
-			"plan", planned.String(), "build", built.Sub(when).String(), "push", pushedAt.Sub(built).String())
-		w.answer(win, dirty, sha.String(), refusals)
-		w.landed(t, win) // before the deferred objects go back, maybe into a window a list opened
-		w.keepDeferred(t, win, p.deferred)
-		w.delivered(t, win)
-		w.compactIfDue() // a clone rebuilt here is fetched by the next flush (!w.fetched)
+		oldest := win.oldestOf(dirty, p.deferred) // not of objects still waiting for their cache
+		w.opts.Metrics.builtCommit(c.built.Sub(start), c.built.Sub(oldest), win.builtAt.IsZero())
+		if win.builtAt.IsZero() {
+			win.builtAt = c.built
+		}
+		retry, err := w.pushCommit(ctx, t, win, c.sha, attempt)
+		if err != nil {
+			return false, err
+		}
+		if !retry {
+			return w.afterPush(t, win, p, dirty, c, oldest)
+		}
+	}
+}
+
+// flushing is what one flush carries from pass to pass (a replay on a new tip, a plan again
+// after a recheck).
+type flushing struct {
+	t   *target
+	win *authorWindow
+	// refusedBefore is what status listed as refused when the flush began: a pass planned
+	// again compares with the first.
+	refusedBefore []string
+	// found is whether an orphan was found present on any pass.
+	found bool
+	// checked is whether recheck asked the remote already: once a flush.
+	checked bool
+}
+
+// builtCommit is a window's commit made in the clone and not pushed yet, with the times its
+// metrics and log line tell.
+type builtCommit struct {
+	sha plumbing.Hash
+	// when is the commit's time, built when it was made, planned how long its plan took.
+	when, built time.Time
+	planned     time.Duration
+	author      string
+}
+
+// readyToPlan brings the clone and the target's index to what a plan needs and drops the
+// window's requests deleted meanwhile. false, with a nil error, when the folder cannot be
+// written: the window is kept until it is fixed.
+func (w *worker) readyToPlan(ctx context.Context, t *target, win *authorWindow) (bool, error) {
+	if !w.fetched { // the clone was rebuilt (repairIfDamaged) and has not fetched since
+		if err := w.refresh(ctx, true, t); err != nil {
+			return false, err
+		}
+	}
+	if t.stale(w.remoteTip) {
+		// A re-read that failed (of another target's fetch, of an earlier replay, of the
+		// registration that moved the target to another folder) or a push whose index
+		// update failed left the index behind: a plan from it would miss people's moves
+		// and write an object twice, or write to the folder the target left.
+		if err := w.analyze(t); err != nil {
+			return false, err
+		}
+	}
+	if !t.verdict.Supported {
+		w.waitOnFolder(win, t)
+		w.qmu.Lock()
+		// Kept until the folder is fixed (the cluster holds the state), with the requests
+		// that came while it was tried: the next pass tells them too (TargetStalled).
+		t.q.retry(win, time.Now())
+		w.qmu.Unlock()
+		return false, nil
+	}
+	w.qmu.Lock()
+	win.requests = live(win.requests) // a request deleted meanwhile lends no message
+	w.qmu.Unlock()
+	w.seeAttempts(ctx, t, win)
+	return true, nil
+}
+
+// commitPlan answers the window's requests whose message already landed and commits the
+// plan's files on the remote tip under the window's author. repo.ErrNoChange, with nothing
+// done, when the plan writes no file.
+func (w *worker) commitPlan(t *target, win *authorWindow, p *writePlan, start time.Time) (builtCommit, error) {
+	if len(p.files) == 0 {
+		return builtCommit{}, repo.ErrNoChange
+	}
+	w.qmu.Lock()
+	requests := live(win.requests) // and one deleted while it was planned
+	w.qmu.Unlock()
+	requests = w.answerLanded(requests)
+	w.qmu.Lock()
+	win.requests = requests
+	w.qmu.Unlock()
+	when := time.Now()
+	author := authorSignature(win.author, t.spec.Committer, w.opts.AuthorEmailDomain, when)
+	committer := object.Signature{Name: t.spec.Committer.Name, Email: t.spec.Committer.Email, When: when}
+	msg, fellBack := p.message(t, win)
+	if fellBack != nil {
+		w.log.Info("the commit message template failed; the default message is used", "gitTarget", t.spec.Key.String(), "reason", fellBack.Error())
+	}
+	msg = withCoAuthors(msg, coAuthorsOf(win, p.actions), t.spec.Committer, w.opts.AuthorEmailDomain, when)
+	sha, err := w.repo.Commit(w.remoteTip, p.files, author, committer, msg)
+	switch {
+	case errors.Is(err, repo.ErrNoChange):
+		return builtCommit{}, err
+	case errors.Is(err, repo.ErrInvalidPath) || errors.Is(err, repo.ErrPathConflict) || errors.Is(err, repo.ErrInvalidSignature):
+		return builtCommit{}, fmt.Errorf("committing: %w", err) // the plan's fault, not the clone's: nothing to verify
+	case err != nil:
+		return builtCommit{}, fmt.Errorf("committing: %w: %w", errCloneRead, err)
+	}
+	return builtCommit{sha: sha, when: when, built: time.Now(), planned: when.Sub(start), author: author.Name}, nil
+}
+
+// recheck asks the remote, once a flush, whether a window that changes nothing judged a tip
+// that is gone (tipMoved): a list's window, or one whose earlier commit, or the target's
+// since the last fetch, may have landed though its push reported an error (inDoubt,
+// doubted), which the remote's tip then carries.
+func (w *worker) recheck(ctx context.Context, f *flushing) (bool, error) {
+	if !(f.win.compared || inDoubt(f.win) || w.doubted(f.t)) || f.checked {
+		return false, nil
+	}
+	f.checked = true
+	return w.tipMoved(ctx, f.t)
+}
+
+// deferWindow keeps a window whose only changes wait for their cache (deferAll) and reports
+// whether status changed.
+func (w *worker) deferWindow(f *flushing, p *writePlan) bool {
+	w.deferAll(f.t, f.win, p.deferredErr)
+	return f.found || !slices.Equal(f.refusedBefore, f.t.st.Refused)
+}
+
+// changedNothing settles a window Git already matches: its requests are answered without a
+// commit and its changes count as delivered. It reports whether status changed.
+func (w *worker) changedNothing(f *flushing, dirty map[ObjectKey]intent, p *writePlan) bool {
+	w.foundDelivered(f.win)
+	w.answer(f.win, dirty, "", p.refusals())
+	w.landed(f.t, f.win)
+	w.delivered(f.t, f.win)
+	return w.settled(f.t, f.refusedBefore) || f.found
+}
+
+// pushCommit pushes a window's commit. retry is true when the remote moved, or may have,
+// and the clone fetched its new tip: the window is then planned again on it.
+func (w *worker) pushCommit(ctx context.Context, t *target, win *authorWindow, sha plumbing.Hash, attempt int) (retry bool, _ error) {
+	err := w.push(ctx, sha)
+	if err == nil {
+		return false, nil
+	}
+	maybe := errors.Is(err, repo.ErrMaybeMoved) // declined, perhaps as a lost race: found out by trying again
+	if (maybe || errors.Is(err, repo.ErrRemoteMoved)) && attempt < maxPushAttempts {
+		// Usually a lost race; but a push whose answer was lost, found under someone's
+		// commit by the check that followed, lands the same way: the replay answers it.
+		if !errors.Is(err, repo.ErrNotSent) { // one refused before sending never landed
+			t.mayHaveLanded(win, sha)
+		}
+		if maybe {
+			w.opts.Metrics.push(w.key, "failed")
+			w.log.Info("the remote declined the push and could not be looked at again; fetching to tell a lost race from a decline", "gitTarget", t.spec.Key.String(), "attempt", attempt)
+		} else {
+			w.opts.Metrics.push(w.key, "conflict")
+			w.log.Info("remote moved; replaying writes on the new tip", "gitTarget", t.spec.Key.String(), "attempt", attempt)
+		}
+		expected := w.remoteTip
+		if err := w.refresh(ctx, false, t); err != nil {
+			return false, err
+		}
+		if maybe && w.remoteTip == expected {
+			// The branch had not moved: the server declined this commit itself.
+			return false, fmt.Errorf("pushing: %w", repo.Declined(err))
+		}
 		return true, nil
 	}
+	w.opts.Metrics.push(w.key, "failed")
+	// One that failed before offering the update, or that the server declined, never landed.
+	if !errors.Is(err, repo.ErrNotSent) && !errors.Is(err, repo.ErrRejected) {
+		t.mayHaveLanded(win, sha)
+	}
+	// No SHA in the error: it is new on every attempt, and the error reaches status.
+	return false, fmt.Errorf("pushing: %w", err)
+}
+
+// afterPush takes a pushed commit in: metrics, the target's index and status, the answers
+// to the window's requests, and its changes delivered.
+func (w *worker) afterPush(t *target, win *authorWindow, p *writePlan, dirty map[ObjectKey]intent, c builtCommit, oldest time.Time) (bool, error) {
+	w.opts.Metrics.push(w.key, "pushed")
+	pushedAt := time.Now()
+	w.opts.Metrics.delivered(pushedAt.Sub(oldest).Seconds(), pushedAt.Sub(win.builtAt).Seconds()) // through every retry
+	if err := w.pushed(t, c.sha, p.files, p.parsed); err != nil {
+		attemptedFor(win.requests, c.sha) // delivered, and timed: a retry that finds it there reports it
+		t.doubtAt = time.Now()            // its index may lack what it wrote (doubted)
+		return false, err
+	}
+	t.st.LastCommit, t.st.LastCommitTime = c.sha, c.when
+	t.st.ObjectCount = t.index.Load().len()
+	w.clearFailure(t)
+	w.log.Info("pushed", "gitTarget", t.spec.Key.String(), "sha", c.sha.String(), "files", len(p.files), "author", c.author,
+		"plan", c.planned.String(), "build", c.built.Sub(c.when).String(), "push", pushedAt.Sub(c.built).String())
+	w.answer(win, dirty, c.sha.String(), p.refusals())
+	w.landed(t, win) // before the deferred objects go back, maybe into a window a list opened
+	w.keepDeferred(t, win, p.deferred)
+	w.delivered(t, win)
+	w.compactIfDue() // a clone rebuilt here is fetched by the next flush (!w.fetched)
+	return true, nil
 }
 
 // tipMoved fetches the branch for a window that compared a list with Git and found nothing
