@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
 	"github.com/gitops-reverser/gitops-reverser/gitops/encrypt"
 	"github.com/gitops-reverser/gitops-reverser/gitops/manifest"
 	"github.com/gitops-reverser/gitops-reverser/gitops/plan"
@@ -188,55 +190,81 @@ func planBefore(a, b ObjectKey, dirty map[ObjectKey]intent, mode string) bool {
 	return a.GVR.Version < b.GVR.Version
 }
 
+// planOne plans one key of a window: the removal of its document when the object is gone
+// (or left the selection of a rule that mirrors that), else the write of its current state.
 func (w *worker) planOne(t *target, p *writePlan, read func(string) ([]byte, error), k ObjectKey, in intent) error {
-	id := k.Identity()
+	obj, done, err := w.currentOf(t, p, k, in)
+	if err != nil || done {
+		return err
+	}
+	if obj == nil {
+		return w.planRemoval(t, p, read, k, in)
+	}
+	return w.planWrite(t, p, read, k, in, obj)
+}
+
+// currentOf reads what the cluster holds of k now: rendered ahead (renderNew), or from the
+// Resolver. done is true when k plans nothing: no rule watches it any more, it left a
+// selection that mirrors no removal, or its cache is not complete (deferred). A nil object
+// with done false is a removal.
+func (w *worker) currentOf(t *target, p *writePlan, k ObjectKey, in intent) (obj *unstructured.Unstructured, done bool, err error) {
 	ahead, ok := p.ahead[k]
-	obj, err := ahead.obj, error(nil)
+	obj = ahead.obj
 	if !ok {
 		obj, err = w.opts.Resolver.Current(t.spec.Key, k)
 	}
-	if errors.Is(err, ErrNotWatched) {
-		return nil // left as Git has it
+	switch {
+	case errors.Is(err, ErrNotWatched):
+		return nil, true, nil // left as Git has it
+	case errors.Is(err, ErrNotSelected) && !in.removes(t.spec.Prune):
+		return nil, true, nil // no removal seen: a rule deleted or narrowed meanwhile deletes nothing
+	case errors.Is(err, ErrNotSelected):
+		return nil, false, nil // it left the selection of a rule that mirrors that: a removal
+	case errors.Is(err, ErrNotSynced):
+		p.deferKey(k, in, fmt.Errorf("reading %s: %w", k.Identity(), err))
+		return nil, true, nil
+	case err != nil:
+		return nil, false, fmt.Errorf("reading %s: %w", k.Identity(), err)
 	}
-	if errors.Is(err, ErrNotSelected) {
-		if !in.removes(t.spec.Prune) {
-			return nil // no removal seen: a rule deleted or narrowed meanwhile deletes nothing
-		}
-		obj, err = nil, nil // it left the selection of a rule that mirrors that: a removal
-	}
-	if errors.Is(err, ErrNotSynced) {
-		p.deferKey(k, in, fmt.Errorf("reading %s: %w", id, err))
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("reading %s: %w", id, err)
-	}
+	return obj, false, nil
+}
+
+// planRemoval plans the removal of the document of k, an object the cluster no longer holds,
+// when a removal was seen and the prune mode lets it go.
+func (w *worker) planRemoval(t *target, p *writePlan, read func(string) ([]byte, error), k ObjectKey, in intent) error {
+	id := k.Identity()
 	file, exists := p.lookup(t.index.Load(), id)
-	if obj == nil {
-		if p.present[id] {
-			return nil // the same object at another version exists, and was planned (planBefore)
-		}
-		if p.waits[id] {
-			p.deferKey(k, in, nil) // the same object at another version waits for its cache
-			return nil
-		}
-		if !in.removes(t.spec.Prune) || !exists || t.spec.Prune == PruneNever {
-			return nil // no removal seen: its delete, if a rule mirrors it, comes on its own
-		}
-		if n := sharedEncryptedFile(t.index.Load(), file); n > 0 {
-			p.refuse(k, fmt.Sprintf("%s: not removed: %s", id, sharedProblem(file, n)))
-			return nil
-		}
-		if err := removeFrom(p, read, id, file); errors.Is(err, errUnwritable) {
-			p.refuse(k, fmt.Sprintf("%s: not removed: %v", id, err))
-			return nil
-		} else if err != nil {
-			return err
-		}
-		p.located[id] = ""
-		p.actions = append(p.actions, action{"Delete", id, file})
+	if p.present[id] {
+		return nil // the same object at another version exists, and was planned (planBefore)
+	}
+	if p.waits[id] {
+		p.deferKey(k, in, nil) // the same object at another version waits for its cache
 		return nil
 	}
+	if !in.removes(t.spec.Prune) || !exists || t.spec.Prune == PruneNever {
+		return nil // no removal seen: its delete, if a rule mirrors it, comes on its own
+	}
+	if n := sharedEncryptedFile(t.index.Load(), file); n > 0 {
+		p.refuse(k, fmt.Sprintf("%s: not removed: %s", id, sharedProblem(file, n)))
+		return nil
+	}
+	if err := removeFrom(p, read, id, file); errors.Is(err, errUnwritable) {
+		p.refuse(k, fmt.Sprintf("%s: not removed: %v", id, err))
+		return nil
+	} else if err != nil {
+		return err
+	}
+	p.located[id] = ""
+	p.actions = append(p.actions, action{"Delete", id, file})
+	return nil
+}
+
+// planWrite plans the write of obj, k's current state: into the file that holds its
+// document, or a new one at its canonical path; refused (p.refuse) when the folder or the
+// object says it cannot be written, and encrypted when it is sensitive.
+func (w *worker) planWrite(t *target, p *writePlan, read func(string) ([]byte, error), k ObjectKey, in intent, obj *unstructured.Unstructured) error {
+	id := k.Identity()
+	file, exists := p.lookup(t.index.Load(), id)
 	p.present[id] = true
 	if exists && in.createOnly {
 		return nil // its rules mirror creations only: the document Git has stays as it is
@@ -270,6 +298,7 @@ func (w *worker) planOne(t *target, p *writePlan, read func(string) ([]byte, err
 	}
 	path := file
 	if !exists {
+		var err error
 		if path, err = plan.CanonicalPath(t.spec.Folder, k.GVR, k.Namespace, k.Name, false); err != nil {
 			p.refuse(k, fmt.Sprintf("%s: %v", id, err))
 			return nil
@@ -299,9 +328,19 @@ func (w *worker) planOne(t *target, p *writePlan, read func(string) ([]byte, err
 		// longer declared sensitive or the target lost its keys (then it is refused).
 		return w.planSensitive(t, p, read, k, obj, file, exists)
 	}
+	w.editInto(t, p, k, obj, path, content, exists, forms)
+	return nil
+}
+
+// editInto writes obj into content, the file at path, and records the new content and its
+// action in p; an edit that fails refuses k. A new object's own new file takes the edit
+// made ahead on another core (renderNew), which is the same.
+func (w *worker) editInto(t *target, p *writePlan, k ObjectKey, obj *unstructured.Unstructured, path string, content []byte, exists bool, forms *writtenForms) {
+	id := k.Identity()
 	var edited manifest.Edited
-	if ahead.obj != nil && !exists && len(content) == 0 {
-		edited, err = ahead.edited, ahead.err // the edit below, made on another core
+	var err error
+	if ahead := p.ahead[k]; ahead.obj != nil && !exists && len(content) == 0 {
+		edited, err = ahead.edited, ahead.err
 	} else {
 		if forms == nil {
 			f := w.forms(obj, len(content) > 0)
@@ -311,10 +350,10 @@ func (w *worker) planOne(t *target, p *writePlan, read func(string) ([]byte, err
 	}
 	if err != nil {
 		p.refuse(k, fmt.Sprintf("%s: cannot be written to %s: %v", id, path, err))
-		return nil
+		return
 	}
 	if !edited.Changed {
-		return nil
+		return
 	}
 	p.files[path] = edited.Content
 	p.parsed[path] = parsedFile{content: edited.Content, docs: edited.Docs}
@@ -324,7 +363,6 @@ func (w *worker) planOne(t *target, p *writePlan, read func(string) ([]byte, err
 	}
 	p.actions = append(p.actions, action{verb, id, path})
 	p.located[id] = path
-	return nil
 }
 
 // namespaceless finds the file holding a document that may be id's written without a
