@@ -107,18 +107,8 @@ func (r *GitTargetReconciler) reconcile(ctx context.Context, t *v1alpha1.GitTarg
 		return retrying(conds, t.Generation, fmt.Errorf("reading GitProvider %s: %w", pkey, err))
 	}
 	t.Status.Repository = repo.Redact(p.Spec.URL)
-	if err := repo.ValidBranch(t.Spec.Branch); err != nil { // stored before the CRD's rules said so
-		return r.suspend(t, v1alpha1.ReasonBranchNotAllowed, fmt.Sprintf("branch %q is not a valid Git branch name: "+
-			"create a GitTarget on a valid branch (spec.branch is immutable)", t.Spec.Branch))
-	}
-	if err := plan.CheckFolder(t.Spec.Path); err != nil { // stored before the CRD's rules said so
-		return r.suspend(t, v1alpha1.ReasonPathNotAllowed, fmt.Sprintf("spec.path: %v: create a GitTarget for "+
-			"another folder (spec.path is immutable)", err))
-	}
-	if !BranchAllowed(&p, t.Spec.Branch) {
-		return r.suspend(t, v1alpha1.ReasonBranchNotAllowed,
-			fmt.Sprintf("branch %q is not in GitProvider %s allowedBranches %v: add a matching pattern there, "+
-				"or create a GitTarget on an allowed branch (spec.branch is immutable)", t.Spec.Branch, pkey, p.Spec.AllowedBranches))
+	if reason, msg := placeProblem(t, &p); reason != "" {
+		return r.suspend(t, reason, msg)
 	}
 	if err := r.folderHolder(ctx, t, &p); err != nil {
 		if errors.Is(err, batch.ErrFolderOverlap) {
@@ -127,23 +117,10 @@ func (r *GitTargetReconciler) reconcile(ctx context.Context, t *v1alpha1.GitTarg
 		return retrying(conds, t.Generation, err)
 	}
 	auth, authVersion, err := ProviderAuth(ctx, r.Client, &p)
+	if errors.Is(err, ErrCredentials) {
+		return r.credentialsUnusable(t, fmt.Sprintf("GitProvider %s: %v", pkey, err))
+	}
 	if err != nil {
-		if errors.Is(err, ErrCredentials) {
-			msg := fmt.Sprintf("GitProvider %s: %v", pkey, err)
-			if wait := credentialsGraceLeft(*conds, time.Now()); wait > 0 {
-				// A Secret replaced by delete and create is missing for a moment: the writer
-				// goes on until the credentials stay unusable, so pending CommitRequests do not
-				// end for a rotation. Reconciling, not Stalled: admission denies changes routed
-				// to a Stalled target, and this one still writes them.
-				if c := apimeta.FindStatusCondition(*conds, v1alpha1.ConditionReconciling); c != nil && c.Reason != v1alpha1.ReasonProviderNotReady {
-					apimeta.RemoveStatusCondition(conds, v1alpha1.ConditionReconciling) // the grace counts from now
-				}
-				v1alpha1.SetReconciling(conds, t.Generation, v1alpha1.ReasonProviderNotReady, msg)
-				return ctrl.Result{RequeueAfter: wait}, nil
-			}
-			// Credentials deleted or made unusable revoke the writer's access, not only the status.
-			return r.suspend(t, v1alpha1.ReasonProviderNotReady, msg)
-		}
 		return retrying(conds, t.Generation, fmt.Errorf("GitProvider %s: %w", pkey, err))
 	}
 	messages, err := batch.ParseMessages(t.Spec.CommitMessage.Single, t.Spec.CommitMessage.Group)
@@ -175,23 +152,68 @@ func (r *GitTargetReconciler) reconcile(ctx context.Context, t *v1alpha1.GitTarg
 			fmt.Sprintf("branch %s of %s: %v", t.Spec.Branch, repo.Redact(p.Spec.URL), err))
 		return ctrl.Result{}, err
 	}
+	setWriterConditions(t, st, p.Spec.URL)
+	return ctrl.Result{RequeueAfter: r.PollInterval}, nil
+}
+
+// placeProblem says why t cannot write where its spec points (a condition reason and
+// message), or "" when it can: a branch or folder stored before the CRD's rules said so,
+// or a branch its GitProvider does not allow. Pure.
+func placeProblem(t *v1alpha1.GitTarget, p *v1alpha1.GitProvider) (reason, message string) {
+	if err := repo.ValidBranch(t.Spec.Branch); err != nil {
+		return v1alpha1.ReasonBranchNotAllowed, fmt.Sprintf("branch %q is not a valid Git branch name: "+
+			"create a GitTarget on a valid branch (spec.branch is immutable)", t.Spec.Branch)
+	}
+	if err := plan.CheckFolder(t.Spec.Path); err != nil {
+		return v1alpha1.ReasonPathNotAllowed, fmt.Sprintf("spec.path: %v: create a GitTarget for "+
+			"another folder (spec.path is immutable)", err)
+	}
+	if !BranchAllowed(p, t.Spec.Branch) {
+		return v1alpha1.ReasonBranchNotAllowed, fmt.Sprintf("branch %q is not in GitProvider %s allowedBranches %v: add a matching pattern there, "+
+			"or create a GitTarget on an allowed branch (spec.branch is immutable)", t.Spec.Branch, client.ObjectKeyFromObject(p), p.Spec.AllowedBranches)
+	}
+	return "", ""
+}
+
+// credentialsUnusable reports credentials its GitProvider cannot give (msg says why). A
+// Secret replaced by delete and create is missing for a moment: the writer goes on until
+// the credentials stay unusable, so pending CommitRequests do not end for a rotation
+// (Reconciling, not Stalled: admission denies changes routed to a Stalled target, and this
+// one still writes them). After the grace, the writer's access is revoked, not only the
+// status.
+func (r *GitTargetReconciler) credentialsUnusable(t *v1alpha1.GitTarget, msg string) (ctrl.Result, error) {
+	conds := &t.Status.Conditions
+	wait := credentialsGraceLeft(*conds, time.Now())
+	if wait <= 0 {
+		return r.suspend(t, v1alpha1.ReasonProviderNotReady, msg)
+	}
+	if c := apimeta.FindStatusCondition(*conds, v1alpha1.ConditionReconciling); c != nil && c.Reason != v1alpha1.ReasonProviderNotReady {
+		apimeta.RemoveStatusCondition(conds, v1alpha1.ConditionReconciling) // the grace counts from now
+	}
+	v1alpha1.SetReconciling(conds, t.Generation, v1alpha1.ReasonProviderNotReady, msg)
+	return ctrl.Result{RequeueAfter: wait}, nil
+}
+
+// setWriterConditions sets FolderReady and Ready, Reconciling or Stalled from what the
+// writer reports of t, registered on url. Pure.
+func setWriterConditions(t *v1alpha1.GitTarget, st batch.TargetStatus, url string) {
+	conds, gen := &t.Status.Conditions, t.Generation
 	switch {
 	case !st.Verdict.Supported:
 		msg := st.Verdict.Message() + " (the operator tries again on its own once Git changes)"
-		v1alpha1.SetCondition(conds, t.Generation, v1alpha1.ConditionFolderReady, false, v1alpha1.ReasonUnsupportedContent, msg)
-		v1alpha1.SetStalled(conds, t.Generation, v1alpha1.ReasonUnsupportedContent, msg)
+		v1alpha1.SetCondition(conds, gen, v1alpha1.ConditionFolderReady, false, v1alpha1.ReasonUnsupportedContent, msg)
+		v1alpha1.SetStalled(conds, gen, v1alpha1.ReasonUnsupportedContent, msg)
 	case st.LastError != "":
-		v1alpha1.SetCondition(conds, t.Generation, v1alpha1.ConditionFolderReady, true, v1alpha1.ReasonSucceeded, "folder can be written")
-		v1alpha1.SetReconciling(conds, t.Generation, v1alpha1.ReasonWriteFailed, "last write failed, retrying: "+st.LastError)
+		v1alpha1.SetCondition(conds, gen, v1alpha1.ConditionFolderReady, true, v1alpha1.ReasonSucceeded, "folder can be written")
+		v1alpha1.SetReconciling(conds, gen, v1alpha1.ReasonWriteFailed, "last write failed, retrying: "+st.LastError)
 	default:
-		v1alpha1.SetCondition(conds, t.Generation, v1alpha1.ConditionFolderReady, true, v1alpha1.ReasonSucceeded, "folder can be written")
-		reason, msg := v1alpha1.ReasonSucceeded, fmt.Sprintf("writing to %s branch %s folder %s", repo.Redact(p.Spec.URL), t.Spec.Branch, t.Spec.Path)
+		v1alpha1.SetCondition(conds, gen, v1alpha1.ConditionFolderReady, true, v1alpha1.ReasonSucceeded, "folder can be written")
+		reason, msg := v1alpha1.ReasonSucceeded, fmt.Sprintf("writing to %s branch %s folder %s", repo.Redact(url), t.Spec.Branch, t.Spec.Path)
 		if len(st.Refused) > 0 {
 			reason, msg = v1alpha1.ReasonObjectsRefused, msg+"; "+RefusedSummary(st.Refused)
 		}
-		v1alpha1.SetReady(conds, t.Generation, reason, msg)
+		v1alpha1.SetReady(conds, gen, reason, msg)
 	}
-	return ctrl.Result{RequeueAfter: r.PollInterval}, nil
 }
 
 // refusedShown is how many refusals a Ready message spells out.

@@ -1,0 +1,86 @@
+package controller
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/gitops-reverser/gitops-reverser/api/v1alpha1"
+	"github.com/gitops-reverser/gitops-reverser/gitops/batch"
+	"github.com/gitops-reverser/gitops-reverser/gitops/layout"
+)
+
+func TestPlaceProblem(t *testing.T) {
+	provider := &v1alpha1.GitProvider{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "origin"},
+		Spec: v1alpha1.GitProviderSpec{AllowedBranches: []string{"main", "env/*"}}}
+	target := func(branch, path string) *v1alpha1.GitTarget {
+		return &v1alpha1.GitTarget{Spec: v1alpha1.GitTargetSpec{Branch: branch, Path: path}}
+	}
+	cases := []struct {
+		name       string
+		t          *v1alpha1.GitTarget
+		wantReason string
+		wantIn     string
+	}{
+		{"lets a target write to an allowed branch and a plain folder", target("main", "live"), "", ""},
+		{"lets a branch match a pattern of allowedBranches", target("env/prod", "live"), "", ""},
+		{"refuses a branch Git would not take, stored before the CRD's rules said so", target("main..x", "live"),
+			v1alpha1.ReasonBranchNotAllowed, `branch "main..x" is not a valid Git branch name`},
+		{"refuses a folder that climbs out of the repository", target("main", "../live"),
+			v1alpha1.ReasonPathNotAllowed, "spec.path: "},
+		{"refuses a branch its GitProvider does not allow, naming the provider and its patterns", target("dev", "live"),
+			v1alpha1.ReasonBranchNotAllowed, "GitProvider team-a/origin allowedBranches [main env/*]"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			reason, msg := placeProblem(tc.t, provider)
+			assert.Equal(t, tc.wantReason, reason)
+			assert.Contains(t, msg, tc.wantIn)
+		})
+	}
+}
+
+func TestSetWriterConditions(t *testing.T) {
+	unsupported := layout.Verdict{Folder: "live", File: "live/run.sh", Reason: "is executable", Fix: "clear its executable bit"}
+	cases := []struct {
+		name               string
+		st                 batch.TargetStatus
+		want               string // the condition that is True: Ready, Reconciling or Stalled
+		wantReason, wantIn string
+		folderReady        metav1.ConditionStatus
+	}{
+		{"stalls a target whose folder cannot be written, and says it tries again on its own",
+			batch.TargetStatus{Verdict: unsupported}, v1alpha1.ConditionStalled, v1alpha1.ReasonUnsupportedContent,
+			"tries again on its own once Git changes", metav1.ConditionFalse},
+		{"keeps a target whose last write failed reconciling, with the failure",
+			batch.TargetStatus{Verdict: layout.Verdict{Supported: true}, LastError: "pushing: remote hung up"},
+			v1alpha1.ConditionReconciling, v1alpha1.ReasonWriteFailed, "last write failed, retrying: pushing: remote hung up", metav1.ConditionTrue},
+		{"makes a writing target Ready, naming where it writes without the URL's credentials",
+			batch.TargetStatus{Verdict: layout.Verdict{Supported: true}},
+			v1alpha1.ConditionReady, v1alpha1.ReasonSucceeded, "writing to https://git.example/r.git branch main folder live", metav1.ConditionTrue},
+		{"makes a target that refuses some objects Ready, saying which",
+			batch.TargetStatus{Verdict: layout.Verdict{Supported: true}, Refused: []string{"Secret app/db: not written: no encryption"}},
+			v1alpha1.ConditionReady, v1alpha1.ReasonObjectsRefused, "1 object(s) not written: Secret app/db", metav1.ConditionTrue},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			tgt := &v1alpha1.GitTarget{Spec: v1alpha1.GitTargetSpec{Branch: "main", Path: "live"}}
+			tgt.Generation = 3
+			setWriterConditions(tgt, tc.st, "https://user:token@git.example/r.git")
+			c := apimeta.FindStatusCondition(tgt.Status.Conditions, tc.want)
+			if assert.NotNil(t, c) {
+				assert.Equal(t, tc.wantReason, c.Reason)
+				assert.Contains(t, c.Message, tc.wantIn)
+				assert.NotContains(t, c.Message, "token")
+				assert.Equal(t, int64(3), c.ObservedGeneration)
+			}
+			assert.True(t, apimeta.IsStatusConditionTrue(tgt.Status.Conditions, tc.want))
+			folder := apimeta.FindStatusCondition(tgt.Status.Conditions, v1alpha1.ConditionFolderReady)
+			if assert.NotNil(t, folder) {
+				assert.Equal(t, tc.folderReady, folder.Status)
+			}
+		})
+	}
+}
