@@ -11,6 +11,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
@@ -99,39 +100,75 @@ func run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	if err := opts.check(); err != nil {
 		return err
 	}
-	scheme, err := newScheme()
+	serving, webhookServer, err := webhookServing(opts)
 	if err != nil {
 		return err
 	}
-	leaderNS := opts.LeaderElectionNS
-	if leaderNS == "" {
-		leaderNS = opts.Namespace
+	mgr, err := newManager(cfg, opts, webhookServer)
+	if err != nil {
+		return err
 	}
-	var serving *certs.Certs
-	var webhookServer webhook.Server
-	if opts.WebhookPort != 0 {
-		co := opts.Certs
-		co.Namespace, co.CertDir = opts.Namespace, opts.WebhookCertDir
-		co.WebhookConfigurations = []string{opts.WebhookConfigName}
-		if opts.MutatingWebhookConfigName != "" {
-			co.MutatingWebhookConfigurations = []string{opts.MutatingWebhookConfigName}
-		}
-		co.Log = ctrl.Log.WithName("certs")
-		if serving, err = certs.New(co); err != nil {
-			return fmt.Errorf("webhook certificates: %w", err)
-		}
-		webhookServer = serving.GatedServer(webhook.NewServer(webhook.Options{
-			Host: opts.WebhookHost, Port: opts.WebhookPort, CertDir: opts.WebhookCertDir,
-			// Replicas forwarding attribution records present the serving key pair; the
-			// API server presents nothing, which stays fine.
-			TLSOpts: []func(*tls.Config){func(c *tls.Config) { c.ClientAuth = tls.RequestClientCert }},
-		}))
+	o, err := newOperator(ctx, cfg, mgr, opts)
+	if err != nil {
+		return err
 	}
-	identity := attribution.Identity(uniqueIdentity(), opts.advertiseAddress())
+	if err := o.setupControllers(cfg, opts); err != nil {
+		return err
+	}
+	if serving != nil {
+		if err := o.setupServing(ctx, cfg, opts, serving); err != nil {
+			return err
+		}
+	}
+	o.log.Info("starting", "workDir", opts.WorkDir)
+	return mgr.Start(ctx)
+}
+
+// leaderNamespace is where the leader election Lease lives.
+func (o Options) leaderNamespace() string {
+	if o.LeaderElectionNS != "" {
+		return o.LeaderElectionNS
+	}
+	return o.Namespace
+}
+
+// webhookServing makes the webhook certificates and the server that waits for them; both
+// nil with --webhook-port=0.
+func webhookServing(opts Options) (*certs.Certs, webhook.Server, error) {
+	if opts.WebhookPort == 0 {
+		return nil, nil, nil
+	}
+	co := opts.Certs
+	co.Namespace, co.CertDir = opts.Namespace, opts.WebhookCertDir
+	co.WebhookConfigurations = []string{opts.WebhookConfigName}
+	if opts.MutatingWebhookConfigName != "" {
+		co.MutatingWebhookConfigurations = []string{opts.MutatingWebhookConfigName}
+	}
+	co.Log = ctrl.Log.WithName("certs")
+	serving, err := certs.New(co)
+	if err != nil {
+		return nil, nil, fmt.Errorf("webhook certificates: %w", err)
+	}
+	return serving, serving.GatedServer(webhook.NewServer(webhook.Options{
+		Host: opts.WebhookHost, Port: opts.WebhookPort, CertDir: opts.WebhookCertDir,
+		// Replicas forwarding attribution records present the serving key pair; the
+		// API server presents nothing, which stays fine.
+		TLSOpts: []func(*tls.Config){func(c *tls.Config) { c.ClientAuth = tls.RequestClientCert }},
+	})), nil
+}
+
+// newManager makes the controller-runtime manager, with leader election on a Lease that
+// names this replica by the address other replicas reach it at.
+func newManager(cfg *rest.Config, opts Options, webhookServer webhook.Server) (ctrl.Manager, error) {
+	scheme, err := newScheme()
+	if err != nil {
+		return nil, err
+	}
 	var lock resourcelock.Interface
 	if opts.LeaderElect {
-		if lock, err = leaseLock(cfg, leaderNS, identity); err != nil {
-			return fmt.Errorf("leader election: %w", err)
+		identity := attribution.Identity(uniqueIdentity(), opts.advertiseAddress())
+		if lock, err = leaseLock(cfg, opts.leaderNamespace(), identity); err != nil {
+			return nil, fmt.Errorf("leader election: %w", err)
 		}
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
@@ -141,7 +178,7 @@ func run(ctx context.Context, cfg *rest.Config, opts Options) error {
 		PprofBindAddress:        opts.PprofAddr,
 		LeaderElection:          opts.LeaderElect,
 		LeaderElectionID:        leaderElectionID,
-		LeaderElectionNamespace: leaderNS,
+		LeaderElectionNamespace: opts.leaderNamespace(),
 
 		LeaderElectionResourceLockInterface: lock,
 		// run returns right after the manager stops, so the next leader need not wait for
@@ -150,38 +187,80 @@ func run(ctx context.Context, cfg *rest.Config, opts Options) error {
 		WebhookServer:                 webhookServer,
 	})
 	if err != nil {
-		return fmt.Errorf("creating manager: %w", err)
+		return nil, fmt.Errorf("creating manager: %w", err)
 	}
+	return mgr, nil
+}
+
+// operator is the Git writer and the watcher, which refer to each other (the watcher hands
+// changes to the writer, the writer reads objects through the watcher), and what joins
+// them to the manager's controllers and webhooks.
+type operator struct {
+	mgr         ctrl.Manager
+	log         logr.Logger
+	writer      *batch.Manager
+	watcher     *watcher.Watcher
+	book        *attribution.Book
+	attrMetrics *attribution.Metrics
+	// statusEvents and requestEvents wake the GitTarget and CommitRequest controllers
+	// when the writer has news for them.
+	statusEvents  chan event.TypedGenericEvent[*v1alpha1.GitTarget]
+	requestEvents chan event.TypedGenericEvent[*v1alpha1.CommitRequest]
+	// watchedChanged keeps the webhook's rules in step with what is watched; set up
+	// before anything runs, nil without webhooks.
+	watchedChanged func()
+}
+
+// newOperator makes the writer and the watcher and adds them to mgr, with the sweep of
+// clones left by GitTargets deleted while no replica ran.
+func newOperator(ctx context.Context, cfg *rest.Config, mgr ctrl.Manager, opts Options) (*operator, error) {
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
-	if err != nil {
-		return err
+	o := &operator{
+		mgr: mgr, log: ctrl.Log.WithName("gitops-reverser"), book: attribution.NewBook(0, 0),
+		statusEvents:  make(chan event.TypedGenericEvent[*v1alpha1.GitTarget], 1024),
+		requestEvents: make(chan event.TypedGenericEvent[*v1alpha1.CommitRequest], 1024),
 	}
-	log := ctrl.Log.WithName("gitops-reverser")
-	statusEvents := make(chan event.TypedGenericEvent[*v1alpha1.GitTarget], 1024)
-	var w *watcher.Watcher
 	writerMetrics, err := batch.NewMetrics(ctrlmetrics.Registry)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	book := attribution.NewBook(0, 0)
-	attrMetrics, err := attribution.NewMetrics(ctrlmetrics.Registry, book)
-	if err != nil {
-		return err
+	if o.attrMetrics, err = attribution.NewMetrics(ctrlmetrics.Registry, o.book); err != nil {
+		return nil, err
 	}
-	requestEvents := make(chan event.TypedGenericEvent[*v1alpha1.CommitRequest], 1024)
-	writer := batch.NewManager(batch.Options{
-		Metrics:           writerMetrics,
+	o.writer = batch.NewManager(o.writerOptions(ctx, opts, writerMetrics))
+	deletedNamespaces := watcher.NewDeletedNamespaces(deletedNamespaceMemory)
+	o.watcher = watcher.New(o.watcherOptions(dyn, opts, deletedNamespaces))
+	if err := mgr.Add(o.writer); err != nil {
+		return nil, err
+	}
+	if err := mgr.Add(o.watcher); err != nil {
+		return nil, err
+	}
+	// Clones of GitTargets deleted while no replica ran; the API reader lists them all.
+	if err := mgr.Add(&gitopsctrl.CloneSweeper{Reader: mgr.GetAPIReader(), Writer: o.writer, Log: o.log.WithName("clones")}); err != nil {
+		return nil, err
+	}
+	if err := followNamespaceLabels(ctx, mgr.GetCache(), o.watcher, deletedNamespaces); err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+// writerOptions configures the Git writer; it reads objects through the watcher, made
+// after it.
+func (o *operator) writerOptions(ctx context.Context, opts Options, metrics *batch.Metrics) batch.Options {
+	return batch.Options{
+		Metrics:           metrics,
 		AuthorEmailDomain: opts.AuthorEmailDomain,
-		OnRequest:         notifier(ctx, requestEvents, func() *v1alpha1.CommitRequest { return &v1alpha1.CommitRequest{} }),
+		OnRequest:         notifier(ctx, o.requestEvents, func() *v1alpha1.CommitRequest { return &v1alpha1.CommitRequest{} }),
 		WorkDir:           opts.WorkDir,
-		Log:               log.WithName("writer"),
-		OnStatus:          notifier(ctx, statusEvents, func() *v1alpha1.GitTarget { return &v1alpha1.GitTarget{} }),
-		OnFolderReady:     func(k types.NamespacedName) { w.Resync(k) },
-		Resolver:          resolverFunc(func() batch.Resolver { return w }),
+		Log:               o.log.WithName("writer"),
+		OnStatus:          notifier(ctx, o.statusEvents, func() *v1alpha1.GitTarget { return &v1alpha1.GitTarget{} }),
+		OnFolderReady:     func(k types.NamespacedName) { o.watcher.Resync(k) },
+		Resolver:          resolverFunc(func() batch.Resolver { return o.watcher }),
 		Sensitive:         opts.sensitive(),
 		// Server defaults nobody set stay out of Git unless --keep-defaulted-fields.
 		KeepDefaultedFields: opts.KeepDefaultedFields,
@@ -191,64 +270,61 @@ func run(ctx context.Context, cfg *rest.Config, opts Options) error {
 		Credentials: func(k types.NamespacedName) (bool, error) {
 			ctx, cancel := context.WithTimeout(context.Background(), credentialsLookupTimeout)
 			defer cancel()
-			return gitopsctrl.KeptOutOfGit(ctx, mgr.GetCache(), k)
+			return gitopsctrl.KeptOutOfGit(ctx, o.mgr.GetCache(), k)
 		},
-	})
-	nsCache := mgr.GetCache()
-	deletedNamespaces := watcher.NewDeletedNamespaces(deletedNamespaceMemory)
-	var watchedChanged func() // the webhook rules' sync, set up below before anything runs
-	w = watcher.New(watcher.Options{
+	}
+}
+
+// watcherOptions configures the watcher, which hands what it sees to the writer.
+func (o *operator) watcherOptions(dyn dynamic.Interface, opts Options, deletedNamespaces *watcher.DeletedNamespaces) watcher.Options {
+	nsCache := o.mgr.GetCache()
+	return watcher.Options{
 		Client:    dyn,
 		Noise:     opts.Noise,
-		Sink:      writer,
-		Log:       log.WithName("watcher"),
+		Sink:      o.writer,
+		Log:       o.log.WithName("watcher"),
 		Sensitive: opts.sensitive(),
 
-		Attribution:          book,
-		AttributionMetrics:   attrMetrics,
+		Attribution:          o.book,
+		AttributionMetrics:   o.attrMetrics,
 		NamespaceLabels:      namespaceLabels(nsCache, nil, deletedNamespaces),
-		FreshNamespaceLabels: namespaceLabels(nsCache, mgr.GetAPIReader(), deletedNamespaces),
+		FreshNamespaceLabels: namespaceLabels(nsCache, o.mgr.GetAPIReader(), deletedNamespaces),
 		NamespaceKnown:       namespaceKnown(nsCache),
 		// The writer reads field ownership from managedFields unless it writes every field.
 		KeepManagedFields: !opts.KeepDefaultedFields,
 		OnWatchedChange: func() {
-			if watchedChanged != nil {
-				watchedChanged()
+			if o.watchedChanged != nil {
+				o.watchedChanged()
 			}
 		},
-		RuleKeys: ruleKeys(mgr.GetCache()),
-	})
-	if err := mgr.Add(writer); err != nil {
+		RuleKeys: ruleKeys(nsCache),
+	}
+}
+
+// setupControllers adds the controllers of the operator's kinds and the health checks.
+func (o *operator) setupControllers(cfg *rest.Config, opts Options) error {
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
 		return err
 	}
-	if err := mgr.Add(w); err != nil {
-		return err
-	}
-	// Clones of GitTargets deleted while no replica ran; the API reader lists them all.
-	if err := mgr.Add(&gitopsctrl.CloneSweeper{Reader: mgr.GetAPIReader(), Writer: writer, Log: log.WithName("clones")}); err != nil {
-		return err
-	}
-	if err := followNamespaceLabels(ctx, nsCache, w, deletedNamespaces); err != nil {
-		return err
-	}
-	c := mgr.GetClient()
+	mgr, c := o.mgr, o.mgr.GetClient()
 	setups := []func() error{
 		func() error {
 			return (&gitopsctrl.GitProviderReconciler{Client: c, Interval: positiveOr(opts.ProviderCheckInterval, defaultProviderCheckInterval), Timeout: opts.gitTimeout(),
 				Concurrent: opts.Concurrent}).SetupWithManager(mgr)
 		},
 		func() error {
-			return (&gitopsctrl.GitTargetReconciler{Client: c, Writer: writer, PollInterval: positiveOr(opts.GitPollInterval, defaultGitPollInterval), Concurrent: opts.Concurrent, StatusEvents: statusEvents,
+			return (&gitopsctrl.GitTargetReconciler{Client: c, Writer: o.writer, PollInterval: positiveOr(opts.GitPollInterval, defaultGitPollInterval), Concurrent: opts.Concurrent, StatusEvents: o.statusEvents,
 				Recorder: mgr.GetEventRecorder("gitops-reverser")}).SetupWithManager(mgr)
 		},
 		func() error {
-			return (&gitopsctrl.CommitRequestReconciler{Client: c, Writer: writer, Events: requestEvents, APIReader: mgr.GetAPIReader()}).SetupWithManager(mgr)
+			return (&gitopsctrl.CommitRequestReconciler{Client: c, Writer: o.writer, Events: o.requestEvents, APIReader: mgr.GetAPIReader()}).SetupWithManager(mgr)
 		},
 		func() error {
-			return (&watchctrl.WatchRuleReconciler{Client: c, Discovery: dc, Registry: w}).SetupWithManager(mgr)
+			return (&watchctrl.WatchRuleReconciler{Client: c, Discovery: dc, Registry: o.watcher}).SetupWithManager(mgr)
 		},
 		func() error {
-			return (&watchctrl.ClusterWatchRuleReconciler{Client: c, Discovery: dc, Registry: w}).SetupWithManager(mgr)
+			return (&watchctrl.ClusterWatchRuleReconciler{Client: c, Discovery: dc, Registry: o.watcher}).SetupWithManager(mgr)
 		},
 		func() error { return mgr.AddHealthzCheck("healthz", healthz.Ping) },
 		func() error { return mgr.AddReadyzCheck("readyz", healthz.Ping) },
@@ -258,21 +334,25 @@ func run(ctx context.Context, cfg *rest.Config, opts Options) error {
 			return err
 		}
 	}
-	if serving != nil {
-		if err := serving.SetupWithManager(mgr); err != nil {
-			return fmt.Errorf("webhook certificates: %w", err)
-		}
-		router := &attribution.Router{Book: book, Elected: mgr.Elected(), Metrics: attrMetrics, Log: log.WithName("attribution")}
-		if opts.LeaderElect && opts.advertiseAddress() != "" {
-			leader := &attribution.LeaseLeader{Reader: mgr.GetAPIReader(), Lease: types.NamespacedName{Namespace: leaderNS, Name: leaderElectionID}}
-			router.Forwarder = &attribution.Forwarder{Leader: &replica.Leader{Own: cachedKeyPair(servingCertDir(opts)), Address: leader.Address, Forget: leader.Forget}}
-		}
-		if watchedChanged, err = setupWebhooks(ctx, mgr, cfg, opts, writer, router, w); err != nil {
-			return fmt.Errorf("setting up the admission webhooks: %w", err)
-		}
+	return nil
+}
+
+// setupServing adds the certificate manager and the admission webhooks, with the routing
+// of attribution records to the leader when other replicas may lead.
+func (o *operator) setupServing(ctx context.Context, cfg *rest.Config, opts Options, serving *certs.Certs) error {
+	if err := serving.SetupWithManager(o.mgr); err != nil {
+		return fmt.Errorf("webhook certificates: %w", err)
 	}
-	log.Info("starting", "workDir", opts.WorkDir)
-	return mgr.Start(ctx)
+	router := &attribution.Router{Book: o.book, Elected: o.mgr.Elected(), Metrics: o.attrMetrics, Log: o.log.WithName("attribution")}
+	if opts.LeaderElect && opts.advertiseAddress() != "" {
+		leader := &attribution.LeaseLeader{Reader: o.mgr.GetAPIReader(), Lease: types.NamespacedName{Namespace: opts.leaderNamespace(), Name: leaderElectionID}}
+		router.Forwarder = &attribution.Forwarder{Leader: &replica.Leader{Own: cachedKeyPair(servingCertDir(opts)), Address: leader.Address, Forget: leader.Forget}}
+	}
+	var err error
+	if o.watchedChanged, err = setupWebhooks(ctx, o.mgr, cfg, opts, o.writer, router, o.watcher); err != nil {
+		return fmt.Errorf("setting up the admission webhooks: %w", err)
+	}
+	return nil
 }
 
 // deletedNamespaceMemory is how long a deleted namespace's labels are kept for the deletes
