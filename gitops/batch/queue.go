@@ -819,7 +819,9 @@ func (q *queue) holdBack(win *authorWindow, now time.Time) {
 
 // expired removes and returns the waiting requests whose deadline passed; wait is how long
 // until the next deadline (0 when none waits). One that has not searched its branch for an
-// earlier leader's commit yet (lookBack) ends at its lookBackUntil if that is later.
+// earlier leader's commit yet (lookBack) ends at its lookBackUntil if that is later, and
+// has a pass within lookBackRetry: a look that failed is tried again then, as for a
+// request riding a window (due).
 func (q *queue) expired(now time.Time) (out []*CommitRequest, wait time.Duration) {
 	for author, rs := range q.waiting {
 		kept := rs[:0]
@@ -833,7 +835,11 @@ func (q *queue) expired(now time.Time) (out []*CommitRequest, wait time.Duration
 				continue
 			}
 			kept = append(kept, r)
-			if in := end.Sub(now); wait == 0 || in < wait {
+			in := end.Sub(now)
+			if r.lookBack {
+				in = min(in, lookBackRetry)
+			}
+			if wait == 0 || in < wait {
 				wait = in
 			}
 		}
@@ -993,8 +999,10 @@ type CommitRequest struct {
 	// (lookBack): a commit carries a message once per request its window committed for,
 	// and the copies other requests take are not this one's (a pipeline asking again with
 	// the same message within lookBack's minute of clock skew, or two requests the earlier
-	// leader had not answered, of which it committed one). Nil: none known.
-	Claimed func() map[types.NamespacedName]Claim
+	// leader had not answered, of which it committed one). Nil: none known. An error (the
+	// requests could not be listed) makes the look inconclusive: it is made again, as when
+	// the branch's history could not be fetched.
+	Claimed func() (map[types.NamespacedName]Claim, error)
 	// lookBack is set on a request created before this replica started leading, and cleared
 	// once the branch was searched for a commit an earlier leader made with its message (its
 	// status not written before it died): answered so, the message is not committed twice.

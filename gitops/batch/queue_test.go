@@ -376,7 +376,7 @@ func TestQueueWindowsPerAuthor(t *testing.T) {
 		q.request(r, t0)
 		out, wait := q.expired(t0.Add(time.Minute))
 		assert.Empty(t, out, "its target has not read its branch: the earlier leader may have pushed the message")
-		assert.Equal(t, 2*time.Minute, wait)
+		assert.Equal(t, lookBackRetry, wait, "the look is tried again soon, not only at the new end")
 		out, _ = q.expired(t0.Add(3 * time.Minute))
 		assert.Equal(t, []*CommitRequest{r}, out)
 

@@ -82,13 +82,18 @@ func (m *Manager) Request(r CommitRequest) (RequestOutcome, error) {
 // other requests report (r.Claimed), and those this writer answered other requests with,
 // whose status may not be written yet, of r's target and requester; and which of those
 // requests still wait. By request, so that one known to both counts once, as this
-// writer knows it. The function it returns takes m.mu: call that without.
-func (m *Manager) claimedBesides(r CommitRequest) func() map[types.NamespacedName]Claim {
+// writer knows it; an error when the controller could not list them. The function it
+// returns takes m.mu: call that without.
+func (m *Manager) claimedBesides(r CommitRequest) func() (map[types.NamespacedName]Claim, error) {
 	reported := r.Claimed
-	return func() map[types.NamespacedName]Claim {
+	return func() (map[types.NamespacedName]Claim, error) {
 		claimed := map[types.NamespacedName]Claim{}
 		if reported != nil {
-			maps.Copy(claimed, reported())
+			listed, err := reported()
+			if err != nil {
+				return nil, err
+			}
+			maps.Copy(claimed, listed)
 		}
 		m.mu.Lock()
 		defer m.mu.Unlock()
@@ -103,7 +108,7 @@ func (m *Manager) claimedBesides(r CommitRequest) func() map[types.NamespacedNam
 				delete(claimed, key) // settled without a commit
 			}
 		}
-		return claimed
+		return claimed, nil
 	}
 }
 

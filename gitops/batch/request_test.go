@@ -2,6 +2,7 @@ package batch_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -589,28 +590,37 @@ func TestAListedChangeOfAnObjectWhoseWindowWasPushedGoesToTheCommitter(t *testin
 	assert.True(t, strings.HasPrefix(author, "Writer "), "by the committer: her change was delivered, this one is not hers: %s", author)
 }
 
+// aPipelinesSecondRun is a pipeline's first run, its request "release" with the message
+// "release 1.2" committed (out), and a new process (second) with that target registered,
+// to which the next run's requests, created at created, after that commit, are handed.
+func aPipelinesSecondRun(t *testing.T) (out batch.RequestOutcome, second *batch.Manager, created time.Time) {
+	t.Helper()
+	remote := repotest.NewHTTPRemote(t)
+	first, c := liveWriter(t, remote)
+	out = outcomeOf(t, first, alicesRelease(t, first, c), "the first run's commit")
+	require.Equal(t, batch.ReasonCommitted, out.Reason, out.Message)
+	time.Sleep(50 * time.Millisecond)
+	created = time.Now()
+
+	second, _ = startWriter(t)
+	_, err := second.EnsureTarget(context.Background(), targetSpec(t, "live", remote.URL, nil))
+	require.NoError(t, err)
+	return out, second, created
+}
+
 // A pipeline that asks with the same message each run: its next request, created within
 // lookBack's minute of clock skew after the last one's commit, is handed to a new process.
 func TestARequestIsNotAnsweredWithACommitAnotherRequestReports(t *testing.T) {
-	remote := repotest.NewHTTPRemote(t)
-	first, c := liveWriter(t, remote)
-	out := outcomeOf(t, first, alicesRelease(t, first, c), "the first run's commit")
-	require.Equal(t, batch.ReasonCommitted, out.Reason, out.Message)
-	time.Sleep(50 * time.Millisecond)
-	created := time.Now() // the next run's requests, after that commit and before the new process
-
-	second, _ := startWriter(t)
-	_, err := second.EnsureTarget(context.Background(), targetSpec(t, "live", remote.URL, nil))
-	require.NoError(t, err)
-	run := func(name string, claimed func() map[types.NamespacedName]batch.Claim) batch.CommitRequest {
+	out, second, created := aPipelinesSecondRun(t)
+	run := func(name string, claimed func() (map[types.NamespacedName]batch.Claim, error)) batch.CommitRequest {
 		r := batch.CommitRequest{Key: types.NamespacedName{Namespace: "ops", Name: name}, Target: targetKey, Author: "alice",
 			Message: "release 1.2", Deadline: time.Now().Add(time.Minute), Created: created, Claimed: claimed}
 		_, err := second.Request(r)
 		require.NoError(t, err)
 		return r
 	}
-	next := run("release-2", func() map[types.NamespacedName]batch.Claim { // the first run's request reports it
-		return map[types.NamespacedName]batch.Claim{{Namespace: "ops", Name: "release"}: {SHA: out.SHA, Message: "release 1.2"}}
+	next := run("release-2", func() (map[types.NamespacedName]batch.Claim, error) { // the first run's request reports it
+		return map[types.NamespacedName]batch.Claim{{Namespace: "ops", Name: "release"}: {SHA: out.SHA, Message: "release 1.2"}}, nil
 	})
 	// Handed over after next, it searches the branch no sooner; no request reports the commit
 	// it finds, which it takes, as a request whose status an earlier process never wrote.
@@ -621,6 +631,31 @@ func TestARequestIsNotAnsweredWithACommitAnotherRequestReports(t *testing.T) {
 	waiting, err := second.Request(next)
 	require.NoError(t, err)
 	assert.False(t, waiting.Done, "it waits for her next change: %s", waiting.Message)
+}
+
+// The controller could not list the target's other requests when the writer first looked
+// (its cache not readable yet): that look tells nothing, since the commit it finds may be
+// another request's, and it is made again once they can be listed.
+func TestARequestWhoseOtherRequestsCannotBeListedLooksAgain(t *testing.T) {
+	out, second, created := aPipelinesSecondRun(t)
+	var listed atomic.Int32
+	next := batch.CommitRequest{Key: types.NamespacedName{Namespace: "ops", Name: "release-2"}, Target: targetKey, Author: "alice",
+		Message: "release 1.2", Deadline: time.Now().Add(time.Minute), Created: created,
+		Claimed: func() (map[types.NamespacedName]batch.Claim, error) {
+			if listed.Add(1) == 1 {
+				return nil, errors.New("the cache is not readable yet")
+			}
+			return map[types.NamespacedName]batch.Claim{{Namespace: "ops", Name: "release"}: {SHA: out.SHA, Message: "release 1.2"}}, nil
+		}}
+	_, err := second.Request(next)
+	require.NoError(t, err)
+
+	require.Eventually(t, func() bool { return listed.Load() >= 2 }, 10*time.Second, 20*time.Millisecond,
+		"it looks again, rather than taking the first run's commit")
+	assert.Never(t, func() bool {
+		waiting, err := second.Request(next)
+		return err != nil || waiting.Done
+	}, time.Second, 50*time.Millisecond, "the first run's request reports the commit: it waits for her next change")
 }
 
 // Requests of one requester with one message, not answered when the process stopped,
@@ -763,8 +798,8 @@ func TestRequestsWithOneMessageAreAnsweredByACommitOnlyAsOftenAsItCarriesIt(t *t
 		probe := request(targetKey, "probe", "probe")
 		commit(t, first, c, probe)
 		// The two report the commit; a request not answered when the process stopped looks.
-		again.Claimed = func() map[types.NamespacedName]batch.Claim {
-			return map[types.NamespacedName]batch.Claim{short.Key: {SHA: x, Message: short.Message}, long.Key: {SHA: x, Message: long.Message}}
+		again.Claimed = func() (map[types.NamespacedName]batch.Claim, error) {
+			return map[types.NamespacedName]batch.Claim{short.Key: {SHA: x, Message: short.Message}, long.Key: {SHA: x, Message: long.Message}}, nil
 		}
 
 		next := handOver(t, remote, probe, again)
@@ -833,8 +868,8 @@ func TestRequestsWithOneMessageAreAnsweredByACommitOnlyAsOftenAsItCarriesIt(t *t
 		aSecondLater()
 		newer := request(targetKey, "release-again", "release 1.2") // after that commit, within the clock skew
 		// Its controller lists the older one, not settled; the writer has not been handed it.
-		newer.Claimed = func() map[types.NamespacedName]batch.Claim {
-			return map[types.NamespacedName]batch.Claim{older.Key: {Message: older.Message, Created: older.Created}}
+		newer.Claimed = func() (map[types.NamespacedName]batch.Claim, error) {
+			return map[types.NamespacedName]batch.Claim{older.Key: {Message: older.Message, Created: older.Created}}, nil
 		}
 		probe := request(targetKey, "probe", "probe")
 		commit(t, first, c, probe)

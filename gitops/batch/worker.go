@@ -1227,7 +1227,7 @@ func (w *worker) lookBack(ctx context.Context, t *target) {
 	})
 	for _, r := range requests {
 		author := authorSignature(r.Author, t.spec.Committer, w.opts.AuthorEmailDomain, time.Time{})
-		claimed := w.claimedBesides(r)
+		claimed, unknown := w.claimedBesides(r)
 		carries := func(c *object.Commit) bool {
 			return c.Author.Name == author.Name && c.Author.Email == author.Email &&
 				!c.Committer.When.Before(r.Created.Add(-clockSkew)) &&
@@ -1249,9 +1249,9 @@ func (w *worker) lookBack(ctx context.Context, t *target) {
 			return false
 		})
 		sha, ok := ownCommit(found, r.Created, waitingBefore(claimed, r.Message))
-		if unseen != nil {
-			w.log.Info("could not fetch the branch's history to look for an earlier leader's commit",
-				"gitTarget", t.spec.Key.String(), "reason", unseen.Error())
+		if unsure := errors.Join(unseen, unknown); unsure != nil {
+			w.log.Info("could not tell whether an earlier leader committed the request: the branch's history "+
+				"or the other requests' claims are missing", "gitTarget", t.spec.Key.String(), "request", r.Key.String(), "reason", unsure.Error())
 			w.qmu.Lock()
 			switch {
 			case w.draining && !ok:
@@ -1260,8 +1260,8 @@ func (w *worker) lookBack(ctx context.Context, t *target) {
 				// already. The request stays open for the next process, which looks again.
 				t.q.withdraw(r)
 			case !w.draining && time.Now().Before(r.lookBackUntil):
-				// Not seen all it should, so what it found may be a newer request's: looked
-				// again on the next pass.
+				// Not seen all it should, so what it found may be a newer request's (or one
+				// another request claims): looked again on the next pass.
 				r.lookBack, ok = true, false
 			}
 			w.qmu.Unlock()
@@ -1283,18 +1283,24 @@ func (w *worker) lookBack(ctx context.Context, t *target) {
 }
 
 // claimedBesides is what r's Claimed lists, with the answers this worker has not reported
-// yet (this pass's) to other requests of r's target and requester. Callers hold w.mu.
-func (w *worker) claimedBesides(r *CommitRequest) map[types.NamespacedName]Claim {
-	claimed := map[types.NamespacedName]Claim{}
+// yet (this pass's) to other requests of r's target and requester. unknown is why the
+// other requests could not be listed: those answers alone are then known. Callers hold
+// w.mu.
+func (w *worker) claimedBesides(r *CommitRequest) (claimed map[types.NamespacedName]Claim, unknown error) {
+	claimed = map[types.NamespacedName]Claim{}
 	if r.Claimed != nil {
-		maps.Copy(claimed, r.Claimed())
+		listed, err := r.Claimed()
+		if err != nil {
+			unknown = fmt.Errorf("listing the other CommitRequests of %s by %s: %w", r.Target, r.Author, err)
+		}
+		maps.Copy(claimed, listed)
 	}
 	for _, a := range w.answers {
 		if a.req.Key != r.Key && a.out.SHA != "" && sameRequester(a.req, r) {
 			claimed[a.req.Key] = Claim{SHA: a.out.SHA, Message: a.req.Message}
 		}
 	}
-	return claimed
+	return claimed, unknown
 }
 
 // carrier is a commit that carries a copy of a request's message no other request took

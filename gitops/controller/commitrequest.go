@@ -81,7 +81,7 @@ func (r *CommitRequestReconciler) reconcile(ctx context.Context, cr *v1alpha1.Co
 	out, err := r.Writer.Request(batch.CommitRequest{
 		Key: client.ObjectKeyFromObject(cr), UID: cr.UID, Target: targetKey, Author: cr.Spec.Requester.Username,
 		Message: cr.Spec.Message, Deadline: cr.CreationTimestamp.Add(timeout(cr)), Created: cr.CreationTimestamp.Time,
-		Claimed: r.claimedBesides(ctx, cr),
+		Claimed: r.claimedBesides(cr),
 	})
 	if errors.Is(err, batch.ErrTargetNotRegistered) {
 		var t v1alpha1.GitTarget
@@ -144,15 +144,14 @@ func (r *CommitRequestReconciler) reconcile(ctx context.Context, cr *v1alpha1.Co
 // made for, so one found on the branch after a restart with cr's message is not cr's when
 // the requests reporting it (a pipeline's previous run) already take each copy, or when
 // it is the first made since a request still waiting was created. Read from the cache; a
-// failed list is logged and claims nothing.
-func (r *CommitRequestReconciler) claimedBesides(ctx context.Context, cr *v1alpha1.CommitRequest) func() map[types.NamespacedName]batch.Claim {
-	ns, target, uid, log := cr.Namespace, cr.Spec.TargetRef.Name, cr.UID, ctrl.LoggerFrom(ctx)
+// failed list is returned, and the writer looks again.
+func (r *CommitRequestReconciler) claimedBesides(cr *v1alpha1.CommitRequest) func() (map[types.NamespacedName]batch.Claim, error) {
+	ns, target, uid := cr.Namespace, cr.Spec.TargetRef.Name, cr.UID
 	requester := cr.Spec.Requester.Username
-	return func() map[types.NamespacedName]batch.Claim {
+	return func() (map[types.NamespacedName]batch.Claim, error) {
 		var list v1alpha1.CommitRequestList
 		if err := r.Client.List(context.Background(), &list, client.InNamespace(ns)); err != nil {
-			log.Error(err, "listing CommitRequests to tell which commits are theirs", "namespace", ns)
-			return nil
+			return nil, fmt.Errorf("listing the CommitRequests of namespace %s: %w", ns, err)
 		}
 		claimed := map[types.NamespacedName]batch.Claim{}
 		for i := range list.Items {
@@ -167,7 +166,7 @@ func (r *CommitRequestReconciler) claimedBesides(ctx context.Context, cr *v1alph
 				claimed[client.ObjectKeyFromObject(o)] = batch.Claim{Message: o.Spec.Message, Created: o.CreationTimestamp.Time}
 			}
 		}
-		return claimed
+		return claimed, nil
 	}
 }
 

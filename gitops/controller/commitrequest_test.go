@@ -214,7 +214,11 @@ type claimsWriter struct {
 }
 
 func (w *claimsWriter) Request(r batch.CommitRequest) (batch.RequestOutcome, error) {
-	w.claimed = r.Claimed()
+	claimed, err := r.Claimed()
+	if err != nil {
+		return batch.RequestOutcome{}, err
+	}
+	w.claimed = claimed
 	return w.retryingWriter.Request(r)
 }
 
