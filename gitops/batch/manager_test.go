@@ -427,7 +427,7 @@ func TestSettlingCommitRequests(t *testing.T) {
 		w.queues[target] = newQueue()
 		m.unpark(target, w)
 		q := w.queues[target]
-		timedOut, _ := q.expired(time.Now())
+		timedOut, _ := q.expired(time.Now(), true)
 		assert.Empty(t, timedOut, "her change arrived with it")
 		require.NotNil(t, q.windows["alice"])
 		assert.Equal(t, []*CommitRequest{&m.requests[key].req}, q.windows["alice"].requests)

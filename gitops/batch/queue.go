@@ -819,10 +819,11 @@ func (q *queue) holdBack(win *authorWindow, now time.Time) {
 
 // expired removes and returns the waiting requests whose deadline passed; wait is how long
 // until the next deadline (0 when none waits). One that has not searched its branch for an
-// earlier leader's commit yet (lookBack) ends at its lookBackUntil if that is later, and
-// has a pass within lookBackRetry: a look that failed is tried again then, as for a
-// request riding a window (due).
-func (q *queue) expired(now time.Time) (out []*CommitRequest, wait time.Duration) {
+// earlier leader's commit yet (lookBack) ends at its lookBackUntil if that is later, and,
+// when its target looks (looks: it has read its branch, worker.lookBack), has a pass
+// within lookBackRetry until then: a look that failed is tried again, as for a request
+// riding a window (due).
+func (q *queue) expired(now time.Time, looks bool) (out []*CommitRequest, wait time.Duration) {
 	for author, rs := range q.waiting {
 		kept := rs[:0]
 		for _, r := range rs {
@@ -836,7 +837,7 @@ func (q *queue) expired(now time.Time) (out []*CommitRequest, wait time.Duration
 			}
 			kept = append(kept, r)
 			in := end.Sub(now)
-			if r.lookBack {
+			if looks && r.lookBack && now.Before(r.lookBackUntil) {
 				in = min(in, lookBackRetry)
 			}
 			if wait == 0 || in < wait {

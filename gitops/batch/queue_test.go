@@ -364,25 +364,27 @@ func TestQueueWindowsPerAuthor(t *testing.T) {
 	t.Run("a waiting CommitRequest times out at its deadline", func(t *testing.T) {
 		q := newQueue()
 		q.request(&CommitRequest{Author: "alice", Deadline: t0.Add(time.Minute)}, t0)
-		out, wait := q.expired(t0)
+		out, wait := q.expired(t0, true)
 		assert.Empty(t, out)
 		assert.Equal(t, time.Minute, wait)
-		out, _ = q.expired(t0.Add(time.Minute))
+		out, _ = q.expired(t0.Add(time.Minute), true)
 		assert.Len(t, out, 1)
 	})
 	t.Run("a request that has not looked for an earlier leader's commit yet outlives its deadline until it may", func(t *testing.T) {
 		q := newQueue()
 		r := &CommitRequest{Author: "alice", Deadline: t0.Add(time.Minute), lookBack: true, lookBackUntil: t0.Add(3 * time.Minute)}
 		q.request(r, t0)
-		out, wait := q.expired(t0.Add(time.Minute))
+		out, wait := q.expired(t0.Add(time.Minute), false)
 		assert.Empty(t, out, "its target has not read its branch: the earlier leader may have pushed the message")
-		assert.Equal(t, lookBackRetry, wait, "the look is tried again soon, not only at the new end")
-		out, _ = q.expired(t0.Add(3 * time.Minute))
+		assert.Equal(t, 2*time.Minute, wait, "no look before its target reads its branch: nothing to wake for before the end")
+		_, wait = q.expired(t0.Add(time.Minute), true)
+		assert.Equal(t, lookBackRetry, wait, "once its target looks, a look that failed is tried again soon")
+		out, _ = q.expired(t0.Add(3*time.Minute), true)
 		assert.Equal(t, []*CommitRequest{r}, out)
 
 		looked := &CommitRequest{Author: "bob", Deadline: t0.Add(time.Minute), lookBackUntil: t0.Add(3 * time.Minute)}
 		q.request(looked, t0)
-		out, _ = q.expired(t0.Add(time.Minute))
+		out, _ = q.expired(t0.Add(time.Minute), true)
 		assert.Equal(t, []*CommitRequest{looked}, out, "one that has looked ends at its deadline")
 	})
 	t.Run("a window carrying a request whose look for an earlier leader's commit failed waits for the next look", func(t *testing.T) {
@@ -489,7 +491,7 @@ func TestQueueWindowsPerAuthor(t *testing.T) {
 		q.request(r, t0)
 		q.withdraw(r)
 		assert.Empty(t, q.waiting)
-		out, _ := q.expired(t0.Add(time.Hour))
+		out, _ := q.expired(t0.Add(time.Hour), true)
 		assert.Empty(t, out)
 	})
 }

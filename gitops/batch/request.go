@@ -82,17 +82,16 @@ func (m *Manager) Request(r CommitRequest) (RequestOutcome, error) {
 // other requests report (r.Claimed), and those this writer answered other requests with,
 // whose status may not be written yet, of r's target and requester; and which of those
 // requests still wait. By request, so that one known to both counts once, as this
-// writer knows it; an error when the controller could not list them. The function it
-// returns takes m.mu: call that without.
+// writer knows it; with the error when the controller could not list them (what this
+// writer knows is still given). The function it returns takes m.mu: call that without.
 func (m *Manager) claimedBesides(r CommitRequest) func() (map[types.NamespacedName]Claim, error) {
 	reported := r.Claimed
 	return func() (map[types.NamespacedName]Claim, error) {
 		claimed := map[types.NamespacedName]Claim{}
+		var unlisted error
 		if reported != nil {
-			listed, err := reported()
-			if err != nil {
-				return nil, err
-			}
+			var listed map[types.NamespacedName]Claim
+			listed, unlisted = reported()
 			maps.Copy(claimed, listed)
 		}
 		m.mu.Lock()
@@ -108,7 +107,7 @@ func (m *Manager) claimedBesides(r CommitRequest) func() (map[types.NamespacedNa
 				delete(claimed, key) // settled without a commit
 			}
 		}
-		return claimed, nil
+		return claimed, unlisted
 	}
 }
 

@@ -1094,7 +1094,7 @@ func (w *worker) flushIfDue(ctx context.Context, key types.NamespacedName, ahead
 func (w *worker) takeDue(t *target, now time.Time) (wins []*authorWindow, held, timedOut []*CommitRequest, wait time.Duration) {
 	w.qmu.Lock()
 	defer w.qmu.Unlock()
-	timedOut, wait = t.q.expired(now)
+	timedOut, wait = t.q.expired(now, t.st.Known)
 	switch {
 	case now.Before(t.retryAt):
 		wait = shorter(wait, t.retryAt.Sub(now))
@@ -1291,7 +1291,7 @@ func (w *worker) claimedBesides(r *CommitRequest) (claimed map[types.NamespacedN
 	if r.Claimed != nil {
 		listed, err := r.Claimed()
 		if err != nil {
-			unknown = fmt.Errorf("listing the other CommitRequests of %s by %s: %w", r.Target, r.Author, err)
+			unknown = fmt.Errorf("the claims of the other CommitRequests of %s by %s: %w", r.Target, r.Author, err)
 		}
 		maps.Copy(claimed, listed)
 	}
