@@ -1345,27 +1345,57 @@ func (w *Watcher) eventWith(gvr schema.GroupVersionResource, claims []Claim, old
 		w.eventWith(gvr, claims, nil, u, false)
 		return
 	}
-	var changes []batch.Change
 	gr := gvr.GroupResource()
-	noiseNow := w.opts.Noise.SkipObject(gr, u)
-	noiseBefore := old != nil && w.opts.Noise.SkipObject(gr, old)
-	// The object's digest (sanitize, JSON, SHA-256) only once a claim selects it now or did:
-	// an informer watches its resource in every namespace, for rules that take a few.
-	var key attribution.Key
-	var keyed, unchanged, digested bool
-	digest := func() {
-		if digested {
-			return
-		}
-		digested = true
-		key, keyed = attribution.KeyForEvent(old, u)
-		unchanged = keyed && attribution.SameContent(key, old) && sameOwnership(old, u)
-		if unchanged && w.opts.Attribution != nil {
-			w.opts.Attribution.Join(key) // a record of a write that changed nothing is used up here
+	d := &eventDigest{join: w.opts.Attribution, old: old, u: u}
+	changes, selected, updates := w.claimChanges(claims, gr, old, u, d)
+	changes = perTarget(changes, selected)
+	if len(changes) > 0 && updates && sanitize.SameWritten(old, u, w.opts.Sensitive(gr)) {
+		// A cluster controller's record of its own work, a graceful delete setting
+		// deletionTimestamp: authored as any write, it must not take the object out of the
+		// window of the person whose change made its content (batch.Change.Bookkeeping).
+		for i := range changes {
+			changes[i].Bookkeeping = true
 		}
 	}
-	selected := map[types.NamespacedName]bool{} // targets some claim of which selects the object now
-	updates := true                             // every change is an update of an object its claim selected before
+	if len(changes) > 0 {
+		if d.take(); d.keyed {
+			w.attribute(changes, d.key, old, u)
+		}
+	}
+	w.opts.Sink.Submit(changes...)
+}
+
+// eventDigest is an event's attribution key and whether its write changed the object's
+// content, worked out (sanitize, JSON, SHA-256) only once a claim selects the object now
+// or did: an informer watches its resource in every namespace, for rules that take a few.
+type eventDigest struct {
+	join                   *attribution.Book
+	old, u                 *unstructured.Unstructured
+	key                    attribution.Key
+	keyed, unchanged, done bool
+}
+
+// take works the digest out, once.
+func (d *eventDigest) take() {
+	if d.done {
+		return
+	}
+	d.done = true
+	d.key, d.keyed = attribution.KeyForEvent(d.old, d.u)
+	d.unchanged = d.keyed && attribution.SameContent(d.key, d.old) && sameOwnership(d.old, d.u)
+	if d.unchanged && d.join != nil {
+		d.join.Join(d.key) // a record of a write that changed nothing is used up here
+	}
+}
+
+// claimChanges is what each claim makes of an event that took old to u: the changes to
+// hand the writer, the targets some claim of which selects the object now, and whether
+// every change is an update of an object its claim selected before.
+func (w *Watcher) claimChanges(claims []Claim, gr schema.GroupResource, old, u *unstructured.Unstructured, d *eventDigest) (changes []batch.Change, selected map[types.NamespacedName]bool, updates bool) {
+	noiseNow := w.opts.Noise.SkipObject(gr, u)
+	noiseBefore := old != nil && w.opts.Noise.SkipObject(gr, old)
+	selected = map[types.NamespacedName]bool{}
+	updates = true
 	unknownNamespace := !w.namespaceKnown(u.GetNamespace())
 	for _, c := range claims {
 		now := !noiseNow && c.Matches(u.GetNamespace(), u.GetLabels(), w.opts.FreshNamespaceLabels)
@@ -1377,9 +1407,9 @@ func (w *Watcher) eventWith(gvr schema.GroupVersionResource, claims []Claim, old
 		// selected, so another rule's removal stands (the writer writes an object that is).
 		now = now || (!noiseNow && unknownNamespace && mayMatchByNamespace(c, u))
 		if now && was {
-			digest()
+			d.take()
 		}
-		if now && was && unchanged {
+		if now && was && d.unchanged {
 			// A status write, or a write of the same content: nothing for Git, so the object
 			// stays in the window (and with the author) of the change that made its content.
 			continue
@@ -1397,21 +1427,7 @@ func (w *Watcher) eventWith(gvr schema.GroupVersionResource, claims []Claim, old
 			updates = false
 		}
 	}
-	changes = perTarget(changes, selected)
-	if len(changes) > 0 && updates && sanitize.SameWritten(old, u, w.opts.Sensitive(gr)) {
-		// A cluster controller's record of its own work, a graceful delete setting
-		// deletionTimestamp: authored as any write, it must not take the object out of the
-		// window of the person whose change made its content (batch.Change.Bookkeeping).
-		for i := range changes {
-			changes[i].Bookkeeping = true
-		}
-	}
-	if len(changes) > 0 {
-		if digest(); keyed {
-			w.attribute(changes, key, old, u)
-		}
-	}
-	w.opts.Sink.Submit(changes...)
+	return changes, selected, updates
 }
 
 // perTarget makes the changes one event gives a target agree, since several rules of it

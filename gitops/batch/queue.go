@@ -600,83 +600,102 @@ func (q *queue) restore(win *authorWindow, now time.Time) {
 	q.flushing = without(q.flushing, win)
 	joined := false // some object went back to the author's window
 	existed := q.windows[win.author] != nil
-	defer func() {
-		if cur := q.windows[win.author]; cur != nil {
-			// A window relist opened (listed) holds the author's own changes again once
-			// those of a window of theirs come back to it; one made for a listed window's
-			// objects holds only what a list brought.
-			if joined && !win.listed {
-				cur.listed = false
-			} else if joined && !existed {
-				cur.listed = true
-			}
-			// Merged into a window the author opened meanwhile, its objects keep their
-			// first build, as the window keeps its first change.
-			if joined && (cur.builtAt.IsZero() || !win.builtAt.IsZero() && win.builtAt.Before(cur.builtAt)) {
-				cur.builtAt = win.builtAt
-			}
-			if joined {
-				cur.tried = lastKept(append(cur.tried, win.tried...))
-			}
-			cur.failed = cur.failed || win.failed
-			cur.compared = cur.compared || win.compared
-			cur.forgot = cur.forgot || win.forgot
-		}
-	}()
 	for k, in := range win.dirty {
 		if owner, taken := q.owner[k]; taken {
 			joined = joined || owner == win.author
-			// Someone changed it since: it stays in that window, which keeps a delete
-			// this one saw before the failure, and its age.
-			if cur := q.windows[owner]; cur != nil {
-				if newer, held := cur.dirty[k]; held {
-					cur.dirty[k] = in.merge(newer)
-					q.coAuthor(k, win.coAuthors[k]...)
-					if owner != win.author && !win.listed { // its change, not pushed, waits with theirs
-						q.coAuthor(k, win.author)
-					}
-				}
-				cur.failed = cur.failed || win.failed
-				if at := win.sinceOf(k); !at.IsZero() {
-					q.dirtySince(k, at)
-					if at.Before(cur.First) {
-						cur.First = at
-					}
-				}
-			}
+			q.restoreChanged(win, owner, k, in)
 			continue
 		}
-		cur := q.window(win.author)
+		q.restoreObject(win, k, in, now)
 		joined = true
-		cur.dirty[k] = in
-		q.coAuthor(k, win.coAuthors[k]...)
-		cur.Count = len(cur.dirty)
-		q.owner[k] = win.author
-		q.touch(k)
-		if first := win.First; cur.First.IsZero() || (!first.IsZero() && first.Before(cur.First)) {
-			cur.First = first
-		}
-		if cur.First.IsZero() {
-			cur.First = now
-		}
-		if at := win.sinceOf(k); !at.IsZero() {
-			q.dirtySince(k, at)
-		} else {
-			q.dirtySince(k, cur.First)
-		}
-		// Its silence counts from its last change, not from the failure: the worker's
-		// backoff (retryAt), not another quiet period, says when it is tried again.
-		if cur.Last.Before(win.Last) {
-			cur.Last = win.Last
-		}
-		if cur.Last.IsZero() {
-			cur.Last = now
-		}
 	}
 	if requests := live(win.requests); len(requests) > 0 {
 		cur := q.window(win.author)
 		cur.requests, cur.now = append(requests, cur.requests...), true
 	}
+	q.mergeRestored(win, joined, existed)
+}
+
+// restoreChanged puts back an object of the failed window win that owner changed since: it
+// stays in owner's window, which keeps a delete win saw before the failure, and its age.
+func (q *queue) restoreChanged(win *authorWindow, owner string, k ObjectKey, in intent) {
+	cur := q.windows[owner]
+	if cur == nil {
+		return
+	}
+	if newer, held := cur.dirty[k]; held {
+		cur.dirty[k] = in.merge(newer)
+		q.coAuthor(k, win.coAuthors[k]...)
+		if owner != win.author && !win.listed { // its change, not pushed, waits with theirs
+			q.coAuthor(k, win.author)
+		}
+	}
+	cur.failed = cur.failed || win.failed
+	if at := win.sinceOf(k); !at.IsZero() {
+		q.dirtySince(k, at)
+		if at.Before(cur.First) {
+			cur.First = at
+		}
+	}
+}
+
+// restoreObject puts back an object of the failed window win nobody changed since, into its
+// author's window.
+func (q *queue) restoreObject(win *authorWindow, k ObjectKey, in intent, now time.Time) {
+	cur := q.window(win.author)
+	cur.dirty[k] = in
+	q.coAuthor(k, win.coAuthors[k]...)
+	cur.Count = len(cur.dirty)
+	q.owner[k] = win.author
+	q.touch(k)
+	if first := win.First; cur.First.IsZero() || (!first.IsZero() && first.Before(cur.First)) {
+		cur.First = first
+	}
+	if cur.First.IsZero() {
+		cur.First = now
+	}
+	if at := win.sinceOf(k); !at.IsZero() {
+		q.dirtySince(k, at)
+	} else {
+		q.dirtySince(k, cur.First)
+	}
+	// Its silence counts from its last change, not from the failure: the worker's
+	// backoff (retryAt), not another quiet period, says when it is tried again.
+	if cur.Last.Before(win.Last) {
+		cur.Last = win.Last
+	}
+	if cur.Last.IsZero() {
+		cur.Last = now
+	}
+}
+
+// mergeRestored carries the failed window win's state into the author's window it went
+// back to: joined says some object of win went there, existed that the window was open
+// before.
+func (q *queue) mergeRestored(win *authorWindow, joined, existed bool) {
+	cur := q.windows[win.author]
+	if cur == nil {
+		return
+	}
+	// A window relist opened (listed) holds the author's own changes again once those of a
+	// window of theirs come back to it; one made for a listed window's objects holds only
+	// what a list brought.
+	if joined && !win.listed {
+		cur.listed = false
+	} else if joined && !existed {
+		cur.listed = true
+	}
+	// Merged into a window the author opened meanwhile, its objects keep their first
+	// build, as the window keeps its first change.
+	if joined && (cur.builtAt.IsZero() || !win.builtAt.IsZero() && win.builtAt.Before(cur.builtAt)) {
+		cur.builtAt = win.builtAt
+	}
+	if joined {
+		cur.tried = lastKept(append(cur.tried, win.tried...))
+	}
+	cur.failed = cur.failed || win.failed
+	cur.compared = cur.compared || win.compared
+	cur.forgot = cur.forgot || win.forgot
 }
 
 // lookingBack takes the queue's requests, waiting or riding a window, that have not
