@@ -475,39 +475,14 @@ func (m *Manager) routesTo(wk workerKey) bool {
 // returns its status. Errors are transient (remote unreachable, clone unusable).
 func (m *Manager) EnsureTarget(ctx context.Context, spec TargetSpec) (TargetStatus, error) {
 	me := place{wk: workerKeyOf(spec), folder: spec.Folder, created: spec.Created}
-	var from *workerKey // the branch it moves away from
-	m.mu.Lock()
-	if prev, ok := m.targets[spec.Key]; ok && prev != me.wk {
-		from = &prev
-	}
-	if j := m.judges[spec.Key]; j != nil && (j.wk != me.wk || j.folder != me.folder) {
-		// Suspended, it comes back elsewhere: what it knew of the old folder tells nothing of
-		// the new one. (What was forgotten before stays forgotten: a known limit.)
-		delete(m.judges, spec.Key)
-	}
-	m.mu.Unlock()
-	release, err := m.holdRegistrations(ctx, me.wk, from)
+	release, err := m.holdRegistrations(ctx, me.wk, m.movingFrom(spec.Key, me))
 	if err != nil {
 		return TargetStatus{}, err // before anything changed: as if it had not been called
 	}
 	defer release()
-	m.mu.Lock()
-	if w := m.workers[me.wk]; w != nil {
-		if err := w.remoteStuck(time.Now()); err != nil {
-			m.mu.Unlock()
-			return TargetStatus{}, err // before anything changed: as if it had not been called
-		}
-	}
-	holder, refuse, displace := overlapPlan(spec.Key, me, m.places)
-	was, had := m.places[spec.Key]
-	if refuse == nil {
-		m.places[spec.Key] = me // reserved in the same look: a registration beside this one sees it
-	} else if !slices.Contains(m.shutOut[holder], spec.Key) {
-		m.shutOut[holder] = append(m.shutOut[holder], spec.Key)
-	}
-	m.mu.Unlock()
-	if refuse != nil {
-		return TargetStatus{}, refuse
+	was, had, displace, err := m.reserve(spec.Key, me)
+	if err != nil {
+		return TargetStatus{}, err // before anything changed: as if it had not been called
 	}
 	if had && (was.wk != me.wk || was.folder != me.folder) {
 		m.letGo(spec.Key) // its old folder: those it kept out may write there now
@@ -527,12 +502,7 @@ func (m *Manager) EnsureTarget(ctx context.Context, spec TargetSpec) (TargetStat
 	// The queue exists before changes are routed to the worker: none arrives to find no
 	// place (making it waits for nothing, while ensureTarget may wait for a push).
 	w.openQueue(spec.Key)
-	m.mu.Lock()
-	prev, had := m.home[spec.Key]
-	m.targets[spec.Key], m.home[spec.Key] = wk, wk
-	delete(m.removed, spec.Key)
-	m.mu.Unlock()
-	if had && prev != wk { // it comes back from suspension elsewhere: its old clone may go
+	if prev, had := m.route(spec.Key, wk); had && prev != wk { // it comes back from suspension elsewhere: its old clone may go
 		defer m.retireIfIdle(prev)
 	}
 	// Its kept changes go first, into the queue made above: registering reports its folder
@@ -553,6 +523,59 @@ func (m *Manager) EnsureTarget(ctx context.Context, spec TargetSpec) (TargetStat
 	m.encrypts[spec.Key] = spec.Encryption != nil
 	m.mu.Unlock()
 	return st, err
+}
+
+// movingFrom is the branch a target registering at me moves away from, nil when it does
+// not move. A suspended target coming back elsewhere forgets what it knew of its old
+// folder, which tells nothing of the new one (what was forgotten before stays forgotten: a
+// known limit).
+func (m *Manager) movingFrom(key types.NamespacedName, me place) *workerKey {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if j := m.judges[key]; j != nil && (j.wk != me.wk || j.folder != me.folder) {
+		delete(m.judges, key)
+	}
+	if prev, ok := m.targets[key]; ok && prev != me.wk {
+		return &prev
+	}
+	return nil
+}
+
+// reserve claims me for the target of key in one look at every target's place, so a
+// registration beside this one sees it; it returns the target's place before (was, had)
+// and the targets whose overlapping folders it takes over (displace). It refuses, changing
+// nothing of key's, while the worker of me has been in a fetch or push for long
+// (ErrRemoteBusy), or while an older target holds an overlapping folder (which then
+// remembers key as shut out).
+func (m *Manager) reserve(key types.NamespacedName, me place) (was place, had bool, displace []types.NamespacedName, err error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if w := m.workers[me.wk]; w != nil {
+		if err := w.remoteStuck(time.Now()); err != nil {
+			return place{}, false, nil, err
+		}
+	}
+	holder, refuse, displace := overlapPlan(key, me, m.places)
+	if refuse != nil {
+		if !slices.Contains(m.shutOut[holder], key) {
+			m.shutOut[holder] = append(m.shutOut[holder], key)
+		}
+		return place{}, false, nil, refuse
+	}
+	was, had = m.places[key]
+	m.places[key] = me
+	return was, had, displace, nil
+}
+
+// route sends the target's changes to the worker of wk from now on, and returns the branch
+// whose clone it last called home, if any.
+func (m *Manager) route(key types.NamespacedName, wk workerKey) (prev workerKey, had bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	prev, had = m.home[key]
+	m.targets[key], m.home[key] = wk, wk
+	delete(m.removed, key)
+	return prev, had
 }
 
 // registrationTurn is a (repository, branch)'s turn for registrations: a token, and the

@@ -451,38 +451,16 @@ func (w *worker) ensureTarget(ctx context.Context, spec TargetSpec) (*target, Ta
 		t = &target{spec: spec, q: w.openQueue(spec.Key)}
 		w.targets[spec.Key] = t
 	}
-	folderChanged := ok && t.spec.Folder != spec.Folder
-	oldFolder := t.spec.Folder
 	wasHidden := t.hidden != nil
-	retryNow := ok && credentialsChanged(t.spec, spec)
-	if retryNow {
-		t.backoff, t.retryAt = 0, time.Time{} // new credentials: try them now
-		t.untried = true
-	}
-	if ok && t.spec.Prune != spec.Prune && (t.spec.Prune == PruneAlways || spec.Prune == PruneAlways) && t.st.Known {
-		// A snapshot prunes now the orphans the old mode kept, or counts again those it
-		// was pruning and the new mode keeps.
-		t.folderReady = true
-	}
-	if rekeyMoot := folderChanged || !sameRecipients(t.spec.Encryption, spec.Encryption); ok && (retryNow || rekeyMoot) {
-		// A re-wrap that failed is tried with them at once, from the start of its backoff.
-		// Its failure stands until that try, unless the folder or the recipients it was
-		// about changed.
-		t.rekeyRetryAt, t.rekeyBackoff = time.Time{}, 0
-		if rekeyMoot {
-			t.rekeyFailed = ""
-		}
-	}
-	if ok && t.spec.Encryption == nil && spec.Encryption != nil && t.st.Known {
-		// The sensitive objects refused while the target could not encrypt are written now,
-		// not at their next change: a snapshot plans them again (the others, unchanged, are
-		// confirmed by digest).
-		t.folderReady = true
+	oldFolder := t.spec.Folder
+	folderChanged, retryNow := false, false
+	if ok {
+		folderChanged, retryNow = w.respec(t, spec)
 	}
 	t.spec = spec
 	t.folderPath.Store(&spec.Folder)
 	if folderChanged {
-		w.forgetSavedIndex(oldFolder)
+		w.forgetSavedIndex(oldFolder) // once t no longer writes it
 	}
 	w.actFor(spec)
 	var err error
@@ -492,19 +470,7 @@ func (w *worker) ensureTarget(ctx context.Context, spec TargetSpec) (*target, Ta
 	// nothing of what its own credentials see, when access comes back or is taken away
 	// without the credentials changing.
 	if !t.st.Known || folderChanged || t.untried || t.hidden != nil || time.Since(w.lastFetch) > minFetchInterval {
-		err = w.refresh(ctx, folderChanged || !t.st.Known, t)
-		if err != nil && w.repairIfDamaged(ctx, err) {
-			err = w.refresh(ctx, true, t)
-		}
-		if err == nil && w.compactIfDue() {
-			// Every fetch that brings something adds a packfile; a target that only sees
-			// people's commits would otherwise never compact (it happens after pushes).
-			// A clone rebuilt there is fetched again before the target reads it.
-			err = w.refresh(ctx, true, t)
-		}
-		if err == nil {
-			t.untried = false
-		}
+		err = w.refreshTarget(ctx, t, folderChanged)
 	}
 	t.unread = nil
 	if err != nil && !t.st.Known {
@@ -523,6 +489,61 @@ func (w *worker) ensureTarget(ctx context.Context, spec TargetSpec) (*target, Ta
 		return t, st, err
 	}
 	return t, st, nil
+}
+
+// respec prepares the registered target t for its new spec, before it takes it: what the
+// change of folder, credentials, prune mode, recipients or encryption means for its
+// retries and its next snapshot. It returns whether the folder changed and whether the
+// credentials did (try them now). It changes nothing else: t.spec is still the old one.
+// Callers hold w.mu.
+func (w *worker) respec(t *target, spec TargetSpec) (folderChanged, retryNow bool) {
+	folderChanged = t.spec.Folder != spec.Folder
+	retryNow = credentialsChanged(t.spec, spec)
+	if retryNow {
+		t.backoff, t.retryAt = 0, time.Time{} // new credentials: try them now
+		t.untried = true
+	}
+	if t.spec.Prune != spec.Prune && (t.spec.Prune == PruneAlways || spec.Prune == PruneAlways) && t.st.Known {
+		// A snapshot prunes now the orphans the old mode kept, or counts again those it
+		// was pruning and the new mode keeps.
+		t.folderReady = true
+	}
+	if rekeyMoot := folderChanged || !sameRecipients(t.spec.Encryption, spec.Encryption); retryNow || rekeyMoot {
+		// A re-wrap that failed is tried with them at once, from the start of its backoff.
+		// Its failure stands until that try, unless the folder or the recipients it was
+		// about changed.
+		t.rekeyRetryAt, t.rekeyBackoff = time.Time{}, 0
+		if rekeyMoot {
+			t.rekeyFailed = ""
+		}
+	}
+	if t.spec.Encryption == nil && spec.Encryption != nil && t.st.Known {
+		// The sensitive objects refused while the target could not encrypt are written now,
+		// not at their next change: a snapshot plans them again (the others, unchanged, are
+		// confirmed by digest).
+		t.folderReady = true
+	}
+	return folderChanged, retryNow
+}
+
+// refreshTarget fetches the branch for t and reads its folder (again, when the folder
+// changed or was never read), repairing a damaged clone and compacting one that is due.
+// Callers hold w.mu.
+func (w *worker) refreshTarget(ctx context.Context, t *target, folderChanged bool) error {
+	err := w.refresh(ctx, folderChanged || !t.st.Known, t)
+	if err != nil && w.repairIfDamaged(ctx, err) {
+		err = w.refresh(ctx, true, t)
+	}
+	if err == nil && w.compactIfDue() {
+		// Every fetch that brings something adds a packfile; a target that only sees
+		// people's commits would otherwise never compact (it happens after pushes).
+		// A clone rebuilt there is fetched again before the target reads it.
+		err = w.refresh(ctx, true, t)
+	}
+	if err == nil {
+		t.untried = false
+	}
+	return err
 }
 
 // stale reports whether the target's index is not of its folder at tip: never read, read
