@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/gitops-reverser/gitops-reverser/gitops/batch"
 )
@@ -255,4 +256,51 @@ func TestSnapshotsOfATargetLeaveNoLockBehindOnceDone(t *testing.T) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	assert.Empty(t, w.snapshotting)
+}
+
+// heldSnapshots records snapshots as lockedSnapshots does, each only once the test lets it
+// through (gate), so a comparison can be caught in the middle.
+type heldSnapshots struct {
+	lockedSnapshots
+	gate chan struct{}
+}
+
+func (s *heldSnapshots) Snapshot(snap batch.Snapshot) {
+	<-s.gate
+	s.lockedSnapshots.Snapshot(snap)
+}
+
+// The watch's cuts are events of a fake watch, which a real API server could not be made to
+// cut on cue.
+func TestARelistComparisonEndingDoesNotLetASecondOneWaitBesideTheNext(t *testing.T) {
+	target := types.NamespacedName{Namespace: "ops", Name: "live"}
+	gvr := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	sink := &heldSnapshots{gate: make(chan struct{})}
+	w := New(Options{Sink: sink, Log: logr.Discard()})
+	app := configMap("team-a", "app", nil)
+	events := watch.NewFake()
+	inf := watchedInformer(t, events, app)
+	w.informers[gvr] = inf
+	w.byGVR[gvr] = []Claim{{Target: target, Resource: Resource{GVR: gvr, Kind: "ConfigMap", Namespaced: true}, Namespace: "team-a",
+		ObjectSelector: labels.Everything(), Create: true, Update: true, Delete: true}}
+	close(w.started)
+	go inf.inf.Run(inf.ctx.Done())
+	require.Eventually(t, inf.inf.HasSynced, 10*time.Second, 10*time.Millisecond)
+	moveTo := func(rv string) {
+		changed := app.DeepCopy()
+		changed.SetResourceVersion(rv)
+		events.Modify(changed)
+		require.Eventually(t, func() bool { return inf.inf.LastSyncResourceVersion() == rv }, 10*time.Second, 10*time.Millisecond)
+	}
+
+	w.afterRelist(gvr, inf) // the watch was cut: a comparison waits for the re-list
+	moveTo("2")
+	require.Eventually(t, func() bool { return !inf.relisting.Load() }, 10*time.Second, 10*time.Millisecond,
+		"the re-list is in: its comparison runs, and a later list is waited for anew")
+	w.afterRelist(gvr, inf) // cut again while the first comparison runs
+	require.True(t, inf.relisting.Load(), "a second comparison waits for its re-list")
+	close(sink.gate) // the first comparison ends
+	require.Eventually(t, func() bool { return len(sink.snapshots()) == 1 }, 10*time.Second, 10*time.Millisecond)
+	assert.Never(t, func() bool { return !inf.relisting.Load() }, 300*time.Millisecond, 10*time.Millisecond,
+		"the first comparison's end leaves the second one waiting, so a third cut starts no comparison beside it")
 }

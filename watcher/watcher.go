@@ -1266,27 +1266,14 @@ func (w *Watcher) afterRelist(gvr schema.GroupVersionResource, inf *informer) {
 	}
 	before := inf.inf.LastSyncResourceVersion()
 	go func() {
-		defer inf.relisting.Store(false)
-		tick := time.NewTicker(relistPoll)
-		defer tick.Stop()
-		for inf.inf.LastSyncResourceVersion() == before {
-			select {
-			case <-inf.ctx.Done():
-				return
-			case <-tick.C:
-			}
-		}
-		// A watch that keeps failing where its list works re-lists every backoff: at most
-		// one comparison per relistEvery, covering every list before it.
-		if wait := relistEvery - time.Since(time.Unix(0, inf.relisted.Load())); wait > 0 {
-			select {
-			case <-inf.ctx.Done():
-				return
-			case <-time.After(wait):
-			}
+		if !relistIn(inf, before) {
+			inf.relisting.Store(false)
+			return
 		}
 		inf.relisted.Store(time.Now().UnixNano())
-		inf.relisting.Store(false) // a list from here on is waited for anew
+		// A list from here on is waited for anew. Once cleared, the flag is the next
+		// comparison's: this one's end leaves it alone.
+		inf.relisting.Store(false)
 		w.mu.RLock()
 		targets := targetsOf(w.byGVR[gvr])
 		w.mu.RUnlock()
@@ -1295,6 +1282,30 @@ func (w *Watcher) afterRelist(gvr schema.GroupVersionResource, inf *informer) {
 			w.snapshotNow(target, gvr, inf)
 		}
 	}()
+}
+
+// relistIn waits until inf's resource version moves from before, and then until relistEvery
+// has passed since the last comparison: a watch that keeps failing where its list works
+// re-lists every backoff, and one comparison covers every list before it. False when the
+// informer stops first.
+func relistIn(inf *informer, before string) bool {
+	tick := time.NewTicker(relistPoll)
+	defer tick.Stop()
+	for inf.inf.LastSyncResourceVersion() == before {
+		select {
+		case <-inf.ctx.Done():
+			return false
+		case <-tick.C:
+		}
+	}
+	if wait := relistEvery - time.Since(time.Unix(0, inf.relisted.Load())); wait > 0 {
+		select {
+		case <-inf.ctx.Done():
+			return false
+		case <-time.After(wait):
+		}
+	}
+	return true
 }
 
 // relistPoll is how often afterRelist checks whether the re-list is in; relistEvery is the
