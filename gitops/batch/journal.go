@@ -120,7 +120,8 @@ func openJournal(dir string, log logr.Logger, now time.Time) (*deleteJournal, ma
 		aside := fmt.Sprintf("%s.unreadable-%d", j.path, now.Unix())
 		if mvErr := os.Rename(j.path, aside); mvErr != nil {
 			log.Error(errors.Join(err, mvErr), "the journal of pending deletions can be neither read nor moved aside; "+
-				"writing a new one over it", "path", j.path)
+				"its deletions' documents count as orphans, and the deletions seen from now on are written where it is, "+
+				"which may replace it", "path", j.path)
 		} else {
 			log.Error(err, "reading the journal of pending deletions; kept aside, starting a new one", "path", j.path, "aside", aside)
 		}

@@ -1055,7 +1055,11 @@ func (m *Manager) unpark(key types.NamespacedName, w *worker) {
 	for _, c := range p {
 		changes = append(changes, c)
 	}
-	w.enqueue(changes, true, requests...)
+	if unplaced := w.enqueue(changes, true, requests...); len(unplaced) > 0 {
+		// Its queue went meanwhile (the registration holds the branch's turn, so nothing
+		// known does that): kept, or handed on, again, as park does.
+		m.park(true, unplaced...)
+	}
 }
 
 // moveAway takes a target off the worker it had when its repository or branch changed.
