@@ -84,41 +84,7 @@ func (r *CommitRequestReconciler) reconcile(ctx context.Context, cr *v1alpha1.Co
 		Claimed: r.claimedBesides(cr),
 	})
 	if errors.Is(err, batch.ErrTargetNotRegistered) {
-		var t v1alpha1.GitTarget
-		if err := r.getTarget(ctx, targetKey, &t); err != nil {
-			if !apierrors.IsNotFound(err) {
-				return ctrl.Result{}, err
-			}
-			settle(cr, batch.RequestOutcome{Reason: v1alpha1.ReasonTargetNotFound,
-				Message: fmt.Sprintf("GitTarget %s not found; the message was not used", targetKey)})
-			return ctrl.Result{}, nil
-		}
-		if !t.DeletionTimestamp.IsZero() { // never registered again: no look on its branch either
-			settle(cr, batch.RequestOutcome{Reason: batch.ReasonTargetRemoved,
-				Message: fmt.Sprintf("GitTarget %s is being deleted; the message was not used", targetKey)})
-			return ctrl.Result{}, nil
-		}
-		// A request an earlier leader may have committed waits for the look on the branch.
-		if time.Now().After(cr.CreationTimestamp.Add(timeout(cr))) && !errors.Is(err, batch.ErrRecovering) {
-			msg := fmt.Sprintf("GitTarget %s did not become Ready within the timeout; the message was not used", targetKey)
-			if apimeta.IsStatusConditionTrue(t.Status.Conditions, v1alpha1.ConditionReady) {
-				// Ready as last written, by a process that is gone: a restart or a new leader,
-				// whose writer has not registered the target yet.
-				msg = fmt.Sprintf("the operator restarted (or another replica took over) and had not registered GitTarget %s again "+
-					"in time, so the message was not used; changes made before are committed by its initial snapshot, "+
-					"under the committer", targetKey)
-			}
-			settle(cr, batch.RequestOutcome{Reason: batch.ReasonTimedOut, Message: msg})
-			return ctrl.Result{}, nil
-		}
-		msg := fmt.Sprintf("waiting for GitTarget %s to be Ready", targetKey)
-		if errors.Is(err, batch.ErrRecovering) {
-			msg = fmt.Sprintf("waiting for the operator, which took over after the request was made, to register GitTarget %s "+
-				"and look on its branch for a commit an earlier process made with the message", targetKey)
-		}
-		v1alpha1.SetReconciling(conds, gen, v1alpha1.ReasonWaiting, msg)
-		v1alpha1.SetCondition(conds, gen, v1alpha1.ConditionCommitted, false, v1alpha1.ReasonWaiting, msg)
-		return ctrl.Result{RequeueAfter: 2 * time.Second}, nil
+		return r.unregistered(ctx, cr, targetKey, errors.Is(err, batch.ErrRecovering))
 	}
 	if err != nil {
 		return ctrl.Result{}, err
@@ -136,6 +102,49 @@ func (r *CommitRequestReconciler) reconcile(ctx context.Context, cr *v1alpha1.Co
 	}
 	settle(cr, out)
 	return ctrl.Result{}, nil
+}
+
+// unregistered is the status of a request whose GitTarget the writer has not registered:
+// settled when the GitTarget is gone or being deleted, or when it did not become Ready in
+// time; otherwise waiting, re-checked every two seconds. recovering says the writer looks
+// first on the branch for a commit an earlier process made with the message.
+func (r *CommitRequestReconciler) unregistered(ctx context.Context, cr *v1alpha1.CommitRequest, targetKey types.NamespacedName, recovering bool) (ctrl.Result, error) {
+	conds, gen := &cr.Status.Conditions, cr.Generation
+	var t v1alpha1.GitTarget
+	if err := r.getTarget(ctx, targetKey, &t); err != nil {
+		if !apierrors.IsNotFound(err) {
+			return ctrl.Result{}, err
+		}
+		settle(cr, batch.RequestOutcome{Reason: v1alpha1.ReasonTargetNotFound,
+			Message: fmt.Sprintf("GitTarget %s not found; the message was not used", targetKey)})
+		return ctrl.Result{}, nil
+	}
+	if !t.DeletionTimestamp.IsZero() { // never registered again: no look on its branch either
+		settle(cr, batch.RequestOutcome{Reason: batch.ReasonTargetRemoved,
+			Message: fmt.Sprintf("GitTarget %s is being deleted; the message was not used", targetKey)})
+		return ctrl.Result{}, nil
+	}
+	// A request an earlier leader may have committed waits for the look on the branch.
+	if time.Now().After(cr.CreationTimestamp.Add(timeout(cr))) && !recovering {
+		msg := fmt.Sprintf("GitTarget %s did not become Ready within the timeout; the message was not used", targetKey)
+		if apimeta.IsStatusConditionTrue(t.Status.Conditions, v1alpha1.ConditionReady) {
+			// Ready as last written, by a process that is gone: a restart or a new leader,
+			// whose writer has not registered the target yet.
+			msg = fmt.Sprintf("the operator restarted (or another replica took over) and had not registered GitTarget %s again "+
+				"in time, so the message was not used; changes made before are committed by its initial snapshot, "+
+				"under the committer", targetKey)
+		}
+		settle(cr, batch.RequestOutcome{Reason: batch.ReasonTimedOut, Message: msg})
+		return ctrl.Result{}, nil
+	}
+	msg := fmt.Sprintf("waiting for GitTarget %s to be Ready", targetKey)
+	if recovering {
+		msg = fmt.Sprintf("waiting for the operator, which took over after the request was made, to register GitTarget %s "+
+			"and look on its branch for a commit an earlier process made with the message", targetKey)
+	}
+	v1alpha1.SetReconciling(conds, gen, v1alpha1.ReasonWaiting, msg)
+	v1alpha1.SetCondition(conds, gen, v1alpha1.ConditionCommitted, false, v1alpha1.ReasonWaiting, msg)
+	return ctrl.Result{RequeueAfter: 2 * time.Second}, nil
 }
 
 // claimedBesides lists, when the writer asks, the commits the other CommitRequests of cr's

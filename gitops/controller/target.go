@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/transport"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
@@ -123,12 +124,21 @@ func (r *GitTargetReconciler) reconcile(ctx context.Context, t *v1alpha1.GitTarg
 	if err != nil {
 		return retrying(conds, t.Generation, fmt.Errorf("GitProvider %s: %w", pkey, err))
 	}
+	return r.register(ctx, t, &p, auth, authVersion)
+}
+
+// register hands the writer t's spec on its GitProvider p, with p's credentials, and
+// reports what the writer found of the branch and folder: suspended on a template or a
+// URL that cannot be used, Reconciling while the remote cannot be reached.
+func (r *GitTargetReconciler) register(ctx context.Context, t *v1alpha1.GitTarget, p *v1alpha1.GitProvider, auth transport.AuthMethod, authVersion string) (ctrl.Result, error) {
+	conds := &t.Status.Conditions
+	pkey := client.ObjectKeyFromObject(p)
 	messages, err := batch.ParseMessages(t.Spec.CommitMessage.Single, t.Spec.CommitMessage.Group)
 	if err != nil {
 		// Never writes with the templates of an older generation.
 		return r.suspend(t, v1alpha1.ReasonInvalidTemplate, fmt.Sprintf("spec.commitMessage: %v", err))
 	}
-	enc, ev, err := r.resolveEncryption(ctx, t, &p)
+	enc, ev, err := r.resolveEncryption(ctx, t, p)
 	if err != nil {
 		return retrying(conds, t.Generation, err)
 	}
@@ -136,7 +146,7 @@ func (r *GitTargetReconciler) reconcile(ctx context.Context, t *v1alpha1.GitTarg
 	st, err := r.Writer.EnsureTarget(ctx, batch.TargetSpec{
 		Key: client.ObjectKeyFromObject(t), URL: p.Spec.URL, Auth: auth, AuthVersion: authVersion,
 		Branch: t.Spec.Branch, Folder: t.Spec.Path, Window: WindowConfig(t.Spec.CommitWindow),
-		Committer: committer(&p), Messages: messages, Prune: t.Spec.Prune.Mode,
+		Committer: committer(p), Messages: messages, Prune: t.Spec.Prune.Mode,
 		Sensitive: sensitiveResources(t), Encryption: enc, Created: t.CreationTimestamp.Time,
 	})
 	applyWriterStatus(t, st)
