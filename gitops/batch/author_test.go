@@ -140,6 +140,7 @@ func TestClaimsOn(t *testing.T) {
 		key("release-notes"): {SHA: "x", Message: "release 1.2\n\nnotes"},
 		key("notes"):         {SHA: "x", Message: "notes"},
 		key("earlier"):       {SHA: "y", Message: "release 1.2"},
+		key("in-doubt"):      {Message: "release 1.2", Attempted: []string{"u", "v"}},
 	}
 	tests := []struct {
 		name, sha, message string
@@ -149,6 +150,7 @@ func TestClaimsOn(t *testing.T) {
 		{"counts the requests of that commit only", "y", "release 1.2", 1},
 		{"counts a longer message only where it is whole", "x", "release 1.2\n\nnotes", 1},
 		{"counts nothing for a commit nobody reports", "z", "release 1.2", 0},
+		{"counts a waiting request whose push of the commit reported an error", "v", "release 1.2", 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

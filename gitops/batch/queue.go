@@ -720,6 +720,15 @@ func (q *queue) lookingBack() []*CommitRequest {
 	return out
 }
 
+// requests lists the queue's requests, waiting or riding an open window.
+func (q *queue) requests() []*CommitRequest {
+	out := q.attached()
+	for _, rs := range q.waiting {
+		out = append(out, rs...)
+	}
+	return out
+}
+
 // attached lists the requests on the queue's open windows.
 func (q *queue) attached() []*CommitRequest {
 	var out []*CommitRequest
@@ -1048,10 +1057,12 @@ type CommitRequest struct {
 // Claim is a commit a CommitRequest reports as its own, with that request's message: the
 // commit carries the message's paragraphs, which a request looking for its own message
 // (lookBack) cannot take. SHA is empty for a request still waiting (neither answered nor
-// settled otherwise): a commit made after its creation (Created) may be its own.
+// settled otherwise): a commit made after its creation (Created) may be its own, and so
+// is, certainly, any of the commits its pushes tried whose answers were lost (Attempted).
 type Claim struct {
 	SHA, Message string
 	Created      time.Time
+	Attempted    []string
 }
 
 // RequestOutcome is what became of a CommitRequest.

@@ -523,12 +523,14 @@ func TestARequestOnATargetThatNeverReadItsBranchSaysWhy(t *testing.T) {
 	assert.Contains(t, remote.Log("main")[0], "release 1.2")
 }
 
-func TestACommitRequestOfATargetDeletedWhileItsPushIsInDoubtSaysWhichCommit(t *testing.T) {
-	var phase atomic.Int32 // 1: lose the push's answer; 2: then the remote is down
-	remote := repotest.NewHTTPRemote(t, repotest.WithMiddleware(func(next http.Handler) http.Handler {
+// lostAnswerThenDown is a remote that, while phase is 1, takes a push and loses its answer,
+// and is then down (phase 2) until the test sets phase to 0.
+func lostAnswerThenDown(t *testing.T, phase *atomic.Int32) *repotest.Remote {
+	t.Helper()
+	return repotest.NewHTTPRemote(t, repotest.WithMiddleware(func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			switch {
-			case loseAnswer(&phase, next, w, r):
+			case loseAnswer(phase, next, w, r):
 				return
 			case phase.Load() == 2:
 				http.Error(w, "down for maintenance", http.StatusServiceUnavailable)
@@ -537,6 +539,11 @@ func TestACommitRequestOfATargetDeletedWhileItsPushIsInDoubtSaysWhichCommit(t *t
 			next.ServeHTTP(w, r)
 		})
 	}))
+}
+
+func TestACommitRequestOfATargetDeletedWhileItsPushIsInDoubtSaysWhichCommit(t *testing.T) {
+	var phase atomic.Int32 // 1: lose the push's answer; 2: then the remote is down
+	remote := lostAnswerThenDown(t, &phase)
 	writer, c := liveWriter(t, remote)
 	phase.Store(1)
 	req := alicesRelease(t, writer, c)
@@ -995,4 +1002,38 @@ func TestARequestMadeBeforeTheWriterStartedWaitsForItsTargetToRegister(t *testin
 		require.ErrorIs(t, err, batch.ErrTargetNotRegistered)
 		assert.NotErrorIs(t, err, batch.ErrRecovering)
 	})
+}
+
+// A request made before this process started is handed to it while another request of its
+// requester, with its message, waits to learn whether its push landed (the answer lost, the
+// remote unreachable to check). Once the remote is back, the request looks on the branch
+// before that retry runs: the commit it finds there, with the message, is the other's.
+func TestARequestDoesNotTakeTheCommitOfAnotherWhosePushIsInDoubt(t *testing.T) {
+	var phase atomic.Int32 // 1: lose the push's answer; 2: then the remote is down
+	remote := lostAnswerThenDown(t, &phase)
+	created := time.Now().Add(-time.Second) // before the writer starts
+	writer, c := liveWriter(t, remote)
+	phase.Store(1)
+	inDoubt := alicesRelease(t, writer, c)
+	require.Eventually(t, func() bool {
+		out, _ := writer.Request(inDoubt)
+		return out.Reason == batch.ReasonRetrying
+	}, 10*time.Second, 20*time.Millisecond, "its push is in doubt: the remote cannot be asked")
+	// The retries fail, and back off to four seconds; the GitTarget's reconcile, below,
+	// fetches again once five seconds have passed since the last fetch.
+	time.Sleep(5500 * time.Millisecond)
+	phase.Store(0)
+	_, err := writer.EnsureTarget(context.Background(), targetSpec(t, "live", remote.URL, nil)) // the GitTarget's next reconcile
+	require.NoError(t, err, "it fetches the branch, with the commit")
+	earlier := batch.CommitRequest{Key: types.NamespacedName{Namespace: "ops", Name: "release-before-the-restart"}, Target: targetKey,
+		Author: "alice", Message: "release 1.2", Deadline: time.Now().Add(time.Minute), Created: created}
+	_, err = writer.Request(earlier)
+	require.NoError(t, err, "it looks on the branch before the retry runs")
+	out := outcomeOf(t, writer, inDoubt, "the retry finds its commit on the remote")
+	require.Equal(t, batch.ReasonCommitted, out.Reason, out.Message)
+	require.Equal(t, remote.Head("main"), out.SHA)
+	assert.Never(t, func() bool {
+		got, err := writer.Request(earlier)
+		return err != nil || got.SHA == out.SHA
+	}, time.Second, 50*time.Millisecond, "the commit carries the message once, for the request whose push made it")
 }

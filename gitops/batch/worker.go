@@ -1248,7 +1248,7 @@ func (w *worker) lookBack(ctx context.Context, t *target) {
 	})
 	for _, r := range requests {
 		author := authorSignature(r.Author, t.spec.Committer, w.opts.AuthorEmailDomain, time.Time{})
-		claimed, unknown := w.claimedBesides(r)
+		claimed, unknown := w.claimedBesides(t, r)
 		carries := func(c *object.Commit) bool {
 			return c.Author.Name == author.Name && c.Author.Email == author.Email &&
 				!c.Committer.When.Before(r.Created.Add(-clockSkew)) &&
@@ -1304,10 +1304,11 @@ func (w *worker) lookBack(ctx context.Context, t *target) {
 }
 
 // claimedBesides is what r's Claimed lists, with the answers this worker has not reported
-// yet (this pass's) to other requests of r's target and requester. unknown is why the
-// other requests could not be listed: those answers alone are then known. Callers hold
-// w.mu.
-func (w *worker) claimedBesides(r *CommitRequest) (claimed map[types.NamespacedName]Claim, unknown error) {
+// yet (this pass's) to other requests of r's target t and requester, and the commits
+// those still in t's queue tried to push (attempted): one such commit on the branch is
+// theirs, though its push reported an error. unknown is why the other requests could not
+// be listed: what this worker knows is then all that is known. Callers hold w.mu.
+func (w *worker) claimedBesides(t *target, r *CommitRequest) (claimed map[types.NamespacedName]Claim, unknown error) {
 	claimed = map[types.NamespacedName]Claim{}
 	if r.Claimed != nil {
 		listed, err := r.Claimed()
@@ -1316,6 +1317,13 @@ func (w *worker) claimedBesides(r *CommitRequest) (claimed map[types.NamespacedN
 		}
 		maps.Copy(claimed, listed)
 	}
+	w.qmu.Lock()
+	for _, o := range t.q.requests() {
+		if o.Key != r.Key && len(o.attempted) > 0 && sameRequester(o, r) {
+			claimed[o.Key] = Claim{Message: o.Message, Created: o.Created, Attempted: hashStrings(o.attempted)}
+		}
+	}
+	w.qmu.Unlock()
 	for _, a := range w.answers {
 		if a.req.Key != r.Key && a.out.SHA != "" && sameRequester(a.req, r) {
 			claimed[a.req.Key] = Claim{SHA: a.out.SHA, Message: a.req.Message}
@@ -1381,15 +1389,25 @@ func waitingBefore(claimed map[types.NamespacedName]Claim, message string) []Cla
 
 // claimsOn counts the copies of message in sha that the requests claimed names take: one
 // for each of their messages' paragraphs that is message (a request whose message is
-// "release\n\nnotes" takes the copy of "release" its commit carries). Pure.
+// "release\n\nnotes" takes the copy of "release" its commit carries), whether sha is
+// their commit or one their pushes tried. Pure.
 func claimsOn(claimed map[types.NamespacedName]Claim, sha, message string) int {
 	n := 0
 	for _, c := range claimed {
-		if c.SHA == sha {
+		if c.SHA == sha || slices.Contains(c.Attempted, sha) {
 			n += occurrences(c.Message, message)
 		}
 	}
 	return n
+}
+
+// hashStrings is shas as strings, as a Claim names commits.
+func hashStrings(shas []plumbing.Hash) []string {
+	out := make([]string, len(shas))
+	for i, sha := range shas {
+		out[i] = sha.String()
+	}
+	return out
 }
 
 // occurrences counts the paragraphs of a commit message that are message: a window joins
