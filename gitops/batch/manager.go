@@ -755,6 +755,37 @@ func (m *Manager) stopTarget(key types.NamespacedName, park bool, settled string
 	m.stopTargetIf(key, park, settled, nil)
 }
 
+// forgetDeleted forgets what the Manager keeps of a deleted target beyond its
+// registration (kept changes, its judge, its clone's home, its recovered deletions, the
+// folders it waited for) and remembers it as removed. Callers hold m.mu.
+func (m *Manager) forgetDeleted(key types.NamespacedName) {
+	delete(m.parked, key)
+	delete(m.judges, key)
+	delete(m.home, key)
+	delete(m.recovered, key)
+	m.forgetRemovedBefore(time.Now().Add(-removedMemory)) // a target per pull request adds one each
+	m.removed[key] = time.Now()
+	for holder, out := range m.shutOut { // it waits for no folder any more
+		if out = slices.DeleteFunc(out, func(k types.NamespacedName) bool { return k == key }); len(out) == 0 {
+			delete(m.shutOut, holder)
+		} else {
+			m.shutOut[holder] = out
+		}
+	}
+}
+
+// openRequests lists the CommitRequests of the target of key not settled yet. Callers
+// hold m.mu.
+func (m *Manager) openRequests(key types.NamespacedName) []*CommitRequest {
+	var out []*CommitRequest
+	for _, st := range m.requests {
+		if st.req.Target == key && !st.outcome.Done {
+			out = append(out, &st.req)
+		}
+	}
+	return out
+}
+
 // stopTargetIf is stopTarget when still, given key's place (and whether it has one), says
 // so, judged under the same hold of m.mu as the stop: a target removed or moved since the
 // caller looked is left alone. It reports whether it stopped key; nil still always does.
@@ -780,28 +811,11 @@ func (m *Manager) stopTargetIf(key types.NamespacedName, park bool, settled stri
 			m.parked[key] = map[ObjectKey]Change{}
 		}
 	} else {
-		delete(m.parked, key)
-		delete(m.judges, key)
-		delete(m.home, key)
-		delete(m.recovered, key)
-		m.forgetRemovedBefore(time.Now().Add(-removedMemory)) // a target per pull request adds one each
-		m.removed[key] = time.Now()
-		for holder, out := range m.shutOut { // it waits for no folder any more
-			if out = slices.DeleteFunc(out, func(k types.NamespacedName) bool { return k == key }); len(out) == 0 {
-				delete(m.shutOut, holder)
-			} else {
-				m.shutOut[holder] = out
-			}
-		}
+		m.forgetDeleted(key)
 	}
 	// Its requests now: one handed to its next registration while this stop waits for a
 	// flush in progress (below) is that registration's.
-	var orphaned []*CommitRequest
-	for _, st := range m.requests {
-		if st.req.Target == key && !st.outcome.Done {
-			orphaned = append(orphaned, &st.req)
-		}
-	}
+	orphaned := m.openRequests(key)
 	m.mu.Unlock()
 	if !park {
 		// Its folder, once its requests are settled. A suspended target keeps its folder

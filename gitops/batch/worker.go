@@ -1247,60 +1247,74 @@ func (w *worker) lookBack(ctx context.Context, t *target) {
 		return cmp.Or(a.Created.Compare(b.Created), strings.Compare(a.Key.String(), b.Key.String()))
 	})
 	for _, r := range requests {
-		author := authorSignature(r.Author, t.spec.Committer, w.opts.AuthorEmailDomain, time.Time{})
-		claimed, unknown := w.claimedBesides(t, r)
-		carries := func(c *object.Commit) bool {
-			return c.Author.Name == author.Name && c.Author.Email == author.Email &&
-				!c.Committer.When.Before(r.Created.Add(-clockSkew)) &&
-				occurrences(c.Message, r.Message) > claimsOn(claimed, c.Hash.String(), r.Message) &&
-				changesFolder(c, t.spec.Folder)
-		}
-		// Others may have pushed on top of it since, and the clone holds only the tip: the
-		// history is fetched back to before the request, all of whose commits are its
-		// candidates; the first match alone might be a newer request's.
-		madeBefore := func(c *object.Commit) bool { return c.Committer.When.Before(r.Created.Add(-clockSkew)) }
-		unseen := w.remote(ctx, func(ctx context.Context) error {
-			return w.repo.DeepenToFind(ctx, t.spec.Branch, w.remoteTip, landedSearch, madeBefore)
-		})
-		var found []carrier
-		w.repo.FindCommit(w.remoteTip, landedSearch, func(c *object.Commit) bool {
-			if carries(c) {
-				found = append(found, carrier{c.Hash, c.Committer.When, c.Message})
-			}
-			return false
-		})
-		sha, ok := ownCommit(found, r.Created, waitingBefore(claimed, r.Message))
-		if unsure := errors.Join(unseen, unknown); unsure != nil {
-			w.log.Info("could not tell whether an earlier leader committed the request: the branch's history "+
-				"or the other requests' claims are missing", "gitTarget", t.spec.Key.String(), "request", r.Key.String(), "reason", unsure.Error())
-			w.qmu.Lock()
-			switch {
-			case w.draining && !ok:
-				// The stop cannot wait for another look: its author's changes are committed
-				// now, under the author, without the message, which may be on the branch
-				// already. The request stays open for the next process, which looks again.
-				t.q.withdraw(r)
-			case !w.draining && time.Now().Before(r.lookBackUntil):
-				// Not seen all it should, so what it found may be a newer request's (or one
-				// another request claims): looked again on the next pass.
-				r.lookBack, ok = true, false
-			}
-			w.qmu.Unlock()
-		}
-		if !ok {
-			continue
-		}
+		w.lookFor(ctx, t, r)
+	}
+}
+
+// lookFor is lookBack for one request r of t: answered Committed when the branch has its
+// commit, looked for again when what it found cannot be told for sure (the history or the
+// other requests' claims missing), left waiting otherwise. Callers hold w.mu.
+func (w *worker) lookFor(ctx context.Context, t *target, r *CommitRequest) {
+	claimed, unknown := w.claimedBesides(t, r)
+	found, unseen := w.carriers(ctx, t, r, claimed)
+	sha, ok := ownCommit(found, r.Created, waitingBefore(claimed, r.Message))
+	if unsure := errors.Join(unseen, unknown); unsure != nil {
+		w.log.Info("could not tell whether an earlier leader committed the request: the branch's history "+
+			"or the other requests' claims are missing", "gitTarget", t.spec.Key.String(), "request", r.Key.String(), "reason", unsure.Error())
 		w.qmu.Lock()
-		win := t.q.windows[r.Author]
-		rode := win != nil && slices.Contains(win.requests, r)
-		t.q.withdraw(r)
-		if rode && len(win.requests) == 0 && !w.draining {
-			win.now, win.askedAt = false, time.Time{} // the request made it urgent; its author's changes keep their quiet time
+		switch {
+		case w.draining && !ok:
+			// The stop cannot wait for another look: its author's changes are committed
+			// now, under the author, without the message, which may be on the branch
+			// already. The request stays open for the next process, which looks again.
+			t.q.withdraw(r)
+		case !w.draining && time.Now().Before(r.lookBackUntil):
+			// Not seen all it should, so what it found may be a newer request's (or one
+			// another request claims): looked again on the next pass.
+			r.lookBack, ok = true, false
 		}
 		w.qmu.Unlock()
-		w.answers = append(w.answers, answer{r, RequestOutcome{Done: true, SHA: sha.String(), Reason: ReasonCommitted,
-			Message: fmt.Sprintf("committed %s to %s with the requested message", shortSHA(sha.String()), r.Target)}})
 	}
+	if !ok {
+		return
+	}
+	w.qmu.Lock()
+	win := t.q.windows[r.Author]
+	rode := win != nil && slices.Contains(win.requests, r)
+	t.q.withdraw(r)
+	if rode && len(win.requests) == 0 && !w.draining {
+		win.now, win.askedAt = false, time.Time{} // the request made it urgent; its author's changes keep their quiet time
+	}
+	w.qmu.Unlock()
+	w.answers = append(w.answers, answer{r, RequestOutcome{Done: true, SHA: sha.String(), Reason: ReasonCommitted,
+		Message: fmt.Sprintf("committed %s to %s with the requested message", shortSHA(sha.String()), r.Target)}})
+}
+
+// carriers lists the commits on t's branch that may be r's: by its author, made since its
+// creation (less clockSkew), changing t's folder, with a copy of its message that none of
+// the requests claimed takes. Others may have pushed on top of r's commit since, and the
+// clone holds only the tip: the history is fetched back to before r first, all of whose
+// commits are its candidates (the first match alone might be a newer request's); unseen
+// is why that fetch failed. Callers hold w.mu.
+func (w *worker) carriers(ctx context.Context, t *target, r *CommitRequest, claimed map[types.NamespacedName]Claim) (found []carrier, unseen error) {
+	author := authorSignature(r.Author, t.spec.Committer, w.opts.AuthorEmailDomain, time.Time{})
+	carries := func(c *object.Commit) bool {
+		return c.Author.Name == author.Name && c.Author.Email == author.Email &&
+			!c.Committer.When.Before(r.Created.Add(-clockSkew)) &&
+			occurrences(c.Message, r.Message) > claimsOn(claimed, c.Hash.String(), r.Message) &&
+			changesFolder(c, t.spec.Folder)
+	}
+	madeBefore := func(c *object.Commit) bool { return c.Committer.When.Before(r.Created.Add(-clockSkew)) }
+	unseen = w.remote(ctx, func(ctx context.Context) error {
+		return w.repo.DeepenToFind(ctx, t.spec.Branch, w.remoteTip, landedSearch, madeBefore)
+	})
+	w.repo.FindCommit(w.remoteTip, landedSearch, func(c *object.Commit) bool {
+		if carries(c) {
+			found = append(found, carrier{c.Hash, c.Committer.When, c.Message})
+		}
+		return false
+	})
+	return found, unseen
 }
 
 // claimedBesides is what r's Claimed lists, with the answers this worker has not reported
