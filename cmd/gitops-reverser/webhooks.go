@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/go-logr/logr"
 	authnv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -37,12 +38,7 @@ func setupWebhooks(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, opts
 		return nil, err
 	}
 	log := ctrl.Log.WithName("webhook")
-	view := webhook.NewView(mgr.GetCache(), log)
-	view.Live = mgr.GetAPIReader()
-	view.Locator = writer
-	if f := router.Forwarder; f != nil { // followers ask the leader, whose writer knows the folders
-		view.Locator = &webhook.LeaderLocator{Local: writer, Elected: mgr.Elected(), Leader: f.Leader, Log: log.WithName("locate")}
-	}
+	view := admissionView(mgr, writer, router, log)
 	excluded := []string{"kube-system", "kube-node-lease"}
 	if opts.Namespace != "" {
 		excluded = append(excluded, opts.Namespace)
@@ -61,9 +57,42 @@ func setupWebhooks(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, opts
 		keys, ok := view.RuleKeys()
 		return ok && w.Registered(keys)
 	}
+	if err := registerHandlers(mgr, opts, view, writer, router, log); err != nil {
+		return nil, err
+	}
+	if err := mgr.Add(view); err != nil {
+		return nil, err
+	}
+	// Ready only once this replica can judge: serving TLS, with its view built.
+	if err := mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker()); err != nil {
+		return nil, err
+	}
+	if err := mgr.AddReadyzCheck("admission-view", view.Ready); err != nil {
+		return nil, err
+	}
+	return sync.Notify, mgr.Add(sync)
+}
+
+// admissionView is what the webhooks decide on: the rules and targets in the manager's
+// cache, and where the writer would put an object, asked of the leader's writer on a
+// follower (whose own knows no folders).
+func admissionView(mgr ctrl.Manager, writer *batch.Manager, router *attribution.Router, log logr.Logger) *webhook.View {
+	view := webhook.NewView(mgr.GetCache(), log)
+	view.Live = mgr.GetAPIReader()
+	view.Locator = writer
+	if f := router.Forwarder; f != nil {
+		view.Locator = &webhook.LeaderLocator{Local: writer, Elected: mgr.Elected(), Leader: f.Leader, Log: log.WithName("locate")}
+	}
+	return view
+}
+
+// registerHandlers serves the webhooks' paths: the watched objects (and their recorded
+// twin), the leader's locate and attribution-record endpoints, the operator's own kinds,
+// and the requester stamp on CommitRequests.
+func registerHandlers(mgr ctrl.Manager, opts Options, view *webhook.View, writer *batch.Manager, router *attribution.Router, log logr.Logger) error {
 	metrics, err := webhook.NewMetrics(ctrlmetrics.Registry)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	srv := mgr.GetWebhookServer()
 	watched := &webhook.Watched{
@@ -82,7 +111,7 @@ func setupWebhooks(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, opts
 		close(resigned)
 		return nil
 	})); err != nil {
-		return nil, err
+		return err
 	}
 	srv.Register(attribution.RecordsPath, &attribution.Receiver{Book: router.Book, Own: cachedKeyPair(servingCertDir(opts)), Elected: mgr.Elected(),
 		Resigned: resigned, Log: log.WithName("attribution")})
@@ -91,17 +120,7 @@ func setupWebhooks(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, opts
 		Authorizer: webhook.SubjectAccessReviewer{Client: mgr.GetClient()}, SensitiveResources: opts.sensitiveResources(),
 	}})
 	srv.Register(webhook.RequesterPath, &admission.Webhook{Handler: webhook.StampRequester{}})
-	if err := mgr.Add(view); err != nil {
-		return nil, err
-	}
-	// Ready only once this replica can judge: serving TLS, with its view built.
-	if err := mgr.AddReadyzCheck("webhook", srv.StartedChecker()); err != nil {
-		return nil, err
-	}
-	if err := mgr.AddReadyzCheck("admission-view", view.Ready); err != nil {
-		return nil, err
-	}
-	return sync.Notify, mgr.Add(sync)
+	return nil
 }
 
 // whoAmI asks the API server which user the operator is, so its own writes (status, key
