@@ -1256,11 +1256,19 @@ func (w *worker) lookBack(ctx context.Context, t *target) {
 // other requests' claims missing), left waiting otherwise. Callers hold w.mu.
 func (w *worker) lookFor(ctx context.Context, t *target, r *CommitRequest) {
 	claimed, unknown := w.claimedBesides(t, r)
+	if unknown != nil && !w.draining && time.Now().Before(r.lookBackUntil) {
+		// What the branch shows may be another request's: it looks again on the next pass,
+		// and fetches nothing before then.
+		w.unsure(t, r, unknown)
+		w.qmu.Lock()
+		r.lookBack = true
+		w.qmu.Unlock()
+		return
+	}
 	found, unseen := w.carriers(ctx, t, r, claimed)
 	sha, ok := ownCommit(found, r.Created, waitingBefore(claimed, r.Message))
 	if unsure := errors.Join(unseen, unknown); unsure != nil {
-		w.log.Info("could not tell whether an earlier leader committed the request: the branch's history "+
-			"or the other requests' claims are missing", "gitTarget", t.spec.Key.String(), "request", r.Key.String(), "reason", unsure.Error())
+		w.unsure(t, r, unsure)
 		w.qmu.Lock()
 		switch {
 		case w.draining && !ok:
@@ -1288,6 +1296,12 @@ func (w *worker) lookFor(ctx context.Context, t *target, r *CommitRequest) {
 	w.qmu.Unlock()
 	w.answers = append(w.answers, answer{r, RequestOutcome{Done: true, SHA: sha.String(), Reason: ReasonCommitted,
 		Message: fmt.Sprintf("committed %s to %s with the requested message", shortSHA(sha.String()), r.Target)}})
+}
+
+// unsure logs that lookFor could not tell, for why.
+func (w *worker) unsure(t *target, r *CommitRequest, why error) {
+	w.log.Info("could not tell whether an earlier leader committed the request: the branch's history "+
+		"or the other requests' claims are missing", "gitTarget", t.spec.Key.String(), "request", r.Key.String(), "reason", why.Error())
 }
 
 // carriers lists the commits on t's branch that may be r's: by its author, made since its
