@@ -85,7 +85,7 @@ func (w *Watched) Handle(ctx context.Context, req admission.Request) admission.R
 		return admission.Errored(http.StatusBadRequest, err)
 	}
 	dry := r.DryRun
-	targets, judge := w.route(ctx, r, obj, old, func() bool { return onlyOwnersChanged(req) })
+	targets, judge, orphaned := w.route(ctx, r, obj, old, func() bool { return onlyOwnersChanged(req) })
 	if !judge {
 		w.observe(Verdict{Allowed: true, Reason: ReasonSkipped}, dry, start)
 		if !dry && len(targets) > 0 {
@@ -99,11 +99,12 @@ func (w *Watched) Handle(ctx context.Context, req admission.Request) admission.R
 	w.locate(targets, r, req)
 	w.inspect(&r, req, targets)
 	v := Decide(r, targets, w.Sensitive(r.Resource), dry || w.WarnAlways)
-	if !v.Allowed && r.Operation == Update && unchanged(req) {
+	// An orphaned object is a creation for Git, whatever else the write left as it was.
+	if updated := !v.Allowed && r.Operation == Update && !orphaned; updated && unchanged(req) {
 		v = Verdict{Allowed: true, Reason: ReasonUnchanged}
 		w.observe(v, dry, start)
 		return admission.Allowed("") // nothing stored, nothing to attribute
-	} else if !v.Allowed && r.Operation == Update && nothingForGit(req, w.KeepDefaultedFields || w.anySensitive(r.Resource, targets)) {
+	} else if updated && nothingForGit(req, w.KeepDefaultedFields || w.anySensitive(r.Resource, targets)) {
 		v = Verdict{Allowed: true, Reason: ReasonNothingForGit} // stored, and attributed below, as any write
 	}
 	w.observe(v, dry, start)
@@ -161,18 +162,19 @@ func nothingForGit(req admission.Request, whole bool) bool {
 // deleted owner's dependents (--cascade=orphan) must never be denied, or the owner waits on
 // its finalizer for ever; the writer refuses what it cannot write (never in plaintext), and
 // status says so. One that changes more is judged as a creation, so that no one stores
-// unjudged content by giving an object a controller first.
-func (w *Watched) route(ctx context.Context, r Request, obj, old *partialMeta, ownersOnly func() bool) (targets []TargetState, judge bool) {
+// unjudged content by giving an object a controller first (orphaned: none of what the
+// write left as it was then counts for it).
+func (w *Watched) route(ctx context.Context, r Request, obj, old *partialMeta, ownersOnly func() bool) (targets []TargetState, judge, orphaned bool) {
 	if w.isNoise(r, obj, old) {
 		if obj != nil && old != nil && !w.isNoise(r, old) {
-			return w.View.Targets(ctx, adopted(r), nil, old.labels()), false
+			return w.View.Targets(ctx, adopted(r), nil, old.labels()), false, false
 		}
-		return nil, false
+		return nil, false, false
 	}
 	if old != nil && w.isNoise(r, old) {
-		return w.View.Targets(ctx, r, obj.labels(), nil), !ownersOnly() // orphaned
+		return w.View.Targets(ctx, r, obj.labels(), nil), !ownersOnly(), true
 	}
-	return w.View.Targets(ctx, r, obj.labels(), old.labels()), true
+	return w.View.Targets(ctx, r, obj.labels(), old.labels()), true, false
 }
 
 // onlyOwnersChanged reports whether an update changes nothing of the object but its owner
@@ -226,7 +228,7 @@ func (h *Recorded) Handle(ctx context.Context, req admission.Request) admission.
 	if err != nil {
 		return admission.Allowed("")
 	}
-	if targets, _ := h.Watched.route(ctx, r, obj, old, func() bool { return true }); len(targets) > 0 { // judged or not, recorded
+	if targets, _, _ := h.Watched.route(ctx, r, obj, old, func() bool { return true }); len(targets) > 0 { // judged or not, recorded
 		h.Watched.record(ctx, req)
 	}
 	return admission.Allowed("")

@@ -138,9 +138,10 @@ func TestRouteFollowsTheWatcherWhenAControllerAdoptsOrOrphansAnObject(t *testing
 			v := NewView(nil, logr.Discard())
 			v.snap.Store(&snapshot{routes: []route{rt([]string{""}, []string{"configmaps"}, tc.create, tc.update, tc.delete)},
 				targets: map[types.NamespacedName]TargetState{key: {Key: key}}})
-			targets, judged := (&Watched{View: v}).route(context.Background(), upd, tc.obj, tc.old, func() bool { return !tc.more })
+			targets, judged, orphaned := (&Watched{View: v}).route(context.Background(), upd, tc.obj, tc.old, func() bool { return !tc.more })
 			assert.Equal(t, tc.targets, len(targets) > 0, "targets")
 			assert.Equal(t, tc.judged, judged, "judged")
+			assert.Equal(t, tc.obj == free && tc.old == owned, orphaned, "orphaned")
 		})
 	}
 }
@@ -188,6 +189,9 @@ func TestAnUpdateThatStoresNothingNewIsAllowedWhateverTheTarget(t *testing.T) {
 		{"allows an owner reference someone adds, which the writer leaves out", stored, owned, true},
 		{"allows an object its controller orphans, never judged: the garbage collector is never blocked", controlled, stored, true},
 		{"denies an orphaning write that also changes a value, judged as a creation", controlled, strings.Replace(stored, `"k":"v"`, `"k":"w"`, 1), false},
+		{"denies an orphaning write that also changes a field the writer leaves out, judged as a creation",
+			strings.Replace(withUnowned, `"name":"app",`, `"name":"app","ownerReferences":[{"apiVersion":"apps/v1","kind":"Deployment","name":"api","uid":"6b1c7d3e-0000-4000-8000-000000000004","controller":true}],`, 1),
+			strings.Replace(withUnowned, `"default"`, `"other"`, 1), false},
 		{"allows a controller removing its finalizer from an object being deleted", finalizing, deleting, true},
 		{"denies a change of a value of an object being deleted", finalizing, strings.Replace(finalizing, `"k":"v"`, `"k":"w"`, 1), false},
 		{"denies a label only a cluster controller owns, which moves the object between targets",
