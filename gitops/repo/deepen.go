@@ -57,6 +57,9 @@ func (r *Repo) deepen(ctx context.Context, branch string, tip plumbing.Hash, lim
 	// Left behind (a failure here, a kill), it is removed when the clone is opened or
 	// compacted, never trusted: compaction deletes what only it names.
 	defer func() { _ = r.git.Storer.RemoveReference(deepenRef) }()
+	if err := r.configureOrigin(); err != nil {
+		return err
+	}
 	err = r.git.FetchContext(ctx, &git.FetchOptions{
 		RemoteName:   remoteName,
 		RefSpecs:     []config.RefSpec{config.RefSpec(fmt.Sprintf("+%s:%s", ref, deepenRef))},

@@ -28,6 +28,9 @@ func (r *Repo) Fetch(ctx context.Context, branch string) (plumbing.Hash, error) 
 		return plumbing.ZeroHash, err
 	}
 	spec := config.RefSpec(fmt.Sprintf("+%s:%s", ref, trackingRef(branch)))
+	if err := r.configureOrigin(); err != nil {
+		return plumbing.ZeroHash, err
+	}
 	err = r.git.FetchContext(ctx, &git.FetchOptions{
 		RemoteName:   remoteName,
 		RefSpecs:     []config.RefSpec{spec},

@@ -147,7 +147,7 @@ func (r *Repo) storeFresh() error {
 	if r.fresh == nil || r.fresh.stored {
 		return nil
 	}
-	n, err := r.fresh.flush()
+	n, err := r.fresh.flush(r.dir)
 	r.loose += n
 	if err != nil {
 		return fmt.Errorf("storing the last commit's objects in %s: %w", r.dir, err)
@@ -202,10 +202,18 @@ func (r *Repo) Reset() error {
 	if err != nil {
 		return fmt.Errorf("reset clone %s: %w", r.dir, err)
 	}
-	if err := ensureRemote(g, r.url); err != nil {
+	// The new clone from now on, whatever happens next: the old one is gone. A remote that
+	// cannot be configured now is configured by the next fetch.
+	r.git = g
+	return r.configureOrigin()
+}
+
+// configureOrigin makes sure the clone's config names the remote it fetches from: a reset
+// that failed after re-initialising the clone left none. Callers hold r.mu.
+func (r *Repo) configureOrigin() error {
+	if err := ensureRemote(r.git, r.url); err != nil {
 		return fmt.Errorf("configure remote in %s: %w", r.dir, scrub(err, r.url))
 	}
-	r.git = g
 	return nil
 }
 

@@ -181,6 +181,21 @@ func TestVerifyDetectsDamageAndResetRepairsIt(t *testing.T) {
 	assert.Equal(t, tip, fetch(t, r, "main"))
 }
 
+// A reset that re-initialised the clone and then failed to write its config leaves a clone
+// that names no remote, which Verify accepts (a new clone names none until it is
+// configured); the config is written by hand here, as a failing disk could not be made to
+// fail on cue.
+func TestAFetchConfiguresTheRemoteOfACloneWhoseConfigLostIt(t *testing.T) {
+	remote := repotest.NewFileRemote(t)
+	remote.Seed("main", map[string]string{"a.yaml": "a\n"}, "one")
+	r := openClone(t, remote.URL, nil)
+	tip := fetch(t, r, "main")
+
+	writeFile("config", "[core]\n\tbare = true\n")(t, r.Dir())
+	require.NoError(t, r.Verify())
+	assert.Equal(t, tip, fetch(t, r, "main"), "the fetch names its remote again, rather than failing until a restart")
+}
+
 func TestVerifyFindsABlobThatNoLongerDecompresses(t *testing.T) {
 	remote := repotest.NewFileRemote(t)
 	remote.Seed("main", map[string]string{"a.yaml": "a\n", "live/b.yaml": "b\n"}, "one")
