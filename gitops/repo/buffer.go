@@ -59,8 +59,8 @@ func (b *objectBuffer) HasEncodedObject(h plumbing.Hash) error {
 	return b.EncodedObjectStorer.HasEncodedObject(h)
 }
 
-// flush stores the buffered objects in the clone and says how many it stored loose.
-func (b *objectBuffer) flush() (loose int, err error) {
+// flush stores the buffered objects in the clone in dir and says how many it stored loose.
+func (b *objectBuffer) flush(dir string) (loose int, err error) {
 	pw, packable := b.EncodedObjectStorer.(storer.PackfileWriter)
 	if len(b.order) <= looseLimit || !packable {
 		for _, h := range b.order {
@@ -75,7 +75,7 @@ func (b *objectBuffer) flush() (loose int, err error) {
 		}
 		return loose, nil
 	}
-	_, err = writePackfile(pw, b.mem, b.order)
+	_, err = writePackfile(pw, b.mem, b.order, dir)
 	return 0, err
 }
 

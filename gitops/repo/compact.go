@@ -339,17 +339,24 @@ func (r *Repo) writePack(hashes []plumbing.Hash) (plumbing.Hash, error) {
 	// which through the clone's store would only evict what its cache holds for the writer.
 	src := filesystem.NewStorageWithOptions(osfs.New(r.dir), cache.NewObjectLRU(cache.MiByte), filesystem.Options{KeepDescriptors: true})
 	defer func() { _ = src.Close() }()
-	return writePackfile(pw, src, hashes)
+	return writePackfile(pw, src, hashes, r.dir)
 }
 
 // writePackfile writes the objects hashes, read from src, as one packfile (and index) of
-// dst, without delta search: it is local storage, written once; pushes choose their own. It
-// returns the pack's checksum, which names its files.
-func writePackfile(dst storer.PackfileWriter, src storer.EncodedObjectStorer, hashes []plumbing.Hash) (plumbing.Hash, error) {
+// dst, the clone in dir, without delta search: it is local storage, written once; pushes
+// choose their own. It returns the pack's checksum, which names its files. A pack it could
+// not finish (a full disk) leaves no temporary file: go-git's writer leaves it, and each
+// retry would add one. Callers hold r.mu, or the clone is not open yet.
+func writePackfile(dst storer.PackfileWriter, src storer.EncodedObjectStorer, hashes []plumbing.Hash, dir string) (sum plumbing.Hash, err error) {
 	w, err := dst.PackfileWriter()
 	if err != nil {
 		return plumbing.ZeroHash, fmt.Errorf("open a packfile for %d objects: %w", len(hashes), err)
 	}
+	defer func() {
+		if err != nil {
+			removeStalePackTemps(dir)
+		}
+	}()
 	var checksum plumbing.Hash
 	if dw, ok := w.(*dotgit.PackWriter); ok {
 		notify := dw.Notify
