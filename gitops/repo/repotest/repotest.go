@@ -11,6 +11,7 @@ package repotest
 
 import (
 	"bytes"
+	"io"
 	"net"
 	"net/http"
 	"net/http/cgi"
@@ -226,7 +227,7 @@ func (c *serveConfig) handlerWrappers(t testing.TB, projectRoot string) []func(h
 func backend(t testing.TB, projectRoot string, wrappers []func(http.Handler) http.Handler, env ...string) http.Handler {
 	t.Helper()
 	execPath := Git(t, projectRoot, "--exec-path")
-	var h http.Handler = &cgi.Handler{
+	var h http.Handler = wholeBody(&cgi.Handler{
 		Path: filepath.Join(execPath, "git-http-backend"),
 		Root: "/",
 		Env: append([]string{
@@ -236,11 +237,32 @@ func backend(t testing.TB, projectRoot string, wrappers []func(http.Handler) htt
 			"GIT_CONFIG_GLOBAL=" + os.DevNull,
 		}, env...),
 		Stderr: logWriter{t},
-	}
+	})
 	for _, w := range wrappers {
 		h = w(h)
 	}
 	return h
+}
+
+// wholeBody hands next only requests whose body arrived whole, read into memory first,
+// and answers 400 to one cut short (its client gone, or Stop closing the connection
+// mid-push). git http-backend reads a body of CONTENT_LENGTH bytes and, given fewer,
+// reads on at end of file for ever (git 2.39's pipe_fixed_length): a core spent, and
+// Stop's wait for the request never ending.
+func wholeBody(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Body == nil || r.Body == http.NoBody {
+			next.ServeHTTP(w, r)
+			return
+		}
+		body, err := io.ReadAll(r.Body)
+		if err != nil || (r.ContentLength >= 0 && int64(len(body)) != r.ContentLength) {
+			http.Error(w, "request body cut short", http.StatusBadRequest)
+			return
+		}
+		r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+		next.ServeHTTP(w, r)
+	})
 }
 
 // Server serves the repositories under a root over smart HTTP with `git http-backend` on
