@@ -330,8 +330,8 @@ func (w *worker) inSharedFile(t *target, enc *Encryption, read func(string) ([]b
 // sharedProblem says why an object of an encrypted file holding n objects is neither
 // written nor removed; admission (Locate) and the writer give the same reason. Pure.
 func sharedProblem(file string, n int) string {
-	return fmt.Sprintf("%s holds %d objects encrypted together, and the writer keeps one object per encrypted file "+
-		"(rewriting it would drop the others, removing one would break the file's MAC): split it in Git into one "+
+	return fmt.Sprintf("%s holds %d objects, some or all of them encrypted, and the writer keeps one object per "+
+		"encrypted file (rewriting it would drop the others or break the file's MAC): split it in Git into one "+
 		".sops.yaml file per object", file, n)
 }
 

@@ -49,7 +49,7 @@ type folderIndex struct {
 // sopsFile reports whether content is an encrypted sops file; a file without "sops"
 // anywhere cannot be one, and is not parsed.
 func sopsFile(content []byte) bool {
-	return bytes.Contains(content, []byte("sops")) && encrypt.IsEncrypted(content)
+	return bytes.Contains(content, []byte("sops")) && encrypt.HoldsEncrypted(content)
 }
 
 // isEncrypted reports whether file is a sops file.

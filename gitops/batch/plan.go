@@ -322,8 +322,8 @@ func (w *worker) planWrite(t *target, p *writePlan, read func(string) ([]byte, e
 			return nil
 		}
 	}
-	// IsEncrypted parses the file; a file without "sops" anywhere cannot have its key.
-	if exists && bytes.Contains(content, []byte("sops")) && encrypt.IsEncrypted(content) {
+	// HoldsEncrypted parses the file; a file without "sops" anywhere cannot have its key.
+	if exists && bytes.Contains(content, []byte("sops")) && encrypt.HoldsEncrypted(content) {
 		// Encrypted in Git: never written back in plaintext, even once its resource is no
 		// longer declared sensitive or the target lost its keys (then it is refused).
 		return w.planSensitive(t, p, read, k, obj, file, exists)

@@ -41,12 +41,16 @@ func encryptTogether(t *testing.T, recipients encrypt.Recipients, docs ...string
 	return string(out)
 }
 
+// appObject is the manifest of a core object of kind in namespace app whose data holds
+// key: value.
+func appObject(kind, name, key, value string) string {
+	return "apiVersion: v1\nkind: " + kind + "\nmetadata:\n  name: " + name + "\n  namespace: app\ndata:\n  " + key + ": " + value + "\n"
+}
+
 func TestAnEncryptedFileHoldingSeveralObjectsIsNeitherRewrittenNorCutByTheWriter(t *testing.T) {
 	ids, recipients := identity(t)
 	s := newWriterScene(t, &batch.Encryption{Recipients: recipients, Identities: ids})
-	secret := func(name, value string) string {
-		return "apiVersion: v1\nkind: Secret\nmetadata:\n  name: " + name + "\n  namespace: app\ndata:\n  password: " + value + "\n"
-	}
+	secret := func(name, value string) string { return appObject("Secret", name, "password", value) }
 	const file = "live/app/secrets/pair.sops.yaml"
 	pair := encryptTogether(t, recipients, secret("a", "b2xk"), secret("b", "b2xk"))
 	co := s.remote.Clone("main")
@@ -58,7 +62,7 @@ func TestAnEncryptedFileHoldingSeveralObjectsIsNeitherRewrittenNorCutByTheWriter
 	assert.Empty(t, st.Refused, "an object as the file holds it needs nothing written: no refusal at every list")
 
 	problem := s.writer.Locate(targetKey, secretsGVR, "Secret", "app", "a").Problem
-	assert.Contains(t, problem, file+" holds 2 objects encrypted together", "admission denies the change, with the reason")
+	assert.Contains(t, problem, file+" holds 2 objects, some or all of them encrypted", "admission denies the change, with the reason")
 	st = s.submitAndSettle(s.cluster.put(secretsGVR, "Secret", "a", map[string]any{"password": "bmV3"}))
 	require.Len(t, st.Refused, 1)
 	assert.Equal(t, "Secret app/a: not written: "+problem, st.Refused[0], "admission and the writer give the same reason")
@@ -95,4 +99,30 @@ func TestARecipientChangeNeverReWrapsAFileOfSeveralObjectsHoldingKeyMaterial(t *
 	assert.Equal(t, strings.TrimSuffix(pair, "\n"), s.remote.Show("main", file), "left as it is")
 	_, err = encrypt.Decrypt([]byte(s.remote.Show("main", file)+"\n"), newIDs)
 	assert.Error(t, err, "the new recipients never get the key")
+}
+
+// Flux decrypts each document of a file on its own, so a person may keep an encrypted
+// document after a plaintext one: the file is no sops file by its first document, which is
+// all sops reads.
+func TestADocumentEncryptedAfterAPlaintextOneIsNeverWrittenBackInPlaintext(t *testing.T) {
+	ids, recipients := identity(t)
+	s := newWriterScene(t, &batch.Encryption{Recipients: recipients, Identities: ids})
+	configMap := func(name, value string) string { return appObject("ConfigMap", name, "pw", value) }
+	const file = "live/app/configmaps/mixed.yaml"
+	mixed := configMap("plain", "open") + "---\n" + encryptTogether(t, recipients, configMap("db", "hunter2"))
+	co := s.remote.Clone("main")
+	co.WriteFile(file, mixed)
+	co.CommitAndPush("main", "a person encrypts one ConfigMap of the file")
+	s.restart()
+
+	problem := s.writer.Locate(targetKey, cmGVR, "ConfigMap", "app", "db").Problem
+	assert.Contains(t, problem, file+" holds 2 objects, some or all of them encrypted", "admission denies the change, with the reason")
+	st := s.submitAndSettle(s.cluster.put(cmGVR, "ConfigMap", "db", map[string]any{"pw": "hunter3"}))
+	require.Len(t, st.Refused, 1)
+	assert.Equal(t, "ConfigMap app/db: not written: "+problem, st.Refused[0])
+	st = s.submitAndSettle(s.cluster.put(cmGVR, "ConfigMap", "plain", map[string]any{"pw": "changed"}))
+	assert.Contains(t, st.Refused, "ConfigMap app/plain: not written: "+problem, "nor is the plaintext one rewritten, which would rewrite the file")
+	got := s.remote.Show("main", file)
+	assert.NotContains(t, got, "hunter", "the encrypted document stays encrypted")
+	assert.Equal(t, strings.TrimSuffix(mixed, "\n"), got)
 }

@@ -3,6 +3,7 @@ package encrypt
 import (
 	sopsaes "github.com/getsops/sops/v3/aes"
 	"github.com/getsops/sops/v3/stores"
+	"slices"
 )
 
 // Option adjusts Encrypt and Update.
@@ -63,10 +64,25 @@ func Decrypt(encDoc []byte, ids Identities) ([]byte, error) {
 	return emitPlain(tree.Branches)
 }
 
+// HoldsEncrypted says whether any YAML document of doc has a top-level sops key: a file a
+// person encrypted document by document (Flux decrypts each on its own) is one, though
+// sops, which reads the first document's metadata only, would not call it encrypted
+// (IsEncrypted). Input sops cannot read safely is not (aliasesBounded).
+func HoldsEncrypted(doc []byte) bool {
+	if !aliasesBounded(doc) {
+		return false
+	}
+	branches, err := newStore().LoadPlainFile(doc)
+	return err == nil && slices.ContainsFunc(branches, stores.HasSopsTopLevelKey)
+}
+
 // IsEncrypted says whether doc is a sops file (its first YAML document has a
 // top-level sops key), the same test sops itself applies. Unparseable input
-// is not encrypted.
+// is not encrypted, nor is input sops cannot read safely (aliasesBounded).
 func IsEncrypted(doc []byte) bool {
+	if !aliasesBounded(doc) {
+		return false
+	}
 	branches, err := newStore().LoadPlainFile(doc)
 	return err == nil && len(branches) > 0 && stores.HasSopsTopLevelKey(branches[0])
 }

@@ -205,3 +205,53 @@ func TestIsEncrypted(t *testing.T) {
 		})
 	}
 }
+
+// sops expands YAML aliases without a bound; a file in a folder is anybody's with push access.
+func TestAnAliasThatContainsItselfOrExpandsTooFarIsRefusedBeforeSopsReadsIt(t *testing.T) {
+	laughs := "lol: &a [x, x, x, x, x, x, x, x, x]\n"
+	prev := "a"
+	for _, name := range []string{"b", "c", "d", "e", "f", "g", "h", "i"} {
+		laughs += name + ": &" + name + " [" + strings.Repeat("*"+prev+", ", 8) + "*" + prev + "]\n"
+		prev = name
+	}
+	k := newKeyPair(t)
+	r, ids := k.recipients, k.ids
+	for name, doc := range map[string]string{
+		"an alias that contains itself, in a later document": "kind: ConfigMap\nsops: {}\n---\nb: &x [*x]\n",
+		"an alias that contains itself, in the first":        "sops: {}\nb: &x [*x]\n",
+		"aliases that multiply at each level":                "sops: {}\n---\n" + laughs,
+	} {
+		t.Run(name, func(t *testing.T) {
+			assert.False(t, encrypt.IsEncrypted([]byte(doc)))
+			_, err := encrypt.Decrypt([]byte(doc), ids)
+			assert.ErrorIs(t, err, encrypt.ErrMalformedDocument)
+			out, _, err := encrypt.Update([]byte(doc), []byte("kind: ConfigMap\n"), r, &ids)
+			require.NoError(t, err, "a file sops cannot read is written afresh from the cluster")
+			assert.True(t, encrypt.IsEncrypted(out))
+			_, err = encrypt.Encrypt([]byte(strings.Replace(doc, "sops: {}\n", "", 1)), r)
+			assert.ErrorIs(t, err, encrypt.ErrMalformedDocument)
+		})
+	}
+	t.Run("an alias that points elsewhere is read as before", func(t *testing.T) {
+		doc := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\ndata:\n  a: &v one\n  b: *v\n"
+		enc, err := encrypt.Encrypt([]byte(doc), r)
+		require.NoError(t, err)
+		assert.True(t, encrypt.IsEncrypted(enc))
+		plain, err := encrypt.Decrypt(enc, ids)
+		require.NoError(t, err)
+		assert.Contains(t, string(plain), "b: one")
+	})
+}
+
+// FuzzIsEncrypted checks that the sops entry points a file in Git reaches, whatever its
+// content, return: no crash, no unbounded alias expansion. The seed corpus is in
+// testdata/fuzz/FuzzIsEncrypted (go test -fuzz FuzzIsEncrypted ./gitops/encrypt adds to it).
+func FuzzIsEncrypted(f *testing.F) {
+	k := newKeyPair(f)
+	f.Fuzz(func(t *testing.T, doc []byte) {
+		if encrypt.IsEncrypted(doc) {
+			_, _ = encrypt.Decrypt(doc, k.ids)
+		}
+		_, _ = encrypt.NeedsUpdateKeys(doc, k.recipients)
+	})
+}

@@ -26,7 +26,7 @@ type keyPair struct {
 
 // newKeyPair generates an identity and parses it the way the controller
 // will: from a Secret's data under a .agekey key.
-func newKeyPair(t *testing.T) keyPair {
+func newKeyPair(t testing.TB) keyPair {
 	t.Helper()
 	private, public, err := encrypt.GenerateIdentity()
 	require.NoError(t, err)

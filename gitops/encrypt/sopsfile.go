@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"sort"
 	"strings"
@@ -50,9 +51,35 @@ type plainDoc struct {
 	canonical []byte
 }
 
+// aliasesBounded reports whether every YAML document of doc decodes, every alias in it
+// pointing outside itself and expanding within the YAML library's bounds. sops expands
+// aliases without a bound: one anywhere in a file that contains itself overflows the
+// stack (a fatal error, which no recover catches), so a file someone pushes to a folder
+// would crash the operator at every start; one that doubles at each level exhausts memory.
+// Every file goes through this before sops reads it. A file without '*' has no alias,
+// and is not parsed here.
+func aliasesBounded(doc []byte) bool {
+	if !bytes.Contains(doc, []byte("*")) {
+		return true
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(doc))
+	for {
+		var v any
+		switch err := dec.Decode(&v); {
+		case errors.Is(err, io.EOF):
+			return true
+		case err != nil:
+			return false
+		}
+	}
+}
+
 // parsePlain parses a plaintext document that is about to be encrypted.
 // sops and YAML errors are not wrapped: their text can quote values.
 func parsePlain(doc []byte) (plainDoc, error) {
+	if !aliasesBounded(doc) {
+		return plainDoc{}, fmt.Errorf("%w: not valid YAML, or an alias that contains itself or expands too far", ErrMalformedDocument)
+	}
 	branches, err := newStore().LoadPlainFile(doc)
 	if err != nil {
 		return plainDoc{}, fmt.Errorf("%w: not valid YAML", ErrMalformedDocument)
@@ -90,6 +117,9 @@ func canonicalize(doc []byte) ([]byte, error) {
 
 // loadEncrypted parses a sops-encrypted YAML file.
 func loadEncrypted(doc []byte) (sops.Tree, error) {
+	if !aliasesBounded(doc) {
+		return sops.Tree{}, fmt.Errorf("%w: not valid YAML, or an alias that contains itself or expands too far", ErrMalformedDocument)
+	}
 	tree, err := newStore().LoadEncryptedFile(doc)
 	switch {
 	case errors.Is(err, sops.MetadataNotFound):
