@@ -158,8 +158,7 @@ func (r *GitTargetReconciler) register(ctx context.Context, t *v1alpha1.GitTarge
 		return r.suspend(t, v1alpha1.ReasonProviderNotReady, fmt.Sprintf("GitProvider %s: %v", pkey, err))
 	}
 	if err != nil {
-		v1alpha1.SetReconciling(conds, t.Generation, v1alpha1.ReasonUnreachable,
-			fmt.Sprintf("branch %s of %s: %v", t.Spec.Branch, repo.Redact(p.Spec.URL), err))
+		setUnreachable(t, st, p.Spec.URL, err)
 		return ctrl.Result{}, err
 	}
 	setWriterConditions(t, st, p.Spec.URL)
@@ -223,6 +222,23 @@ func setWriterConditions(t *v1alpha1.GitTarget, st batch.TargetStatus, url strin
 			reason, msg = v1alpha1.ReasonObjectsRefused, msg+"; "+RefusedSummary(st.Refused)
 		}
 		v1alpha1.SetReady(conds, gen, reason, msg)
+	}
+}
+
+// setUnreachable reports that the writer could not reach t's branch on url (err), as
+// Reconciling, unless its folder stands refused: a verdict the writer still holds (st), or,
+// when it could not look at all (another push holding the branch, st unknown), the
+// UnsupportedContent the status last had. Admission denies by Stalled, and what stops the
+// folder being written has not changed because Git cannot be reached. Pure.
+func setUnreachable(t *v1alpha1.GitTarget, st batch.TargetStatus, url string, err error) {
+	conds := &t.Status.Conditions
+	switch stalled := apimeta.FindStatusCondition(*conds, v1alpha1.ConditionStalled); {
+	case st.Known && !st.Verdict.Supported:
+		setWriterConditions(t, st, url)
+	case !st.Known && stalled != nil && stalled.Status == metav1.ConditionTrue && stalled.Reason == v1alpha1.ReasonUnsupportedContent:
+	default:
+		v1alpha1.SetReconciling(conds, t.Generation, v1alpha1.ReasonUnreachable,
+			fmt.Sprintf("branch %s of %s: %v", t.Spec.Branch, repo.Redact(url), err))
 	}
 }
 

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"errors"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -80,6 +81,47 @@ func TestSetWriterConditions(t *testing.T) {
 			folder := apimeta.FindStatusCondition(tgt.Status.Conditions, v1alpha1.ConditionFolderReady)
 			if assert.NotNil(t, folder) {
 				assert.Equal(t, tc.folderReady, folder.Status)
+			}
+		})
+	}
+}
+
+func TestSetUnreachable(t *testing.T) {
+	unsupported := layout.Verdict{Folder: "live", File: "live/run.sh", Reason: "is executable", Fix: "clear its executable bit"}
+	stalled := func(tgt *v1alpha1.GitTarget) {
+		v1alpha1.SetStalled(&tgt.Status.Conditions, tgt.Generation, v1alpha1.ReasonUnsupportedContent, "live/run.sh is executable")
+	}
+	cases := []struct {
+		name       string
+		before     func(*v1alpha1.GitTarget)
+		st         batch.TargetStatus
+		want       string // the condition that is True
+		wantReason string
+	}{
+		{"keeps a folder the writer still cannot write Stalled when only Git could not be reached",
+			stalled, batch.TargetStatus{Known: true, Verdict: unsupported}, v1alpha1.ConditionStalled, v1alpha1.ReasonUnsupportedContent},
+		{"stalls a folder the writer knows it cannot write, though Git could not be reached now",
+			nil, batch.TargetStatus{Known: true, Verdict: unsupported}, v1alpha1.ConditionStalled, v1alpha1.ReasonUnsupportedContent},
+		{"keeps a Stalled folder when the writer could not look at all (another push held the branch)",
+			stalled, batch.TargetStatus{}, v1alpha1.ConditionStalled, v1alpha1.ReasonUnsupportedContent},
+		{"reports a writable folder whose branch could not be fetched as Reconciling",
+			stalled, batch.TargetStatus{Known: true, Verdict: layout.Verdict{Supported: true}}, v1alpha1.ConditionReconciling, v1alpha1.ReasonUnreachable},
+		{"reports a target that never read its branch as Reconciling",
+			nil, batch.TargetStatus{}, v1alpha1.ConditionReconciling, v1alpha1.ReasonUnreachable},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			tgt := &v1alpha1.GitTarget{Spec: v1alpha1.GitTargetSpec{Branch: "main", Path: "live"}}
+			tgt.Generation = 3
+			if tc.before != nil {
+				tc.before(tgt)
+			}
+			setUnreachable(tgt, tc.st, "https://user:token@git.example/r.git", errors.New("fetch main: 503"))
+			c := apimeta.FindStatusCondition(tgt.Status.Conditions, tc.want)
+			if assert.NotNil(t, c) {
+				assert.Equal(t, metav1.ConditionTrue, c.Status)
+				assert.Equal(t, tc.wantReason, c.Reason)
+				assert.NotContains(t, c.Message, "token")
 			}
 		})
 	}
