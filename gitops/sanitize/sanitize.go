@@ -150,12 +150,15 @@ func dropControllerFields(object map[string]any, kept map[string]bool) {
 
 // dropTokenFields removes, in place, what the tokens controller fills into a Secret of type
 // kubernetes.io/service-account-token (captured with --capture-service-account-tokens): the
-// token, the cluster's CA certificate, the namespace and the account's uid. What people
-// write is the type and the account's name; the controller of the cluster it is applied to
-// fills the rest for its own account, and deletes a Secret that names an account uid it
-// does not have.
+// token, the cluster's CA certificate, the namespace and the account's uid; and the labels
+// the cluster keeps on a legacy token: the day the API server last saw it used, which moves
+// daily (a commit a day), and when the cleaner marked it invalid, which would make another
+// cluster reject it. What people write is the type and the account's name; the controller
+// of the cluster it is applied to fills the rest for its own account, and deletes a Secret
+// that names an account uid it does not have.
 func dropTokenFields(object map[string]any) {
 	dropAnnotation(object, "kubernetes.io/service-account.uid")
+	dropLabels(object, "kubernetes.io/legacy-token-last-used", "kubernetes.io/legacy-token-invalid-since")
 	data, ok := object["data"].(map[string]any)
 	if !ok {
 		return

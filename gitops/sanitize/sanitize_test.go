@@ -312,6 +312,20 @@ func TestObject(t *testing.T) {
 			},
 		},
 		{
+			name: "drops the labels the cluster keeps on a legacy token: the day it was last used, and when it was marked invalid",
+			in: map[string]any{
+				"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/service-account-token",
+				"metadata": map[string]any{"name": "ci-token", "labels": map[string]any{
+					"kubernetes.io/legacy-token-last-used": "2026-12-07", "kubernetes.io/legacy-token-invalid-since": "2026-12-07", "team": "ci"},
+					"annotations": map[string]any{"kubernetes.io/service-account.name": "ci"}},
+			},
+			want: map[string]any{
+				"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/service-account-token",
+				"metadata": map[string]any{"name": "ci-token", "labels": map[string]any{"team": "ci"},
+					"annotations": map[string]any{"kubernetes.io/service-account.name": "ci"}},
+			},
+		},
+		{
 			name: "drops the TTL annotation the cluster moves on every Node as it grows",
 			in: map[string]any{
 				"apiVersion": "v1", "kind": "Node",
