@@ -234,9 +234,9 @@ func celList(xs []string) string {
 }
 
 // +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingwebhookconfigurations,verbs=get;list;watch
-// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingwebhookconfigurations,verbs=update;patch,resourceNames=gitops-reverser
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingwebhookconfigurations,verbs=update,resourceNames=gitops-reverser
 // +kubebuilder:rbac:groups=authentication.k8s.io,resources=selfsubjectreviews,verbs=create
-// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;create;update;patch,namespace=gitops-reverser-system
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;create;update,namespace=gitops-reverser-system
 
 // RulesFor turns the watcher's resolved resources into the watched entry's rules: the API
 // server sends exactly the writes the watcher acts on, so a "*" never brings it the

@@ -43,7 +43,7 @@ type CommitRequestReconciler struct {
 }
 
 // +kubebuilder:rbac:groups=reverser.gitops.dev,resources=commitrequests,verbs=get;list;watch
-// +kubebuilder:rbac:groups=reverser.gitops.dev,resources=commitrequests/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=reverser.gitops.dev,resources=commitrequests/status,verbs=get;update
 
 // Reconcile fetches the request, defers the status patch and reconciles it with the writer.
 func (r *CommitRequestReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, err error) {

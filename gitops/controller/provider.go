@@ -47,7 +47,7 @@ type GitProviderReconciler struct {
 }
 
 // +kubebuilder:rbac:groups=reverser.gitops.dev,resources=gitproviders,verbs=get;list;watch
-// +kubebuilder:rbac:groups=reverser.gitops.dev,resources=gitproviders/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=reverser.gitops.dev,resources=gitproviders/status,verbs=get;update
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 

@@ -61,9 +61,9 @@ type GitTargetReconciler struct {
 }
 
 // +kubebuilder:rbac:groups=reverser.gitops.dev,resources=gittargets,verbs=get;list;watch
-// +kubebuilder:rbac:groups=reverser.gitops.dev,resources=gittargets/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=reverser.gitops.dev,resources=gittargets/status,verbs=get;update
 // +kubebuilder:rbac:groups=reverser.gitops.dev,resources=gittargets/finalizers,verbs=update
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update;patch
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconcile fetches the target, defers the status patch and reconciles it with the writer.

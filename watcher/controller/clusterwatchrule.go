@@ -29,7 +29,7 @@ type ClusterWatchRuleReconciler struct {
 }
 
 // +kubebuilder:rbac:groups=reverser.gitops.dev,resources=clusterwatchrules,verbs=get;list;watch
-// +kubebuilder:rbac:groups=reverser.gitops.dev,resources=clusterwatchrules/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=reverser.gitops.dev,resources=clusterwatchrules/status,verbs=get;update
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
 
 // Reconcile fetches the rule, defers the status patch and registers its claims.

@@ -29,7 +29,7 @@ type WatchRuleReconciler struct {
 }
 
 // +kubebuilder:rbac:groups=reverser.gitops.dev,resources=watchrules,verbs=get;list;watch
-// +kubebuilder:rbac:groups=reverser.gitops.dev,resources=watchrules/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=reverser.gitops.dev,resources=watchrules/status,verbs=get;update
 // +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;list;watch
 // +kubebuilder:rbac:groups=*,resources=*,verbs=get;list;watch
 
