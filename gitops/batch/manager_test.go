@@ -752,21 +752,25 @@ func TestPlanBefore(t *testing.T) {
 	other := goneKey
 	other.Name = "another"
 	tests := []struct {
-		name  string
-		a, b  ObjectKey
-		dirty map[ObjectKey]intent
-		want  bool
+		name     string
+		a, b     ObjectKey
+		dirty    map[ObjectKey]intent
+		resolved map[ObjectKey]resolution
+		want     bool
 	}{
-		{"orders objects by identity", other, v1, map[ObjectKey]intent{}, true},
+		{"orders objects by identity", other, v1, map[ObjectKey]intent{}, nil, true},
 		{"plans the write of an object waiting at two versions before its removal",
-			v1, beta, map[ObjectKey]intent{v1: {}, beta: {deleted: true}}, true},
+			v1, beta, map[ObjectKey]intent{v1: {}, beta: {deleted: true}}, nil, true},
 		{"plans its removal after the write, whichever version each came at",
-			v1, beta, map[ObjectKey]intent{v1: {deleted: true}, beta: {}}, false},
-		{"orders two writes of one object by version", v1, beta, map[ObjectKey]intent{}, true},
+			v1, beta, map[ObjectKey]intent{v1: {deleted: true}, beta: {}}, nil, false},
+		{"orders two writes of one object by version", v1, beta, map[ObjectKey]intent{}, nil, true},
+		{"plans first the version the cluster has the object at, though both saw it deleted",
+			v1, beta, map[ObjectKey]intent{v1: {deleted: true}, beta: {deleted: true}},
+			map[ObjectKey]resolution{v1: {err: ErrNotSelected}, beta: {obj: &unstructured.Unstructured{}}}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			assert.Equal(t, tt.want, planBefore(tt.a, tt.b, tt.dirty, PruneOnEvent))
+			assert.Equal(t, tt.want, planBefore(tt.a, tt.b, tt.dirty, PruneOnEvent, tt.resolved))
 		})
 	}
 }
@@ -782,21 +786,67 @@ func (r byVersion) Current(_ types.NamespacedName, k ObjectKey) (*unstructured.U
 	return nil, ErrNotSelected
 }
 
-func TestAnObjectOneVersionsRuleLetGoAndAnotherStillSelectsKeepsItsDocument(t *testing.T) {
-	v1, obj := clusterConfigMap("a", "new")
-	beta := v1
+// twoVersionsOf registers target live with a person's file holding objects a and b
+// (personsFile) and returns a's keys at v1 and at v1beta1 of its resource, the cluster read
+// through r: rules at both versions re-resolving one by one after a CRD's preferred version
+// moved.
+func twoVersionsOf(t *testing.T, r Resolver) (m *Manager, v1, beta ObjectKey) {
+	t.Helper()
+	v1, _ = clusterConfigMap("a", "new")
+	beta = v1
 	beta.GVR.Version = "v1beta1"
-	both := configMapDoc("a", "old") + "---\n" + configMapDoc("b", "x") // a person keeps two objects in one file
-	m, _ := registeredManagerWith(t, map[string]string{"live/app/all.yaml": both},
-		Options{Resolver: byVersion{"v1beta1": obj}})
-	m.Submit(Change{Target: liveKey, Key: v1, Deleted: true}, // it left the v1 rule's selection
-		Change{Target: liveKey, Key: beta}) // the v1beta1 rule still selects it
+	m, _ = registeredManagerWith(t, map[string]string{"live/app/all.yaml": personsFile("old")}, Options{Resolver: r})
+	return m, v1, beta
+}
+
+// personsFile is a person's file of two objects, a (whose data k is a) and b.
+func personsFile(a string) string {
+	return configMapDoc("a", a) + "---\n" + configMapDoc("b", "x")
+}
+
+func TestAnObjectAtTwoVersionsKeepsItsDocument(t *testing.T) {
+	_, obj := clusterConfigMap("a", "new")
+	for _, tt := range []struct {
+		name        string
+		betaDeleted bool
+	}{
+		{"when one version's rule let it go and the other's still selects it", false},
+		// Both versions' informers saw the delete, and only the one sorting last has seen
+		// the object created again.
+		{"when it was deleted at both versions and created again within the window", true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			m, v1, beta := twoVersionsOf(t, byVersion{"v1beta1": obj})
+			m.Submit(Change{Target: liveKey, Key: v1, Deleted: true}, Change{Target: liveKey, Key: beta, Deleted: tt.betaDeleted})
+			w := m.workerOf(liveKey)
+			_, err := w.flushIfDue(context.Background(), liveKey, 2*time.Hour)
+			require.NoError(t, err)
+			files := filesAtTip(t, w, "live")
+			assert.Equal(t, personsFile("new"), files["live/app/all.yaml"], "updated where it is")
+			assert.NotContains(t, files, "live/app/configmaps/a.yaml", "not moved out of the person's file")
+		})
+	}
+}
+
+// The version that saw the object leave its rule waits for its cache while the other
+// version's rule writes the object: its removal does not come back in a later window.
+func TestARemovalWaitingForItsCacheDoesNotOutliveTheWriteOfTheSameObject(t *testing.T) {
+	_, obj := clusterConfigMap("a", "new")
+	syncing := map[string]bool{"v1": true}
+	m, v1, beta := twoVersionsOf(t, byVersionSyncing{byVersion: byVersion{"v1beta1": obj}, syncing: syncing})
+	m.Submit(Change{Target: liveKey, Key: v1, Deleted: true}, Change{Target: liveKey, Key: beta})
 	w := m.workerOf(liveKey)
 	_, err := w.flushIfDue(context.Background(), liveKey, 2*time.Hour)
 	require.NoError(t, err)
-	files := filesAtTip(t, w, "live")
-	assert.Equal(t, configMapDoc("a", "new")+"---\n"+configMapDoc("b", "x"), files["live/app/all.yaml"], "updated where it is")
-	assert.NotContains(t, files, "live/app/configmaps/a.yaml", "not moved out of the person's file")
+	assert.Equal(t, personsFile("new"), filesAtTip(t, w, "live")["live/app/all.yaml"], "updated where it is")
+
+	w.mu.Lock()
+	delete(syncing, "v1") // the v1 informer has synced
+	w.mu.Unlock()
+	_, err = w.flushIfDue(context.Background(), liveKey, 2*time.Hour)
+	require.NoError(t, err)
+	assert.Equal(t, personsFile("new"), filesAtTip(t, w, "live")["live/app/all.yaml"], "the object exists: its document stays")
+	assert.Zero(t, m.pendingOf(liveKey))
 }
 
 // byVersionSyncing is byVersion where the versions in syncing wait for their cache.
@@ -813,12 +863,8 @@ func (r byVersionSyncing) Current(target types.NamespacedName, k ObjectKey) (*un
 }
 
 func TestAnObjectWhoseOtherVersionWaitsForItsCacheIsNotRemovedMeanwhile(t *testing.T) {
-	v1, _ := clusterConfigMap("a", "new")
-	beta := v1
-	beta.GVR.Version = "v1beta1"
-	both := configMapDoc("a", "old") + "---\n" + configMapDoc("b", "x")
-	m, _ := registeredManagerWith(t, map[string]string{"live/app/all.yaml": both},
-		Options{Resolver: byVersionSyncing{byVersion: byVersion{}, syncing: map[string]bool{"v1beta1": true}}})
+	m, v1, beta := twoVersionsOf(t, byVersionSyncing{byVersion: byVersion{}, syncing: map[string]bool{"v1beta1": true}})
+	both := personsFile("old")
 	m.Submit(Change{Target: liveKey, Key: v1, Deleted: true}, // it left the v1 rule's selection
 		Change{Target: liveKey, Key: beta}) // the v1beta1 rule's informer, just started, has not synced
 	w := m.workerOf(liveKey)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -46,6 +47,8 @@ type writePlan struct {
 	// once every other key is (lastPass): a removal later in the window may empty the file.
 	heldBack []ObjectKey
 	lastPass bool
+	// resolved are the keys read before planning (resolveVersions).
+	resolved map[ObjectKey]resolution
 	// present are the objects the plan found in the cluster: no orphans, whatever an
 	// earlier list said (target.forgetOrphans), and not removed by a key of the same
 	// object at another version in the window (planBefore).
@@ -138,10 +141,12 @@ func (w *worker) plan(ctx context.Context, t *target, dirty map[ObjectKey]intent
 	for k := range dirty {
 		keys = append(keys, k)
 	}
-	sort.Slice(keys, func(i, j int) bool { return planBefore(keys[i], keys[j], dirty, mode) })
+	resolved := w.resolveVersions(t, keys)
+	sort.Slice(keys, func(i, j int) bool { return planBefore(keys[i], keys[j], dirty, mode, resolved) })
 
 	p := &writePlan{files: map[string][]byte{}, located: map[manifest.Identity]string{}, parsed: map[string]parsedFile{},
-		present: map[manifest.Identity]bool{}, ahead: w.renderNew(ctx, t, keys)}
+		present: map[manifest.Identity]bool{}, resolved: resolved,
+		ahead: w.renderNew(ctx, t, slices.DeleteFunc(slices.Clone(keys), func(k ObjectKey) bool { _, ok := resolved[k]; return ok }))}
 	tree := w.repo.TreeReader(w.remoteTip)
 	read := func(path string) ([]byte, error) {
 		if c, ok := p.files[path]; ok {
@@ -177,17 +182,52 @@ func (w *worker) plan(ctx context.Context, t *target, dirty map[ObjectKey]intent
 
 // planBefore orders a window's keys by identity; one object waiting at two versions of its
 // resource (rules re-resolving after a CRD's preferred version moved: one version's rule
-// saw it leave, the other's still selects it) is planned write first, and the removal
-// after it finds the object present and leaves it (planOne): the document is updated where
-// it is, whatever order the map gave. Pure.
-func planBefore(a, b ObjectKey, dirty map[ObjectKey]intent, mode string) bool {
+// saw it leave, the other's still selects it) is planned first at a version the cluster
+// has it at (resolved), then write first, and the removal after it finds the object
+// present and leaves it (planOne): the document is updated where it is, whatever order the
+// map gave, and whichever of its versions saw it deleted and created again. Pure.
+func planBefore(a, b ObjectKey, dirty map[ObjectKey]intent, mode string, resolved map[ObjectKey]resolution) bool {
 	if ia, ib := a.Identity().String(), b.Identity().String(); ia != ib {
 		return ia < ib
+	}
+	if pa, pb := resolved[a].present(), resolved[b].present(); pa != pb {
+		return pa
 	}
 	if ra, rb := dirty[a].removes(mode), dirty[b].removes(mode); ra != rb {
 		return rb
 	}
 	return a.GVR.Version < b.GVR.Version
+}
+
+// resolution is what the Resolver answered for a key.
+type resolution struct {
+	obj *unstructured.Unstructured
+	err error
+}
+
+// present says the cluster holds the object.
+func (r resolution) present() bool { return r.obj != nil && r.err == nil }
+
+// resolveVersions reads, before the plan orders them, the keys of the objects that wait
+// at more than one version of their resource: the order depends on which of them the
+// cluster holds the object at. Rare, so the others are read as they are planned.
+func (w *worker) resolveVersions(t *target, keys []ObjectKey) map[ObjectKey]resolution {
+	versions := map[manifest.Identity]int{}
+	for _, k := range keys {
+		versions[k.Identity()]++
+	}
+	var out map[ObjectKey]resolution
+	for _, k := range keys {
+		if versions[k.Identity()] < 2 {
+			continue
+		}
+		if out == nil {
+			out = map[ObjectKey]resolution{}
+		}
+		obj, err := w.opts.Resolver.Current(t.spec.Key, k)
+		out[k] = resolution{obj, err}
+	}
+	return out
 }
 
 // planOne plans one key of a window: the removal of its document when the object is gone
@@ -210,7 +250,9 @@ func (w *worker) planOne(t *target, p *writePlan, read func(string) ([]byte, err
 func (w *worker) currentOf(t *target, p *writePlan, k ObjectKey, in intent) (obj *unstructured.Unstructured, done bool, err error) {
 	ahead, ok := p.ahead[k]
 	obj = ahead.obj
-	if !ok {
+	if r, read := p.resolved[k]; read {
+		obj, err = r.obj, r.err
+	} else if !ok {
 		obj, err = w.opts.Resolver.Current(t.spec.Key, k)
 	}
 	switch {
@@ -220,6 +262,8 @@ func (w *worker) currentOf(t *target, p *writePlan, k ObjectKey, in intent) (obj
 		return nil, true, nil // no removal seen: a rule deleted or narrowed meanwhile deletes nothing
 	case errors.Is(err, ErrNotSelected):
 		return nil, false, nil // it left the selection of a rule that mirrors that: a removal
+	case errors.Is(err, ErrNotSynced) && in.removes(t.spec.Prune) && p.present[k.Identity()]:
+		return nil, true, nil // the object exists at another version, and was planned: no removal waits
 	case errors.Is(err, ErrNotSynced):
 		p.deferKey(k, in, fmt.Errorf("reading %s: %w", k.Identity(), err))
 		return nil, true, nil
