@@ -236,6 +236,7 @@ func setUnreachable(t *v1alpha1.GitTarget, st batch.TargetStatus, url string, er
 	case st.Known && !st.Verdict.Supported:
 		setWriterConditions(t, st, url)
 	case !st.Known && stalled != nil && stalled.Status == metav1.ConditionTrue && stalled.Reason == v1alpha1.ReasonUnsupportedContent:
+		// left as it is: the writer could not look, and nothing says the folder changed
 	default:
 		v1alpha1.SetReconciling(conds, t.Generation, v1alpha1.ReasonUnreachable,
 			fmt.Sprintf("branch %s of %s: %v", t.Spec.Branch, repo.Redact(url), err))

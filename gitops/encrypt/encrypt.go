@@ -1,9 +1,10 @@
 package encrypt
 
 import (
+	"slices"
+
 	sopsaes "github.com/getsops/sops/v3/aes"
 	"github.com/getsops/sops/v3/stores"
-	"slices"
 )
 
 // Option adjusts Encrypt and Update.
