@@ -31,6 +31,14 @@ type Author struct {
 // accounts) are far shorter.
 const MaxUsernameBytes = 256
 
+// MaxKeyFieldBytes bounds the strings of a recorded key (the object's uid, the version an
+// update replaced, a create's apiVersion); a longer one is not recorded. Real ones are far
+// shorter (a uid is 36 bytes, an apiVersion at most 317), and only someone posting reviews
+// to the webhook besides the API server sends more: with a body of megabytes, an hour of
+// such records would exhaust the replica's memory, the count bounding them but not their
+// size.
+const MaxKeyFieldBytes = 512
+
 // Op is the kind of write a record describes.
 type Op string
 
@@ -94,6 +102,11 @@ func ScaleKey(uid types.UID, oldRV string, replicas int64) Key {
 
 // DeleteKey is the join key of a delete.
 func DeleteKey(uid types.UID) Key { return Key{Op: Delete, UID: uid} }
+
+// oversized says a string of k is longer than MaxKeyFieldBytes.
+func (k Key) oversized() bool {
+	return len(k.UID) > MaxKeyFieldBytes || len(k.OldResourceVersion) > MaxKeyFieldBytes || len(k.APIVersion) > MaxKeyFieldBytes
+}
 
 // Defaults bound a Book: records live long enough for a lagging watch, and a flood of
 // writes the watcher never sees (unwatched fields, failed requests) cannot grow it without
@@ -167,7 +180,7 @@ const refusedDeleteAge = 30 * time.Second
 // besides the API server): the change is then left unattributed, never given to either. A
 // delete marked First replaces a record of its key older than refusedDeleteAge instead.
 func (b *Book) Record(k Key, a Author) {
-	if a.Username == "" || len(a.Username) > MaxUsernameBytes {
+	if a.Username == "" || len(a.Username) > MaxUsernameBytes || k.oversized() {
 		return
 	}
 	b.mu.Lock()

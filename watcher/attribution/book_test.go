@@ -104,6 +104,16 @@ func TestBookBounds(t *testing.T) {
 		_, ok = b.Join(CreateKey("u1"))
 		assert.False(t, ok)
 	})
+	t.Run("records no key whose strings no API server sends, whatever a review posted to the webhook carries", func(t *testing.T) {
+		b := NewBook(0, 0)
+		huge := strings.Repeat("x", MaxKeyFieldBytes+1)
+		b.Record(DeleteKey(types.UID(huge)), Author{Username: "alice"})
+		b.Record(Key{Op: Update, UID: "u1", OldResourceVersion: huge}, Author{Username: "alice"})
+		b.Record(Key{Op: Create, UID: "u2", APIVersion: huge}, Author{Username: "alice"})
+		assert.Equal(t, 0, b.Len())
+		b.Record(DeleteKey("6b1c7d3e-0000-4000-8000-000000000003"), Author{Username: "alice"})
+		assert.Equal(t, 1, b.Len())
+	})
 	t.Run("forgets records older than the TTL", func(t *testing.T) {
 		now := time.Unix(1000, 0)
 		b := NewBook(time.Minute, 0)
