@@ -41,8 +41,8 @@ type folderIndex struct {
 	// cannot put a document at (pathProblem) without reading Git.
 	dirs map[string]int
 	// namespaced maps an identity without its namespace to the documents of that group,
-	// kind and name that have one (namespacedLike): built on first use, dropped when a file
-	// changes, so a plan scans the folder once, not once per object.
+	// kind and name that have one (namespacedLike): built on first use, then kept in step
+	// as files change (setFile), so the folder is scanned once, not after every push.
 	namespaced atomic.Pointer[map[manifest.Identity][]manifest.Identity]
 }
 
@@ -164,13 +164,14 @@ func (f *folderIndex) hasContent(file string) bool {
 func (f *folderIndex) setFile(file string, content []byte, docs []manifest.DocInfo) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	byName := f.namespaced.Load() // kept in step, not rebuilt: a scan of the folder
 	for _, id := range f.byFile[file] {
 		if f.byID[id].File == file { // not if a commit moved it to a file indexed before this one
 			delete(f.byID, id)
+			unlistNamespaced(byName, id)
 		}
 	}
 	delete(f.byFile, file)
-	f.namespaced.Store(nil)
 	_, had := f.blobs[file]
 	delete(f.blobs, file)
 	delete(f.encrypted, file)
@@ -196,6 +197,9 @@ func (f *folderIndex) setFile(file string, content []byte, docs []manifest.DocIn
 	for _, d := range docs {
 		if d.Empty {
 			continue
+		}
+		if _, held := f.byID[d.Identity]; !held {
+			listNamespaced(byName, d.Identity)
 		}
 		f.byID[d.Identity] = layout.Location{File: file, Doc: d.Index, Digest: d.Digest}
 		f.byFile[file] = append(f.byFile[file], d.Identity)
@@ -277,6 +281,37 @@ func (f *folderIndex) namespacedLike(id manifest.Identity) []manifest.Identity {
 		f.namespaced.Store(byName)
 	}
 	return (*byName)[id]
+}
+
+// listNamespaced adds id, when it has a namespace, to byName (namespacedLike's map; nil:
+// not built yet), in a new slice: one namespacedLike returned may still be read. Callers
+// hold f.mu for writing.
+func listNamespaced(byName *map[manifest.Identity][]manifest.Identity, id manifest.Identity) {
+	if byName == nil || id.Namespace == "" {
+		return
+	}
+	bare := id
+	bare.Namespace = ""
+	ids := (*byName)[bare]
+	at, found := slices.BinarySearchFunc(ids, id, func(a, b manifest.Identity) int { return strings.Compare(a.Namespace, b.Namespace) })
+	if !found {
+		(*byName)[bare] = slices.Insert(slices.Clone(ids), at, id)
+	}
+}
+
+// unlistNamespaced removes id from byName, as listNamespaced adds it.
+func unlistNamespaced(byName *map[manifest.Identity][]manifest.Identity, id manifest.Identity) {
+	if byName == nil || id.Namespace == "" {
+		return
+	}
+	bare := id
+	bare.Namespace = ""
+	ids := slices.DeleteFunc(slices.Clone((*byName)[bare]), func(other manifest.Identity) bool { return other == id })
+	if len(ids) == 0 {
+		delete(*byName, bare)
+		return
+	}
+	(*byName)[bare] = ids
 }
 
 // identities lists every identity in the folder.

@@ -245,6 +245,13 @@ func TestNamespacedLikeFollowsTheFilesItWasBuiltFrom(t *testing.T) {
 	assert.Equal(t, []string{"team-a", "team-b"}, namespacesOf(ix.namespacedLike(cluster)), "a file written since is seen")
 	require.NoError(t, ix.setFile("live/b.yaml", nil, nil))
 	assert.Equal(t, []string{"team-a"}, namespacesOf(ix.namespacedLike(cluster)), "and one removed since is not")
+	require.NoError(t, ix.setFile("live/c.yaml", []byte(role("team-d")+"---\n"+role("team-c")), nil))
+	require.NoError(t, ix.setFile("live/c.yaml", []byte(role("team-c")), nil))
+	assert.NotNil(t, ix.namespaced.Load(), "kept in step, not dropped for a scan of the folder at the next plan")
+	got := ix.namespacedLike(cluster)
+	assert.Equal(t, []string{"team-a", "team-c"}, namespacesOf(got))
+	ix.namespaced.Store(nil)
+	assert.Equal(t, ix.namespacedLike(cluster), got, "as a scan of the folder finds")
 }
 
 func namespacesOf(ids []manifest.Identity) []string {
