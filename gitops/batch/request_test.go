@@ -541,16 +541,24 @@ func lostAnswerThenDown(t *testing.T, phase *atomic.Int32) *repotest.Remote {
 	}))
 }
 
-func TestACommitRequestOfATargetDeletedWhileItsPushIsInDoubtSaysWhichCommit(t *testing.T) {
-	var phase atomic.Int32 // 1: lose the push's answer; 2: then the remote is down
-	remote := lostAnswerThenDown(t, &phase)
+// aReleaseInDoubt is alice's release on a remote that took its push and lost the answer,
+// and is down since (phase 2): her request waits, Retrying, to learn whether it landed.
+func aReleaseInDoubt(t *testing.T) (remote *repotest.Remote, writer *batch.Manager, req batch.CommitRequest, phase *atomic.Int32) {
+	t.Helper()
+	phase = &atomic.Int32{} // 1: lose the push's answer; 2: then the remote is down
+	remote = lostAnswerThenDown(t, phase)
 	writer, c := liveWriter(t, remote)
 	phase.Store(1)
-	req := alicesRelease(t, writer, c)
+	req = alicesRelease(t, writer, c)
 	require.Eventually(t, func() bool {
 		out, _ := writer.Request(req)
 		return out.Reason == batch.ReasonRetrying
 	}, 10*time.Second, 20*time.Millisecond, "the push is in doubt: the remote cannot be asked")
+	return remote, writer, req, phase
+}
+
+func TestACommitRequestOfATargetDeletedWhileItsPushIsInDoubtSaysWhichCommit(t *testing.T) {
+	remote, writer, req, _ := aReleaseInDoubt(t)
 
 	writer.RemoveTarget(targetKey) // deleted during the backoff
 
@@ -1009,16 +1017,8 @@ func TestARequestMadeBeforeTheWriterStartedWaitsForItsTargetToRegister(t *testin
 // remote unreachable to check). Once the remote is back, the request looks on the branch
 // before that retry runs: the commit it finds there, with the message, is the other's.
 func TestARequestDoesNotTakeTheCommitOfAnotherWhosePushIsInDoubt(t *testing.T) {
-	var phase atomic.Int32 // 1: lose the push's answer; 2: then the remote is down
-	remote := lostAnswerThenDown(t, &phase)
 	created := time.Now().Add(-time.Second) // before the writer starts
-	writer, c := liveWriter(t, remote)
-	phase.Store(1)
-	inDoubt := alicesRelease(t, writer, c)
-	require.Eventually(t, func() bool {
-		out, _ := writer.Request(inDoubt)
-		return out.Reason == batch.ReasonRetrying
-	}, 10*time.Second, 20*time.Millisecond, "its push is in doubt: the remote cannot be asked")
+	remote, writer, inDoubt, phase := aReleaseInDoubt(t)
 	// The retries fail, and back off to four seconds; the GitTarget's reconcile, below,
 	// fetches again once five seconds have passed since the last fetch.
 	time.Sleep(5500 * time.Millisecond)
