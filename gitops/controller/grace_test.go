@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/gitops-reverser/gitops-reverser/api/v1alpha1"
@@ -34,6 +35,55 @@ func TestCredentialsGraceLeft(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			assert.Equal(t, tt.want, credentialsGraceLeft(tt.conds, now))
+		})
+	}
+}
+
+func TestSetCredentialsGrace(t *testing.T) {
+	since := metav1.NewTime(time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC))
+	condition := func(typ, reason string) metav1.Condition {
+		return metav1.Condition{Type: typ, Status: metav1.ConditionTrue, Reason: reason, LastTransitionTime: since}
+	}
+	stalledContent := condition(v1alpha1.ConditionStalled, v1alpha1.ReasonUnsupportedContent)
+	tests := []struct {
+		name        string
+		conds       []metav1.Condition
+		wantStalled string // the Stalled reason left, "" for none
+		wantSince   bool   // Reconciling keeps the time the grace began
+	}{
+		{"reports a Ready target's unusable credentials as Reconciling",
+			[]metav1.Condition{condition(v1alpha1.ConditionReady, v1alpha1.ReasonSucceeded)}, "", false},
+		{"keeps a folder Stalled for its content Stalled beside the grace, so admission goes on denying",
+			[]metav1.Condition{stalledContent}, v1alpha1.ReasonUnsupportedContent, false},
+		{"keeps counting a grace that began earlier beside a folder Stalled for its content",
+			[]metav1.Condition{stalledContent, condition(v1alpha1.ConditionReconciling, v1alpha1.ReasonProviderNotReady)}, v1alpha1.ReasonUnsupportedContent, true},
+		{"starts the grace anew when the target was Reconciling for something else",
+			[]metav1.Condition{condition(v1alpha1.ConditionReconciling, v1alpha1.ReasonUnreachable)}, "", false},
+		{"keeps counting a grace that began earlier",
+			[]metav1.Condition{condition(v1alpha1.ConditionReconciling, v1alpha1.ReasonProviderNotReady)}, "", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tgt := &v1alpha1.GitTarget{Status: v1alpha1.GitTargetStatus{Conditions: tt.conds}}
+			tgt.Generation = 2
+			setCredentialsGrace(tgt, "GitProvider team-a/repo: Secret team-a/creds not found")
+			conds := tgt.Status.Conditions
+			r := apimeta.FindStatusCondition(conds, v1alpha1.ConditionReconciling)
+			if assert.NotNil(t, r) {
+				assert.Equal(t, metav1.ConditionTrue, r.Status)
+				assert.Equal(t, v1alpha1.ReasonProviderNotReady, r.Reason)
+				assert.Equal(t, tt.wantSince, r.LastTransitionTime.Equal(&since), "when the grace began")
+			}
+			s := apimeta.FindStatusCondition(conds, v1alpha1.ConditionStalled)
+			if tt.wantStalled == "" {
+				assert.Nil(t, s)
+				return
+			}
+			if assert.NotNil(t, s) {
+				assert.Equal(t, tt.wantStalled, s.Reason)
+				assert.Equal(t, time.Duration(0), credentialsGraceLeft(conds, r.LastTransitionTime.Add(credentialsGrace)),
+					"the grace still ends, though the folder is Stalled for its content")
+			}
 		})
 	}
 }

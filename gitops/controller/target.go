@@ -191,16 +191,36 @@ func placeProblem(t *v1alpha1.GitTarget, p *v1alpha1.GitProvider) (reason, messa
 // one still writes them). After the grace, the writer's access is revoked, not only the
 // status.
 func (r *GitTargetReconciler) credentialsUnusable(t *v1alpha1.GitTarget, msg string) (ctrl.Result, error) {
-	conds := &t.Status.Conditions
-	wait := credentialsGraceLeft(*conds, time.Now())
+	wait := credentialsGraceLeft(t.Status.Conditions, time.Now())
 	if wait <= 0 {
 		return r.suspend(t, v1alpha1.ReasonProviderNotReady, msg)
 	}
+	setCredentialsGrace(t, msg)
+	return ctrl.Result{RequeueAfter: wait}, nil
+}
+
+// setCredentialsGrace reports t's credentials unusable for less than the grace (msg says
+// why): Reconciling for its provider, counted from the first time. A folder Stalled for its
+// content stays Stalled beside it, Reconciling then only recording when the grace began:
+// admission denies by Stalled, and a credentials rotation does not change what stops the
+// folder being written. Pure.
+func setCredentialsGrace(t *v1alpha1.GitTarget, msg string) {
+	conds := &t.Status.Conditions
 	if c := apimeta.FindStatusCondition(*conds, v1alpha1.ConditionReconciling); c != nil && c.Reason != v1alpha1.ReasonProviderNotReady {
 		apimeta.RemoveStatusCondition(conds, v1alpha1.ConditionReconciling) // the grace counts from now
 	}
+	if contentStalled(*conds) {
+		v1alpha1.SetCondition(conds, t.Generation, v1alpha1.ConditionReconciling, true, v1alpha1.ReasonProviderNotReady, msg)
+		return
+	}
 	v1alpha1.SetReconciling(conds, t.Generation, v1alpha1.ReasonProviderNotReady, msg)
-	return ctrl.Result{RequeueAfter: wait}, nil
+}
+
+// contentStalled reports whether conds hold a folder Stalled for its content, which only
+// the writer's next look at the folder may clear. Pure.
+func contentStalled(conds []metav1.Condition) bool {
+	c := apimeta.FindStatusCondition(conds, v1alpha1.ConditionStalled)
+	return c != nil && c.Status == metav1.ConditionTrue && c.Reason == v1alpha1.ReasonUnsupportedContent
 }
 
 // setWriterConditions sets FolderReady and Ready, Reconciling or Stalled from what the
@@ -232,11 +252,13 @@ func setWriterConditions(t *v1alpha1.GitTarget, st batch.TargetStatus, url strin
 // folder being written has not changed because Git cannot be reached. Pure.
 func setUnreachable(t *v1alpha1.GitTarget, st batch.TargetStatus, url string, err error) {
 	conds := &t.Status.Conditions
-	switch stalled := apimeta.FindStatusCondition(*conds, v1alpha1.ConditionStalled); {
+	switch {
 	case st.Known && !st.Verdict.Supported:
 		setWriterConditions(t, st, url)
-	case !st.Known && stalled != nil && stalled.Status == metav1.ConditionTrue && stalled.Reason == v1alpha1.ReasonUnsupportedContent:
-		// left as it is: the writer could not look, and nothing says the folder changed
+	case !st.Known && contentStalled(*conds):
+		// Left as it is: the writer could not look, and nothing says the folder changed. The
+		// credentials were usable this time: a grace that Reconciling recorded is over.
+		apimeta.RemoveStatusCondition(conds, v1alpha1.ConditionReconciling)
 	default:
 		v1alpha1.SetReconciling(conds, t.Generation, v1alpha1.ReasonUnreachable,
 			fmt.Sprintf("branch %s of %s: %v", t.Spec.Branch, repo.Redact(url), err))

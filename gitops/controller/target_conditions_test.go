@@ -104,6 +104,11 @@ func TestSetUnreachable(t *testing.T) {
 			nil, batch.TargetStatus{Known: true, Verdict: unsupported}, v1alpha1.ConditionStalled, v1alpha1.ReasonUnsupportedContent},
 		{"keeps a Stalled folder when the writer could not look at all (another push held the branch)",
 			stalled, batch.TargetStatus{}, v1alpha1.ConditionStalled, v1alpha1.ReasonUnsupportedContent},
+		{"ends a credentials grace recorded beside a Stalled folder once the credentials were usable",
+			func(tgt *v1alpha1.GitTarget) {
+				stalled(tgt)
+				setCredentialsGrace(tgt, "GitProvider team-a/repo: Secret team-a/creds not found")
+			}, batch.TargetStatus{}, v1alpha1.ConditionStalled, v1alpha1.ReasonUnsupportedContent},
 		{"reports a writable folder whose branch could not be fetched as Reconciling",
 			stalled, batch.TargetStatus{Known: true, Verdict: layout.Verdict{Supported: true}}, v1alpha1.ConditionReconciling, v1alpha1.ReasonUnreachable},
 		{"reports a target that never read its branch as Reconciling",
@@ -122,6 +127,9 @@ func TestSetUnreachable(t *testing.T) {
 				assert.Equal(t, metav1.ConditionTrue, c.Status)
 				assert.Equal(t, tc.wantReason, c.Reason)
 				assert.NotContains(t, c.Message, "token")
+			}
+			if tc.want == v1alpha1.ConditionStalled {
+				assert.Nil(t, apimeta.FindStatusCondition(tgt.Status.Conditions, v1alpha1.ConditionReconciling), "Stalled alone")
 			}
 		})
 	}
