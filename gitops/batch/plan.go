@@ -340,31 +340,9 @@ func (w *worker) planWrite(t *target, p *writePlan, read func(string) ([]byte, e
 		}
 		forms = &f
 	}
-	path := file
-	if !exists {
-		var err error
-		if path, err = plan.CanonicalPath(t.spec.Folder, k.GVR, k.Namespace, k.Name, false); err != nil {
-			p.refuse(k, fmt.Sprintf("%s: %v", id, err))
-			return nil
-		}
-	}
-	content, err := read(path)
-	if unwritablePath(err) {
-		p.refuse(k, fmt.Sprintf("%s: not written: %v", id, err))
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("reading %s: %w", path, err)
-	}
-	if !exists {
-		if other, ok := heldByAnother(p.parsed, path, content, id); ok {
-			if !p.lastPass {
-				p.heldBack = append(p.heldBack, k) // nothing planned for k yet: planned again at the end
-				return nil
-			}
-			p.refuse(k, fmt.Sprintf("%s: not written: %s", id, heldProblem(path, other)))
-			return nil
-		}
+	path, content, ok, err := placeWrite(t, p, read, k, file, exists)
+	if !ok || err != nil {
+		return err
 	}
 	// HoldsEncrypted parses the file; a file without "sops" anywhere cannot have its key.
 	if exists && bytes.Contains(content, []byte("sops")) && encrypt.HoldsEncrypted(content) {
@@ -374,6 +352,40 @@ func (w *worker) planWrite(t *target, p *writePlan, read func(string) ([]byte, e
 	}
 	w.editInto(t, p, k, obj, path, content, exists, forms)
 	return nil
+}
+
+// placeWrite finds and reads the file k's object is written into: file, which holds its
+// document, or its canonical path when it has none (exists false). ok is false when k is
+// refused for that path (p.refuse), or held back to the plan's last pass: a new file
+// another object of the window took.
+func placeWrite(t *target, p *writePlan, read func(string) ([]byte, error), k ObjectKey, file string, exists bool) (path string, content []byte, ok bool, err error) {
+	id := k.Identity()
+	path = file
+	if !exists {
+		if path, err = plan.CanonicalPath(t.spec.Folder, k.GVR, k.Namespace, k.Name, false); err != nil {
+			p.refuse(k, fmt.Sprintf("%s: %v", id, err))
+			return "", nil, false, nil
+		}
+	}
+	content, err = read(path)
+	if unwritablePath(err) {
+		p.refuse(k, fmt.Sprintf("%s: not written: %v", id, err))
+		return "", nil, false, nil
+	}
+	if err != nil {
+		return "", nil, false, fmt.Errorf("reading %s: %w", path, err)
+	}
+	if !exists {
+		if other, held := heldByAnother(p.parsed, path, content, id); held {
+			if p.lastPass {
+				p.refuse(k, fmt.Sprintf("%s: not written: %s", id, heldProblem(path, other)))
+			} else {
+				p.heldBack = append(p.heldBack, k) // nothing planned for k yet: planned again at the end
+			}
+			return "", nil, false, nil
+		}
+	}
+	return path, content, true, nil
 }
 
 // editInto writes obj into content, the file at path, and records the new content and its
