@@ -18,7 +18,7 @@ build: ## Build the operator binary into bin/.
 
 .PHONY: manifests
 manifests: ## Regenerate CRDs, RBAC and deepcopy code with controller-gen.
-	@echo "controller-gen $(CONTROLLER_GEN_VERSION): generating (first run builds it, about a minute)"
+	@echo "controller-gen $(CONTROLLER_GEN_VERSION): generating (first run builds it, about a minute)" >&2
 	$(CONTROLLER_GEN) object paths=./api/...
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases
 	$(CONTROLLER_GEN) rbac:roleName=gitops-reverser paths="./gitops/...;./watcher/...;./webhook/...;./certs/...;./cmd/..." output:rbac:artifacts:config=config/rbac
@@ -41,8 +41,8 @@ test: lint ## Run every test: unit, envtest suites and the e2e suite (builds env
 	KUBEBUILDER_ASSETS=$$assets go test -count=1 -timeout 30m ./...
 
 .PHONY: fuzz
-fuzz: ## Run each fuzz target (YAML editor, object conversion, ownership parser, tree encoder, Kustomize references, folder verdict, saved index) for FUZZTIME (default 30s); `make test` replays their corpora.
-	@for t in 'manifest FuzzUpsert$$' 'manifest FuzzObjectUpsert' 'manifest FuzzEdit' 'manifest FuzzRemove' 'manifest FuzzObjectValue' 'manifest FuzzSequenceEntryFilter' 'sanitize FuzzDropUnowned' 'repo FuzzEncodeTree' 'layout FuzzKustomizeOutside' 'layout FuzzAnalyze' 'batch FuzzFromSaved'; do \
+fuzz: ## Run each fuzz target (YAML editor, object conversion, ownership parser, tree encoder, Kustomize references, folder verdict, saved index, sops file check) for FUZZTIME (default 30s); `make test` replays their corpora.
+	@for t in 'manifest FuzzUpsert$$' 'manifest FuzzObjectUpsert' 'manifest FuzzEdit' 'manifest FuzzRemove' 'manifest FuzzObjectValue' 'manifest FuzzSequenceEntryFilter' 'sanitize FuzzDropUnowned' 'repo FuzzEncodeTree' 'layout FuzzKustomizeOutside' 'layout FuzzAnalyze' 'batch FuzzFromSaved' 'encrypt FuzzIsEncrypted'; do \
 		set -- $$t; echo "fuzzing $$2 for $(FUZZTIME)"; \
 		go test ./gitops/$$1 -run '^$$' -fuzz "$$2" -fuzztime $(FUZZTIME) -fuzzminimizetime 5s -parallel 1 || exit 1; \
 	done
@@ -58,4 +58,4 @@ demo: ## Local control plane + local Git repo + the operator + a sample change; 
 	@assets=$$(test/tools/envtest-assets.sh) && \
 	echo "building $(BIN_DIR)/gitops-reverser" >&2 && \
 	go build -o $(BIN_DIR)/gitops-reverser ./cmd/gitops-reverser && \
-	KUBEBUILDER_ASSETS=$$assets $(BIN_DIR)/gitops-reverser dev $(if $(DEMO_KEEP),--keep-running) $(if $(DEMO_VERBOSE),-v)
+	KUBEBUILDER_ASSETS=$$assets $(BIN_DIR)/gitops-reverser dev $(if $(filter 1 true yes,$(DEMO_KEEP)),--keep-running) $(if $(filter 1 true yes,$(DEMO_VERBOSE)),-v)

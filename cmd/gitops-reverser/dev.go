@@ -22,6 +22,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -49,6 +50,12 @@ func runDev(args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("dev: unexpected arguments %q", fs.Args())
+	}
+	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
+		return errors.New("dev: KUBEBUILDER_ASSETS is not set: run `make demo`, which builds kube-apiserver and etcd once and sets it")
+	}
 	logOut := io.Discard
 	if o.verbose {
 		logOut = os.Stderr
@@ -71,31 +78,72 @@ func runDev(args []string) error {
 		}
 		o.dir = d
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	crds, err := config.LoadCRDs()
+	if err != nil {
+		return err
+	}
+	// Its own control plane, never one USE_EXISTING_CLUSTER in the shell points to.
+	env := &envtest.Environment{CRDInstallOptions: envtest.CRDInstallOptions{CRDs: crds}, UseExistingCluster: ptr.To(false)}
+	ctx, stop := interrupted(func() {
+		_ = env.Stop()
+		fmt.Fprintf(os.Stderr, "stopped at once; the sandbox is left in %s\n", o.dir)
+		os.Exit(130)
+	})
 	defer stop()
-	context.AfterFunc(ctx, stop) // a second Ctrl-C during the teardown stops at once
-	err := devSandbox(ctx, o)
-	if created && err == nil && !o.keepRunning {
-		// Its repository, clones and the webhook's CA key are of no use after the demo.
-		return os.RemoveAll(o.dir)
+	err = devSandbox(ctx, o, env)
+	if ctx.Err() != nil {
+		err = errors.New("interrupted: the operator, kube-apiserver and etcd are stopped") // not the context's error
+	}
+	if created && !o.keepRunning && (err == nil || ctx.Err() != nil) {
+		// Its repository, clones and the webhook's CA key are of no use after the demo, or
+		// once it is interrupted.
+		return errors.Join(err, os.RemoveAll(o.dir))
 	}
 	fmt.Fprintf(os.Stderr, "the sandbox (Git repository, clones, certificates) is kept in %s\n", o.dir)
-	if err != nil && !o.verbose {
+	if err != nil && ctx.Err() == nil && !o.verbose {
 		fmt.Fprintln(os.Stderr, "to see the operator's logs, run `make demo DEMO_VERBOSE=1`")
 	}
 	return err
 }
 
-func devSandbox(ctx context.Context, o devOptions) (err error) {
-	step("starting a local control plane (kube-apiserver + etcd)")
-	crds, err := config.LoadCRDs()
-	if err != nil {
-		return err
+// interrupted returns a context the first SIGINT, SIGTERM or SIGHUP cancels, which starts
+// the orderly teardown (the operator, then the control plane: up to a minute), and says so;
+// a second one calls hurry, which must not return. kube-apiserver and etcd run in their own
+// process group, so a terminal's Ctrl-C never reaches them: only the teardown or hurry stops
+// them. stop ends the watch.
+func interrupted(hurry func()) (ctx context.Context, stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	signals := make(chan os.Signal, 2)
+	signal.Notify(signals, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case s := <-signals:
+			fmt.Fprintf(os.Stderr, "\n%v: stopping the operator and the control plane (again to stop at once)\n", s)
+			cancel()
+		case <-done:
+			return
+		}
+		select {
+		case <-signals:
+			hurry()
+		case <-done:
+		}
+	}()
+	return ctx, func() {
+		signal.Stop(signals)
+		close(done)
+		cancel()
 	}
-	env := &envtest.Environment{CRDInstallOptions: envtest.CRDInstallOptions{CRDs: crds}}
+}
+
+func devSandbox(ctx context.Context, o devOptions, env *envtest.Environment) (err error) {
+	step("starting a local control plane (kube-apiserver + etcd)")
 	cfg, err := env.Start()
 	if err != nil {
-		return fmt.Errorf("starting the control plane (is KUBEBUILDER_ASSETS set? `make demo` does it): %w", err)
+		// A step after the processes started can fail (the CRDs, the default namespace):
+		// envtest leaves them running then.
+		return errors.Join(fmt.Errorf("starting the control plane: %w", err), env.Stop())
 	}
 	defer func() { err = errors.Join(err, env.Stop()) }()
 

@@ -54,7 +54,7 @@ func devOperator(ctx context.Context, env *envtest.Environment, c client.Client,
 		GitPollInterval: 10 * time.Second, ProviderCheckInterval: time.Minute,
 		Namespace: devNamespace, WebhookHost: "127.0.0.1", WebhookPort: port, WebhookCertDir: filepath.Join(dir, "certs"),
 		WebhookConfigName: "gitops-reverser", MutatingWebhookConfigName: "gitops-reverser", WebhookFailure: string(admissionv1.Ignore), WebhookTimeout: 3,
-		WebhookSkipUsers: append(stringList(nil), defaultSkipUsers...), WebhookSkipManagers: append(stringList(nil), defaultSkipFieldManagers...),
+		WebhookSkipUsers: defaultSkipUsers(), WebhookSkipManagers: defaultSkipFieldManagers(),
 		Certs: certs.Options{Mode: certs.ModeSelfManaged, SecretName: "gitops-reverser-webhook-tls", ServiceName: "gitops-reverser-webhook", ExtraIPs: []net.IP{net.ParseIP("127.0.0.1")}},
 	}
 	return user.Config(), opts, nil

@@ -38,7 +38,7 @@ func devEncryption(ctx context.Context, c client.Client, remote string) error {
 	step("kubectl -n demo create secret generic db --from-literal=password=...")
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: "db"}, StringData: map[string]string{"password": "s3cret"}}
 	var err error
-	for i := 0; i < 50; i++ { // every replica's webhook view sees EncryptionReady within moments
+	for i := 0; i < 50 && ctx.Err() == nil; i++ { // every replica's webhook view sees EncryptionReady within moments
 		if err = c.Create(ctx, secret.DeepCopy()); err == nil {
 			break
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -61,14 +62,18 @@ type Options struct {
 
 // defaultSkipUsers are GitOps controllers that apply from Git: judging (and mirroring
 // attribution for) their writes would loop Git back into Git.
-var defaultSkipUsers = []string{
-	"system:serviceaccount:flux-system:kustomize-controller",
-	"system:serviceaccount:flux-system:helm-controller",
-	"system:serviceaccount:argocd:argocd-application-controller",
+func defaultSkipUsers() stringList {
+	return stringList{
+		"system:serviceaccount:flux-system:kustomize-controller",
+		"system:serviceaccount:flux-system:helm-controller",
+		"system:serviceaccount:argocd:argocd-application-controller",
+	}
 }
 
 // defaultSkipFieldManagers are the field managers those controllers write with.
-var defaultSkipFieldManagers = []string{"kustomize-controller", "helm-controller", "argocd-controller"}
+func defaultSkipFieldManagers() stringList {
+	return stringList{"kustomize-controller", "helm-controller", "argocd-controller"}
+}
 
 func (o *Options) bind(fs *flag.FlagSet) {
 	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", ":8080", "Address of the Prometheus metrics endpoint; 0 disables it.")
@@ -91,8 +96,8 @@ func (o *Options) bind(fs *flag.FlagSet) {
 	fs.StringVar(&o.WebhookFailure, "webhook-failure-policy", "Ignore", "failurePolicy of the watched-objects webhook: Ignore (an operator outage never blocks the cluster; the writer still refuses what it cannot write) or Fail (strict: nothing unjudged is stored).")
 	fs.IntVar(&o.WebhookTimeout, "webhook-timeout-seconds", 3, "timeoutSeconds of the watched-objects webhook.")
 	fs.BoolVar(&o.WebhookWarnAlways, "webhook-warn-always", false, "Add the 'where it lands' warning to every allowed request, not only to dry-runs.")
-	o.WebhookSkipUsers = append(stringList(nil), defaultSkipUsers...)
-	o.WebhookSkipManagers = append(stringList(nil), defaultSkipFieldManagers...)
+	o.WebhookSkipUsers = defaultSkipUsers()
+	o.WebhookSkipManagers = defaultSkipFieldManagers()
 	fs.Var(&listFlag{list: &o.WebhookSkipManagers}, "webhook-skip-field-managers", "Comma-separated field managers whose writes by a service account never reach the watched-objects webhook.")
 	fs.Var(&listFlag{list: &o.WebhookSkipUsers}, "webhook-skip-users", "Comma-separated usernames whose writes never reach the watched-objects webhook (the operator's own identity is always added).")
 	o.Certs.BindFlags(fs)
@@ -163,10 +168,49 @@ func (o *Options) checkPlaces() error {
 	case o.WorkDir == "":
 		return errors.New("--work-dir is empty: the clones and the journal of pending deletions need a directory")
 	}
-	if o.AdvertiseAddress != "" {
-		if _, port, err := net.SplitHostPort(o.AdvertiseAddress); err != nil || port == "" {
-			return fmt.Errorf("--advertise-address must be host:port (where the other replicas reach this "+
-				"one's webhook server), not %q", o.AdvertiseAddress)
+	if err := checkAdvertiseAddress(o.AdvertiseAddress); err != nil {
+		return err
+	}
+	return o.checkNames()
+}
+
+// checkAdvertiseAddress refuses an --advertise-address (addr) the other replicas could not
+// reach this one at: one without a host (":9443" would have each replica send the records
+// to itself, the leader never getting them) or without a port from 1 to 65535. Empty is
+// allowed: nothing is forwarded. Pure.
+func checkAdvertiseAddress(addr string) error {
+	if addr == "" {
+		return nil
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if n, perr := strconv.Atoi(port); err != nil || host == "" || perr != nil || n < 1 || n > 65535 {
+		return fmt.Errorf("--advertise-address must be host:port with a port from 1 to 65535 (where the other "+
+			"replicas reach this one's webhook server), not %q", addr)
+	}
+	return nil
+}
+
+// checkNames refuses a namespace or webhook configuration name the API server could never
+// hold: the operator would start, and then fail at every try without stopping (the
+// webhooks' rules never kept, nothing judged).
+func (o *Options) checkNames() error {
+	if o.Namespace != "" {
+		if errs := validation.IsDNS1123Label(o.Namespace); len(errs) > 0 {
+			return fmt.Errorf("--namespace (or $POD_NAMESPACE) %q is not a namespace name: %s", o.Namespace, strings.Join(errs, "; "))
+		}
+	}
+	if o.WebhookConfigName == "" {
+		return errors.New("--webhook-configuration-name is empty: the leader keeps the watched resources' rules " +
+			"in that ValidatingWebhookConfiguration (default gitops-reverser)")
+	}
+	if errs := validation.IsDNS1123Subdomain(o.WebhookConfigName); len(errs) > 0 {
+		return fmt.Errorf("--webhook-configuration-name %q is not the name of a ValidatingWebhookConfiguration "+
+			"(the leader keeps the watched resources' rules in it): %s", o.WebhookConfigName, strings.Join(errs, "; "))
+	}
+	if o.MutatingWebhookConfigName != "" {
+		if errs := validation.IsDNS1123Subdomain(o.MutatingWebhookConfigName); len(errs) > 0 {
+			return fmt.Errorf("--mutating-webhook-configuration-name %q is not the name of a "+
+				"MutatingWebhookConfiguration: %s", o.MutatingWebhookConfigName, strings.Join(errs, "; "))
 		}
 	}
 	return nil

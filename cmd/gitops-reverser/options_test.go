@@ -65,7 +65,7 @@ func TestAnIntervalOrBoundThatIsNotPositiveIsTheDefault(t *testing.T) {
 }
 
 func TestAWebhookFlagItCouldNotRunWithStopsTheOperatorAlsoWithTheWebhooksOff(t *testing.T) {
-	ok := Options{WebhookFailure: "Ignore", WebhookTimeout: 3, WebhookPort: 0, WorkDir: "/var/cache/clones"}
+	ok := Options{WebhookFailure: "Ignore", WebhookTimeout: 3, WebhookPort: 0, WorkDir: "/var/cache/clones", WebhookConfigName: "gitops-reverser"}
 	require.NoError(t, ok.check())
 	policy := ok
 	policy.WebhookFailure = "ignore"
@@ -76,7 +76,8 @@ func TestAWebhookFlagItCouldNotRunWithStopsTheOperatorAlsoWithTheWebhooksOff(t *
 }
 
 func TestAPlaceTheOperatorCouldNotRunWithIsRefusedAtStartNamingItsFlag(t *testing.T) {
-	ok := Options{WebhookFailure: "Ignore", WebhookTimeout: 3, WebhookPort: 9443, Namespace: "ops", WorkDir: "/var/cache/clones"}
+	ok := Options{WebhookFailure: "Ignore", WebhookTimeout: 3, WebhookPort: 9443, Namespace: "ops", WorkDir: "/var/cache/clones",
+		WebhookConfigName: "gitops-reverser"}
 	require.NoError(t, ok.check())
 	cases := []struct {
 		name   string
@@ -91,6 +92,17 @@ func TestAPlaceTheOperatorCouldNotRunWithIsRefusedAtStartNamingItsFlag(t *testin
 			func(o *Options) { o.Namespace, o.WebhookPort, o.LeaderElect = "", 0, true }, "--leader-elect needs a namespace"},
 		{"refuses an empty work directory", func(o *Options) { o.WorkDir = "" }, "--work-dir is empty"},
 		{"refuses an advertise address without a port", func(o *Options) { o.AdvertiseAddress = "10.0.0.5" }, `--advertise-address must be host:port`},
+		{"refuses an advertise address without a host, at which each replica would reach only itself",
+			func(o *Options) { o.AdvertiseAddress = ":9443" }, `not ":9443"`},
+		{"refuses an advertise address whose port is not a number", func(o *Options) { o.AdvertiseAddress = "10.0.0.5:https" }, `not "10.0.0.5:https"`},
+		{"refuses an advertise address with port 0", func(o *Options) { o.AdvertiseAddress = "10.0.0.5:0" }, "a port from 1 to 65535"},
+		{"refuses a namespace the API server could never hold", func(o *Options) { o.Namespace = "Ops_Team" }, `--namespace (or $POD_NAMESPACE) "Ops_Team" is not a namespace name`},
+		{"refuses an empty webhook configuration name, whose rules would never be kept",
+			func(o *Options) { o.WebhookConfigName = "" }, "--webhook-configuration-name is empty"},
+		{"refuses a webhook configuration name also with the webhooks off",
+			func(o *Options) { o.WebhookConfigName, o.WebhookPort = "Not A Name", 0 }, "--webhook-configuration-name"},
+		{"refuses a mutating webhook configuration name the API server could never hold",
+			func(o *Options) { o.MutatingWebhookConfigName = "-bad" }, "--mutating-webhook-configuration-name"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -41,6 +41,7 @@ import (
 
 	"github.com/gitops-reverser/gitops-reverser/api/v1alpha1"
 	"github.com/gitops-reverser/gitops-reverser/config"
+	"github.com/gitops-reverser/gitops-reverser/test/envtestsuite"
 	"github.com/gitops-reverser/gitops-reverser/test/testcerts"
 	"github.com/gitops-reverser/gitops-reverser/webhook"
 )
@@ -84,7 +85,7 @@ func startFixture(b *testing.B, ctx context.Context) *fixture {
 	crds, err := config.LoadCRDs()
 	must(b, err)
 	env := &envtest.Environment{CRDInstallOptions: envtest.CRDInstallOptions{CRDs: crds}}
-	cfg, err := env.Start()
+	cfg, err := envtestsuite.Start(env)
 	must(b, err)
 	b.Cleanup(func() { _ = env.Stop() })
 

@@ -45,6 +45,7 @@ import (
 	"github.com/gitops-reverser/gitops-reverser/config"
 	"github.com/gitops-reverser/gitops-reverser/gitops/repo"
 	"github.com/gitops-reverser/gitops-reverser/gitops/repo/repotest"
+	"github.com/gitops-reverser/gitops-reverser/test/envtestsuite"
 )
 
 // Sizes and pacing of the writer benchmarks.
@@ -154,9 +155,9 @@ func startWriterSuite(b *testing.B) *writerSuite {
 	crds, err := config.LoadCRDs()
 	must(b, err)
 	env := &envtest.Environment{CRDInstallOptions: envtest.CRDInstallOptions{CRDs: crds}}
-	cfg, err := env.Start()
+	cfg, err := envtestsuite.Start(env)
 	if err != nil {
-		b.Fatalf("starting the control plane: %v", err)
+		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = env.Stop() })
 	// The operator runs as its own user, as in a cluster.

@@ -24,6 +24,7 @@ import (
 	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/gitops-reverser/gitops-reverser/config"
+	"github.com/gitops-reverser/gitops-reverser/test/envtestsuite"
 )
 
 // suite is the one control plane and binary shared by the package's tests.
@@ -88,9 +89,9 @@ func runSuite(m *testing.M) (int, error) {
 	// (TestChangesMadeWhileTheWatchWasCutReachGitAfterTheRelist; no other test uses them).
 	apiServer.Append("watch-cache-sizes", "podtemplates#0")
 	apiServer.Set("etcd-compaction-interval", "1s")
-	cfg, err := shared.env.Start()
+	cfg, err := envtestsuite.Start(shared.env)
 	if err != nil {
-		return 0, fmt.Errorf("starting the control plane: %w", err)
+		return 0, err
 	}
 	defer func() { _ = shared.env.Stop() }()
 	user, err := shared.env.ControlPlane.AddUser(envtest.User{Name: "e2e-admin", Groups: []string{"system:masters"}}, nil)

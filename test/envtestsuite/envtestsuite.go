@@ -4,12 +4,14 @@
 package envtestsuite
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"testing"
 
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -42,7 +44,7 @@ func run(m *testing.M, withCRDs bool, setup func(cfg *rest.Config) (func(), erro
 		}
 		env.CRDInstallOptions = envtest.CRDInstallOptions{CRDs: crds}
 	}
-	cfg, err := env.Start()
+	cfg, err := Start(env)
 	if err != nil {
 		return 0, err
 	}
@@ -63,4 +65,17 @@ func LogOutput() io.Writer {
 		return os.Stderr
 	}
 	return io.Discard
+}
+
+// Start starts env's own control plane, never the cluster a USE_EXISTING_CLUSTER in the
+// caller's shell would point it to, and stops what it started when a later step of the
+// start fails: envtest then leaves kube-apiserver and etcd running, in their own process
+// group.
+func Start(env *envtest.Environment) (*rest.Config, error) {
+	env.UseExistingCluster = ptr.To(false)
+	cfg, err := env.Start()
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("starting the control plane: %w", err), env.Stop())
+	}
+	return cfg, nil
 }

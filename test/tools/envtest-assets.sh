@@ -12,14 +12,20 @@ STAGING_MINOR="0.${K8S_VERSION#1.}"
 
 log() { echo "envtest: $*" >&2; }
 
-# progress prints a heartbeat while a long build runs, so a 10-minute step never looks hung.
-progress() {
-  local what=$1 pid=$2 start=$SECONDS
-  while kill -0 "$pid" 2>/dev/null; do
-    sleep 30
-    kill -0 "$pid" 2>/dev/null && log "still building $what ($((SECONDS - start))s elapsed)"
-  done
-  wait "$pid"
+# with_heartbeat runs the rest of its arguments in the foreground, so a Ctrl-C stops it, and prints a
+# heartbeat meanwhile, so a 10-minute step never looks hung. The heartbeat lets go of the
+# lock's descriptor and ends with this script.
+with_heartbeat() {
+  local what=$1 start=$SECONDS beat rc=0
+  shift
+  (
+    exec 9>&-
+    while sleep 30 && kill -0 $$ 2>/dev/null; do log "still building $what ($((SECONDS - start))s elapsed)"; done
+  ) &
+  beat=$!
+  "$@" || rc=$?
+  kill "$beat" 2>/dev/null || : # it may have ended already
+  return "$rc"
 }
 
 build_apiserver() {
@@ -40,7 +46,7 @@ package tools
 
 import _ "k8s.io/kubernetes/cmd/kube-apiserver"
 GO
-  go mod download -json "k8s.io/kubernetes@v$K8S_VERSION" >/dev/null
+  go mod download "k8s.io/kubernetes@v$K8S_VERSION" >&2
   local modfile
   modfile="$(go env GOMODCACHE)/cache/download/k8s.io/kubernetes/@v/v$K8S_VERSION.mod"
   go mod edit -require "k8s.io/kubernetes@v$K8S_VERSION"
@@ -50,8 +56,7 @@ GO
   go mod tidy >&2
   local ldflags="-s -w -X k8s.io/component-base/version.gitVersion=v$K8S_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=${K8S_VERSION#1.} -X k8s.io/component-base/version.gitTreeState=clean -X k8s.io/client-go/pkg/version.gitVersion=v$K8S_VERSION"
   ldflags="${ldflags/gitMinor=${K8S_VERSION#1.}/gitMinor=$(echo "$K8S_VERSION" | cut -d. -f2)}"
-  go build -trimpath -ldflags "$ldflags" -o "$ASSETS/kube-apiserver.tmp" k8s.io/kubernetes/cmd/kube-apiserver &
-  progress kube-apiserver $!
+  with_heartbeat kube-apiserver go build -trimpath -ldflags "$ldflags" -o "$ASSETS/kube-apiserver.tmp" k8s.io/kubernetes/cmd/kube-apiserver
   mv "$ASSETS/kube-apiserver.tmp" "$ASSETS/kube-apiserver"
   log "kube-apiserver ready"
 }
@@ -76,8 +81,7 @@ import _ "go.etcd.io/etcd/server/v3"
 GO
   go mod edit -require "go.etcd.io/etcd/server/v3@v$ETCD_VERSION"
   go mod tidy >&2
-  go build -trimpath -ldflags "-s -w" -o "$ASSETS/etcd.tmp" go.etcd.io/etcd/server/v3 &
-  progress etcd $!
+  with_heartbeat etcd go build -trimpath -ldflags "-s -w" -o "$ASSETS/etcd.tmp" go.etcd.io/etcd/server/v3
   mv "$ASSETS/etcd.tmp" "$ASSETS/etcd"
   log "etcd ready"
 }
@@ -90,7 +94,10 @@ GO
 lock() {
   if command -v flock >/dev/null 2>&1; then
     exec 9>"$ASSETS/.lock"
-    flock 9
+    if ! flock -n 9; then
+      log "waiting for another build of the envtest assets"
+      flock 9
+    fi
     return
   fi
   local dir="$ASSETS/.lock.d" holder told=""
