@@ -345,6 +345,66 @@ func TestARequestOfAMovingTargetIsNotTimedOutBeforeItsRegistrationFailed(t *test
 	assert.Equal(t, ReasonTimedOut, out.Reason)
 }
 
+// Request hands a request to its worker's queue without the Manager's lock; each case sets
+// up what a move or a suspension of its target did in that gap, then takes the answer.
+func TestARequestsHandOverAnswersByWhatHappenedToItsTargetMeanwhile(t *testing.T) {
+	tracked := func(t *testing.T) (*Manager, *requestState, *worker) {
+		m, _ := registeredManager(t, map[string]string{"live/README.md": "objects\n"})
+		w := m.workerOf(liveKey)
+		st := &requestState{handedTo: w, req: CommitRequest{Key: types.NamespacedName{Namespace: "ops", Name: "release"},
+			UID: "1", Target: liveKey, Author: "alice", Message: "release", Deadline: time.Now().Add(time.Minute)}}
+		m.mu.Lock()
+		m.requests[st.req.Key] = st
+		m.mu.Unlock()
+		return m, st, w
+	}
+	stillTracked := func(t *testing.T, m *Manager, st *requestState) {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		assert.Same(t, st, m.requests[st.req.Key], "its outcome is still recorded, and Forget still withdraws it")
+	}
+	t.Run("keeps tracking a request its moving target handed to its new worker meanwhile", func(t *testing.T) {
+		m, st, w := tracked(t)
+		m.mu.Lock()
+		st.handedTo = &worker{} // rehomed: in the queue of the target's new branch
+		m.mu.Unlock()
+		out, err := m.handedOver(st, w, false)
+		require.NoError(t, err)
+		assert.False(t, out.Done)
+		stillTracked(t, m, st)
+	})
+	t.Run("keeps tracking a request marked to follow its moving target", func(t *testing.T) {
+		m, st, w := tracked(t)
+		m.mu.Lock()
+		st.rehome = true
+		m.mu.Unlock()
+		_, err := m.handedOver(st, w, false)
+		require.NoError(t, err)
+		stillTracked(t, m, st)
+	})
+	t.Run("lets a request no queue took and nothing moves wait for its target's registration", func(t *testing.T) {
+		m, st, w := tracked(t)
+		_, err := m.handedOver(st, w, false)
+		require.ErrorIs(t, err, ErrTargetNotRegistered)
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		assert.NotContains(t, m.requests, st.req.Key, "its controller hands it over again")
+	})
+	t.Run("takes a request its target's suspension settled meanwhile back out of the queue it reached", func(t *testing.T) {
+		m, st, w := tracked(t)
+		m.mu.Lock()
+		st.outcome = RequestOutcome{Done: true, Reason: ReasonTargetRemoved, Message: "suspended"}
+		m.mu.Unlock()
+		require.True(t, w.request(&st.req), "the target registered again on the same worker")
+		out, err := m.handedOver(st, w, true)
+		require.NoError(t, err)
+		assert.Equal(t, ReasonTargetRemoved, out.Reason)
+		w.qmu.Lock()
+		defer w.qmu.Unlock()
+		assert.Empty(t, w.queues[liveKey].waiting["alice"], "its message is not used after all")
+	})
+}
+
 func TestARequestWhoseChangesSomeoneElseTookOverSaysSo(t *testing.T) {
 	key, obj := clusterConfigMap("a", "new")
 	m, _ := registeredManagerWith(t, map[string]string{"live/README.md": "objects\n"}, Options{Resolver: fixedResolver{key: obj}})

@@ -62,20 +62,33 @@ func (m *Manager) Request(r CommitRequest) (RequestOutcome, error) {
 	m.requests[r.Key] = st
 	m.mu.Unlock()
 	gone()
-	if !w.request(&st.req) {
-		m.mu.Lock()
-		defer m.mu.Unlock()
-		if st.outcome.Done {
-			// Removed or suspended while handed over, and settled so (TargetRemoved): that
-			// outcome is the request's, not a registration to wait for.
-			return st.outcome, nil
-		}
-		if m.requests[r.Key] == st {
-			delete(m.requests, r.Key)
-		}
-		return RequestOutcome{}, ErrTargetNotRegistered
+	return m.handedOver(st, w, w.request(&st.req))
+}
+
+// handedOver says what Request's hand-over of st to w's queue came to (handed: w had a
+// queue for its target), the Manager's lock taken again: the hand-over runs without it, and
+// the target may have moved or stopped meanwhile. A request settled meanwhile (its target
+// suspended or removed: TargetRemoved) keeps that outcome, and is taken back out of a queue
+// it reached, which a target registered again on w has, so its message is not used after
+// all. One marked to follow its moving target, or already handed to its new worker
+// (rehomed), is tracked there. One that nothing holds waits for its target's registration.
+func (m *Manager) handedOver(st *requestState, w *worker, handed bool) (RequestOutcome, error) {
+	m.mu.Lock()
+	out, moved := st.outcome, st.rehome || st.handedTo != w
+	if !out.Done && !handed && !moved && m.requests[st.req.Key] == st {
+		delete(m.requests, st.req.Key)
 	}
-	return RequestOutcome{}, nil
+	m.mu.Unlock()
+	switch {
+	case out.Done:
+		if handed && out.SHA == "" {
+			w.withdraw(&st.req)
+		}
+		return out, nil
+	case handed || moved:
+		return RequestOutcome{}, nil
+	}
+	return RequestOutcome{}, ErrTargetNotRegistered
 }
 
 // claimedBesides is what r's lookBack counts as claimed: the commits its controller saw
