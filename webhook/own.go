@@ -69,18 +69,24 @@ type Own struct {
 
 // Handle implements admission.Handler.
 func (o *Own) Handle(ctx context.Context, req admission.Request) admission.Response {
-	if req.Kind.Kind == "CommitRequest" {
+	switch req.Kind.Kind {
+	case "CommitRequest":
 		return o.validateCommitRequest(ctx, req)
-	}
-	if req.Kind.Kind == "WatchRule" || req.Kind.Kind == "ClusterWatchRule" {
+	case "WatchRule", "ClusterWatchRule":
 		return o.validateRule(ctx, req)
-	}
-	if req.Kind.Kind == "GitProvider" {
+	case "GitProvider":
 		return o.validateProvider(ctx, req)
+	case "GitTarget":
+		if req.Operation != admissionv1.Delete {
+			return o.validateTarget(ctx, req)
+		}
 	}
-	if req.Operation == admissionv1.Delete || req.Kind.Kind != "GitTarget" {
-		return admission.Allowed("")
-	}
+	return admission.Allowed("")
+}
+
+// validateTarget judges a GitTarget's create or update: where it writes (targetPlace), and
+// whether its author may read what its encryption and the rules routed to it expose.
+func (o *Own) validateTarget(ctx context.Context, req admission.Request) admission.Response {
 	var t v1alpha1.GitTarget
 	if err := o.Decoder.Decode(req, &t); err != nil {
 		return admission.Errored(http.StatusBadRequest, err)
@@ -88,27 +94,9 @@ func (o *Own) Handle(ctx context.Context, req admission.Request) admission.Respo
 	if t.Namespace == "" {
 		t.Namespace = req.Namespace
 	}
-	same := samePlace(req, &t)
-	provider, others, ctxErr := o.context(ctx, &t)
-	if ctxErr != nil && !same {
-		return admission.Errored(http.StatusInternalServerError, ctxErr)
-	}
-	var warnings []string
-	if same {
-		// An update that keeps where the target writes (a label, its templates, a re-apply
-		// by a GitOps tool) is not refused for a provider narrowed since, or an overlap that
-		// arose after its creation (a provider created or changed since): spec.branch is
-		// immutable, so it could never pass. It is warned of instead.
-		if err := ValidateTarget(&t, nil, nil); err != nil {
-			return admission.Denied(err.Error()) // its templates
-		}
-		if ctxErr == nil { // a cache that cannot list does not fail a label's update
-			if problem := ValidateTarget(&t, provider, others); problem != nil {
-				warnings = append(warnings, problem.Error()+" (this update is allowed: it keeps where the target writes)")
-			}
-		}
-	} else if err := ValidateTarget(&t, provider, others); err != nil {
-		return admission.Denied(err.Error())
+	warnings, refused := o.targetPlace(ctx, req, &t)
+	if refused != nil {
+		return *refused
 	}
 	need := TargetReadAccess(&t)
 	old, ok := oldTarget(req)
@@ -127,6 +115,37 @@ func (o *Own) Handle(ctx context.Context, req admission.Request) admission.Respo
 	}
 	resp.Warnings = append(resp.Warnings, warnings...)
 	return resp
+}
+
+// targetPlace judges where t writes, against its GitProvider and the other targets in the
+// cache: refused (a response) when it cannot write there, or with warnings for an update
+// that keeps where it writes, which is not refused for a provider narrowed since, or an
+// overlap that arose after its creation (a provider created or changed since): spec.branch
+// is immutable, so it could never pass.
+func (o *Own) targetPlace(ctx context.Context, req admission.Request, t *v1alpha1.GitTarget) (warnings []string, refused *admission.Response) {
+	same := samePlace(req, t)
+	provider, others, ctxErr := o.context(ctx, t)
+	if ctxErr != nil && !same {
+		resp := admission.Errored(http.StatusInternalServerError, ctxErr)
+		return nil, &resp
+	}
+	if !same {
+		if err := ValidateTarget(t, provider, others); err != nil {
+			resp := admission.Denied(err.Error())
+			return nil, &resp
+		}
+		return nil, nil
+	}
+	if err := ValidateTarget(t, nil, nil); err != nil {
+		resp := admission.Denied(err.Error()) // its templates
+		return nil, &resp
+	}
+	if ctxErr == nil { // a cache that cannot list does not fail a label's update
+		if problem := ValidateTarget(t, provider, others); problem != nil {
+			warnings = append(warnings, problem.Error()+" (this update is allowed: it keeps where the target writes)")
+		}
+	}
+	return warnings, nil
 }
 
 // requireRoutedAccess asks RoutedReadAccess for grs of the author of a change of a target's
