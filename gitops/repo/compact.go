@@ -188,20 +188,8 @@ func (r *Repo) compact(branch string) (stats CompactionStats, err error) {
 			err = errors.Join(err, rerr)
 		}
 	}()
-	pack, err := r.writePack(keep)
+	pack, err := r.packTip(tip, keep)
 	if err != nil {
-		return stats, err
-	}
-	if pack.IsZero() {
-		return stats, fmt.Errorf("packfile written in %s without a checksum", r.dir)
-	}
-	if err := syncPack(r.dir, pack); err != nil {
-		return stats, err
-	}
-	if err := r.git.Storer.SetShallow([]plumbing.Hash{tip}); err != nil {
-		return stats, fmt.Errorf("mark %s shallow in %s: %w", tip, r.dir, err)
-	}
-	if err := syncFile(filepath.Join(r.dir, "shallow")); err != nil {
 		return stats, err
 	}
 	stats.Kept = len(keep)
@@ -224,6 +212,26 @@ func (r *Repo) compact(branch string) (stats CompactionStats, err error) {
 		return stats, fmt.Errorf("delete unused objects in %s: %w", r.dir, err)
 	}
 	return stats, nil
+}
+
+// packTip writes keep, the objects reachable from tip, into one packfile on disk (synced)
+// and marks tip shallow, so that the clone needs nothing else: the objects left behind can
+// go. It returns the packfile's checksum.
+func (r *Repo) packTip(tip plumbing.Hash, keep []plumbing.Hash) (plumbing.Hash, error) {
+	pack, err := r.writePack(keep)
+	if err != nil {
+		return pack, err
+	}
+	if pack.IsZero() {
+		return pack, fmt.Errorf("packfile written in %s without a checksum", r.dir)
+	}
+	if err := syncPack(r.dir, pack); err != nil {
+		return pack, err
+	}
+	if err := r.git.Storer.SetShallow([]plumbing.Hash{tip}); err != nil {
+		return pack, fmt.Errorf("mark %s shallow in %s: %w", tip, r.dir, err)
+	}
+	return pack, syncFile(filepath.Join(r.dir, "shallow"))
 }
 
 // reopen reads the store afresh, dropping go-git's caches of pack indexes and loose objects
