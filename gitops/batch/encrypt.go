@@ -155,20 +155,29 @@ func (w *worker) neverWritten(t *target, k ObjectKey, obj *unstructured.Unstruct
 // existing file, so an unchanged object produces no edit. Key material is skipped. Any failure refuses this object
 // only (it stays listed in status); there is no plaintext fallback. Callers hold w.mu.
 func (w *worker) planSensitive(t *target, p *writePlan, read func(string) ([]byte, error), k ObjectKey, obj *unstructured.Unstructured, file string, exists bool) error {
-	id := k.Identity()
-	if skip, err := w.isKeyMaterial(t, k, obj); err != nil {
+	if done, err := w.sensitiveHeld(t, p, read, k, obj, file, exists); done || err != nil {
 		return err
-	} else if skip {
-		if exists { // written by an earlier release, or by a person
+	}
+	return w.planEncrypted(t, p, read, k, obj, file, exists)
+}
+
+// sensitiveHeld reports whether a sensitive object is not encrypted into Git (done): key
+// material, skipped; no encryption, fields sops would leave readable, or a file it shares
+// with other objects, refused (p.refuse), unless that shared file already holds it as it
+// is. Callers hold w.mu.
+func (w *worker) sensitiveHeld(t *target, p *writePlan, read func(string) ([]byte, error), k ObjectKey, obj *unstructured.Unstructured, file string, exists bool) (done bool, err error) {
+	id := k.Identity()
+	if skip, err := w.isKeyMaterial(t, k, obj); err != nil || skip {
+		if skip && exists { // written by an earlier release, or by a person
 			p.refuse(k, fmt.Sprintf("%s: not written: it holds key material or Git credentials, which never go to Git; "+
 				"%s was written before and is left as it is: remove it from Git", id, file))
 		}
-		return nil
+		return true, err
 	}
 	enc := t.spec.Encryption
 	if enc == nil {
 		p.refuse(k, fmt.Sprintf("%s: not written: %s", id, cannotEncrypt(t.spec.Key)))
-		return nil
+		return true, nil
 	}
 	if extra := ReadableFields(obj); len(extra) > 0 {
 		encryptedFile := ""
@@ -176,15 +185,23 @@ func (w *worker) planSensitive(t *target, p *writePlan, read func(string) ([]byt
 			encryptedFile = file // planned here only because that file is encrypted in Git
 		}
 		p.refuse(k, fmt.Sprintf("%s: not written: %s", id, ReadableProblem(k.GVR.GroupResource(), extra, encryptedFile)))
-		return nil
+		return true, nil
 	}
 	if n := sharedEncryptedFile(t.index.Load(), file); exists && n > 0 {
 		if inStep, err := w.inSharedFile(t, enc, read, file, obj); err != nil || inStep {
-			return err // nothing to write: no refusal at every list
+			return true, err // nothing to write: no refusal at every list
 		}
 		p.refuse(k, fmt.Sprintf("%s: not written: %s", id, sharedProblem(file, n)))
-		return nil
+		return true, nil
 	}
+	return false, nil
+}
+
+// planEncrypted plans the encrypted write of a sensitive object sensitiveHeld let through:
+// into its file with encrypt.Update, re-wrapped when only the recipients changed, moving
+// its document out of a plaintext file that held it. Callers hold w.mu.
+func (w *worker) planEncrypted(t *target, p *writePlan, read func(string) ([]byte, error), k ObjectKey, obj *unstructured.Unstructured, file string, exists bool) error {
+	id, enc := k.Identity(), t.spec.Encryption
 	at, problem, err := w.placeSensitive(t, read, k, file, exists)
 	if err != nil || problem != "" {
 		if problem != "" {
