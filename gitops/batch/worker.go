@@ -605,18 +605,13 @@ func (w *worker) refresh(ctx context.Context, force bool, acting *target) error 
 	if !w.fetched {
 		known = w.tipBeforeRepair
 	}
+	tip, isHidden, err := w.hiddenFrom(ctx, acting, tip, known)
+	if err != nil {
+		return err
+	}
 	var hidden error
-	if tip.IsZero() && !known.IsZero() {
-		seen, err := w.seenElsewhere(ctx, acting)
-		if err != nil {
-			return err
-		}
-		if !seen.IsZero() {
-			tip = seen
-			hidden = fmt.Errorf("%w (another GitTarget's credentials see it): give this GitProvider's read access to it", ErrBranchHidden)
-		}
-	} else if !tip.IsZero() && acting != nil {
-		w.seenBy = acting.spec.Key
+	if isHidden {
+		hidden = fmt.Errorf("%w (another GitTarget's credentials see it): give this GitProvider's read access to it", ErrBranchHidden)
 	}
 	if acting != nil {
 		acting.hidden = hidden
@@ -625,6 +620,36 @@ func (w *worker) refresh(ctx context.Context, force bool, acting *target) error 
 	deleted := !known.IsZero() && tip.IsZero()
 	w.tipBeforeRepair = plumbing.ZeroHash
 	w.remoteTip, w.fetched, w.lastFetch = tip, true, time.Now()
+	own := w.reread(tip, moved || force, deleted, acting, hidden)
+	if hidden != nil {
+		return hidden
+	}
+	return own
+}
+
+// hiddenFrom looks, when acting's fetch found no branch (tip) where the worker knew one
+// (known), whether the credentials of another target on it still see it: then the branch is
+// hidden from acting's, and the tip is the one the others see. It records whose credentials
+// saw the branch last. Callers hold w.mu.
+func (w *worker) hiddenFrom(ctx context.Context, acting *target, tip, known plumbing.Hash) (plumbing.Hash, bool, error) {
+	if tip.IsZero() && !known.IsZero() {
+		seen, err := w.seenElsewhere(ctx, acting)
+		if err != nil || seen.IsZero() {
+			return tip, false, err
+		}
+		return seen, true, nil
+	}
+	if !tip.IsZero() && acting != nil {
+		w.seenBy = acting.spec.Key
+	}
+	return tip, false, nil
+}
+
+// reread re-reads each target's folder at tip when the tip moved (or a re-read is forced:
+// moved), and any folder whose index does not describe it, but acting's when the branch is
+// hidden from it; after the branch was deleted (deleted) each writable folder asks for its
+// snapshot. It returns acting's own failure; the others' are logged. Callers hold w.mu.
+func (w *worker) reread(tip plumbing.Hash, moved, deleted bool, acting *target, hidden error) error {
 	var own error
 	for _, t := range w.targets {
 		if t == acting && hidden != nil {
@@ -633,7 +658,7 @@ func (w *worker) refresh(ctx context.Context, force bool, acting *target) error 
 		// An index left behind by a failed re-read is read again, even when the tip did
 		// not move since; one target's failure does not leave the others behind, nor
 		// fail them: each learns of its own when it registers or commits.
-		if moved || force || !t.st.Known || t.stale(tip) {
+		if moved || !t.st.Known || t.stale(tip) {
 			if err := w.analyze(t); err != nil {
 				if t == acting {
 					own = err
@@ -645,9 +670,6 @@ func (w *worker) refresh(ctx context.Context, force bool, acting *target) error 
 		if deleted && t.verdict.Supported {
 			t.folderReady = true
 		}
-	}
-	if hidden != nil {
-		return hidden
 	}
 	return own
 }
