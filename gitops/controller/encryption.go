@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"slices"
@@ -167,9 +168,9 @@ func (r *GitTargetReconciler) generateIdentity(ctx context.Context, t *v1alpha1.
 	metav1.SetMetaDataLabel(&s.ObjectMeta, batch.KeyMaterialLabel, "age-identity")
 	metav1.SetMetaDataAnnotation(&s.ObjectMeta, AnnotationBackup, backupWarning)
 	if create {
-		err = r.Client.Create(ctx, s)
+		err = withoutValues(r.Client.Create(ctx, s), s.Data)
 	} else {
-		err = r.Client.Update(ctx, s)
+		err = withoutValues(r.Client.Update(ctx, s), s.Data)
 	}
 	if v, ok := unwritable("the generated age identity", client.ObjectKeyFromObject(s), err); ok {
 		return encrypt.Identities{}, v, nil
@@ -239,7 +240,7 @@ func (r *GitTargetReconciler) adoptDigestKey(ctx context.Context, t *v1alpha1.Gi
 	if err := controllerutil.SetControllerReference(t, s, r.Client.Scheme()); err != nil {
 		return fmt.Errorf("owning Secret %s/%s: %w", s.Namespace, s.Name, err)
 	}
-	if err := r.Client.Update(ctx, s); err != nil {
+	if err := withoutValues(r.Client.Update(ctx, s), s.Data); err != nil {
 		return fmt.Errorf("adopting Secret %s/%s: %w", s.Namespace, s.Name, err)
 	}
 	return nil
@@ -259,7 +260,7 @@ func (r *GitTargetReconciler) createDigestKey(ctx context.Context, t *v1alpha1.G
 	if err := controllerutil.SetControllerReference(t, s, r.Client.Scheme()); err != nil {
 		return nil, encryptionVerdict{}, fmt.Errorf("owning Secret %s: %w", key, err)
 	}
-	err = r.Client.Create(ctx, s)
+	err = withoutValues(r.Client.Create(ctx, s), s.Data)
 	if v, ok := unwritable("the digest key", key, err); ok {
 		return nil, v, nil
 	}
@@ -268,6 +269,47 @@ func (r *GitTargetReconciler) createDigestKey(ctx context.Context, t *v1alpha1.G
 	}
 	return k, encryptionVerdict{}, nil
 }
+
+// withoutValues returns err, the API server's answer to a write of a key Secret holding
+// data, with each of data's values left out of its message: an admission webhook or policy
+// refusing the write may quote the object (a message template over the request's object, a
+// ValidatingAdmissionPolicy's messageExpression), and the message reaches conditions, logs
+// and the admission denials of every change routed to the target. A value is looked for as
+// it is, base64-encoded (as JSON carries it) and line by line (an identity file's key line).
+// errors.Is and As still see err.
+func withoutValues(err error, data map[string][]byte) error {
+	if err == nil {
+		return nil
+	}
+	msg := err.Error()
+	for _, v := range data {
+		forms := []string{string(v), base64.StdEncoding.EncodeToString(v)}
+		forms = append(forms, strings.Split(string(v), "\n")...)
+		for _, f := range forms {
+			if len(strings.TrimSpace(f)) >= minHiddenValue {
+				msg = strings.ReplaceAll(msg, f, "[value hidden]")
+			}
+		}
+	}
+	if msg == err.Error() {
+		return err
+	}
+	return &valuesHidden{msg: msg, err: err}
+}
+
+// minHiddenValue is the shortest form of a Secret value withoutValues looks for: a shorter
+// one (a comment's word, a digit) would cut ordinary words out of the message, and is no
+// key.
+const minHiddenValue = 8
+
+// valuesHidden is an error whose message leaves out the values it could quote.
+type valuesHidden struct {
+	msg string
+	err error
+}
+
+func (e *valuesHidden) Error() string { return e.msg }
+func (e *valuesHidden) Unwrap() error { return e.err }
 
 // unwritable is the verdict on a key Secret the API server refuses to store for good (an
 // invalid name, an immutable Secret, a quota, a policy): retrying cannot help until someone

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -136,6 +137,20 @@ func TestEncryptionReady(t *testing.T) {
 		assert.Contains(t, c.Message, "Age_Keys")
 		waitCondition(t, gt, func() []metav1.Condition { return gt.Status.Conditions }, v1alpha1.ConditionReady, metav1.ConditionTrue)
 	})
+	t.Run("never quotes the generated identity when a policy that echoes the Secret refuses it", func(t *testing.T) {
+		ns := namespace(t)
+		refuseEchoingSecrets(t, ns)
+		require.NoError(t, k8s.Create(ctx, provider(ns, "file://"+bareRemote(t))))
+		gt := target(ns, "main", "live")
+		gt.Spec.Encryption = &v1alpha1.Encryption{Age: &v1alpha1.AgeEncryption{
+			SecretRef: &v1alpha1.LocalObjectReference{Name: "age"}, GenerateWhenMissing: true}}
+		require.NoError(t, k8s.Create(ctx, gt))
+		c := encryptionCondition(t, gt, metav1.ConditionFalse)
+		assert.Equal(t, v1alpha1.ReasonSecretUnwritable, c.Reason)
+		assert.Contains(t, c.Message, "secrets here may not hold")
+		assert.Contains(t, c.Message, "[value hidden]")
+		assert.NotContains(t, c.Message, "AGE-SECRET-KEY-")
+	})
 	t.Run("generateWhenMissing creates an identity, annotates the Secret and warns without the private key", func(t *testing.T) {
 		ns, gt := encryptedTarget(t, &v1alpha1.AgeEncryption{SecretRef: &v1alpha1.LocalObjectReference{Name: "age"}, GenerateWhenMissing: true})
 		c := encryptionCondition(t, gt, metav1.ConditionTrue)
@@ -205,6 +220,42 @@ func eventually(t *testing.T, cond func() bool) {
 		}
 	}
 	t.Fatal("condition not reached in 30s")
+}
+
+// refuseEchoingSecrets installs, for the test's life, a ValidatingAdmissionPolicy that
+// refuses every Secret written in ns with a message quoting its identity: a policy written
+// carelessly, whose message the operator must not pass on.
+func refuseEchoingSecrets(t *testing.T, ns string) {
+	t.Helper()
+	ctx := context.Background()
+	name := "echo-" + ns
+	deny := admissionregistrationv1.Deny
+	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
+					Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"secrets"}}}}}},
+			Validations: []admissionregistrationv1.Validation{{Expression: "false",
+				MessageExpression: "'secrets here may not hold ' + (has(object.data) && '" + controller.GeneratedIdentityKey +
+					"' in object.data ? string(object.data['" + controller.GeneratedIdentityKey + "']) : 'anything')"}},
+		}}
+	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: name,
+			ValidationActions: []admissionregistrationv1.ValidationAction{deny},
+			MatchResources: &admissionregistrationv1.MatchResources{NamespaceSelector: &metav1.LabelSelector{
+				MatchLabels: map[string]string{"kubernetes.io/metadata.name": ns}}}}}
+	require.NoError(t, k8s.Create(ctx, policy))
+	require.NoError(t, k8s.Create(ctx, binding))
+	t.Cleanup(func() {
+		_ = k8s.Delete(ctx, binding)
+		_ = k8s.Delete(ctx, policy)
+	})
+	probe := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "probe"}}
+	eventually(t, func() bool { // the API server loads a policy within moments
+		return apierrors.IsForbidden(k8s.Create(ctx, probe.DeepCopy(), client.DryRunAll)) ||
+			apierrors.IsInvalid(k8s.Create(ctx, probe.DeepCopy(), client.DryRunAll))
+	})
 }
 
 func TestEncryptionValidation(t *testing.T) {
