@@ -23,6 +23,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/gitops-reverser/gitops-reverser/gitops/redact"
 )
 
 // errLostRace reports that another writer changed the Secret or a webhook configuration
@@ -168,7 +170,9 @@ func (i *issuer) write(ctx context.Context, sec *corev1.Secret, data map[string]
 			Type: corev1.SecretTypeTLS,
 			Data: data,
 		}
-		if err := i.client.Create(ctx, sec); err != nil {
+		// The Secret holds the CA's and the server's private keys: a policy refusing it may
+		// quote them in its message.
+		if err := redact.SecretValues(i.client.Create(ctx, sec), data); err != nil {
 			return raceOr(err, "creating the certificate Secret")
 		}
 		return nil
@@ -176,7 +180,7 @@ func (i *issuer) write(ctx context.Context, sec *corev1.Secret, data map[string]
 	sec = sec.DeepCopy()
 	sec.Data = data
 	metav1.SetMetaDataLabel(&sec.ObjectMeta, keyMaterialLabel, "webhook-certificate") // one made before the label had none
-	if err := i.client.Update(ctx, sec); err != nil {
+	if err := redact.SecretValues(i.client.Update(ctx, sec), data); err != nil {
 		return raceOr(err, "updating the certificate Secret")
 	}
 	return nil

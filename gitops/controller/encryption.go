@@ -2,7 +2,6 @@ package controller
 
 import (
 	"context"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"slices"
@@ -20,6 +19,7 @@ import (
 	"github.com/gitops-reverser/gitops-reverser/api/v1alpha1"
 	"github.com/gitops-reverser/gitops-reverser/gitops/batch"
 	"github.com/gitops-reverser/gitops-reverser/gitops/encrypt"
+	"github.com/gitops-reverser/gitops-reverser/gitops/redact"
 )
 
 // Annotations the operator puts on a Secret that received a generated identity. The public
@@ -168,9 +168,9 @@ func (r *GitTargetReconciler) generateIdentity(ctx context.Context, t *v1alpha1.
 	metav1.SetMetaDataLabel(&s.ObjectMeta, batch.KeyMaterialLabel, "age-identity")
 	metav1.SetMetaDataAnnotation(&s.ObjectMeta, AnnotationBackup, backupWarning)
 	if create {
-		err = withoutValues(r.Client.Create(ctx, s), s.Data)
+		err = redact.SecretValues(r.Client.Create(ctx, s), s.Data)
 	} else {
-		err = withoutValues(r.Client.Update(ctx, s), s.Data)
+		err = redact.SecretValues(r.Client.Update(ctx, s), s.Data)
 	}
 	if v, ok := unwritable("the generated age identity", client.ObjectKeyFromObject(s), err); ok {
 		return encrypt.Identities{}, v, nil
@@ -240,7 +240,7 @@ func (r *GitTargetReconciler) adoptDigestKey(ctx context.Context, t *v1alpha1.Gi
 	if err := controllerutil.SetControllerReference(t, s, r.Client.Scheme()); err != nil {
 		return fmt.Errorf("owning Secret %s/%s: %w", s.Namespace, s.Name, err)
 	}
-	if err := withoutValues(r.Client.Update(ctx, s), s.Data); err != nil {
+	if err := redact.SecretValues(r.Client.Update(ctx, s), s.Data); err != nil {
 		return fmt.Errorf("adopting Secret %s/%s: %w", s.Namespace, s.Name, err)
 	}
 	return nil
@@ -260,7 +260,7 @@ func (r *GitTargetReconciler) createDigestKey(ctx context.Context, t *v1alpha1.G
 	if err := controllerutil.SetControllerReference(t, s, r.Client.Scheme()); err != nil {
 		return nil, encryptionVerdict{}, fmt.Errorf("owning Secret %s: %w", key, err)
 	}
-	err = withoutValues(r.Client.Create(ctx, s), s.Data)
+	err = redact.SecretValues(r.Client.Create(ctx, s), s.Data)
 	if v, ok := unwritable("the digest key", key, err); ok {
 		return nil, v, nil
 	}
@@ -269,47 +269,6 @@ func (r *GitTargetReconciler) createDigestKey(ctx context.Context, t *v1alpha1.G
 	}
 	return k, encryptionVerdict{}, nil
 }
-
-// withoutValues returns err, the API server's answer to a write of a key Secret holding
-// data, with each of data's values left out of its message: an admission webhook or policy
-// refusing the write may quote the object (a message template over the request's object, a
-// ValidatingAdmissionPolicy's messageExpression), and the message reaches conditions, logs
-// and the admission denials of every change routed to the target. A value is looked for as
-// it is, base64-encoded (as JSON carries it) and line by line (an identity file's key line).
-// errors.Is and As still see err.
-func withoutValues(err error, data map[string][]byte) error {
-	if err == nil {
-		return nil
-	}
-	msg := err.Error()
-	for _, v := range data {
-		forms := []string{string(v), base64.StdEncoding.EncodeToString(v)}
-		forms = append(forms, strings.Split(string(v), "\n")...)
-		for _, f := range forms {
-			if len(strings.TrimSpace(f)) >= minHiddenValue {
-				msg = strings.ReplaceAll(msg, f, "[value hidden]")
-			}
-		}
-	}
-	if msg == err.Error() {
-		return err
-	}
-	return &valuesHidden{msg: msg, err: err}
-}
-
-// minHiddenValue is the shortest form of a Secret value withoutValues looks for: a shorter
-// one (a comment's word, a digit) would cut ordinary words out of the message, and is no
-// key.
-const minHiddenValue = 8
-
-// valuesHidden is an error whose message leaves out the values it could quote.
-type valuesHidden struct {
-	msg string
-	err error
-}
-
-func (e *valuesHidden) Error() string { return e.msg }
-func (e *valuesHidden) Unwrap() error { return e.err }
 
 // unwritable is the verdict on a key Secret the API server refuses to store for good (an
 // invalid name, an immutable Secret, a quota, a policy): retrying cannot help until someone
