@@ -800,6 +800,38 @@ func TestAnInformerReplacedBeforeItListedHandsOnWhatItsPredecessorKnew(t *testin
 // An object deleted just before its namespace leaves a rule's selector: the relabel does not
 // list it (the store dropped it), and its delete, waiting in the handler's queue, is
 // handled after the relabel, when the namespace's labels no longer match.
+// The relabel read the objects from the store, which already held x's next state (without
+// the label the rule selects) while x's handler was behind: only the handler can remove it.
+func TestAnUpdateLeavingTheSelectionHandledJustAfterItsNamespaceLeftTooIsStillARemoval(t *testing.T) {
+	cms := Resource{GVR: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, Kind: "ConfigMap", Namespaced: true}
+	claim := Claim{Target: types.NamespacedName{Namespace: "ops", Name: "live"}, Resource: cms,
+		NamespaceSelector: labels.SelectorFromSet(labels.Set{"env": "prod"}), ObjectSelector: labels.SelectorFromSet(labels.Set{"app": "web"}),
+		Create: true, Update: true, Delete: true}
+	sink := &submissions{}
+	w := New(Options{Sink: sink, Log: logr.Discard(), NamespaceLabels: func(string) labels.Set { return labels.Set{"env": "dev"} }})
+	w.byGVR[cms.GVR] = []Claim{claim}
+	w.informers[cms.GVR] = listedInformer(t, true)
+	w.NamespaceRelabelled("shop", labels.Set{"env": "prod"}, labels.Set{"env": "dev"})
+
+	w.onEvent(cms.GVR, configMap("shop", "x", map[string]string{"app": "web"}), configMap("shop", "x", nil), false)
+
+	var got []string
+	for _, cs := range sink.got {
+		for _, ch := range cs {
+			got = append(got, fmt.Sprintf("%s deleted=%v", ch.Key.Name, ch.Deleted))
+		}
+	}
+	assert.Equal(t, []string{"x deleted=true"}, got)
+
+	sink.got = nil
+	w.relabelled = map[string][]relabel{}
+	w.remember("shop", labels.Set{"env": "prod"}, time.Now().Add(-relabelMemory-time.Second))
+	w.onEvent(cms.GVR, configMap("shop", "y", map[string]string{"app": "web"}), configMap("shop", "y", nil), false)
+	for _, cs := range sink.got {
+		assert.Empty(t, cs, "a namespace that left the selector long before is out of it")
+	}
+}
+
 func TestADeleteHandledJustAfterItsNamespaceLeftTheSelectorIsStillMirrored(t *testing.T) {
 	cms := Resource{GVR: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, Kind: "ConfigMap", Namespaced: true}
 	claim := Claim{Target: types.NamespacedName{Namespace: "ops", Name: "live"}, Resource: cms,

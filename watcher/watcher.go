@@ -1408,9 +1408,14 @@ func (w *Watcher) claimChanges(claims []Claim, gr schema.GroupResource, old, u *
 	selected = map[types.NamespacedName]bool{}
 	updates = true
 	unknownNamespace := !w.namespaceKnown(u.GetNamespace())
+	var befores []labels.Set
+	if old != nil && !noiseBefore {
+		befores = w.labelsBefore(old.GetNamespace())
+	}
 	for _, c := range claims {
 		now := !noiseNow && c.Matches(u.GetNamespace(), u.GetLabels(), w.opts.FreshNamespaceLabels)
-		was := old != nil && !noiseBefore && c.Matches(old.GetNamespace(), old.GetLabels(), w.opts.FreshNamespaceLabels)
+		was := old != nil && !noiseBefore && (c.Matches(old.GetNamespace(), old.GetLabels(), w.opts.FreshNamespaceLabels) ||
+			matchedBefore(c, old, befores))
 		selected[c.Target] = selected[c.Target] || now
 		// A namespace the cache has not seen, whose labels the API server did not give
 		// either (a timeout): the object may be selected. Its change is submitted, and the
@@ -1439,6 +1444,17 @@ func (w *Watcher) claimChanges(claims []Claim, gr schema.GroupResource, old, u *
 		}
 	}
 	return changes, selected, updates
+}
+
+// matchedBefore reports whether c selected old under one of its namespace's labels before
+// a relabel a moment ago (befores): the relabel read the objects from the informer's store,
+// which may already hold the object's next state while its handler is behind, so an object
+// that left the selection by its own update just as its namespace left too was in no list
+// the relabel read, and only its handler can still remove it. Pure.
+func matchedBefore(c Claim, old *unstructured.Unstructured, befores []labels.Set) bool {
+	return slices.ContainsFunc(befores, func(b labels.Set) bool {
+		return c.Matches(old.GetNamespace(), old.GetLabels(), func(string) labels.Set { return b })
+	})
 }
 
 // perTarget makes the changes one event gives a target agree, since several rules of it
