@@ -800,6 +800,17 @@ func TestAnInformerReplacedBeforeItListedHandsOnWhatItsPredecessorKnew(t *testin
 // An object deleted just before its namespace leaves a rule's selector: the relabel does not
 // list it (the store dropped it), and its delete, waiting in the handler's queue, is
 // handled after the relabel, when the namespace's labels no longer match.
+// submitted lists the sink's changes as "name deleted=bool", in order.
+func submitted(sink *submissions) []string {
+	var got []string
+	for _, cs := range sink.got {
+		for _, ch := range cs {
+			got = append(got, fmt.Sprintf("%s deleted=%v", ch.Key.Name, ch.Deleted))
+		}
+	}
+	return got
+}
+
 // The relabel read the objects from the store, which already held x's next state (without
 // the label the rule selects) while x's handler was behind: only the handler can remove it.
 func TestAnUpdateLeavingTheSelectionHandledJustAfterItsNamespaceLeftTooIsStillARemoval(t *testing.T) {
@@ -815,13 +826,7 @@ func TestAnUpdateLeavingTheSelectionHandledJustAfterItsNamespaceLeftTooIsStillAR
 
 	w.onEvent(cms.GVR, configMap("shop", "x", map[string]string{"app": "web"}), configMap("shop", "x", nil), false)
 
-	var got []string
-	for _, cs := range sink.got {
-		for _, ch := range cs {
-			got = append(got, fmt.Sprintf("%s deleted=%v", ch.Key.Name, ch.Deleted))
-		}
-	}
-	assert.Equal(t, []string{"x deleted=true"}, got)
+	assert.Equal(t, []string{"x deleted=true"}, submitted(sink))
 
 	sink.got = nil
 	w.relabelled = map[string][]relabel{}
@@ -844,13 +849,7 @@ func TestADeleteHandledJustAfterItsNamespaceLeftTheSelectorIsStillMirrored(t *te
 
 	w.onDelete(cms.GVR, configMap("shop", "x", nil))
 
-	var got []string
-	for _, cs := range sink.got {
-		for _, ch := range cs {
-			got = append(got, fmt.Sprintf("%s deleted=%v", ch.Key.Name, ch.Deleted))
-		}
-	}
-	assert.Equal(t, []string{"x deleted=true"}, got)
+	assert.Equal(t, []string{"x deleted=true"}, submitted(sink))
 
 	sink.got = nil
 	keeps := Claim{Target: claim.Target, Resource: cms, Namespace: "shop", ObjectSelector: labels.Everything(), Create: true, Update: true}
