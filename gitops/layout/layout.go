@@ -2,8 +2,8 @@
 // indexes the objects it holds.
 //
 // The verdict is a pure function of the folder's files, so the admission
-// webhook, the reconciler and the offline manifest-analyzer give the same
-// answer with the same words. Only plain folders are supported today: YAML
+// webhook and the writer give the same answer with the same words (and so
+// will the offline manifest-analyzer the design plans). Only plain folders are supported today: YAML
 // manifests plus documentation. Anything whose meaning a writer could break
 // (Kustomize files, scripts, symlinks, submodules, unparseable YAML, YAML
 // the editor cannot own safely such as anchors and custom tags, duplicate
