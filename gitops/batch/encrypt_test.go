@@ -561,6 +561,22 @@ func TestWriterEncryption(t *testing.T) {
 		assert.Equal(t, map[string]any{"password": "aHVudGVyMg=="}, decrypted(t, after, newIDs))
 		assert.NotContains(t, after, recipients[0], "the removed recipient is gone from the file")
 	})
+	t.Run("recipients only: a Secret whose cache has not synced is left for a later listing, and the others are re-wrapped", func(t *testing.T) {
+		s, key := recipientsOnlyScene(t)
+		db := s.cluster.put(secretsGVR, "Secret", "db", map[string]any{"password": "aHVudGVyMg=="})
+		api := s.cluster.put(secretsGVR, "Secret", "api", map[string]any{"token": "dG9rZW4="})
+		s.submitAndSettle(db, api)
+		s.cluster.setSynced(api, false) // its Secret list keeps failing, say
+		newIDs, newRecipients := identity(t)
+		s.spec.Encryption = &batch.Encryption{Recipients: newRecipients, DigestKey: key}
+		s.ensure() // no error: the target is not reported Unreachable for it
+		msg := repotest.Git(t, s.remote.Dir, "log", "-1", "--format=%B", "main")
+		assert.Contains(t, msg, "Re-wrap 1 encrypted file(s) in live")
+		assert.Contains(t, msg, "- live/app/secrets/api.sops.yaml")
+		assert.Equal(t, map[string]any{"password": "aHVudGVyMg=="}, decrypted(t, s.remote.Show("main", "live/app/secrets/db.sops.yaml"), newIDs))
+		_, err := encrypt.Decrypt([]byte(s.remote.Show("main", "live/app/secrets/api.sops.yaml")), newIDs)
+		assert.Error(t, err, "left as it was, for a later listing")
+	})
 	// pendingDuringRecipientChange writes Secret db (data.password hunter2), lets alice change
 	// it to password (base64) in a window that stays open, and changes the recipients: the
 	// re-wrap commit is the committer's. It returns the scene and the new identities.
@@ -578,7 +594,7 @@ func TestWriterEncryption(t *testing.T) {
 		s.ensure()
 		rekey := repotest.Git(t, s.remote.Dir, "log", "-1", "--format=%an%n%B", "main")
 		assert.Contains(t, rekey, "Writer\n", "the recipient change is the committer's")
-		assert.Contains(t, rekey, "Not re-wrapped (no identity opens them; renewed on their next change):\n- live/app/secrets/db.sops.yaml")
+		assert.Contains(t, rekey, "Not re-wrapped (no identity opens them, or what they hold cannot be read yet; renewed at their next change or listing):\n- live/app/secrets/db.sops.yaml")
 		_, err := encrypt.Decrypt([]byte(s.remote.Show("main", "live/app/secrets/db.sops.yaml")), newIDs)
 		assert.Error(t, err, "her change is not in the committer's commit")
 

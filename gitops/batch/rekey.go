@@ -134,7 +134,7 @@ func (w *worker) rewrapFile(t *target, enc *Encryption, rp *rekeyPlan, file stri
 	var out []byte
 	if enc.Identities.Len() > 0 {
 		if keyMaterial, err := w.fileOfKeyMaterial(t, enc, content); err != nil {
-			return err
+			return skipUnsynced(rp, file, err)
 		} else if keyMaterial {
 			rp.keyMaterial = append(rp.keyMaterial, file) // re-wrapped, new recipients could read it
 			return nil
@@ -144,7 +144,7 @@ func (w *worker) rewrapFile(t *target, enc *Encryption, rp *rekeyPlan, file stri
 	if out == nil || err != nil {
 		var keyMaterial bool
 		if out, keyMaterial, err = w.reencryptFromCluster(t, enc, content); err != nil {
-			return err
+			return skipUnsynced(rp, file, err)
 		}
 		if keyMaterial {
 			rp.keyMaterial = append(rp.keyMaterial, file)
@@ -163,6 +163,18 @@ func (w *worker) rewrapFile(t *target, enc *Encryption, rp *rekeyPlan, file stri
 		rp.ruled++
 	}
 	return nil
+}
+
+// skipUnsynced leaves file for a later listing, which renews it (rewrapped), when err is
+// only that the cache of its object has not synced: what it holds cannot be told yet, and
+// one such file neither holds back the re-wrap of the others nor reports the target
+// Unreachable. Any other error is returned.
+func skipUnsynced(rp *rekeyPlan, file string, err error) error {
+	if errors.Is(err, ErrNotSynced) {
+		rp.skipped = append(rp.skipped, file)
+		return nil
+	}
+	return err
 }
 
 // fileOfKeyMaterial says whether an encrypted file holds a Secret that is key material, by
@@ -287,7 +299,7 @@ func rekeyMessage(folder string, enc *Encryption, rp *rekeyPlan) string {
 		}
 	}
 	if len(rp.skipped) > 0 {
-		fmt.Fprintf(&b, "\nNot re-wrapped (no identity opens them; renewed on their next change):\n")
+		fmt.Fprintf(&b, "\nNot re-wrapped (no identity opens them, or what they hold cannot be read yet; renewed at their next change or listing):\n")
 		for _, f := range rp.skipped {
 			fmt.Fprintf(&b, "- %s\n", f)
 		}

@@ -191,7 +191,7 @@ func UsesEarlierRule(existingEnc []byte) bool {
 // the old one, so no value written from then on is readable to it. When recipients were
 // only added, the data key is re-wrapped as UpdateKeys does, every value keeping its
 // ciphertext. A file under the earlier rule also gets its annotation values encrypted.
-// It needs an identity that opens the file.
+// It needs an identity that opens the file, and a MAC that holds (ErrIntegrity).
 func Renew(existingEnc []byte, ids Identities, newRecipients Recipients, opts ...Option) ([]byte, error) {
 	r, err := ParseRecipients(newRecipients)
 	if err != nil {
@@ -202,13 +202,16 @@ func Renew(existingEnc []byte, ids Identities, newRecipients Recipients, opts ..
 		return nil, err
 	}
 	removes := removesRecipient(tree.Metadata, r)
-	if !removes && tree.Metadata.EncryptedRegex != legacyEncryptedRegex {
-		return UpdateKeys(existingEnc, ids, r)
-	}
 	cipher := sopsaes.NewCipher()
+	// The MAC is checked whichever way the file is renewed: re-wrapping one that fails it
+	// would hand what someone changed there to the new recipients (a key-material Secret
+	// renamed past the writer's checks, a document encrypted under another data key).
 	dataKey, err := openTree(&tree, ids, cipher)
 	if err != nil {
 		return nil, err
+	}
+	if !removes && tree.Metadata.EncryptedRegex != legacyEncryptedRegex {
+		return UpdateKeys(existingEnc, ids, r)
 	}
 	decrypted, err := emitPlain(tree.Branches)
 	if err != nil {

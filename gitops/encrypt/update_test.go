@@ -529,6 +529,12 @@ func TestRenew(t *testing.T) {
 		_, err := encrypt.Renew(legacy, other.ids, other.recipients)
 		assert.ErrorIs(t, err, encrypt.ErrIdentityMismatch)
 	})
+	t.Run("re-wraps nothing for new recipients in a file whose MAC fails", func(t *testing.T) {
+		renamed := strings.Replace(string(current), "name: db-credentials", "name: renamed", 1)
+		require.NotEqual(t, string(current), renamed, "a plaintext field changed past the MAC")
+		_, err := encrypt.Renew([]byte(renamed), k.ids, sorted(k.recipients[0], other.recipients[0]))
+		assert.ErrorIs(t, err, encrypt.ErrIntegrity)
+	})
 }
 
 func TestAFileUnderADataKeyTheOperatorDidNotChooseNeverCarriesTheClustersNewValue(t *testing.T) {
