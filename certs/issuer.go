@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -177,10 +178,15 @@ func (i *issuer) write(ctx context.Context, sec *corev1.Secret, data map[string]
 		}
 		return nil
 	}
+	held := make(map[string][]byte, len(data)+len(sec.Data)) // a policy's message may quote the Secret as it was, too
+	maps.Copy(held, data)
+	for k, v := range sec.Data {
+		held["old:"+k] = v
+	}
 	sec = sec.DeepCopy()
 	sec.Data = data
 	metav1.SetMetaDataLabel(&sec.ObjectMeta, keyMaterialLabel, "webhook-certificate") // one made before the label had none
-	if err := redact.SecretValues(i.client.Update(ctx, sec), data); err != nil {
+	if err := redact.SecretValues(i.client.Update(ctx, sec), held); err != nil {
 		return raceOr(err, "updating the certificate Secret")
 	}
 	return nil

@@ -797,9 +797,6 @@ func TestAnInformerReplacedBeforeItListedHandsOnWhatItsPredecessorKnew(t *testin
 	assert.Len(t, handed, 2, "what it holds, and what its predecessor knew that it has not handed over")
 }
 
-// An object deleted just before its namespace leaves a rule's selector: the relabel does not
-// list it (the store dropped it), and its delete, waiting in the handler's queue, is
-// handled after the relabel, when the namespace's labels no longer match.
 // submitted lists the sink's changes as "name deleted=bool", in order.
 func submitted(sink *submissions) []string {
 	var got []string
@@ -837,6 +834,9 @@ func TestAnUpdateLeavingTheSelectionHandledJustAfterItsNamespaceLeftTooIsStillAR
 	}
 }
 
+// An object deleted just before its namespace leaves a rule's selector: the relabel does not
+// list it (the store dropped it), and its delete, waiting in the handler's queue, is
+// handled after the relabel, when the namespace's labels no longer match.
 func TestADeleteHandledJustAfterItsNamespaceLeftTheSelectorIsStillMirrored(t *testing.T) {
 	cms := Resource{GVR: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, Kind: "ConfigMap", Namespaced: true}
 	claim := Claim{Target: types.NamespacedName{Namespace: "ops", Name: "live"}, Resource: cms,

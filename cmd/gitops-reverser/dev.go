@@ -51,10 +51,10 @@ func runDev(args []string) error {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("dev: unexpected arguments %q", fs.Args())
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
-		return errors.New("dev: KUBEBUILDER_ASSETS is not set: run `make demo`, which builds kube-apiserver and etcd once and sets it")
+		return errors.New("KUBEBUILDER_ASSETS is not set: run `make demo`, which builds kube-apiserver and etcd once and sets it")
 	}
 	logOut := io.Discard
 	if o.verbose {
@@ -86,7 +86,7 @@ func runDev(args []string) error {
 	env := &envtest.Environment{CRDInstallOptions: envtest.CRDInstallOptions{CRDs: crds}, UseExistingCluster: ptr.To(false)}
 	ctx, stop := interrupted(func() {
 		_ = env.Stop()
-		fmt.Fprintf(os.Stderr, "stopped at once; the sandbox is left in %s\n", o.dir)
+		fmt.Fprintf(os.Stderr, "kube-apiserver and etcd stopped; the sandbox is left in %s\n", o.dir)
 		os.Exit(130)
 	})
 	defer stop()
@@ -108,7 +108,7 @@ func runDev(args []string) error {
 
 // interrupted returns a context the first SIGINT, SIGTERM or SIGHUP cancels, which starts
 // the orderly teardown (the operator, then the control plane: up to a minute), and says so;
-// a second one calls hurry, which must not return. kube-apiserver and etcd run in their own
+// a second one calls hurry, which skips the operator's shutdown and must not return. kube-apiserver and etcd run in their own
 // process group, so a terminal's Ctrl-C never reaches them: only the teardown or hurry stops
 // them. stop ends the watch.
 func interrupted(hurry func()) (ctx context.Context, stop func()) {
@@ -119,7 +119,7 @@ func interrupted(hurry func()) (ctx context.Context, stop func()) {
 	go func() {
 		select {
 		case s := <-signals:
-			fmt.Fprintf(os.Stderr, "\n%v: stopping the operator and the control plane (again to stop at once)\n", s)
+			fmt.Fprintf(os.Stderr, "\n%v: stopping the operator and the control plane (again to skip the operator's shutdown)\n", s)
 			cancel()
 		case <-done:
 			return

@@ -14,12 +14,13 @@ log() { echo "envtest: $*" >&2; }
 
 # with_heartbeat runs the rest of its arguments in the foreground, so a Ctrl-C stops it, and prints a
 # heartbeat meanwhile, so a 10-minute step never looks hung. The heartbeat lets go of the
-# lock's descriptor and ends with this script.
+# lock's descriptor and of stdout (the Makefile reads the asset directory from it until it
+# closes), and ends within 30 s of this script.
 with_heartbeat() {
   local what=$1 start=$SECONDS beat rc=0
   shift
   (
-    exec 9>&-
+    exec 9>&- >/dev/null
     while sleep 30 && kill -0 $$ 2>/dev/null; do log "still building $what ($((SECONDS - start))s elapsed)"; done
   ) &
   beat=$!
