@@ -460,7 +460,13 @@ func TestCloneIsCompactedToTheTipAndKeepsDelivering(t *testing.T) {
 		}
 		waitObjects(t, remote, "live", "compact-a", "cm", 5, value, time.Minute)
 		if round == 4 {
-			old := git(t, remote, "show", "main~6:live/compact-a/configmaps/cm-0.yaml")
+			// The file as its first commit wrote it: rounds of history ago, far behind the
+			// clone's shallow tip (how many commits each round made depends on timing, so no
+			// fixed main~N surely holds it).
+			first := strings.Fields(git(t, remote, "log", "--reverse", "--format=%H", "main", "--", "live/compact-a/configmaps/cm-0.yaml"))
+			require.NotEmpty(t, first)
+			old := git(t, remote, "show", first[0]+":live/compact-a/configmaps/cm-0.yaml")
+			require.Contains(t, old, "r0")
 			// Reachability bitmaps, as hosted remotes have: a remote not told the clone is
 			// shallow would then leave out a blob the clone's tip has in its history.
 			git(t, remote, "repack", "-a", "-d", "-b", "-q")
