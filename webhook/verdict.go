@@ -200,7 +200,7 @@ func plaintextDenial(obj string, gr schema.GroupResource, t TargetState) string 
 		if t.EncryptionMessage != "" {
 			last = fmt.Sprintf(" (its last check, of the older spec: %s)", t.EncryptionMessage)
 		}
-		return fmt.Sprintf("%s would be stored in plaintext: GitTarget %s changed and its encryption has not been checked for its new spec yet%s; "+
+		return fmt.Sprintf("%s would be stored in plaintext: GitTarget %s is new or changed and its encryption has not been checked for its current spec yet%s; "+
 			"retry once it is (kubectl wait --for=condition=EncryptionReady -n %s gittarget/%s), or stop routing %s to it",
 			obj, t.Key, last, t.Key.Namespace, t.Key.Name, gr)
 	}

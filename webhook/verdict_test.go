@@ -76,7 +76,7 @@ func TestDecide(t *testing.T) {
 			contains: []string{"bitnami.com/SealedSecret team-a/db would be stored in plaintext", "(spec.encryption.age is not set)"}},
 		{name: "denies a Secret while the target's new spec has not had its encryption checked, saying to retry, not to fix it", req: secret,
 			targets: []TargetState{changed}, sensitive: true, reason: ReasonPlaintextSecret,
-			contains: []string{"GitTarget team-a/live changed and its encryption has not been checked for its new spec yet",
+			contains: []string{"GitTarget team-a/live is new or changed and its encryption has not been checked for its current spec yet",
 				"kubectl wait --for=condition=EncryptionReady -n team-a gittarget/live"}},
 		{name: "allows a resource another target lists as sensitive", req: sealedReq, targets: []TargetState{live}, allowed: true, reason: ReasonAllowed},
 		{name: "allows a Secret when the target can encrypt", req: secret, targets: []TargetState{encrypted}, sensitive: true, allowed: true, reason: ReasonAllowed},
@@ -151,17 +151,22 @@ func TestEncryptionState(t *testing.T) {
 		conds          []metav1.Condition
 		ready, checked bool
 		message        string
+		age            bool // spec.encryption.age is set
 	}{
-		{"is not ready without the condition", nil, false, true, ""},
-		{"is ready when the condition is True for the current generation", cond(metav1.ConditionTrue, 2), true, true, ""},
-		{"is not ready when the condition is False, and says why", cond(metav1.ConditionFalse, 2), false, true, "m"},
-		{"is not ready, and not checked, when the True condition describes an older spec", cond(metav1.ConditionTrue, 1), false, false, ""},
-		{"is not checked when the False condition describes an older spec, and keeps why", cond(metav1.ConditionFalse, 1), false, false, "m"},
+		{"is not ready without the condition", nil, false, true, "", false},
+		{"is not checked without the condition when age is set: a GitTarget created a moment ago", nil, false, false, "", true},
+		{"is ready when the condition is True for the current generation", cond(metav1.ConditionTrue, 2), true, true, "", true},
+		{"is not ready when the condition is False, and says why", cond(metav1.ConditionFalse, 2), false, true, "m", true},
+		{"is not ready, and not checked, when the True condition describes an older spec", cond(metav1.ConditionTrue, 1), false, false, "", true},
+		{"is not checked when the False condition describes an older spec, and keeps why", cond(metav1.ConditionFalse, 1), false, false, "m", false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			gt := &v1alpha1.GitTarget{ObjectMeta: metav1.ObjectMeta{Generation: 2}, Status: v1alpha1.GitTargetStatus{Conditions: tc.conds}}
 			gt.Spec.Encryption = &v1alpha1.Encryption{SensitiveResources: []v1alpha1.GroupResource{{Group: "bitnami.com", Resource: "sealedsecrets"}}}
+			if tc.age {
+				gt.Spec.Encryption.Age = &v1alpha1.AgeEncryption{Recipients: []string{"age1example"}}
+			}
 			st := targetState(gt, "")
 			assert.Equal(t, tc.ready, st.EncryptionReady)
 			assert.Equal(t, !tc.checked, st.EncryptionUnchecked)

@@ -246,14 +246,20 @@ func targetState(t *v1alpha1.GitTarget, url string) TargetState {
 }
 
 // encryptionState reads whether the target can encrypt (its EncryptionReady condition, for
-// the current generation) and which resources it treats as sensitive.
+// the current generation) and which resources it treats as sensitive. A target that sets
+// spec.encryption.age and has no condition yet (created a moment ago, in the same
+// `kubectl apply -f dir/` as a Secret routed to it) is unchecked, not unconfigured.
 func encryptionState(st *TargetState, t *v1alpha1.GitTarget) {
-	if c := apimeta.FindStatusCondition(t.Status.Conditions, v1alpha1.ConditionEncryptionReady); c != nil {
+	c := apimeta.FindStatusCondition(t.Status.Conditions, v1alpha1.ConditionEncryptionReady)
+	switch {
+	case c != nil:
 		st.EncryptionUnchecked = c.ObservedGeneration != t.Generation
 		st.EncryptionReady = c.Status == metav1.ConditionTrue && !st.EncryptionUnchecked
 		if c.Status != metav1.ConditionTrue { // a True one's message says what works
 			st.EncryptionMessage = c.Message
 		}
+	case t.Spec.Encryption != nil && t.Spec.Encryption.Age != nil:
+		st.EncryptionUnchecked = true
 	}
 	if e := t.Spec.Encryption; e != nil {
 		for _, gr := range e.SensitiveResources {
