@@ -106,6 +106,8 @@ func (w *Watched) Handle(ctx context.Context, req admission.Request) admission.R
 		return admission.Allowed("") // nothing stored, nothing to attribute
 	} else if updated && nothingForGit(req, w.KeepDefaultedFields || w.anySensitive(r.Resource, targets)) {
 		v = Verdict{Allowed: true, Reason: ReasonNothingForGit} // stored, and attributed below, as any write
+	} else if !v.Allowed && deleteUnderway(req) {
+		v = Verdict{Allowed: true, Reason: ReasonNothingForGit}
 	}
 	w.observe(v, dry, start)
 	if !v.Allowed {
@@ -232,6 +234,19 @@ func (h *Recorded) Handle(ctx context.Context, req admission.Request) admission.
 		h.Watched.record(ctx, req)
 	}
 	return admission.Allowed("")
+}
+
+// deleteUnderway reports whether req deletes an object whose deletion was already asked
+// for and admitted (it has a deletionTimestamp): the kubelet's final delete of a pod once
+// its containers stopped, or a delete run again. Its intent was judged then; denying this
+// one, because the target turned Stalled during the grace period, would only leave the
+// object terminating, and change nothing for Git.
+func deleteUnderway(req admission.Request) bool {
+	if req.Operation != admissionv1.Delete {
+		return false
+	}
+	old := decodeFull(req.OldObject.Raw)
+	return old != nil && old.GetDeletionTimestamp() != nil
 }
 
 // record remembers who asked for an admitted write so the watcher can author its commit.

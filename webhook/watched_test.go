@@ -232,6 +232,17 @@ func TestAnUpdateThatStoresNothingNewIsAllowedWhateverTheTarget(t *testing.T) {
 		assert.False(t, keeping.Handle(context.Background(), req).Allowed)
 		assert.False(t, keeping.Handle(context.Background(), update(controllerWrites)).Allowed, "an annotation is written whoever owns it")
 	})
+	t.Run("allows the final delete of an object whose deletion was asked for before, and judges a first one", func(t *testing.T) {
+		del := func(old string) admission.Request {
+			return admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
+				Operation: admissionv1.Delete, Name: "app", Namespace: "a", Kind: metav1.GroupVersionKind{Version: "v1", Kind: "ConfigMap"},
+				Resource:  metav1.GroupVersionResource{Version: "v1", Resource: "configmaps"},
+				OldObject: k8sruntime.RawExtension{Raw: []byte(old)}}}
+		}
+		assert.True(t, w.Handle(context.Background(), del(deleting)).Allowed,
+			"the kubelet finishing a graceful deletion, judged when it was asked for: denying it would only leave the object terminating")
+		assert.False(t, w.Handle(context.Background(), del(stored)).Allowed, "a new deletion is judged")
+	})
 }
 
 func TestARequestIsDecodedWhateverTheShapeOfItsObjectsTopLevelType(t *testing.T) {
