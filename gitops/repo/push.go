@@ -256,8 +256,10 @@ func (r *Repo) classifyFailure(ctx context.Context, ref plumbing.ReferenceName, 
 		return nil
 	case current != expected:
 		moved := fmt.Errorf("%w (%v)", movedError(ref, expected, current), cause) // not the cause's kind: a lost race
-		if errors.Is(cause, ErrNotSent) {
-			return notSent{moved} // its message already says so
+		if errors.Is(cause, ErrNotSent) || errors.Is(cause, ErrRejected) {
+			// Not sent, or offered and declined: it cannot have landed (its message says
+			// which), so nothing needs to look for it later.
+			return notSent{moved}
 		}
 		return moved
 	default:

@@ -95,6 +95,7 @@ func TestPushLosesTheRaceWhenTheRemoteMovesBetweenAdvertisementAndUpdate(t *test
 	// The advertisement still showed tip; the server refused the update because
 	// the ref no longer held the old value sent with it.
 	require.ErrorIs(t, err, repo.ErrRemoteMoved, "the server's compare-and-swap rejects the stale update")
+	assert.ErrorIs(t, err, repo.ErrNotSent, "a declined update never landed: nothing to look for later")
 	require.NotEmpty(t, theirs)
 	assert.Equal(t, theirs, remote.Head("main"))
 	remote.Fsck()
