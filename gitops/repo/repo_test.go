@@ -167,11 +167,17 @@ func TestOpenRemovesWhatAKilledWriteLeftInThePackDirectory(t *testing.T) {
 	assert.Equal(t, tip, fetch(t, r, "main"))
 }
 
-func TestVerifyDetectsDamageAndResetRepairsIt(t *testing.T) {
+// fetchedFileClone is an open clone of a one-commit file:// remote, main fetched at tip.
+func fetchedFileClone(t *testing.T) (*repo.Repo, plumbing.Hash) {
+	t.Helper()
 	remote := repotest.NewFileRemote(t)
 	remote.Seed("main", map[string]string{"a.yaml": "a\n"}, "one")
 	r := openClone(t, remote.URL, nil)
-	tip := fetch(t, r, "main")
+	return r, fetch(t, r, "main")
+}
+
+func TestVerifyDetectsDamageAndResetRepairsIt(t *testing.T) {
+	r, tip := fetchedFileClone(t)
 
 	writeFile("refs/remotes/origin/main", "")(t, r.Dir())
 	require.ErrorIs(t, r.Verify(), repo.ErrDamaged)
@@ -186,10 +192,7 @@ func TestVerifyDetectsDamageAndResetRepairsIt(t *testing.T) {
 // configured); the config is written by hand here, as a failing disk could not be made to
 // fail on cue.
 func TestAFetchConfiguresTheRemoteOfACloneWhoseConfigLostIt(t *testing.T) {
-	remote := repotest.NewFileRemote(t)
-	remote.Seed("main", map[string]string{"a.yaml": "a\n"}, "one")
-	r := openClone(t, remote.URL, nil)
-	tip := fetch(t, r, "main")
+	r, tip := fetchedFileClone(t)
 
 	writeFile("config", "[core]\n\tbare = true\n")(t, r.Dir())
 	require.NoError(t, r.Verify())
