@@ -1447,10 +1447,11 @@ func (w *Watcher) claimChanges(claims []Claim, gr schema.GroupResource, old, u *
 }
 
 // matchedBefore reports whether c selected old under one of its namespace's labels before
-// a relabel a moment ago (befores): the relabel read the objects from the informer's store,
-// which may already hold the object's next state while its handler is behind, so an object
-// that left the selection by its own update just as its namespace left too was in no list
-// the relabel read, and only its handler can still remove it. Pure.
+// a relabel a moment ago (befores). The relabel read the objects from the informer's store,
+// which may already hold the object's next state, or no longer hold it, while its handler
+// is behind: an object deleted, or one that left the selection by its own update, just as
+// its namespace left too was in no list the relabel read, and only its handler can still
+// remove it. Pure.
 func matchedBefore(c Claim, old *unstructured.Unstructured, befores []labels.Set) bool {
 	return slices.ContainsFunc(befores, func(b labels.Set) bool {
 		return c.Matches(old.GetNamespace(), old.GetLabels(), func(string) labels.Set { return b })
@@ -1594,9 +1595,7 @@ func removalsAfterRelabel(claims []Claim, u *unstructured.Unstructured, now labe
 			continue
 		}
 		matched := c.Matches(u.GetNamespace(), u.GetLabels(), labelled(now)) ||
-			(!selectedNow[c.Target] && slices.ContainsFunc(befores, func(b labels.Set) bool {
-				return c.Matches(u.GetNamespace(), u.GetLabels(), labelled(b))
-			}))
+			(!selectedNow[c.Target] && matchedBefore(c, u, befores))
 		if matched {
 			changes = append(changes, removal(c, u))
 		}
