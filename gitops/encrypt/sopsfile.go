@@ -49,6 +49,13 @@ func newStore() *sopsyaml.Store {
 type plainDoc struct {
 	branch    sops.TreeBranch
 	canonical []byte
+	doc       []byte
+}
+
+// again parses the document anew. sops encrypts a tree in place, so each encryption of one
+// document, and each comparison with what an encryption left readable, needs its own tree.
+func (p plainDoc) again() (plainDoc, error) {
+	return parsePlain(p.doc)
 }
 
 // aliasesBounded reports whether every YAML document of doc decodes, every alias in it
@@ -94,7 +101,7 @@ func parsePlain(doc []byte) (plainDoc, error) {
 	if err != nil {
 		return plainDoc{}, err
 	}
-	return plainDoc{branch: branches[0], canonical: canonical}, nil
+	return plainDoc{branch: branches[0], canonical: canonical, doc: doc}, nil
 }
 
 // canonicalize renders the content of a single YAML document as JSON with

@@ -74,15 +74,16 @@ func encryptFresh(plain plainDoc, r Recipients, o options) ([]byte, bool, error)
 // integrity check is rewritten from the cluster's plaintext.
 func updateOpened(existingEnc []byte, tree sops.Tree, plain plainDoc, r Recipients, ids Identities, o options) ([]byte, bool, error) {
 	cipher := sopsaes.NewCipher()
+	rules := tree.Metadata // openTree's decryption leaves the metadata as it was
 	dataKey, err := openTree(&tree, ids, cipher)
 	switch {
 	case errors.Is(err, ErrIntegrity):
-		return encryptFresh(plain, r, o)
+		return freshUnderRules(plain, r, rules, o)
 	case err != nil:
 		return nil, false, err
 	}
 	if len(tree.Branches) != 1 {
-		return encryptFresh(plain, r, o)
+		return freshUnderRules(plain, r, rules, o)
 	}
 	same, err := samePlaintext(tree.Branches, plain)
 	switch {
@@ -94,7 +95,7 @@ func updateOpened(existingEnc []byte, tree sops.Tree, plain plainDoc, r Recipien
 	if !hasOperatorRules(tree.Metadata) || removesRecipient(tree.Metadata, r) || !provenKey(tree.Branches[0], ids, dataKey) {
 		// A removed recipient may have kept the data key, and one the operator cannot
 		// tell it chose may be someone else's (keyproof.go): a new value needs a new key.
-		return encryptFresh(plain, r, o)
+		return freshUnderRules(plain, r, rules, o)
 	}
 	out, err := resealUnderSameKey(tree.Metadata, plain, dataKey, cipher, r, o)
 	if err != nil {
@@ -138,14 +139,72 @@ func updateByDigest(existingEnc []byte, tree sops.Tree, plain plainDoc, r Recipi
 			return nil, false, ErrNoDigestKey
 		}
 		// The held identities cannot open it: rewrite for the current recipients.
-		return encryptFresh(plain, r, o)
+		return freshUnderRules(plain, r, tree.Metadata, o)
 	}
 	if len(tree.Branches) == 1 {
 		if d, ok := findDigest(tree.Branches[0]); ok && d.matches(o.digestKey, plain.canonical) {
 			return existingEnc, false, nil
 		}
 	}
-	return encryptFresh(plain, r, o)
+	return freshUnderRules(plain, r, tree.Metadata, o)
+}
+
+// freshUnderRules encrypts plain under a new data key for r, as the next version of a file
+// whose rules were md. A file someone wrote with rules of their own keeps them when they hide
+// at least what the operator's rule hides (hidesAtLeast): whoever chose to encrypt more
+// (labels, say) does not find it readable after the object's next change. Other rules give
+// way to the operator's. Which values a rule hides is not guessed from the rule: sops
+// encrypts the document both ways, and the values each left as they were are compared.
+func freshUnderRules(plain plainDoc, r Recipients, md sops.Metadata, o options) ([]byte, bool, error) {
+	if hasOperatorRules(md) {
+		return encryptFresh(plain, r, o)
+	}
+	var trees [3]plainDoc // sops encrypts a tree in place
+	for i := range trees {
+		again, err := plain.again()
+		if err != nil {
+			return nil, false, err
+		}
+		trees[i] = again
+	}
+	theirs, err := encryptKeepingRules(trees[0], r, md, o)
+	if err != nil {
+		return nil, false, err
+	}
+	ours, err := encryptNew(trees[1], r, o)
+	if err != nil {
+		return nil, false, err
+	}
+	readableTheirs, err := readableValues(theirs, trees[2].branch)
+	if err != nil {
+		return nil, false, err
+	}
+	readableOurs, err := readableValues(ours, trees[2].branch)
+	if err != nil {
+		return nil, false, err
+	}
+	if hidesAtLeast(readableTheirs, readableOurs) {
+		return theirs, true, nil
+	}
+	return ours, true, nil
+}
+
+// hidesAtLeast says whether a rule that leaves the values at the paths of readable as they
+// are hides every value the operator's rule hides (the paths it leaves are readableOurs)
+// and leaves readable the fields naming the object, by which the writer's folder index
+// finds its file. Pure.
+func hidesAtLeast(readable, readableOurs map[string]bool) bool {
+	for path := range readable {
+		if !readableOurs[path] {
+			return false
+		}
+	}
+	for _, path := range []string{"\x00apiVersion", "\x00kind", "\x00metadata\x00name", "\x00metadata\x00namespace"} {
+		if readableOurs[path] && !readable[path] {
+			return false
+		}
+	}
+	return true
 }
 
 // UpdateKeys has the effect of `sops updatekeys`: it re-wraps the file's

@@ -587,3 +587,64 @@ func TestRenewNeverProvesADataKeyTheOperatorDidNotChoose(t *testing.T) {
 	assert.NotEqual(t, ageBlock.FindAllString(string(renewed), -1), ageBlock.FindAllString(string(out), -1),
 		"so its next value gets a new data key")
 }
+
+func TestAChangeKeepsTheRulesOfAFileSomeoneEncryptedMoreOf(t *testing.T) {
+	k, stranger := newKeyPair(t), newKeyPair(t)
+	const operatorRule = "encrypted_regex: ^(data|stringData|annotations)$"
+	tests := []struct {
+		name     string
+		rule     string
+		ids      encrypt.Identities
+		wantRule string
+		hidden   []string
+	}{
+		{
+			name: "keeps a rule that encrypts labels too, when the operator opens the file",
+			rule: "^(data|stringData|annotations|labels)$", ids: k.ids,
+			wantRule: "encrypted_regex: ^(data|stringData|annotations|labels)$", hidden: []string{"app: api", "payments"},
+		},
+		{
+			name: "keeps a rule that encrypts labels too, when no identity opens the file",
+			rule: "^(data|stringData|annotations|labels)$", ids: stranger.ids,
+			wantRule: "encrypted_regex: ^(data|stringData|annotations|labels)$", hidden: []string{"app: api", "payments"},
+		},
+		{
+			name: "keeps a rule that encrypts every value but the object's name and kind",
+			rule: "^(data|stringData|labels|annotations|type)$", ids: k.ids,
+			wantRule: "encrypted_regex: ^(data|stringData|labels|annotations|type)$", hidden: []string{"app: api", "Opaque"},
+		},
+		{
+			name: "gives way to the operator's rule when the file's would hide the object's name, by which the writer finds it",
+			rule: ".*", ids: k.ids,
+			wantRule: operatorRule, hidden: []string{"payments"},
+		},
+		{
+			name: "gives way to the operator's rule when the file's would leave an annotation readable",
+			rule: "^(data|stringData|labels)$", ids: k.ids,
+			wantRule: operatorRule, hidden: []string{"payments"},
+		},
+		{
+			name: "gives way to the operator's rule when sops cannot compile the file's",
+			rule: "(", ids: k.ids,
+			wantRule: operatorRule, hidden: []string{"payments"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			theirs, err := encrypt.EncryptUnderRule(readTestdata(t, "secret.yaml"), k.recipients, tt.rule)
+			require.NoError(t, err)
+
+			out, changed, err := encrypt.Update(theirs, changedSecret(t), k.recipients, &tt.ids)
+			require.NoError(t, err)
+			assert.True(t, changed)
+			assert.Contains(t, string(out), tt.wantRule)
+			assertNoSecrets(t, string(out))
+			for _, value := range tt.hidden {
+				assert.NotContains(t, string(out), value)
+			}
+			got, err := encrypt.Decrypt(out, k.ids)
+			require.NoError(t, err)
+			assert.Equal(t, string(changedSecret(t)), string(got))
+		})
+	}
+}
