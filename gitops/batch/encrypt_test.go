@@ -577,6 +577,27 @@ func TestWriterEncryption(t *testing.T) {
 		_, err := encrypt.Decrypt([]byte(s.remote.Show("main", "live/app/secrets/api.sops.yaml")), newIDs)
 		assert.Error(t, err, "left as it was, for a later listing")
 	})
+	t.Run("recipients only: a recipient change leaves a Secret whose change has not reached a window to its author's commit", func(t *testing.T) {
+		s, key := recipientsOnlyScene(t)
+		db := s.cluster.put(secretsGVR, "Secret", "db", map[string]any{"password": "aHVudGVyMg=="})
+		s.submitAndSettle(db)
+		written := s.remote.Show("main", "live/app/secrets/db.sops.yaml")
+		// Her change is stored; its event is still on its way to the writer (or no rule of
+		// the target writes updates): the digest shows Git does not hold it.
+		s.cluster.put(secretsGVR, "Secret", "db", map[string]any{"password": "bmV3"})
+
+		newIDs, newRecipients := identity(t)
+		s.spec.Encryption = &batch.Encryption{Recipients: newRecipients, DigestKey: key}
+		s.ensure()
+		rekey := repotest.Git(t, s.remote.Dir, "log", "-1", "--format=%B", "main")
+		assert.Contains(t, rekey, "Not re-wrapped (no identity opens them, or what they hold cannot be read yet; renewed at their next change or listing):\n- live/app/secrets/db.sops.yaml")
+		assert.Equal(t, written, s.remote.Show("main", "live/app/secrets/db.sops.yaml"), "her change is not in the committer's commit")
+
+		s.writer.Submit(batch.Change{Target: targetKey, Key: db, Author: "alice"}) // her change arrives
+		s.submitAndSettle()
+		assert.Equal(t, "alice", repotest.Git(t, s.remote.Dir, "log", "-1", "--format=%an", "main"))
+		assert.Equal(t, map[string]any{"password": "bmV3"}, decrypted(t, s.remote.Show("main", "live/app/secrets/db.sops.yaml"), newIDs))
+	})
 	// pendingDuringRecipientChange writes Secret db (data.password hunter2), lets alice change
 	// it to password (base64) in a window that stays open, and changes the recipients: the
 	// re-wrap commit is the committer's. It returns the scene and the new identities.

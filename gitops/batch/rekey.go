@@ -230,11 +230,13 @@ func (w *worker) secretOfKeyMaterial(t *target, enc *Encryption, id manifest.Ide
 }
 
 // reencryptFromCluster encrypts the cluster's current state of the Secret a file holds;
-// nil when the file holds something else or the object is no longer claimed, or when a
-// change of it waits in a window: the cluster's state is that change, which its window
-// commits under its author (for the recipients then), not this commit under the
-// committer. A Secret that is key material is never read into Git: keyMaterial says so and
-// out is nil.
+// nil when the file holds something else or the object is no longer claimed, or when the
+// cluster's state is a change Git does not hold yet: one waiting in a window, or one its
+// digest shows (still on its way to a window, or one no rule writes, as an update under a
+// rule without UPDATE). Its window commits it under its author (for the recipients then),
+// not this commit under the committer. A file without a digest (a person's) cannot be
+// told: it is encrypted from the cluster. A Secret that is key material is never read into
+// Git: keyMaterial says so and out is nil.
 func (w *worker) reencryptFromCluster(t *target, enc *Encryption, content []byte) (out []byte, keyMaterial bool, err error) {
 	docs, err := manifest.Parse(content)
 	if err != nil || len(docs) != 1 || docs[0].Identity.Group != "" || docs[0].Identity.Kind != "Secret" {
@@ -261,6 +263,9 @@ func (w *worker) reencryptFromCluster(t *target, enc *Encryption, content []byte
 	plain, _, err := manifest.UpsertStyled(nil, sanitize.Object(obj), t.style)
 	if err != nil {
 		return nil, false, nil
+	}
+	if held, err := encrypt.DigestShowsDocument(content, plain, enc.options()...); err == nil && !held {
+		return nil, false, nil // left for its next change
 	}
 	out, err = encrypt.Encrypt(plain, enc.Recipients, enc.options()...)
 	if err != nil {

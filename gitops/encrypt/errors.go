@@ -38,4 +38,7 @@ var (
 	// identity and without a digest key, so it could neither decrypt nor
 	// check the digest; guessing would mean a commit on every resync.
 	ErrNoDigestKey = errors.New("no identity and no digest key to detect changes")
+	// ErrNoDigest means an encrypted file carries no digest comment (a person's file, or one
+	// written without a digest key), so a digest key cannot tell what it holds.
+	ErrNoDigest = errors.New("the encrypted file carries no digest")
 )

@@ -325,15 +325,48 @@ func NeedsUpdateKeys(existingEnc []byte, r Recipients) (bool, error) {
 	return !onlyRecipients(tree.Metadata, recipients), nil
 }
 
+// DigestShowsDocument says, by its digest comment, whether an encrypted file no held
+// identity opens holds plainDoc (compared as Update compares): the re-wrap encrypts such a
+// file afresh from the cluster only when that changes nothing but who can open it.
+// ErrNoDigestKey without a digest key; ErrNoDigest when the file carries no digest. A digest
+// made under another digest key reads as another document.
+func DigestShowsDocument(existingEnc []byte, plainDoc []byte, opts ...Option) (bool, error) {
+	o := collect(opts)
+	if o.digestKey == nil {
+		return false, ErrNoDigestKey
+	}
+	plain, tree, err := loadBoth(existingEnc, plainDoc)
+	if err != nil {
+		return false, err
+	}
+	if len(tree.Branches) != 1 {
+		return false, ErrNoDigest
+	}
+	d, ok := findDigest(tree.Branches[0])
+	if !ok {
+		return false, ErrNoDigest
+	}
+	return d.matches(o.digestKey, plain.canonical), nil
+}
+
+// loadBoth parses a plaintext document and an encrypted file, to compare them.
+func loadBoth(existingEnc []byte, doc []byte) (plainDoc, sops.Tree, error) {
+	plain, err := parsePlain(doc)
+	if err != nil {
+		return plainDoc{}, sops.Tree{}, err
+	}
+	tree, err := loadEncrypted(existingEnc)
+	if err != nil {
+		return plainDoc{}, sops.Tree{}, err
+	}
+	return plain, tree, nil
+}
+
 // HoldsDocument says whether one of the documents of an encrypted file, opened with ids,
 // equals plainDoc (compared as Update compares): for a file holding several objects, which
 // the writer does not rewrite, it tells an object in step with Git from a changed one.
 func HoldsDocument(existingEnc []byte, plainDoc []byte, ids Identities) (bool, error) {
-	plain, err := parsePlain(plainDoc)
-	if err != nil {
-		return false, err
-	}
-	tree, err := loadEncrypted(existingEnc)
+	plain, tree, err := loadBoth(existingEnc, plainDoc)
 	if err != nil {
 		return false, err
 	}

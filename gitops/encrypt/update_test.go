@@ -214,12 +214,19 @@ func TestARemovedRecipientNeverGetsTheDataKeyOfValuesWrittenAfterItsRemoval(t *t
 	})
 }
 
-func TestUpdateWithDigestDetectsChangeWithoutIdentity(t *testing.T) {
-	k := newKeyPair(t)
+// digestKeys returns two digest keys: the one a file is written with and another.
+func digestKeys(t *testing.T) (key, other encrypt.DigestKey) {
+	t.Helper()
 	key, err := encrypt.GenerateDigestKey()
 	require.NoError(t, err)
-	otherKey, err := encrypt.GenerateDigestKey()
+	other, err = encrypt.GenerateDigestKey()
 	require.NoError(t, err)
+	return key, other
+}
+
+func TestUpdateWithDigestDetectsChangeWithoutIdentity(t *testing.T) {
+	k := newKeyPair(t)
+	key, otherKey := digestKeys(t)
 	plain := readTestdata(t, "secret.yaml")
 	enc, err := encrypt.Encrypt(plain, k.recipients, encrypt.WithDigestKey(key))
 	require.NoError(t, err)
@@ -645,6 +652,43 @@ func TestAChangeKeepsTheRulesOfAFileSomeoneEncryptedMoreOf(t *testing.T) {
 			got, err := encrypt.Decrypt(out, k.ids)
 			require.NoError(t, err)
 			assert.Equal(t, string(changedSecret(t)), string(got))
+		})
+	}
+}
+
+func TestDigestShowsDocument(t *testing.T) {
+	k := newKeyPair(t)
+	key, otherKey := digestKeys(t)
+	plain := readTestdata(t, "secret.yaml")
+	withDigest, err := encrypt.Encrypt(plain, k.recipients, encrypt.WithDigestKey(key))
+	require.NoError(t, err)
+	withoutDigest, err := encrypt.Encrypt(plain, k.recipients)
+	require.NoError(t, err)
+
+	tests := []struct {
+		name    string
+		file    []byte
+		doc     []byte
+		opts    []encrypt.Option
+		want    bool
+		wantErr error
+	}{
+		{name: "shows the document the file was written from", file: withDigest, doc: plain, opts: []encrypt.Option{encrypt.WithDigestKey(key)}, want: true},
+		{name: "shows the same content in another form", file: withDigest, doc: reordered(t, plain), opts: []encrypt.Option{encrypt.WithDigestKey(key)}, want: true},
+		{name: "tells a changed value from it", file: withDigest, doc: changedSecret(t), opts: []encrypt.Option{encrypt.WithDigestKey(key)}},
+		{name: "reads a digest made under another key as another document", file: withDigest, doc: plain, opts: []encrypt.Option{encrypt.WithDigestKey(otherKey)}},
+		{name: "cannot tell without a digest key", file: withDigest, doc: plain, wantErr: encrypt.ErrNoDigestKey},
+		{name: "cannot tell a file that carries no digest", file: withoutDigest, doc: plain, opts: []encrypt.Option{encrypt.WithDigestKey(key)}, wantErr: encrypt.ErrNoDigest},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := encrypt.DigestShowsDocument(tt.file, tt.doc, tt.opts...)
+			if tt.wantErr != nil {
+				require.ErrorIs(t, err, tt.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, got)
 		})
 	}
 }
