@@ -131,3 +131,16 @@ func TestStoppingWhileTheRemoteHangsTakesNoLongerThanTheDrainTimeout(t *testing.
 		hang.Store(false)
 	}
 }
+
+func TestShorteningAnOpenWindowsQuietCommitsItWithoutWaitingForTheOldOne(t *testing.T) {
+	s := openWindow(t, batch.Options{WorkDir: t.TempDir()})
+	// Lets the worker's passes for alice's changes end, so it sleeps on the hour-long window;
+	// a later pass could only make this test pass without the wake-up, never fail it.
+	time.Sleep(300 * time.Millisecond)
+	s.spec.Window = batch.WindowConfig{Quiet: 10 * time.Millisecond, MaxDelay: time.Hour, MaxChanges: 100}
+	s.ensure()
+	require.Eventually(t, func() bool { return s.writer.Settled(targetKey) }, 10*time.Second, 20*time.Millisecond,
+		"the window closes on the new quiet, not after the hour the worker was sleeping for")
+	assert.Contains(t, s.remote.LsTree("main"), "live/app/configmaps/added.yaml")
+	assert.Equal(t, "alice", repotest.Git(t, s.remote.Dir, "log", "-1", "--format=%an", "main"))
+}

@@ -34,3 +34,21 @@ func TestDue(t *testing.T) {
 		})
 	}
 }
+
+func TestUntilDue(t *testing.T) {
+	now := time.Date(2026, 12, 7, 12, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name string
+		due  time.Time
+		want time.Duration
+	}{
+		{name: "sleeps until a deadline still ahead", due: now.Add(29 * time.Second), want: 29 * time.Second},
+		{name: "takes at once a deadline that passed while other windows were pushed, without a busy loop", due: now.Add(-25 * time.Second), want: time.Millisecond},
+		{name: "takes at once a deadline that is now", due: now, want: time.Millisecond},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, untilDue(tt.due, now))
+		})
+	}
+}

@@ -457,6 +457,8 @@ func (w *worker) ensureTarget(ctx context.Context, spec TargetSpec) (*target, Ta
 	if ok {
 		folderChanged, retryNow = w.respec(t, spec)
 	}
+	// The loop may sleep on an open window's old quiet or maxDelay, up to an hour.
+	windowChanged := ok && t.spec.Window != spec.Window
 	t.spec = spec
 	t.folderPath.Store(&spec.Folder)
 	if folderChanged {
@@ -482,7 +484,7 @@ func (w *worker) ensureTarget(ctx context.Context, spec TargetSpec) (*target, Ta
 	ready := w.takeReady()
 	w.mu.Unlock()
 	w.reportReady(ready)
-	if retryNow || unread || shown {
+	if retryNow || unread || shown || windowChanged {
 		w.poke() // the loop sleeps until the old backoff's retry otherwise; requests learn why they wait
 	}
 	if err != nil {
@@ -1069,7 +1071,7 @@ func (w *worker) drain(timeout time.Duration) {
 // target whose commit fails does not hold back the others of the branch: they still
 // commit, and only the failing target backs off before retrying.
 func (w *worker) flushDue(ctx context.Context) time.Duration {
-	next := time.Hour
+	var earliest time.Time
 	w.mu.Lock()
 	keys := make([]types.NamespacedName, 0, len(w.targets))
 	for k := range w.targets {
@@ -1082,19 +1084,30 @@ func (w *worker) flushDue(ctx context.Context) time.Duration {
 			break // stopping: the drain commits what is due, on a context of its own
 		}
 		wait, _ := w.flushIfDue(ctx, k, 0) // a failure is logged there, with its backoff
-		if wait > 0 && wait < next {
-			next = wait
+		if due := time.Now().Add(wait); wait > 0 && (earliest.IsZero() || due.Before(earliest)) {
+			earliest = due // the targets after it may push for a while
 		}
 	}
-	return next
+	if earliest.IsZero() {
+		return time.Hour
+	}
+	return untilDue(earliest, time.Now())
+}
+
+// untilDue is how long to sleep until due, at least a millisecond: a deadline that passed
+// while other windows were committed is taken at once, without a busy loop. Pure.
+func untilDue(due, now time.Time) time.Duration {
+	return max(due.Sub(now), time.Millisecond)
 }
 
 // flushIfDue commits the windows of one target that are due, judged at the time the worker's
 // lock is held (ahead of it by ahead, for tests): not when the pass began, nor before a wait
-// for the lock, which a fetch or another target's push may hold for seconds.
+// for the lock, which a fetch or another target's push may hold for seconds. It returns how
+// long from its return until something else is due (0: nothing), its own pushes taken off.
 func (w *worker) flushIfDue(ctx context.Context, key types.NamespacedName, ahead time.Duration) (time.Duration, error) {
 	w.mu.Lock()
-	now := time.Now().Add(ahead)
+	locked := time.Now()
+	now := locked.Add(ahead)
 	t, ok := w.targets[key]
 	if !ok {
 		w.mu.Unlock()
@@ -1125,6 +1138,9 @@ func (w *worker) flushIfDue(ctx context.Context, key types.NamespacedName, ahead
 	w.reportPending()
 	if changed {
 		w.opts.OnStatus(key)
+	}
+	if wait > 0 {
+		wait = untilDue(locked.Add(wait), time.Now()) // less what its own commits took
 	}
 	return wait, err
 }
