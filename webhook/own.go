@@ -94,6 +94,9 @@ func (o *Own) validateTarget(ctx context.Context, req admission.Request) admissi
 	if t.Namespace == "" {
 		t.Namespace = req.Namespace
 	}
+	if err := newTemplatesProblem(req, &t); err != nil {
+		return admission.Denied(err.Error())
+	}
 	warnings, refused := o.targetPlace(ctx, req, &t)
 	if refused != nil {
 		return *refused
@@ -210,6 +213,21 @@ func (o *Own) validateProvider(ctx context.Context, req admission.Request) admis
 		}
 	}
 	return o.requireAccess(ctx, req, fmt.Sprintf("GitProvider %s/%s: spec.secretRef", p.Namespace, p.Name), whyProvider, ProviderReadAccess(&p))
+}
+
+// newTemplatesProblem refuses new or changed commit message templates that read a field no
+// variable has, or a change's field off the group template's whole commit
+// (batch.CheckMessageFields). An update keeping its templates is not judged by this: a
+// template stored before the check keeps working as it did (falling back to the default
+// message where it fails), and an edit of anything else is not refused for it.
+func newTemplatesProblem(req admission.Request, t *v1alpha1.GitTarget) error {
+	if old, ok := oldTarget(req); ok && old.Spec.CommitMessage == t.Spec.CommitMessage {
+		return nil
+	}
+	if err := batch.CheckMessageFields(t.Spec.CommitMessage.Single, t.Spec.CommitMessage.Group); err != nil {
+		return fmt.Errorf("GitTarget %s/%s: spec.commitMessage: %w", t.Namespace, t.Name, err)
+	}
+	return nil
 }
 
 // samePlace reports whether req updates a GitTarget without changing where it writes:

@@ -80,6 +80,44 @@ func TestAGitTargetUpdateThatKeepsWhereItWritesIsNotJudgedAgainstItsProvider(t *
 	assert.False(t, samePlace(create, &stored))
 }
 
+func TestNewTemplatesProblem(t *testing.T) {
+	target := func(group string) *v1alpha1.GitTarget {
+		return &v1alpha1.GitTarget{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "live"},
+			Spec: v1alpha1.GitTargetSpec{CommitMessage: v1alpha1.CommitMessage{Group: group}}}
+	}
+	raw := func(stored *v1alpha1.GitTarget) []byte {
+		b, err := json.Marshal(stored)
+		require.NoError(t, err)
+		return b
+	}
+	const typo = `{{range .Changes}}{{if eq .Verb "Delete"}}- {{.Obj}}{{end}}{{end}}`
+	cases := []struct {
+		name string
+		req  admission.Request
+		t    *v1alpha1.GitTarget
+		says string
+	}{
+		{name: "refuses a new target whose template reads a field no variable has, in a branch a sample never runs",
+			req: ownRequest(admissionv1.Create, "GitTarget", "a", "live", nil, nil), t: target(typo), says: "GitTarget a/live: spec.commitMessage: invalid commit message template: group: .Obj is not a variable"},
+		{name: "refuses an edit that brings such a template",
+			req: ownRequest(admissionv1.Update, "GitTarget", "a", "live", nil, raw(target(""))), t: target(typo), says: ".Obj is not a variable"},
+		{name: "takes an update that keeps a template stored before the check, which still falls back where it fails",
+			req: ownRequest(admissionv1.Update, "GitTarget", "a", "live", nil, raw(target(typo))), t: target(typo)},
+		{name: "takes a new target with good templates",
+			req: ownRequest(admissionv1.Create, "GitTarget", "a", "live", nil, nil), t: target("{{range .Changes}}- {{.Object}}{{end}}")},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			err := newTemplatesProblem(tc.req, tc.t)
+			if tc.says == "" {
+				assert.NoError(t, err)
+				return
+			}
+			assert.ErrorContains(t, err, tc.says)
+		})
+	}
+}
+
 // ownRequest is eve's admission request for one of the operator's own kinds.
 func ownRequest(op admissionv1.Operation, kind, namespace, name string, obj, old []byte) admission.Request {
 	return admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{Operation: op, Namespace: namespace, Name: name,

@@ -40,8 +40,9 @@ type MessageData struct {
 	// committer's name when unknown: what a reviewer asks first of a commit.
 	Author  string
 	Changes []MessageChange
-	// MessageChange fields of the first change, so a single-change template can say
-	// {{.Verb}} {{.Object}}.
+	// MessageChange fields of the one change, so a single-change template can say
+	// {{.Verb}} {{.Object}}; empty for the group template (CheckMessageFields refuses them
+	// there).
 	MessageChange
 }
 

@@ -103,3 +103,39 @@ func TestATemplateThatFailsAtCommitTimeSaysWhyTheDefaultWasUsed(t *testing.T) {
 	_, fellBack = m.RenderOrDefault("team-a/live", "alice", []MessageChange{app, app})
 	assert.NoError(t, fellBack)
 }
+
+func TestCheckMessageFields(t *testing.T) {
+	cases := []struct {
+		name, single, group, says string
+	}{
+		{name: "accepts the defaults"},
+		{name: "accepts every variable where it has a value",
+			single: "{{.Verb}} {{.Group}} {{.Kind}} {{.Namespace}} {{.Name}} {{.Object}} {{.Path}} {{.Target}} {{.Author}} {{len .Changes}}",
+			group:  "{{.Target}} {{.Author}} {{range .Changes}}{{.Verb}} {{.Object}} {{.Path}}{{end}}{{with index .Changes 0}}{{.Kind}}{{end}}"},
+		{name: "accepts a change's field through a variable of the range",
+			group: "{{range $c := .Changes}}{{$c.Object}}{{end}}"},
+		{name: "refuses a typo in a branch the sample rendering never runs",
+			single: `{{if eq .Verb "Delete"}}Remove {{.Obj}}{{else}}{{.Verb}} {{.Object}}{{end}}`, says: ".Obj is not a variable"},
+		{name: "refuses a typo in the else branch of a range",
+			group: "{{range .Changes}}{{.Object}}{{else}}{{.Grp}}{{end}}", says: ".Grp is not a variable"},
+		{name: "refuses a typo in a parenthesised pipeline",
+			single: "{{printf \"%s\" (.Objekt)}}", says: ".Objekt is not a variable"},
+		{name: "refuses a change's field read off the group template's whole commit, where it is empty",
+			group: "{{.Target}}: {{.Verb}} {{.Object}} and more", says: ".Verb is a field of each change"},
+		{name: "refuses a change's field read off the root inside a range of the group template",
+			group: "{{range .Changes}}{{$.Object}}{{end}}", says: ".Object is a field of each change"},
+		{name: "refuses a change's field in an if of the group template",
+			group: "{{if .Changes}}{{.Kind}}{{end}}", says: ".Kind is a field of each change"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			err := CheckMessageFields(tc.single, tc.group)
+			if tc.says == "" {
+				require.NoError(t, err)
+				return
+			}
+			require.ErrorIs(t, err, ErrInvalidTemplate)
+			assert.ErrorContains(t, err, tc.says)
+		})
+	}
+}
