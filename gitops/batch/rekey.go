@@ -118,10 +118,11 @@ func (w *worker) planRekey(t *target, enc *Encryption) (*rekeyPlan, error) {
 	return rp, nil
 }
 
-// rewrapFile re-wraps one encrypted file for the recipients, and moves a file written under
-// the earlier rule to the current one: with encrypt.Renew (values keep their ciphertext)
-// when an identity opens it, otherwise by encrypting the cluster's current state afresh. A
-// file neither way can renew is left for its object's next change.
+// rewrapFile renews one encrypted file for the recipients, and moves a file written under
+// the earlier rule to the current one: with encrypt.Renew (a new data key for new
+// recipients; a legacy file for the same ones keeps its ciphertext) when an identity opens
+// it, otherwise by encrypting the cluster's current state afresh. A file neither way can
+// renew is left for its object's next change.
 func (w *worker) rewrapFile(t *target, enc *Encryption, rp *rekeyPlan, file string, content []byte) error {
 	needs, err := encrypt.NeedsUpdateKeys(content, enc.Recipients)
 	if err != nil {
@@ -284,7 +285,7 @@ func rekeyMessage(folder string, enc *Encryption, rp *rekeyPlan) string {
 	switch {
 	case rp.rewrapped > 0:
 		fmt.Fprintf(&b, "Re-wrap %d encrypted file(s) in %s for %d age recipient(s)\n\n", rp.rewrapped, folder, len(enc.Recipients))
-		b.WriteString("The age recipients changed: each file's data key is wrapped for the new set\n(the effect of `sops updatekeys`) or, where a recipient was removed, the file is\nencrypted under a new data key (the effect of `sops rotate`); .sops.yaml follows.\n\n")
+		b.WriteString("The age recipients changed: each file is encrypted under a new data key for the\nnew set (the effect of `sops rotate`): a removed recipient may have kept the old\none, and an added one gets none of the keys written before it; .sops.yaml follows.\n\n")
 	case rp.ruled > 0:
 		fmt.Fprintf(&b, "Encrypt the annotation values of %d file(s) in %s\n\n", rp.ruled, folder)
 	default:

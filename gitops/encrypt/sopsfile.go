@@ -234,7 +234,7 @@ func sealTree(tree *sops.Tree, plain plainDoc, dataKey []byte, cipher sops.Ciphe
 		}
 		tree.Branches[0] = withDigest(tree.Branches[0], d)
 	}
-	tree.Branches[0] = withKeyProof(tree.Branches[0], o.proofKey, dataKey)
+	tree.Branches[0] = withKeyProof(tree.Branches[0], o.proofKey, dataKey, fileRecipients(tree.Metadata))
 	tree.Metadata.Version = version.Version
 	err := common.EncryptTree(common.EncryptTreeOpts{Tree: tree, Cipher: cipher, DataKey: dataKey})
 	if err != nil {

@@ -3,11 +3,9 @@ package encrypt
 import (
 	"bytes"
 	"errors"
-	"slices"
 
 	"github.com/getsops/sops/v3"
 	sopsaes "github.com/getsops/sops/v3/aes"
-	sopsage "github.com/getsops/sops/v3/age"
 )
 
 // Update returns the encrypted file that should hold newPlainDoc, given the
@@ -15,13 +13,13 @@ import (
 // little ciphertext churn as the keys allow:
 //
 //   - ids can open the file: plaintexts are compared; equal → existingEnc,
-//     false. Otherwise, when the file proves ids chose its data key
-//     (keyproof.go), the key is reused and only the values that changed get
-//     new ciphertext (sops re-uses the IV of a value whose path and
-//     plaintext are unchanged); the sops block gets a new lastmodified and
-//     mac. The data key is re-wrapped only if the file's recipients are not
-//     exactly r. Without a proof the document is encrypted afresh: the key
-//     may be someone else's.
+//     false. Otherwise, when the file is wrapped for exactly r and proves ids
+//     chose its data key for them (keyproof.go), the key is reused and only
+//     the values that changed get new ciphertext (sops re-uses the IV of a
+//     value whose path and plaintext are unchanged); the sops block gets a
+//     new lastmodified and mac. Without such a proof the document is
+//     encrypted afresh: the key may be someone else's, or known to a
+//     recipient no longer in r.
 //   - no identity opens it: the digest comment is checked with the
 //     WithDigestKey key; a match → existingEnc, false. Without a digest key,
 //     a file the held identities cannot open is rewritten for r, and with
@@ -92,12 +90,14 @@ func updateOpened(existingEnc []byte, tree sops.Tree, plain plainDoc, r Recipien
 	case same:
 		return existingEnc, false, nil
 	}
-	if !hasOperatorRules(tree.Metadata) || removesRecipient(tree.Metadata, r) || !provenKey(tree.Branches[0], ids, dataKey) {
-		// A removed recipient may have kept the data key, and one the operator cannot
+	if !hasOperatorRules(tree.Metadata) || !onlyRecipients(tree.Metadata, r) ||
+		!provenKey(tree.Branches[0], ids, dataKey, fileRecipients(tree.Metadata)) {
+		// A key wrapped for others than r is known to someone r does not hold, or would be
+		// handed to someone who should not have had it before; one the operator cannot
 		// tell it chose may be someone else's (keyproof.go): a new value needs a new key.
 		return freshUnderRules(plain, r, rules, o)
 	}
-	out, err := resealUnderSameKey(tree.Metadata, plain, dataKey, cipher, r, o)
+	out, err := resealUnderSameKey(tree.Metadata, plain, dataKey, cipher, o)
 	if err != nil {
 		return nil, false, err
 	}
@@ -105,15 +105,10 @@ func updateOpened(existingEnc []byte, tree sops.Tree, plain plainDoc, r Recipien
 }
 
 // resealUnderSameKey encrypts plain under the data key of a file with the operator's rules
-// (md), moved to the current rule and wrapped for exactly r: values whose plaintext and
-// path cipher saw while decrypting keep their ciphertext.
-func resealUnderSameKey(md sops.Metadata, plain plainDoc, dataKey []byte, cipher sops.Cipher, r Recipients, o options) ([]byte, error) {
+// (md), moved to the current rule, for the recipients it is wrapped for: values whose
+// plaintext and path cipher saw while decrypting keep their ciphertext.
+func resealUnderSameKey(md sops.Metadata, plain plainDoc, dataKey []byte, cipher sops.Cipher, o options) ([]byte, error) {
 	md.EncryptedRegex = EncryptedRegex // a legacy file moves to the current rule
-	if !onlyRecipients(md, r) {
-		if err := rewrap(&md, dataKey, r); err != nil {
-			return nil, err
-		}
-	}
 	next := sops.Tree{Branches: sops.TreeBranches{plain.branch}, Metadata: md}
 	return sealTree(&next, plain, dataKey, cipher, o)
 }
@@ -213,8 +208,10 @@ func hidesAtLeast(readable, readableOurs map[string]bool) bool {
 // Recipients kept from before keep their wrapped key too. It needs an
 // identity that opens the file; a file already wrapped for exactly
 // newRecipients is returned unchanged. Removing a recipient this way does
-// not revoke it: it could have kept the data key, which every later value
-// would reuse; the writer uses Renew, which rotates the key then.
+// not revoke it (it could have kept the data key), and adding one hands it
+// the key: the writer uses Renew, which rotates the key at any recipient
+// change. The file's data-key proof no longer verifies for the new set, so
+// Update does not reuse the key (keyproof.go).
 func UpdateKeys(existingEnc []byte, ids Identities, newRecipients Recipients) ([]byte, error) {
 	r, err := ParseRecipients(newRecipients)
 	if err != nil {
@@ -245,12 +242,13 @@ func UsesEarlierRule(existingEnc []byte) bool {
 }
 
 // Renew brings a file in step with newRecipients and the current rule, as the writer does
-// when a folder's recipients change. When a recipient was removed, the file is encrypted
-// under a new data key (the effect of `sops rotate`): the removed recipient may have kept
-// the old one, so no value written from then on is readable to it. When recipients were
-// only added, the data key is re-wrapped as UpdateKeys does, every value keeping its
-// ciphertext. A file under the earlier rule also gets its annotation values encrypted.
-// It needs an identity that opens the file, and a MAC that holds (ErrIntegrity).
+// when a folder's recipients change. When they changed at all, the file is encrypted under
+// a new data key (the effect of `sops rotate`): a removed recipient may have kept the old
+// key, so no value written from then on is readable to it, and an added one is never handed
+// a key the operator proved for a set without it, which a removal could bring back
+// (keyproof.go). A file someone wrote with other rules keeps them. A file under the earlier
+// rule, for the same recipients, keeps its data key and gets its annotation values
+// encrypted. It needs an identity that opens the file, and a MAC that holds (ErrIntegrity).
 func Renew(existingEnc []byte, ids Identities, newRecipients Recipients, opts ...Option) ([]byte, error) {
 	r, err := ParseRecipients(newRecipients)
 	if err != nil {
@@ -260,17 +258,17 @@ func Renew(existingEnc []byte, ids Identities, newRecipients Recipients, opts ..
 	if err != nil {
 		return nil, err
 	}
-	removes := removesRecipient(tree.Metadata, r)
+	changed := !onlyRecipients(tree.Metadata, r)
 	cipher := sopsaes.NewCipher()
-	// The MAC is checked whichever way the file is renewed: re-wrapping one that fails it
+	// The MAC is checked whichever way the file is renewed: renewing one that fails it
 	// would hand what someone changed there to the new recipients (a key-material Secret
 	// renamed past the writer's checks, a document encrypted under another data key).
 	dataKey, err := openTree(&tree, ids, cipher)
 	if err != nil {
 		return nil, err
 	}
-	if !removes && tree.Metadata.EncryptedRegex != legacyEncryptedRegex {
-		return UpdateKeys(existingEnc, ids, r)
+	if !changed && tree.Metadata.EncryptedRegex != legacyEncryptedRegex {
+		return existingEnc, nil
 	}
 	decrypted, err := emitPlain(tree.Branches)
 	if err != nil {
@@ -283,34 +281,20 @@ func Renew(existingEnc []byte, ids Identities, newRecipients Recipients, opts ..
 	o := collect(opts)
 	WithKeyProof(ids)(&o)
 	switch {
-	case removes && hasOperatorRules(tree.Metadata):
+	case changed && hasOperatorRules(tree.Metadata):
 		return encryptNew(plain, r, o)
-	case removes: // a file someone wrote with other rules keeps them
+	case changed: // a file someone wrote with other rules keeps them
 		return encryptKeepingRules(plain, r, tree.Metadata, o)
 	}
-	if !provenKey(tree.Branches[0], ids, dataKey) {
+	if !provenKey(tree.Branches[0], ids, dataKey, fileRecipients(tree.Metadata)) {
 		o.proofKey = nil // its own values under its own key, but never a proof of a key the operator did not choose
 	}
-	return resealUnderSameKey(tree.Metadata, plain, dataKey, cipher, r, o) // a legacy file
-}
-
-// removesRecipient says whether md's data key is wrapped for anyone not in r: a recipient
-// being removed (or a key of another kind, which the operator never writes).
-func removesRecipient(md sops.Metadata, r Recipients) bool {
-	for _, group := range md.KeyGroups {
-		for _, key := range group {
-			ageKey, ok := key.(*sopsage.MasterKey)
-			if !ok || !slices.Contains(r, ageKey.Recipient) {
-				return true
-			}
-		}
-	}
-	return false
+	return resealUnderSameKey(tree.Metadata, plain, dataKey, cipher, o) // a legacy file
 }
 
 // NeedsUpdateKeys says whether an encrypted file is wrapped for anything
 // other than exactly r, so the writer can find the files a recipient change
-// affects and re-wrap them in one commit: with UpdateKeys when it holds an
+// affects and re-wrap them in one commit: with Renew when it holds an
 // identity, otherwise by encrypting the cluster's plaintext afresh with
 // Encrypt.
 func NeedsUpdateKeys(existingEnc []byte, r Recipients) (bool, error) {

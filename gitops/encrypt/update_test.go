@@ -145,7 +145,7 @@ func TestUpdateRewritesATamperedFile(t *testing.T) {
 	assert.Equal(t, string(plain), string(got))
 }
 
-func TestUpdateWithChangedRecipientsRewrapsTheReusedDataKey(t *testing.T) {
+func TestUpdateForAnotherRecipientSetEncryptsUnderANewDataKey(t *testing.T) {
 	k, added := newKeyPair(t), newKeyPair(t)
 	enc, err := encrypt.Encrypt(readTestdata(t, "secret.yaml"), k.recipients, encrypt.WithKeyProof(k.ids))
 	require.NoError(t, err)
@@ -154,12 +154,23 @@ func TestUpdateWithChangedRecipientsRewrapsTheReusedDataKey(t *testing.T) {
 	out, changed, err := encrypt.Update(enc, changedSecret(t), both, &k.ids)
 	require.NoError(t, err)
 	assert.True(t, changed)
-	assert.Equal(t, ciphertexts(enc)["password"], ciphertexts(out)["password"], "data key reused")
+	old, err := encrypt.DataKey(enc, k.ids)
+	require.NoError(t, err)
+	key, err := encrypt.DataKey(out, k.ids)
+	require.NoError(t, err)
+	assert.NotEqual(t, old, key, "a key is only ever wrapped for the set it was made for: the added recipient never gets it")
 	for _, p := range []keyPair{k, added} {
 		got, err := encrypt.Decrypt(out, p.ids)
 		require.NoError(t, err)
 		assert.Equal(t, string(changedSecret(t)), string(got))
 	}
+
+	again, changed, err := encrypt.Update(out, []byte(strings.Replace(string(changedSecret(t)), "app: api", "app: web", 1)), both, &k.ids)
+	require.NoError(t, err)
+	require.True(t, changed)
+	next, err := encrypt.DataKey(again, k.ids)
+	require.NoError(t, err)
+	assert.Equal(t, key, next, "the new key is proven for the new set: the next change reuses it")
 }
 
 func TestARemovedRecipientNeverGetsTheDataKeyOfValuesWrittenAfterItsRemoval(t *testing.T) {
@@ -203,15 +214,49 @@ func TestARemovedRecipientNeverGetsTheDataKeyOfValuesWrittenAfterItsRemoval(t *t
 		require.NoError(t, err)
 		assert.Equal(t, custom, string(got))
 	})
-	t.Run("Renew keeps the data key when recipients are only added", func(t *testing.T) {
+	t.Run("Renew encrypts the file under a new data key when recipients are only added, so none gets a key proven for a set without it", func(t *testing.T) {
 		added := newKeyPair(t)
 		out, err := encrypt.Renew(enc, kept.ids, sorted(kept.recipients[0], removed.recipients[0], added.recipients[0]))
 		require.NoError(t, err)
 		key, err := encrypt.DataKey(out, added.ids)
 		require.NoError(t, err)
-		assert.Equal(t, old, key)
-		assert.Equal(t, ciphertexts(enc), ciphertexts(out), "values keep their ciphertext")
+		assert.NotEqual(t, old, key)
+		got, err := encrypt.Decrypt(out, added.ids)
+		require.NoError(t, err)
+		assert.Equal(t, string(readTestdata(t, "secret.yaml")), string(got))
 	})
+}
+
+func TestARemovedRecipientCannotPutBackAFileWhoseDataKeyItKnew(t *testing.T) {
+	a, r := newKeyPair(t), newKeyPair(t)
+	withR := sorted(a.recipients[0], r.recipients[0])
+	// The operator holds a's identity. Before r was added, and while it was a recipient:
+	before, err := encrypt.Encrypt(readTestdata(t, "secret.yaml"), a.recipients, encrypt.WithKeyProof(a.ids))
+	require.NoError(t, err)
+	during, err := encrypt.Renew(before, a.ids, withR)
+	require.NoError(t, err)
+	known, err := encrypt.DataKey(during, r.ids) // every key r could read
+	require.NoError(t, err)
+	earlier, err := encrypt.DataKey(before, a.ids)
+	require.NoError(t, err)
+	require.NotEqual(t, earlier, known, "adding r gave the file a new key: r never had the one proven for a alone")
+
+	// r is removed, then puts back the file it could read, re-wrapped for a alone with
+	// `sops updatekeys` (it holds the key), or the file from before it was added.
+	rewrapped, err := encrypt.UpdateKeys(during, r.ids, a.recipients)
+	require.NoError(t, err)
+	for name, file := range map[string][]byte{"re-wrapped for the current recipients": rewrapped, "from before its addition": before} {
+		t.Run(name, func(t *testing.T) {
+			out, changed, err := encrypt.Update(file, changedSecret(t), a.recipients, &a.ids, encrypt.WithKeyProof(a.ids))
+			require.NoError(t, err)
+			require.True(t, changed)
+			key, err := encrypt.DataKey(out, a.ids)
+			require.NoError(t, err)
+			assert.NotEqual(t, known, key, "the cluster's new value is never sealed under a key r knew")
+			_, err = encrypt.Decrypt(out, r.ids)
+			assert.ErrorIs(t, err, encrypt.ErrIdentityMismatch)
+		})
+	}
 }
 
 // digestKeys returns two digest keys: the one a file is written with and another.
@@ -487,7 +532,7 @@ func TestUpdateMovesAFileWrittenBeforeAnnotationsWereEncryptedToTheCurrentRule(t
 			assert.NotEqual(t, before[key], after[key], "%s: a file written before data-key proofs gets a new key", key)
 		}
 		assert.Contains(t, after, "owner", "the annotation value is ciphertext now")
-		assert.Contains(t, string(out), "# gitops-reverser.dev/data-key: v1:", "the new key is proven: the next change reuses it")
+		assert.Contains(t, string(out), "# gitops-reverser.dev/data-key: v2:", "the new key is proven: the next change reuses it")
 
 		got, err := encrypt.Decrypt(out, k.ids)
 		require.NoError(t, err)
