@@ -217,14 +217,20 @@ func (o *Own) validateProvider(ctx context.Context, req admission.Request) admis
 
 // newTemplatesProblem refuses new or changed commit message templates that read a field no
 // variable has, or a change's field off the group template's whole commit
-// (batch.CheckMessageFields). An update keeping its templates is not judged by this: a
-// template stored before the check keeps working as it did (falling back to the default
-// message where it fails), and an edit of anything else is not refused for it.
+// (batch.CheckMessageFields). A template an update keeps is not judged by this: one stored
+// before the check keeps working as it did (falling back to the default message where it
+// fails), and an edit of anything else, the other template included, is not refused for it.
 func newTemplatesProblem(req admission.Request, t *v1alpha1.GitTarget) error {
-	if old, ok := oldTarget(req); ok && old.Spec.CommitMessage == t.Spec.CommitMessage {
-		return nil
+	single, group := t.Spec.CommitMessage.Single, t.Spec.CommitMessage.Group
+	if old, ok := oldTarget(req); ok {
+		if old.Spec.CommitMessage.Single == single {
+			single = "" // kept: not judged ("" is the default, which passes)
+		}
+		if old.Spec.CommitMessage.Group == group {
+			group = ""
+		}
 	}
-	if err := batch.CheckMessageFields(t.Spec.CommitMessage.Single, t.Spec.CommitMessage.Group); err != nil {
+	if err := batch.CheckMessageFields(single, group); err != nil {
 		return fmt.Errorf("GitTarget %s/%s: spec.commitMessage: %w", t.Namespace, t.Name, err)
 	}
 	return nil

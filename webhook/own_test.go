@@ -103,6 +103,12 @@ func TestNewTemplatesProblem(t *testing.T) {
 			req: ownRequest(admissionv1.Update, "GitTarget", "a", "live", nil, raw(target(""))), t: target(typo), says: ".Obj is not a variable"},
 		{name: "takes an update that keeps a template stored before the check, which still falls back where it fails",
 			req: ownRequest(admissionv1.Update, "GitTarget", "a", "live", nil, raw(target(typo))), t: target(typo)},
+		{name: "takes an edit of the single template that keeps a group template stored before the check",
+			req: ownRequest(admissionv1.Update, "GitTarget", "a", "live", nil, raw(target(typo))), t: func() *v1alpha1.GitTarget {
+				edited := target(typo)
+				edited.Spec.CommitMessage.Single = "{{.Verb}} {{.Object}}!"
+				return edited
+			}()},
 		{name: "takes a new target with good templates",
 			req: ownRequest(admissionv1.Create, "GitTarget", "a", "live", nil, nil), t: target("{{range .Changes}}- {{.Object}}{{end}}")},
 	}

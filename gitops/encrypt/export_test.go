@@ -18,6 +18,12 @@ func EncryptUnderLegacyRule(plainDoc []byte, r Recipients) ([]byte, error) {
 // EncryptUnderRule writes plainDoc as a sops file with encrypted_regex regex, as a person
 // with the sops CLI might.
 func EncryptUnderRule(plainDoc []byte, r Recipients, regex string) ([]byte, error) {
+	return EncryptUnderMetadata(plainDoc, r, func(md *sops.Metadata) { md.EncryptedRegex = regex })
+}
+
+// EncryptUnderMetadata writes plainDoc as a sops file whose rules edit sets, starting from
+// the operator's, as a person with the sops CLI and a .sops.yaml of their own might.
+func EncryptUnderMetadata(plainDoc []byte, r Recipients, edit func(*sops.Metadata)) ([]byte, error) {
 	plain, err := parsePlain(plainDoc)
 	if err != nil {
 		return nil, err
@@ -26,7 +32,7 @@ func EncryptUnderRule(plainDoc []byte, r Recipients, regex string) ([]byte, erro
 	if err != nil {
 		return nil, err
 	}
-	md.EncryptedRegex = regex
+	edit(&md)
 	return encryptTree(plain, md)
 }
 

@@ -26,7 +26,11 @@ import (
 // never re-sealed under its key (Update). So a recipient who is removed knows only keys
 // proven for sets that hold it, and a file it puts back as it was before its removal,
 // re-wrapped with `sops updatekeys` for the current recipients or not, carries no proof
-// for them: its key is not reused, whatever set the recipients return to later.
+// for them: its key is not reused, whatever set the recipients return to later. What the
+// proof cannot tell is a key someone re-wrapped by hand (`sops updatekeys`, which needs a
+// recipient's identity) for a party outside the spec: that party knows the key, and a
+// file put back as it was before that re-wrap still proves it. Whoever holds an identity
+// can hand out what it opens anyway.
 
 // keyProofCommentKey labels the proof comment at the top of an encrypted file.
 const keyProofCommentKey = "gitops-reverser.dev/data-key"
@@ -117,6 +121,17 @@ func provenKey(branch sops.TreeBranch, ids Identities, dataKey []byte, recipient
 			if hmac.Equal(mac, keyProof(proofKey(id.String()), dataKey, recipients)) {
 				return true
 			}
+		}
+	}
+	return false
+}
+
+// hasKeyProof says whether branch holds a data-key proof comment readable as one, whether
+// it verifies or not.
+func hasKeyProof(branch sops.TreeBranch) bool {
+	for _, item := range branch {
+		if c, ok := item.Key.(sops.Comment); ok && strings.HasPrefix(c.Value, keyProofCommentPrefix) {
+			return true
 		}
 	}
 	return false

@@ -148,40 +148,72 @@ func updateByDigest(existingEnc []byte, tree sops.Tree, plain plainDoc, r Recipi
 // whose rules were md. A file someone wrote with rules of their own keeps them when they hide
 // at least what the operator's rule hides (hidesAtLeast): whoever chose to encrypt more
 // (labels, say) does not find it readable after the object's next change. Other rules give
-// way to the operator's. Which values a rule hides is not guessed from the rule: sops
-// encrypts the document both ways, and the values each left as they were are compared.
+// way to the operator's, and so does anything that goes wrong trying theirs. Which values a
+// rule hides is not guessed from the rule: sops encrypts the document both ways, and the
+// values each left as they were are compared.
 func freshUnderRules(plain plainDoc, r Recipients, md sops.Metadata, o options) ([]byte, bool, error) {
-	if hasOperatorRules(md) {
-		return encryptFresh(plain, r, o)
+	if keepableRules(md) {
+		if theirs, ok := underTheirRules(plain, r, md, o); ok {
+			return theirs, true, nil
+		}
 	}
+	return encryptFresh(plain, r, o)
+}
+
+// keepableRules says whether md holds someone else's rules the writer may keep: not its
+// own, with a MAC over every value (mac_only_encrypted would leave the readable fields, the
+// object's name and namespace among them, outside it, and md is not authenticated: anyone
+// who can push may have set it) and no rule on comments, which could encrypt the writer's
+// own comments or make sops refuse the file. Pure.
+func keepableRules(md sops.Metadata) bool {
+	return !hasOperatorRules(md) && !md.MACOnlyEncrypted &&
+		md.UnencryptedCommentRegex == "" && md.EncryptedCommentRegex == ""
+}
+
+// underTheirRules is plain encrypted for r under md's rules, and whether it may be written
+// so: those rules hide at least what the operator's rule hides (hidesAtLeast) and leave the
+// writer's comments readable (keepsOperatorComments). plain is left unencrypted.
+func underTheirRules(plain plainDoc, r Recipients, md sops.Metadata, o options) ([]byte, bool) {
 	var trees [3]plainDoc // sops encrypts a tree in place
 	for i := range trees {
 		again, err := plain.again()
 		if err != nil {
-			return nil, false, err
+			return nil, false
 		}
 		trees[i] = again
 	}
 	theirs, err := encryptKeepingRules(trees[0], r, md, o)
 	if err != nil {
-		return nil, false, err
+		return nil, false
 	}
 	ours, err := encryptNew(trees[1], r, o)
 	if err != nil {
-		return nil, false, err
+		return nil, false
 	}
 	readableTheirs, err := readableValues(theirs, trees[2].branch)
 	if err != nil {
-		return nil, false, err
+		return nil, false
 	}
 	readableOurs, err := readableValues(ours, trees[2].branch)
 	if err != nil {
-		return nil, false, err
+		return nil, false
 	}
-	if hidesAtLeast(readableTheirs, readableOurs) {
-		return theirs, true, nil
+	return theirs, hidesAtLeast(readableTheirs, readableOurs) && keepsOperatorComments(theirs, o)
+}
+
+// keepsOperatorComments says whether enc holds the writer's digest and data-key proof
+// readable, where o asks for them: rules that encrypt top-level comments (an
+// unencrypted_regex, say) would hide them, and the writer, no longer finding them, would
+// rewrite the file at every listing.
+func keepsOperatorComments(enc []byte, o options) bool {
+	tree, err := loadEncrypted(enc)
+	if err != nil || len(tree.Branches) != 1 {
+		return false
 	}
-	return ours, true, nil
+	if _, ok := findDigest(tree.Branches[0]); o.digestKey != nil && !ok {
+		return false
+	}
+	return o.proofKey == nil || hasKeyProof(tree.Branches[0])
 }
 
 // hidesAtLeast says whether a rule that leaves the values at the paths of readable as they

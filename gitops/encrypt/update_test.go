@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/getsops/sops/v3"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -646,6 +647,7 @@ func TestAChangeKeepsTheRulesOfAFileSomeoneEncryptedMoreOf(t *testing.T) {
 	tests := []struct {
 		name     string
 		rule     string
+		more     func(*sops.Metadata) // rules besides encrypted_regex
 		ids      encrypt.Identities
 		wantRule string
 		hidden   []string
@@ -680,10 +682,32 @@ func TestAChangeKeepsTheRulesOfAFileSomeoneEncryptedMoreOf(t *testing.T) {
 			rule: "(", ids: k.ids,
 			wantRule: operatorRule, hidden: []string{"payments"},
 		},
+		{
+			name: "gives way to the operator's rule when the file's MAC leaves the readable fields out (mac_only_encrypted, which anyone who can push may set)",
+			rule: "^(data|stringData|annotations|labels)$", more: func(md *sops.Metadata) { md.MACOnlyEncrypted = true }, ids: k.ids,
+			wantRule: operatorRule, hidden: []string{"payments"},
+		},
+		{
+			name: "gives way to the operator's rule, rather than failing, when the file's comment rule would make sops refuse it",
+			rule: "^(data|stringData|annotations|labels)$", more: func(md *sops.Metadata) { md.UnencryptedCommentRegex = "ENC" }, ids: k.ids,
+			wantRule: operatorRule, hidden: []string{"payments"},
+		},
+		{
+			name: "gives way to the operator's rule when the file's would encrypt the writer's data-key proof",
+			more: func(md *sops.Metadata) {
+				md.EncryptedRegex, md.UnencryptedRegex = "", "^(apiVersion|kind|name|namespace)$"
+			}, ids: k.ids,
+			wantRule: operatorRule, hidden: []string{"payments"},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			theirs, err := encrypt.EncryptUnderRule(readTestdata(t, "secret.yaml"), k.recipients, tt.rule)
+			theirs, err := encrypt.EncryptUnderMetadata(readTestdata(t, "secret.yaml"), k.recipients, func(md *sops.Metadata) {
+				md.EncryptedRegex = tt.rule
+				if tt.more != nil {
+					tt.more(md)
+				}
+			})
 			require.NoError(t, err)
 
 			out, changed, err := encrypt.Update(theirs, changedSecret(t), k.recipients, &tt.ids)
