@@ -101,11 +101,18 @@ func entryOf(op string, p journalKey, c Change, at time.Time) journalEntry {
 		Author: c.Author, At: at}
 }
 
+// recoveredDelete is a deletion an earlier process left pending, and when it was recorded:
+// it ages in memory as it would in the file, however long it waits for its list.
+type recoveredDelete struct {
+	Change
+	At time.Time
+}
+
 // openJournal reads the journal under dir ("" keeps none) and returns it with the
 // deletions an earlier process left pending, per target, as the changes to hand each target
 // once it registers. Lines it cannot read are skipped, with a log line; deletions older than
 // journalMaxAge are dropped.
-func openJournal(dir string, log logr.Logger, now time.Time) (*deleteJournal, map[types.NamespacedName]map[ObjectKey]Change) {
+func openJournal(dir string, log logr.Logger, now time.Time) (*deleteJournal, map[types.NamespacedName]map[ObjectKey]recoveredDelete) {
 	if dir == "" {
 		return nil, nil
 	}
@@ -128,12 +135,12 @@ func openJournal(dir string, log logr.Logger, now time.Time) (*deleteJournal, ma
 	}
 	j.replay(content, now)
 	j.replayed = j.last
-	pending := map[types.NamespacedName]map[ObjectKey]Change{}
+	pending := map[types.NamespacedName]map[ObjectKey]recoveredDelete{}
 	for p, e := range j.live {
 		if pending[p.target] == nil {
-			pending[p.target] = map[ObjectKey]Change{}
+			pending[p.target] = map[ObjectKey]recoveredDelete{}
 		}
-		pending[p.target][p.key] = Change{Target: p.target, Key: p.key, Deleted: true, Author: e.Author}
+		pending[p.target][p.key] = recoveredDelete{Change: Change{Target: p.target, Key: p.key, Deleted: true, Author: e.Author}, At: e.At}
 	}
 	j.mu.Lock()
 	defer j.mu.Unlock()

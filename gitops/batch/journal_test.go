@@ -22,7 +22,15 @@ func TestDeleteJournal(t *testing.T) {
 	}
 	reopen := func(dir string, now time.Time) map[types.NamespacedName]map[ObjectKey]Change {
 		_, pending := openJournal(dir, logr.Discard(), now)
-		return pending
+		changes := map[types.NamespacedName]map[ObjectKey]Change{}
+		for target, keys := range pending {
+			changes[target] = map[ObjectKey]Change{}
+			for k, d := range keys {
+				assert.WithinDuration(t, now, d.At, 9*24*time.Hour, "it carries when it was recorded")
+				changes[target][k] = d.Change
+			}
+		}
+		return changes
 	}
 
 	t.Run("hands a restart the deletions not written yet, with their authors", func(t *testing.T) {

@@ -300,7 +300,7 @@ type Manager struct {
 	// journal keeps the deletions given and not written yet on disk, and recovered holds
 	// those an earlier process left, per target, for its first registration.
 	journal   *deleteJournal
-	recovered map[types.NamespacedName]map[ObjectKey]Change
+	recovered map[types.NamespacedName]map[ObjectKey]recoveredDelete
 	// watched holds, per target, the resources its rules watch (Watched), under wmu: a leaf
 	// lock, so the watcher may call Watched under its own lock without ever waiting for m.mu
 	// or a worker.

@@ -1,6 +1,8 @@
 package batch
 
 import (
+	"time"
+
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -32,7 +34,7 @@ func (m *Manager) Snapshot(s Snapshot) {
 	var recovered []Change
 	if taken := takenBy(s, waiting); len(taken) > 0 { // judged without m.mu: InScope reads caches
 		m.mu.Lock()
-		recovered = m.takeRecovered(s.Target, taken)
+		recovered = m.takeRecovered(s.Target, taken, time.Now())
 		m.mu.Unlock()
 	}
 	recovered, renamed := atVersion(recovered, s.GVR)
@@ -87,13 +89,17 @@ func takenBy(s Snapshot, waiting []ObjectKey) []ObjectKey {
 	return out
 }
 
-// takeRecovered takes the recovered deletions of keys for target, those still there.
-// Callers hold m.mu.
-func (m *Manager) takeRecovered(target types.NamespacedName, keys []ObjectKey) []Change {
+// takeRecovered takes the recovered deletions of keys for target, those still there and
+// recorded within journalMaxAge of now: an older one, which a process waiting weeks for its
+// list (a standby, a suspended target) still holds, counts as made while the operator was
+// down, as a start would have dropped it. Callers hold m.mu.
+func (m *Manager) takeRecovered(target types.NamespacedName, keys []ObjectKey, now time.Time) []Change {
 	var out []Change
 	for _, k := range keys {
-		if c, ok := m.recovered[target][k]; ok {
-			out = append(out, c)
+		if d, ok := m.recovered[target][k]; ok {
+			if now.Sub(d.At) <= journalMaxAge { // older, it counts as made while the operator was down
+				out = append(out, d.Change)
+			}
 			delete(m.recovered[target], k)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/gitops-reverser/gitops-reverser/gitops/manifest"
 )
@@ -51,6 +52,25 @@ func TestASnapshotHandsOverTheRecoveredDeletionsOfWhatItListedOrAllOnceEveryRule
 		"b's rule may not be registered yet: its deletion waits for it, or read as not watched it would be dropped")
 	assert.Equal(t, waiting, takenBy(Snapshot{InScope: onlyA, Complete: true}, waiting),
 		"every rule is in: a namespace no rule lists now (relabelled while down) still gets the deletion seen before")
+}
+
+func TestARecoveredDeletionAgesWhileItWaitsForItsList(t *testing.T) {
+	now := time.Date(2026, 12, 7, 12, 0, 0, 0, time.UTC)
+	target := liveKey
+	key := func(name string) ObjectKey {
+		return ObjectKey{GVR: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, Kind: "ConfigMap", Namespace: "a", Name: name}
+	}
+	recovered := func(name string, age time.Duration) recoveredDelete {
+		return recoveredDelete{Change: Change{Target: target, Key: key(name), Deleted: true, Author: "alice"}, At: now.Add(-age)}
+	}
+	m := &Manager{recovered: map[types.NamespacedName]map[ObjectKey]recoveredDelete{target: {
+		key("recent"): recovered("recent", 6*24*time.Hour),
+		key("stale"):  recovered("stale", 8*24*time.Hour), // loaded at six days, its list came two days later
+	}}}
+	got := m.takeRecovered(target, []ObjectKey{key("recent"), key("stale")}, now)
+	assert.Equal(t, []Change{recovered("recent", 0).Change}, got,
+		"a deletion older than a week counts as made while the operator was down, as a start would have dropped it")
+	assert.Empty(t, m.recovered, "both are taken: the stale one is not handed over later either")
 }
 
 func TestAnOrphanWhoseObjectComesBackIsCountedNoMore(t *testing.T) {

@@ -225,7 +225,7 @@ func TestAStartSweepDropsTheJournalledDeletionsOfGitTargetsDeletedWhileDown(t *t
 	assert.NotContains(t, m.recovered, gone)
 	m.mu.Unlock()
 	_, pending := openJournal(dir, logr.Discard(), time.Now())
-	assert.Equal(t, map[ObjectKey]Change{qkey("b"): {Target: gone, Key: qkey("b"), Deleted: true, Author: "bob"}}, pending[gone],
-		"the earlier process's deletion is not kept in the journal for a week; the one made since is")
+	require.Len(t, pending[gone], 1, "the earlier process's deletion is not kept in the journal for a week; the one made since is")
+	assert.Equal(t, Change{Target: gone, Key: qkey("b"), Deleted: true, Author: "bob"}, pending[gone][qkey("b")].Change)
 	assert.Contains(t, pending, live)
 }
