@@ -42,41 +42,18 @@ type devOptions struct {
 // runDev is the sandbox behind `make demo`: a local control plane (envtest assets), a bare
 // Git repository, the operator in-process, a sample change, and the resulting commits.
 func runDev(args []string) error {
-	var o devOptions
-	fs := flag.NewFlagSet("dev", flag.ContinueOnError)
-	fs.BoolVar(&o.keepRunning, "keep-running", false, "Keep the sandbox running after the demo and print the KUBECONFIG to use.")
-	fs.StringVar(&o.dir, "dir", "", "Directory for the sandbox (default: a new temporary directory).")
-	fs.BoolVar(&o.verbose, "v", false, "Show the operator's logs.")
-	if err := fs.Parse(args); err != nil {
+	o, err := parseDevArgs(args)
+	if err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q", fs.Args())
-	}
-	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
-		return errors.New("KUBEBUILDER_ASSETS is not set: run `make demo`, which builds kube-apiserver and etcd once and sets it")
 	}
 	logOut := io.Discard
 	if o.verbose {
 		logOut = os.Stderr
 	}
 	ctrl.SetLogger(zap.New(zap.WriteTo(logOut)))
-	if o.dir != "" {
-		// The GitProvider's file:// URL needs an absolute path: file://sandbox/remote.git
-		// names a host.
-		abs, err := filepath.Abs(o.dir)
-		if err != nil {
-			return fmt.Errorf("--dir %s: %w", o.dir, err)
-		}
-		o.dir = abs
-	}
-	created := o.dir == ""
-	if created {
-		d, err := os.MkdirTemp("", "gitops-reverser-dev-")
-		if err != nil {
-			return err
-		}
-		o.dir = d
+	created, err := sandboxDir(&o)
+	if err != nil {
+		return err
 	}
 	crds, err := config.LoadCRDs()
 	if err != nil {
@@ -104,6 +81,45 @@ func runDev(args []string) error {
 		fmt.Fprintln(os.Stderr, "to see the operator's logs, run `make demo DEMO_VERBOSE=1`")
 	}
 	return err
+}
+
+// parseDevArgs reads dev's flags; it needs KUBEBUILDER_ASSETS, which `make demo` sets.
+func parseDevArgs(args []string) (devOptions, error) {
+	var o devOptions
+	fs := flag.NewFlagSet("dev", flag.ContinueOnError)
+	fs.BoolVar(&o.keepRunning, "keep-running", false, "Keep the sandbox running after the demo and print the KUBECONFIG to use.")
+	fs.StringVar(&o.dir, "dir", "", "Directory for the sandbox (default: a new temporary directory).")
+	fs.BoolVar(&o.verbose, "v", false, "Show the operator's logs.")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
+		return o, errors.New("KUBEBUILDER_ASSETS is not set: run `make demo`, which builds kube-apiserver and etcd once and sets it")
+	}
+	return o, nil
+}
+
+// sandboxDir makes o.dir absolute, or a new temporary directory when none was given
+// (created): the GitProvider's file:// URL needs an absolute path, since
+// file://sandbox/remote.git names a host.
+func sandboxDir(o *devOptions) (created bool, err error) {
+	if o.dir != "" {
+		abs, err := filepath.Abs(o.dir)
+		if err != nil {
+			return false, fmt.Errorf("--dir %s: %w", o.dir, err)
+		}
+		o.dir = abs
+		return false, nil
+	}
+	d, err := os.MkdirTemp("", "gitops-reverser-dev-")
+	if err != nil {
+		return false, err
+	}
+	o.dir = d
+	return true, nil
 }
 
 // interrupted returns a context the first SIGINT, SIGTERM or SIGHUP cancels, which starts
@@ -137,6 +153,8 @@ func interrupted(hurry func()) (ctx context.Context, stop func()) {
 	}
 }
 
+// devSandbox starts the control plane, a bare repository and the operator, runs the demo's
+// steps (devScenario), and stops them all again, whatever happened.
 func devSandbox(ctx context.Context, o devOptions, env *envtest.Environment) (err error) {
 	step("starting a local control plane (kube-apiserver + etcd)")
 	cfg, err := env.Start()
@@ -181,6 +199,18 @@ func devSandbox(ctx context.Context, o devOptions, env *envtest.Environment) (er
 		cancel()
 		err = errors.Join(err, <-done)
 	}()
+	if err := devScenario(ctx, c, warnings, remote); err != nil {
+		return err
+	}
+	if o.keepRunning {
+		return keepSandbox(ctx, env, o.dir, remote)
+	}
+	return nil
+}
+
+// devScenario runs the demo's steps against the running operator: its objects, a change
+// and the commit it makes, a denial, and a Secret that lands encrypted.
+func devScenario(ctx context.Context, c client.Client, warnings *warningRecorder, remote string) error {
 	if err := waitCABundle(ctx, c); err != nil {
 		return err
 	}
@@ -196,17 +226,18 @@ func devSandbox(ctx context.Context, o devOptions, env *envtest.Environment) (er
 	if err := devAdmission(ctx, c, warnings); err != nil {
 		return err
 	}
-	if err := devEncryption(ctx, c, remote); err != nil {
+	return devEncryption(ctx, c, remote)
+}
+
+// keepSandbox says how to use the sandbox from another shell and waits until ctx ends
+// (Ctrl-C).
+func keepSandbox(ctx context.Context, env *envtest.Environment, dir, remote string) error {
+	kc, err := writeKubeconfig(env, dir)
+	if err != nil {
 		return err
 	}
-	if o.keepRunning {
-		kc, err := writeKubeconfig(env, o.dir)
-		if err != nil {
-			return err
-		}
-		fmt.Printf("\nThe sandbox keeps running. In another shell:\n\n  export KUBECONFIG=%s\n  kubectl -n demo edit configmap app-config\n  kubectl -n demo create secret generic api-key --from-literal=token=x --dry-run=server   # allowed: lands encrypted\n  git --git-dir %s log --stat\n\nPress Ctrl-C to stop.\n", kc, remote)
-		<-ctx.Done()
-	}
+	fmt.Printf("\nThe sandbox keeps running. In another shell:\n\n  export KUBECONFIG=%s\n  kubectl -n demo edit configmap app-config\n  kubectl -n demo create secret generic api-key --from-literal=token=x --dry-run=server   # allowed: lands encrypted\n  git --git-dir %s log --stat\n\nPress Ctrl-C to stop.\n", kc, remote)
+	<-ctx.Done()
 	return nil
 }
 
