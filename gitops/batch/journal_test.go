@@ -21,16 +21,7 @@ func TestDeleteJournal(t *testing.T) {
 		return Change{Target: target, Key: qkey(name), Deleted: true, Author: author}
 	}
 	reopen := func(dir string, now time.Time) map[types.NamespacedName]map[ObjectKey]Change {
-		_, pending := openJournal(dir, logr.Discard(), now)
-		changes := map[types.NamespacedName]map[ObjectKey]Change{}
-		for target, keys := range pending {
-			changes[target] = map[ObjectKey]Change{}
-			for k, d := range keys {
-				assert.WithinDuration(t, now, d.At, 9*24*time.Hour, "it carries when it was recorded")
-				changes[target][k] = d.Change
-			}
-		}
-		return changes
+		return reopenedChanges(t, dir, now)
 	}
 
 	t.Run("hands a restart the deletions not written yet, with their authors", func(t *testing.T) {
@@ -215,8 +206,7 @@ func TestTheJournalKeepsTheNewerDeletionsAuthor(t *testing.T) {
 	bob := Change{Target: live, Key: qkey("a"), Deleted: true, Author: "bob"}
 	w.submit(bob)
 	w.submitOlder(Change{Target: live, Key: qkey("a"), Deleted: true, Author: "alice"}) // kept from before
-	_, pending := openJournal(dir, logr.Discard(), time.Now())
-	assert.Equal(t, map[types.NamespacedName]map[ObjectKey]Change{live: {qkey("a"): bob}}, pending)
+	assert.Equal(t, map[types.NamespacedName]map[ObjectKey]Change{live: {qkey("a"): bob}}, reopenedChanges(t, dir, time.Now()))
 }
 
 func TestChangesOfATargetNotRegisteredYetAreKeptWhenAsked(t *testing.T) {
@@ -229,8 +219,22 @@ func TestChangesOfATargetNotRegisteredYetAreKeptWhenAsked(t *testing.T) {
 	m.KeepChanges(live) // its credentials in their grace period on a new leader: admission lets changes through
 	m.Submit(deletion, update)
 	assert.Equal(t, map[ObjectKey]Change{qkey("a"): deletion, qkey("b"): update}, m.parked[live], "with its author")
-	_, pending := openJournal(m.opts.WorkDir, logr.Discard(), time.Now())
-	assert.Equal(t, map[types.NamespacedName]map[ObjectKey]Change{live: {qkey("a"): deletion}}, pending, "and journalled")
+	assert.Equal(t, map[types.NamespacedName]map[ObjectKey]Change{live: {qkey("a"): deletion}}, reopenedChanges(t, m.opts.WorkDir, time.Now()), "and journalled")
+}
+
+// reopenedChanges is what a start at now reads from the journal under dir, as changes.
+func reopenedChanges(t *testing.T, dir string, now time.Time) map[types.NamespacedName]map[ObjectKey]Change {
+	t.Helper()
+	_, pending := openJournal(dir, logr.Discard(), now)
+	changes := map[types.NamespacedName]map[ObjectKey]Change{}
+	for target, keys := range pending {
+		changes[target] = map[ObjectKey]Change{}
+		for k, d := range keys {
+			assert.WithinDuration(t, now, d.At, 9*24*time.Hour, "it carries when it was recorded")
+			changes[target][k] = d.Change
+		}
+	}
+	return changes
 }
 
 // appendRaw appends text to the journal file under dir, as a kill or a disk fault leaves it.
