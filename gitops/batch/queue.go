@@ -521,26 +521,8 @@ const lookBackRetry = 2 * time.Second
 // queue; wait is how long until the next one must (0 when none is open).
 func (q *queue) due(cfg WindowConfig, now time.Time) (out []*authorWindow, wait time.Duration) {
 	for _, win := range q.windows {
-		if now.Before(win.notBefore) {
-			if in := win.notBefore.Sub(now); wait == 0 || in < wait {
-				wait = in
-			}
-			continue
-		}
-		if slices.ContainsFunc(win.requests, func(r *CommitRequest) bool { return r.lookBack }) {
-			// A request whose look for an earlier leader's commit failed (worker.lookBack):
-			// committing its message now could commit it a second time. The look is tried
-			// again on the next pass, until the request's lookBackUntil.
-			if wait == 0 || lookBackRetry < wait {
-				wait = lookBackRetry
-			}
-			continue
-		}
-		ok, in := Due(win.Window, cfg, now)
-		if byRequest, at := askedDue(win, cfg, now); !ok && !win.askedAt.IsZero() && (byRequest || at < in) {
-			ok, in = byRequest, at
-		}
-		if ok || win.now || (len(win.requests) > 0 && len(win.dirty) == 0) {
+		commit, in := windowDue(win, cfg, now)
+		if commit {
 			out = append(out, win)
 			continue
 		}
@@ -555,25 +537,54 @@ func (q *queue) due(cfg WindowConfig, now time.Time) (out []*authorWindow, wait 
 		return out[i].author < out[j].author
 	})
 	for _, win := range out {
-		delete(q.windows, win.author)
-		win.since = make(map[ObjectKey]time.Time, len(win.dirty))
-		for k := range win.dirty {
-			if q.owner[k] == win.author {
-				delete(q.owner, k)
-				delete(q.touched, k)
-				win.since[k] = q.since[k]
-				delete(q.since, k)
-				if names, ok := q.coAuthors[k]; ok {
-					if win.coAuthors == nil {
-						win.coAuthors = map[ObjectKey][]string{}
-					}
-					win.coAuthors[k] = names
-					delete(q.coAuthors, k)
-				}
-			}
-		}
+		q.detach(win)
 	}
 	return out, wait
+}
+
+// windowDue says whether win must commit at now, else how long until it may have to (0:
+// nothing of time will make it). Pure.
+func windowDue(win *authorWindow, cfg WindowConfig, now time.Time) (bool, time.Duration) {
+	if now.Before(win.notBefore) {
+		return false, win.notBefore.Sub(now)
+	}
+	if slices.ContainsFunc(win.requests, func(r *CommitRequest) bool { return r.lookBack }) {
+		// A request whose look for an earlier leader's commit failed (worker.lookBack):
+		// committing its message now could commit it a second time. The look is tried
+		// again on the next pass, until the request's lookBackUntil.
+		return false, lookBackRetry
+	}
+	ok, in := Due(win.Window, cfg, now)
+	if byRequest, at := askedDue(win, cfg, now); !ok && !win.askedAt.IsZero() && (byRequest || at < in) {
+		ok, in = byRequest, at
+	}
+	if ok || win.now || (len(win.requests) > 0 && len(win.dirty) == 0) {
+		return true, 0
+	}
+	return false, in
+}
+
+// detach takes win out of the queue for its commit: the objects it owns leave the queue's
+// bookkeeping with it (when each was first changed, its co-authors).
+func (q *queue) detach(win *authorWindow) {
+	delete(q.windows, win.author)
+	win.since = make(map[ObjectKey]time.Time, len(win.dirty))
+	for k := range win.dirty {
+		if q.owner[k] != win.author {
+			continue
+		}
+		delete(q.owner, k)
+		delete(q.touched, k)
+		win.since[k] = q.since[k]
+		delete(q.since, k)
+		if names, ok := q.coAuthors[k]; ok {
+			if win.coAuthors == nil {
+				win.coAuthors = map[ObjectKey][]string{}
+			}
+			win.coAuthors[k] = names
+			delete(q.coAuthors, k)
+		}
+	}
 }
 
 // delivered ends the commit of win, pushed: a change of its objects from now on is a new
