@@ -43,6 +43,7 @@ import (
 	"github.com/gitops-reverser/gitops-reverser/gitops/batch"
 	gitopsctrl "github.com/gitops-reverser/gitops-reverser/gitops/controller"
 	"github.com/gitops-reverser/gitops-reverser/gitops/encrypt"
+	"github.com/gitops-reverser/gitops-reverser/gitops/repo"
 	"github.com/gitops-reverser/gitops-reverser/watcher"
 	"github.com/gitops-reverser/gitops-reverser/watcher/attribution"
 	watchctrl "github.com/gitops-reverser/gitops-reverser/watcher/controller"
@@ -50,6 +51,7 @@ import (
 
 func main() {
 	encrypt.SilenceLibraryLogs() // sops would print a plaintext comment of an encrypted file
+	repo.BoundHTTPErrorBodies()  // go-git would read a Git server's error answer whole, however long
 	if len(os.Args) > 1 && os.Args[1] == "dev" {
 		if err := runDev(os.Args[2:]); err != nil {
 			fmt.Fprintln(os.Stderr, "dev:", err)
