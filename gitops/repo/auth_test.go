@@ -307,6 +307,18 @@ func TestAnSCPLikeAddressWithAnAtInItsPathStillNeedsSSHCredentials(t *testing.T)
 	require.ErrorIs(t, err, repo.ErrNoKnownHosts, "read as SSH, which never trusts an unknown host")
 }
 
+func TestAnSCPLikeAddressIsReadAsGoGitDialsIt(t *testing.T) {
+	_, err := repo.AuthFromSecret("git@h:org/repo.git", nil)
+	require.ErrorIs(t, err, repo.ErrNoKnownHosts, "a one-letter host is a host go-git dials over SSH, not a drive letter")
+
+	hostSigner, _ := repotest.NewSSHKey(t)
+	_, identity := repotest.NewSSHKey(t)
+	line := knownhosts.Line([]string{"git.example.com"}, hostSigner.PublicKey()) // port 22 only
+	_, err = repo.AuthFromSecret("git@git.example.com:2222:org/repo.git", map[string][]byte{"identity": identity, "known_hosts": []byte(line)})
+	require.ErrorIs(t, err, repo.ErrNoKnownHosts)
+	assert.Contains(t, err.Error(), "git.example.com:2222", "the port go-git dials, between the colons")
+}
+
 func TestAnOpaqueURLIsNeverDialledNorKept(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "clone")
 	for _, u := range []string{"https://bot:PASS^W0RD@127.0.0.1:1/repo.git", "https://SL/ASH@127.0.0.1:1/repo.git"} {

@@ -110,9 +110,12 @@ func toURLSyntax(s string) string {
 	if strings.HasPrefix(s, "/") {
 		return "file://" + s
 	}
-	user, host, p, ok := scpParts(s)
+	user, host, port, p, ok := scpParts(s)
 	if !ok {
 		return s
+	}
+	if port != "" {
+		host += ":" + port
 	}
 	if user != "" {
 		host = user + "@" + host
@@ -120,26 +123,30 @@ func toURLSyntax(s string) string {
 	return "ssh://" + host + "/" + strings.TrimLeft(p, "/")
 }
 
-// scpParts splits git's scp-like syntax [user@]host:path. Like git, it is
-// scp-like only when the first colon comes before any slash; a one-letter
-// host is a Windows drive letter, not a host.
-func scpParts(s string) (user, host, p string, ok bool) {
+// scpParts splits the scp-like syntax [user@]host:[port:]path as go-git reads it, since
+// that is what it dials: scp-like only when the first colon comes before any slash, with a
+// port of one to five digits between two colons. A one-letter host is a host, as go-git
+// reads it off Windows (git for Windows reads a drive letter).
+func scpParts(s string) (user, host, port, p string, ok bool) {
 	colon := strings.IndexByte(s, ':')
 	if colon < 0 {
-		return "", "", "", false
+		return "", "", "", "", false
 	}
 	if slash := strings.IndexByte(s, '/'); slash >= 0 && slash < colon {
-		return "", "", "", false
+		return "", "", "", "", false
 	}
 	userHost, p := s[:colon], s[colon+1:]
 	user, host, found := strings.Cut(userHost, "@")
 	if !found {
 		user, host = "", userHost
 	}
-	if len(host) < 2 || strings.ContainsAny(host, "@ ") || strings.Contains(user, " ") {
-		return "", "", "", false
+	if host == "" || strings.ContainsAny(host, "@ ") || strings.Contains(user, " ") {
+		return "", "", "", "", false
 	}
-	return user, host, p, true
+	if digits, rest, found := strings.Cut(p, ":"); found && len(digits) >= 1 && len(digits) <= 5 && strings.Trim(digits, "0123456789") == "" {
+		port, p = digits, rest
+	}
+	return user, host, port, p, true
 }
 
 // canonicalScheme lower-cases the scheme and folds ssh aliases.

@@ -29,6 +29,8 @@ func TestNormalizeURLGivesOneFormPerRepository(t *testing.T) {
 		{"git@github.com:org/repo.git", "ssh://git@github.com/org/repo"},
 		{"git@GitHub.com:/org/repo", "ssh://git@github.com/org/repo"},
 		{"github.com:org/repo", "ssh://git@github.com/org/repo"},
+		{"git@h:org/repo", "ssh://git@h/org/repo"},                                       // a one-letter host, which go-git dials as one
+		{"git@git.example.com:2222:org/repo", "ssh://git@git.example.com:2222/org/repo"}, // go-git dials the port between the colons
 		{"ssh://github.com/org/repo", "ssh://git@github.com/org/repo"},
 		{"ssh://deploy@git.example.com/srv/repo", "ssh://deploy@git.example.com/srv/repo"},
 		{"ssh://git@github.com/org/repo.git", "ssh://git@github.com/org/repo"},
