@@ -74,6 +74,11 @@ type Key struct {
 	// (another admission step refused it), so this one replaces it instead of making the
 	// key ambiguous. Not part of the join key.
 	First bool `json:"first,omitempty"`
+	// Neutral marks an update that left the sanitized object as it was (a controller writing
+	// status through the main resource, an annotation Git does not hold): it made none of
+	// the content it left, so a re-list that first shows that content is never joined to
+	// it (JoinCreated) but to the update that made it. Not part of the join key.
+	Neutral bool `json:"neutral,omitempty"`
 }
 
 // CreateKey is the join key of a create.
@@ -85,7 +90,7 @@ func (k Key) slot() Key {
 	if k.Op == Create {
 		k.Digest, k.APIVersion = Digest{}, ""
 	}
-	k.First = false
+	k.First, k.Neutral = false, false
 	return k
 }
 
@@ -202,8 +207,8 @@ func (b *Book) Record(k Key, a Author) {
 		e = b.order.PushBack(&record{key: k, author: a, recorded: now, expires: now.Add(b.ttl)})
 	}
 	b.byKey[k.slot()] = e
-	if k.Op == Update {
-		b.byResult[result{k.UID, k.Digest}] = e // the newest update leaving that content
+	if k.Op == Update && !k.Neutral {
+		b.byResult[result{k.UID, k.Digest}] = e // the newest update making that content
 	}
 	for b.order.Len()+b.deletes.Len() > b.max {
 		b.removeLocked(b.oldestLocked())

@@ -292,6 +292,14 @@ func TestJoinCreated(t *testing.T) {
 				record(b, Create, cm("u1", "", "a"), nil, alice)
 				record(b, Update, cm("u1", "5", "b"), cm("u1", "5", "a"), bob)
 			}, cm("u1", "7", "c"), nil},
+		{"joins the update that made the content seen, not a later one that changed only what Git does not hold (a controller's status write)",
+			func(b *Book) {
+				record(b, Create, cm("u1", "", "a"), nil, alice)
+				record(b, Update, cm("u1", "5", "b"), cm("u1", "5", "a"), bob)
+				withStatus := cm("u1", "6", "b")
+				withStatus.Object["status"] = map[string]any{"observedGeneration": int64(2)}
+				record(b, Update, withStatus, cm("u1", "6", "b"), Author{Username: "system:serviceaccount:kube-system:deployment-controller"})
+			}, cm("u1", "7", "b"), &bob},
 		{"keeps the create's author when an update after it left the same content",
 			func(b *Book) {
 				record(b, Create, cm("u1", "", "a"), nil, alice)

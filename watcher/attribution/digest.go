@@ -56,7 +56,10 @@ func KeyForRequest(op Op, obj, old *unstructured.Unstructured) (Key, bool) {
 		if obj != nil && old != nil && old.GetUID() != "" {
 			d, err := DigestOf(obj)
 			if err == nil {
-				return UpdateKey(old.GetUID(), old.GetResourceVersion(), d), true
+				k := UpdateKey(old.GetUID(), old.GetResourceVersion(), d)
+				before, err := DigestOf(old)
+				k.Neutral = err == nil && before == d
+				return k, true
 			}
 		}
 	case Delete:
