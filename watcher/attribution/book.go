@@ -250,9 +250,13 @@ func (b *Book) JoinWithinFound(k Key, within time.Duration) (a Author, ok, found
 // record made before (an admitted delete another admission step refused, then a delete
 // nobody recorded) is forgotten, not joined; one made after is the delete asked for again
 // (admission sees each repeat of a delete that waits), by its author or, when another
-// repeated it, ambiguous (Record).
+// repeated it, ambiguous (Record). But only while the record of the delete asked for could
+// still be there to tell: one made more than a delete's TTL after at follows a record that
+// expired, and may be someone else's repeat, which would otherwise have made it ambiguous.
 func (b *Book) JoinRequestedAt(k Key, at time.Time, tolerance time.Duration) (Author, bool) {
-	a, ok, _ := b.joinIf(k, func(recorded, _ time.Time) bool { return !recorded.Before(at.Add(-tolerance)) })
+	a, ok, _ := b.joinIf(k, func(recorded, _ time.Time) bool {
+		return !recorded.Before(at.Add(-tolerance)) && !recorded.After(at.Add(b.deleteTTL+tolerance))
+	})
 	return a, ok
 }
 

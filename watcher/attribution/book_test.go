@@ -167,6 +167,18 @@ func TestBookBounds(t *testing.T) {
 		assert.True(t, ok, "the delete asked for again is still his")
 		assert.Equal(t, "dave", got.Username)
 	})
+	t.Run("does not give a removal to whoever repeated its delete after the record of the one asked for expired", func(t *testing.T) {
+		now := time.Unix(1000, 0)
+		b := NewBook(0, 0)
+		b.now = func() time.Time { return now }
+		asked := now
+		b.Record(DeleteKey("u1"), Author{Username: "alice"}) // a PVC held by its protection finalizer
+		now = now.Add(DefaultDeleteTTL + 10*time.Minute)     // her record expired
+		b.Record(DeleteKey("u1"), Author{Username: "bob"})   // kubectl delete again: the object is already being deleted
+		now = now.Add(time.Minute)
+		_, ok := b.JoinRequestedAt(DeleteKey("u1"), asked, 30*time.Second)
+		assert.False(t, ok, "within the hour his repeat would have made it ambiguous; after it, it is the committer's")
+	})
 	t.Run("drops the oldest record beyond the limit", func(t *testing.T) {
 		b := NewBook(0, 2)
 		b.Record(CreateKey("u1"), Author{Username: "a"})
