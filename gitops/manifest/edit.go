@@ -123,7 +123,7 @@ func firstVerified(before *file, id Identity, want any, all []candidates) (*file
 			continue
 		}
 		for _, out := range outs {
-			after, err := verifyEdit(out, before, id, want)
+			after, err := verifyEdit(keepBOM(before.content, out), before, id, want)
 			if err != nil {
 				errs = append(errs, err)
 				continue
@@ -215,7 +215,7 @@ func Remove(content []byte, id Identity) (out []byte, empty bool, err error) {
 	}
 	var errs []error
 	for _, c := range cuts() {
-		out = cutDocument(before, i, c)
+		out = keepBOM(before.content, cutDocument(before, i, c))
 		after, err := verifyEdit(out, before, id, nil)
 		if err == nil {
 			return out, !after.hasObjects(), nil
@@ -223,6 +223,17 @@ func Remove(content []byte, id Identity) (out []byte, empty bool, err error) {
 		errs = append(errs, err)
 	}
 	return nil, false, fmt.Errorf("%w: removing %s: %w", ErrEditVerification, id, oneLine(errs))
+}
+
+// keepBOM puts content's byte order mark back in front of out when an edit that rewrote,
+// or cut, the file's first document lost it: a file keeps its BOM as it keeps its line
+// endings. Pure.
+func keepBOM(content, out []byte) []byte {
+	const bom = "\uFEFF"
+	if !bytes.HasPrefix(content, []byte(bom)) || len(out) == 0 || bytes.HasPrefix(out, []byte(bom)) {
+		return out
+	}
+	return append([]byte(bom), out...)
 }
 
 // candidates produces possible new file contents, preferred first.

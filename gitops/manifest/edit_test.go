@@ -362,3 +362,31 @@ func TestUpsertIndexed(t *testing.T) {
 		})
 	}
 }
+
+func TestAFileKeepsItsByteOrderMark(t *testing.T) {
+	const bom = "\uFEFF"
+	info := appObject(map[string]any{"LOG_LEVEL": "info"})
+	flow := bom + "{apiVersion: v1, kind: ConfigMap, metadata: {name: app, namespace: team-a}, data: {LOG_LEVEL: debug}}\n"
+	tests := []struct {
+		name, content string
+		edit          func(string) ([]byte, error)
+	}{
+		{name: "when its first document is rewritten whole (a flow-style root)", content: flow,
+			edit: func(c string) ([]byte, error) { out, _, err := manifest.Upsert([]byte(c), info); return out, err }},
+		{name: "when its first document is edited in place", content: bom + configMapApp,
+			edit: func(c string) ([]byte, error) { out, _, err := manifest.Upsert([]byte(c), info); return out, err }},
+		{name: "when its first document is removed", content: bom + configMapApp + "---\n" + deploymentAPI,
+			edit: func(c string) ([]byte, error) {
+				out, _, err := manifest.Remove([]byte(c), manifest.IdentityOf(info))
+				return out, err
+			}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, err := tt.edit(tt.content)
+			require.NoError(t, err)
+			assert.Equal(t, bom, string(out[:len(bom)]), "%q", out)
+			assert.NotContains(t, string(out[len(bom):]), bom)
+		})
+	}
+}
