@@ -101,6 +101,7 @@ func TestGolden(t *testing.T) {
 		{name: "a new key goes before the comment that ends the document", dir: "upsert-trailing-comment-after-last-key-kept", op: opUpsert, wantChanged: true},
 		{name: "multi-line plain and quoted scalars are replaced whole and their neighbours kept", dir: "upsert-multi-line-scalars-edited-and-kept", op: opUpsert, wantChanged: true},
 		{name: "comments at odd indentations stay with the entries they follow", dir: "upsert-odd-comment-placement-kept", op: opUpsert, wantChanged: true},
+		{name: "a section comment set apart by blank lines above a removed key stays, a stray comment rather than a lost one", dir: "upsert-section-comment-above-removed-key-kept", op: opUpsert, wantChanged: true},
 		{name: "empty values, tildes and empty list items are filled in or kept", dir: "upsert-empty-values-and-nulls-edited", op: opUpsert, wantChanged: true},
 		{name: "flow collections spanning lines are rewritten only where they changed", dir: "upsert-multi-line-flow-collections-edited", op: opUpsert, wantChanged: true},
 		{name: "values after keys with multi-byte characters are found by column", dir: "upsert-values-after-multibyte-keys-edited", op: opUpsert, wantChanged: true},

@@ -473,14 +473,14 @@ func (ed *editor) rebuild(b *block, pieces []piece, nested [][]edit, kept []bool
 	n := len(b.entries)
 	gap := func(i int) []byte { return src.text[b.chunkEnd(src, i):b.chunkStart(src, i+1)] }
 	var keptGaps [][]byte
-	for j, firstKept := 0, true; j < n; j++ {
+	for j, prev := 0, -1; j < n; j++ {
 		if !kept[j] {
 			continue
 		}
-		if !firstKept {
-			keptGaps = append(keptGaps, gap(j-1))
+		if prev >= 0 {
+			keptGaps = append(keptGaps, carriedGap(gap, prev, j))
 		}
-		firstKept = false
+		prev = j
 	}
 	defaultGap := ed.defaultGap(b, gap)
 	var out []byte
@@ -517,6 +517,30 @@ func (ed *editor) rebuild(b *block, pieces []piece, nested [][]edit, kept []bool
 		end = ed.afterBlankLines(end)
 	}
 	return []edit{{start: b.chunkStart(src, 0), end: end, text: out}}, nil
+}
+
+// carriedGap is the separator before kept entry j, whose previous kept entry is prev: the
+// gap just before j, after those of the entries removed between them that hold comments.
+// A comment set apart from a removed entry by a blank line (a section's heading) is not
+// that entry's own: a stray comment rather than a lost one. Pure.
+func carriedGap(gap func(int) []byte, prev, j int) []byte {
+	var sep []byte
+	for i := prev; i < j-1; i++ {
+		if holdsComment(gap(i)) {
+			sep = append(sep, gap(i)...)
+		}
+	}
+	return append(sep, gap(j-1)...)
+}
+
+// holdsComment says whether text has a comment line. Pure.
+func holdsComment(text []byte) bool {
+	for _, line := range bytes.Split(text, []byte("\n")) {
+		if bytes.HasPrefix(bytes.TrimSpace(line), []byte("#")) {
+			return true
+		}
+	}
+	return false
 }
 
 // endsWithKeep reports whether entry i ends with a block scalar that keeps
