@@ -93,6 +93,7 @@ func TestGolden(t *testing.T) {
 		{name: "a value written on the line after its key is replaced there", dir: "upsert-value-on-the-next-line-edited", op: opUpsert, wantChanged: true},
 		{name: "a key added to a container lines up with its siblings", dir: "upsert-key-added-to-list-item-mapping", op: opUpsert, wantChanged: true},
 		{name: "removing the first key of a list item keeps the item well formed", dir: "upsert-first-key-of-list-item-removed", op: opUpsert, wantChanged: true},
+		{name: "the comments of the next key stay when a list item's first key is removed, after the dash", dir: "upsert-first-key-of-list-item-removed-keeps-the-next-keys-comment", op: opUpsert, wantChanged: true},
 		{name: "sequences nested in sequence items are edited item by item", dir: "upsert-nested-sequences-in-sequence-items", op: opUpsert, wantChanged: true},
 		{name: "a new multi-line string is written as a literal block", dir: "upsert-multi-line-string-added-as-literal-block", op: opUpsert, wantChanged: true},
 		{name: "new siblings in a 4-space indented file line up with the existing keys", dir: "upsert-four-space-indentation-kept-for-new-siblings", op: opUpsert, wantChanged: true},

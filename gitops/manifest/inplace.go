@@ -604,21 +604,12 @@ func (ed *editor) defaultGap(b *block, gap func(int) []byte) []byte {
 	return last
 }
 
-// stripFirstIndent drops the comment lines a collection that starts
-// mid-line cannot have before its first entry, and that entry's
-// indentation.
+// stripFirstIndent drops the indentation of the first line of a collection that starts
+// mid-line (after a list item's "- "): its first entry, or a comment line above it, which
+// then follows the dash as "- # comment" does, the entry below it at its indentation.
+// Other lines stay as they are.
 func stripFirstIndent(text []byte) []byte {
-	for {
-		trimmed := bytes.TrimLeft(text, " \t")
-		if len(trimmed) == 0 || trimmed[0] != '#' {
-			return trimmed
-		}
-		i := bytes.IndexByte(trimmed, '\n')
-		if i < 0 {
-			return nil
-		}
-		text = trimmed[i+1:]
-	}
+	return bytes.TrimLeft(text, " \t")
 }
 
 // applyEdits returns text[from:to] with edits applied. Edits must lie
