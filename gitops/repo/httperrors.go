@@ -16,9 +16,12 @@ const maxHTTPErrorBody = 64 << 10
 // into memory first: a server a GitProvider names (anyone who may create one can name any)
 // could answer 401 with an endless body and exhaust the operator's memory, and stop its
 // writing for every GitTarget. go-git's protocol table is the process's, so main calls
-// this once at start, as it silences sops' logs; redirects keep go-git's own policy (the
-// first one followed, credentials dropped when the origin changes), which it applies to
-// the client it is given.
+// this once at start, as it silences sops' logs; redirects keep go-git's own policy (those
+// of the first request followed, credentials dropped when the origin changes), which it
+// applies to the client it is given. go-git's per-request TLS and proxy options (CA
+// bundle, client certificate, InsecureSkipTLS, ProxyOptions for http) need the client's
+// transport to be an *http.Transport and fail with this one: none is used for http today,
+// and adding one means wrapping differently.
 func BoundHTTPErrorBodies() {
 	t := githttp.NewClient(&http.Client{Transport: boundedErrors{next: http.DefaultTransport}})
 	client.InstallProtocol("http", t)

@@ -251,11 +251,13 @@ func (b *Book) JoinWithinFound(k Key, within time.Duration) (a Author, ok, found
 // nobody recorded) is forgotten, not joined; one made after is the delete asked for again
 // (admission sees each repeat of a delete that waits), by its author or, when another
 // repeated it, ambiguous (Record). But only while the record of the delete asked for could
-// still be there to tell: one made more than a delete's TTL after at follows a record that
+// still be there to tell: one made more than a delete's TTL after at (less tolerance, the
+// record asked for may have been made that much early) follows a record that may have
 // expired, and may be someone else's repeat, which would otherwise have made it ambiguous.
+// A repeat by the same author that late is not joined either: the committer's.
 func (b *Book) JoinRequestedAt(k Key, at time.Time, tolerance time.Duration) (Author, bool) {
 	a, ok, _ := b.joinIf(k, func(recorded, _ time.Time) bool {
-		return !recorded.Before(at.Add(-tolerance)) && !recorded.After(at.Add(b.deleteTTL+tolerance))
+		return !recorded.Before(at.Add(-tolerance)) && !recorded.After(at.Add(b.deleteTTL-tolerance))
 	})
 	return a, ok
 }
