@@ -150,8 +150,12 @@ type Book struct {
 	// byResult finds an update's record by the object it left (UID and digest): for an
 	// object first seen after a create and an update in one relist gap (JoinCreated).
 	byResult map[result]*list.Element
-	order    *list.List // oldest first, deletes aside
-	deletes  *list.List // deletes' records, oldest first: they expire later
+	// updated counts the update records of each UID held that changed its content: a create
+	// that cannot be compared with the object seen is not joined by UID alone after such an
+	// update, whose content it may show (JoinCreated).
+	updated map[types.UID]int
+	order   *list.List // oldest first, deletes aside
+	deletes *list.List // deletes' records, oldest first: they expire later
 }
 
 // result is the object an update left: its UID and the digest of its sanitized form.
@@ -170,7 +174,8 @@ func NewBook(ttl time.Duration, maxRecords int) *Book {
 		maxRecords = DefaultMaxRecords
 	}
 	return &Book{ttl: ttl, deleteTTL: max(ttl, DefaultDeleteTTL), max: maxRecords, now: time.Now,
-		byKey: map[Key]*list.Element{}, byResult: map[result]*list.Element{}, order: list.New(), deletes: list.New()}
+		byKey: map[Key]*list.Element{}, byResult: map[result]*list.Element{}, updated: map[types.UID]int{},
+		order: list.New(), deletes: list.New()}
 }
 
 // refusedDeleteAge is how old a delete's record must be for a first delete of the same
@@ -209,6 +214,9 @@ func (b *Book) Record(k Key, a Author) {
 	b.byKey[k.slot()] = e
 	if k.Op == Update && !k.Neutral {
 		b.byResult[result{k.UID, k.Digest}] = e // the newest update making that content
+	}
+	if k.Op == Update && !k.Neutral {
+		b.updated[k.UID]++
 	}
 	for b.order.Len()+b.deletes.Len() > b.max {
 		b.removeLocked(b.oldestLocked())
@@ -288,7 +296,8 @@ func (b *Book) joinIf(k Key, ok func(recorded, now time.Time) bool) (a Author, j
 // when no record left that content (an update nobody recorded). The create's record is
 // forgotten either way. One whose content cannot be compared joins by UID alone, as
 // before digests: requested in another API version than the watch's, or recorded by a
-// replica of an earlier release.
+// replica of an earlier release; but not once an update that changed the object was
+// recorded, whose content the object seen may hold.
 func (b *Book) JoinCreated(seen Key, rv string) (Author, bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -301,8 +310,8 @@ func (b *Book) JoinCreated(seen Key, rv string) (Author, bool) {
 		e = created
 	case updated && update.Value.(*record).key.OldResourceVersion != rv:
 		e = update
-	case created != nil && sameCreate(created.Value.(*record).key, seen, true):
-		e = created // cannot be compared: by UID alone
+	case created != nil && b.updated[seen.UID] == 0 && sameCreate(created.Value.(*record).key, seen, true):
+		e = created // cannot be compared: by UID alone, unless someone updated it since
 	}
 	if created != nil {
 		b.removeLocked(created)
@@ -384,6 +393,11 @@ func (b *Book) removeLocked(e *list.Element) {
 	delete(b.byKey, k.slot())
 	if res := (result{k.UID, k.Digest}); k.Op == Update && b.byResult[res] == e {
 		delete(b.byResult, res)
+	}
+	if k.Op == Update && !k.Neutral {
+		if b.updated[k.UID]--; b.updated[k.UID] <= 0 {
+			delete(b.updated, k.UID)
+		}
 	}
 	b.order.Remove(e) // a no-op for an element of the other list
 	b.deletes.Remove(e)

@@ -323,6 +323,25 @@ func TestJoinCreated(t *testing.T) {
 				requested.SetAPIVersion("v1beta1")
 				record(b, Create, requested, nil, alice)
 			}, cm("u1", "5", "a"), &alice},
+		{"does not join by UID alone a create in another API version once someone changed the object in that version",
+			func(b *Book) {
+				requested := cm("u1", "", "a")
+				requested.SetAPIVersion("v1beta1")
+				record(b, Create, requested, nil, alice)
+				updated, before := cm("u1", "5", "b"), cm("u1", "5", "a")
+				updated.SetAPIVersion("v1beta1")
+				before.SetAPIVersion("v1beta1")
+				record(b, Update, updated, before, bob) // its digest, in v1beta1, matches nothing the watch shows
+			}, cm("u1", "6", "b"), nil},
+		{"still joins by UID alone a create in another API version after an update that changed nothing Git holds",
+			func(b *Book) {
+				requested := cm("u1", "", "a")
+				requested.SetAPIVersion("v1beta1")
+				record(b, Create, requested, nil, alice)
+				withStatus := cm("u1", "5", "a")
+				withStatus.Object["status"] = map[string]any{"ready": true}
+				record(b, Update, withStatus, cm("u1", "5", "a"), bob)
+			}, cm("u1", "6", "a"), &alice},
 		{"joins a create recorded without a digest, as a replica of an earlier release forwards it",
 			func(b *Book) { b.Record(CreateKey("u1"), alice) }, cm("u1", "5", "b"), &alice},
 	}
