@@ -24,6 +24,9 @@ type objectBuffer struct {
 	order []plumbing.Hash
 	// stored says flush has put the objects into the clone.
 	stored bool
+	// pack is the packfile of exactly these objects a push sent (Repo.keepsPack), which
+	// flush stores as it is; nil when there is none.
+	pack []byte
 }
 
 func newObjectBuffer(base storer.EncodedObjectStorer) *objectBuffer {
@@ -75,8 +78,28 @@ func (b *objectBuffer) flush(dir string) (loose int, err error) {
 		}
 		return loose, nil
 	}
+	if b.pack != nil && storePack(pw, b.pack, dir) == nil {
+		return 0, nil
+	}
+	// No pack was sent, or it could not be stored: the objects are still here to encode.
 	_, err = writePackfile(pw, b.mem, b.order, dir)
 	return 0, err
+}
+
+// isExactly reports whether hashes are the buffered objects, each once, and more than
+// looseLimit of them (so flush would store them as a pack).
+func (b *objectBuffer) isExactly(hashes []plumbing.Hash) bool {
+	if len(hashes) != len(b.order) || len(hashes) <= looseLimit {
+		return false
+	}
+	seen := make(map[plumbing.Hash]struct{}, len(hashes))
+	for _, h := range hashes {
+		if b.mem.HasEncodedObject(h) != nil {
+			return false
+		}
+		seen[h] = struct{}{}
+	}
+	return len(seen) == len(hashes)
 }
 
 // holdsAll reports whether every one of hashes is held in memory.

@@ -391,6 +391,29 @@ func writePackfile(dst storer.PackfileWriter, src storer.EncodedObjectStorer, ha
 	return checksum, nil
 }
 
+// storePack stores a complete packfile, as a push sent it, in the clone in dir, with its
+// index (which go-git's writer builds by reading the pack back). Like writePackfile, it
+// leaves no temporary file behind when it fails.
+func storePack(dst storer.PackfileWriter, pack []byte, dir string) (err error) {
+	w, err := dst.PackfileWriter()
+	if err != nil {
+		return fmt.Errorf("open a packfile: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			removeStalePackTemps(dir)
+		}
+	}()
+	if _, err := w.Write(pack); err != nil {
+		_ = w.Close()
+		return fmt.Errorf("write a packfile: %w", err)
+	}
+	if err := w.Close(); err != nil {
+		return fmt.Errorf("index a packfile: %w", err)
+	}
+	return nil
+}
+
 // deleteLoose deletes every loose object (the ones still needed are in the new pack), going
 // on past failures.
 func deleteLoose(loose storer.LooseObjectStorer) (int, error) {

@@ -3,6 +3,7 @@ package repo
 import (
 	"crypto/rand"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -75,4 +76,34 @@ func TestAPackfileTheDiskCannotHoldLeavesNoTemporaryFile(t *testing.T) {
 	entries, err := os.ReadDir(filepath.Join(dir, "objects", "pack"))
 	require.NoError(t, err)
 	assert.Empty(t, entries, "no part of the pack is left to fill the disk further at each retry")
+}
+
+func TestAKeptPackThatCannotBeStoredIsCompressedAgainFromMemory(t *testing.T) {
+	dir := t.TempDir()
+	_, err := git.PlainInit(dir, true)
+	require.NoError(t, err)
+	clone := filesystem.NewStorage(osfs.New(dir), cache.NewObjectLRUDefault())
+	buf := newObjectBuffer(clone)
+	for i := range looseLimit + 1 {
+		obj := buf.NewEncodedObject()
+		obj.SetType(plumbing.BlobObject)
+		wr, err := obj.Writer()
+		require.NoError(t, err)
+		_, err = fmt.Fprintf(wr, "blob %d\n", i)
+		require.NoError(t, err)
+		require.NoError(t, wr.Close())
+		_, err = buf.SetEncodedObject(obj)
+		require.NoError(t, err)
+	}
+	buf.pack = []byte("PACK, but not one") // what a bug would keep
+
+	loose, err := buf.flush(dir)
+	require.NoError(t, err)
+	assert.Zero(t, loose)
+	for _, h := range buf.order {
+		assert.NoError(t, clone.HasEncodedObject(h), "object %s is in the clone", h)
+	}
+	temps, err := filepath.Glob(filepath.Join(dir, "objects", "pack", "tmp_*"))
+	require.NoError(t, err)
+	assert.Empty(t, temps, "the pack that failed left nothing behind")
 }

@@ -2,6 +2,7 @@ package repo
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -157,8 +158,14 @@ func (r *Repo) send(ctx context.Context, sess transport.ReceivePackSession, req 
 	rd, wr := io.Pipe()
 	req.Packfile = rd
 	done := make(chan error, 1)
+	var out io.Writer = wr
+	var kept *bytes.Buffer
+	if r.keepsPack(source, hashes, refDeltas) {
+		kept = &bytes.Buffer{}
+		out = io.MultiWriter(wr, kept)
+	}
 	go func() {
-		bw := bufio.NewWriterSize(wr, 64<<10) // the encoder writes header and body of each object apart
+		bw := bufio.NewWriterSize(out, 64<<10) // the encoder writes header and body of each object apart
 		_, err := packfile.NewEncoder(bw, source, refDeltas).Encode(hashes, window)
 		if err == nil {
 			err = bw.Flush()
@@ -188,7 +195,21 @@ func (r *Repo) send(ctx context.Context, sess transport.ReceivePackSession, req 
 			return err
 		}
 	}
+	if kept != nil {
+		r.fresh.pack = kept.Bytes()
+	}
 	return nil
+}
+
+// keepsPack says whether send keeps a copy of the pack it sends, for storeFresh to store in
+// the clone as it is instead of compressing the same objects again (a third of storing
+// 10,000 of them): it does when the pack holds exactly the last commit's objects, read from
+// memory, more than would be stored loose, with deltas by offset only (a server without
+// them gets deltas by hash, not kept). The pack is at most the size of those objects,
+// compressed, and is held until they are stored, right after the push.
+func (r *Repo) keepsPack(source storer.EncodedObjectStorer, hashes []plumbing.Hash, refDeltas bool) bool {
+	return !refDeltas && r.fresh != nil && !r.fresh.stored &&
+		source == storer.EncodedObjectStorer(r.fresh.mem) && r.fresh.isExactly(hashes)
 }
 
 // objects reads the last commit's objects from memory and everything else from the clone.

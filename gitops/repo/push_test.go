@@ -2,6 +2,7 @@ package repo_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -208,6 +209,37 @@ func TestPushSendsOnlyTheObjectsOfTheChange(t *testing.T) {
 	second := 1 + 3 + 1        // commit, root/live/live/b trees, one blob
 	assert.Equal(t, first+second, countLooseObjects(t, remote.Dir), "the second push carries only the change")
 	remote.Fsck()
+}
+
+func TestTheCloneStoresTheVeryPackAPushOfManyObjectsSent(t *testing.T) {
+	remote := repotest.NewFileRemote(t) // git keeps a pack of 100 objects or more as it came
+	r := openClone(t, remote.URL, nil)
+	many := map[string][]byte{}
+	for i := range 200 {
+		many[fmt.Sprintf("live/team-a/configmaps/cm-%03d.yaml", i)] = fmt.Appendf(nil,
+			"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm-%03d\ndata:\n  key: value-%d\n", i, i)
+	}
+	c := commit(t, r, plumbing.ZeroHash, many, "many")
+	push(t, r, "main", c, plumbing.ZeroHash)
+
+	sent := packNames(t, remote.Dir)
+	require.Len(t, sent, 1, "the remote kept the pushed pack")
+	assert.Equal(t, sent, packNames(t, r.Dir()), "the clone stored the same pack, not one compressed again")
+	out, err := repotest.RunGit(t, r.Dir(), "fsck", "--full", "--strict", "--no-dangling", "--no-progress")
+	require.NoError(t, err, out)
+	assert.Contains(t, repotest.Git(t, r.Dir(), "show", c.String()+":live/team-a/configmaps/cm-007.yaml"), "name: cm-007")
+}
+
+// packNames lists the packfiles of a repository's object store by name.
+func packNames(t *testing.T, gitDir string) []string {
+	t.Helper()
+	paths, err := filepath.Glob(filepath.Join(gitDir, "objects", "pack", "*.pack"))
+	require.NoError(t, err)
+	names := make([]string, len(paths))
+	for i, p := range paths {
+		names[i] = filepath.Base(p)
+	}
+	return names
 }
 
 func countLooseObjects(t *testing.T, bare string) int {

@@ -41,9 +41,10 @@ type Repo struct {
 	git      *git.Repository
 	repaired error
 	// fresh holds the objects of the last commit made, in memory. The push that follows
-	// sends them from here and stores them in the clone only once the remote has them, so
-	// compressing them into the clone is not on the delivery path; any other read stores
-	// them first (storeFresh). Nil when there is none.
+	// sends them from here and stores them in the clone only once the remote has them (as
+	// the very pack it sent, when that held exactly them: keepsPack), so storing them is
+	// not on the delivery path; any other read stores them first (storeFresh). Nil when
+	// there is none.
 	fresh *objectBuffer
 	// trees caches decoded wide trees (see treeCache).
 	trees *treeCache
