@@ -1,7 +1,6 @@
 package repo
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"os"
@@ -13,11 +12,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
-	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
-	"github.com/go-git/go-git/v5/plumbing/format/packfile"
 	"github.com/go-git/go-git/v5/plumbing/storer"
 	"github.com/go-git/go-git/v5/storage/filesystem"
-	"github.com/go-git/go-git/v5/storage/filesystem/dotgit"
 )
 
 // Every commit leaves its handful of objects in the clone, loose, one file each; a wide
@@ -348,70 +344,6 @@ func (r *Repo) writePack(hashes []plumbing.Hash) (plumbing.Hash, error) {
 	src := filesystem.NewStorageWithOptions(osfs.New(r.dir), cache.NewObjectLRU(cache.MiByte), filesystem.Options{KeepDescriptors: true})
 	defer func() { _ = src.Close() }()
 	return writePackfile(pw, src, hashes, r.dir)
-}
-
-// writePackfile writes the objects hashes, read from src, as one packfile (and index) of
-// dst, the clone in dir, without delta search: it is local storage, written once; pushes
-// choose their own. It returns the pack's checksum, which names its files. A pack it could
-// not finish (a full disk) leaves no temporary file: go-git's writer leaves it, and each
-// retry would add one. Callers hold r.mu, or the clone is not open yet.
-func writePackfile(dst storer.PackfileWriter, src storer.EncodedObjectStorer, hashes []plumbing.Hash, dir string) (sum plumbing.Hash, err error) {
-	w, err := dst.PackfileWriter()
-	if err != nil {
-		return plumbing.ZeroHash, fmt.Errorf("open a packfile for %d objects: %w", len(hashes), err)
-	}
-	defer func() {
-		if err != nil {
-			removeStalePackTemps(dir)
-		}
-	}()
-	var checksum plumbing.Hash
-	if dw, ok := w.(*dotgit.PackWriter); ok {
-		notify := dw.Notify
-		dw.Notify = func(h plumbing.Hash, ix *idxfile.Writer) {
-			checksum = h
-			if notify != nil {
-				notify(h, ix)
-			}
-		}
-	}
-	// Buffered, since the encoder writes each object header and body separately.
-	bw := bufio.NewWriterSize(w, 1<<20)
-	if _, err := packfile.NewEncoder(bw, src, false).Encode(hashes, 0); err != nil {
-		_ = w.Close()
-		return plumbing.ZeroHash, fmt.Errorf("write a packfile of %d objects: %w", len(hashes), err)
-	}
-	if err := bw.Flush(); err != nil {
-		_ = w.Close()
-		return plumbing.ZeroHash, fmt.Errorf("write a packfile of %d objects: %w", len(hashes), err)
-	}
-	if err := w.Close(); err != nil {
-		return plumbing.ZeroHash, fmt.Errorf("index a packfile of %d objects: %w", len(hashes), err)
-	}
-	return checksum, nil
-}
-
-// storePack stores a complete packfile, as a push sent it, in the clone in dir, with its
-// index (which go-git's writer builds by reading the pack back). Like writePackfile, it
-// leaves no temporary file behind when it fails.
-func storePack(dst storer.PackfileWriter, pack []byte, dir string) (err error) {
-	w, err := dst.PackfileWriter()
-	if err != nil {
-		return fmt.Errorf("open a packfile: %w", err)
-	}
-	defer func() {
-		if err != nil {
-			removeStalePackTemps(dir)
-		}
-	}()
-	if _, err := w.Write(pack); err != nil {
-		_ = w.Close()
-		return fmt.Errorf("write a packfile: %w", err)
-	}
-	if err := w.Close(); err != nil {
-		return fmt.Errorf("index a packfile: %w", err)
-	}
-	return nil
 }
 
 // deleteLoose deletes every loose object (the ones still needed are in the new pack), going

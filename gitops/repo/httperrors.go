@@ -20,10 +20,12 @@ const maxHTTPErrorBody = 64 << 10
 // of the first request followed, credentials dropped when the origin changes), which it
 // applies to the client it is given. go-git's per-request TLS and proxy options (CA
 // bundle, client certificate, InsecureSkipTLS, ProxyOptions for http) need the client's
-// transport to be an *http.Transport and fail with this one: none is used for http today,
-// and adding one means wrapping differently.
+// transport to be an *http.Transport: with this one they fail with go-git's error, since
+// the client has no transport cache (asked for explicitly, not left to go-git's default:
+// with one, go-git assumes the type and would panic).
+// None is used for http today, and adding one means wrapping differently.
 func BoundHTTPErrorBodies() {
-	t := githttp.NewClient(&http.Client{Transport: boundedErrors{next: http.DefaultTransport}})
+	t := githttp.NewClientWithOptions(&http.Client{Transport: boundedErrors{next: http.DefaultTransport}}, nil)
 	client.InstallProtocol("http", t)
 	client.InstallProtocol("https", t)
 }

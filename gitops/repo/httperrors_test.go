@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/go-git/go-git/v5/plumbing/transport"
+	"github.com/go-git/go-git/v5/plumbing/transport/client"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -39,4 +41,19 @@ func TestAnEndlessErrorBodyFromAGitServerIsReadOnlyInPart(t *testing.T) {
 	require.Error(t, err)
 	assert.Less(t, len(err.Error()), 1<<20, "the error quotes only the start of the body")
 	assert.Less(t, written.Load(), int64(offered/2), "the client hung up long before the end: socket buffers took the rest")
+}
+
+func TestATLSOptionTheBoundedClientCannotTakeIsAnErrorNotAPanic(t *testing.T) {
+	repo.BoundHTTPErrorBodies() // as main does at start
+	remote := repotest.NewHTTPRemote(t)
+	ep, err := transport.NewEndpoint(remote.URL)
+	require.NoError(t, err)
+	ep.InsecureSkipTLS = true // none is set today; one added later must not crash the operator
+	c, err := client.NewClient(ep)
+	require.NoError(t, err)
+
+	require.NotPanics(t, func() {
+		_, err = c.NewUploadPackSession(ep, nil)
+	})
+	assert.ErrorContains(t, err, "transport")
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/cache"
+	"github.com/go-git/go-git/v5/plumbing/storer"
 	"github.com/go-git/go-git/v5/storage/filesystem"
 	"github.com/go-git/go-git/v5/storage/memory"
 	"github.com/stretchr/testify/assert"
@@ -84,17 +85,7 @@ func TestAKeptPackThatCannotBeStoredIsCompressedAgainFromMemory(t *testing.T) {
 	require.NoError(t, err)
 	clone := filesystem.NewStorage(osfs.New(dir), cache.NewObjectLRUDefault())
 	buf := newObjectBuffer(clone)
-	for i := range looseLimit + 1 {
-		obj := buf.NewEncodedObject()
-		obj.SetType(plumbing.BlobObject)
-		wr, err := obj.Writer()
-		require.NoError(t, err)
-		_, err = fmt.Fprintf(wr, "blob %d\n", i)
-		require.NoError(t, err)
-		require.NoError(t, wr.Close())
-		_, err = buf.SetEncodedObject(obj)
-		require.NoError(t, err)
-	}
+	addBlobs(t, buf, looseLimit+1)
 	buf.pack = []byte("PACK, but not one") // what a bug would keep
 
 	loose, err := buf.flush(dir)
@@ -106,4 +97,49 @@ func TestAKeptPackThatCannotBeStoredIsCompressedAgainFromMemory(t *testing.T) {
 	temps, err := filepath.Glob(filepath.Join(dir, "objects", "pack", "tmp_*"))
 	require.NoError(t, err)
 	assert.Empty(t, temps, "the pack that failed left nothing behind")
+}
+
+// unrenamableFS is a clone's filesystem that cannot rename files, as a disk that fails
+// while go-git's writer saves a finished pack (it renames it into place last).
+type unrenamableFS struct {
+	billy.Filesystem
+}
+
+func (unrenamableFS) Rename(_, _ string) error { return errDiskFull }
+
+func TestAPackThatCouldNotBeSavedIsNotTakenForStored(t *testing.T) {
+	dir := t.TempDir()
+	_, err := git.PlainInit(dir, true)
+	require.NoError(t, err)
+	src := memory.NewStorage()
+	hashes := addBlobs(t, src, 3)
+	dst := filesystem.NewStorage(unrenamableFS{osfs.New(dir)}, cache.NewObjectLRUDefault())
+
+	_, err = writePackfile(dst, src, hashes, dir)
+	require.ErrorIs(t, err, errDiskFull)
+	for _, h := range hashes {
+		assert.ErrorIs(t, dst.HasEncodedObject(h), plumbing.ErrObjectNotFound,
+			"the store does not look for %s in a pack that is not there", h)
+	}
+	entries, err := os.ReadDir(filepath.Join(dir, "objects", "pack"))
+	require.NoError(t, err)
+	assert.Empty(t, entries, "neither the pack nor its index is left")
+}
+
+// addBlobs stores n small distinct blobs in store and returns their hashes.
+func addBlobs(t *testing.T, store storer.EncodedObjectStorer, n int) []plumbing.Hash {
+	t.Helper()
+	hashes := make([]plumbing.Hash, n)
+	for i := range hashes {
+		obj := store.NewEncodedObject()
+		obj.SetType(plumbing.BlobObject)
+		wr, err := obj.Writer()
+		require.NoError(t, err)
+		_, err = fmt.Fprintf(wr, "blob %d\n", i)
+		require.NoError(t, err)
+		require.NoError(t, wr.Close())
+		hashes[i], err = store.SetEncodedObject(obj)
+		require.NoError(t, err)
+	}
+	return hashes
 }
