@@ -402,8 +402,9 @@ func encryptionHint(err error) string {
 // rewrapped is existing, an object's encrypted file, wrapped for the target's recipients
 // when they changed since it was written, which encrypt.Update leaves to the re-wrap
 // (syncKeys) and the re-wrap leaves to a window holding the object (reencryptFromCluster):
-// encrypt.Renew with an identity, else obj encrypted afresh. nil when nothing is needed or
-// neither way works (the next re-wrap or change tries again).
+// encrypt.Renew with an identity, else obj encrypted afresh (encrypt.Reencrypt, keeping
+// the file's rules as a change would). nil when nothing is needed or neither way works (the
+// next re-wrap or change tries again).
 func rewrapped(t *target, enc *Encryption, existing []byte, obj *unstructured.Unstructured) []byte {
 	if needs, err := encrypt.NeedsUpdateKeys(existing, enc.Recipients); err != nil || !needs {
 		return nil
@@ -413,8 +414,12 @@ func rewrapped(t *target, enc *Encryption, existing []byte, obj *unstructured.Un
 			return out
 		}
 	}
-	out, _, problem := encryptObject(t, enc, nil, obj)
-	if problem != "" {
+	plain, _, err := manifest.UpsertStyled(nil, sanitize.Object(obj), t.style)
+	if err != nil {
+		return nil
+	}
+	out, err := encrypt.Reencrypt(existing, plain, enc.Recipients, &enc.Identities, enc.options()...)
+	if err != nil {
 		return nil
 	}
 	return out

@@ -562,6 +562,29 @@ func TestWriterEncryption(t *testing.T) {
 		assert.Equal(t, map[string]any{"password": "aHVudGVyMg=="}, decrypted(t, after, newIDs))
 		assert.NotContains(t, after, recipients[0], "the removed recipient is gone from the file")
 	})
+	t.Run("recipients only: a recipient change keeps the rules of a file a person encrypted more of", func(t *testing.T) {
+		s, key := recipientsOnlyScene(t)
+		db := s.cluster.put(secretsGVR, "Secret", "db", map[string]any{"password": "aHVudGVyMg=="})
+		s.submitAndSettle(db)
+		// What sops writes for this Secret, which has no labels, under a rule that encrypts
+		// labels too: the same file but for the rule.
+		const rule = "^(data|stringData|annotations|labels)$"
+		written := s.remote.Show("main", "live/app/secrets/db.sops.yaml")
+		require.Contains(t, written, "encrypted_regex: ^(data|stringData|annotations)$")
+		theirs := strings.Replace(written, "encrypted_regex: ^(data|stringData|annotations)$", "encrypted_regex: "+rule, 1)
+		s.remote.PushFiles("main", map[string]string{"live/app/secrets/db.sops.yaml": theirs}, "encrypt the labels too")
+		s.cluster.put(secretsGVR, "Secret", "db", map[string]any{"password": "bmV3"})
+		s.submitAndSettle(db) // the writer keeps the person's rule, and adds its digest
+		require.Contains(t, s.remote.Show("main", "live/app/secrets/db.sops.yaml"), "encrypted_regex: "+rule)
+
+		newIDs, newRecipients := identity(t)
+		s.spec.Encryption = &batch.Encryption{Recipients: newRecipients, DigestKey: key}
+		s.ensure()
+		assert.Contains(t, s.remote.Log("main")[0], "Re-wrap 1 encrypted file(s) in live")
+		after := s.remote.Show("main", "live/app/secrets/db.sops.yaml")
+		assert.Contains(t, after, "encrypted_regex: "+rule, "the re-wrap keeps it too")
+		assert.Equal(t, map[string]any{"password": "bmV3"}, decrypted(t, after, newIDs))
+	})
 	t.Run("recipients only: a Secret whose cache has not synced is left for a later listing, and the others are re-wrapped", func(t *testing.T) {
 		s, key := recipientsOnlyScene(t)
 		db := s.cluster.put(secretsGVR, "Secret", "db", map[string]any{"password": "aHVudGVyMg=="})

@@ -269,6 +269,21 @@ func TestStatusCountsTheOrphansKeptNotThoseBeingPruned(t *testing.T) {
 	assert.Equal(t, 1, m.pendingOf(liveKey), "a's removal waits in a window")
 }
 
+func TestAnOrphanWhoseLabelsAreEncryptedIsNotJudgedByTheirCiphertext(t *testing.T) {
+	// A ConfigMap document carrying sops ciphertext as its label value stands for a Secret
+	// file whose person's rule encrypts labels: prunable reads the document's labels alike.
+	m, spec := registeredManager(t, map[string]string{"live/app/configmaps/a.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  namespace: app\n" +
+		"  labels:\n    env: ENC[AES256_GCM,data:cHJvZA==,iv:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=,tag:AAAAAAAAAAAAAAAAAAAAAA==,type:str]\n"})
+	spec.Prune = PruneAlways
+	_, err := m.EnsureTarget(context.Background(), spec)
+	require.NoError(t, err)
+	m.Snapshot(Snapshot{Target: liveKey, GVR: goneKey.GVR, Kind: "ConfigMap", InScope: func(string) bool { return true },
+		Prunable: func(_ string, labels map[string]string) bool { return labels["env"] != "prod" }}) // env notin (prod)
+	st, _ := m.Status(liveKey)
+	assert.Equal(t, 1, st.Orphans, "kept and reported: its real env may be prod")
+	assert.Zero(t, m.pendingOf(liveKey), "no removal waits")
+}
+
 func TestStatusCountsOnlyTheOrphansOfResourcesTheTargetIsStillWatchedFor(t *testing.T) {
 	secrets := schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
 	var told []types.NamespacedName

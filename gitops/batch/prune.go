@@ -1,6 +1,7 @@
 package batch
 
 import (
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -205,7 +206,9 @@ func (w *worker) unprune(s Snapshot, prune []manifest.Identity, ofList func(sche
 
 // prunable picks the orphans a rule that mirrors deletions would have selected, judged by
 // the labels of their documents in Git at the remote tip; an orphan whose document cannot
-// be read is kept. Callers hold w.mu.
+// be read is kept, and so is one whose labels sops encrypted (a person's rule the writer
+// keeps), which cannot be judged: `env notin (prod)` would select every ciphertext.
+// Callers hold w.mu.
 func (w *worker) prunable(t *target, orphans []manifest.Identity, selects func(string, map[string]string) bool) []manifest.Identity {
 	ix, tree := t.index.Load(), w.repo.TreeReader(w.remoteTip)
 	var out []manifest.Identity
@@ -222,11 +225,24 @@ func (w *worker) prunable(t *target, orphans []manifest.Identity, selects func(s
 		if err != nil || doc == nil {
 			continue
 		}
-		if selects(id.Namespace, (&unstructured.Unstructured{Object: doc}).GetLabels()) {
+		labels := (&unstructured.Unstructured{Object: doc}).GetLabels()
+		if !encryptedLabels(labels) && selects(id.Namespace, labels) {
 			out = append(out, id)
 		}
 	}
 	return out
+}
+
+// encryptedLabels says whether a label value is sops ciphertext ("ENC[AES256_GCM,…]"),
+// which no label value of Kubernetes can be: those are letters, digits, '-', '_' and '.'.
+// Pure.
+func encryptedLabels(labels map[string]string) bool {
+	for _, v := range labels {
+		if strings.HasPrefix(v, "ENC[") {
+			return true
+		}
+	}
+	return false
 }
 
 // ofList says which versions of s's resource s speaks for: its own, and those the target

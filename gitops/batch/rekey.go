@@ -268,7 +268,7 @@ func (w *worker) reencryptFromCluster(t *target, enc *Encryption, content []byte
 	if held, err := encrypt.DigestShowsDocument(content, plain, enc.options()...); err == nil && !held {
 		return nil, false, nil // left for its next change
 	}
-	out, err = encrypt.Encrypt(plain, enc.Recipients, enc.options()...)
+	out, err = encrypt.Reencrypt(content, plain, enc.Recipients, &enc.Identities, enc.options()...)
 	if err != nil {
 		return nil, false, nil
 	}

@@ -39,15 +39,24 @@ func collect(opts []Option) options {
 // identity. Prefer Update for files that may already exist: Encrypt always
 // produces new ciphertext.
 func Encrypt(plainDoc []byte, r Recipients, opts ...Option) ([]byte, error) {
-	recipients, err := ParseRecipients(r)
-	if err != nil {
-		return nil, err
-	}
-	plain, err := parsePlain(plainDoc)
+	plain, recipients, err := readRequest(plainDoc, r)
 	if err != nil {
 		return nil, err
 	}
 	return encryptNew(plain, recipients, collect(opts))
+}
+
+// readRequest parses what is to be encrypted and for whom.
+func readRequest(doc []byte, r Recipients) (plainDoc, Recipients, error) {
+	recipients, err := ParseRecipients(r)
+	if err != nil {
+		return plainDoc{}, nil, err
+	}
+	plain, err := parsePlain(doc)
+	if err != nil {
+		return plainDoc{}, nil, err
+	}
+	return plain, recipients, nil
 }
 
 // Decrypt opens a sops YAML file with ids only (never keys from the

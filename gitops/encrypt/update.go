@@ -33,11 +33,7 @@ import (
 // should include ids.Recipients(), or the operator cannot reopen what it
 // writes and each change re-encrypts every value.
 func Update(existingEnc []byte, newPlainDoc []byte, r Recipients, ids *Identities, opts ...Option) (out []byte, changed bool, err error) {
-	recipients, err := ParseRecipients(r)
-	if err != nil {
-		return nil, false, err
-	}
-	plain, err := parsePlain(newPlainDoc)
+	plain, recipients, err := readRequest(newPlainDoc, r)
 	if err != nil {
 		return nil, false, err
 	}
@@ -201,19 +197,18 @@ func underTheirRules(plain plainDoc, r Recipients, md sops.Metadata, o options) 
 	return theirs, hidesAtLeast(readableTheirs, readableOurs) && keepsOperatorComments(theirs, o)
 }
 
-// keepsOperatorComments says whether enc holds the writer's digest and data-key proof
-// readable, where o asks for them: rules that encrypt top-level comments (an
-// unencrypted_regex, say) would hide them, and the writer, no longer finding them, would
-// rewrite the file at every listing.
+// keepsOperatorComments says whether enc holds the writer's digest readable, where o asks
+// for one: rules that encrypt top-level comments (an unencrypted_regex, say) would hide it,
+// and the writer, no longer finding it, would rewrite the file at every listing. The
+// data-key proof may be hidden: the writer reuses a data key only in a file under its own
+// rules (updateOpened), so it never needs the proof of one under someone else's.
 func keepsOperatorComments(enc []byte, o options) bool {
 	tree, err := loadEncrypted(enc)
 	if err != nil || len(tree.Branches) != 1 {
 		return false
 	}
-	if _, ok := findDigest(tree.Branches[0]); o.digestKey != nil && !ok {
-		return false
-	}
-	return o.proofKey == nil || hasKeyProof(tree.Branches[0])
+	_, ok := findDigest(tree.Branches[0])
+	return o.digestKey == nil || ok
 }
 
 // hidesAtLeast says whether a rule that leaves the values at the paths of readable as they
@@ -278,7 +273,8 @@ func UsesEarlierRule(existingEnc []byte) bool {
 // a new data key (the effect of `sops rotate`): a removed recipient may have kept the old
 // key, so no value written from then on is readable to it, and an added one is never handed
 // a key the operator proved for a set without it, which a removal could bring back
-// (keyproof.go). A file someone wrote with other rules keeps them. A file under the earlier
+// (keyproof.go). A file someone wrote with other rules keeps them when they may be kept,
+// as at a change (freshUnderRules). A file under the earlier
 // rule, for the same recipients, keeps its data key and gets its annotation values
 // encrypted. It needs an identity that opens the file, and a MAC that holds (ErrIntegrity).
 func Renew(existingEnc []byte, ids Identities, newRecipients Recipients, opts ...Option) ([]byte, error) {
@@ -312,16 +308,37 @@ func Renew(existingEnc []byte, ids Identities, newRecipients Recipients, opts ..
 	}
 	o := collect(opts)
 	WithKeyProof(ids)(&o)
-	switch {
-	case changed && hasOperatorRules(tree.Metadata):
-		return encryptNew(plain, r, o)
-	case changed: // a file someone wrote with other rules keeps them
-		return encryptKeepingRules(plain, r, tree.Metadata, o)
+	if changed { // a file someone wrote with other rules keeps them, as at a change
+		out, _, err := freshUnderRules(plain, r, tree.Metadata, o)
+		return out, err
 	}
 	if !provenKey(tree.Branches[0], ids, dataKey, fileRecipients(tree.Metadata)) {
 		o.proofKey = nil // its own values under its own key, but never a proof of a key the operator did not choose
 	}
 	return resealUnderSameKey(tree.Metadata, plain, dataKey, cipher, o) // a legacy file
+}
+
+// Reencrypt encrypts plainDoc under a new data key for r as the next version of
+// existingEnc, without opening it: the file's own rules are kept when they may be, as at a
+// change (freshUnderRules). The writer re-wraps a file for new recipients this way when no
+// identity it holds opens the file, from the cluster's plaintext of the object. A file that
+// is not a sops file gets the operator's rule. ids, when given, are what the writer proves
+// its data key with, as in Update.
+func Reencrypt(existingEnc, plainDoc []byte, r Recipients, ids *Identities, opts ...Option) ([]byte, error) {
+	plain, recipients, err := readRequest(plainDoc, r)
+	if err != nil {
+		return nil, err
+	}
+	o := collect(opts)
+	if ids != nil {
+		WithKeyProof(*ids)(&o)
+	}
+	tree, err := loadEncrypted(existingEnc)
+	if err != nil {
+		return encryptNew(plain, recipients, o)
+	}
+	out, _, err := freshUnderRules(plain, recipients, tree.Metadata, o)
+	return out, err
 }
 
 // NeedsUpdateKeys says whether an encrypted file is wrapped for anything

@@ -651,6 +651,7 @@ func TestAChangeKeepsTheRulesOfAFileSomeoneEncryptedMoreOf(t *testing.T) {
 		ids      encrypt.Identities
 		wantRule string
 		hidden   []string
+		digest   bool // the writer keeps a digest (recipients-only mode)
 	}{
 		{
 			name: "keeps a rule that encrypts labels too, when the operator opens the file",
@@ -693,13 +694,21 @@ func TestAChangeKeepsTheRulesOfAFileSomeoneEncryptedMoreOf(t *testing.T) {
 			wantRule: operatorRule, hidden: []string{"payments"},
 		},
 		{
-			name: "gives way to the operator's rule when the file's would encrypt the writer's data-key proof",
+			name: "keeps a rule that leaves only the object's identity readable, though it encrypts the writer's data-key proof, which a file under someone else's rules never needs",
 			more: func(md *sops.Metadata) {
 				md.EncryptedRegex, md.UnencryptedRegex = "", "^(apiVersion|kind|name|namespace)$"
 			}, ids: k.ids,
+			wantRule: "unencrypted_regex: ^(apiVersion|kind|name|namespace)$", hidden: []string{"app: api", "payments", "Opaque"},
+		},
+		{
+			name: "gives way to the operator's rule when the file's would encrypt the writer's digest, by which it tells an unchanged file without an identity",
+			more: func(md *sops.Metadata) {
+				md.EncryptedRegex, md.UnencryptedRegex = "", "^(apiVersion|kind|name|namespace)$"
+			}, ids: stranger.ids, digest: true,
 			wantRule: operatorRule, hidden: []string{"payments"},
 		},
 	}
+	key, _ := digestKeys(t)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			theirs, err := encrypt.EncryptUnderMetadata(readTestdata(t, "secret.yaml"), k.recipients, func(md *sops.Metadata) {
@@ -710,7 +719,11 @@ func TestAChangeKeepsTheRulesOfAFileSomeoneEncryptedMoreOf(t *testing.T) {
 			})
 			require.NoError(t, err)
 
-			out, changed, err := encrypt.Update(theirs, changedSecret(t), k.recipients, &tt.ids)
+			var opts []encrypt.Option
+			if tt.digest {
+				opts = append(opts, encrypt.WithDigestKey(key))
+			}
+			out, changed, err := encrypt.Update(theirs, changedSecret(t), k.recipients, &tt.ids, opts...)
 			require.NoError(t, err)
 			assert.True(t, changed)
 			assert.Contains(t, string(out), tt.wantRule)
@@ -723,6 +736,70 @@ func TestAChangeKeepsTheRulesOfAFileSomeoneEncryptedMoreOf(t *testing.T) {
 			assert.Equal(t, string(changedSecret(t)), string(got))
 		})
 	}
+}
+
+func TestAFileKeptUnderSomeoneElsesRulesIsLeftAsItIsWhileNothingChanges(t *testing.T) {
+	k := newKeyPair(t)
+	theirs, err := encrypt.EncryptUnderMetadata(readTestdata(t, "secret.yaml"), k.recipients, func(md *sops.Metadata) {
+		md.EncryptedRegex, md.UnencryptedRegex = "", "^(apiVersion|kind|name|namespace)$"
+	})
+	require.NoError(t, err)
+	out, changed, err := encrypt.Update(theirs, changedSecret(t), k.recipients, &k.ids)
+	require.NoError(t, err)
+	require.True(t, changed)
+
+	again, changed, err := encrypt.Update(out, changedSecret(t), k.recipients, &k.ids)
+	require.NoError(t, err)
+	assert.False(t, changed, "its hidden data-key proof makes no rewrite at the next listing")
+	assert.Equal(t, out, again)
+}
+
+func TestARewrapWithoutAnIdentityKeepsTheRulesOfAFileSomeoneEncryptedMoreOf(t *testing.T) {
+	k, added := newKeyPair(t), newKeyPair(t)
+	const rule = "^(data|stringData|annotations|labels)$"
+	theirs, err := encrypt.EncryptUnderRule(readTestdata(t, "secret.yaml"), k.recipients, rule)
+	require.NoError(t, err)
+
+	out, err := encrypt.Reencrypt(theirs, readTestdata(t, "secret.yaml"), sorted(k.recipients[0], added.recipients[0]), nil)
+	require.NoError(t, err)
+	assert.Contains(t, string(out), "encrypted_regex: "+rule)
+	assert.NotContains(t, string(out), "app: api", "the labels it encrypted stay encrypted")
+	got, err := encrypt.Decrypt(out, added.ids)
+	require.NoError(t, err)
+	assert.Equal(t, string(readTestdata(t, "secret.yaml")), string(got))
+
+	t.Run("and gives way to the operator's rule where a change would", func(t *testing.T) {
+		macOnly, err := encrypt.EncryptUnderMetadata(readTestdata(t, "secret.yaml"), k.recipients, func(md *sops.Metadata) {
+			md.EncryptedRegex, md.MACOnlyEncrypted = rule, true
+		})
+		require.NoError(t, err)
+		out, err := encrypt.Reencrypt(macOnly, readTestdata(t, "secret.yaml"), added.recipients, nil)
+		require.NoError(t, err)
+		assert.Contains(t, string(out), "encrypted_regex: ^(data|stringData|annotations)$")
+		assert.NotContains(t, string(out), "mac_only_encrypted: true")
+	})
+	t.Run("and encrypts a file that is not a sops file under the operator's rule", func(t *testing.T) {
+		out, err := encrypt.Reencrypt(readTestdata(t, "secret.yaml"), readTestdata(t, "secret.yaml"), added.recipients, nil)
+		require.NoError(t, err)
+		assert.Contains(t, string(out), "encrypted_regex: ^(data|stringData|annotations)$")
+		assertNoSecrets(t, string(out))
+	})
+}
+
+func TestRenewGivesWayToTheOperatorsRuleWhereAChangeWould(t *testing.T) {
+	k, added := newKeyPair(t), newKeyPair(t)
+	macOnly, err := encrypt.EncryptUnderMetadata(readTestdata(t, "secret.yaml"), k.recipients, func(md *sops.Metadata) {
+		md.EncryptedRegex, md.MACOnlyEncrypted = "^(data|stringData|annotations|labels)$", true
+	})
+	require.NoError(t, err)
+
+	out, err := encrypt.Renew(macOnly, k.ids, sorted(k.recipients[0], added.recipients[0]))
+	require.NoError(t, err)
+	assert.NotContains(t, string(out), "mac_only_encrypted: true", "the name and labels are under the MAC again")
+	assert.Contains(t, string(out), "encrypted_regex: ^(data|stringData|annotations)$")
+	got, err := encrypt.Decrypt(out, added.ids)
+	require.NoError(t, err)
+	assert.Equal(t, string(readTestdata(t, "secret.yaml")), string(got))
 }
 
 func TestDigestShowsDocument(t *testing.T) {
