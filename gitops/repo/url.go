@@ -3,9 +3,12 @@ package repo
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"net"
 	"net/url"
 	"strconv"
 	"strings"
+
+	"github.com/go-git/go-git/v5/plumbing/transport"
 )
 
 // defaultPort is the port a scheme implies; it is dropped, so that
@@ -102,7 +105,11 @@ func caseInsensitivePaths(host string) bool {
 // kept. Any other scp-like path is read from the root, as NormalizeURL says.
 func RepositoryKey(raw string) string { return normalize(raw, false) }
 
-// toURLSyntax rewrites scp-like addresses and local paths as URLs.
+// toURLSyntax rewrites scp-like addresses and local paths as URLs. An scp-like address
+// ([user@]host:[port:]path) is read by go-git's own parser, since that is what it dials:
+// scp-like only when the first colon comes before any slash, a port of one to five digits
+// between two colons (22 when there is none), and a one-letter host a host (git for Windows
+// reads a drive letter, and so does go-git there).
 func toURLSyntax(s string) string {
 	if strings.Contains(s, "://") {
 		return s
@@ -110,43 +117,15 @@ func toURLSyntax(s string) string {
 	if strings.HasPrefix(s, "/") {
 		return "file://" + s
 	}
-	user, host, port, p, ok := scpParts(s)
-	if !ok {
-		return s
+	ep, err := transport.NewEndpoint(s)
+	if err != nil || ep.Protocol != "ssh" {
+		return s // a relative path, or nothing go-git can dial
 	}
-	if port != "" {
-		host += ":" + port
+	u := url.URL{Scheme: "ssh", Host: net.JoinHostPort(ep.Host, strconv.Itoa(ep.Port)), Path: "/" + strings.TrimLeft(ep.Path, "/")}
+	if ep.User != "" {
+		u.User = url.User(ep.User)
 	}
-	if user != "" {
-		host = user + "@" + host
-	}
-	return "ssh://" + host + "/" + strings.TrimLeft(p, "/")
-}
-
-// scpParts splits the scp-like syntax [user@]host:[port:]path as go-git reads it, since
-// that is what it dials: scp-like only when the first colon comes before any slash, with a
-// port of one to five digits between two colons. A one-letter host is a host, as go-git
-// reads it off Windows (git for Windows reads a drive letter).
-func scpParts(s string) (user, host, port, p string, ok bool) {
-	colon := strings.IndexByte(s, ':')
-	if colon < 0 {
-		return "", "", "", "", false
-	}
-	if slash := strings.IndexByte(s, '/'); slash >= 0 && slash < colon {
-		return "", "", "", "", false
-	}
-	userHost, p := s[:colon], s[colon+1:]
-	user, host, found := strings.Cut(userHost, "@")
-	if !found {
-		user, host = "", userHost
-	}
-	if host == "" || strings.ContainsAny(host, "@ ") || strings.Contains(user, " ") {
-		return "", "", "", "", false
-	}
-	if digits, rest, found := strings.Cut(p, ":"); found && len(digits) >= 1 && len(digits) <= 5 && strings.Trim(digits, "0123456789") == "" {
-		port, p = digits, rest
-	}
-	return user, host, port, p, true
+	return u.String()
 }
 
 // canonicalScheme lower-cases the scheme and folds ssh aliases.

@@ -31,6 +31,8 @@ func TestNormalizeURLGivesOneFormPerRepository(t *testing.T) {
 		{"github.com:org/repo", "ssh://git@github.com/org/repo"},
 		{"git@h:org/repo", "ssh://git@h/org/repo"},                                       // a one-letter host, which go-git dials as one
 		{"git@git.example.com:2222:org/repo", "ssh://git@git.example.com:2222/org/repo"}, // go-git dials the port between the colons
+		{"git@git.example.com:022:org/repo", "ssh://git@git.example.com/org/repo"},       // port 22, written with a leading zero
+		{"git@git.example.com:22:org/repo", "ssh://git@git.example.com/org/repo"},        // the default port, as for ssh://
 		{"ssh://github.com/org/repo", "ssh://git@github.com/org/repo"},
 		{"ssh://deploy@git.example.com/srv/repo", "ssh://deploy@git.example.com/srv/repo"},
 		{"ssh://git@github.com/org/repo.git", "ssh://git@github.com/org/repo"},
