@@ -126,17 +126,6 @@ func provenKey(branch sops.TreeBranch, ids Identities, dataKey []byte, recipient
 	return false
 }
 
-// hasKeyProof says whether branch holds a data-key proof comment readable as one, whether
-// it verifies or not.
-func hasKeyProof(branch sops.TreeBranch) bool {
-	for _, item := range branch {
-		if c, ok := item.Key.(sops.Comment); ok && strings.HasPrefix(c.Value, keyProofCommentPrefix) {
-			return true
-		}
-	}
-	return false
-}
-
 // isOperatorComment says whether c is one of the comments the operator keeps at the top
 // of an encrypted file (digest, data-key proof), which decrypted output leaves out.
 func isOperatorComment(c sops.Comment) bool {

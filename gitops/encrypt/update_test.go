@@ -747,6 +747,7 @@ func TestAFileKeptUnderSomeoneElsesRulesIsLeftAsItIsWhileNothingChanges(t *testi
 	out, changed, err := encrypt.Update(theirs, changedSecret(t), k.recipients, &k.ids)
 	require.NoError(t, err)
 	require.True(t, changed)
+	require.Contains(t, string(out), "unencrypted_regex: ^(apiVersion|kind|name|namespace)$", "kept")
 
 	again, changed, err := encrypt.Update(out, changedSecret(t), k.recipients, &k.ids)
 	require.NoError(t, err)

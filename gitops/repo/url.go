@@ -239,7 +239,7 @@ func opaque(raw string) bool {
 
 // scpPassword reports whether raw, an address without "://", reads as scp-like
 // "user:password@host:path": a colon before its first "@", no "/" before that colon (else
-// it is a local path, as for scpParts) and the host's colon after the "@" (else the "@" is
+// it is a local path, as go-git reads it) and the host's colon after the "@" (else the "@" is
 // in the path of "host:team@x/repo"). Git's scp-like syntax has no password, but one
 // written there is a secret all the same, and url.Parse reads "user" as the scheme and the
 // rest as opaque data, which hid it from HasCredentials and Redact.
