@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/source"
@@ -231,7 +232,8 @@ func Settled(conds []metav1.Condition) bool {
 
 // SetupWithManager registers the controller (leader only, next to the writer).
 func (r *CommitRequestReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	b := ctrl.NewControllerManagedBy(mgr).For(&v1alpha1.CommitRequest{})
+	b := ctrl.NewControllerManagedBy(mgr).For(&v1alpha1.CommitRequest{}).
+		WithOptions(controller.Options{RateLimiter: status.RetryLimiter()})
 	if r.Events != nil {
 		b = b.WatchesRawSource(source.Channel(r.Events, &handler.TypedEnqueueRequestForObject[*v1alpha1.CommitRequest]{}))
 	}

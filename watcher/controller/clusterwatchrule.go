@@ -11,6 +11,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -91,7 +92,8 @@ func (r *ClusterWatchRuleReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&v1alpha1.GitTarget{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
 			return r.all(ctx)
 		}), targetExistence()).
-		Watches(&apiextensionsv1.CustomResourceDefinition{}, crdEvents(r.all, &r.crds)).
+		Watches(&apiextensionsv1.CustomResourceDefinition{}, crdEvents(r.all, &r.crds), builder.OnlyMetadata).
+		WithOptions(controller.Options{RateLimiter: status.RetryLimiter()}).
 		Complete(r)
 }
 

@@ -11,6 +11,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -90,7 +91,8 @@ func (r *WatchRuleReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.WatchRule{}, builder.WithPredicates(status.OwnChanges())).
 		Watches(&v1alpha1.GitTarget{}, handler.EnqueueRequestsFromMapFunc(r.rulesInNamespace), targetExistence()).
-		Watches(&apiextensionsv1.CustomResourceDefinition{}, crdEvents(r.all, &r.crds)).
+		Watches(&apiextensionsv1.CustomResourceDefinition{}, crdEvents(r.all, &r.crds), builder.OnlyMetadata).
+		WithOptions(controller.Options{RateLimiter: status.RetryLimiter()}).
 		Complete(r)
 }
 

@@ -1,4 +1,4 @@
-package controller
+package status
 
 import (
 	"fmt"
@@ -11,7 +11,7 @@ import (
 )
 
 func TestAReconcileThatKeepsFailingIsRetriedAtLeastEveryTwoMinutes(t *testing.T) {
-	limiter := retryLimiter()
+	limiter := RetryLimiter()
 	req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "ops", Name: "live"}}
 	var last time.Duration
 	for range 40 { // an outage of hours
@@ -21,7 +21,7 @@ func TestAReconcileThatKeepsFailingIsRetriedAtLeastEveryTwoMinutes(t *testing.T)
 	limiter.Forget(req)
 	assert.Equal(t, 5*time.Millisecond, limiter.When(req), "a success starts again from the shortest wait")
 
-	many := retryLimiter()
+	many := RetryLimiter()
 	var longest time.Duration
 	for i := range 300 { // an outage failing 300 GitTargets at once
 		req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "ops", Name: fmt.Sprint("t", i)}}
