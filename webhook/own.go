@@ -69,6 +69,9 @@ type Own struct {
 
 // Handle implements admission.Handler.
 func (o *Own) Handle(ctx context.Context, req admission.Request) admission.Response {
+	if specUnchanged(req) {
+		return admission.Allowed("")
+	}
 	switch req.Kind.Kind {
 	case "CommitRequest":
 		return o.validateCommitRequest(ctx, req)
@@ -139,9 +142,11 @@ func (o *Own) targetPlace(ctx context.Context, req admission.Request, t *v1alpha
 		}
 		return nil, nil
 	}
-	if err := ValidateTarget(t, nil, nil); err != nil {
-		resp := admission.Denied(err.Error()) // its templates
-		return nil, &resp
+	if single, group := changedTemplates(req, t); single != "" || group != "" {
+		if _, err := batch.ParseMessages(single, group); err != nil {
+			resp := admission.Denied(fmt.Sprintf("GitTarget %s/%s: spec.commitMessage: %v", t.Namespace, t.Name, err))
+			return nil, &resp
+		}
 	}
 	if ctxErr == nil { // a cache that cannot list does not fail a label's update
 		if problem := ValidateTarget(t, provider, others); problem != nil {
@@ -221,19 +226,45 @@ func (o *Own) validateProvider(ctx context.Context, req admission.Request) admis
 // before the check keeps working as it did (falling back to the default message where it
 // fails), and an edit of anything else, the other template included, is not refused for it.
 func newTemplatesProblem(req admission.Request, t *v1alpha1.GitTarget) error {
-	single, group := t.Spec.CommitMessage.Single, t.Spec.CommitMessage.Group
+	single, group := changedTemplates(req, t)
+	if err := batch.CheckMessageFields(single, group); err != nil {
+		return fmt.Errorf("GitTarget %s/%s: spec.commitMessage: %w", t.Namespace, t.Name, err)
+	}
+	return nil
+}
+
+// changedTemplates are t's commit message templates that req creates or changes; one an
+// update keeps is "" (the default, which passes every check). Pure.
+func changedTemplates(req admission.Request, t *v1alpha1.GitTarget) (single, group string) {
+	single, group = t.Spec.CommitMessage.Single, t.Spec.CommitMessage.Group
 	if old, ok := oldTarget(req); ok {
 		if old.Spec.CommitMessage.Single == single {
-			single = "" // kept: not judged ("" is the default, which passes)
+			single = ""
 		}
 		if old.Spec.CommitMessage.Group == group {
 			group = ""
 		}
 	}
-	if err := batch.CheckMessageFields(single, group); err != nil {
-		return fmt.Errorf("GitTarget %s/%s: spec.commitMessage: %w", t.Namespace, t.Name, err)
+	return single, group
+}
+
+// specUnchanged says whether req updates one of the operator's own objects without
+// changing its spec: its labels, annotations or finalizers (a foreground deletion's garbage
+// collector removing its own), or a GitOps tool's re-apply of the same. Such an update
+// exposes nothing new and writes nowhere new, so it is not judged again: a check added
+// since the object was stored (a template, a selector) must not keep it from being
+// labelled or deleted. Pure.
+func specUnchanged(req admission.Request) bool {
+	if req.Operation != admissionv1.Update || len(req.OldObject.Raw) == 0 || len(req.Object.Raw) == 0 {
+		return false
 	}
-	return nil
+	var old, cur struct {
+		Spec any `json:"spec"`
+	}
+	if json.Unmarshal(req.OldObject.Raw, &old) != nil || json.Unmarshal(req.Object.Raw, &cur) != nil {
+		return false
+	}
+	return old.Spec != nil && reflect.DeepEqual(old.Spec, cur.Spec)
 }
 
 // samePlace reports whether req updates a GitTarget without changing where it writes:

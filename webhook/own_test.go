@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/gitops-reverser/gitops-reverser/api/v1alpha1"
+	"github.com/gitops-reverser/gitops-reverser/gitops/batch"
 	"github.com/gitops-reverser/gitops-reverser/gitops/controller"
 )
 
@@ -281,7 +282,9 @@ func TestWhoChoosesATargetsRecipientsMustReadWhatClusterWatchRulesRouteIntoIt(t 
 		{"checks an update that changes the recipients",
 			request(admissionv1.Update, target("age1new"), target("age1old")), []ReadAccess{everywhere}, false, []ReadAccess{own, everywhere}},
 		{"does not ask again on an update that keeps them",
-			request(admissionv1.Update, target("age1old"), target("age1old")), []ReadAccess{everywhere}, true, []ReadAccess{own}},
+			request(admissionv1.Update, retitled(t, target("age1old")), target("age1old")), []ReadAccess{everywhere}, true, []ReadAccess{own}},
+		{"asks nothing of an update that keeps the spec (a label, a finalizer)",
+			request(admissionv1.Update, target("age1old"), target("age1old")), []ReadAccess{everywhere}, true, nil},
 		{"does not ask when the target only encrypts more",
 			request(admissionv1.Update, target("age1old", "tokens"), target("age1old")), []ReadAccess{everywhere}, true, []ReadAccess{own}},
 	}
@@ -299,4 +302,69 @@ func TestWhoChoosesATargetsRecipientsMustReadWhatClusterWatchRulesRouteIntoIt(t 
 			}
 		})
 	}
+}
+
+// retitled is the GitTarget raw with a commit message template of its own.
+func retitled(t *testing.T, raw []byte) []byte {
+	t.Helper()
+	var tg v1alpha1.GitTarget
+	require.NoError(t, json.Unmarshal(raw, &tg))
+	tg.Spec.CommitMessage.Single = "tidy"
+	b, err := json.Marshal(tg)
+	require.NoError(t, err)
+	return b
+}
+
+func TestSpecUnchanged(t *testing.T) {
+	stored := &v1alpha1.GitTarget{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "live", Finalizers: []string{"foregroundDeletion"}},
+		Spec: v1alpha1.GitTargetSpec{ProviderRef: v1alpha1.LocalObjectReference{Name: "repo"}, Branch: "main", Path: "live"}}
+	update := func(edit func(*v1alpha1.GitTarget)) admission.Request {
+		next := stored.DeepCopy()
+		edit(next)
+		oldRaw, err := json.Marshal(stored)
+		require.NoError(t, err)
+		newRaw, err := json.Marshal(next)
+		require.NoError(t, err)
+		return admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{Operation: admissionv1.Update,
+			OldObject: runtime.RawExtension{Raw: oldRaw}, Object: runtime.RawExtension{Raw: newRaw}}}
+	}
+	cases := []struct {
+		name string
+		req  admission.Request
+		want bool
+	}{
+		{"takes an update removing a finalizer for one that keeps the spec", update(func(t *v1alpha1.GitTarget) { t.Finalizers = nil }), true},
+		{"takes a label for one that keeps the spec", update(func(t *v1alpha1.GitTarget) { t.Labels = map[string]string{"team": "a"} }), true},
+		{"sees a new folder", update(func(t *v1alpha1.GitTarget) { t.Spec.Path = "elsewhere" }), false},
+		{"sees a new template", update(func(t *v1alpha1.GitTarget) { t.Spec.CommitMessage.Single = "x" }), false},
+		{"never takes a create for an update", admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{Operation: admissionv1.Create,
+			Object: update(func(*v1alpha1.GitTarget) {}).Object}}, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, specUnchanged(tc.req))
+		})
+	}
+}
+
+func TestAGitTargetWhoseStoredTemplateNoLongerPassesCanStillBeLabelledAndLetGo(t *testing.T) {
+	const refused = `{{define "x"}}y{{end}}` // stored before templates were checked as they are now
+	_, err := batch.ParseMessages(refused, "")
+	require.Error(t, err)
+	stored := v1alpha1.GitTarget{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "live", Finalizers: []string{"foregroundDeletion"}},
+		Spec: v1alpha1.GitTargetSpec{ProviderRef: v1alpha1.LocalObjectReference{Name: "repo"}, Branch: "main", Path: "live",
+			CommitMessage: v1alpha1.CommitMessage{Single: refused}}}
+	letGo := stored.DeepCopy()
+	letGo.Finalizers = nil // the garbage collector ends the foreground deletion
+	oldRaw, err := json.Marshal(stored)
+	require.NoError(t, err)
+	newRaw, err := json.Marshal(letGo)
+	require.NoError(t, err)
+	scheme := runtime.NewScheme()
+	require.NoError(t, v1alpha1.AddToScheme(scheme))
+	o := &Own{Decoder: admission.NewDecoder(scheme), Client: fake.NewClientBuilder().WithScheme(scheme).Build()}
+	resp := o.Handle(context.Background(), admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
+		Operation: admissionv1.Update, Kind: metav1.GroupVersionKind{Kind: "GitTarget"},
+		OldObject: runtime.RawExtension{Raw: oldRaw}, Object: runtime.RawExtension{Raw: newRaw}}})
+	assert.True(t, resp.Allowed, resp.Result)
 }

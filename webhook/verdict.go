@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/gitops-reverser/gitops-reverser/api/v1alpha1"
 	"github.com/gitops-reverser/gitops-reverser/gitops/batch"
 )
 
@@ -42,6 +43,20 @@ type Request struct {
 	// CredentialsProblem says why the object, a GitProvider whose spec.url carries
 	// credentials, cannot be written in plaintext (batch.URLCredentialsProblem); "" otherwise.
 	CredentialsProblem string
+	// ByCluster says the request comes from the cluster's own controllers
+	// (kube-controller-manager, or a service account of kube-system: the namespace
+	// controller, the garbage collector), whose deletions must not wait on a folder.
+	ByCluster bool
+}
+
+// passesStall says whether a change is let through a Stalled target: a change of the
+// operator's own resources (a GitProvider created after its GitTarget, a template or
+// branch fixed, a rule or target deleted), which may be what ends the stall, and a
+// deletion by the cluster's own controllers (a namespace terminating, a cascade of the
+// garbage collector), which would otherwise hang until the folder is fixed. Like every
+// change a Stalled target keeps, it is written once the folder can be written again. Pure.
+func passesStall(req Request) bool {
+	return req.Resource.Group == v1alpha1.GroupVersion.Group || (req.Operation == Delete && req.ByCluster)
 }
 
 // TargetState is the webhook's in-memory picture of one GitTarget a request routes to.
@@ -133,7 +148,7 @@ func Decide(req Request, targets []TargetState, sensitive bool, warn bool) Verdi
 		if t.KeepsDeleted && (req.Operation == Delete || t.Leaving) {
 			continue // nothing to write
 		}
-		if t.Stalled {
+		if t.Stalled && !passesStall(req) {
 			return deny(ReasonTargetStalled, stalledDenial(obj, req.Operation, t))
 		}
 		if req.Operation == Delete || t.Leaving {

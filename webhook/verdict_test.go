@@ -51,6 +51,13 @@ func TestDecide(t *testing.T) {
 	provider := Request{Operation: Create, Resource: batch.GitProviders, Kind: "GitProvider", Namespace: "team-a", Name: "origin",
 		CredentialsProblem: "its spec.url carries credentials"}
 	role := Request{Operation: Update, Resource: schema.GroupResource{Group: "rbac.authorization.k8s.io", Resource: "clusterroles"}, Kind: "ClusterRole", Name: "admin"}
+	cleanProvider := provider
+	cleanProvider.CredentialsProblem = ""
+	target := Request{Operation: Delete, Resource: schema.GroupResource{Group: "reverser.gitops.dev", Resource: "gittargets"}, Kind: "GitTarget", Namespace: "team-a", Name: "live"}
+	clusterDel := delCM
+	clusterDel.ByCluster = true // the namespace controller
+	clusterUpd := cm
+	clusterUpd.Operation, clusterUpd.ByCluster = Update, true
 
 	cases := []struct {
 		name      string
@@ -118,6 +125,14 @@ func TestDecide(t *testing.T) {
 			reason: ReasonURLCredentials, contains: []string{"reverser.gitops.dev/GitProvider team-a/origin cannot be written to GitTarget team-a/live: its spec.url carries credentials"}},
 		{name: "denies a GitProvider whose URL carries credentials for the URL, also where its file is encrypted in Git, as the writer refuses it",
 			req: withReadable(provider, "spec"), targets: []TargetState{inGit}, reason: ReasonURLCredentials},
+		{name: "lets a GitProvider through a stalled target, since creating it may be what ends the stall", req: cleanProvider, targets: []TargetState{stalled},
+			allowed: true, reason: ReasonAllowed},
+		{name: "lets the deletion of a GitTarget through a stalled target it routes to", req: target, targets: []TargetState{stalled},
+			allowed: true, reason: ReasonAllowed},
+		{name: "lets a deletion by the cluster's own controllers through a stalled target, so a namespace can terminate", req: clusterDel, targets: []TargetState{stalled},
+			allowed: true, reason: ReasonAllowed},
+		{name: "denies an update by the cluster's own controllers while the folder is stalled", req: clusterUpd, targets: []TargetState{stalled},
+			reason: ReasonTargetStalled},
 		{name: "names a cluster-scoped object without a namespace", req: role, targets: []TargetState{stalled}, reason: ReasonTargetStalled,
 			contains: []string{"rbac.authorization.k8s.io/ClusterRole admin cannot be mirrored"}},
 	}
@@ -208,5 +223,18 @@ func TestObjectNamespace(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			assert.Equal(t, tt.want, objectNamespace(tt.group, tt.resource, tt.requestNamespace))
 		})
+	}
+}
+
+func TestByCluster(t *testing.T) {
+	for user, want := range map[string]bool{
+		"system:kube-controller-manager":                              true,
+		"system:serviceaccount:kube-system:namespace-controller":      true,
+		"system:serviceaccount:kube-system:generic-garbage-collector": true,
+		"system:serviceaccount:team-a:deployer":                       false,
+		"alice":                                                       false,
+		"system:serviceaccount:kube-systemx:x":                        false,
+	} {
+		assert.Equal(t, want, byCluster(user), user)
 	}
 }

@@ -48,6 +48,13 @@ type Watched struct {
 	KeepDefaultedFields bool
 }
 
+// byCluster says whether username is one of the cluster's own controllers:
+// kube-controller-manager (its own identity) or a service account of kube-system (with
+// --use-service-account-credentials, each controller has one there). Pure.
+func byCluster(username string) bool {
+	return username == "system:kube-controller-manager" || strings.HasPrefix(username, "system:serviceaccount:kube-system:")
+}
+
 // requestOf reads what routing needs from an admission request: the Request, and the
 // parts of the new and old objects decisions read (nil when absent).
 func requestOf(req admission.Request) (Request, *partialMeta, *partialMeta, error) {
@@ -58,6 +65,7 @@ func requestOf(req admission.Request) (Request, *partialMeta, *partialMeta, erro
 		Namespace: objectNamespace(req.Resource.Group, req.Resource.Resource, req.Namespace),
 		Name:      req.Name,
 		DryRun:    req.DryRun != nil && *req.DryRun,
+		ByCluster: byCluster(req.UserInfo.Username),
 	}
 	obj, err := decodeMeta(req.Object.Raw)
 	if err != nil {
