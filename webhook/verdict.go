@@ -114,7 +114,8 @@ const (
 	// deleted), allowed whatever the verdict on a change would be.
 	ReasonNothingForGit = "NothingForGit"
 	// ReasonUndecodable: the request's object could not be decoded; the answer is an error
-	// (HTTP 400), which the webhook's failurePolicy turns into an allow or a deny.
+	// (code 400 in the admission response), which the API server takes as a denial whatever
+	// the webhook's failurePolicy (that decides only for a call that fails).
 	ReasonUndecodable = "Undecodable"
 )
 
