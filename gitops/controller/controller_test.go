@@ -321,6 +321,18 @@ func TestGitTarget(t *testing.T) {
 		_, registered = writer.Status(key)
 		assert.True(t, registered)
 	})
+	t.Run("stays Stalled for its template, not Reconciling for a grace, when its provider's credentials go meanwhile", func(t *testing.T) {
+		ns := namespace(t)
+		p := provider(ns, "file://"+bareRemote(t))
+		p.Spec.SecretRef = &v1alpha1.LocalObjectReference{Name: "creds"} // no such Secret
+		require.NoError(t, k8s.Create(ctx, p))
+		gt := target(ns, "main", "live")
+		gt.Spec.CommitMessage.Single = `{{define "x"}}y{{end}}` // what the webhook refuses; it is not installed here
+		require.NoError(t, k8s.Create(ctx, gt))
+		msg := waitConditionSaying(t, gt, func() []metav1.Condition { return gt.Status.Conditions }, v1alpha1.ConditionStalled, metav1.ConditionTrue, "spec.commitMessage")
+		assert.Contains(t, msg, "{{define}}")
+		assert.Nil(t, apimeta.FindStatusCondition(gt.Status.Conditions, v1alpha1.ConditionReconciling), "no grace for credentials of a target that cannot write anyway")
+	})
 	t.Run("is Ready on an empty repository and on an allowed glob branch", func(t *testing.T) {
 		ns := namespace(t)
 		require.NoError(t, k8s.Create(ctx, provider(ns, "file://"+bareRemote(t), "main", "env/*")))

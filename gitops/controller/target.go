@@ -117,6 +117,13 @@ func (r *GitTargetReconciler) reconcile(ctx context.Context, t *v1alpha1.GitTarg
 		}
 		return retrying(conds, t.Generation, err)
 	}
+	// Before the credentials: their grace period (Reconciling, admission letting changes
+	// through) must not hide a template that keeps the target from writing at all.
+	messages, err := batch.ParseMessages(t.Spec.CommitMessage.Single, t.Spec.CommitMessage.Group)
+	if err != nil {
+		// Never writes with the templates of an older generation.
+		return r.suspend(t, v1alpha1.ReasonInvalidTemplate, fmt.Sprintf("spec.commitMessage: %v", err))
+	}
 	auth, authVersion, err := ProviderAuth(ctx, r.Client, &p)
 	if errors.Is(err, ErrCredentials) {
 		return r.credentialsUnusable(t, fmt.Sprintf("GitProvider %s: %v", pkey, err))
@@ -124,27 +131,29 @@ func (r *GitTargetReconciler) reconcile(ctx context.Context, t *v1alpha1.GitTarg
 	if err != nil {
 		return retrying(conds, t.Generation, fmt.Errorf("GitProvider %s: %w", pkey, err))
 	}
-	return r.register(ctx, t, &p, auth, authVersion)
+	return r.register(ctx, t, &p, providerAccess{auth: auth, version: authVersion}, messages)
 }
 
-// register hands the writer t's spec on its GitProvider p, with p's credentials, and
-// reports what the writer found of the branch and folder: suspended on a template or a
-// URL that cannot be used, Reconciling while the remote cannot be reached.
-func (r *GitTargetReconciler) register(ctx context.Context, t *v1alpha1.GitTarget, p *v1alpha1.GitProvider, auth transport.AuthMethod, authVersion string) (ctrl.Result, error) {
+// providerAccess is a GitProvider's credentials as the writer takes them: the auth method
+// and the version of the Secret it was built from.
+type providerAccess struct {
+	auth    transport.AuthMethod
+	version string
+}
+
+// register hands the writer t's spec on its GitProvider p, with p's credentials and t's
+// parsed templates, and reports what the writer found of the branch and folder: suspended
+// on a URL that cannot be used, Reconciling while the remote cannot be reached.
+func (r *GitTargetReconciler) register(ctx context.Context, t *v1alpha1.GitTarget, p *v1alpha1.GitProvider, access providerAccess, messages batch.Messages) (ctrl.Result, error) {
 	conds := &t.Status.Conditions
 	pkey := client.ObjectKeyFromObject(p)
-	messages, err := batch.ParseMessages(t.Spec.CommitMessage.Single, t.Spec.CommitMessage.Group)
-	if err != nil {
-		// Never writes with the templates of an older generation.
-		return r.suspend(t, v1alpha1.ReasonInvalidTemplate, fmt.Sprintf("spec.commitMessage: %v", err))
-	}
 	enc, ev, err := r.resolveEncryption(ctx, t, p)
 	if err != nil {
 		return retrying(conds, t.Generation, err)
 	}
 	v1alpha1.SetCondition(conds, t.Generation, v1alpha1.ConditionEncryptionReady, ev.ready, ev.reason, ev.message)
 	st, err := r.Writer.EnsureTarget(ctx, batch.TargetSpec{
-		Key: client.ObjectKeyFromObject(t), URL: p.Spec.URL, Auth: auth, AuthVersion: authVersion,
+		Key: client.ObjectKeyFromObject(t), URL: p.Spec.URL, Auth: access.auth, AuthVersion: access.version,
 		Branch: t.Spec.Branch, Folder: t.Spec.Path, Window: WindowConfig(t.Spec.CommitWindow),
 		Committer: committer(p), Messages: messages, Prune: t.Spec.Prune.Mode,
 		Sensitive: sensitiveResources(t), Encryption: enc, Created: t.CreationTimestamp.Time,
