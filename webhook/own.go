@@ -31,9 +31,6 @@ const OwnPath = "/validate/reverser"
 // from TargetPlace): two targets of one missing provider must not overlap either. The error
 // message says what to change.
 func ValidateTarget(t *v1alpha1.GitTarget, provider *v1alpha1.GitProvider, others []controller.Place) error {
-	if _, err := batch.ParseMessages(t.Spec.CommitMessage.Single, t.Spec.CommitMessage.Group); err != nil {
-		return fmt.Errorf("GitTarget %s/%s: spec.commitMessage: %w", t.Namespace, t.Name, err)
-	}
 	me := controller.TargetPlace(t, provider)
 	repository := fmt.Sprintf("repository of GitProvider %s/%s (not created yet)", t.Namespace, t.Spec.ProviderRef.Name)
 	if provider != nil {
@@ -142,12 +139,6 @@ func (o *Own) targetPlace(ctx context.Context, req admission.Request, t *v1alpha
 		}
 		return nil, nil
 	}
-	if single, group := changedTemplates(req, t); single != "" || group != "" {
-		if _, err := batch.ParseMessages(single, group); err != nil {
-			resp := admission.Denied(fmt.Sprintf("GitTarget %s/%s: spec.commitMessage: %v", t.Namespace, t.Name, err))
-			return nil, &resp
-		}
-	}
 	if ctxErr == nil { // a cache that cannot list does not fail a label's update
 		if problem := ValidateTarget(t, provider, others); problem != nil {
 			warnings = append(warnings, problem.Error()+" (this update is allowed: it keeps where the target writes)")
@@ -220,13 +211,17 @@ func (o *Own) validateProvider(ctx context.Context, req admission.Request) admis
 	return o.requireAccess(ctx, req, fmt.Sprintf("GitProvider %s/%s: spec.secretRef", p.Namespace, p.Name), whyProvider, ProviderReadAccess(&p))
 }
 
-// newTemplatesProblem refuses new or changed commit message templates that read a field no
-// variable has, or a change's field off the group template's whole commit
-// (batch.CheckMessageFields). A template an update keeps is not judged by this: one stored
+// newTemplatesProblem refuses new or changed commit message templates that do not parse or
+// render (batch.ParseMessages), or that read a field no variable has, or a change's field
+// off the group template's whole commit (batch.CheckMessageFields). A template an update
+// keeps is not judged: one stored
 // before the check keeps working as it did (falling back to the default message where it
 // fails), and an edit of anything else, the other template included, is not refused for it.
 func newTemplatesProblem(req admission.Request, t *v1alpha1.GitTarget) error {
 	single, group := changedTemplates(req, t)
+	if _, err := batch.ParseMessages(single, group); err != nil {
+		return fmt.Errorf("GitTarget %s/%s: spec.commitMessage: %w", t.Namespace, t.Name, err)
+	}
 	if err := batch.CheckMessageFields(single, group); err != nil {
 		return fmt.Errorf("GitTarget %s/%s: spec.commitMessage: %w", t.Namespace, t.Name, err)
 	}

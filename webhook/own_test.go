@@ -40,9 +40,6 @@ func TestValidateTarget(t *testing.T) {
 	assert.ErrorContains(t, err, `branch "feature" is not allowed by GitProvider a/repo`)
 	err = ValidateTarget(target("t", "main", "clusters/prod/team"), provider, existing)
 	assert.ErrorContains(t, err, `overlaps folder "clusters/prod" of GitTarget b/live`, "URLs are compared normalised")
-	bad := target("t", "main", "clusters/dev")
-	bad.Spec.CommitMessage.Group = "{{.Nope}}"
-	assert.ErrorContains(t, ValidateTarget(bad, provider, existing), "spec.commitMessage")
 	same := []controller.Place{{Key: types.NamespacedName{Namespace: "a", Name: "t"}, URL: "https://git.example.com/r", Branch: "main", Folder: "clusters/prod"}}
 	assert.NoError(t, ValidateTarget(target("t", "main", "clusters/prod"), provider, same), "an update never overlaps itself")
 }
@@ -109,6 +106,16 @@ func TestNewTemplatesProblem(t *testing.T) {
 				edited := target(typo)
 				edited.Spec.CommitMessage.Single = "{{.Verb}} {{.Object}}!"
 				return edited
+			}()},
+		{name: "refuses a new target whose template does not parse",
+			req: ownRequest(admissionv1.Create, "GitTarget", "a", "live", nil, nil), t: target("{{.Nope"), says: "GitTarget a/live: spec.commitMessage:"},
+		{name: "refuses a new target whose template is of a form the writer does not take",
+			req: ownRequest(admissionv1.Create, "GitTarget", "a", "live", nil, nil), t: target(`{{define "x"}}y{{end}}`), says: "{{define}}"},
+		{name: "takes an update pointing at another provider that keeps a template no longer taken",
+			req: ownRequest(admissionv1.Update, "GitTarget", "a", "live", nil, raw(target(`{{define "x"}}y{{end}}`))), t: func() *v1alpha1.GitTarget {
+				moved := target(`{{define "x"}}y{{end}}`)
+				moved.Spec.ProviderRef.Name = "mirror"
+				return moved
 			}()},
 		{name: "takes a new target with good templates",
 			req: ownRequest(admissionv1.Create, "GitTarget", "a", "live", nil, nil), t: target("{{range .Changes}}- {{.Object}}{{end}}")},

@@ -232,8 +232,9 @@ func TestByCluster(t *testing.T) {
 		"system:serviceaccount:kube-system:namespace-controller":      true,
 		"system:serviceaccount:kube-system:generic-garbage-collector": true,
 		"system:serviceaccount:team-a:deployer":                       false,
-		"alice":                                                       false,
-		"system:serviceaccount:kube-systemx:x":                        false,
+		"system:serviceaccount:kube-system:helm-controller":           false,
+		"alice":                                false,
+		"system:serviceaccount:kube-systemx:x": false,
 	} {
 		assert.Equal(t, want, byCluster(user), user)
 	}

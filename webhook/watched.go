@@ -48,11 +48,20 @@ type Watched struct {
 	KeepDefaultedFields bool
 }
 
-// byCluster says whether username is one of the cluster's own controllers:
-// kube-controller-manager (its own identity) or a service account of kube-system (with
-// --use-service-account-credentials, each controller has one there). Pure.
+// byCluster says whether username is one of the cluster's own controllers that delete for
+// the cluster rather than for a person: kube-controller-manager under its own identity, or,
+// with --use-service-account-credentials, its namespace controller, garbage collector or
+// TTL controller. Not every service account of kube-system: a CI job or a Helm controller
+// may run as one. Pure.
 func byCluster(username string) bool {
-	return username == "system:kube-controller-manager" || strings.HasPrefix(username, "system:serviceaccount:kube-system:")
+	switch username {
+	case "system:kube-controller-manager",
+		"system:serviceaccount:kube-system:namespace-controller",
+		"system:serviceaccount:kube-system:generic-garbage-collector",
+		"system:serviceaccount:kube-system:ttl-after-finished-controller":
+		return true
+	}
+	return false
 }
 
 // requestOf reads what routing needs from an admission request: the Request, and the

@@ -26,7 +26,9 @@ func TestCredentialsGraceLeft(t *testing.T) {
 		want  time.Duration
 	}{
 		{"gives the whole grace to credentials found unusable just now", nil, credentialsGrace},
-		{"gives the whole grace when the target was Stalled for something else", stalled(v1alpha1.ReasonBranchNotAllowed, time.Hour), credentialsGrace},
+		{"gives no grace to a target Stalled for something that suspended its writer: nothing goes on", stalled(v1alpha1.ReasonBranchNotAllowed, time.Hour), 0},
+		{"gives no grace to a target Stalled for its template either", stalled(v1alpha1.ReasonInvalidTemplate, time.Second), 0},
+		{"gives the whole grace to a target whose folder is Stalled for its content, whose writer runs", stalled(v1alpha1.ReasonUnsupportedContent, time.Hour), credentialsGrace},
 		{"gives the whole grace when the target was Reconciling for something else", reconciling(v1alpha1.ReasonUnreachable, time.Hour), credentialsGrace},
 		{"gives what is left of the grace while the credentials stay unusable", reconciling(v1alpha1.ReasonProviderNotReady, 4*time.Second), credentialsGrace - 4*time.Second},
 		{"gives nothing once the credentials stayed unusable for the grace", reconciling(v1alpha1.ReasonProviderNotReady, time.Minute), 0},

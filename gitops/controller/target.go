@@ -294,10 +294,13 @@ const credentialsGrace = 10 * time.Second
 
 // credentialsGraceLeft is how long the writer still goes on for a target whose credentials
 // are unusable now, judged by how long it has been Reconciling for its provider (conds),
-// or 0 once it is Stalled for it: the grace is over. Pure.
+// or 0 once it is Stalled for it (the grace is over) or for anything that suspended its
+// writer (a template, a branch, a missing provider): nothing goes on to be spared, and a
+// grace would only say it does and let admission through. Only a folder Stalled for its
+// content keeps its writer. Pure.
 func credentialsGraceLeft(conds []metav1.Condition, now time.Time) time.Duration {
 	if c := apimeta.FindStatusCondition(conds, v1alpha1.ConditionStalled); c != nil && c.Status == metav1.ConditionTrue &&
-		c.Reason == v1alpha1.ReasonProviderNotReady {
+		c.Reason != v1alpha1.ReasonUnsupportedContent {
 		return 0
 	}
 	c := apimeta.FindStatusCondition(conds, v1alpha1.ConditionReconciling)
