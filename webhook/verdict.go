@@ -43,9 +43,9 @@ type Request struct {
 	// CredentialsProblem says why the object, a GitProvider whose spec.url carries
 	// credentials, cannot be written in plaintext (batch.URLCredentialsProblem); "" otherwise.
 	CredentialsProblem string
-	// ByCluster says the request comes from the cluster's own controllers that delete for
-	// the cluster (byCluster: the namespace controller, the garbage collector, the TTL
-	// controller), whose deletions must not wait on a folder.
+	// ByCluster says the request comes from kube-controller-manager (byCluster: the
+	// namespace controller, the garbage collector…), whose deletions must not wait on a
+	// folder.
 	ByCluster bool
 }
 

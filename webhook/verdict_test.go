@@ -232,6 +232,7 @@ func TestByCluster(t *testing.T) {
 		"system:serviceaccount:kube-system:namespace-controller":      true,
 		"system:serviceaccount:kube-system:generic-garbage-collector": true,
 		"system:serviceaccount:team-a:deployer":                       false,
+		"system:serviceaccount:kube-system:cronjob-controller":        true,
 		"system:serviceaccount:kube-system:helm-controller":           false,
 		"alice":                                false,
 		"system:serviceaccount:kube-systemx:x": false,

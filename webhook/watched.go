@@ -48,17 +48,34 @@ type Watched struct {
 	KeepDefaultedFields bool
 }
 
-// byCluster says whether username is one of the cluster's own controllers that delete for
-// the cluster rather than for a person: kube-controller-manager under its own identity, or,
-// with --use-service-account-credentials, its namespace controller, garbage collector or
-// TTL controller. Not every service account of kube-system: a CI job or a Helm controller
-// may run as one. Pure.
+// byCluster says whether username is kube-controller-manager, whose controllers delete for
+// the cluster rather than for a person (a namespace terminating, the garbage collector's
+// cascades, finished Jobs, expired tokens): under its own identity, or, with
+// --use-service-account-credentials (kubeadm's default), under each controller's service
+// account in kube-system (kubeControllerManagerAccount). Not any service account of
+// kube-system: a CI job or a Helm controller may run as one. Pure.
 func byCluster(username string) bool {
-	switch username {
-	case "system:kube-controller-manager",
-		"system:serviceaccount:kube-system:namespace-controller",
-		"system:serviceaccount:kube-system:generic-garbage-collector",
-		"system:serviceaccount:kube-system:ttl-after-finished-controller":
+	if username == "system:kube-controller-manager" {
+		return true
+	}
+	name, ok := strings.CutPrefix(username, "system:serviceaccount:kube-system:")
+	return ok && kubeControllerManagerAccount(name)
+}
+
+// kubeControllerManagerAccount says whether name is the service account of one of
+// kube-controller-manager's controllers (k8s.io/kubernetes cmd/kube-controller-manager,
+// v1.37). Pure.
+func kubeControllerManagerAccount(name string) bool {
+	switch name {
+	case "attachdetach-controller", "bootstrap-signer", "certificate-controller", "clusterrole-aggregation-controller",
+		"cronjob-controller", "daemon-set-controller", "deployment-controller", "disruption-controller",
+		"endpoint-controller", "endpointslice-controller", "endpointslicemirroring-controller", "ephemeral-volume-controller",
+		"expand-controller", "generic-garbage-collector", "horizontal-pod-autoscaler", "job-controller",
+		"legacy-service-account-token-cleaner", "namespace-controller", "node-controller", "persistent-volume-binder",
+		"pod-garbage-collector", "pv-protection-controller", "pvc-protection-controller", "replicaset-controller",
+		"replication-controller", "resource-claim-controller", "resourcequota-controller", "root-ca-cert-publisher",
+		"service-account-controller", "statefulset-controller", "token-cleaner", "ttl-after-finished-controller",
+		"ttl-controller":
 		return true
 	}
 	return false
