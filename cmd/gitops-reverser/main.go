@@ -175,6 +175,7 @@ func newManager(cfg *rest.Config, opts Options, webhookServer webhook.Server) (c
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  scheme,
+		Client:                  gitopsctrl.ClientOptions(),
 		Metrics:                 metricsserver.Options{BindAddress: opts.MetricsAddr},
 		HealthProbeBindAddress:  opts.ProbeAddr,
 		PprofBindAddress:        opts.PprofAddr,

@@ -212,7 +212,7 @@ func (r *GitProviderReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.GitProvider{}, builder.WithPredicates(status.OwnChanges())).
-		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.providersForSecret)).
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.providersForSecret), builder.OnlyMetadata).
 		WithOptions(retryOptions(r.Concurrent)).
 		Complete(r)
 }

@@ -384,12 +384,12 @@ func (r *GitTargetReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	b := ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.GitTarget{}, builder.WithPredicates(status.OwnChanges())).
-		Owns(&corev1.Secret{}).
+		Owns(&corev1.Secret{}, builder.OnlyMetadata).
 		// A provider's status (an Unreachable message quoting each dial error) is not what
 		// its targets read: only its spec, labels and annotations requeue them.
 		Watches(&v1alpha1.GitProvider{}, handler.EnqueueRequestsFromMapFunc(r.targetsForProvider),
 			builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
-		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.targetsForSecret)).
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.targetsForSecret), builder.OnlyMetadata).
 		// A target deleted or pointed at another GitProvider may let a folder go.
 		Watches(&v1alpha1.GitTarget{}, handler.EnqueueRequestsFromMapFunc(r.keptOut),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
