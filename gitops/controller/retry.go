@@ -1,8 +1,6 @@
 package controller
 
 import (
-	corev1 "k8s.io/api/core/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 
 	"github.com/gitops-reverser/gitops-reverser/api/status"
@@ -21,13 +19,4 @@ func retryOptions(concurrent int) controller.Options {
 		concurrent = DefaultConcurrent
 	}
 	return controller.Options{RateLimiter: status.RetryLimiter(), MaxConcurrentReconciles: concurrent}
-}
-
-// ClientOptions are the manager's client options these reconcilers are written for:
-// Secrets are read from the API server and never cached (their watches here are by
-// metadata only), so the operator does not hold every Secret of the cluster, Helm
-// releases and all, in memory for the few GitProviders and GitTargets name. Flux's
-// controllers do the same.
-func ClientOptions() client.Options {
-	return client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}}}}
 }
