@@ -2,6 +2,7 @@ package webhook
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -90,6 +91,27 @@ func (v *View) Ready(*http.Request) error {
 		return errNotBuilt
 	}
 	return nil
+}
+
+// OnceBuilt serves next once the view is built, and answers 503 Service Unavailable
+// before: the API server then applies the entry's failurePolicy, as when the operator is
+// down, rather than take this replica's answer, which would route every request nowhere
+// and allow it unjudged. Readiness keeps a Service's traffic off such a replica; an entry
+// whose clientConfig is a URL (an operator outside the cluster, `make demo`) has no
+// readiness in between, so this does the same there.
+func (v *View) OnceBuilt(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !v.built.Load() {
+			// A Status, whose message the API server quotes in the error it returns.
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_ = json.NewEncoder(w).Encode(&metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
+				Status: metav1.StatusFailure, Message: "gitops-reverser is starting: " + errNotBuilt.Error() + "; retry in a few seconds", Reason: metav1.StatusReasonServiceUnavailable,
+				Code: http.StatusServiceUnavailable})
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // RuleKeys names every WatchRule and ClusterWatchRule the view holds, as watcher.RuleKey

@@ -99,8 +99,10 @@ func registerHandlers(mgr ctrl.Manager, opts Options, view *webhook.View, writer
 		View: view, Sensitive: opts.sensitive(), WarnAlways: opts.WebhookWarnAlways, Metrics: metrics, Noise: opts.Noise,
 		Attribution: router, KeepDefaultedFields: opts.KeepDefaultedFields,
 	}
-	srv.Register(webhook.WatchedPath, &admission.Webhook{Handler: watched})
-	srv.Register(webhook.RecordedPath, &admission.Webhook{Handler: &webhook.Recorded{Watched: watched}})
+	// Until the view is built these answer 503, so the API server applies the entries'
+	// failurePolicy (View.OnceBuilt).
+	srv.Register(webhook.WatchedPath, view.OnceBuilt(&admission.Webhook{Handler: watched}))
+	srv.Register(webhook.RecordedPath, view.OnceBuilt(&admission.Webhook{Handler: &webhook.Recorded{Watched: watched}}))
 	srv.Register(webhook.LocatePath, &webhook.LocateServer{Locator: writer, Own: cachedKeyPair(servingCertDir(opts)), Elected: mgr.Elected(),
 		Log: log.WithName("locate")})
 	// Closed once the leader-only components stop, which a shutdown does before it stops the
