@@ -126,6 +126,16 @@ func TestCheckMessageFields(t *testing.T) {
 			group: "{{range .Changes}}{{$.Object}}{{end}}", says: ".Object is a field of each change"},
 		{name: "refuses a change's field in an if of the group template",
 			group: "{{if .Changes}}{{.Kind}}{{end}}", says: ".Kind is a field of each change"},
+		{name: "refuses a commit's field read off a change inside a conditional range body",
+			group: `{{range .Changes}}{{if eq .Verb "Delete"}}{{.Author}}{{end}}{{end}}`, says: ".Author is a field of the whole commit, not of each change"},
+		{name: "refuses a commit's field read off the change a with picks",
+			single: "{{with index .Changes 0}}{{.Target}}{{end}}", says: ".Target is a field of the whole commit"},
+		{name: "refuses the name of the embedded change, which is no variable",
+			single: "{{.MessageChange}}", says: ".MessageChange is not a variable"},
+		{name: "accepts a commit's field read off the root inside a range",
+			group: "{{range .Changes}}{{$.Author}} {{.Verb}}{{end}}{{range $.Changes}}{{.Kind}}{{end}}"},
+		{name: "accepts what dot holds inside a with of a commit's field",
+			single: "{{with .Target}}{{.}}{{end}} {{with .Changes}}{{len .}}{{end}}"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
