@@ -64,10 +64,12 @@ func (r *ClusterWatchRuleReconciler) Reconcile(ctx context.Context, req ctrl.Req
 			watchesNothing(&cr.Status, cr.Generation, v1alpha1.ReasonTargetNotFound, targetMissing(target, err))
 			return ctrl.Result{}, nil
 		}
+		notWatchingYet(&cr.Status, cr.Generation, r.Registry, key, err)
 		return ctrl.Result{}, err
 	}
 	lists, failed, err := discover(r.Discovery)
 	if err != nil {
+		notWatchingYet(&cr.Status, cr.Generation, r.Registry, key, err)
 		return ctrl.Result{}, err
 	}
 	d := discovered{lists: lists, failed: failed, undiscovered: undiscovered(r.Registry.Claims(key), failed)}

@@ -20,10 +20,13 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gitops-reverser/gitops-reverser/api/v1alpha1"
 	"github.com/gitops-reverser/gitops-reverser/watcher"
+	"github.com/gitops-reverser/gitops-reverser/watcher/controller"
 )
 
 // nonName matches what a namespace name cannot hold.
@@ -235,6 +238,46 @@ func TestARuleKeepsItsResourcesWhileTheirAPICannotBeDiscovered(t *testing.T) {
 	assert.Equal(t, v1alpha1.ReasonDiscoveryFailed, apimeta.FindStatusCondition(fresh.Status.Conditions, v1alpha1.ConditionResourcesResolved).Reason)
 	assert.False(t, registry.loaded(watcher.RuleKey("WatchRule", ns, "fresh")), "registered as waiting: its targets' lists prune nothing meanwhile")
 	assert.True(t, registry.loaded(key), "a rule that keeps its resources is loaded")
+
+	// A rule taking every resource of the group finds nothing missing to wait for: it waits
+	// for the group itself, rather than be Ready watching none of it.
+	every := rule(ns, []string{"metrics.example.com"}, []string{"*"})
+	every.Name = "every"
+	require.NoError(t, k8s.Create(ctx, every))
+	msg = waitCondition(t, every, func() []metav1.Condition { return every.Status.Conditions }, v1alpha1.ConditionReconciling, metav1.ConditionTrue)
+	assert.Contains(t, msg, "the resources of metrics.example.com/v1beta1 are not listed while its discovery fails")
+	assert.Equal(t, v1alpha1.ReasonDiscoveryFailed, apimeta.FindStatusCondition(every.Status.Conditions, v1alpha1.ConditionResourcesResolved).Reason)
+	assert.False(t, registry.loaded(watcher.RuleKey("WatchRule", ns, "every")), "registered as waiting: its targets' lists prune nothing meanwhile")
+}
+
+func TestARuleWhoseDiscoveryFailsBeforeItWatchesIsNotReady(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t)
+	gitTarget(t, ns)
+	wr := rule(ns, []string{""}, []string{"configmaps"})
+	require.NoError(t, k8s.Create(ctx, wr))
+	waitCondition(t, wr, func() []metav1.Condition { return wr.Status.Conditions }, v1alpha1.ConditionReady, metav1.ConditionTrue)
+
+	// Discovery fails outright: nothing answers at that address. The process that registered
+	// the rule keeps watching through the error, and its Ready stands.
+	down := discovery.NewDiscoveryClientForConfigOrDie(&rest.Config{Host: "https://127.0.0.1:1"})
+	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(wr)}
+	_, err := (&controller.WatchRuleReconciler{Client: k8s, Discovery: down, Registry: registry}).Reconcile(ctx, req)
+	require.Error(t, err)
+	require.NoError(t, k8s.Get(ctx, req.NamespacedName, wr))
+	assert.Equal(t, metav1.ConditionTrue, apimeta.FindStatusCondition(wr.Status.Conditions, v1alpha1.ConditionReady).Status)
+
+	// A new process, which has registered nothing: the Ready an earlier process left would
+	// claim watches that nothing runs now.
+	fresh := &recordingRegistry{rules: map[string][]watcher.Claim{}, waiting: map[string]bool{}}
+	_, err = (&controller.WatchRuleReconciler{Client: k8s, Discovery: down, Registry: fresh}).Reconcile(ctx, req)
+	require.Error(t, err)
+	require.NoError(t, k8s.Get(ctx, req.NamespacedName, wr))
+	ready := apimeta.FindStatusCondition(wr.Status.Conditions, v1alpha1.ConditionReady)
+	assert.Equal(t, metav1.ConditionFalse, ready.Status)
+	assert.Equal(t, v1alpha1.ReasonRetrying, ready.Reason)
+	assert.Contains(t, ready.Message, "not watching yet")
+	assert.Empty(t, wr.Status.Resources)
 }
 
 func TestRuleResourcesValidation(t *testing.T) {

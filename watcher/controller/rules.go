@@ -37,6 +37,8 @@ type Registry interface {
 	ForgetRule(ruleKey string)
 	// Claims are those registered for a rule (none when unknown).
 	Claims(ruleKey string) []watcher.Claim
+	// Registered says whether every rule of keys was set in this process.
+	Registered(ruleKeys []string) bool
 }
 
 // errConfig marks a rule a human must fix.
@@ -161,6 +163,26 @@ func sortProblems(problems []watcher.Problem, resources []watcher.Resource, fail
 	return stalled, waiting
 }
 
+// everyResourceWaiting is what a rule taking every resource ("*") of a group it names
+// waits for: that group's group-versions that failed discovery, unless some resource of the
+// group resolved or was kept. Resolve reports nothing missing for "*", so without this the
+// rule would be Ready watching none of the group, and look again only when a CRD changes.
+// "*" groups name none, as in failedGroupVersions. Pure.
+func everyResourceWaiting(rule v1alpha1.ResourceRule, resources []watcher.Resource, failed map[schema.GroupVersion]error) []string {
+	if !slices.Contains(rule.Resources, "*") {
+		return nil
+	}
+	var out []string
+	for gv, err := range failed {
+		if !slices.Contains(rule.APIGroups, gv.Group) || slices.ContainsFunc(resources, func(r watcher.Resource) bool { return r.GVR.Group == gv.Group }) {
+			continue
+		}
+		out = append(out, fmt.Sprintf("the resources of %s are not listed while its discovery fails (%v): they are watched once that API answers", gv, err))
+	}
+	slices.Sort(out)
+	return out
+}
+
 // failedGroupVersions names, with why, the group-versions of the groups p's rule names that
 // failed discovery ("" when none did). "*" names none: any API failing anywhere (a broken
 // metrics server is common) would otherwise hide a resource that simply does not exist.
@@ -173,6 +195,21 @@ func failedGroupVersions(p watcher.Problem, failed map[schema.GroupVersion]error
 	}
 	slices.Sort(out)
 	return strings.Join(out, ", ")
+}
+
+// notWatchingYet records on a rule's status that it watches nothing yet, when its
+// reconcile failed (err: discovery failed outright, its GitTarget could not be read)
+// before the rule was registered in this process: the Ready an earlier process left would
+// say it watches what nothing watches now, while its targets' snapshots wait for it
+// (Always prunes nothing). A rule this process registered keeps its claims, and its
+// status, through the error.
+func notWatchingYet(st *v1alpha1.WatchRuleStatus, gen int64, reg Registry, key string, err error) {
+	if reg.Registered([]string{key}) {
+		return
+	}
+	st.Resources = nil
+	v1alpha1.SetReconciling(&st.Conditions, gen, v1alpha1.ReasonRetrying,
+		fmt.Sprintf("%v; not watching yet, retrying with backoff", err))
 }
 
 // watchesNothing records on a rule's status that it watches nothing, for a configuration
@@ -217,6 +254,7 @@ func claimsFor(target types.NamespacedName, namespace string, rule v1alpha1.Reso
 	create, update, del := watcher.Operations(rule.Operations)
 	var out compiled
 	out.stalled, out.waiting = sortProblems(problems, resources, d.failed)
+	out.waiting = append(out.waiting, everyResourceWaiting(rule, resources, d.failed)...)
 	for _, r := range resources {
 		c := watcher.Claim{Target: target, Resource: r, Namespace: namespace, ObjectSelector: objSel, Create: create, Update: update, Delete: del}
 		if r.Namespaced && clusterRule { // Resolve took it only with a namespaceSelector

@@ -38,6 +38,17 @@ type recordingRegistry struct {
 
 func (r *recordingRegistry) Claims(key string) []watcher.Claim { return r.claims(key) }
 
+func (r *recordingRegistry) Registered(keys []string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, k := range keys {
+		if _, ok := r.rules[k]; !ok {
+			return false
+		}
+	}
+	return true
+}
+
 func (r *recordingRegistry) SetRule(key string, claims []watcher.Claim) {
 	r.mu.Lock()
 	defer r.mu.Unlock()

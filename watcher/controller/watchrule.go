@@ -65,10 +65,12 @@ func (r *WatchRuleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 			watchesNothing(&wr.Status, wr.Generation, v1alpha1.ReasonTargetNotFound, targetMissing(target, err))
 			return ctrl.Result{}, nil
 		}
+		notWatchingYet(&wr.Status, wr.Generation, r.Registry, key, err)
 		return ctrl.Result{}, err
 	}
 	lists, failed, err := discover(r.Discovery)
 	if err != nil {
+		notWatchingYet(&wr.Status, wr.Generation, r.Registry, key, err)
 		return ctrl.Result{}, err
 	}
 	d := discovered{lists: lists, failed: failed, undiscovered: undiscovered(r.Registry.Claims(key), failed)}
