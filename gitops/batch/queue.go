@@ -30,6 +30,14 @@ type authorWindow struct {
 	forgot bool
 	// requests are the CommitRequests this window commits for, oldest first.
 	requests []*CommitRequest
+	// messageMade is set once the commit being made of the window took its message from
+	// requests, until the window is taken to be committed again: a request handed over
+	// later waits for its author's next change (queue.closing).
+	messageMade bool
+	// joinedLate says a request joined the window while it was being committed (closing):
+	// held back after that attempt (holdBack), it is tried at once, as a request parked
+	// meanwhile would have it, to learn what it waits for.
+	joinedLate bool
 	// now closes the window at once: a drain, or a request's retry.
 	now bool
 	// askedAt is when its author last asked to commit (CommitRequest; zero: not asked): the
@@ -486,7 +494,29 @@ func (q *queue) request(r *CommitRequest, now time.Time) {
 		win.notBefore = time.Time{} // no longer held back: the request learns what it waits for
 		return
 	}
+	if win := q.closing(r); win != nil {
+		win.requests, win.joinedLate = append(win.requests, r), true
+		return
+	}
 	q.waiting[r.Author] = append(q.waiting[r.Author], r)
+}
+
+// closing is the window of r's author being committed whose commit message is not made
+// yet (messageMade), which r then rides: a request created within the quiet period after
+// the author's change, but handed over once the window closed (the controller's latency,
+// another window's push before this one's), would otherwise wait for a next change and
+// time out. Not a request created before this replica led: its look at the branch for an
+// earlier leader's commit comes first (windowDue).
+func (q *queue) closing(r *CommitRequest) *authorWindow {
+	if r.lookBack || r.beforeStart {
+		return nil
+	}
+	for _, win := range q.flushing {
+		if win.author == r.Author && len(win.dirty) > 0 && !win.listed && !win.messageMade {
+			return win
+		}
+	}
+	return nil
 }
 
 // askedQuiet is how long a window its author asked to commit waits, after the request and
@@ -843,7 +873,7 @@ func (q *queue) holdBack(win *authorWindow, now time.Time) {
 	if cur == nil {
 		return
 	}
-	if parked > 0 && len(q.waiting[win.author]) == 0 {
+	if parked > 0 && len(q.waiting[win.author]) == 0 || win.joinedLate {
 		cur.now, cur.notBefore = true, time.Time{}
 		return
 	}

@@ -191,6 +191,7 @@ func TestQueueWindowsPerAuthor(t *testing.T) {
 		q.request(r, t0)
 		committing, _ := q.due(cfg, t0.Add(time.Hour))
 		q.flushing = committing
+		committing[0].messageMade = true // its commit is made: a request now waits for her next change
 		waiting := &CommitRequest{Author: "alice", Message: "for her next change"}
 		q.request(waiting, t0)
 		q.relist(qkey("a"), intent{}, t0.Add(time.Hour)) // a WatchRule edited meanwhile
@@ -542,7 +543,8 @@ func TestAWindowWhoseObjectsAllWaitForTheirCache(t *testing.T) {
 		wins, _ := q.due(cfg, t0.Add(time.Second))
 		q.flushing = wins
 		r := &CommitRequest{Author: "alice", Deadline: t0.Add(time.Minute)}
-		q.request(r, t0) // parked: her window is being committed
+		q.request(r, t0) // her window is being committed, its commit not made yet: r joins it
+		assert.Empty(t, q.waiting)
 		q.deferWindow(wins[0], t0.Add(1200*time.Millisecond))
 		cur := q.windows["alice"]
 		require.NotNil(t, cur)

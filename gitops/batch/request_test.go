@@ -320,6 +320,22 @@ func TestAnObjectWhoseCacheIsIncompleteHoldsBackNothingElse(t *testing.T) {
 			15*time.Second, 100*time.Millisecond, "the deferred object is committed once its cache is complete")
 		remote.Fsck()
 	})
+	t.Run("tells a request whose window commits without an object still waiting for its cache how many wait", func(t *testing.T) {
+		remote, writer, c, broken := unsyncedScene(t)
+		app := c.put(cmGVR, "ConfigMap", "app", map[string]any{"k": "v"})
+		writer.Submit(batch.Change{Target: targetKey, Key: broken, Author: "alice"},
+			batch.Change{Target: targetKey, Key: app, Author: "alice"})
+		req := batch.CommitRequest{Key: types.NamespacedName{Namespace: "ops", Name: "release"}, Target: targetKey, Author: "alice",
+			Message: "release 1.2", Deadline: time.Now().Add(time.Minute)}
+		_, err := writer.Request(req)
+		require.NoError(t, err)
+
+		out := outcomeOf(t, writer, req, "her window commits what it can")
+		assert.Equal(t, batch.ReasonCommitted, out.Reason)
+		assert.Equal(t, remote.Head("main"), out.SHA)
+		assert.Contains(t, out.Message, "1 of the changes are not in it: the operator's cache of their resource was not complete yet")
+		assert.NotContains(t, remote.LsTree("main"), "broken.yaml")
+	})
 	t.Run("lists an object it refuses in status while the rest of its window waits for a cache", func(t *testing.T) {
 		_, writer, c, broken := unsyncedScene(t)
 		token := c.put(secretsGVR, "Secret", "token", map[string]any{"k": "dg=="})
@@ -492,6 +508,41 @@ func TestARequestIsAnsweredBeforeTheNextWindowOfTheTargetIsPushed(t *testing.T) 
 		10*time.Second, 20*time.Millisecond, "his window lands once the server lets it")
 }
 
+// quietWriter is liveWriter with windows closing after quiet.
+func quietWriter(t *testing.T, remote *repotest.Remote, quiet time.Duration) (*batch.Manager, *cluster) {
+	t.Helper()
+	remote.Seed("main", map[string]string{"live/README.md": "objects\n"}, "seed")
+	writer, c := startWriter(t)
+	spec := targetSpec(t, "live", remote.URL, nil)
+	spec.Window.Quiet = quiet
+	_, err := writer.EnsureTarget(context.Background(), spec)
+	require.NoError(t, err)
+	return writer, c
+}
+
+func TestARequestHandedOverWhileItsAuthorsClosedWindowWaitsItsTurnRidesIt(t *testing.T) {
+	remote := repotest.NewHTTPRemote(t)
+	writer, c := quietWriter(t, remote, 100*time.Millisecond)
+	release, held := holdAuthor(t, remote, "alice")
+	// One hand-over: both windows close together, alice's (older by name) pushed first.
+	writer.Submit(batch.Change{Target: targetKey, Key: c.put(cmGVR, "ConfigMap", "alices", map[string]any{"k": "v"}), Author: "alice"},
+		batch.Change{Target: targetKey, Key: c.put(cmGVR, "ConfigMap", "zoes", map[string]any{"k": "v"}), Author: "zoe"})
+	require.Eventually(t, held, 10*time.Second, 10*time.Millisecond, "alice's push reached the server")
+
+	// Zoe asked within her quiet period; the request reaches the writer only now, her
+	// window closed and waiting behind alice's push, its commit not made yet.
+	zoes := batch.CommitRequest{Key: types.NamespacedName{Namespace: "ops", Name: "zoes-release"}, Target: targetKey,
+		Author: "zoe", Message: "zoe's release", Deadline: time.Now().Add(3 * time.Second)}
+	_, err := writer.Request(zoes)
+	require.NoError(t, err)
+	release()
+
+	out := outcomeOf(t, writer, zoes, "her request is answered by the commit of her window")
+	assert.Equal(t, batch.ReasonCommitted, out.Reason, out.Message)
+	assert.Equal(t, remote.Head("main"), out.SHA)
+	assert.Contains(t, remote.Log("main")[0], "zoe's release")
+}
+
 func TestARequestOnATargetThatNeverReadItsBranchSaysWhy(t *testing.T) {
 	var down atomic.Bool
 	down.Store(true)
@@ -573,12 +624,7 @@ func TestAListedChangeOfAnObjectWhoseWindowWasPushedGoesToTheCommitter(t *testin
 	var refuse atomic.Bool
 	refuse.Store(true)
 	remote := repotest.NewHTTPRemote(t, repotest.RefusePushesWhile(&refuse, http.StatusServiceUnavailable, "down for maintenance"))
-	remote.Seed("main", map[string]string{"live/README.md": "objects\n"}, "seed")
-	writer, c := startWriter(t)
-	spec := targetSpec(t, "live", remote.URL, nil)
-	spec.Window.Quiet = 200 * time.Millisecond
-	_, err := writer.EnsureTarget(context.Background(), spec)
-	require.NoError(t, err)
+	writer, c := quietWriter(t, remote, 200*time.Millisecond)
 	release, held := holdAuthor(t, remote, "bob")
 	writer.Submit(batch.Change{Target: targetKey, Key: c.put(cmGVR, "ConfigMap", "app", map[string]any{"k": "v"}), Author: "alice"})
 	time.Sleep(50 * time.Millisecond) // hers is the older window

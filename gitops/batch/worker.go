@@ -1181,7 +1181,7 @@ func (w *worker) takeDue(t *target, now time.Time) (wins []*authorWindow, held, 
 		t.q.flushing = wins
 		mark := w.journal.mark() // under qmu, as submit records
 		for _, win := range wins {
-			win.journalMark = mark
+			win.journalMark, win.messageMade, win.joinedLate = mark, false, false
 		}
 	}
 	return wins, held, timedOut, wait
@@ -1671,6 +1671,7 @@ func (w *worker) commitPlan(t *target, win *authorWindow, p *writePlan, start ti
 	}
 	w.qmu.Lock()
 	requests := live(win.requests) // and one deleted while it was planned
+	win.messageMade = true         // in the same hold: a request handed over from now on is not in it
 	w.qmu.Unlock()
 	requests = w.answerLanded(requests)
 	w.qmu.Lock()
@@ -1719,7 +1720,7 @@ func (w *worker) deferWindow(f *flushing, p *writePlan) bool {
 // commit and its changes count as delivered. It reports whether status changed.
 func (w *worker) changedNothing(f *flushing, dirty map[ObjectKey]intent, p *writePlan) bool {
 	w.foundDelivered(f.win)
-	w.answer(f.win, dirty, "", p.refusals())
+	w.answer(f.win, dirty, "", p.refusals(), 0)
 	w.landed(f.t, f.win)
 	w.delivered(f.t, f.win)
 	return w.settled(f.t, f.refusedBefore) || f.found
@@ -1781,7 +1782,7 @@ func (w *worker) afterPush(t *target, win *authorWindow, p *writePlan, dirty map
 	w.clearFailure(t)
 	w.log.Info("pushed", "gitTarget", t.spec.Key.String(), "sha", c.sha.String(), "files", len(p.files), "author", c.author,
 		"plan", c.planned.String(), "build", c.built.Sub(c.when).String(), "push", pushedAt.Sub(c.built).String())
-	w.answer(win, dirty, c.sha.String(), p.refusals())
+	w.answer(win, dirty, c.sha.String(), p.refusals(), len(p.deferred))
 	w.landed(t, win) // before the deferred objects go back, maybe into a window a list opened
 	w.keepDeferred(t, win, p.deferred)
 	w.delivered(t, win)
@@ -2233,9 +2234,10 @@ func (w *worker) answerLanded(requests []*CommitRequest) []*CommitRequest {
 // answer queues the outcome of the window's CommitRequests: the pushed commit, or that
 // their author's changes needed none (or could not be written: refused, or were all left to
 // the authors who changed them since: dirty, what the plan covered, is empty). A commit
-// that lacks some of the changes, refused, says so: the request's status alone must not
-// read as the whole change committed. Callers hold w.mu.
-func (w *worker) answer(win *authorWindow, dirty map[ObjectKey]intent, sha string, refused []string) {
+// that lacks some of the changes, refused or deferred (how many wait for their cache),
+// says so: the request's status alone must not read as the whole change committed.
+// Callers hold w.mu.
+func (w *worker) answer(win *authorWindow, dirty map[ObjectKey]intent, sha string, refused []string, deferred int) {
 	for _, r := range win.requests {
 		out := RequestOutcome{Done: true, SHA: sha, Reason: ReasonCommitted,
 			Message: fmt.Sprintf("committed %s to %s with the requested message", shortSHA(sha), r.Target)}
@@ -2251,7 +2253,7 @@ func (w *worker) answer(win *authorWindow, dirty map[ObjectKey]intent, sha strin
 			out.Message = fmt.Sprintf("committed %s to %s with the requested message", shortSHA(out.SHA), r.Target)
 			out.Message += lacking(refused)
 		case sha != "":
-			out.Message += lacking(refused)
+			out.Message += lacking(refused) + waitingForCache(deferred)
 		case len(refused) > 0:
 			out = RequestOutcome{Done: true, Reason: ReasonNothingToCommit,
 				Message: fmt.Sprintf("no commit was made and the message was not used: the writer refused %d of the changes (%s); "+
@@ -2275,6 +2277,17 @@ func lacking(refused []string) string {
 		return ""
 	}
 	return fmt.Sprintf("; it lacks %d of the changes, which the writer refused (%s): see the GitTarget's status", len(refused), refused[0])
+}
+
+// waitingForCache says how many of a committed window's changes were left out of its commit
+// because the cluster's cache of their resource was not complete (ErrNotSynced): they are
+// committed once it is, by their own commit, which a later request of the author rides.
+func waitingForCache(deferred int) string {
+	if deferred == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; %d of the changes are not in it: the operator's cache of their resource was not complete yet, "+
+		"and they are committed once it is, without this message", deferred)
 }
 
 // landedSearch bounds how many commits back from the remote's tip a retried request looks
