@@ -2,7 +2,9 @@ package watcher
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"reflect"
 	"slices"
 	"sort"
@@ -12,6 +14,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -96,6 +99,12 @@ type informer struct {
 	// handled is its event handler's registration: synced once the handler has had the
 	// initial list.
 	handled cache.ResourceEventHandlerRegistration
+	// listErr is the last error listing or watching its resource gave, read while it has
+	// not synced (ListProblems): a resource that cannot be listed is captured by nobody.
+	listErr atomic.Pointer[string]
+	// started is when it started: a first list taking longer than listPatience is reported
+	// too (ListProblems).
+	started time.Time
 	// listed collects the initial list of an informer replacing another version's
 	// (deletedWhileReplaced); nil for any other.
 	listed *listedSet
@@ -657,6 +666,68 @@ func (w *Watcher) snapshotWith(target types.NamespacedName, cs []Claim, objs []i
 	})
 }
 
+// recordListErrors keeps the errors of i's lists and watches for ListProblems, then has
+// client-go log them as it would. Before i runs.
+func (i *informer) recordListErrors() {
+	_ = i.inf.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
+		i.noteListError(err)
+		cache.DefaultWatchErrorHandler(ctx, r, err)
+	})
+}
+
+// noteListError keeps err for ListProblems, unless it is how a watch ends in the normal
+// course (closed, expired), which the reflector answers with a new watch or list.
+func (i *informer) noteListError(err error) {
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
+		return
+	}
+	msg := err.Error()
+	i.listErr.Store(&msg)
+}
+
+// ListProblems says which of the resources of gvrs the watcher watches have not listed
+// since their watch started: with the last error (a permission missing), or without one
+// after listPatience (an API server streaming the list waits on a conversion webhook that
+// does not answer); and whether any other is still listing (pending). Nothing of such a
+// resource is captured until it lists, and a snapshot of its targets waits; a rule's
+// status says so, and looks again while one is pending.
+func (w *Watcher) ListProblems(gvrs []schema.GroupVersionResource) (problems []string, pending bool) {
+	w.mu.RLock()
+	defer w.mu.RUnlock()
+	for _, gvr := range gvrs {
+		if inf := w.informers[gvr]; inf != nil && !inf.inf.HasSynced() {
+			problem := listProblem(gvr.GroupResource(), inf.listErr.Load(), time.Since(inf.started))
+			problems, pending = appendNonEmpty(problems, problem), pending || problem == ""
+		}
+	}
+	slices.Sort(problems)
+	return slices.Compact(problems), pending
+}
+
+// listProblem is what to say of resource gr, not listed yet after listing for d, the last
+// error its list or watch gave being lastErr (nil: none): "" while it may still list. Pure.
+func listProblem(gr schema.GroupResource, lastErr *string, d time.Duration) string {
+	switch {
+	case lastErr != nil:
+		return fmt.Sprintf("%s cannot be listed: %s", gr, *lastErr)
+	case d >= listPatience:
+		return fmt.Sprintf("%s has not finished its first list in %s (a conversion webhook that does not answer holds it so)",
+			gr, d.Truncate(time.Second))
+	}
+	return ""
+}
+
+// listPatience is how long a resource's first list may take before a rule reports it.
+const listPatience = time.Minute
+
+// appendNonEmpty appends s to list unless it is empty. Pure.
+func appendNonEmpty(list []string, s string) []string {
+	if s == "" {
+		return list
+	}
+	return append(list, s)
+}
+
 // Claims returns the claims registered for a rule, nil when none.
 func (w *Watcher) Claims(ruleKey string) []Claim {
 	w.mu.RLock()
@@ -1148,7 +1219,7 @@ func selectionChanged(claims []Claim, before, now interface{}) bool {
 // resource at another version (deletedWhileReplaced).
 func (w *Watcher) startInformer(gvr schema.GroupVersionResource, replacing bool) *informer {
 	ctx, cancel := context.WithCancel(w.ctx)
-	i := &informer{ctx: ctx, cancel: cancel}
+	i := &informer{ctx: ctx, cancel: cancel, started: time.Now()}
 	if replacing {
 		i.listed = &listedSet{objs: map[string]interface{}{}}
 	}
@@ -1174,6 +1245,7 @@ func (w *Watcher) startInformer(gvr schema.GroupVersionResource, replacing bool)
 	if !w.opts.KeepManagedFields && !ownershipSanitized(gvr) {
 		_ = i.inf.SetTransform(dropManagedFields)
 	}
+	i.recordListErrors()
 	w.handle(gvr, i)
 	go i.inf.RunWithContext(ctx)
 	w.opts.Log.Info("watching", "resource", gvr.String())

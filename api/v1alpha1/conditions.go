@@ -67,6 +67,10 @@ const (
 	// be discovered (an aggregated API down); the rule keeps watching those it watched and
 	// takes the others once the API answers.
 	ReasonDiscoveryFailed = "DiscoveryFailed"
+	// ReasonListFailed: a resource the rule resolved could not be listed since its watch
+	// started (a CRD's conversion webhook down, a permission missing): nothing of it is
+	// captured until it lists; the message quotes the error.
+	ReasonListFailed = "ListFailed"
 	// ReasonRetrying: a step of the reconcile failed for a reason that may pass (the API
 	// server did not answer, a temporary file could not be written); it is retried with
 	// backoff and the message quotes the error. Ready no longer claims what was last

@@ -84,7 +84,7 @@ func (r *ClusterWatchRuleReconciler) Reconcile(ctx context.Context, req ctrl.Req
 		all.add(c)
 	}
 	register(r.Registry, key, target, all)
-	return applyResult(&cr.Status, cr.Generation, all, keptMessage(all.claims, failed)), nil
+	return applyResult(&cr.Status, cr.Generation, all, keptMessage(all.claims, failed), listingOf(r.Registry, all.claims)), nil
 }
 
 // SetupWithManager watches rules, targets and CRDs.

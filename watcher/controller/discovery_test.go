@@ -131,7 +131,7 @@ func TestARuleVerdictWhileAnAPIFailsDiscovery(t *testing.T) {
 				all.add(c)
 			}
 			var st v1alpha1.WatchRuleStatus
-			res := applyResult(&st, 1, all, keptMessage(all.claims, failed))
+			res := applyResult(&st, 1, all, keptMessage(all.claims, failed), listing{})
 
 			assert.Equal(t, 30*time.Second, res.RequeueAfter, "looks again while anything is unresolved")
 			ready := apimeta.FindStatusCondition(st.Conditions, v1alpha1.ConditionReady)
@@ -154,11 +154,36 @@ func TestARuleWithAHundredMissingResourcesQuotesTenAndCountsTheRest(t *testing.T
 		c.stalled = append(c.stalled, fmt.Sprintf("widget%02ds.example.com not found on the server: install its CRD, or fix apiGroups %s", i, strings.Repeat("x", 300)))
 	}
 	var st v1alpha1.WatchRuleStatus
-	applyResult(&st, 1, c, "")
+	applyResult(&st, 1, c, "", listing{})
 	stalled := apimeta.FindStatusCondition(st.Conditions, v1alpha1.ConditionStalled)
 	require.NotNil(t, stalled)
 	assert.Contains(t, stalled.Message, "widget09s")
 	assert.NotContains(t, stalled.Message, "widget10s")
 	assert.True(t, strings.HasSuffix(stalled.Message, "; and 90 more"))
 	assert.Less(t, len(stalled.Message), v1alpha1.MaxMessage, "a message the API server takes")
+}
+
+func TestWhatTheListsOfARulesResourcesSayReachesItsStatus(t *testing.T) {
+	resolved := compiled{claims: []watcher.Claim{{Resource: watcher.Resource{GVR: schema.GroupVersionResource{Group: "example.com", Version: "v2", Resource: "widgets"}}}}}
+	t.Run("a resource that cannot be listed makes the rule Reconciling, quoting why", func(t *testing.T) {
+		var st v1alpha1.WatchRuleStatus
+		res := applyResult(&st, 1, resolved, "", listing{problems: []string{"widgets.example.com cannot be listed: conversion webhook failed"}})
+		ready := apimeta.FindStatusCondition(st.Conditions, v1alpha1.ConditionReady)
+		require.NotNil(t, ready)
+		assert.Equal(t, metav1.ConditionFalse, ready.Status)
+		assert.Equal(t, v1alpha1.ReasonListFailed, ready.Reason)
+		assert.Contains(t, ready.Message, "widgets.example.com cannot be listed: conversion webhook failed: nothing of it is captured")
+		assert.True(t, apimeta.IsStatusConditionTrue(st.Conditions, v1alpha1.ConditionResourcesResolved), "resolved, only not listed")
+		assert.Equal(t, 30*time.Second, res.RequeueAfter)
+	})
+	t.Run("a resource still listing leaves the rule Ready and looks again soon", func(t *testing.T) {
+		var st v1alpha1.WatchRuleStatus
+		res := applyResult(&st, 1, resolved, "", listing{pending: true})
+		assert.True(t, apimeta.IsStatusConditionTrue(st.Conditions, v1alpha1.ConditionReady))
+		assert.Equal(t, 10*time.Second, res.RequeueAfter, "should its first list fail, the rule says so")
+	})
+	t.Run("a rule whose resources listed does not look again", func(t *testing.T) {
+		var st v1alpha1.WatchRuleStatus
+		assert.Zero(t, applyResult(&st, 1, resolved, "", listing{}).RequeueAfter)
+	})
 }

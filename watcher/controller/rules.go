@@ -39,6 +39,9 @@ type Registry interface {
 	Claims(ruleKey string) []watcher.Claim
 	// Registered says whether every rule of keys was set in this process.
 	Registered(ruleKeys []string) bool
+	// ListProblems says which of the resources could not be listed since their watch
+	// started, with why, and whether another is still listing.
+	ListProblems(gvrs []schema.GroupVersionResource) (problems []string, pending bool)
 }
 
 // errConfig marks a rule a human must fix.
@@ -296,7 +299,7 @@ func shownResource(gvr schema.GroupVersionResource) string {
 // names that too); a resource waiting for an API that failed discovery makes it
 // Reconciling with ResourcesResolved False; resources kept through such a failure (kept
 // names them) make it Reconciling with every named resource resolved.
-func applyResult(st *v1alpha1.WatchRuleStatus, gen int64, c compiled, kept string) ctrl.Result {
+func applyResult(st *v1alpha1.WatchRuleStatus, gen int64, c compiled, kept string, l listing) ctrl.Result {
 	st.Resources = nil
 	for _, claim := range c.claims {
 		st.Resources = append(st.Resources, shownResource(claim.Resource.GVR))
@@ -318,13 +321,49 @@ func applyResult(st *v1alpha1.WatchRuleStatus, gen int64, c compiled, kept strin
 		return ctrl.Result{RequeueAfter: discoveryRetry}
 	}
 	v1alpha1.SetCondition(&st.Conditions, gen, v1alpha1.ConditionResourcesResolved, true, v1alpha1.ReasonSucceeded, fmt.Sprintf("%d resource(s) resolved", len(c.claims)))
+	if len(l.problems) > 0 {
+		msg := joinProblems(l.problems) + ": nothing of it is captured until it lists, and the target's snapshots wait for it"
+		if kept != "" {
+			msg += "; " + kept
+		}
+		v1alpha1.SetReconciling(&st.Conditions, gen, v1alpha1.ReasonListFailed, msg)
+		return ctrl.Result{RequeueAfter: listRetry}
+	}
 	if kept != "" {
 		v1alpha1.SetReconciling(&st.Conditions, gen, v1alpha1.ReasonDiscoveryFailed, kept)
 		return ctrl.Result{RequeueAfter: discoveryRetry}
 	}
 	v1alpha1.SetReady(&st.Conditions, gen, v1alpha1.ReasonSucceeded, fmt.Sprintf("watching %d resource(s)", len(c.claims)))
+	if l.pending {
+		return ctrl.Result{RequeueAfter: listCheck} // to say so should its first list fail
+	}
 	return ctrl.Result{}
 }
+
+// listing is what the watcher says of the lists of a rule's resources (ListProblems).
+type listing struct {
+	problems []string
+	pending  bool
+}
+
+// listingOf asks reg about the lists of the resources of claims.
+func listingOf(reg Registry, claims []watcher.Claim) listing {
+	var gvrs []schema.GroupVersionResource
+	for _, c := range claims {
+		if !slices.Contains(gvrs, c.Resource.GVR) {
+			gvrs = append(gvrs, c.Resource.GVR)
+		}
+	}
+	problems, pending := reg.ListProblems(gvrs)
+	return listing{problems: problems, pending: pending}
+}
+
+// listRetry is how soon a rule whose resource cannot be listed looks again; listCheck how
+// soon one whose resources are still listing looks whether they did.
+const (
+	listRetry = 30 * time.Second
+	listCheck = 10 * time.Second
+)
 
 // crdEvents re-reconciles every rule of a kind when CRDs change, so rules naming a
 // resource that did not exist yet are picked up once its CRD is installed, and notes the

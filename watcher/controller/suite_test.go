@@ -7,6 +7,7 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -37,6 +38,11 @@ type recordingRegistry struct {
 }
 
 func (r *recordingRegistry) Claims(key string) []watcher.Claim { return r.claims(key) }
+
+// ListProblems finds none: the recording registry starts no informers.
+func (r *recordingRegistry) ListProblems([]schema.GroupVersionResource) ([]string, bool) {
+	return nil, false
+}
 
 func (r *recordingRegistry) Registered(keys []string) bool {
 	r.mu.Lock()

@@ -85,7 +85,7 @@ func (r *WatchRuleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		all.add(c)
 	}
 	register(r.Registry, key, target, all)
-	return applyResult(&wr.Status, wr.Generation, all, keptMessage(all.claims, failed)), nil
+	return applyResult(&wr.Status, wr.Generation, all, keptMessage(all.claims, failed), listingOf(r.Registry, all.claims)), nil
 }
 
 // SetupWithManager watches rules, their targets and CRDs.

@@ -1,0 +1,105 @@
+package watcher
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
+)
+
+func TestListProblem(t *testing.T) {
+	gadgets := schema.GroupResource{Group: "example.com", Resource: "gadgets"}
+	forbidden := "gadgets.example.com is forbidden"
+	cases := []struct {
+		name    string
+		lastErr *string
+		took    time.Duration
+		says    string
+	}{
+		{name: "says nothing of a first list still within its patience", took: 59 * time.Second},
+		{name: "quotes the last error of a resource that could not be listed", lastErr: &forbidden, took: time.Second,
+			says: "gadgets.example.com cannot be listed: gadgets.example.com is forbidden"},
+		{name: "reports a first list that has not finished after a minute, without an error", took: 61500 * time.Millisecond,
+			says: "gadgets.example.com has not finished its first list in 1m1s"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := listProblem(gadgets, tc.lastErr, tc.took)
+			if tc.says == "" {
+				assert.Empty(t, got)
+				return
+			}
+			assert.True(t, strings.HasPrefix(got, tc.says), got)
+		})
+	}
+}
+
+func TestTheErrorsThatEndAWatchInTheNormalCourseAreNoListProblem(t *testing.T) {
+	for _, err := range []error{io.EOF, io.ErrUnexpectedEOF, apierrors.NewResourceExpired("too old"), apierrors.NewGone("gone")} {
+		i := &informer{}
+		i.noteListError(err)
+		assert.Nil(t, i.listErr.Load(), "%v", err)
+	}
+	i := &informer{}
+	i.noteListError(fmt.Errorf("failed to list: %w", errors.New("connection refused")))
+	require.NotNil(t, i.listErr.Load())
+	assert.Equal(t, "failed to list: connection refused", *i.listErr.Load())
+}
+
+// A resource whose list the API server refuses is reported with the reason, once the
+// reflector has tried; one that lists is not. The list-watches stand in for the API server
+// (this package's tests run none); the e2e suite sees a real one hold a list.
+func TestAResourceThatCannotBeListedIsAListProblem(t *testing.T) {
+	gadgets := schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "gadgets"}
+	configmaps := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	w := New(Options{Sink: &snapshots{}, Log: logr.Discard()})
+	w.informers[gadgets] = runningInformer(t, func() (runtime.Object, error) {
+		return nil, apierrors.NewForbidden(gadgets.GroupResource(), "", errors.New(`User "reverser" cannot list resource "gadgets"`))
+	})
+	w.informers[configmaps] = runningInformer(t, func() (runtime.Object, error) {
+		list := &unstructured.UnstructuredList{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMapList"}}
+		list.SetResourceVersion("1")
+		return list, nil
+	})
+
+	var problems []string
+	require.Eventually(t, func() bool {
+		problems, _ = w.ListProblems([]schema.GroupVersionResource{gadgets, configmaps})
+		return len(problems) == 1
+	}, 10*time.Second, 10*time.Millisecond)
+	assert.Contains(t, problems[0], `gadgets.example.com cannot be listed: `)
+	assert.Contains(t, problems[0], `cannot list resource "gadgets"`)
+	_, pending := w.ListProblems([]schema.GroupVersionResource{configmaps})
+	assert.False(t, pending, "listed")
+}
+
+// runningInformer runs an informer whose list is list, with its errors recorded as the
+// watcher's are.
+func runningInformer(t *testing.T, list func() (runtime.Object, error)) *informer {
+	t.Helper()
+	lw := &cache.ListWatch{
+		ListFunc:  func(metav1.ListOptions) (runtime.Object, error) { return list() },
+		WatchFunc: func(metav1.ListOptions) (watch.Interface, error) { return watch.NewFake(), nil },
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	i := &informer{inf: cache.NewSharedIndexInformer(listOnly{lw}, &unstructured.Unstructured{}, 0, cache.Indexers{}),
+		ctx: ctx, cancel: cancel, started: time.Now()}
+	i.recordListErrors()
+	go i.inf.RunWithContext(ctx)
+	return i
+}
