@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -23,29 +24,41 @@ import (
 
 func TestListProblem(t *testing.T) {
 	gadgets := schema.GroupResource{Group: "example.com", Resource: "gadgets"}
-	forbidden := "gadgets.example.com is forbidden"
+	now := time.Unix(10000, 0)
+	forbidden := &listError{msg: "gadgets.example.com is forbidden", at: now.Add(-5 * time.Second)}
+	stale := &listError{msg: "connection refused", at: now.Add(-2 * time.Minute)}
 	cases := []struct {
-		name    string
-		lastErr *string
-		took    time.Duration
-		says    string
+		name  string
+		last  *listError
+		tried time.Duration
+		says  string
 	}{
-		{name: "says nothing of a first list still within its patience", took: 59 * time.Second},
-		{name: "quotes the last error of a resource that could not be listed", lastErr: &forbidden, took: time.Second,
+		{name: "says nothing of a first list still within its patience", tried: 59 * time.Second},
+		{name: "quotes a recent error of a resource that could not be listed", last: forbidden, tried: 5 * time.Second,
 			says: "gadgets.example.com cannot be listed: gadgets.example.com is forbidden"},
-		{name: "reports a first list that has not finished after a minute, without an error", took: 61500 * time.Millisecond,
-			says: "gadgets.example.com has not finished its first list in 1m1s"},
+		{name: "reports a first list that has not finished after a minute, without an error", tried: 61500 * time.Millisecond,
+			says: "gadgets.example.com has not finished its first list in over a minute (an API server streaming"},
+		{name: "does not blame an old error for a list that has been held since", last: stale, tried: 3 * time.Minute,
+			says: "gadgets.example.com has not finished its first list in over a minute; its last error: connection refused"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got := listProblem(gadgets, tc.lastErr, tc.took)
+			got := listProblem(gadgets, tc.last, tc.tried, now)
 			if tc.says == "" {
 				assert.Empty(t, got)
 				return
 			}
 			assert.True(t, strings.HasPrefix(got, tc.says), got)
+			assert.Equal(t, got, listProblem(gadgets, tc.last, tc.tried+30*time.Second, now.Add(30*time.Second)),
+				"the same words at the next look: status is not written again")
 		})
 	}
+}
+
+func TestAListErrorQuotesItsURLWithoutTheQuery(t *testing.T) {
+	err := fmt.Errorf("failed to watch: %w", &url.Error{Op: "Get", URL: "https://10.0.0.1/apis/example.com/v1/gadgets?timeoutSeconds=331&watch=true",
+		Err: errors.New("connection refused")})
+	assert.Equal(t, `failed to watch: Get "https://10.0.0.1/apis/example.com/v1/gadgets": connection refused`, listErrorMessage(err))
 }
 
 func TestTheErrorsThatEndAWatchInTheNormalCourseAreNoListProblem(t *testing.T) {
@@ -57,7 +70,7 @@ func TestTheErrorsThatEndAWatchInTheNormalCourseAreNoListProblem(t *testing.T) {
 	i := &informer{}
 	i.noteListError(fmt.Errorf("failed to list: %w", errors.New("connection refused")))
 	require.NotNil(t, i.listErr.Load())
-	assert.Equal(t, "failed to list: connection refused", *i.listErr.Load())
+	assert.Equal(t, "failed to list: connection refused", i.listErr.Load().msg)
 }
 
 // A resource whose list the API server refuses is reported with the reason, once the
@@ -78,13 +91,12 @@ func TestAResourceThatCannotBeListedIsAListProblem(t *testing.T) {
 
 	var problems []string
 	require.Eventually(t, func() bool {
-		problems, _ = w.ListProblems([]schema.GroupVersionResource{gadgets, configmaps})
-		return len(problems) == 1
-	}, 10*time.Second, 10*time.Millisecond)
+		var pending bool
+		problems, pending = w.ListProblems([]schema.GroupVersionResource{gadgets, configmaps})
+		return len(problems) == 1 && !pending
+	}, 10*time.Second, 10*time.Millisecond, "configmaps listed, gadgets refused")
 	assert.Contains(t, problems[0], `gadgets.example.com cannot be listed: `)
 	assert.Contains(t, problems[0], `cannot list resource "gadgets"`)
-	_, pending := w.ListProblems([]schema.GroupVersionResource{configmaps})
-	assert.False(t, pending, "listed")
 }
 
 // runningInformer runs an informer whose list is list, with its errors recorded as the

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"reflect"
 	"slices"
 	"sort"
@@ -101,7 +102,7 @@ type informer struct {
 	handled cache.ResourceEventHandlerRegistration
 	// listErr is the last error listing or watching its resource gave, read while it has
 	// not synced (ListProblems): a resource that cannot be listed is captured by nobody.
-	listErr atomic.Pointer[string]
+	listErr atomic.Pointer[listError]
 	// started is when it started: a first list taking longer than listPatience is reported
 	// too (ListProblems).
 	started time.Time
@@ -681,22 +682,42 @@ func (i *informer) noteListError(err error) {
 	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
 		return
 	}
+	i.listErr.Store(&listError{msg: listErrorMessage(err), at: time.Now()})
+}
+
+// listError is a list's or watch's error as ListProblems tells it, and when it came.
+type listError struct {
+	msg string
+	at  time.Time
+}
+
+// listErrorMessage is err's message without the query of the URL it quotes: a watch's
+// carries a random timeoutSeconds, and a rule's status would change at every attempt.
+func listErrorMessage(err error) string {
 	msg := err.Error()
-	i.listErr.Store(&msg)
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		if u, perr := url.Parse(ue.URL); perr == nil && u.RawQuery != "" {
+			u.RawQuery = ""
+			msg = strings.ReplaceAll(msg, ue.URL, u.String())
+		}
+	}
+	return msg
 }
 
 // ListProblems says which of the resources of gvrs the watcher watches have not listed
-// since their watch started: with the last error (a permission missing), or without one
-// after listPatience (an API server streaming the list waits on a conversion webhook that
-// does not answer); and whether any other is still listing (pending). Nothing of such a
-// resource is captured until it lists, and a snapshot of its targets waits; a rule's
-// status says so, and looks again while one is pending.
+// since their watch started: with the last error, lately given (a permission missing), or
+// once they have tried for listPatience (an API server streaming the list holds it on an
+// object a conversion webhook cannot convert); and whether any other is still listing
+// (pending). Nothing of such a resource is captured until it lists, and a snapshot of its
+// targets waits; a rule's status says so, and looks again while one is pending.
 func (w *Watcher) ListProblems(gvrs []schema.GroupVersionResource) (problems []string, pending bool) {
 	w.mu.RLock()
 	defer w.mu.RUnlock()
+	now := time.Now()
 	for _, gvr := range gvrs {
 		if inf := w.informers[gvr]; inf != nil && !inf.inf.HasSynced() {
-			problem := listProblem(gvr.GroupResource(), inf.listErr.Load(), time.Since(inf.started))
+			problem := listProblem(gvr.GroupResource(), inf.listErr.Load(), now.Sub(inf.started), now)
 			problems, pending = appendNonEmpty(problems, problem), pending || problem == ""
 		}
 	}
@@ -704,17 +725,21 @@ func (w *Watcher) ListProblems(gvrs []schema.GroupVersionResource) (problems []s
 	return slices.Compact(problems), pending
 }
 
-// listProblem is what to say of resource gr, not listed yet after listing for d, the last
-// error its list or watch gave being lastErr (nil: none): "" while it may still list. Pure.
-func listProblem(gr schema.GroupResource, lastErr *string, d time.Duration) string {
+// listProblem is what to say at now of resource gr, not listed yet after trying for
+// tried, whose last list or watch error was last (nil: none): "" while it may still list.
+// The words do not change from one look to the next unless an error does, so a rule's
+// status is not written again at every look. Pure.
+func listProblem(gr schema.GroupResource, last *listError, tried time.Duration, now time.Time) string {
 	switch {
-	case lastErr != nil:
-		return fmt.Sprintf("%s cannot be listed: %s", gr, *lastErr)
-	case d >= listPatience:
-		return fmt.Sprintf("%s has not finished its first list in %s (a conversion webhook that does not answer holds it so)",
-			gr, d.Truncate(time.Second))
+	case last != nil && now.Sub(last.at) < listPatience:
+		return fmt.Sprintf("%s cannot be listed: %s", gr, last.msg)
+	case tried < listPatience:
+		return ""
+	case last != nil:
+		return fmt.Sprintf("%s has not finished its first list in over a minute; its last error: %s", gr, last.msg)
 	}
-	return ""
+	return fmt.Sprintf("%s has not finished its first list in over a minute (an API server streaming a list holds it on an "+
+		"object a conversion webhook cannot convert; a very large resource may take that long)", gr)
 }
 
 // listPatience is how long a resource's first list may take before a rule reports it.

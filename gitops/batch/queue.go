@@ -34,9 +34,14 @@ type authorWindow struct {
 	// requests, until the window is taken to be committed again: a request handed over
 	// later waits for its author's next change (queue.closing).
 	messageMade bool
-	// joinedLate says a request joined the window while it was being committed (closing):
-	// held back after that attempt (holdBack), it is tried at once, as a request parked
-	// meanwhile would have it, to learn what it waits for.
+	// joined are the requests that joined the window while it was being committed
+	// (closing), under qmu: the worker reads requests without it then. The commit takes them
+	// when it makes its message (worker.commitPlan); a window put back carries them
+	// (restore), and one that made no commit leaves them waiting for their author's next
+	// change (delivered). joinedLate says some did: held back after that attempt
+	// (holdBack), the window is tried at once, as for a request parked meanwhile, to learn
+	// what it waits for.
+	joined     []*CommitRequest
 	joinedLate bool
 	// now closes the window at once: a drain, or a request's retry.
 	now bool
@@ -495,18 +500,18 @@ func (q *queue) request(r *CommitRequest, now time.Time) {
 		return
 	}
 	if win := q.closing(r); win != nil {
-		win.requests, win.joinedLate = append(win.requests, r), true
+		win.joined, win.joinedLate = append(win.joined, r), true
 		return
 	}
 	q.waiting[r.Author] = append(q.waiting[r.Author], r)
 }
 
 // closing is the window of r's author being committed whose commit message is not made
-// yet (messageMade), which r then rides: a request created within the quiet period after
-// the author's change, but handed over once the window closed (the controller's latency,
-// another window's push before this one's), would otherwise wait for a next change and
-// time out. Not a request created before this replica led: its look at the branch for an
-// earlier leader's commit comes first (windowDue).
+// yet (messageMade), which r then joins (authorWindow.joined): a request created within the
+// quiet period after the author's change, but handed over once the window closed (the
+// controller's latency, another window's push before this one's), would otherwise wait for
+// a next change and time out. Not a request created before this replica led: its look at
+// the branch for an earlier leader's commit comes first (windowDue).
 func (q *queue) closing(r *CommitRequest) *authorWindow {
 	if r.lookBack || r.beforeStart {
 		return nil
@@ -623,6 +628,10 @@ func (q *queue) detach(win *authorWindow) {
 // nobody's known change: it goes to the committer's window, never by a guess to theirs.
 func (q *queue) delivered(win *authorWindow, now time.Time) {
 	q.flushing = without(q.flushing, win)
+	if joined := live(win.joined); len(joined) > 0 { // no commit carried them
+		q.waiting[win.author] = append(q.waiting[win.author], joined...)
+	}
+	win.joined = nil
 	cur := q.windows[win.author]
 	if cur == nil || !cur.listed {
 		return
@@ -650,7 +659,9 @@ func (q *queue) restore(win *authorWindow, now time.Time) {
 		q.restoreObject(win, k, in, now)
 		joined = true
 	}
-	if requests := live(win.requests); len(requests) > 0 {
+	requests := live(append(slices.Clip(win.requests), win.joined...))
+	win.joined = nil
+	if len(requests) > 0 {
 		cur := q.window(win.author)
 		cur.requests, cur.now = append(requests, cur.requests...), true
 	}

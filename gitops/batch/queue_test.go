@@ -840,3 +840,51 @@ func TestAPersonsChangeTakenIntoALaterWritersWindowIsCredited(t *testing.T) {
 		assert.Equal(t, "carol", q.owner[qkey("a")])
 	})
 }
+
+func TestARequestJoiningAWindowBeingCommitted(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	cfg := WindowConfig{Quiet: 5 * time.Second, MaxDelay: 30 * time.Second}
+	closing := func() (*queue, *authorWindow, *CommitRequest) {
+		q := newQueue()
+		q.add(qkey("a"), anUpdate, "alice", t0)
+		wins, _ := q.due(cfg, t0.Add(time.Minute))
+		q.flushing = wins
+		r := &CommitRequest{Author: "alice", Deadline: t0.Add(2 * time.Minute)}
+		q.request(r, t0.Add(time.Minute))
+		return q, wins[0], r
+	}
+	t.Run("is kept apart from the requests the worker reads without the lock", func(t *testing.T) {
+		_, win, r := closing()
+		assert.Empty(t, win.requests)
+		assert.Equal(t, []*CommitRequest{r}, win.joined)
+	})
+	t.Run("waits for its author's next change when the window made no commit", func(t *testing.T) {
+		q, win, r := closing()
+		q.delivered(win, t0.Add(time.Minute))
+		assert.Equal(t, []*CommitRequest{r}, q.waiting["alice"], "not lost with the window")
+		assert.Empty(t, win.joined)
+	})
+	t.Run("rides the window put back after a failed commit", func(t *testing.T) {
+		q, win, r := closing()
+		q.retry(win, t0.Add(time.Minute))
+		assert.Equal(t, []*CommitRequest{r}, q.windows["alice"].requests)
+		assert.Empty(t, q.waiting)
+	})
+	t.Run("is not taken once withdrawn", func(t *testing.T) {
+		q, win, r := closing()
+		q.withdraw(r)
+		q.delivered(win, t0.Add(time.Minute))
+		assert.Empty(t, q.waiting)
+	})
+	t.Run("waits for the next change once the commit made its message", func(t *testing.T) {
+		q := newQueue()
+		q.add(qkey("a"), anUpdate, "alice", t0)
+		wins, _ := q.due(cfg, t0.Add(time.Minute))
+		q.flushing = wins
+		wins[0].messageMade = true
+		r := &CommitRequest{Author: "alice", Deadline: t0.Add(2 * time.Minute)}
+		q.request(r, t0.Add(time.Minute))
+		assert.Empty(t, wins[0].joined)
+		assert.Equal(t, []*CommitRequest{r}, q.waiting["alice"])
+	})
+}

@@ -322,13 +322,14 @@ func TestAnObjectWhoseCacheIsIncompleteHoldsBackNothingElse(t *testing.T) {
 	})
 	t.Run("tells a request whose window commits without an object still waiting for its cache how many wait", func(t *testing.T) {
 		remote, writer, c, broken := unsyncedScene(t)
-		app := c.put(cmGVR, "ConfigMap", "app", map[string]any{"k": "v"})
-		writer.Submit(batch.Change{Target: targetKey, Key: broken, Author: "alice"},
-			batch.Change{Target: targetKey, Key: app, Author: "alice"})
+		// The request first, waiting for her changes: it rides their window whenever it closes.
 		req := batch.CommitRequest{Key: types.NamespacedName{Namespace: "ops", Name: "release"}, Target: targetKey, Author: "alice",
 			Message: "release 1.2", Deadline: time.Now().Add(time.Minute)}
 		_, err := writer.Request(req)
 		require.NoError(t, err)
+		app := c.put(cmGVR, "ConfigMap", "app", map[string]any{"k": "v"})
+		writer.Submit(batch.Change{Target: targetKey, Key: broken, Author: "alice"},
+			batch.Change{Target: targetKey, Key: app, Author: "alice"})
 
 		out := outcomeOf(t, writer, req, "her window commits what it can")
 		assert.Equal(t, batch.ReasonCommitted, out.Reason)

@@ -1670,8 +1670,10 @@ func (w *worker) commitPlan(t *target, win *authorWindow, p *writePlan, start ti
 		return builtCommit{}, repo.ErrNoChange
 	}
 	w.qmu.Lock()
-	requests := live(win.requests) // and one deleted while it was planned
-	win.messageMade = true         // in the same hold: a request handed over from now on is not in it
+	// With those that joined it while it was planned, less one deleted meanwhile; from now on
+	// one handed over is not in it (messageMade).
+	requests := live(append(slices.Clip(win.requests), win.joined...))
+	win.joined, win.messageMade = nil, true
 	w.qmu.Unlock()
 	requests = w.answerLanded(requests)
 	w.qmu.Lock()

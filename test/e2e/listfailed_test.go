@@ -64,9 +64,9 @@ spec:
 	}
 	// The API server streams the list (client-go's watch-list) and holds it on the object it
 	// cannot convert: no error reaches the operator, which reports the list as not finished.
-	eventually(t, 100*time.Second, "the rule says its resource has not listed", func() (bool, string) {
+	eventually(t, 120*time.Second, "the rule says its resource has not listed", func() (bool, string) {
 		ok, out := condition()
-		return ok && strings.HasPrefix(out, "False|ListFailed|") && strings.Contains(out, "gadgets.e2e.example.com has not finished its first list"), out
+		return ok && strings.HasPrefix(out, "False|ListFailed|") && strings.Contains(out, "gadgets.e2e.example.com has not finished its first list in over a minute"), out
 	})
 	kubectl(t, "", "-n", ns, "delete", "gadgets.v1.e2e.example.com", "stored-at-v1") // at the version it is stored at
 }

@@ -174,13 +174,13 @@ func TestWhatTheListsOfARulesResourcesSayReachesItsStatus(t *testing.T) {
 		assert.Equal(t, v1alpha1.ReasonListFailed, ready.Reason)
 		assert.Contains(t, ready.Message, "widgets.example.com cannot be listed: conversion webhook failed: nothing of it is captured")
 		assert.True(t, apimeta.IsStatusConditionTrue(st.Conditions, v1alpha1.ConditionResourcesResolved), "resolved, only not listed")
-		assert.Equal(t, 30*time.Second, res.RequeueAfter)
+		assert.Equal(t, time.Minute, res.RequeueAfter)
 	})
 	t.Run("a resource still listing leaves the rule Ready and looks again soon", func(t *testing.T) {
 		var st v1alpha1.WatchRuleStatus
 		res := applyResult(&st, 1, resolved, "", listing{pending: true})
 		assert.True(t, apimeta.IsStatusConditionTrue(st.Conditions, v1alpha1.ConditionReady))
-		assert.Equal(t, 10*time.Second, res.RequeueAfter, "should its first list fail, the rule says so")
+		assert.Equal(t, 15*time.Second, res.RequeueAfter, "should its first list fail, the rule says so")
 	})
 	t.Run("a rule whose resources listed does not look again", func(t *testing.T) {
 		var st v1alpha1.WatchRuleStatus

@@ -361,8 +361,8 @@ func listingOf(reg Registry, claims []watcher.Claim) listing {
 // listRetry is how soon a rule whose resource cannot be listed looks again; listCheck how
 // soon one whose resources are still listing looks whether they did.
 const (
-	listRetry = 30 * time.Second
-	listCheck = 10 * time.Second
+	listRetry = time.Minute
+	listCheck = 15 * time.Second
 )
 
 // crdEvents re-reconciles every rule of a kind when CRDs change, so rules naming a
