@@ -682,13 +682,12 @@ func (i *informer) noteListError(err error) {
 	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
 		return
 	}
-	i.listErr.Store(&listError{msg: listErrorMessage(err), at: time.Now()})
+	i.listErr.Store(&listError{msg: listErrorMessage(err)})
 }
 
-// listError is a list's or watch's error as ListProblems tells it, and when it came.
+// listError is a list's or watch's error as ListProblems tells it.
 type listError struct {
 	msg string
-	at  time.Time
 }
 
 // listErrorMessage is err's message without the query of the URL it quotes: a watch's
@@ -706,9 +705,9 @@ func listErrorMessage(err error) string {
 }
 
 // ListProblems says which of the resources of gvrs the watcher watches have not listed
-// since their watch started: with the last error, lately given (a permission missing), or
-// once they have tried for listPatience (an API server streaming the list holds it on an
-// object a conversion webhook cannot convert); and whether any other is still listing
+// since their watch started: with the last error (a permission missing), or once they have
+// tried for listPatience (an API server streaming the list holds it on an object a
+// conversion webhook cannot convert); and whether any other is still listing
 // (pending). Nothing of such a resource is captured until it lists, and a snapshot of its
 // targets waits; a rule's status says so, and looks again while one is pending.
 func (w *Watcher) ListProblems(gvrs []schema.GroupVersionResource) (problems []string, pending bool) {
@@ -717,7 +716,7 @@ func (w *Watcher) ListProblems(gvrs []schema.GroupVersionResource) (problems []s
 	now := time.Now()
 	for _, gvr := range gvrs {
 		if inf := w.informers[gvr]; inf != nil && !inf.inf.HasSynced() {
-			problem := listProblem(gvr.GroupResource(), inf.listErr.Load(), now.Sub(inf.started), now)
+			problem := listProblem(gvr.GroupResource(), inf.listErr.Load(), now.Sub(inf.started))
 			problems, pending = appendNonEmpty(problems, problem), pending || problem == ""
 		}
 	}
@@ -727,11 +726,12 @@ func (w *Watcher) ListProblems(gvrs []schema.GroupVersionResource) (problems []s
 
 // listProblem is what to say at now of resource gr, not listed yet after trying for
 // tried, whose last list or watch error was last (nil: none): "" while it may still list.
-// The words do not change from one look to the next unless an error does, so a rule's
-// status is not written again at every look. Pure.
-func listProblem(gr schema.GroupResource, last *listError, tried time.Duration, now time.Time) string {
+// The words change once, when tried reaches listPatience, and otherwise only with the
+// error, so a rule's status is not written again at every look (a list retried every 30 s
+// or more must not make it alternate). Pure.
+func listProblem(gr schema.GroupResource, last *listError, tried time.Duration) string {
 	switch {
-	case last != nil && now.Sub(last.at) < listPatience:
+	case tried < listPatience && last != nil:
 		return fmt.Sprintf("%s cannot be listed: %s", gr, last.msg)
 	case tried < listPatience:
 		return ""

@@ -506,6 +506,15 @@ func (q *queue) request(r *CommitRequest, now time.Time) {
 	q.waiting[r.Author] = append(q.waiting[r.Author], r)
 }
 
+// takeJoined moves the requests that joined win while it was being committed to its
+// requests, which it returns, less the withdrawn ones: they are answered as the window's.
+// Only the worker committing win calls it, under qmu.
+func takeJoined(win *authorWindow) []*CommitRequest {
+	win.requests = live(append(slices.Clip(win.requests), win.joined...))
+	win.joined = nil
+	return slices.Clone(win.requests)
+}
+
 // closing is the window of r's author being committed whose commit message is not made
 // yet (messageMade), which r then joins (authorWindow.joined): a request created within the
 // quiet period after the author's change, but handed over once the window closed (the
@@ -513,7 +522,7 @@ func (q *queue) request(r *CommitRequest, now time.Time) {
 // a next change and time out. Not a request created before this replica led: its look at
 // the branch for an earlier leader's commit comes first (windowDue).
 func (q *queue) closing(r *CommitRequest) *authorWindow {
-	if r.lookBack || r.beforeStart {
+	if r.lookBack {
 		return nil
 	}
 	for _, win := range q.flushing {

@@ -858,10 +858,18 @@ func TestARequestJoiningAWindowBeingCommitted(t *testing.T) {
 		assert.Empty(t, win.requests)
 		assert.Equal(t, []*CommitRequest{r}, win.joined)
 	})
-	t.Run("waits for its author's next change when the window made no commit", func(t *testing.T) {
+	t.Run("is answered with the window's own requests when the worker takes it", func(t *testing.T) {
+		_, win, r := closing()
+		other := &CommitRequest{Author: "alice"}
+		win.requests = []*CommitRequest{other}
+		assert.Equal(t, []*CommitRequest{other, r}, takeJoined(win))
+		assert.Equal(t, []*CommitRequest{other, r}, win.requests)
+		assert.Empty(t, win.joined)
+	})
+	t.Run("is not lost with a window that leaves the queue without taking it", func(t *testing.T) {
 		q, win, r := closing()
 		q.delivered(win, t0.Add(time.Minute))
-		assert.Equal(t, []*CommitRequest{r}, q.waiting["alice"], "not lost with the window")
+		assert.Equal(t, []*CommitRequest{r}, q.waiting["alice"], "it waits for her next change")
 		assert.Empty(t, win.joined)
 	})
 	t.Run("rides the window put back after a failed commit", func(t *testing.T) {

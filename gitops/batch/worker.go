@@ -1672,8 +1672,8 @@ func (w *worker) commitPlan(t *target, win *authorWindow, p *writePlan, start ti
 	w.qmu.Lock()
 	// With those that joined it while it was planned, less one deleted meanwhile; from now on
 	// one handed over is not in it (messageMade).
-	requests := live(append(slices.Clip(win.requests), win.joined...))
-	win.joined, win.messageMade = nil, true
+	requests := takeJoined(win)
+	win.messageMade = true
 	w.qmu.Unlock()
 	requests = w.answerLanded(requests)
 	w.qmu.Lock()
@@ -1721,6 +1721,9 @@ func (w *worker) deferWindow(f *flushing, p *writePlan) bool {
 // changedNothing settles a window Git already matches: its requests are answered without a
 // commit and its changes count as delivered. It reports whether status changed.
 func (w *worker) changedNothing(f *flushing, dirty map[ObjectKey]intent, p *writePlan) bool {
+	w.qmu.Lock()
+	takeJoined(f.win) // answered as the window's own: its author's changes needed no commit
+	w.qmu.Unlock()
 	w.foundDelivered(f.win)
 	w.answer(f.win, dirty, "", p.refusals(), 0)
 	w.landed(f.t, f.win)
@@ -1889,7 +1892,10 @@ func (w *worker) declined(t *target, win *authorWindow, err error) {
 // held back on its own (queue.deferWindow), its requests told why, the target's other
 // windows and status untouched. Callers hold w.mu.
 func (w *worker) deferAll(t *target, win *authorWindow, why error) {
-	for _, r := range win.requests {
+	w.qmu.Lock()
+	requests := takeJoined(win) // those that joined it are told too
+	w.qmu.Unlock()
+	for _, r := range requests {
 		w.answers = append(w.answers, answer{r, RequestOutcome{Reason: ReasonRetrying,
 			Message: fmt.Sprintf("the commit carrying the message waits for the cluster state it needs: %v "+
 				"(if this lasts, see the WatchRule's conditions: its resource may fail to list)", why)}})
