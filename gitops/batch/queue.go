@@ -35,12 +35,13 @@ type authorWindow struct {
 	// later waits for its author's next change (queue.closing).
 	messageMade bool
 	// joined are the requests that joined the window while it was being committed
-	// (closing), under qmu: the worker reads requests without it then. The commit takes them
-	// when it makes its message (worker.commitPlan); a window put back carries them
-	// (restore), and one that made no commit leaves them waiting for their author's next
-	// change (delivered). joinedLate says some did: held back after that attempt
-	// (holdBack), the window is tried at once, as for a request parked meanwhile, to learn
-	// what it waits for.
+	// (closing), under qmu: the worker reads requests without it then. The worker takes them
+	// into requests (takeJoined) when the commit makes its message (commitPlan), when the
+	// window changed nothing (changedNothing: answered with its own) and when it waits for
+	// its cache (deferAll); a window put back carries them (restore), and delivered leaves
+	// any still here waiting for their author's next change. joinedLate says some did:
+	// held back after that attempt (holdBack), the window is tried at once, as for a
+	// request parked meanwhile, to learn what it waits for.
 	joined     []*CommitRequest
 	joinedLate bool
 	// now closes the window at once: a drain, or a request's retry.
@@ -519,8 +520,8 @@ func takeJoined(win *authorWindow) []*CommitRequest {
 // yet (messageMade), which r then joins (authorWindow.joined): a request created within the
 // quiet period after the author's change, but handed over once the window closed (the
 // controller's latency, another window's push before this one's), would otherwise wait for
-// a next change and time out. Not a request created before this replica led: its look at
-// the branch for an earlier leader's commit comes first (windowDue).
+// a next change and time out. Not a request still to look at the branch for an earlier
+// leader's commit (lookBack): that look comes first (windowDue).
 func (q *queue) closing(r *CommitRequest) *authorWindow {
 	if r.lookBack {
 		return nil
