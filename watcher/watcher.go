@@ -724,8 +724,8 @@ func (w *Watcher) ListProblems(gvrs []schema.GroupVersionResource) (problems []s
 	return slices.Compact(problems), pending
 }
 
-// listProblem is what to say at now of resource gr, not listed yet after trying for
-// tried, whose last list or watch error was last (nil: none): "" while it may still list.
+// listProblem is what to say of resource gr, not listed yet after trying for tried, whose
+// last list or watch error was last (nil: none): "" while it may still list.
 // The words change once, when tried reaches listPatience, and otherwise only with the
 // error, so a rule's status is not written again at every look (a list retried every 30 s
 // or more must not make it alternate). Pure.
