@@ -154,6 +154,10 @@ type TargetStatus struct {
 	Refused []string
 	// Orphans counts documents whose objects the last complete list did not find.
 	Orphans int
+	// MessageFallback says why the target's commit message template failed at its last
+	// commit made from it (the default message was used instead), empty once one rendered:
+	// a template admission let through can still fail on a window no sample was like.
+	MessageFallback string
 }
 
 // Options configure the Manager.

@@ -521,6 +521,38 @@ func quietWriter(t *testing.T, remote *repotest.Remote, quiet time.Duration) (*b
 	return writer, c
 }
 
+func TestATemplateThatFailsAtACommitIsNamedInStatusUntilOneRenders(t *testing.T) {
+	remote := repotest.NewFileRemote(t)
+	remote.Seed("main", map[string]string{"live/README.md": "objects\n"}, "seed")
+	writer, c := startWriter(t)
+	spec := targetSpec(t, "live", remote.URL, nil)
+	msgs, err := batch.ParseMessages("", "{{if gt (len .Changes) 2}}{{index .Changes 9}}{{end}}{{.Target}} group")
+	require.NoError(t, err, "two sample changes pass")
+	spec.Messages, spec.Window.Quiet = msgs, 100*time.Millisecond
+	_, err = writer.EnsureTarget(context.Background(), spec)
+	require.NoError(t, err)
+	submit := func(names ...string) {
+		var changes []batch.Change
+		for _, n := range names {
+			changes = append(changes, batch.Change{Target: targetKey, Key: c.put(cmGVR, "ConfigMap", n, map[string]any{"k": "v"}), Author: "alice"})
+		}
+		before := len(remote.Log("main"))
+		writer.Submit(changes...)
+		require.Eventually(t, func() bool { return len(remote.Log("main")) > before }, 10*time.Second, 20*time.Millisecond)
+	}
+
+	submit("a", "b", "c")
+	st, _ := writer.Status(targetKey)
+	assert.Contains(t, st.MessageFallback, "the last commit's message template failed, so it has the default message: ")
+	assert.Contains(t, st.MessageFallback, "index")
+	assert.Contains(t, remote.Log("main")[0], "ops/live: 3 changes by alice")
+
+	submit("d", "e")
+	st, _ = writer.Status(targetKey)
+	assert.Empty(t, st.MessageFallback, "the template rendered")
+	assert.Contains(t, remote.Log("main")[0], "ops/live group")
+}
+
 func TestARequestHandedOverWhileItsAuthorsClosedWindowWaitsItsTurnRidesIt(t *testing.T) {
 	remote := repotest.NewHTTPRemote(t)
 	writer, c := quietWriter(t, remote, 100*time.Millisecond)

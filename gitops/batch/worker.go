@@ -1685,6 +1685,9 @@ func (w *worker) commitPlan(t *target, win *authorWindow, p *writePlan, start ti
 	msg, fellBack := p.message(t, win)
 	if fellBack != nil {
 		w.log.Info("the commit message template failed; the default message is used", "gitTarget", t.spec.Key.String(), "reason", fellBack.Error())
+		t.st.MessageFallback = "the last commit's message template failed, so it has the default message: " + fellBack.Error()
+	} else if len(win.requests) == 0 { // the template was used, and rendered
+		t.st.MessageFallback = ""
 	}
 	msg = withCoAuthors(msg, coAuthorsOf(win, p.actions), t.spec.Committer, w.opts.AuthorEmailDomain, when)
 	sha, err := w.repo.Commit(w.remoteTip, p.files, author, committer, msg)

@@ -250,6 +250,9 @@ func setWriterConditions(t *v1alpha1.GitTarget, st batch.TargetStatus, url strin
 		if len(st.Refused) > 0 {
 			reason, msg = v1alpha1.ReasonObjectsRefused, msg+"; "+RefusedSummary(st.Refused)
 		}
+		if st.MessageFallback != "" {
+			msg += "; " + st.MessageFallback
+		}
 		v1alpha1.SetReady(conds, gen, reason, msg)
 	}
 }

@@ -64,6 +64,9 @@ func TestSetWriterConditions(t *testing.T) {
 		{"makes a target that refuses some objects Ready, saying which",
 			batch.TargetStatus{Verdict: layout.Verdict{Supported: true}, Refused: []string{"Secret app/db: not written: no encryption"}},
 			v1alpha1.ConditionReady, v1alpha1.ReasonObjectsRefused, "1 object(s) not written: Secret app/db", metav1.ConditionTrue},
+		{"keeps a target whose template failed at its last commit Ready, saying the default message was used",
+			batch.TargetStatus{Verdict: layout.Verdict{Supported: true}, MessageFallback: "the last commit's message template failed, so it has the default message: index out of range"},
+			v1alpha1.ConditionReady, v1alpha1.ReasonSucceeded, "folder live; the last commit's message template failed, so it has the default message: index out of range", metav1.ConditionTrue},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
