@@ -310,6 +310,7 @@ func (o *operator) setupControllers(cfg *rest.Config, opts Options) error {
 	if err != nil {
 		return err
 	}
+	rulesDiscovery := watchctrl.NewDiscovery(dc)
 	mgr, c := o.mgr, o.mgr.GetClient()
 	setups := []func() error{
 		func() error {
@@ -324,10 +325,10 @@ func (o *operator) setupControllers(cfg *rest.Config, opts Options) error {
 			return (&gitopsctrl.CommitRequestReconciler{Client: c, Writer: o.writer, Events: o.requestEvents, APIReader: mgr.GetAPIReader()}).SetupWithManager(mgr)
 		},
 		func() error {
-			return (&watchctrl.WatchRuleReconciler{Client: c, Discovery: dc, Registry: o.watcher}).SetupWithManager(mgr)
+			return (&watchctrl.WatchRuleReconciler{Client: c, Discovery: rulesDiscovery, Registry: o.watcher}).SetupWithManager(mgr)
 		},
 		func() error {
-			return (&watchctrl.ClusterWatchRuleReconciler{Client: c, Discovery: dc, Registry: o.watcher}).SetupWithManager(mgr)
+			return (&watchctrl.ClusterWatchRuleReconciler{Client: c, Discovery: rulesDiscovery, Registry: o.watcher}).SetupWithManager(mgr)
 		},
 		func() error { return mgr.AddHealthzCheck("healthz", healthz.Ping) },
 		func() error { return mgr.AddReadyzCheck("readyz", healthz.Ping) },

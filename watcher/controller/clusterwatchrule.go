@@ -7,7 +7,6 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/discovery"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -22,11 +21,10 @@ import (
 
 // ClusterWatchRuleReconciler registers a ClusterWatchRule's claims with the watcher.
 type ClusterWatchRuleReconciler struct {
-	Client    client.Client
-	Discovery discovery.DiscoveryInterface
+	Client client.Client
+	// Discovery is shared with the other rule reconciler (NewDiscovery).
+	Discovery *Discovery
 	Registry  Registry
-
-	crds crdClock // when CRDs last changed (crdEvents)
 }
 
 // +kubebuilder:rbac:groups=reverser.gitops.dev,resources=clusterwatchrules,verbs=get;list;watch
@@ -37,7 +35,7 @@ type ClusterWatchRuleReconciler struct {
 func (r *ClusterWatchRuleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, err error) {
 	defer func() {
 		if err == nil {
-			res = r.crds.recheck(res, time.Now())
+			res = r.Discovery.crds.recheck(res, time.Now())
 		}
 	}()
 	key := watcher.RuleKey("ClusterWatchRule", "", req.Name)
@@ -67,7 +65,7 @@ func (r *ClusterWatchRuleReconciler) Reconcile(ctx context.Context, req ctrl.Req
 		notWatchingYet(&cr.Status, cr.Generation, r.Registry, key, err)
 		return ctrl.Result{}, err
 	}
-	lists, failed, err := discover(r.Discovery)
+	lists, failed, err := r.Discovery.preferred(time.Now())
 	if err != nil {
 		notWatchingYet(&cr.Status, cr.Generation, r.Registry, key, err)
 		return ctrl.Result{}, err
@@ -94,7 +92,7 @@ func (r *ClusterWatchRuleReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&v1alpha1.GitTarget{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
 			return r.all(ctx)
 		}), targetExistence()).
-		Watches(&apiextensionsv1.CustomResourceDefinition{}, crdEvents(r.all, &r.crds), builder.OnlyMetadata).
+		Watches(&apiextensionsv1.CustomResourceDefinition{}, crdEvents(r.all, r.Discovery), builder.OnlyMetadata).
 		WithOptions(controller.Options{RateLimiter: status.RetryLimiter()}).
 		Complete(r)
 }

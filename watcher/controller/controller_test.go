@@ -2,10 +2,11 @@ package controller_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"net/http"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -208,11 +209,12 @@ func TestARuleKeepsItsResourcesWhileTheirAPICannotBeDiscovered(t *testing.T) {
 	key := watcher.RuleKey("WatchRule", ns, "rule")
 	registry.SetRule(key, registered)
 	// Until the aggregator has tried the missing service, the group-version is merely absent
-	// from discovery, not failing: the rule would go Stalled instead.
+	// from discovery, not failing: the rule would go Stalled instead. The reconcilers read
+	// discovery through their cache, which sees an APIService's change within
+	// discoveryMaxAge (10 s).
 	require.Eventually(t, func() bool {
-		_, err := discoveryClient.ServerPreferredResources()
-		var failed *discovery.ErrGroupDiscoveryFailed
-		return errors.As(err, &failed) && failed.Groups[schema.GroupVersion{Group: "metrics.example.com", Version: "v1beta1"}] != nil
+		_, failed, err := shared.Preferred()
+		return err == nil && failed[schema.GroupVersion{Group: "metrics.example.com", Version: "v1beta1"}] != nil
 	}, 60*time.Second, 200*time.Millisecond, "discovery reports metrics.example.com/v1beta1 as failing")
 
 	wr := rule(ns, []string{"metrics.example.com"}, []string{"podmetrics"})
@@ -260,7 +262,7 @@ func TestARuleWhoseDiscoveryFailsBeforeItWatchesIsNotReady(t *testing.T) {
 
 	// Discovery fails outright: nothing answers at that address. The process that registered
 	// the rule keeps watching through the error, and its Ready stands.
-	down := discovery.NewDiscoveryClientForConfigOrDie(&rest.Config{Host: "https://127.0.0.1:1"})
+	down := controller.NewDiscovery(discovery.NewDiscoveryClientForConfigOrDie(&rest.Config{Host: "https://127.0.0.1:1"}))
 	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(wr)}
 	_, err := (&controller.WatchRuleReconciler{Client: k8s, Discovery: down, Registry: registry}).Reconcile(ctx, req)
 	require.Error(t, err)
@@ -308,4 +310,49 @@ func TestRuleResourcesValidation(t *testing.T) {
 		wr := rule(ns, []string{"apps"}, []string{"deployments", "widgets.v1.example.com", "*"})
 		require.NoError(t, k8s.Create(ctx, wr))
 	})
+}
+
+// discoveryReads counts the discovery requests (of /api and /apis) made through the config it
+// wraps; it only observes, the API server answers as usual.
+type discoveryReads struct {
+	rt    http.RoundTripper
+	reads atomic.Int32
+}
+
+func (d *discoveryReads) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.URL.Path == "/api" || req.URL.Path == "/apis" {
+		d.reads.Add(1)
+	}
+	return d.rt.RoundTrip(req)
+}
+
+func TestOneDiscoveryServesEveryRuleReconciledMeanwhile(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t)
+	gitTarget(t, ns)
+	counted := &discoveryReads{}
+	cfg := rest.CopyConfig(restConfig)
+	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { counted.rt = rt; return counted }
+	shared := controller.NewDiscovery(discovery.NewDiscoveryClientForConfigOrDie(cfg))
+	// The reconciler under test registers into a registry of its own: the suite's
+	// controllers reconcile the same rules.
+	r := &controller.WatchRuleReconciler{Client: k8s, Discovery: shared, Registry: &recordingRegistry{rules: map[string][]watcher.Claim{}, waiting: map[string]bool{}}}
+	reconcileAll := func() {
+		for i := range 5 {
+			req := ctrl.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: fmt.Sprintf("rule-%d", i)}}
+			_, err := r.Reconcile(ctx, req)
+			require.NoError(t, err)
+		}
+	}
+	for i := range 5 {
+		wr := rule(ns, []string{""}, []string{"configmaps"})
+		wr.Name = fmt.Sprintf("rule-%d", i)
+		require.NoError(t, k8s.Create(ctx, wr))
+	}
+
+	reconcileAll()
+	reconcileAll()
+	// One read of aggregated discovery is two requests, /api and /apis (under
+	// discoveryMaxAge, 10 s: the reconciles take well under a second).
+	assert.Equal(t, int32(2), counted.reads.Load(), "ten reconciles of five rules read discovery once")
 }

@@ -33,3 +33,25 @@ func TestCRDClockRecheck(t *testing.T) {
 		})
 	}
 }
+
+func TestNeedsRefresh(t *testing.T) {
+	at := time.Date(2026, 12, 7, 12, 0, 0, 0, time.UTC)
+	never := time.Time{}
+	for _, tc := range []struct {
+		name               string
+		read, changed, now time.Time
+		want               bool
+	}{
+		{"reads discovery the first time", never, never, at, true},
+		{"serves a read of a moment ago", at, never, at.Add(time.Second), false},
+		{"reads again once the answer is discoveryMaxAge old", at, never, at.Add(discoveryMaxAge), true},
+		{"reads again when a CRD changed since", at, at.Add(time.Second), at.Add(2 * time.Second), true},
+		{"serves a read made after the change until the API server had time to catch up", at.Add(time.Second), at, at.Add(3 * time.Second), false},
+		{"reads again once that time has passed", at.Add(time.Second), at, at.Add(discoveryLag), true},
+		{"serves a read made after that time", at.Add(discoveryLag), at, at.Add(discoveryLag + time.Second), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, needsRefresh(tc.read, tc.changed, tc.now))
+		})
+	}
+}

@@ -14,7 +14,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/discovery"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -46,20 +45,6 @@ type Registry interface {
 
 // errConfig marks a rule a human must fix.
 var errConfig = errors.New("invalid rule")
-
-// discover lists the server's preferred resources; partial discovery failures (an
-// aggregated API down) still return what was found, with the group-versions that failed.
-func discover(dc discovery.DiscoveryInterface) ([]*metav1.APIResourceList, map[schema.GroupVersion]error, error) {
-	lists, err := dc.ServerPreferredResources()
-	var partial *discovery.ErrGroupDiscoveryFailed
-	if errors.As(err, &partial) {
-		return lists, partial.Groups, nil
-	}
-	if err != nil {
-		return nil, nil, fmt.Errorf("discovering API resources: %w", err)
-	}
-	return lists, nil, nil
-}
 
 // discovered is what the rule controllers learned from the API server: the resources it
 // listed, and the registered resources of the rule at hand whose group-version failed to
@@ -367,10 +352,10 @@ const (
 
 // crdEvents re-reconciles every rule of a kind when CRDs change, so rules naming a
 // resource that did not exist yet are picked up once its CRD is installed, and notes the
-// change on clock (crdClock.recheck).
-func crdEvents(list func(ctx context.Context) []reconcile.Request, clock *crdClock) handler.EventHandler {
+// change on d's clock (crdClock.recheck, needsRefresh).
+func crdEvents(list func(ctx context.Context) []reconcile.Request, d *Discovery) handler.EventHandler {
 	return handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
-		clock.changed(time.Now())
+		d.crds.changed(time.Now())
 		return list(ctx)
 	})
 }
@@ -385,6 +370,14 @@ type crdClock struct{ last atomic.Int64 }
 
 // changed records a CRD change at now.
 func (c *crdClock) changed(now time.Time) { c.last.Store(now.UnixNano()) }
+
+// at is when a CRD last changed, zero before any did.
+func (c *crdClock) at() time.Time {
+	if last := c.last.Load(); last != 0 {
+		return time.Unix(0, last)
+	}
+	return time.Time{}
+}
 
 // recheck returns res, requeued for discoveryLag after the last CRD change when that is
 // still ahead at now and sooner than res asks.

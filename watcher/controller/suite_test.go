@@ -25,8 +25,10 @@ import (
 var (
 	k8s      client.Client
 	registry = &recordingRegistry{rules: map[string][]watcher.Claim{}, waiting: map[string]bool{}}
-	// discoveryClient is the one the reconcilers ask.
-	discoveryClient discovery.DiscoveryInterface
+	// shared is the discovery the suite's reconcilers read, through their cache.
+	shared *controller.Discovery
+	// restConfig reaches the test API server.
+	restConfig *rest.Config
 )
 
 // recordingRegistry stands in for the watcher so tests can read the registered claims; the
@@ -103,15 +105,16 @@ func startControllers(cfg *rest.Config) (func(), error) {
 	if err != nil {
 		return nil, err
 	}
+	restConfig = cfg
 	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
 		return nil, err
 	}
-	discoveryClient = dc
-	if err := (&controller.WatchRuleReconciler{Client: mgr.GetClient(), Discovery: dc, Registry: registry}).SetupWithManager(mgr); err != nil {
+	shared = controller.NewDiscovery(dc)
+	if err := (&controller.WatchRuleReconciler{Client: mgr.GetClient(), Discovery: shared, Registry: registry}).SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
-	if err := (&controller.ClusterWatchRuleReconciler{Client: mgr.GetClient(), Discovery: dc, Registry: registry}).SetupWithManager(mgr); err != nil {
+	if err := (&controller.ClusterWatchRuleReconciler{Client: mgr.GetClient(), Discovery: shared, Registry: registry}).SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
 	// An uncached client: tests read what they just wrote.

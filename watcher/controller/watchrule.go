@@ -7,7 +7,6 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/discovery"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -22,11 +21,10 @@ import (
 
 // WatchRuleReconciler registers a WatchRule's claims on its namespace with the watcher.
 type WatchRuleReconciler struct {
-	Client    client.Client
-	Discovery discovery.DiscoveryInterface
+	Client client.Client
+	// Discovery is shared with the other rule reconciler (NewDiscovery).
+	Discovery *Discovery
 	Registry  Registry
-
-	crds crdClock // when CRDs last changed (crdEvents)
 }
 
 // +kubebuilder:rbac:groups=reverser.gitops.dev,resources=watchrules,verbs=get;list;watch
@@ -38,7 +36,7 @@ type WatchRuleReconciler struct {
 func (r *WatchRuleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, err error) {
 	defer func() {
 		if err == nil {
-			res = r.crds.recheck(res, time.Now())
+			res = r.Discovery.crds.recheck(res, time.Now())
 		}
 	}()
 	key := watcher.RuleKey("WatchRule", req.Namespace, req.Name)
@@ -68,7 +66,7 @@ func (r *WatchRuleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		notWatchingYet(&wr.Status, wr.Generation, r.Registry, key, err)
 		return ctrl.Result{}, err
 	}
-	lists, failed, err := discover(r.Discovery)
+	lists, failed, err := r.Discovery.preferred(time.Now())
 	if err != nil {
 		notWatchingYet(&wr.Status, wr.Generation, r.Registry, key, err)
 		return ctrl.Result{}, err
@@ -93,7 +91,7 @@ func (r *WatchRuleReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.WatchRule{}, builder.WithPredicates(status.OwnChanges())).
 		Watches(&v1alpha1.GitTarget{}, handler.EnqueueRequestsFromMapFunc(r.rulesInNamespace), targetExistence()).
-		Watches(&apiextensionsv1.CustomResourceDefinition{}, crdEvents(r.all, &r.crds), builder.OnlyMetadata).
+		Watches(&apiextensionsv1.CustomResourceDefinition{}, crdEvents(r.all, r.Discovery), builder.OnlyMetadata).
 		WithOptions(controller.Options{RateLimiter: status.RetryLimiter()}).
 		Complete(r)
 }
