@@ -191,13 +191,13 @@ func TestAnalyzeRefuses(t *testing.T) {
 			name:        "refuses a manifest using an anchor, naming the file, document and line",
 			files:       []layout.File{yamlFile("live/a.yaml", configMapApp+"---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: b\ndata: &shared\n  a: b\n")},
 			wantFile:    "live/a.yaml",
-			wantMessage: "folder live cannot be owned: live/a.yaml is a manifest the mirror cannot edit safely: document 2 (line 6): anchor &shared (line 11): an edit would change every alias of it too",
+			wantMessage: "folder live cannot be owned: live/a.yaml is a manifest the mirror cannot edit safely: document 2 (line 6): anchor (line 11, column 7): an edit would change every alias of it too",
 		},
 		{
 			name:        "refuses a manifest using a custom tag",
 			files:       []layout.File{yamlFile("live/a.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: b\ndata:\n  a: !vault secret/a\n")},
 			wantFile:    "live/a.yaml",
-			wantMessage: "live/a.yaml is a manifest the mirror cannot edit safely: document 1 (line 1): custom tag !vault (line 6)",
+			wantMessage: "live/a.yaml is a manifest the mirror cannot edit safely: document 1 (line 1): custom tag (line 6, column 6)",
 		},
 		{
 			name: "refuses the same object in two files, naming both",

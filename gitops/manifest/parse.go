@@ -202,7 +202,7 @@ func singleDocument(text []byte) (*yaml.Node, error) {
 			break
 		}
 		if err != nil {
-			return nil, fmt.Errorf("invalid YAML: %w", err)
+			return nil, fmt.Errorf("invalid YAML: %w", HideValues(err))
 		}
 		docs = append(docs, &node)
 	}
@@ -223,7 +223,7 @@ func checkNoDocument(text []byte) error {
 			return nil
 		}
 		if err != nil {
-			return fmt.Errorf("invalid YAML: %w", err)
+			return fmt.Errorf("invalid YAML: %w", HideValues(err))
 		}
 	}
 }
@@ -240,8 +240,10 @@ func yamlValue(text []byte) (any, error) {
 
 // HideValues returns err with the document values a YAML library quotes in its message left
 // out: yaml.v2 (under sigs.k8s.io/yaml) quotes a scalar it cannot decode in backquotes and a
-// complex key it cannot use after "invalid map key: ", and sigs.k8s.io/yaml prints the whole
-// value under a key it cannot convert after ", value: ".
+// complex key it cannot use after "invalid map key: ", sigs.k8s.io/yaml prints the whole
+// value under a key it cannot convert after ", value: ", and both YAML libraries quote an
+// anchor's name in single quotes ("unknown anchor 'x' referenced"), which an unquoted value
+// starting with "*" or "&" becomes.
 // Messages about a repository's files reach conditions and admission answers, read by people
 // who may not read the repository, and a value may be a secret. errors.Is and As still see
 // err.
@@ -256,12 +258,21 @@ func HideValues(err error) error {
 	return &hiddenValuesError{msg: msg, err: err}
 }
 
-// hideValues cuts a message after "invalid map key:" and at ", value: ", and replaces
-// everything from its first backquote to its last by "`…`": a value holding a backquote is
-// hidden whole too. Pure.
+// hideValues cuts a message after "invalid map key:" and at ", value: ", replaces an
+// anchor's quoted name, up to the message's last single quote, by "'…'", and everything
+// from its first backquote to its last by "`…`": a value holding a quote is hidden whole
+// too. Pure.
 func hideValues(msg string) string {
 	if i := strings.Index(msg, ", value: "); i >= 0 {
 		msg = msg[:i]
+	}
+	if i := strings.Index(msg, "anchor '"); i >= 0 {
+		start := i + len("anchor '")
+		if end := strings.LastIndexByte(msg, '\''); end >= start {
+			msg = msg[:start] + "…'" + msg[end+1:]
+		} else {
+			msg = msg[:start] + "…'"
+		}
 	}
 	if i := strings.Index(msg, "invalid map key:"); i >= 0 {
 		msg = msg[:i+len("invalid map key:")] + " a mapping or sequence"

@@ -250,15 +250,23 @@ func TestParseRefuses(t *testing.T) {
 
 func TestParseRefusesWithoutQuotingTheFilesValues(t *testing.T) {
 	const head = "apiVersion: v1\nkind: Secret\nmetadata:\n  name: a\nstringData:\n"
-	tests := []struct{ name, body, errSays string }{
-		{"a value that does not read as its tag", "  password: !!int TOP`SECRET\n", "cannot decode !!str `…` as a !!int"},
-		{"a null key over a value", "  null: TOPSECRET\n", "unsupported map key"},
-		{"a null key over a mapping", "  ~: {password: TOPSECRET}\n", "unsupported map key"},
+	tests := []struct {
+		name, body, errSays string
+		is                  error
+	}{
+		{"a value that does not read as its tag", "  password: !!int TOP`SECRET\n", "cannot decode !!str `…` as a !!int", manifest.ErrUnparseable},
+		{"a null key over a value", "  null: TOPSECRET\n", "unsupported map key", manifest.ErrUnparseable},
+		{"a null key over a mapping", "  ~: {password: TOPSECRET}\n", "unsupported map key", manifest.ErrUnparseable},
+		// An unquoted value starting with "!", "&" or "*" reads as a tag, an anchor or an alias.
+		{"a value read as a tag, named by its line only", "  password: !TOPSECRET\n", "custom tag (line 6, column 13)", manifest.ErrUnsupportedDocument},
+		{"a value read as an anchor, named by its line only", "  token: &TOPSECRET\n", "anchor (line 6, column 10)", manifest.ErrUnsupportedDocument},
+		{"a value read as an alias of no anchor", "  password: *TOPSECRET\n", "unknown anchor '…' referenced", manifest.ErrUnparseable},
+		{"a tag of YAML's own types, named", "  a: !!binary aGk=\n", "custom tag !!binary (line 6, column 6)", manifest.ErrUnsupportedDocument},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := manifest.Parse([]byte(head + tt.body))
-			require.ErrorIs(t, err, manifest.ErrUnparseable)
+			require.ErrorIs(t, err, tt.is)
 			assert.Contains(t, err.Error(), tt.errSays)
 			assert.NotContains(t, err.Error(), "SECRET")
 		})
@@ -274,6 +282,9 @@ func TestHideValues(t *testing.T) {
 		{"hides what follows a lone backquote", "cannot decode `TOPSECRET", "cannot decode `…"},
 		{"cuts a complex key off", `yaml: invalid map key: []interface {}{"password=TOPSECRET"}`, "yaml: invalid map key: a mapping or sequence"},
 		{"cuts a converted value off", `unsupported map key of type: %!s(<nil>), key: <nil>, value: "TOPSECRET"`, "unsupported map key of type: %!s(<nil>), key: <nil>"},
+		{"hides the name of an unknown anchor, which an unquoted value starting with * is", "yaml: line 6: unknown anchor 'TOPSECRET' referenced", "yaml: line 6: unknown anchor '…' referenced"},
+		{"hides an anchor's name holding a quote whole", "yaml: anchor 'TOP'SECRET' value contains itself", "yaml: anchor '…' value contains itself"},
+		{"hides what follows an anchor's lone quote", "yaml: unknown anchor 'TOPSECRET", "yaml: unknown anchor '…'"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -292,10 +303,10 @@ func TestParseRefusesWhatTheEditorCannotOwn(t *testing.T) {
 		content string
 		errSays string
 	}{
-		{name: "refuses an anchor, naming the document and the line", content: configMapApp + "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: b\ndata: &shared\n  a: b\n", errSays: "document 2 (line 8): anchor &shared (line 13)"},
-		{name: "refuses an alias", content: "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: &n a\n  labels:\n    app: *n\n", errSays: "anchor &n (line 4)"},
+		{name: "refuses an anchor, naming the document and the line", content: configMapApp + "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: b\ndata: &shared\n  a: b\n", errSays: "document 2 (line 8): anchor (line 13, column 7)"},
+		{name: "refuses an alias", content: "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: &n a\n  labels:\n    app: *n\n", errSays: "anchor (line 4, column 9)"},
 		{name: "refuses a merge key", content: "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\ndata:\n  <<: {a: b}\n", errSays: "merge key << (line 6)"},
-		{name: "refuses a custom tag", content: "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\ndata:\n  a: !vault secret/a\n", errSays: "custom tag !vault (line 6)"},
+		{name: "refuses a custom tag", content: "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\ndata:\n  a: !vault secret/a\n", errSays: "custom tag (line 6, column 6)"},
 		{name: "refuses a standard tag that changes the value", content: "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\nbinaryData:\n  a: !!binary aGk=\n", errSays: "custom tag !!binary"},
 		{name: "refuses duplicate keys", content: "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  name: b\n", errSays: `duplicate key "name" (lines 4 and 5)`},
 		{name: "refuses keys that are duplicates once read as YAML 1.1", content: "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\ndata:\n  yes: a\n  \"true\": b\n", errSays: `duplicate key "true" (lines 6 and 7)`},

@@ -57,17 +57,31 @@ func checkEditable(node *yaml.Node) error {
 	return nil
 }
 
-// checkNode refuses anchors, aliases and custom tags on one node.
+// checkNode refuses anchors, aliases and custom tags on one node. It names them by line
+// and column, not by their text: an unquoted value starting with "*", "&" or "!" (a
+// password typed as "!Welcome2024") reads as one, and the reason reaches conditions and the
+// admission answers of people who may not read the repository. Only YAML's own types are
+// named (taggedName).
 func checkNode(node *yaml.Node) error {
 	switch {
 	case node.Kind == yaml.AliasNode:
-		return unsupported("alias *%s (line %d): an edit through an alias would change the anchored value too", node.Value, node.Line)
+		return unsupported("alias (line %d, column %d): an edit through an alias would change the anchored value too", node.Line, node.Column)
 	case node.Anchor != "":
-		return unsupported("anchor &%s (line %d): an edit would change every alias of it too", node.Anchor, node.Line)
+		return unsupported("anchor (line %d, column %d): an edit would change every alias of it too", node.Line, node.Column)
 	case node.Style&yaml.TaggedStyle != 0 && !isCoreTag(node.Tag):
-		return unsupported("custom tag %s (line %d): tools other than this one may read it differently", node.Tag, node.Line)
+		return unsupported("%s (line %d, column %d): tools other than this one may read it differently", taggedName(node.Tag), node.Line, node.Column)
 	}
 	return nil
+}
+
+// taggedName names an explicit tag for a message: one of YAML's own types by its name
+// ("custom tag !!binary"), any other tag, which may be a value typed without quotes, not.
+func taggedName(tag string) string {
+	switch tag {
+	case "!!binary", "!!set", "!!omap", "!!pairs", "!!timestamp", "!!merge", "!!value", "!!yaml":
+		return "custom tag " + tag
+	}
+	return "custom tag"
 }
 
 // isCoreTag reports whether an explicit tag is one of coreTags.
