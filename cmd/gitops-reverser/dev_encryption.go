@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"strings"
@@ -36,7 +37,7 @@ func devEncryption(ctx context.Context, c client.Client, remote string) error {
 		return err
 	}
 	step("kubectl -n demo create secret generic db --from-literal=password=...")
-	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: "db"}, StringData: map[string]string{"password": "s3cret"}}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: "db"}, StringData: map[string]string{"password": demoPassword}}
 	var err error
 	for i := 0; i < 50 && ctx.Err() == nil; i++ { // every replica's webhook view sees EncryptionReady within moments
 		if err = c.Create(ctx, secret.DeepCopy()); err == nil {
@@ -54,8 +55,21 @@ func devEncryption(ctx context.Context, c client.Client, remote string) error {
 	}
 	step(file + " (decrypt with `sops -d` and the identity in Secret demo/sops-age)")
 	fmt.Print(content)
-	if strings.Contains(content, "s3cret") {
+	return checkEncrypted(content, demoPassword)
+}
+
+// demoPassword is the value of the demo's Secret.
+const demoPassword = "s3cret"
+
+// checkEncrypted fails the demo when the Secret file holds value in plaintext, as written
+// or as the API server stores it (base64 under data), or is not a SOPS file whose data is
+// encrypted.
+func checkEncrypted(content, value string) error {
+	if strings.Contains(content, value) || strings.Contains(content, base64.StdEncoding.EncodeToString([]byte(value))) {
 		return errors.New("the Secret's value reached Git in plaintext")
+	}
+	if !strings.Contains(content, "\nsops:\n") || !strings.Contains(content, "password: ENC[") {
+		return errors.New("the Secret's file is not a SOPS file with its data encrypted")
 	}
 	return nil
 }
