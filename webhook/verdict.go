@@ -44,19 +44,21 @@ type Request struct {
 	// credentials, cannot be written in plaintext (batch.URLCredentialsProblem); "" otherwise.
 	CredentialsProblem string
 	// ByCluster says the request comes from kube-controller-manager (byCluster: the
-	// namespace controller, the garbage collector…), whose deletions must not wait on a
+	// namespace controller, the garbage collector…), whose writes must not wait on a
 	// folder.
 	ByCluster bool
 }
 
 // passesStall says whether a change is let through a Stalled target: a change of the
 // operator's own resources (a GitProvider created after its GitTarget, a template or
-// branch fixed, a rule or target deleted), which may be what ends the stall, and a
-// deletion by the cluster's own controllers (a namespace terminating, a cascade of the
-// garbage collector), which would otherwise hang until the folder is fixed. Like every
-// change a Stalled target keeps, it is written once the folder can be written again. Pure.
+// branch fixed, a rule or target deleted), which may be what ends the stall, and any write
+// of the cluster's own controllers: a controller cannot fix a folder, it retries, and the
+// cluster would wait on Git meanwhile (a namespace terminating, a garbage collector's
+// cascade, the default ServiceAccount of a new namespace, a StatefulSet's claims, a volume
+// bound). Like every change a Stalled target keeps, it is written once the folder can be
+// written again. Pure.
 func passesStall(req Request) bool {
-	return req.Resource.Group == v1alpha1.GroupVersion.Group || (req.Operation == Delete && req.ByCluster)
+	return req.Resource.Group == v1alpha1.GroupVersion.Group || req.ByCluster
 }
 
 // TargetState is the webhook's in-memory picture of one GitTarget a request routes to.

@@ -58,6 +58,8 @@ func TestDecide(t *testing.T) {
 	clusterDel.ByCluster = true // the namespace controller
 	clusterUpd := cm
 	clusterUpd.Operation, clusterUpd.ByCluster = Update, true
+	clusterNew := cm
+	clusterNew.ByCluster = true // the service-account controller, a StatefulSet's claims
 
 	cases := []struct {
 		name      string
@@ -131,8 +133,11 @@ func TestDecide(t *testing.T) {
 			allowed: true, reason: ReasonAllowed},
 		{name: "lets a deletion by the cluster's own controllers through a stalled target, so a namespace can terminate", req: clusterDel, targets: []TargetState{stalled},
 			allowed: true, reason: ReasonAllowed},
-		{name: "denies an update by the cluster's own controllers while the folder is stalled", req: clusterUpd, targets: []TargetState{stalled},
-			reason: ReasonTargetStalled},
+		{name: "lets an update by the cluster's own controllers through a stalled target, so a volume can be bound", req: clusterUpd, targets: []TargetState{stalled},
+			allowed: true, reason: ReasonAllowed},
+		{name: "lets a creation by the cluster's own controllers through a stalled target, so a new namespace gets its default ServiceAccount", req: clusterNew, targets: []TargetState{stalled},
+			allowed: true, reason: ReasonAllowed},
+		{name: "still denies a cluster controller's write a target that is not stalled would refuse", req: clusterNew, targets: []TargetState{clash}, reason: ReasonPathConflict},
 		{name: "names a cluster-scoped object without a namespace", req: role, targets: []TargetState{stalled}, reason: ReasonTargetStalled,
 			contains: []string{"rbac.authorization.k8s.io/ClusterRole admin cannot be mirrored"}},
 	}

@@ -155,6 +155,11 @@ data:
 `
 	out, err = kubectlErr(owned, "apply", "-f", "-")
 	require.NoError(t, err, out)
+	// Nor is any other write of kube-controller-manager's controllers (the default
+	// ServiceAccount of a new namespace, a StatefulSet's claims): a controller cannot fix the
+	// folder. The change is held, and written once the folder is fixed, below.
+	out, err = kubectlErr("", "--as=system:serviceaccount:kube-system:root-ca-cert-publisher", "-n", "fold-a", "create", "configmap", "published", "--from-literal=k=v")
+	require.NoError(t, err, "a cluster controller's creation is allowed while the target is Stalled: %s", out)
 
 	// The person removes the script; the same apply succeeds without a restart.
 	for _, args := range [][]string{{"rm", "-q", "live/tools/run.sh"}, {"-c", "user.name=H", "-c", "user.email=h@x", "commit", "-m", "rm"}, {"push", "origin", "HEAD:main"}} {
@@ -166,6 +171,7 @@ data:
 		return err == nil, o
 	})
 	waitFile(t, remote, "live/fold-a/configmaps/app.yaml", func(c string) bool { return strings.Contains(c, "k: v") })
+	waitFile(t, remote, "live/fold-a/configmaps/published.yaml", func(c string) bool { return strings.Contains(c, "k: v") })
 
 	// An overlay beside the folder starts listing that file: the writer would break its
 	// build by renaming or removing it, so changes are denied again, naming the overlay.
