@@ -38,9 +38,11 @@ type locateQuestion struct {
 
 // locateAnswer is the wire form of a batch.Location.
 type locateAnswer struct {
-	Path      string `json:"path,omitempty"`
-	Problem   string `json:"problem,omitempty"`
-	Encrypted bool   `json:"encrypted,omitempty"`
+	Path           string `json:"path,omitempty"`
+	Problem        string `json:"problem,omitempty"`
+	Encrypted      bool   `json:"encrypted,omitempty"`
+	Absent         bool   `json:"absent,omitempty"`
+	RemovalProblem string `json:"removalProblem,omitempty"`
 }
 
 // LocateServer is the leader's end: it answers replicas presenting the serving key pair
@@ -67,7 +69,7 @@ func (s *LocateServer) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	}
 	at := s.Locator.Locate(q.Target, schema.GroupVersionResource{Group: q.Group, Version: q.Version, Resource: q.Resource}, q.Kind, q.Namespace, q.Name)
 	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(locateAnswer{Path: at.Path, Problem: at.Problem, Encrypted: at.Encrypted})
+	_ = json.NewEncoder(w).Encode(locateAnswer{Path: at.Path, Problem: at.Problem, Encrypted: at.Encrypted, Absent: at.Absent, RemovalProblem: at.RemovalProblem})
 }
 
 // LeaderLocator is the Locator of every replica: the local writer's answer while this
@@ -104,5 +106,5 @@ func (l *LeaderLocator) Locate(target types.NamespacedName, gvr schema.GroupVers
 		l.Log.V(1).Info("judged without the leader's folder index", "gitTarget", target.String(), "error", err.Error())
 		return l.Local.Locate(target, gvr, kind, namespace, name)
 	}
-	return batch.Location{Path: a.Path, Problem: a.Problem, Encrypted: a.Encrypted}
+	return batch.Location{Path: a.Path, Problem: a.Problem, Encrypted: a.Encrypted, Absent: a.Absent, RemovalProblem: a.RemovalProblem}
 }

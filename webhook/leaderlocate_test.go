@@ -46,7 +46,8 @@ func TestAFollowerJudgesWithTheLeadersFolderIndex(t *testing.T) {
 	replicas := testcerts.ReplicaKeyPair(t)
 	live := types.NamespacedName{Namespace: "team-a", Name: "live"}
 	cms := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
-	held := batch.Location{Path: "live/team-a/configmaps/app.yaml", Problem: "ConfigMap team-a/other's document is in that file"}
+	held := batch.Location{Path: "live/team-a/configmaps/app.yaml", Problem: "ConfigMap team-a/other's document is in that file",
+		Encrypted: true, Absent: true, RemovalProblem: "live/team-a/configmaps/app.yaml holds 2 objects"} // every field crosses the wire
 	var asked []string
 	writer := locatorFunc(func(target types.NamespacedName, gvr schema.GroupVersionResource, kind, ns, name string) batch.Location {
 		asked = append(asked, strings.Join([]string{target.String(), gvr.String(), kind, ns, name}, "|"))

@@ -95,6 +95,13 @@ type TargetState struct {
 	// Encrypted says the object's document at Path is encrypted in Git: the writer keeps it
 	// encrypted whatever its resource, so it is judged as a sensitive object is.
 	Encrypted bool
+	// Absent says the folder holds no document of the object (batch.Location.Absent): a
+	// deletion removes nothing there.
+	Absent bool
+	// RemovalProblem says why the writer would not remove the object's document
+	// (batch.Location.RemovalProblem): a deletion, or a change that takes the object out of
+	// the target's rules, is denied for it, as a write the writer would refuse is.
+	RemovalProblem string
 }
 
 // Reason codes, used as the metric label and in the denial's status reason.
@@ -155,6 +162,9 @@ func Decide(req Request, targets []TargetState, sensitive bool, warn bool) Verdi
 			return deny(ReasonTargetStalled, stalledDenial(obj, req.Operation, t))
 		}
 		if req.Operation == Delete || t.Leaving {
+			if t.RemovalProblem != "" && !req.ByCluster { // the cluster's own: see passesStall
+				return deny(ReasonPathConflict, fmt.Sprintf("%s cannot be removed from GitTarget %s: %s", obj, t.Key, t.RemovalProblem))
+			}
 			continue
 		}
 		if isSensitive := sensitive || slices.Contains(t.SensitiveResources, req.Resource); isSensitive && !t.EncryptionReady {
@@ -186,10 +196,10 @@ func Decide(req Request, targets []TargetState, sensitive bool, warn bool) Verdi
 
 // landing is the warning that says what an allowed write does in target t's folder: where
 // the object lands, or, for a delete, the document it removes (or keeps, under prune mode
-// Never); "" when nothing is known to say.
+// Never); "" when nothing is known to say, or a delete finds no document to remove.
 func landing(op Operation, t TargetState) string {
 	switch {
-	case t.Path == "" || t.Leaving || (op == Delete && t.PathProblem != ""): // another object's file
+	case t.Path == "" || t.Leaving || (op == Delete && (t.PathProblem != "" || t.Absent || t.RemovalProblem != "")): // another object's file, or none
 		return ""
 	case op == Delete && t.KeepsDeleted:
 		return fmt.Sprintf("%s %s:%s is kept (GitTarget %s: spec.prune.mode Never)", t.URL, t.Branch, t.Path, t.Key)

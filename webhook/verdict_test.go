@@ -60,6 +60,11 @@ func TestDecide(t *testing.T) {
 	clusterUpd.Operation, clusterUpd.ByCluster = Update, true
 	clusterNew := cm
 	clusterNew.ByCluster = true // the service-account controller, a StatefulSet's claims
+	// A document the writer would not remove: in a person's encrypted file of two objects.
+	shared, absent := live, live
+	shared.Path, shared.RemovalProblem = "live/team-a/configmaps/pair.sops.yaml", "live/team-a/configmaps/pair.sops.yaml holds 2 objects, some or all of them encrypted"
+	sharedLeaving, keepingShared := shared, shared
+	sharedLeaving.Leaving, keepingShared.KeepsDeleted, absent.Absent = true, true, true
 
 	cases := []struct {
 		name      string
@@ -117,6 +122,14 @@ func TestDecide(t *testing.T) {
 			sensitive: true, allowed: true, reason: ReasonAllowed},
 		{name: "warns on a dry-run delete that the document is removed", req: delCM, targets: []TargetState{live}, warn: true,
 			allowed: true, reason: ReasonAllowed, warnings: []string{"https://git.example.com/r.git main:live/team-a/configmaps/app.yaml is removed"}},
+		{name: "warns nothing on a dry-run delete of an object the folder holds no document of", req: delCM, targets: []TargetState{absent}, warn: true,
+			allowed: true, reason: ReasonAllowed},
+		{name: "denies a deletion the writer would not carry out, naming the file and what to do", req: delCM, targets: []TargetState{shared}, reason: ReasonPathConflict,
+			contains: []string{"ConfigMap team-a/app cannot be removed from GitTarget team-a/live: live/team-a/configmaps/pair.sops.yaml holds 2 objects"}},
+		{name: "denies a change that takes the object out of the rules, which removes it too", req: cm, targets: []TargetState{sharedLeaving}, reason: ReasonPathConflict},
+		{name: "lets that deletion through a target pruning Never, which removes nothing", req: delCM, targets: []TargetState{keepingShared}, allowed: true, reason: ReasonAllowed},
+		{name: "lets that deletion by the cluster's own controllers through, so a namespace can terminate", req: clusterDel, targets: []TargetState{shared},
+			allowed: true, reason: ReasonAllowed},
 		{name: "warns on a dry-run delete that a target pruning Never keeps the document", req: delCM, targets: []TargetState{keepingLive}, warn: true,
 			allowed: true, reason: ReasonAllowed,
 			warnings: []string{"https://git.example.com/r.git main:live/team-a/configmaps/app.yaml is kept (GitTarget team-a/live: spec.prune.mode Never)"}},

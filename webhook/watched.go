@@ -347,6 +347,7 @@ func (w *Watched) locate(targets []TargetState, r Request, req admission.Request
 		if w.View.Locator != nil {
 			at := w.View.Locator.Locate(t.Key, gvr, r.Kind, r.Namespace, r.Name)
 			t.Path, t.PathProblem, t.Encrypted = at.Path, at.Problem, at.Encrypted
+			t.Absent, t.RemovalProblem = at.Absent, at.RemovalProblem
 			if t.Path != "" || t.PathProblem != "" {
 				continue
 			}

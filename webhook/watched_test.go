@@ -32,7 +32,7 @@ type leaderOf map[types.NamespacedName]string
 
 func (l leaderOf) Locate(target types.NamespacedName, _ schema.GroupVersionResource, _, _, _ string) batch.Location {
 	if p, ok := l[target]; ok {
-		return batch.Location{Path: p, Problem: "already held"}
+		return batch.Location{Path: p, Problem: "already held", RemovalProblem: "shared with another object"}
 	}
 	return batch.Location{}
 }
@@ -47,6 +47,7 @@ func TestLocateUsesTheCanonicalPathForATargetTheWriterDoesNotKnow(t *testing.T) 
 	w.locate(targets, Request{Kind: "ConfigMap", Namespace: "a", Name: "app"}, req)
 	assert.Equal(t, "live/custom.yaml", targets[0].Path)
 	assert.Equal(t, "already held", targets[0].PathProblem)
+	assert.Equal(t, "shared with another object", targets[0].RemovalProblem, "a deletion is judged by it")
 	assert.Equal(t, "live/a/configmaps/app.yaml", targets[1].Path, "the same verdict and warning on every replica")
 	assert.Empty(t, targets[1].PathProblem)
 }

@@ -1154,6 +1154,13 @@ type Location struct {
 	// keeps encrypted whatever the resource: it refuses the object as it refuses a
 	// sensitive one, when fields sops would leave readable hold values (ReadableFields).
 	Encrypted bool
+	// Absent says the folder, as the writer last read it, holds no document of the object:
+	// its deletion removes nothing. False also when the folder was not read yet.
+	Absent bool
+	// RemovalProblem says why the writer would not remove the object's document from the
+	// file holding it (a person's encrypted file of several objects, a file it never edits);
+	// "" when it would, or when Git holds no document of it.
+	RemovalProblem string
 }
 
 // Locate tells admission where an object would land in a target's folder: the file already
@@ -1174,6 +1181,35 @@ func (m *Manager) Locate(target types.NamespacedName, gvr schema.GroupVersionRes
 		idx = nil // moved to another folder not read yet: the old one's files say nothing
 	}
 	id := ObjectKey{GVR: gvr, Kind: kind, Namespace: namespace, Name: name}.Identity()
+	at := locateIn(target, folder, idx, id, gvr, sensitive, encrypts)
+	if idx != nil {
+		if loc, ok := idx.lookup(id); ok {
+			at.RemovalProblem = removalProblem(idx, loc.File)
+		} else {
+			at.Absent = true
+		}
+	}
+	return at
+}
+
+// removalProblem says why the writer would not remove a document from file (planRemove):
+// Git holds file under a name the writer never reads, or it is an encrypted file of several
+// objects. "" when it would.
+func removalProblem(idx *folderIndex, file string) string {
+	if problem := idx.pathProblem(file); problem != "" {
+		return problem
+	}
+	if n := sharedEncryptedFile(idx, file); n > 0 {
+		return sharedProblem(file, n)
+	}
+	return ""
+}
+
+// locateIn is Locate for object id in the folder of target as idx holds it (nil: not read
+// yet), with the sensitivity of its resource and whether the target encrypts.
+func locateIn(target types.NamespacedName, folder string, idx *folderIndex, id manifest.Identity, gvr schema.GroupVersionResource,
+	sensitive, encrypts bool) Location {
+	namespace, name := id.Namespace, id.Name
 	if idx != nil {
 		// A sensitive object's plaintext document (a person's) is moved into an encrypted
 		// file at the canonical path: judged there, below, as the writer does.

@@ -68,8 +68,12 @@ func TestAnEncryptedFileHoldingSeveralObjectsIsNeitherRewrittenNorCutByTheWriter
 	assert.Equal(t, "Secret app/a: not written: "+problem, st.Refused[0], "admission and the writer give the same reason")
 	assert.Equal(t, strings.TrimSuffix(pair, "\n"), s.remote.Show("main", file), "b is not dropped")
 
+	removal := s.writer.Locate(targetKey, secretsGVR, "Secret", "app", "b").RemovalProblem
+	assert.Contains(t, removal, file+" holds 2 objects", "admission denies the deletion, with the reason")
+	assert.True(t, s.writer.Locate(targetKey, secretsGVR, "Secret", "app", "c").Absent, "a Secret the folder does not hold")
+	assert.False(t, s.writer.Locate(targetKey, secretsGVR, "Secret", "app", "b").Absent)
 	st = s.deleteAndSettle(batch.ObjectKey{GVR: secretsGVR, Kind: "Secret", Namespace: "app", Name: "b"})
-	assert.Contains(t, strings.Join(st.Refused, "\n"), "Secret app/b: not removed: "+file+" holds 2 objects")
+	assert.Contains(t, strings.Join(st.Refused, "\n"), "Secret app/b: not removed: "+removal, "admission and the writer give the same reason")
 	assert.Equal(t, strings.TrimSuffix(pair, "\n"), s.remote.Show("main", file), "nor cut out, which would break the MAC")
 	plain, err := encrypt.Decrypt([]byte(s.remote.Show("main", file)+"\n"), ids)
 	require.NoError(t, err)
