@@ -45,8 +45,8 @@ func TestSecretValuesHidesAValueQuotedEscaped(t *testing.T) {
 	data := map[string][]byte{"password": []byte(`p&ss<w0rd>"1\`)}
 	for _, quoted := range []string{
 		`last-applied: {"data":{"password":"p\u0026ss\u003cw0rd\u003e\"1\\"}}`, // kubectl's JSON, HTML-escaped
-		`{"password":"p&ss<w0rd>\"1\\"}`,                                        // JSON without HTML escaping
-		`value "p&ss<w0rd>\"1\\" is not allowed`,                                // a Go %q
+		`{"password":"p&ss<w0rd>\"1\\"}`,                                       // JSON without HTML escaping
+		`value "p&ss<w0rd>\"1\\" is not allowed`,                               // a Go %q
 	} {
 		err := SecretValues(errors.New(quoted), data)
 		assert.NotContains(t, err.Error(), "w0rd", quoted)
