@@ -7,6 +7,8 @@ import (
 	"io"
 	"net/url"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,10 +18,14 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/gitops-reverser/gitops-reverser/gitops/batch"
 )
 
 func TestListProblem(t *testing.T) {
@@ -62,11 +68,11 @@ func TestAListErrorQuotesItsURLWithoutTheQuery(t *testing.T) {
 
 func TestTheErrorsThatEndAWatchInTheNormalCourseAreNoListProblem(t *testing.T) {
 	for _, err := range []error{io.EOF, io.ErrUnexpectedEOF, apierrors.NewResourceExpired("too old"), apierrors.NewGone("gone")} {
-		i := &informer{}
+		i := listedInformer(t, false)
 		i.noteListError(err)
 		assert.Nil(t, i.listErr.Load(), "%v", err)
 	}
-	i := &informer{}
+	i := listedInformer(t, false)
 	i.noteListError(fmt.Errorf("failed to list: %w", errors.New("connection refused")))
 	require.NotNil(t, i.listErr.Load())
 	assert.Equal(t, "failed to list: connection refused", i.listErr.Load().msg)
@@ -113,4 +119,100 @@ func runningInformer(t *testing.T, list func() (runtime.Object, error)) *informe
 	i.recordListErrors()
 	go i.inf.RunWithContext(ctx)
 	return i
+}
+
+// flakyList is the list and watch of one resource that a test breaks and mends: while
+// broken, every list and watch is forbidden (the operator's permission taken away).
+type flakyList struct {
+	broken atomic.Bool
+	rv     atomic.Value // the resource version the next list returns
+	mu     sync.Mutex
+	watch  *watch.FakeWatcher
+}
+
+func (f *flakyList) listWatch(objs ...*unstructured.Unstructured) cache.ListerWatcher {
+	forbidden := apierrors.NewForbidden(schema.GroupResource{Resource: "configmaps"}, "", errors.New("RBAC: access denied"))
+	return listOnly{&cache.ListWatch{
+		ListFunc: func(metav1.ListOptions) (runtime.Object, error) {
+			if f.broken.Load() {
+				return nil, forbidden
+			}
+			list := &unstructured.UnstructuredList{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMapList"}}
+			list.SetResourceVersion(f.rv.Load().(string))
+			for _, o := range objs {
+				list.Items = append(list.Items, *o.DeepCopy())
+			}
+			return list, nil
+		},
+		WatchFunc: func(metav1.ListOptions) (watch.Interface, error) {
+			if f.broken.Load() {
+				return nil, forbidden
+			}
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			f.watch = watch.NewFake()
+			return f.watch, nil
+		},
+	}}
+}
+
+// breakWatch ends the current watch and fails every list and watch from now on.
+func (f *flakyList) breakWatch() {
+	f.broken.Store(true)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.watch != nil {
+		f.watch.Stop()
+	}
+}
+
+// The API server cannot be made to fail a re-list on cue, so the list and watch are faked
+// here; the real API server's failing first list is in the e2e suite
+// (TestAResourceThatCannotBeListedSaysSoOnItsRule).
+func TestAResourceWhoseRelistKeepsFailingIsNotTakenForComplete(t *testing.T) {
+	target := types.NamespacedName{Namespace: "ops", Name: "live"}
+	gvr := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	claim := Claim{Target: target, Resource: Resource{GVR: gvr, Kind: "ConfigMap", Namespaced: true}, Namespace: "team-a",
+		ObjectSelector: labels.Everything(), Create: true, Update: true, Delete: true}
+	key := batch.ObjectKey{GVR: gvr, Kind: "ConfigMap", Namespace: "team-a", Name: "app"}
+	lists := &flakyList{}
+	lists.rv.Store("1")
+	inf := &informer{inf: cache.NewSharedIndexInformer(lists.listWatch(configMap("team-a", "app", nil)), &unstructured.Unstructured{}, 0,
+		cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})}
+	inf.ctx, inf.cancel = context.WithCancel(context.Background())
+	t.Cleanup(inf.cancel)
+	inf.recordListErrors()
+	sink := &lockedSnapshots{}
+	w := New(Options{Sink: sink, Log: logr.Discard()})
+	w.informers[gvr] = inf
+	w.byGVR[gvr] = []Claim{claim}
+	w.rules = map[string][]Claim{"rule": {claim}}
+	close(w.started)
+	go inf.inf.Run(inf.ctx.Done())
+	require.Eventually(t, inf.inf.HasSynced, 10*time.Second, 10*time.Millisecond)
+	_, err := w.Current(target, key)
+	require.NoError(t, err, "synced: the cache is the cluster's state")
+
+	lists.breakWatch()
+	require.Eventually(t, inf.failingRelist, 10*time.Second, 10*time.Millisecond)
+	assert.True(t, inf.inf.HasSynced(), "client-go still says synced")
+	_, err = w.Current(target, key)
+	assert.ErrorIs(t, err, batch.ErrNotSynced, "a frozen store is not the cluster's state: absence there is no deletion")
+	problems, _ := w.ListProblems([]schema.GroupVersionResource{gvr})
+	require.Len(t, problems, 1)
+	assert.Contains(t, problems[0], "configmaps cannot be listed again since its watch broke")
+	assert.Contains(t, problems[0], "RBAC: access denied")
+	w.Resync(target)
+	time.Sleep(300 * time.Millisecond) // an absence has no signal
+	assert.Empty(t, sink.snapshots(), "nothing is compared with Git, or pruned, from the frozen store")
+
+	lists.rv.Store("2")
+	lists.broken.Store(false) // the permission is back: the next list comes in
+	require.Eventually(t, func() bool { return len(sink.snapshots()) == 1 }, 30*time.Second, 20*time.Millisecond,
+		"the waiting comparison is made once a list is in")
+	assert.False(t, inf.failingRelist())
+	_, err = w.Current(target, key)
+	assert.NoError(t, err)
+	problems, _ = w.ListProblems([]schema.GroupVersionResource{gvr})
+	assert.Empty(t, problems)
 }

@@ -101,7 +101,8 @@ type informer struct {
 	// initial list.
 	handled cache.ResourceEventHandlerRegistration
 	// listErr is the last error listing or watching its resource gave, read while it has
-	// not synced (ListProblems): a resource that cannot be listed is captured by nobody.
+	// not synced (ListProblems): a resource that cannot be listed is captured by nobody;
+	// and after, while no list came in since (failingRelist).
 	listErr atomic.Pointer[listError]
 	// started is when it started: a first list taking longer than listPatience is reported
 	// too (ListProblems).
@@ -525,7 +526,7 @@ func (w *Watcher) Resync(target types.NamespacedName) {
 				continue
 			}
 			go func() {
-				synced := cache.WaitForCacheSync(inf.ctx.Done(), inf.inf.HasSynced)
+				synced := cache.WaitForCacheSync(inf.ctx.Done(), func() bool { return inf.inf.HasSynced() && !inf.failingRelist() })
 				// Before the snapshot reads the claims: a Resync from now on is either
 				// covered by that read or waits on its own.
 				inf.resyncing.Delete(target)
@@ -682,12 +683,25 @@ func (i *informer) noteListError(err error) {
 	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
 		return
 	}
-	i.listErr.Store(&listError{msg: listErrorMessage(err)})
+	i.listErr.Store(&listError{msg: listErrorMessage(err), rv: i.inf.LastSyncResourceVersion()})
 }
 
-// listError is a list's or watch's error as ListProblems tells it.
+// failingRelist says whether i, synced, failed to list or watch since its last list came in:
+// its watch broke and the re-list keeps failing (its permission taken away, a conversion
+// webhook or aggregated API down). Its store is frozen as it was then, though the informer
+// still says synced: what was created or deleted since is not in it, so it is neither
+// read as the cluster's state (Current) nor compared with Git (Resync) until a list comes
+// in, which moves the resource version, as afterRelist tells a list in.
+func (i *informer) failingRelist() bool {
+	e := i.listErr.Load()
+	return e != nil && i.inf.HasSynced() && i.inf.LastSyncResourceVersion() == e.rv
+}
+
+// listError is a list's or watch's error as ListProblems tells it, with the resource version
+// the informer had then.
 type listError struct {
 	msg string
+	rv  string
 }
 
 // listErrorMessage is err's message without the query of the URL it quotes: a watch's
@@ -715,9 +729,15 @@ func (w *Watcher) ListProblems(gvrs []schema.GroupVersionResource) (problems []s
 	defer w.mu.RUnlock()
 	now := time.Now()
 	for _, gvr := range gvrs {
-		if inf := w.informers[gvr]; inf != nil && !inf.inf.HasSynced() {
+		inf := w.informers[gvr]
+		switch {
+		case inf == nil:
+		case !inf.inf.HasSynced():
 			problem := listProblem(gvr.GroupResource(), inf.listErr.Load(), now.Sub(inf.started))
 			problems, pending = appendNonEmpty(problems, problem), pending || problem == ""
+		case inf.failingRelist():
+			problems = append(problems, fmt.Sprintf("%s cannot be listed again since its watch broke, so changes to it are not "+
+				"seen and nothing of it is written or pruned: %s", gvr.GroupResource(), inf.listErr.Load().msg))
 		}
 	}
 	slices.Sort(problems)
@@ -988,7 +1008,7 @@ func (w *Watcher) Current(target types.NamespacedName, key batch.ObjectKey) (*un
 	switch {
 	case !covered:
 		return nil, batch.ErrNotWatched
-	case inf == nil || !inf.inf.HasSynced():
+	case inf == nil || !inf.inf.HasSynced() || inf.failingRelist():
 		return nil, fmt.Errorf("%w: %s", batch.ErrNotSynced, key.GVR.Resource)
 	}
 	storeKey := storeKeyOf(key)
