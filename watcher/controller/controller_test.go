@@ -280,6 +280,9 @@ func TestARuleWhoseDiscoveryFailsBeforeItWatchesIsNotReady(t *testing.T) {
 	assert.Equal(t, v1alpha1.ReasonRetrying, ready.Reason)
 	assert.Contains(t, ready.Message, "not watching yet")
 	assert.Empty(t, wr.Status.Resources)
+	resolved := apimeta.FindStatusCondition(wr.Status.Conditions, v1alpha1.ConditionResourcesResolved)
+	assert.Equal(t, metav1.ConditionFalse, resolved.Status, "the earlier process's resolution stands for nothing now")
+	assert.Equal(t, v1alpha1.ReasonRetrying, resolved.Reason)
 }
 
 func TestRuleResourcesValidation(t *testing.T) {

@@ -196,8 +196,9 @@ func notWatchingYet(st *v1alpha1.WatchRuleStatus, gen int64, reg Registry, key s
 		return
 	}
 	st.Resources = nil
-	v1alpha1.SetReconciling(&st.Conditions, gen, v1alpha1.ReasonRetrying,
-		fmt.Sprintf("%v; not watching yet, retrying with backoff", err))
+	msg := fmt.Sprintf("%v; not watching yet, retrying with backoff", err)
+	v1alpha1.SetCondition(&st.Conditions, gen, v1alpha1.ConditionResourcesResolved, false, v1alpha1.ReasonRetrying, msg)
+	v1alpha1.SetReconciling(&st.Conditions, gen, v1alpha1.ReasonRetrying, msg)
 }
 
 // watchesNothing records on a rule's status that it watches nothing, for a configuration
