@@ -48,7 +48,7 @@ fuzz: ## Run each fuzz target (YAML editor, object conversion, ownership parser,
 	done
 
 .PHONY: bench
-bench: ## Run the benchmarks; each prints its side-by-side ratio against its goal.
+bench: ## Run the micro-benchmarks of gitops/, then those of test/bench, which each print their side-by-side ratio against its goal.
 	@assets=$$(test/tools/envtest-assets.sh); \
 	KUBEBUILDER_ASSETS=$$assets go test -run '^$$' -bench . -benchmem ./gitops/... && \
 	KUBEBUILDER_ASSETS=$$assets go test -timeout 30m -run '^$$' -bench . -benchtime=1x ./test/bench/

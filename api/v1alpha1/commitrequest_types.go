@@ -50,7 +50,8 @@ type CommitRequestStatus struct {
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 	// Conditions: Committed (True once the commit carrying the message was pushed; False
-	// with a reason when it never will be), Reconciling while waiting.
+	// with a reason when it never will be), and kstatus' Ready (True, reason Committed,
+	// once pushed), Reconciling while waiting, Stalled with the final reason.
 	// +listType=map
 	// +listMapKey=type
 	// +optional

@@ -227,6 +227,7 @@ type CommitInfo struct {
 // +kubebuilder:printcolumn:name="Commit",type=string,JSONPath=`.status.lastCommit.sha`,priority=1
 // +kubebuilder:printcolumn:name="Encryption",type=string,JSONPath=`.status.conditions[?(@.type=="EncryptionReady")].status`,priority=1
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
 // +kubebuilder:printcolumn:name="Status",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].message`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type GitTarget struct {
