@@ -116,6 +116,11 @@ type WebhookPolicy struct {
 	// Scoped lists the only namespaces from which writes of a resource are sent (see
 	// NamespacesFor); a resource not in it is sent from every namespace not excluded.
 	Scoped map[schema.GroupResource][]string
+	// SkipOwned says objects with a controller ownerReference are noise the watcher never
+	// captures (watcher.Noise.CaptureOwned off): their writes are not sent at all
+	// (ownedCondition), so an outage under failurePolicy Fail never blocks the Pods,
+	// ReplicaSets and Jobs of a resource a "*" rule names.
+	SkipOwned bool
 }
 
 // ApplyPolicy sets rules and policy on the watched webhook entry and leaves everything else
@@ -222,6 +227,25 @@ func setEntry(w *admissionv1.ValidatingWebhook, rules []RuleSpec, p WebhookPolic
 	if c := namespaceCondition(p.Scoped); c != nil {
 		w.MatchConditions = append(w.MatchConditions, *c)
 	}
+	if p.SkipOwned {
+		w.MatchConditions = append(w.MatchConditions, ownedCondition)
+	}
+}
+
+// ownedCondition sends a write unless the object has a controller ownerReference both
+// before and after it (only after for a creation, only before for a deletion), as the
+// handler skips it (Watched.route): an object adopted or orphaned by the write is still
+// sent, since for Git it leaves or arrives.
+var ownedCondition = admissionv1.MatchCondition{
+	Name: "skip-owned-objects",
+	Expression: "!((request.operation == 'DELETE' || " + controlled("object") + ") && " +
+		"(request.operation == 'CREATE' || " + controlled("oldObject") + "))",
+}
+
+// controlled is the CEL condition that obj (object or oldObject) has a controller
+// ownerReference.
+func controlled(obj string) string {
+	return fmt.Sprintf("(has(%[1]s.metadata.ownerReferences) && %[1]s.metadata.ownerReferences.exists(r, has(r.controller) && r.controller))", obj)
 }
 
 // celList renders strings as a CEL list literal body.

@@ -169,6 +169,13 @@ func TestApplyPolicyLeavesClientConfigAlone(t *testing.T) {
 		`has(request.options.fieldManager) && request.options.fieldManager in ["kustomize-controller"])`,
 		w.MatchConditions[1].Expression)
 	assert.False(t, ApplyPolicy(&w, rules, p), "applying the same policy again changes nothing")
+
+	p.SkipOwned = true // --capture-owned-objects off
+	require.True(t, ApplyPolicy(&w, rules, p))
+	assert.Equal(t, "skip-owned-objects", w.MatchConditions[0].Name, "an owned object's writes are not sent")
+	p.SkipOwned = false
+	require.True(t, ApplyPolicy(&w, rules, p))
+	assert.NotContains(t, w.MatchConditions, ownedCondition, "captured owned objects are sent")
 }
 
 func TestRouteMatches(t *testing.T) {

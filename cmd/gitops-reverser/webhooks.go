@@ -50,6 +50,7 @@ func setupWebhooks(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, opts
 		FailurePolicy:      policy,
 		TimeoutSecond:      timeout,
 		Self:               self,
+		SkipOwned:          !opts.Noise.CaptureOwned,
 	}, log)
 	sync.Watched = w.Watched
 	sync.Informers = mgr.GetCache()

@@ -11,10 +11,15 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	admissionv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
@@ -80,4 +85,55 @@ webhooks:
 	})
 	out, err := kubectlErr("", "-n", ns, "create", "configmap", "early")
 	require.NoError(t, err, out)
+}
+
+// TestAnOwnedObjectIsNeverSentToTheWebhook registers an entry as RuleSync writes it, with the
+// owned-object condition, under failurePolicy Fail, at an address where nothing answers: the
+// operator down. The API server compiles the condition and refuses a write it sends, but
+// sends none of an object a controller owns, before and after the write; one the write
+// orphans is sent, since for Git it arrives.
+func TestAnOwnedObjectIsNeverSentToTheWebhook(t *testing.T) {
+	const ns = "owned-skip"
+	kubectl(t, "", "create", "namespace", ns)
+	entry := admissionv1.ValidatingWebhook{Name: "watched." + ns + ".example.com",
+		ClientConfig: admissionv1.WebhookClientConfig{URL: ptr.To("https://127.0.0.1:1" + webhook.WatchedPath)}}
+	rules := []webhook.RuleSpec{{Operations: []admissionv1.OperationType{admissionv1.Create, admissionv1.Update, admissionv1.Delete},
+		Rule: admissionv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"configmaps"}}}}
+	webhook.ApplyPolicy(&entry, rules, webhook.WebhookPolicy{FailurePolicy: admissionv1.Fail, TimeoutSecond: 2, SkipOwned: true,
+		ExcludedNamespaces: []string{"kube-system"}})
+	entry.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": ns}}
+	cs, err := kubernetes.NewForConfig(shared.env.Config)
+	require.NoError(t, err)
+	vwc := &admissionv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: ns}, Webhooks: []admissionv1.ValidatingWebhook{entry}}
+	_, err = cs.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(context.Background(), vwc, metav1.CreateOptions{})
+	require.NoError(t, err, "the API server compiles the condition")
+	t.Cleanup(func() { _, _ = kubectlErr("", "delete", "validatingwebhookconfiguration", ns) })
+
+	eventually(t, 30*time.Second, "a plain object's write sent, and refused", func() (bool, string) {
+		out, err := kubectlErr("", "-n", ns, "create", "configmap", "plain")
+		return err != nil && strings.Contains(out, "failed calling webhook"), out
+	})
+	owned := `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: owned
+  namespace: ` + ns + `
+  ownerReferences:
+  - apiVersion: apps/v1
+    kind: Deployment
+    name: api
+    uid: 6b1c7d3e-0000-4000-8000-000000000002
+    controller: true
+data:
+  k: v
+`
+	out, err := kubectlErr(owned, "create", "-f", "-")
+	require.NoError(t, err, "an owned object's creation is not sent: %s", out)
+	out, err = kubectlErr("", "-n", ns, "label", "configmap", "owned", "x=y")
+	require.NoError(t, err, "nor its update: %s", out)
+	out, err = kubectlErr("", "-n", ns, "patch", "configmap", "owned", "--type=json", `-p=[{"op":"remove","path":"/metadata/ownerReferences"}]`)
+	require.Error(t, err, "an update that orphans it is sent: %s", out)
+	assert.Contains(t, out, "failed calling webhook")
+	out, err = kubectlErr("", "-n", ns, "delete", "configmap", "owned")
+	require.NoError(t, err, "nor its deletion: %s", out)
 }
