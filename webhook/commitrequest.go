@@ -114,6 +114,16 @@ func RequesterWebhook(cc admissionregv1.WebhookClientConfig) admissionregv1.Muta
 	}
 }
 
+// OwnMatchConditions are the match conditions of the validating entry for the operator's
+// own resources: an update that leaves the spec as it was (labels, annotations, a
+// finalizer the garbage collector removes) is not sent, as the handler would allow it
+// (specUnchanged), so an outage under the entry's failurePolicy Fail never holds up a
+// deletion or an uninstall.
+func OwnMatchConditions() []admissionregv1.MatchCondition {
+	return []admissionregv1.MatchCondition{{Name: "spec-changed",
+		Expression: "request.operation != 'UPDATE' || !has(oldObject.spec) || !has(object.spec) || object.spec != oldObject.spec"}}
+}
+
 // OwnRules are the rules of the validating entry for the operator's own resources.
 func OwnRules() []admissionregv1.RuleWithOperations {
 	rule := func(resource string, ops ...admissionregv1.OperationType) admissionregv1.RuleWithOperations {

@@ -67,7 +67,7 @@ func devWebhookConfiguration(port int) *admissionv1.ValidatingWebhookConfigurati
 			SideEffects: ptr.To(admissionv1.SideEffectClassNone), AdmissionReviewVersions: []string{"v1"}, FailurePolicy: ptr.To(policy)}
 	}
 	own := entry("reverser.gitops.dev", webhook.OwnPath, admissionv1.Fail)
-	own.Rules = webhook.OwnRules()
+	own.Rules, own.MatchConditions = webhook.OwnRules(), webhook.OwnMatchConditions()
 	return &admissionv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "gitops-reverser"},
 		Webhooks: []admissionv1.ValidatingWebhook{entry(webhook.WatchedWebhookName, webhook.WatchedPath, admissionv1.Ignore), own}}
 }

@@ -95,19 +95,12 @@ webhooks:
 func TestAnOwnedObjectIsNeverSentToTheWebhook(t *testing.T) {
 	const ns = "owned-skip"
 	kubectl(t, "", "create", "namespace", ns)
-	entry := admissionv1.ValidatingWebhook{Name: "watched." + ns + ".example.com",
-		ClientConfig: admissionv1.WebhookClientConfig{URL: ptr.To("https://127.0.0.1:1" + webhook.WatchedPath)}}
+	entry := admissionv1.ValidatingWebhook{Name: "watched." + ns + ".example.com"}
 	rules := []webhook.RuleSpec{{Operations: []admissionv1.OperationType{admissionv1.Create, admissionv1.Update, admissionv1.Delete},
 		Rule: admissionv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"configmaps"}}}}
 	webhook.ApplyPolicy(&entry, rules, webhook.WebhookPolicy{FailurePolicy: admissionv1.Fail, TimeoutSecond: 2, SkipOwned: true,
 		ExcludedNamespaces: []string{"kube-system"}})
-	entry.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": ns}}
-	cs, err := kubernetes.NewForConfig(shared.env.Config)
-	require.NoError(t, err)
-	vwc := &admissionv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: ns}, Webhooks: []admissionv1.ValidatingWebhook{entry}}
-	_, err = cs.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(context.Background(), vwc, metav1.CreateOptions{})
-	require.NoError(t, err, "the API server compiles the condition")
-	t.Cleanup(func() { _, _ = kubectlErr("", "delete", "validatingwebhookconfiguration", ns) })
+	registerDown(t, ns, entry)
 
 	eventually(t, 30*time.Second, "a plain object's write sent, and refused", func() (bool, string) {
 		out, err := kubectlErr("", "-n", ns, "create", "configmap", "plain")
@@ -136,4 +129,55 @@ data:
 	assert.Contains(t, out, "failed calling webhook")
 	out, err = kubectlErr("", "-n", ns, "delete", "configmap", "owned")
 	require.NoError(t, err, "nor its deletion: %s", out)
+}
+
+// TestAnUpdateOfTheOperatorsOwnObjectThatKeepsItsSpecIsNeverSent registers the own-resources
+// entry as the operator's manifests do, under failurePolicy Fail, at an address where nothing
+// answers: the operator down. A label or a finalizer's removal still goes through, so a
+// deletion or an uninstall is never held up; a change of the spec is refused.
+func TestAnUpdateOfTheOperatorsOwnObjectThatKeepsItsSpecIsNeverSent(t *testing.T) {
+	const ns = "own-down"
+	startOperator(t, t.TempDir()) // the GitTarget is created while the operator answers
+	kubectl(t, "", "create", "namespace", ns)
+	kubectl(t, `apiVersion: reverser.gitops.dev/v1alpha1
+kind: GitTarget
+metadata:
+  name: live
+  namespace: `+ns+`
+  finalizers: ["example.com/hold"]
+spec:
+  providerRef:
+    name: nowhere
+  branch: main
+  path: clusters/own-down
+`, "apply", "-f", "-")
+	entry := admissionv1.ValidatingWebhook{Name: "own." + ns + ".example.com", AdmissionReviewVersions: []string{"v1"},
+		SideEffects: ptr.To(admissionv1.SideEffectClassNone), FailurePolicy: ptr.To(admissionv1.Fail), TimeoutSeconds: ptr.To(int32(2)),
+		Rules: webhook.OwnRules(), MatchConditions: webhook.OwnMatchConditions()}
+	registerDown(t, ns, entry)
+
+	eventually(t, 30*time.Second, "a change of the spec sent, and refused", func() (bool, string) {
+		out, err := kubectlErr("", "-n", ns, "patch", "gittarget", "live", "--type=merge", `-p={"spec":{"commitWindow":{"quiet":"2s"}}}`)
+		return err != nil && strings.Contains(out, "failed calling webhook"), out
+	})
+	out, err := kubectlErr("", "-n", ns, "label", "gittarget", "live", "team=a")
+	require.NoError(t, err, "a label is not sent: %s", out)
+	out, err = kubectlErr("", "-n", ns, "delete", "gittarget", "live", "--wait=false")
+	require.NoError(t, err, out)
+	out, err = kubectlErr("", "-n", ns, "patch", "gittarget", "live", "--type=json", `-p=[{"op":"remove","path":"/metadata/finalizers"}]`)
+	require.NoError(t, err, "the finalizer's removal is not sent, so the deletion ends: %s", out)
+}
+
+// registerDown registers entry, for namespace ns only, in a configuration of that name at an
+// address where nothing answers: the operator down. The API server compiles its conditions.
+func registerDown(t *testing.T, ns string, entry admissionv1.ValidatingWebhook) {
+	t.Helper()
+	entry.ClientConfig = admissionv1.WebhookClientConfig{URL: ptr.To("https://127.0.0.1:1/validate")}
+	entry.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": ns}}
+	cs, err := kubernetes.NewForConfig(shared.env.Config)
+	require.NoError(t, err)
+	vwc := &admissionv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: ns}, Webhooks: []admissionv1.ValidatingWebhook{entry}}
+	_, err = cs.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(context.Background(), vwc, metav1.CreateOptions{})
+	require.NoError(t, err, "the API server compiles the entry's conditions")
+	t.Cleanup(func() { _, _ = kubectlErr("", "delete", "validatingwebhookconfiguration", ns) })
 }

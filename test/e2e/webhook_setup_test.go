@@ -129,6 +129,7 @@ func installWebhookConfiguration(cs kubernetes.Interface, port int) error {
 				FailurePolicy:           ptr.To(admissionv1.Fail),
 				TimeoutSeconds:          ptr.To(int32(5)),
 				Rules:                   webhook.OwnRules(),
+				MatchConditions:         webhook.OwnMatchConditions(),
 			},
 		},
 	}
