@@ -32,7 +32,10 @@ const (
 	ConditionEncryptionReady = "EncryptionReady"
 )
 
-// Reasons used in conditions; stable strings so alerts and tests can match on them.
+// Reasons used in conditions; stable strings so alerts and tests can match on them. The
+// final and waiting reasons of a CommitRequest's Committed condition (Committed,
+// NothingToCommit, TimedOut, TargetRemoved, TargetStalled; Retrying as here) are set by the
+// writer, which does not depend on this package: see gitops/batch (author.go).
 const (
 	ReasonSucceeded      = "Succeeded"
 	ReasonInvalidSecret  = "InvalidSecret"
