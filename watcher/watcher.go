@@ -508,6 +508,9 @@ func (w *Watcher) Resync(target types.NamespacedName) {
 		select {
 		case <-w.started:
 		case <-time.After(time.Minute):
+			// Every caller runs once the watcher has started (on the leader): say so should
+			// one ever not, rather than drop the snapshot silently.
+			w.opts.Log.Info("snapshot not taken: the watcher did not start within a minute", "gitTarget", target.String())
 			return
 		}
 		w.mu.RLock()
