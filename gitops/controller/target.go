@@ -220,11 +220,6 @@ func setCredentialsGrace(t *v1alpha1.GitTarget, msg string) {
 	}
 	if contentStalled(*conds) {
 		v1alpha1.SetCondition(conds, t.Generation, v1alpha1.ConditionReconciling, true, v1alpha1.ReasonProviderNotReady, msg)
-		for _, typ := range []string{v1alpha1.ConditionReady, v1alpha1.ConditionStalled} { // judged for this generation too
-			if c := apimeta.FindStatusCondition(*conds, typ); c != nil {
-				v1alpha1.SetCondition(conds, t.Generation, typ, c.Status == metav1.ConditionTrue, c.Reason, c.Message)
-			}
-		}
 		return
 	}
 	v1alpha1.SetReconciling(conds, t.Generation, v1alpha1.ReasonProviderNotReady, msg)
