@@ -125,35 +125,33 @@ func runningInformer(t *testing.T, list func() (runtime.Object, error)) *informe
 // broken, every list and watch is forbidden (the operator's permission taken away).
 type flakyList struct {
 	broken atomic.Bool
-	rv     atomic.Value // the resource version the next list returns
 	mu     sync.Mutex
 	watch  *watch.FakeWatcher
 }
 
-func (f *flakyList) listWatch(objs ...*unstructured.Unstructured) cache.ListerWatcher {
+// listWatch is i's list and watch (informer.listWatch, as the watcher builds it) over f, each
+// list returning objs at resource version 1, as a quiet resource's does every time.
+func (f *flakyList) listWatch(i *informer, objs ...*unstructured.Unstructured) cache.ListerWatcher {
 	forbidden := apierrors.NewForbidden(schema.GroupResource{Resource: "configmaps"}, "", errors.New("RBAC: access denied"))
-	return listOnly{&cache.ListWatch{
-		ListFunc: func(metav1.ListOptions) (runtime.Object, error) {
-			if f.broken.Load() {
-				return nil, forbidden
-			}
-			list := &unstructured.UnstructuredList{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMapList"}}
-			list.SetResourceVersion(f.rv.Load().(string))
-			for _, o := range objs {
-				list.Items = append(list.Items, *o.DeepCopy())
-			}
-			return list, nil
-		},
-		WatchFunc: func(metav1.ListOptions) (watch.Interface, error) {
-			if f.broken.Load() {
-				return nil, forbidden
-			}
-			f.mu.Lock()
-			defer f.mu.Unlock()
-			f.watch = watch.NewFake()
-			return f.watch, nil
-		},
-	}}
+	return listOnly{i.listWatch(func(context.Context, metav1.ListOptions) (*unstructured.UnstructuredList, error) {
+		if f.broken.Load() {
+			return nil, forbidden
+		}
+		list := &unstructured.UnstructuredList{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMapList"}}
+		list.SetResourceVersion("1")
+		for _, o := range objs {
+			list.Items = append(list.Items, *o.DeepCopy())
+		}
+		return list, nil
+	}, func(context.Context, metav1.ListOptions) (watch.Interface, error) {
+		if f.broken.Load() {
+			return nil, forbidden
+		}
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.watch = watch.NewFake()
+		return f.watch, nil
+	}, func() {})}
 }
 
 // breakWatch ends the current watch and fails every list and watch from now on.
@@ -176,9 +174,9 @@ func TestAResourceWhoseRelistKeepsFailingIsNotTakenForComplete(t *testing.T) {
 		ObjectSelector: labels.Everything(), Create: true, Update: true, Delete: true}
 	key := batch.ObjectKey{GVR: gvr, Kind: "ConfigMap", Namespace: "team-a", Name: "app"}
 	lists := &flakyList{}
-	lists.rv.Store("1")
-	inf := &informer{inf: cache.NewSharedIndexInformer(lists.listWatch(configMap("team-a", "app", nil)), &unstructured.Unstructured{}, 0,
-		cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})}
+	inf := &informer{}
+	inf.inf = cache.NewSharedIndexInformer(lists.listWatch(inf, configMap("team-a", "app", nil)), &unstructured.Unstructured{}, 0,
+		cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
 	inf.ctx, inf.cancel = context.WithCancel(context.Background())
 	t.Cleanup(inf.cancel)
 	inf.recordListErrors()
@@ -200,14 +198,13 @@ func TestAResourceWhoseRelistKeepsFailingIsNotTakenForComplete(t *testing.T) {
 	assert.ErrorIs(t, err, batch.ErrNotSynced, "a frozen store is not the cluster's state: absence there is no deletion")
 	problems, _ := w.ListProblems([]schema.GroupVersionResource{gvr})
 	require.Len(t, problems, 1)
-	assert.Contains(t, problems[0], "configmaps cannot be listed again since its watch broke")
+	assert.Contains(t, problems[0], "configmaps cannot be listed or watched again since its watch broke")
 	assert.Contains(t, problems[0], "RBAC: access denied")
 	w.Resync(target)
 	time.Sleep(300 * time.Millisecond) // an absence has no signal
 	assert.Empty(t, sink.snapshots(), "nothing is compared with Git, or pruned, from the frozen store")
 
-	lists.rv.Store("2")
-	lists.broken.Store(false) // the permission is back: the next list comes in
+	lists.broken.Store(false) // the permission is back: the next list comes in, at the same resource version
 	require.Eventually(t, func() bool { return len(sink.snapshots()) == 1 }, 30*time.Second, 20*time.Millisecond,
 		"the waiting comparison is made once a list is in")
 	assert.False(t, inf.failingRelist())
@@ -215,4 +212,31 @@ func TestAResourceWhoseRelistKeepsFailingIsNotTakenForComplete(t *testing.T) {
 	assert.NoError(t, err)
 	problems, _ = w.ListProblems([]schema.GroupVersionResource{gvr})
 	assert.Empty(t, problems)
+}
+
+// A streamed list (watch-list) is in once the API server's bookmark marking the end of the
+// initial events has been passed on: the count moves then, not at an event before it.
+func TestAStreamedListIsCountedAtTheEndOfItsInitialEvents(t *testing.T) {
+	in := watch.NewFake()
+	var listed atomic.Int32
+	lw := newListEndWatch(in, func() { listed.Add(1) })
+	go func() {
+		in.Add(configMap("team-a", "app", nil))
+		plain := configMap("", "", nil)
+		in.Action(watch.Bookmark, plain)
+		end := configMap("", "", nil)
+		end.SetAnnotations(map[string]string{metav1.InitialEventsAnnotationKey: "true"})
+		in.Action(watch.Bookmark, end)
+	}()
+	for range 3 {
+		ev := <-lw.ResultChan()
+		if ev.Type != watch.Bookmark || !initialEventsEnd(ev.Object) {
+			assert.Zero(t, listed.Load(), "not before the end of the initial events")
+		}
+	}
+	require.Eventually(t, func() bool { return listed.Load() == 1 }, 5*time.Second, 5*time.Millisecond)
+	lw.Stop()
+	lw.Stop() // twice, as a reflector and a cancelled context may
+	_, open := <-lw.ResultChan()
+	assert.False(t, open, "stopping closes the events")
 }

@@ -104,6 +104,8 @@ type informer struct {
 	// not synced (ListProblems): a resource that cannot be listed is captured by nobody;
 	// and after, while no list came in since (failingRelist).
 	listErr atomic.Pointer[listError]
+	// lists counts the lists that came in (listWatch).
+	lists atomic.Int64
 	// started is when it started: a first list taking longer than listPatience is reported
 	// too (ListProblems).
 	started time.Time
@@ -686,25 +688,101 @@ func (i *informer) noteListError(err error) {
 	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
 		return
 	}
-	i.listErr.Store(&listError{msg: listErrorMessage(err), rv: i.inf.LastSyncResourceVersion()})
+	i.listErr.Store(&listError{msg: listErrorMessage(err), rv: i.inf.LastSyncResourceVersion(), lists: i.lists.Load()})
+}
+
+// listWatch is the list and watch of i's resource (list, watchFn). Each list that comes in is
+// counted (failingRelist): one returned whole, or one streamed as a watch once the API server
+// marks the end of its initial events. relist is called as a list starts (afterRelist).
+func (i *informer) listWatch(list func(context.Context, metav1.ListOptions) (*unstructured.UnstructuredList, error),
+	watchFn func(context.Context, metav1.ListOptions) (watch.Interface, error), relist func()) *cache.ListWatch {
+	return &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			relist()
+			out, err := list(ctx, opts)
+			if err != nil {
+				return nil, err
+			}
+			i.lists.Add(1)
+			return out, nil
+		},
+		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			streamed := opts.SendInitialEvents != nil && *opts.SendInitialEvents
+			if streamed {
+				relist()
+			}
+			out, err := watchFn(ctx, opts)
+			if err != nil || !streamed {
+				return out, err
+			}
+			return newListEndWatch(out, func() { i.lists.Add(1) }), nil
+		},
+	}
+}
+
+// listEndWatch passes a streamed list's events on, and calls listed once it has passed on
+// the bookmark that ends the initial events (the list is in).
+type listEndWatch struct {
+	in   watch.Interface
+	out  chan watch.Event
+	stop chan struct{}
+	once sync.Once
+}
+
+func newListEndWatch(in watch.Interface, listed func()) *listEndWatch {
+	lw := &listEndWatch{in: in, out: make(chan watch.Event), stop: make(chan struct{})}
+	go func() {
+		defer close(lw.out)
+		for ev := range in.ResultChan() {
+			select {
+			case lw.out <- ev:
+			case <-lw.stop:
+				return
+			}
+			if ev.Type == watch.Bookmark && initialEventsEnd(ev.Object) {
+				listed()
+			}
+		}
+	}()
+	return lw
+}
+
+// ResultChan implements watch.Interface.
+func (lw *listEndWatch) ResultChan() <-chan watch.Event { return lw.out }
+
+// Stop implements watch.Interface.
+func (lw *listEndWatch) Stop() {
+	lw.once.Do(func() {
+		close(lw.stop)
+		lw.in.Stop()
+	})
+}
+
+// initialEventsEnd says whether obj, a bookmark, is the API server's mark of the end of a
+// streamed list's initial events.
+func initialEventsEnd(obj runtime.Object) bool {
+	m, err := meta.Accessor(obj)
+	return err == nil && m.GetAnnotations()[metav1.InitialEventsAnnotationKey] == "true"
 }
 
 // failingRelist says whether i, synced, failed to list or watch since its last list came in:
 // its watch broke and the re-list keeps failing (its permission taken away, a conversion
 // webhook or aggregated API down). Its store is frozen as it was then, though the informer
 // still says synced: what was created or deleted since is not in it, so it is neither
-// read as the cluster's state (Current) nor compared with Git (Resync) until a list comes
-// in, which moves the resource version, as afterRelist tells a list in.
+// read as the cluster's state (Current) nor compared with Git (Resync) until a list comes in
+// (counted by listWatch; a quiet resource's list may return the resource version it had)
+// or an event moves its resource version.
 func (i *informer) failingRelist() bool {
 	e := i.listErr.Load()
-	return e != nil && i.inf.HasSynced() && i.inf.LastSyncResourceVersion() == e.rv
+	return e != nil && i.inf.HasSynced() && i.lists.Load() == e.lists && i.inf.LastSyncResourceVersion() == e.rv
 }
 
 // listError is a list's or watch's error as ListProblems tells it, with the resource version
-// the informer had then.
+// and the count of lists the informer had then.
 type listError struct {
-	msg string
-	rv  string
+	msg   string
+	rv    string
+	lists int64
 }
 
 // listErrorMessage is err's message without the query of the URL it quotes: a watch's
@@ -739,7 +817,7 @@ func (w *Watcher) ListProblems(gvrs []schema.GroupVersionResource) (problems []s
 			problem := listProblem(gvr.GroupResource(), inf.listErr.Load(), now.Sub(inf.started))
 			problems, pending = appendNonEmpty(problems, problem), pending || problem == ""
 		case inf.failingRelist():
-			problems = append(problems, fmt.Sprintf("%s cannot be listed again since its watch broke, so changes to it are not "+
+			problems = append(problems, fmt.Sprintf("%s cannot be listed or watched again since its watch broke, so changes to it are not "+
 				"seen and nothing of it is written or pruned: %s", gvr.GroupResource(), inf.listErr.Load().msg))
 		}
 	}
@@ -1274,18 +1352,7 @@ func (w *Watcher) startInformer(gvr schema.GroupVersionResource, replacing bool)
 	// The dynamic informer's list and watch, with each list seen: a re-list (after a watch
 	// expired or was cut) is compared with Git (afterRelist).
 	resource := w.opts.Client.Resource(gvr)
-	lw := &cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-			w.afterRelist(gvr, i)
-			return resource.List(ctx, opts)
-		},
-		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-			if opts.SendInitialEvents != nil && *opts.SendInitialEvents {
-				w.afterRelist(gvr, i) // a list streamed as a watch
-			}
-			return resource.Watch(ctx, opts)
-		},
-	}
+	lw := i.listWatch(resource.List, resource.Watch, func() { w.afterRelist(gvr, i) })
 	// Indexed by namespace: a namespace's new labels re-evaluate its objects only.
 	i.inf = cache.NewSharedIndexInformerWithOptions(cache.ToListWatcherWithWatchListSemantics(lw, w.opts.Client),
 		&unstructured.Unstructured{}, cache.SharedIndexInformerOptions{ResyncPeriod: w.opts.Resync,
