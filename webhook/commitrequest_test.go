@@ -4,15 +4,19 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"os"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	admissionv1 "k8s.io/api/admission/v1"
+	admissionregv1 "k8s.io/api/admissionregistration/v1"
 	authnv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+	"sigs.k8s.io/yaml"
 
 	"github.com/gitops-reverser/gitops-reverser/api/v1alpha1"
 )
@@ -82,4 +86,21 @@ func TestStampRequester(t *testing.T) {
 		assert.True(t, resp.Allowed)
 		assert.Empty(t, resp.Patches)
 	})
+}
+
+// The manifests users install carry the own-resources entry's conditions as the demo and the
+// e2e suite register them.
+func TestTheInstalledOwnEntryCarriesTheOwnMatchConditions(t *testing.T) {
+	raw, err := os.ReadFile("../config/webhook/manifests.yaml")
+	require.NoError(t, err)
+	var vwc admissionregv1.ValidatingWebhookConfiguration
+	require.NoError(t, yaml.Unmarshal([]byte(strings.Split(string(raw), "\n---\n")[0]), &vwc))
+	require.Equal(t, "ValidatingWebhookConfiguration", vwc.Kind)
+	for _, w := range vwc.Webhooks {
+		if w.Name == "reverser.gitops.dev" {
+			assert.Equal(t, OwnMatchConditions(), w.MatchConditions)
+			return
+		}
+	}
+	t.Fatal("no reverser.gitops.dev entry in config/webhook/manifests.yaml")
 }

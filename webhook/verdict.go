@@ -199,10 +199,12 @@ func Decide(req Request, targets []TargetState, sensitive bool, warn bool) Verdi
 // Never); "" when nothing is known to say, or a delete finds no document to remove.
 func landing(op Operation, t TargetState) string {
 	switch {
-	case t.Path == "" || t.Leaving || (op == Delete && (t.PathProblem != "" || t.Absent || t.RemovalProblem != "")): // another object's file, or none
+	case t.Path == "" || t.Leaving || (op == Delete && (t.PathProblem != "" || t.Absent)): // another object's file, or none
 		return ""
 	case op == Delete && t.KeepsDeleted:
 		return fmt.Sprintf("%s %s:%s is kept (GitTarget %s: spec.prune.mode Never)", t.URL, t.Branch, t.Path, t.Key)
+	case op == Delete && t.RemovalProblem != "": // allowed only for the cluster's own controllers
+		return ""
 	case op == Delete:
 		return fmt.Sprintf("%s %s:%s is removed", t.URL, t.Branch, t.Path)
 	}

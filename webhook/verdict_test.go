@@ -58,6 +58,8 @@ func TestDecide(t *testing.T) {
 	clusterDel.ByCluster = true // the namespace controller
 	clusterUpd := cm
 	clusterUpd.Operation, clusterUpd.ByCluster = Update, true
+	updCM := cm
+	updCM.Operation = Update
 	clusterNew := cm
 	clusterNew.ByCluster = true // the service-account controller, a StatefulSet's claims
 	// A document the writer would not remove: in a person's encrypted file of two objects.
@@ -126,8 +128,11 @@ func TestDecide(t *testing.T) {
 			allowed: true, reason: ReasonAllowed},
 		{name: "denies a deletion the writer would not carry out, naming the file and what to do", req: delCM, targets: []TargetState{shared}, reason: ReasonPathConflict,
 			contains: []string{"ConfigMap team-a/app cannot be removed from GitTarget team-a/live: live/team-a/configmaps/pair.sops.yaml holds 2 objects"}},
-		{name: "denies a change that takes the object out of the rules, which removes it too", req: cm, targets: []TargetState{sharedLeaving}, reason: ReasonPathConflict},
-		{name: "lets that deletion through a target pruning Never, which removes nothing", req: delCM, targets: []TargetState{keepingShared}, allowed: true, reason: ReasonAllowed},
+		{name: "denies a change that takes the object out of the rules, which removes it too", req: updCM, targets: []TargetState{sharedLeaving}, reason: ReasonPathConflict},
+		{name: "lets that deletion through a target pruning Never, which removes nothing, saying the document is kept", req: delCM, targets: []TargetState{keepingShared},
+			warn: true, allowed: true, reason: ReasonAllowed,
+			warnings: []string{"https://git.example.com/r.git main:live/team-a/configmaps/pair.sops.yaml is kept (GitTarget team-a/live: spec.prune.mode Never)"}},
+		{name: "lets such a change by the cluster's own controllers through too", req: clusterUpd, targets: []TargetState{sharedLeaving}, allowed: true, reason: ReasonAllowed},
 		{name: "lets that deletion by the cluster's own controllers through, so a namespace can terminate", req: clusterDel, targets: []TargetState{shared},
 			allowed: true, reason: ReasonAllowed},
 		{name: "warns on a dry-run delete that a target pruning Never keeps the document", req: delCM, targets: []TargetState{keepingLive}, warn: true,
