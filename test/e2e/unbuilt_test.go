@@ -6,6 +6,7 @@ import (
 	"encoding/pem"
 	"fmt"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -180,4 +181,19 @@ func registerDown(t *testing.T, ns string, entry admissionv1.ValidatingWebhook) 
 	_, err = cs.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(context.Background(), vwc, metav1.CreateOptions{})
 	require.NoError(t, err, "the API server compiles the entry's conditions")
 	t.Cleanup(func() { _, _ = kubectlErr("", "delete", "validatingwebhookconfiguration", ns) })
+}
+
+// TestTheShippedWebhookManifestsAreValid has the API server check config/webhook/manifests.yaml
+// as users apply it (a server-side dry run): required fields, and its match conditions
+// compiled.
+func TestTheShippedWebhookManifestsAreValid(t *testing.T) {
+	raw, err := os.ReadFile("../../config/webhook/manifests.yaml")
+	require.NoError(t, err)
+	// Under a name of its own: the suite's operators use gitops-reverser.
+	shipped := strings.ReplaceAll(string(raw), "metadata:\n  name: gitops-reverser\n", "metadata:\n  name: shipped-manifests\n")
+	require.Equal(t, 2, strings.Count(shipped, "name: shipped-manifests"))
+	out, err := kubectlErr(shipped, "create", "--dry-run=server", "-f", "-")
+	require.NoError(t, err, out)
+	assert.Contains(t, out, "validatingwebhookconfiguration.admissionregistration.k8s.io/shipped-manifests created (server dry run)")
+	assert.Contains(t, out, "mutatingwebhookconfiguration.admissionregistration.k8s.io/shipped-manifests created (server dry run)")
 }
