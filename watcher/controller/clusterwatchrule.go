@@ -65,12 +65,13 @@ func (r *ClusterWatchRuleReconciler) Reconcile(ctx context.Context, req ctrl.Req
 		notWatchingYet(&cr.Status, cr.Generation, r.Registry, key, err)
 		return ctrl.Result{}, err
 	}
-	lists, failed, err := r.Discovery.preferred(time.Now())
+	registered := r.Registry.Claims(key)
+	lists, failed, err := r.Discovery.preferredFor(time.Now(), registered)
 	if err != nil {
 		notWatchingYet(&cr.Status, cr.Generation, r.Registry, key, err)
 		return ctrl.Result{}, err
 	}
-	d := discovered{lists: lists, failed: failed, undiscovered: undiscovered(r.Registry.Claims(key), failed)}
+	d := discovered{lists: lists, failed: failed, undiscovered: undiscovered(registered, failed)}
 	var all compiled
 	for _, rule := range cr.Spec.Rules {
 		c, err := claimsFor(target, "", rule.ResourceRule, rule.NamespaceSelector, d, true)

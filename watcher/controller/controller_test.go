@@ -339,7 +339,8 @@ func TestOneDiscoveryServesEveryRuleReconciledMeanwhile(t *testing.T) {
 	shared := controller.NewDiscovery(discovery.NewDiscoveryClientForConfigOrDie(cfg))
 	// The reconciler under test registers into a registry of its own: the suite's
 	// controllers reconcile the same rules.
-	r := &controller.WatchRuleReconciler{Client: k8s, Discovery: shared, Registry: &recordingRegistry{rules: map[string][]watcher.Claim{}, waiting: map[string]bool{}}}
+	own := &recordingRegistry{rules: map[string][]watcher.Claim{}, waiting: map[string]bool{}}
+	r := &controller.WatchRuleReconciler{Client: k8s, Discovery: shared, Registry: own}
 	reconcileAll := func() {
 		for i := range 5 {
 			req := ctrl.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: fmt.Sprintf("rule-%d", i)}}
@@ -358,4 +359,13 @@ func TestOneDiscoveryServesEveryRuleReconciledMeanwhile(t *testing.T) {
 	// One read of aggregated discovery is two requests, /api and /apis (under
 	// discoveryMaxAge, 10 s: the reconciles take well under a second).
 	assert.Equal(t, int32(2), counted.reads.Load(), "ten reconciles of five rules read discovery once")
+
+	// A registered resource the cached answer does not list (an API briefly missing from
+	// discovery) is read afresh before the rule drops it.
+	key := watcher.RuleKey("WatchRule", ns, "rule-0")
+	own.SetRule(key, append(own.claims(key), watcher.Claim{Resource: watcher.Resource{
+		GVR: schema.GroupVersionResource{Group: "gone.example.com", Version: "v1", Resource: "widgets"}, Kind: "Widget", Namespaced: true}}))
+	_, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: "rule-0"}})
+	require.NoError(t, err)
+	assert.Equal(t, int32(4), counted.reads.Load(), "one fresh read confirms the drop")
 }

@@ -3,6 +3,7 @@ package controller
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -10,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
+
+	"github.com/gitops-reverser/gitops-reverser/watcher"
 )
 
 // Discovery is the API server's discovery as the rule reconcilers read it, shared by both.
@@ -37,11 +40,43 @@ func NewDiscovery(dc discovery.DiscoveryInterface) *Discovery {
 // that became available or went away) are seen this much later at most.
 const discoveryMaxAge = 10 * time.Second
 
+// preferredFor is preferred for a rule whose claims are registered: an answer from the cache
+// that no longer lists the resource of one of them (nor says its API fails) is read again
+// before the rule drops it, so a cached answer never drops more than a fresh read would (an
+// APIService recreated during an upgrade is briefly missing from discovery).
+func (d *Discovery) preferredFor(now time.Time, registered []watcher.Claim) ([]*metav1.APIResourceList, map[schema.GroupVersion]error, error) {
+	lists, failed, err := d.preferred(now, false)
+	if err != nil || !dropsAny(lists, failed, registered) {
+		return lists, failed, err
+	}
+	return d.preferred(now, true)
+}
+
+// dropsAny says whether a discovery answer (lists, failed) neither lists the resource of
+// one of registered at its group-version nor says that group-version failed. Pure.
+func dropsAny(lists []*metav1.APIResourceList, failed map[schema.GroupVersion]error, registered []watcher.Claim) bool {
+	for _, c := range registered {
+		gvr := c.Resource.GVR
+		if _, down := failed[gvr.GroupVersion()]; down {
+			continue
+		}
+		listed := slices.ContainsFunc(lists, func(l *metav1.APIResourceList) bool {
+			return l.GroupVersion == gvr.GroupVersion().String() &&
+				slices.ContainsFunc(l.APIResources, func(r metav1.APIResource) bool { return r.Name == gvr.Resource })
+		})
+		if !listed {
+			return true
+		}
+	}
+	return false
+}
+
 // preferred lists the server's preferred resources; partial discovery failures (an
 // aggregated API down) still return what was found, with the group-versions that failed.
-func (d *Discovery) preferred(now time.Time) ([]*metav1.APIResourceList, map[schema.GroupVersion]error, error) {
+// fresh reads discovery again whatever the cache's age.
+func (d *Discovery) preferred(now time.Time, fresh bool) ([]*metav1.APIResourceList, map[schema.GroupVersion]error, error) {
 	d.mu.Lock()
-	if needsRefresh(d.read, d.crds.at(), now) {
+	if fresh || needsRefresh(d.read, d.crds.at(), now) {
 		d.cache.Invalidate()
 		d.read = now
 	}

@@ -1,11 +1,16 @@
 package controller
 
 import (
+	"errors"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/gitops-reverser/gitops-reverser/watcher"
 )
 
 func TestCRDClockRecheck(t *testing.T) {
@@ -52,6 +57,31 @@ func TestNeedsRefresh(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			assert.Equal(t, tc.want, needsRefresh(tc.read, tc.changed, tc.now))
+		})
+	}
+}
+
+func TestDropsAny(t *testing.T) {
+	cms := watcher.Claim{Resource: watcher.Resource{GVR: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}}}
+	metrics := watcher.Claim{Resource: watcher.Resource{GVR: schema.GroupVersionResource{Group: "metrics.k8s.io", Version: "v1beta1", Resource: "pods"}}}
+	core := &metav1.APIResourceList{GroupVersion: "v1", APIResources: []metav1.APIResource{{Name: "configmaps"}, {Name: "secrets"}}}
+	for _, tc := range []struct {
+		name       string
+		lists      []*metav1.APIResourceList
+		failed     map[schema.GroupVersion]error
+		registered []watcher.Claim
+		want       bool
+	}{
+		{"drops nothing a rule never registered", []*metav1.APIResourceList{core}, nil, nil, false},
+		{"drops nothing the answer still lists", []*metav1.APIResourceList{core}, nil, []watcher.Claim{cms}, false},
+		{"drops nothing whose API fails: the rule keeps it anyway", []*metav1.APIResourceList{core},
+			map[schema.GroupVersion]error{{Group: "metrics.k8s.io", Version: "v1beta1"}: errors.New("503")}, []watcher.Claim{cms, metrics}, false},
+		{"drops a registered resource the answer no longer lists", []*metav1.APIResourceList{core}, nil, []watcher.Claim{cms, metrics}, true},
+		{"drops a resource listed only at another version", []*metav1.APIResourceList{{GroupVersion: "v2", APIResources: []metav1.APIResource{{Name: "configmaps"}}}},
+			nil, []watcher.Claim{cms}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, dropsAny(tc.lists, tc.failed, tc.registered))
 		})
 	}
 }

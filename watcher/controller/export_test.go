@@ -9,5 +9,5 @@ import (
 
 // Preferred is what the rule reconcilers sharing d read from discovery now.
 func (d *Discovery) Preferred() ([]*metav1.APIResourceList, map[schema.GroupVersion]error, error) {
-	return d.preferred(time.Now())
+	return d.preferred(time.Now(), false)
 }

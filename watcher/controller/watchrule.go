@@ -66,12 +66,13 @@ func (r *WatchRuleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		notWatchingYet(&wr.Status, wr.Generation, r.Registry, key, err)
 		return ctrl.Result{}, err
 	}
-	lists, failed, err := r.Discovery.preferred(time.Now())
+	registered := r.Registry.Claims(key)
+	lists, failed, err := r.Discovery.preferredFor(time.Now(), registered)
 	if err != nil {
 		notWatchingYet(&wr.Status, wr.Generation, r.Registry, key, err)
 		return ctrl.Result{}, err
 	}
-	d := discovered{lists: lists, failed: failed, undiscovered: undiscovered(r.Registry.Claims(key), failed)}
+	d := discovered{lists: lists, failed: failed, undiscovered: undiscovered(registered, failed)}
 	var all compiled
 	for _, rule := range wr.Spec.Rules {
 		c, err := claimsFor(target, wr.Namespace, rule, nil, d, false)
