@@ -410,10 +410,22 @@ func (s *RuleSync) Start(ctx context.Context) error {
 			s.Log.V(1).Info("keeping webhook rules until every WatchRule is loaded", "validatingWebhookConfiguration", s.Name)
 			s.retryAfter(time.Second)
 		case err != nil:
-			s.Log.Error(err, "syncing webhook rules", "validatingWebhookConfiguration", s.Name)
+			s.Log.Error(forbiddenHint(err, s.Name), "syncing webhook rules", "validatingWebhookConfiguration", s.Name)
 			s.retryAfter(2 * time.Second)
 		}
 	}
+}
+
+// forbiddenHint adds to a sync the API server refused what to grant: the shipped ClusterRole
+// lets the operator update the ValidatingWebhookConfiguration named gitops-reverser only
+// (resourceNames), so a configuration renamed with --webhook-configuration-name needs that
+// rule edited (docs/security.md); until then nothing is judged. Pure.
+func forbiddenHint(err error, name string) error {
+	if !apierrors.IsForbidden(err) {
+		return err
+	}
+	return fmt.Errorf("%w (grant the operator's ClusterRole update on ValidatingWebhookConfiguration %s: the shipped one names "+
+		"gitops-reverser only, by resourceNames; until then no write is judged)", err, name)
 }
 
 // retryAfter asks for a sync after d, unless a retry is already pending: each failed sync

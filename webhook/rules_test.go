@@ -2,6 +2,7 @@ package webhook
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	admissionv1 "k8s.io/api/admissionregistration/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -328,4 +330,14 @@ func TestRuleSyncWaitsForANewLeadersWatcher(t *testing.T) {
 		assert.False(t, waitForRules(no, loadDeadline), "a rule that never registers must not freeze the rules")
 		assert.False(t, waitForRules(nil, 0))
 	})
+}
+
+func TestARefusedSyncSaysWhatToGrant(t *testing.T) {
+	gr := schema.GroupResource{Group: "admissionregistration.k8s.io", Resource: "validatingwebhookconfigurations"}
+	refused := apierrors.NewForbidden(gr, "reverser-prod", errors.New(`cannot update resource "validatingwebhookconfigurations"`))
+	err := forbiddenHint(refused, "reverser-prod")
+	assert.True(t, apierrors.IsForbidden(err), "still the API server's answer")
+	assert.Contains(t, err.Error(), "grant the operator's ClusterRole update on ValidatingWebhookConfiguration reverser-prod")
+	other := errors.New("connection refused")
+	assert.Same(t, other, forbiddenHint(other, "reverser-prod"), "other errors are left as they are")
 }
