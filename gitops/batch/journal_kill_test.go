@@ -110,7 +110,13 @@ func TestADeletionSeenBeforeAKillIsWrittenWhenItsResourceComesBackAtAnotherVersi
 	assert.Contains(t, repotest.Git(t, remote.Dir, "log", "-1", "--format=%an", "main"), "alice", "under its author")
 
 	// The journal forgets it: a third process hands nothing over. The second one records
-	// that after its push; stopping it first waits for that, as a process's exit would.
+	// that once its push has returned, right after status has the commit; a stop while the
+	// push still waits for the server's answer would leave it for the next process to find
+	// delivered (at least once), so the test waits for status, then stops the writer.
+	require.Eventually(t, func() bool {
+		st, ok := writer.Status(targetKey)
+		return ok && st.LastCommit.String() == remote.Head("main")
+	}, 10*time.Second, 20*time.Millisecond, "the second process took its push in")
 	stop()
 	writer, _ = runWriter(t, workDir, c)
 	assert.Zero(t, writer.RecoveredDeletions(), "nothing left pending")
