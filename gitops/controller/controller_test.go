@@ -348,7 +348,9 @@ func TestGitTarget(t *testing.T) {
 		require.NoError(t, k8s.Create(ctx, provider(ns, remote.URL)))
 		gt := target(ns, "main", "live")
 		require.NoError(t, k8s.Create(ctx, gt))
-		msg := waitCondition(t, gt, func() []metav1.Condition { return gt.Status.Conditions }, v1alpha1.ConditionStalled, metav1.ConditionTrue)
+		// Saying the file: a reconcile before the cache has the GitProvider is Stalled a moment
+		// for that (ProviderNotFound), then looks again.
+		msg := waitConditionSaying(t, gt, func() []metav1.Condition { return gt.Status.Conditions }, v1alpha1.ConditionStalled, metav1.ConditionTrue, "live/tools/run.sh")
 		assert.Contains(t, msg, "live/tools/run.sh")
 		folder := apimeta.FindStatusCondition(gt.Status.Conditions, v1alpha1.ConditionFolderReady)
 		require.NotNil(t, folder)
