@@ -208,6 +208,17 @@ func TestWatchedNamesTheNamespacesOfWatchRules(t *testing.T) {
 		got := w.Watched()
 		require.Len(t, got, 1)
 		assert.Nil(t, got[0].Namespaces)
+		assert.False(t, got[0].ByNamespaceLabels, "a claim without a namespaceSelector moves nothing on a relabel")
+	})
+	t.Run("says a namespaceSelector takes the resource, whose relabels admission judges", func(t *testing.T) {
+		w := New(Options{Log: logr.Discard()})
+		w.SetRule(RuleKey("WatchRule", "team-a", "r"), []Claim{claim("team-a")})
+		selected := claim("")
+		selected.NamespaceSelector = labels.SelectorFromSet(labels.Set{"mirror": "on"})
+		w.SetRule(RuleKey("ClusterWatchRule", "", "mirrored"), []Claim{selected})
+		got := w.Watched()
+		require.Len(t, got, 1)
+		assert.True(t, got[0].ByNamespaceLabels)
 	})
 }
 

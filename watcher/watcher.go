@@ -472,6 +472,10 @@ type WatchedResource struct {
 	// every claim is a WatchRule's; nil when some claim takes any namespace (a
 	// ClusterWatchRule's) or the resource is cluster-scoped.
 	Namespaces []string
+	// ByNamespaceLabels says some claim takes the resource from the namespaces a
+	// namespaceSelector chooses: relabelling a namespace moves its objects into or out of
+	// that claim, a change admission judges too.
+	ByNamespaceLabels bool
 }
 
 // Watched lists the resources captured now, sorted, for the admission webhook's rules: the
@@ -487,6 +491,7 @@ func (w *Watcher) Watched() []WatchedResource {
 		for _, c := range claims {
 			r.Create, r.Update, r.Delete = r.Create || c.Create, r.Update || c.Update, r.Delete || c.Delete
 			anywhere = anywhere || c.Namespace == ""
+			r.ByNamespaceLabels = r.ByNamespaceLabels || (c.Resource.Namespaced && c.Namespace == "" && c.NamespaceSelector != nil)
 			if c.Namespace != "" && !slices.Contains(r.Namespaces, c.Namespace) {
 				r.Namespaces = append(r.Namespaces, c.Namespace)
 			}

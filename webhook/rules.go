@@ -121,13 +121,24 @@ type WebhookPolicy struct {
 	// (ownedCondition), so an outage under failurePolicy Fail never blocks the Pods,
 	// ReplicaSets and Jobs of a resource a "*" rule names.
 	SkipOwned bool
+	// Relabels says some rule takes objects from the namespaces a namespaceSelector chooses
+	// (RelabelsFor): a namespace's label changes are sent too (relabelRule, relabelCondition),
+	// since they move its objects into or out of GitTargets (DecideRelabel).
+	Relabels bool
 }
 
 // ApplyPolicy sets rules and policy on the watched webhook entry and leaves everything else
 // (clientConfig above all) as it was. It reports whether anything changed.
 func ApplyPolicy(w *admissionv1.ValidatingWebhook, rules []RuleSpec, p WebhookPolicy) bool {
 	before := w.DeepCopy()
+	relabels := p.Relabels && !sendsNamespaceUpdates(rules)
+	if relabels {
+		rules = append(slices.Clip(rules), relabelRule)
+	}
 	setEntry(w, rules, p, p.FailurePolicy)
+	if relabels {
+		w.MatchConditions = append(w.MatchConditions, relabelCondition)
+	}
 	if len(p.SkipUsers) > 0 {
 		w.MatchConditions = append(w.MatchConditions, admissionv1.MatchCondition{
 			Name:       "skip-gitops-controllers",
@@ -141,6 +152,42 @@ func ApplyPolicy(w *admissionv1.ValidatingWebhook, rules []RuleSpec, p WebhookPo
 		})
 	}
 	return !equality.Semantic.DeepEqual(before, w)
+}
+
+// relabelRule sends the updates of namespaces, for their label changes (relabelCondition),
+// when no rule watches namespaces themselves.
+var relabelRule = RuleSpec{
+	Operations: []admissionv1.OperationType{admissionv1.Update},
+	Rule: admissionv1.Rule{APIGroups: []string{""}, APIVersions: []string{"*"}, Resources: []string{"namespaces"},
+		Scope: ptr.To(admissionv1.AllScopes)},
+}
+
+// relabelCondition narrows relabelRule to updates that change a namespace's labels: its
+// annotations, finalizers and the like move nothing into or out of a GitTarget, and an
+// outage under failurePolicy Fail then blocks only relabels.
+var relabelCondition = admissionv1.MatchCondition{
+	Name: "only-namespace-relabels",
+	Expression: "!(request.resource.group == '' && request.resource.resource == 'namespaces') || " +
+		"has(object.metadata.labels) != has(oldObject.metadata.labels) || " +
+		"(has(object.metadata.labels) && object.metadata.labels != oldObject.metadata.labels)",
+}
+
+// sendsNamespaceUpdates says whether rules already send every update of a namespace (a
+// rule watches namespaces themselves). Pure.
+func sendsNamespaceUpdates(rules []RuleSpec) bool {
+	for _, r := range rules {
+		if slices.Contains(r.Operations, admissionv1.Update) && (slices.Contains(r.APIGroups, "") || slices.Contains(r.APIGroups, "*")) &&
+			(slices.Contains(r.Resources, "namespaces") || slices.Contains(r.Resources, "*")) {
+			return true
+		}
+	}
+	return false
+}
+
+// RelabelsFor says whether some watched resource is taken by a namespaceSelector, so that
+// relabelling a namespace moves objects (WebhookPolicy.Relabels). Pure.
+func RelabelsFor(watched []watcher.WatchedResource) bool {
+	return slices.ContainsFunc(watched, func(r watcher.WatchedResource) bool { return r.ByNamespaceLabels })
 }
 
 // skippedManager is the CEL condition of a write a GitOps controller applies under a
@@ -482,7 +529,9 @@ func (s *RuleSync) sync(ctx context.Context) error {
 	rules, p := s.View.WatchedRules(), s.Policy
 	if s.Watched != nil {
 		watched := s.Watched()
-		rules, p.Scoped = RulesFor(watched), NamespacesFor(watched)
+		rules, p.Scoped, p.Relabels = RulesFor(watched), NamespacesFor(watched), RelabelsFor(watched)
+	} else {
+		p.Relabels = s.View.selectsNamespaces()
 	}
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		var vwc admissionv1.ValidatingWebhookConfiguration

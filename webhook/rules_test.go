@@ -341,3 +341,71 @@ func TestARefusedSyncSaysWhatToGrant(t *testing.T) {
 	other := errors.New("connection refused")
 	assert.Same(t, other, forbiddenHint(other, "reverser-prod"), "other errors are left as they are")
 }
+
+func TestRelabelledListsWhatANamespacesNewLabelsMoveIntoOrOutOfEachTarget(t *testing.T) {
+	prod, dev := types.NamespacedName{Namespace: "ops", Name: "prod"}, types.NamespacedName{Namespace: "ops", Name: "dev"}
+	byLabels := func(target types.NamespacedName, sel labels.Set, resources []string, create, update, del bool) route {
+		return route{target: target, groups: set([]string{""}), resources: set(resources), cluster: true, objects: labels.Everything(),
+			nsSelector: labels.SelectorFromSet(sel), create: create, update: update, del: del}
+	}
+	local := rt([]string{""}, []string{"configmaps"}, true, true, true)
+	local.target = prod
+	routes := []route{
+		byLabels(prod, labels.Set{"env": "prod"}, []string{"configmaps"}, true, true, true),
+		byLabels(prod, labels.Set{"env": "prod"}, []string{"secrets"}, true, false, false),
+		byLabels(prod, labels.Set{"team": "a"}, []string{"services"}, false, false, true),
+		byLabels(dev, labels.Set{"env": "dev"}, []string{"configmaps"}, true, true, true),
+		local,
+	}
+	v := NewView(nil, logr.Discard())
+	v.snap.Store(&snapshot{routes: routes, targets: map[types.NamespacedName]TargetState{prod: {Key: prod}, dev: {Key: dev}}})
+	cm, secret, svc := schema.GroupResource{Resource: "configmaps"}, schema.GroupResource{Resource: "secrets"}, schema.GroupResource{Resource: "services"}
+	cases := []struct {
+		name     string
+		old, now labels.Set
+		want     []Move
+	}{
+		{"moves nothing when no selector changes its answer", labels.Set{"env": "prod"}, labels.Set{"env": "prod", "x": "y"}, nil},
+		{"brings objects into the rules that take them in, by target, where the rule creates or updates",
+			labels.Set{"team": "a"}, labels.Set{"env": "prod"},
+			[]Move{{Target: TargetState{Key: prod}, Joins: true, Resources: []schema.GroupResource{cm, secret}},
+				{Target: TargetState{Key: prod}, Resources: []schema.GroupResource{svc}}}},
+		{"takes objects out only where the rule deletes", labels.Set{"env": "prod"}, labels.Set{},
+			[]Move{{Target: TargetState{Key: prod}, Resources: []schema.GroupResource{cm}}}},
+		{"moves objects from one target to another", labels.Set{"env": "prod"}, labels.Set{"env": "dev"},
+			[]Move{{Target: TargetState{Key: prod}, Resources: []schema.GroupResource{cm}}, {Target: TargetState{Key: dev}, Joins: true, Resources: []schema.GroupResource{cm}}}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, v.Relabelled(tc.old, tc.now))
+		})
+	}
+	assert.True(t, v.selectsNamespaces())
+	v.snap.Store(&snapshot{routes: []route{local}})
+	assert.False(t, v.selectsNamespaces(), "a WatchRule takes one namespace, whatever its labels")
+}
+
+func TestANamespaceSelectorSendsOnlyTheRelabelsOfNamespaces(t *testing.T) {
+	cm := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	assert.False(t, RelabelsFor([]watcher.WatchedResource{{GVR: cm, Create: true}}))
+	assert.True(t, RelabelsFor([]watcher.WatchedResource{{GVR: cm, Create: true}, {GVR: cm, Update: true, ByNamespaceLabels: true}}))
+
+	p := WebhookPolicy{FailurePolicy: admissionv1.Fail, TimeoutSecond: 5, Relabels: true}
+	rules := []RuleSpec{rule("", []string{"configmaps"}, admissionv1.Create, admissionv1.Update)}
+	var w admissionv1.ValidatingWebhook
+	require.True(t, ApplyPolicy(&w, rules, p))
+	assert.Equal(t, append(slices.Clone(rules), rule("", []string{"namespaces"}, admissionv1.Update)), w.Rules)
+	assert.Contains(t, w.MatchConditions, relabelCondition)
+	assert.Len(t, rules, 1, "the caller's rules are left as they were")
+	assert.False(t, ApplyPolicy(&w, rules, p), "applying the same policy again changes nothing")
+
+	watched := []RuleSpec{rule("", []string{"configmaps", "namespaces"}, admissionv1.Create, admissionv1.Update)}
+	require.True(t, ApplyPolicy(&w, watched, p))
+	assert.Equal(t, watched, w.Rules, "a rule that watches namespaces already sends every update of one")
+	assert.NotContains(t, w.MatchConditions, relabelCondition, "nor narrows them to relabels")
+
+	p.Relabels = false
+	require.True(t, ApplyPolicy(&w, rules, p))
+	assert.Equal(t, rules, w.Rules)
+	assert.NotContains(t, w.MatchConditions, relabelCondition)
+}

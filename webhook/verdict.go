@@ -194,6 +194,79 @@ func Decide(req Request, targets []TargetState, sensitive bool, warn bool) Verdi
 	return v
 }
 
+// DecideRelabel is the admission verdict on a namespace's new labels (req, an update of the
+// namespace; moves, View.Relabelled): deny when they bring its objects into a GitTarget that
+// could not write them — one that is Stalled, or, for rules taking a sensitive resource, one
+// that cannot encrypt — or take them out of a Stalled one, whose folder cannot lose their
+// documents now (unless it keeps them, spec.prune.mode Never). Without it a label would move
+// a whole namespace where each of its objects, written one by one, is denied. It judges the
+// rules, not the objects: the webhook holds none of them, so a namespace without any is
+// judged as one with some, as the next object created there would be. sensitive are the
+// operator's --sensitive-resources; core Secrets always are. It does no I/O.
+func DecideRelabel(req Request, moves []Move, sensitive []schema.GroupResource) Verdict {
+	for _, m := range moves {
+		t := m.Target
+		if !m.Joins && t.KeepsDeleted {
+			continue // nothing removed
+		}
+		if t.Stalled && !req.ByCluster { // as passesStall: the cluster's own controllers pass
+			return deny(ReasonTargetStalled, relabelStalledDenial(req.Name, m))
+		}
+		if !m.Joins || t.EncryptionReady {
+			continue
+		}
+		if grs := sensitiveAmong(m.Resources, t.SensitiveResources, sensitive); len(grs) > 0 {
+			obj := fmt.Sprintf("Namespace %s cannot be relabelled: its new labels bring its objects of %s into the rules of GitTarget %s, where each",
+				req.Name, resourceNames(grs), t.Key)
+			return deny(ReasonPlaintextSecret, plaintextDenial(obj, grs[0], t))
+		}
+	}
+	return Verdict{Allowed: true, Reason: ReasonAllowed}
+}
+
+// relabelStalledDenial says why new labels that move a namespace's objects into or out of a
+// Stalled GitTarget are denied, and what lets them through.
+func relabelStalledDenial(namespace string, m Move) string {
+	t, way := m.Target, "take its objects of %s out of"
+	if m.Joins {
+		way = "bring its objects of %s into"
+	}
+	msg := fmt.Sprintf("Namespace %s cannot be relabelled: its new labels "+way+" the rules of GitTarget %s (%s branch %s, folder %s), "+
+		"which cannot be written: %s. Retry once GitTarget %s is Ready again (kubectl get gittarget -n %s %s), or keep the labels as they are",
+		namespace, resourceNames(m.Resources), t.Key, t.URL, t.Branch, t.Folder, t.StalledMessage, t.Key, t.Key.Namespace, t.Key.Name)
+	if !m.Joins {
+		msg += "; a relabel that takes objects out goes through meanwhile only where the GitTarget sets spec.prune.mode: Never"
+	}
+	return msg
+}
+
+// sensitiveAmong lists the sensitive resources (core Secrets, the operator's, the
+// target's own) that rules naming grs take, "*" standing for any group or resource. Pure.
+func sensitiveAmong(grs, targets, operators []schema.GroupResource) []schema.GroupResource {
+	known := append(append([]schema.GroupResource{{Resource: "secrets"}}, operators...), targets...)
+	var out []schema.GroupResource
+	for _, s := range known {
+		for _, gr := range grs {
+			if (gr.Group == "*" || gr.Group == s.Group) && (gr.Resource == "*" || gr.Resource == s.Resource) && !slices.Contains(out, s) {
+				out = append(out, s)
+			}
+		}
+	}
+	return out
+}
+
+// resourceNames lists resources as a message names them: "secrets, configmaps", a "*" quoted.
+func resourceNames(grs []schema.GroupResource) string {
+	names := make([]string, len(grs))
+	for i, gr := range grs {
+		names[i] = gr.String()
+		if strings.Contains(names[i], "*") {
+			names[i] = fmt.Sprintf("%q", names[i])
+		}
+	}
+	return strings.Join(names, ", ")
+}
+
 // landing is the warning that says what an allowed write does in target t's folder: where
 // the object lands, or, for a delete, the document it removes (or keeps, under prune mode
 // Never); "" when nothing is known to say, or a delete finds no document to remove.

@@ -263,3 +263,75 @@ func TestByCluster(t *testing.T) {
 		assert.Equal(t, want, byCluster(user), user)
 	}
 }
+
+func TestDecideRelabel(t *testing.T) {
+	prod := TargetState{Key: types.NamespacedName{Namespace: "ops", Name: "prod"}, URL: "https://git.example.com/r.git",
+		Branch: "main", Folder: "live", EncryptionMessage: "spec.encryption.age is not set"}
+	stalled := prod
+	stalled.Stalled, stalled.StalledMessage = true, "folder live cannot be owned: live/run.sh is not a YAML manifest"
+	keeping := stalled
+	keeping.KeepsDeleted = true
+	encrypting := prod
+	encrypting.EncryptionReady, encrypting.EncryptionMessage = true, ""
+	sealing := prod
+	sealing.SensitiveResources = []schema.GroupResource{{Group: "bitnami.com", Resource: "sealedsecrets"}}
+	secrets := []schema.GroupResource{{Resource: "secrets"}}
+	configMaps := []schema.GroupResource{{Resource: "configmaps"}}
+	relabel := Request{Operation: Update, Resource: namespacesResource, Kind: "Namespace", Name: "team-a"}
+	byCluster := relabel
+	byCluster.ByCluster = true
+	vault := schema.GroupResource{Group: "vault.example.com", Resource: "vaultsecrets"}
+	cases := []struct {
+		name      string
+		req       Request
+		moves     []Move
+		sensitive []schema.GroupResource
+		reason    string
+		says      []string
+	}{
+		{name: "allows new labels that move nothing", req: relabel, reason: ReasonAllowed},
+		{name: "refuses new labels that bring a namespace's Secrets into a target that cannot encrypt",
+			req: relabel, moves: []Move{{Target: prod, Joins: true, Resources: secrets}}, reason: ReasonPlaintextSecret,
+			says: []string{"Namespace team-a cannot be relabelled", "its objects of secrets into the rules of GitTarget ops/prod",
+				"would be stored in plaintext", "spec.encryption.age is not set"}},
+		{name: "lets new labels bring Secrets into a target that can encrypt",
+			req: relabel, moves: []Move{{Target: encrypting, Joins: true, Resources: secrets}}, reason: ReasonAllowed},
+		{name: "lets new labels bring only ConfigMaps into a target that cannot encrypt",
+			req: relabel, moves: []Move{{Target: prod, Joins: true, Resources: configMaps}}, reason: ReasonAllowed},
+		{name: "lets new labels take Secrets out of a target that cannot encrypt",
+			req: relabel, moves: []Move{{Target: prod, Resources: secrets}}, reason: ReasonAllowed},
+		{name: "counts a rule of every resource as taking Secrets",
+			req: relabel, moves: []Move{{Target: prod, Joins: true, Resources: []schema.GroupResource{{Resource: "*"}}}}, reason: ReasonPlaintextSecret,
+			says: []string{"its objects of secrets into"}},
+		{name: "counts the target's own sensitive resources",
+			req: relabel, moves: []Move{{Target: sealing, Joins: true, Resources: []schema.GroupResource{{Group: "bitnami.com", Resource: "sealedsecrets"}}}},
+			reason: ReasonPlaintextSecret, says: []string{"sealedsecrets.bitnami.com"}},
+		{name: "counts the operator's sensitive resources under a rule of every group",
+			req: relabel, moves: []Move{{Target: prod, Joins: true, Resources: []schema.GroupResource{{Group: "*", Resource: "vaultsecrets"}}}},
+			sensitive: []schema.GroupResource{vault}, reason: ReasonPlaintextSecret, says: []string{"vaultsecrets.vault.example.com"}},
+		{name: "refuses new labels that bring a namespace's objects into a Stalled target",
+			req: relabel, moves: []Move{{Target: stalled, Joins: true, Resources: configMaps}}, reason: ReasonTargetStalled,
+			says: []string{"bring its objects of configmaps into the rules of GitTarget ops/prod (https://git.example.com/r.git branch main, folder live)",
+				"live/run.sh is not a YAML manifest", "Retry once GitTarget ops/prod is Ready again"}},
+		{name: "refuses new labels that take a namespace's objects out of a Stalled target",
+			req: relabel, moves: []Move{{Target: stalled, Resources: configMaps}}, reason: ReasonTargetStalled,
+			says: []string{"take its objects of configmaps out of", "spec.prune.mode: Never"}},
+		{name: "lets new labels take objects out of a Stalled target that keeps every document",
+			req: relabel, moves: []Move{{Target: keeping, Resources: configMaps}}, reason: ReasonAllowed},
+		{name: "names a rule of every resource as it is written",
+			req: relabel, moves: []Move{{Target: stalled, Joins: true, Resources: []schema.GroupResource{{Group: "*", Resource: "*"}}}}, reason: ReasonTargetStalled,
+			says: []string{`its objects of "*.*" into`}},
+		{name: "lets the cluster's own controllers relabel through a Stalled target",
+			req: byCluster, moves: []Move{{Target: stalled, Joins: true, Resources: configMaps}}, reason: ReasonAllowed},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			v := DecideRelabel(tc.req, tc.moves, tc.sensitive)
+			assert.Equal(t, tc.reason, v.Reason)
+			assert.Equal(t, tc.reason == ReasonAllowed, v.Allowed)
+			for _, s := range tc.says {
+				assert.Contains(t, v.Message, s)
+			}
+		})
+	}
+}

@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"sort"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -414,6 +416,66 @@ func (rt route) routes(req Request, objLabels, oldLabels labels.Set, nsLabels fu
 		return rt.del && (selects(oldLabels) || selects(objLabels) || (objLabels == nil && oldLabels == nil && rt.objects.Empty()))
 	}
 	return false
+}
+
+// Move is what new labels of a namespace do to one GitTarget: they bring the namespace's
+// objects of Resources into its rules (Joins), or take them out.
+type Move struct {
+	Target TargetState
+	Joins  bool
+	// Resources are the resources of the rules that move, as they name them ("*" stays).
+	Resources []schema.GroupResource
+}
+
+// Relabelled lists the Moves of relabelling a namespace from old to now: for each target,
+// the ClusterWatchRule rules whose namespaceSelector takes the namespace with one label set
+// and not the other, and that act on what moves — an object taken in is written where the
+// rule creates or updates, one left out is removed where it deletes (as the watcher's
+// NamespaceRelabelled does).
+func (v *View) Relabelled(old, now labels.Set) []Move {
+	s := v.snap.Load()
+	var out []Move
+	at := map[[2]string]int{} // target, joins → index in out
+	for _, rt := range s.routes {
+		t, ok := s.targets[rt.target]
+		if !ok || !rt.cluster || rt.nsSelector == nil || rt.nsSelector.Matches(old) == rt.nsSelector.Matches(now) {
+			continue
+		}
+		joins := rt.nsSelector.Matches(now)
+		if (joins && !rt.create && !rt.update) || (!joins && !rt.del) {
+			continue
+		}
+		key := [2]string{rt.target.String(), fmt.Sprint(joins)}
+		i, seen := at[key]
+		if !seen {
+			i, at[key] = len(out), len(out)
+			out = append(out, Move{Target: t, Joins: joins})
+		}
+		for _, gr := range rt.groupResources() {
+			if !slices.Contains(out[i].Resources, gr) {
+				out[i].Resources = append(out[i].Resources, gr)
+			}
+		}
+	}
+	return out
+}
+
+// groupResources lists the route's group/resource pairs, sorted, "*" as the rule names it.
+func (rt route) groupResources() []schema.GroupResource {
+	var out []schema.GroupResource
+	for g := range rt.groups {
+		for r := range rt.resources {
+			out = append(out, schema.GroupResource{Group: g, Resource: r})
+		}
+	}
+	slices.SortFunc(out, func(a, b schema.GroupResource) int { return strings.Compare(a.String(), b.String()) })
+	return out
+}
+
+// selectsNamespaces says whether some ClusterWatchRule takes objects by a namespaceSelector
+// (WebhookPolicy.Relabels, for a RuleSync without the watcher's resources).
+func (v *View) selectsNamespaces() bool {
+	return slices.ContainsFunc(v.snap.Load().routes, func(rt route) bool { return rt.cluster && rt.nsSelector != nil })
 }
 
 // WatchedRules lists, per group, the resources and operations any rule routes, for the

@@ -34,6 +34,9 @@ type Sensitivity func(schema.GroupResource) bool
 type Watched struct {
 	View      *View
 	Sensitive Sensitivity
+	// SensitiveResources are the operator's --sensitive-resources (Sensitive answers for
+	// them too), which a relabel's rules may take through "*" (DecideRelabel).
+	SensitiveResources []schema.GroupResource
 	// WarnAlways adds the "where it lands" warning to every allowed request, not only dry-runs.
 	WarnAlways bool
 	Metrics    *Metrics
@@ -119,6 +122,10 @@ func (w *Watched) Handle(ctx context.Context, req admission.Request) admission.R
 		return admission.Errored(http.StatusBadRequest, err)
 	}
 	dry := r.DryRun
+	if v := w.relabel(r, obj, old); !v.Allowed {
+		w.observe(v, dry, start)
+		return denied(v)
+	}
 	targets, judge, orphaned := w.route(ctx, r, obj, old, func() bool { return onlyOwnersChanged(req) })
 	if !judge {
 		w.observe(Verdict{Allowed: true, Reason: ReasonSkipped}, dry, start)
@@ -145,15 +152,32 @@ func (w *Watched) Handle(ctx context.Context, req admission.Request) admission.R
 	}
 	w.observe(v, dry, start)
 	if !v.Allowed {
-		resp := admission.Denied(v.Message)
-		resp.Result.Reason = metav1.StatusReason(v.Reason)
-		return resp
+		return denied(v)
 	}
 	if !dry && len(targets) > 0 {
 		w.record(ctx, req)
 	}
 	return admission.Allowed("").WithWarnings(v.Warnings...)
 }
+
+// denied is the answer to a denying verdict, its reason code in the status.
+func denied(v Verdict) admission.Response {
+	resp := admission.Denied(v.Message)
+	resp.Result.Reason = metav1.StatusReason(v.Reason)
+	return resp
+}
+
+// relabel judges what an update of a namespace's labels moves into or out of GitTargets
+// (DecideRelabel); any other request, or one that moves nothing, is allowed here.
+func (w *Watched) relabel(r Request, obj, old *partialMeta) Verdict {
+	if r.Resource != namespacesResource || r.Operation != Update || obj == nil || old == nil {
+		return Verdict{Allowed: true}
+	}
+	return DecideRelabel(r, w.View.Relabelled(old.labels(), obj.labels()), w.SensitiveResources)
+}
+
+// namespacesResource is the core namespaces resource.
+var namespacesResource = schema.GroupResource{Resource: "namespaces"}
 
 // unchanged reports whether an update stores nothing new: the object equals the stored one
 // but for its resourceVersion, as with a server-side apply or a PUT that changes nothing.

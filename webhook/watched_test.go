@@ -16,6 +16,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -398,4 +399,28 @@ func TestWhoScaledAndWhoDeletedAreRecordedOnce(t *testing.T) {
 	got, ok = book.Join(attribution.DeleteKey("u-2"))
 	assert.True(t, ok, "the kubelet finishing the graceful delete leaves alice's record unambiguous")
 	assert.Equal(t, "alice", got.Username)
+}
+
+func TestANamespaceRelabelThatBringsItsObjectsIntoAStalledTargetIsDenied(t *testing.T) {
+	prod := types.NamespacedName{Namespace: "ops", Name: "prod"}
+	v := NewView(nil, logr.Discard())
+	v.snap.Store(&snapshot{routes: []route{{target: prod, groups: set([]string{""}), resources: set([]string{"configmaps"}), cluster: true,
+		objects: labels.Everything(), nsSelector: labels.SelectorFromSet(labels.Set{"mirror": "on"}), create: true, update: true, del: true}},
+		targets: map[types.NamespacedName]TargetState{prod: {Key: prod, Stalled: true, StalledMessage: "live/run.sh is not a YAML manifest"}}})
+	w := &Watched{View: v, Sensitive: func(schema.GroupResource) bool { return false }}
+	namespace := func(labels string) []byte {
+		return []byte(`{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"team-a","labels":{` + labels + `}}}`)
+	}
+	update := func(old, obj string) admission.Request {
+		return admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
+			Operation: admissionv1.Update, Name: "team-a", Namespace: "team-a", Kind: metav1.GroupVersionKind{Version: "v1", Kind: "Namespace"},
+			Resource: metav1.GroupVersionResource{Version: "v1", Resource: "namespaces"},
+			Object:   k8sruntime.RawExtension{Raw: namespace(obj)}, OldObject: k8sruntime.RawExtension{Raw: namespace(old)}}}
+	}
+	resp := w.Handle(context.Background(), update(`"team":"a"`, `"team":"a","mirror":"on"`))
+	require.False(t, resp.Allowed)
+	assert.Equal(t, metav1.StatusReason(ReasonTargetStalled), resp.Result.Reason)
+	assert.Contains(t, resp.Result.Message, "Namespace team-a cannot be relabelled: its new labels bring its objects of configmaps into the rules of GitTarget ops/prod")
+	assert.True(t, w.Handle(context.Background(), update(`"team":"a"`, `"team":"b"`)).Allowed, "a label no selector reads moves nothing")
+	assert.False(t, w.Handle(context.Background(), update(`"mirror":"on"`, `"team":"a"`)).Allowed, "taking them out removes documents the folder cannot lose now")
 }

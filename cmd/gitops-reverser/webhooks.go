@@ -97,7 +97,7 @@ func registerHandlers(mgr ctrl.Manager, opts Options, view *webhook.View, writer
 	}
 	srv := mgr.GetWebhookServer()
 	watched := &webhook.Watched{
-		View: view, Sensitive: opts.sensitive(), WarnAlways: opts.WebhookWarnAlways, Metrics: metrics, Noise: opts.Noise,
+		View: view, Sensitive: opts.sensitive(), SensitiveResources: opts.sensitiveResources(), WarnAlways: opts.WebhookWarnAlways, Metrics: metrics, Noise: opts.Noise,
 		Attribution: router, KeepDefaultedFields: opts.KeepDefaultedFields,
 	}
 	// Until the view is built these answer 503, so the API server applies the entries'

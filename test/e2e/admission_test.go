@@ -97,6 +97,56 @@ func TestSecretWithoutEncryptionIsDeniedAtApplyAndDryRun(t *testing.T) {
 	assert.NotContains(t, strings.Join(folderFiles(remote, "live"), "\n"), "sops-age", "key material never reaches Git")
 }
 
+func TestARelabelThatWouldSendANamespacesSecretsToATargetThatCannotEncryptIsDenied(t *testing.T) {
+	remote := newRemote(t)
+	startOperator(t, t.TempDir())
+	setupTarget(t, "relabel-a", remote, "live", "0s")
+	rule := func(resources string) string {
+		return fmt.Sprintf(`apiVersion: reverser.gitops.dev/v1alpha1
+kind: ClusterWatchRule
+metadata:
+  name: e2e-relabel
+spec:
+  targetRef:
+    namespace: relabel-a
+    name: live
+  rules:
+  - apiGroups: [""]
+    resources: [%s]
+    namespaceSelector:
+      matchLabels:
+        mirror: "on"
+`, resources)
+	}
+	kubectl(t, rule(`"configmaps", "secrets"`), "apply", "-f", "-")
+	t.Cleanup(func() {
+		_, _ = kubectlErr("", "delete", "clusterwatchrule/e2e-relabel", "namespace/relabel-b", "--ignore-not-found", "--wait=false")
+	})
+	kubectl(t, "", "wait", "--for=condition=Ready", "--timeout=60s", "clusterwatchrule/e2e-relabel")
+	kubectl(t, "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: relabel-b\n---\n"+
+		"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\n  namespace: relabel-b\ndata:\n  k: v\n", "apply", "-f", "-")
+
+	// The label would bring every Secret of relabel-b to a target that cannot encrypt: each
+	// would be denied when written, so the label is, on a dry run and for real.
+	out := waitDenied(t, "", "label", "namespace", "relabel-b", "mirror=on", "--dry-run=server")
+	assert.Contains(t, out, "Namespace relabel-b cannot be relabelled: its new labels bring its objects of secrets into the rules of GitTarget relabel-a/live")
+	assert.Contains(t, out, "would be stored in plaintext")
+	out, err := kubectlErr("", "label", "namespace", "relabel-b", "mirror=on")
+	require.Error(t, err, out)
+	assert.Contains(t, out, "cannot be relabelled")
+	// A label no selector reads moves nothing, nor does an annotation.
+	kubectl(t, "", "label", "namespace", "relabel-b", "team=b")
+	kubectl(t, "", "annotate", "namespace", "relabel-b", "example.com/owner=b")
+
+	// A rule of ConfigMaps only takes the label, and the namespace's objects arrive in Git.
+	kubectl(t, rule(`"configmaps"`), "apply", "-f", "-")
+	eventually(t, 30*time.Second, "the label allowed", func() (bool, string) {
+		o, err := kubectlErr("", "label", "namespace", "relabel-b", "mirror=on")
+		return err == nil, o
+	})
+	waitFile(t, remote, "live/relabel-b/configmaps/app.yaml", func(c string) bool { return strings.Contains(c, "k: v") })
+}
+
 func TestUnsupportedFolderDeniesUntilFixedInGit(t *testing.T) {
 	remote := newRemote(t)
 	startOperator(t, t.TempDir())
