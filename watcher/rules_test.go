@@ -220,6 +220,15 @@ func TestWatchedNamesTheNamespacesOfWatchRules(t *testing.T) {
 		require.Len(t, got, 1)
 		assert.True(t, got[0].ByNamespaceLabels)
 	})
+	t.Run("does not for namespaceSelector {}, which no relabel flips", func(t *testing.T) {
+		w := New(Options{Log: logr.Discard()})
+		every := claim("")
+		every.NamespaceSelector = labels.Everything()
+		w.SetRule(RuleKey("ClusterWatchRule", "", "everywhere"), []Claim{every})
+		got := w.Watched()
+		require.Len(t, got, 1)
+		assert.False(t, got[0].ByNamespaceLabels)
+	})
 }
 
 func TestResolveTellsAMissingResourceFromOneItCannotCapture(t *testing.T) {

@@ -473,8 +473,8 @@ type WatchedResource struct {
 	// ClusterWatchRule's) or the resource is cluster-scoped.
 	Namespaces []string
 	// ByNamespaceLabels says some claim takes the resource from the namespaces a
-	// namespaceSelector chooses: relabelling a namespace moves its objects into or out of
-	// that claim, a change admission judges too.
+	// namespaceSelector other than {} chooses: relabelling a namespace moves its objects
+	// into or out of that claim, a change admission judges too.
 	ByNamespaceLabels bool
 }
 
@@ -491,7 +491,7 @@ func (w *Watcher) Watched() []WatchedResource {
 		for _, c := range claims {
 			r.Create, r.Update, r.Delete = r.Create || c.Create, r.Update || c.Update, r.Delete || c.Delete
 			anywhere = anywhere || c.Namespace == ""
-			r.ByNamespaceLabels = r.ByNamespaceLabels || (c.Resource.Namespaced && c.Namespace == "" && c.NamespaceSelector != nil)
+			r.ByNamespaceLabels = r.ByNamespaceLabels || (c.Resource.Namespaced && c.Namespace == "" && c.NamespaceSelector != nil && !c.NamespaceSelector.Empty())
 			if c.Namespace != "" && !slices.Contains(r.Namespaces, c.Namespace) {
 				r.Namespaces = append(r.Namespaces, c.Namespace)
 			}

@@ -282,10 +282,13 @@ func setEntry(w *admissionv1.ValidatingWebhook, rules []RuleSpec, p WebhookPolic
 // ownedCondition sends a write unless the object has a controller ownerReference both
 // before and after it (only after for a creation, only before for a deletion), as the
 // handler skips it (Watched.route): an object adopted or orphaned by the write is still
-// sent, since for Git it leaves or arrives.
+// sent, since for Git it leaves or arrives. A namespace is always sent: its new labels move
+// the objects in it, which its owner (a tenant operator) does not make noise
+// (DecideRelabel).
 var ownedCondition = admissionv1.MatchCondition{
 	Name: "skip-owned-objects",
-	Expression: "!((request.operation == 'DELETE' || " + controlled("object") + ") && " +
+	Expression: "(request.resource.group == '' && request.resource.resource == 'namespaces') || " +
+		"!((request.operation == 'DELETE' || " + controlled("object") + ") && " +
 		"(request.operation == 'CREATE' || " + controlled("oldObject") + "))",
 }
 

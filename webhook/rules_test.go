@@ -377,12 +377,30 @@ func TestRelabelledListsWhatANamespacesNewLabelsMoveIntoOrOutOfEachTarget(t *tes
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			assert.Equal(t, tc.want, v.Relabelled(tc.old, tc.now))
+			assert.Equal(t, tc.want, v.Relabelled("team-x", tc.old, tc.now))
 		})
 	}
+
+	t.Run("moves nothing another rule of the target takes from the namespace on both sides", func(t *testing.T) {
+		byEnv := byLabels(prod, labels.Set{"env": "prod"}, []string{"configmaps"}, true, true, true)
+		byTeam := byLabels(prod, labels.Set{"team": "a"}, []string{"*"}, true, true, true)
+		chosen := byTeam
+		chosen.objects = labels.SelectorFromSet(labels.Set{"gitops": "on"})
+		v.snap.Store(&snapshot{routes: []route{byEnv, byTeam, local}, targets: map[types.NamespacedName]TargetState{prod: {Key: prod}}})
+		assert.Empty(t, v.Relabelled("team-x", labels.Set{"env": "prod", "team": "a"}, labels.Set{"team": "a"}), "leaving one rule, still in the other")
+		assert.Empty(t, v.Relabelled("team-x", labels.Set{"team": "a"}, labels.Set{"env": "prod", "team": "a"}), "joining one rule, already in the other")
+		assert.Empty(t, v.Relabelled("a", labels.Set{"env": "prod"}, labels.Set{}), "a WatchRule of the namespace keeps its ConfigMaps")
+		v.snap.Store(&snapshot{routes: []route{byEnv, chosen}, targets: map[types.NamespacedName]TargetState{prod: {Key: prod}}})
+		assert.Equal(t, []Move{{Target: TargetState{Key: prod}, Resources: []schema.GroupResource{cm}}},
+			v.Relabelled("team-x", labels.Set{"env": "prod", "team": "a"}, labels.Set{"team": "a"}),
+			"a rule that keeps only some objects by their labels lets the others leave")
+	})
+
+	v.snap.Store(&snapshot{routes: routes})
 	assert.True(t, v.selectsNamespaces())
-	v.snap.Store(&snapshot{routes: []route{local}})
-	assert.False(t, v.selectsNamespaces(), "a WatchRule takes one namespace, whatever its labels")
+	every := byLabels(prod, labels.Set{}, []string{"configmaps"}, true, true, true)
+	v.snap.Store(&snapshot{routes: []route{local, every}})
+	assert.False(t, v.selectsNamespaces(), "a WatchRule takes one namespace, whatever its labels, and {} takes every one")
 }
 
 func TestANamespaceSelectorSendsOnlyTheRelabelsOfNamespaces(t *testing.T) {

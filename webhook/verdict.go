@@ -168,7 +168,7 @@ func Decide(req Request, targets []TargetState, sensitive bool, warn bool) Verdi
 			continue
 		}
 		if isSensitive := sensitive || slices.Contains(t.SensitiveResources, req.Resource); isSensitive && !t.EncryptionReady {
-			return deny(ReasonPlaintextSecret, plaintextDenial(obj, req.Resource, t))
+			return deny(ReasonPlaintextSecret, plaintextDenial(obj, req.Resource.String(), t))
 		} else if !isSensitive && req.CredentialsProblem != "" { // as the writer: before a file encrypted in Git
 			return deny(ReasonURLCredentials, fmt.Sprintf("%s cannot be written to GitTarget %s: %s", obj, t.Key, req.CredentialsProblem))
 		} else if (isSensitive || (t.Encrypted && t.PathProblem == "")) && len(req.ReadableFields) > 0 {
@@ -218,7 +218,7 @@ func DecideRelabel(req Request, moves []Move, sensitive []schema.GroupResource) 
 		if grs := sensitiveAmong(m.Resources, t.SensitiveResources, sensitive); len(grs) > 0 {
 			obj := fmt.Sprintf("Namespace %s cannot be relabelled: its new labels bring its objects of %s into the rules of GitTarget %s, where each",
 				req.Name, resourceNames(grs), t.Key)
-			return deny(ReasonPlaintextSecret, plaintextDenial(obj, grs[0], t))
+			return deny(ReasonPlaintextSecret, plaintextDenial(obj, resourceNames(grs), t))
 		}
 	}
 	return Verdict{Allowed: true, Reason: ReasonAllowed}
@@ -297,7 +297,8 @@ func stalledDenial(obj string, op Operation, t TargetState) string {
 }
 
 // plaintextDenial says why a sensitive object is denied and what to configure.
-func plaintextDenial(obj string, gr schema.GroupResource, t TargetState) string {
+// routed names the resources whose routing to the target is to stop.
+func plaintextDenial(obj, routed string, t TargetState) string {
 	if t.EncryptionUnchecked {
 		last := ""
 		if t.EncryptionMessage != "" {
@@ -305,16 +306,16 @@ func plaintextDenial(obj string, gr schema.GroupResource, t TargetState) string 
 		}
 		return fmt.Sprintf("%s would be stored in plaintext: GitTarget %s is new or changed and its encryption has not been checked for its current spec yet%s; "+
 			"retry once it is (kubectl wait --for=condition=EncryptionReady -n %s gittarget/%s), or stop routing %s to it",
-			obj, t.Key, last, t.Key.Namespace, t.Key.Name, gr)
+			obj, t.Key, last, t.Key.Namespace, t.Key.Name, routed)
 	}
 	if t.EncryptionMessage != "" { // the condition already says what to fix
 		return fmt.Sprintf("%s would be stored in plaintext: GitTarget %s has no working encryption (%s); "+
-			"fix that or stop routing %s to it", obj, t.Key, t.EncryptionMessage, gr)
+			"fix that or stop routing %s to it", obj, t.Key, t.EncryptionMessage, routed)
 	}
 	return fmt.Sprintf("%s would be stored in plaintext: GitTarget %s has no working encryption (its encryption has not been checked yet); "+
 		"configure encryption on GitTarget %s (spec.encryption.age.recipients with age public keys, or "+
 		"spec.encryption.age.secretRef to a Secret of age identities, optionally with generateWhenMissing: true) "+
-		"or stop routing %s to it", obj, t.Key, t.Key, gr)
+		"or stop routing %s to it", obj, t.Key, t.Key, routed)
 }
 
 func deny(reason, msg string) Verdict {

@@ -427,12 +427,13 @@ type Move struct {
 	Resources []schema.GroupResource
 }
 
-// Relabelled lists the Moves of relabelling a namespace from old to now: for each target,
-// the ClusterWatchRule rules whose namespaceSelector takes the namespace with one label set
-// and not the other, and that act on what moves — an object taken in is written where the
-// rule creates or updates, one left out is removed where it deletes (as the watcher's
-// NamespaceRelabelled does).
-func (v *View) Relabelled(old, now labels.Set) []Move {
+// Relabelled lists the Moves of relabelling namespace from old to now: for each target,
+// the resources of the ClusterWatchRule rules whose namespaceSelector takes the namespace
+// with one label set and not the other, and that act on what moves — an object taken in is
+// written where the rule creates or updates, one left out is removed where it deletes — as
+// the watcher's NamespaceRelabelled does. A resource another rule of the target takes from
+// the namespace on both sides (stillTaken) does not move.
+func (v *View) Relabelled(namespace string, old, now labels.Set) []Move {
 	s := v.snap.Load()
 	var out []Move
 	at := map[[2]string]int{} // target, joins → index in out
@@ -445,19 +446,46 @@ func (v *View) Relabelled(old, now labels.Set) []Move {
 		if (joins && !rt.create && !rt.update) || (!joins && !rt.del) {
 			continue
 		}
-		key := [2]string{rt.target.String(), fmt.Sprint(joins)}
-		i, seen := at[key]
-		if !seen {
-			i, at[key] = len(out), len(out)
-			out = append(out, Move{Target: t, Joins: joins})
+		before := old // the other side: what a rule took before an object joins, or takes after it leaves
+		if !joins {
+			before = now
 		}
 		for _, gr := range rt.groupResources() {
+			if stillTaken(s.routes, rt, gr, namespace, before) {
+				continue
+			}
+			key := [2]string{rt.target.String(), fmt.Sprint(joins)}
+			i, seen := at[key]
+			if !seen {
+				i, at[key] = len(out), len(out)
+				out = append(out, Move{Target: t, Joins: joins})
+			}
 			if !slices.Contains(out[i].Resources, gr) {
 				out[i].Resources = append(out[i].Resources, gr)
 			}
 		}
 	}
 	return out
+}
+
+// stillTaken says whether a rule of moving's target other than moving takes gr's objects
+// from namespace, labelled other, as moving takes them (no object selector, or the same
+// one): then they stay in the target whichever way moving's selector answers — the
+// watcher neither removes nor newly writes them. Pure.
+func stillTaken(routes []route, moving route, gr schema.GroupResource, namespace string, other labels.Set) bool {
+	for _, rt := range routes {
+		if rt.target != moving.target || (rt.cluster && rt.nsSelector == nil) {
+			continue
+		}
+		if !(rt.objects.Empty() || rt.objects.String() == moving.objects.String()) ||
+			!(rt.groups["*"] || rt.groups[gr.Group]) || !(rt.resources["*"] || rt.resources[gr.Resource]) {
+			continue
+		}
+		if (rt.cluster && rt.nsSelector.Matches(other)) || (!rt.cluster && rt.namespace == namespace) {
+			return true
+		}
+	}
+	return false
 }
 
 // groupResources lists the route's group/resource pairs, sorted, "*" as the rule names it.
@@ -473,9 +501,10 @@ func (rt route) groupResources() []schema.GroupResource {
 }
 
 // selectsNamespaces says whether some ClusterWatchRule takes objects by a namespaceSelector
-// (WebhookPolicy.Relabels, for a RuleSync without the watcher's resources).
+// other than {}, which no relabel flips (WebhookPolicy.Relabels, for a RuleSync without the
+// watcher's resources).
 func (v *View) selectsNamespaces() bool {
-	return slices.ContainsFunc(v.snap.Load().routes, func(rt route) bool { return rt.cluster && rt.nsSelector != nil })
+	return slices.ContainsFunc(v.snap.Load().routes, func(rt route) bool { return rt.cluster && rt.nsSelector != nil && !rt.nsSelector.Empty() })
 }
 
 // WatchedRules lists, per group, the resources and operations any rule routes, for the

@@ -173,7 +173,7 @@ func (w *Watched) relabel(r Request, obj, old *partialMeta) Verdict {
 	if r.Resource != namespacesResource || r.Operation != Update || obj == nil || old == nil {
 		return Verdict{Allowed: true}
 	}
-	return DecideRelabel(r, w.View.Relabelled(old.labels(), obj.labels()), w.SensitiveResources)
+	return DecideRelabel(r, w.View.Relabelled(r.Name, old.labels(), obj.labels()), w.SensitiveResources)
 }
 
 // namespacesResource is the core namespaces resource.

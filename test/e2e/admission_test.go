@@ -123,8 +123,27 @@ spec:
 		_, _ = kubectlErr("", "delete", "clusterwatchrule/e2e-relabel", "namespace/relabel-b", "--ignore-not-found", "--wait=false")
 	})
 	kubectl(t, "", "wait", "--for=condition=Ready", "--timeout=60s", "clusterwatchrule/e2e-relabel")
-	kubectl(t, "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: relabel-b\n---\n"+
-		"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\n  namespace: relabel-b\ndata:\n  k: v\n", "apply", "-f", "-")
+	// A tenant operator's namespace: its controller ownerReference makes its own writes
+	// noise, not the objects in it, which its labels move all the same.
+	kubectl(t, `apiVersion: v1
+kind: Namespace
+metadata:
+  name: relabel-b
+  ownerReferences:
+  - apiVersion: tenants.example.com/v1
+    kind: Tenant
+    name: b
+    uid: 6b1c7d3e-0000-4000-8000-0000000000b0
+    controller: true
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: app
+  namespace: relabel-b
+data:
+  k: v
+`, "apply", "-f", "-")
 
 	// The label would bring every Secret of relabel-b to a target that cannot encrypt: each
 	// would be denied when written, so the label is, on a dry run and for real.
