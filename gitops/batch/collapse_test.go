@@ -4,6 +4,8 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -307,4 +309,37 @@ func TestWhileCommitsFailADeleteOfAnObjectCreatedAgainWhileTheWorkerLooksIsKept(
 	s.down.Store(false)
 	s.flush(t)
 	assert.Contains(t, s.remote.LsTree("main"), "live/app/configmaps/web-0.yaml")
+}
+
+// A server that declines every push (a protected branch) sets no backoff on the target,
+// only on the declined window: its pass forgets the gone objects' changes all the same.
+func TestWhileTheServerDeclinesEveryPushChangesOfGoneObjectsAreForgottenToo(t *testing.T) {
+	s := newOutageScene(t, map[string]string{"live/README.md": "objects\n"})
+	hook := filepath.Join(s.remote.Dir, "hooks", "pre-receive")
+	require.NoError(t, os.MkdirAll(filepath.Dir(hook), 0o755))
+	require.NoError(t, os.WriteFile(hook, []byte("#!/bin/sh\necho 'main is protected' >&2\nexit 1\n"), 0o755))
+	running, runningObj := clusterConfigMap("running", "v")
+	s.cluster[running] = runningObj
+	s.m.Submit(Change{Target: liveKey, Key: running, Author: "job-controller"})
+	for _, name := range []string{"pod-x1", "pod-x2", "pod-x3"} { // created and gone; their deletes are not mirrored
+		k, _ := clusterConfigMap(name, "v")
+		s.m.Submit(Change{Target: liveKey, Key: k, Author: "job-controller"})
+	}
+	_, _ = s.w.flushIfDue(context.Background(), liveKey, 2*time.Hour)
+	require.Equal(t, 4, s.m.pendingOf(liveKey))
+	s.w.mu.Lock()
+	tg := s.w.targets[liveKey]
+	require.Contains(t, tg.st.LastError, "main is protected")
+	require.True(t, tg.retryAt.IsZero(), "a decline holds back its window, not the target")
+	tg.collapsedAt = time.Time{} // whatever pass looked last
+	s.w.mu.Unlock()
+
+	_, err := s.w.flushIfDue(context.Background(), liveKey, 0)
+	require.NoError(t, err)
+
+	assert.Equal(t, 1, s.m.pendingOf(liveKey), "only the object the cluster still has waits")
+	require.NoError(t, os.Remove(hook))
+	s.flush(t)
+	assert.Contains(t, s.remote.LsTree("main"), "live/app/configmaps/running.yaml")
+	assert.Equal(t, 0, s.m.pendingOf(liveKey))
 }

@@ -822,6 +822,17 @@ func (q *queue) retry(win *authorWindow, now time.Time) {
 	}
 }
 
+// declinedAny says whether a window of the queue is held back because the server declined
+// its commit.
+func (q *queue) declinedAny() bool {
+	for _, win := range q.windows {
+		if win.declined {
+			return true
+		}
+	}
+	return false
+}
+
 // decline puts back a window whose commit the server declined, as failed, held back with a
 // backoff of its own (1 s doubling to 2 min) whatever its author changed while it was
 // pushed: what the server refused is still in it. A change to an object it held, made

@@ -335,6 +335,9 @@ func (w *worker) pushRekey(ctx context.Context, t *target, enc *Encryption, rp *
 			expected := w.remoteTip
 			if ferr := w.refresh(ctx, false, t); ferr != nil || w.remoteTip != expected {
 				w.opts.Metrics.push(w.key, "failed")
+				if ferr != nil { // the re-wrap failed, and the registration with it
+					w.opts.Metrics.failed(w.key)
+				}
 				return ferr // it moved: planned again on the new tip, as after a lost race
 			}
 			err = repo.Declined(err)

@@ -1116,7 +1116,7 @@ func (w *worker) flushIfDue(ctx context.Context, key types.NamespacedName, ahead
 	if t.st.Known {
 		w.lookBack(ctx, t) // before a timeout or a window could use the message again
 	}
-	if now.Before(t.retryAt) {
+	if w.heldBack(t, now) {
 		w.collapseDeletes(t, now)
 	}
 	wins, held, timedOut, wait := w.takeDue(t, now)
@@ -2066,6 +2066,22 @@ func (w *worker) collapseDeletes(t *target, now time.Time) {
 		w.log.Info("forgot changes of gone objects that change nothing in Git while commits fail", "gitTarget", t.spec.Key.String(), "objects", len(dropped))
 		w.reportPending()
 	}
+}
+
+// heldBack says whether t's commits fail: it backs off after a failed commit, or the
+// server declined a commit (a protected branch: its window holds back on its own backoff,
+// the target's is not set). Then a change of a gone object that changes nothing in Git is
+// forgotten (collapseDeletes), or a decline that lasts would keep every such key, and its
+// journal line, for as long. (A folder that cannot be written, whose changes wait for the
+// fix, is not counted: whether its index knows every document it holds is not looked at
+// here.) Callers hold w.mu.
+func (w *worker) heldBack(t *target, now time.Time) bool {
+	if now.Before(t.retryAt) {
+		return true
+	}
+	w.qmu.Lock()
+	defer w.qmu.Unlock()
+	return t.q.declinedAny()
 }
 
 // mayHaveLanded records that sha, a commit of win, may be on the remote though its push
