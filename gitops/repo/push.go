@@ -71,7 +71,9 @@ func (r *Repo) PushWithin(ctx context.Context, timeout time.Duration, branch str
 	}
 	// Delivered; now the clone gets the objects, before its tracking ref may point at them.
 	if err := r.storeFresh(); err != nil {
-		return err
+		// The caller counts it failed and tries again; that attempt finds the remote at
+		// this commit, or moved past it, and a fetch brings the objects.
+		return fmt.Errorf("push %s to %s landed, but storing its objects in the clone failed: %w", branch, Redact(r.shown), err)
 	}
 	r.fresh = nil
 	return r.setTracking(branch, newTip)
@@ -147,13 +149,14 @@ func (r *Repo) receivePackSession(ctx context.Context) (transport.ReceivePackSes
 // send streams the packfile of hashes with the update request and checks the
 // server's per-ref report.
 func (r *Repo) send(ctx context.Context, sess transport.ReceivePackSession, req *packp.ReferenceUpdateRequest, hashes []plumbing.Hash, refDeltas bool) error {
+	// Nothing is sent before the packfile streams: an error here never landed.
 	window, err := r.packWindow()
 	if err != nil {
-		return err
+		return fmt.Errorf("%w (%w)", err, ErrNotSent)
 	}
 	source, err := r.packSource(hashes)
 	if err != nil {
-		return err
+		return fmt.Errorf("%w (%w)", err, ErrNotSent)
 	}
 	rd, wr := io.Pipe()
 	req.Packfile = rd
