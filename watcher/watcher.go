@@ -1710,7 +1710,7 @@ func (w *Watcher) authored(changes []batch.Change, a attribution.Author, ok bool
 		return
 	}
 	for i := range changes {
-		changes[i].Author, changes[i].AskedAt = a.Username, a.RecordedAt
+		changes[i].Author = a.Username
 	}
 }
 

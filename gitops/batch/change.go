@@ -4,7 +4,6 @@ import (
 	"errors"
 	"slices"
 	"sort"
-	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -46,11 +45,6 @@ type Change struct {
 	// Author is the username the API server authenticated for the change, joined from
 	// admission; empty when unknown (the commit is then authored by the committer).
 	Author string
-	// AskedAt is when the change was asked for, as the admission record joined for Author
-	// says (zero when none was): a change waits from then, not from when its event reached
-	// the writer, for spec.commitWindow.maxDelay and the delivery metrics, so a watch
-	// lagging behind shows in them.
-	AskedAt time.Time
 	// Pruned says a complete list under prune mode Always found the object gone, or out of
 	// the selection of every rule that mirrors deletions: its document is removed at commit
 	// time only while the target still prunes Always and no later list has found the object

@@ -253,21 +253,6 @@ func (q *queue) keepAge(key ObjectKey, from *authorWindow) {
 	}
 }
 
-// askedAt makes key, just placed at now, wait from at, when its change was asked for (the
-// admission record's time), when that is earlier: its window's age (maxDelay) and the
-// delivery metrics then count the watch's lag too. Quiet still counts from now, so a burst
-// the watch hands over late is still one window. A time after now is ignored.
-func (q *queue) askedAt(key ObjectKey, at, now time.Time) {
-	win := q.windows[q.owner[key]]
-	if win == nil || at.IsZero() || !at.Before(now) {
-		return
-	}
-	q.dirtySince(key, at)
-	if at.Before(win.First) {
-		win.First = at
-	}
-}
-
 // dirtySince records that key has waited since at, unless it waited from earlier.
 func (q *queue) dirtySince(key ObjectKey, at time.Time) {
 	if since, ok := q.since[key]; !ok || at.Before(since) {

@@ -57,21 +57,6 @@ func TestQueueWindowsPerAuthor(t *testing.T) {
 		wins, _ := q.due(WindowConfig{Quiet: 10 * time.Second, MaxDelay: 30 * time.Second}, t0.Add(31*time.Second))
 		assert.Equal(t, []string{"bob"}, authors(wins), "her window waits for her quiet period, not a's maxDelay")
 	})
-	t.Run("a change waits from when it was asked for, its window quiet from its arrival", func(t *testing.T) {
-		q := newQueue()
-		q.add(qkey("a"), anUpdate, "alice", t0.Add(20*time.Second))
-		q.askedAt(qkey("a"), t0, t0.Add(20*time.Second)) // its watch event came 20 s late
-		assert.Equal(t, t0, q.windows["alice"].First, "maxDelay and the metrics count the watch's lag")
-		wins, _ := q.due(cfg, t0.Add(22*time.Second))
-		assert.Empty(t, wins, "quiet counts from the arrival: a burst handed over late stays one window")
-		wins, _ = q.due(cfg, t0.Add(30*time.Second))
-		assert.Equal(t, []string{"alice"}, authors(wins), "maxDelay counts from the request")
-
-		q = newQueue()
-		q.add(qkey("b"), anUpdate, "bob", t0)
-		q.askedAt(qkey("b"), t0.Add(time.Minute), t0) // a time ahead of the writer's is not taken
-		assert.Equal(t, t0, q.windows["bob"].First)
-	})
 	t.Run("interleaved authors keep separate windows", func(t *testing.T) {
 		q := newQueue()
 		q.add(qkey("a"), anUpdate, "alice", t0)

@@ -218,7 +218,6 @@ func (w *worker) enqueue(changes []Change, older bool, requests ...*CommitReques
 			q.listedBy(c.Key, intentOf(c), c.Author, now)
 		default:
 			q.add(c.Key, intentOf(c), c.Author, now)
-			q.askedAt(c.Key, c.AskedAt, now)
 		}
 		if ok {
 			q.coAuthor(c.Key, c.CoAuthors...) // a parked change's credits (Change.CoAuthors)
