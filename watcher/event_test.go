@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -93,8 +94,21 @@ func TestAnUpdateThatChangesNothingForGit(t *testing.T) {
 
 	t.Run("leaves a user's pending change with its author when a controller writes status", func(t *testing.T) {
 		w, sink, book := setup(t)
+		reg := prometheus.NewRegistry()
+		m, err := attribution.NewMetrics(reg, book)
+		require.NoError(t, err)
+		w.opts.AttributionMetrics = m
 		record(t, book, "alice", deployment("5", 3, 0), deployment("5", 2, 0))
 		w.onEvent(deployments.GVR, deployment("5", 2, 0), deployment("6", 3, 0), false) // alice scales
+		families, err := reg.Gather()
+		require.NoError(t, err)
+		lagged := uint64(0)
+		for _, f := range families {
+			if f.GetName() == "gitops_reverser_watch_lag_seconds" {
+				lagged = f.GetMetric()[0].GetHistogram().GetSampleCount()
+			}
+		}
+		assert.Equal(t, uint64(1), lagged, "her update's lag is timed")
 		w.onEvent(deployments.GVR, deployment("6", 3, 0), deployment("7", 3, 3), false) // the controller's status write
 		require.Len(t, sink.got, 2)
 		require.Len(t, sink.got[0], 1)

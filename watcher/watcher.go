@@ -1672,6 +1672,7 @@ func (w *Watcher) attribute(changes []batch.Change, k attribution.Key, old, obj 
 		return
 	}
 	a, ok := w.opts.Attribution.JoinCreated(k, obj.GetResourceVersion())
+	w.opts.AttributionMetrics.Lagged(k.Op, a, time.Now())
 	w.authored(changes, a, ok)
 }
 
@@ -1690,6 +1691,7 @@ func (w *Watcher) attributeWithin(changes []batch.Change, k attribution.Key, old
 	if !ok && attribution.SameContent(k, old) {
 		return // a status or metadata-only write: nothing for Git, nobody to attribute
 	}
+	w.opts.AttributionMetrics.Lagged(k.Op, a, time.Now())
 	w.authored(changes, a, ok)
 }
 

@@ -24,6 +24,10 @@ import (
 // kept: it is all a commit needs, and it keeps a record small whatever the request carried.
 type Author struct {
 	Username string `json:"username"`
+	// RecordedAt is when the leader's Book recorded the request, set on a joined Author
+	// only (a record keeps it apart, and it never crosses the wire): how far the watch runs
+	// behind the API server is the time from it to the event (Metrics.Lagged).
+	RecordedAt time.Time `json:"-"`
 }
 
 // MaxUsernameBytes bounds a recorded username; a longer one is not recorded (its change is
@@ -193,6 +197,7 @@ func (b *Book) Record(k Key, a Author) {
 	if a.Username == "" || len(a.Username) > MaxUsernameBytes || k.oversized() {
 		return
 	}
+	a.RecordedAt = time.Time{} // compared by who, not when; a join sets it
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	now := b.now()
@@ -285,7 +290,14 @@ func (b *Book) joinIf(k Key, ok func(recorded, now time.Time) bool) (a Author, j
 	if !ok(r.recorded, now) {
 		return Author{}, false, true
 	}
-	return r.author, r.author.Username != "", true
+	return r.joined(), r.author.Username != "", true
+}
+
+// joined is the record's author as a join returns it, with when it was recorded.
+func (r *record) joined() Author {
+	a := r.author
+	a.RecordedAt = r.recorded
+	return a
 }
 
 // JoinCreated is Join for an object seen for the first time (a watch's add): seen, its
@@ -323,7 +335,7 @@ func (b *Book) JoinCreated(seen Key, rv string) (Author, bool) {
 		b.removeLocked(e)
 	}
 	r := e.Value.(*record)
-	return r.author, r.author.Username != ""
+	return r.joined(), r.author.Username != ""
 }
 
 // sameCreate says whether the object seen (its create key from a watch or a list) is as

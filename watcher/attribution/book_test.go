@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -90,7 +91,8 @@ func TestJoin(t *testing.T) {
 				return
 			}
 			assert.True(t, joined)
-			assert.Equal(t, *tt.want, got)
+			assert.Equal(t, *tt.want, who(got))
+			assert.WithinDuration(t, time.Now(), got.RecordedAt, time.Minute, "a join says when the request was recorded")
 		})
 	}
 }
@@ -356,7 +358,7 @@ func TestJoinCreated(t *testing.T) {
 				assert.False(t, joined)
 			} else {
 				assert.True(t, joined)
-				assert.Equal(t, *tt.want, got)
+				assert.Equal(t, *tt.want, who(got))
 			}
 			_, again := b.Join(CreateKey("u1"))
 			assert.False(t, again, "the create's record is used up")
@@ -391,9 +393,40 @@ func TestCreatedBy(t *testing.T) {
 	seen, _ := KeyForEvent(nil, cm("u1", "5", "a"))
 	got, ok = b.JoinCreated(seen, "5")
 	assert.True(t, ok, "the record stays for the add event that may follow the list")
-	assert.Equal(t, alice, got)
+	assert.Equal(t, alice, who(got))
 
 	b.Record(CreateKey("u3"), alice) // from a replica of an earlier release: no digest to compare
 	_, ok = b.CreatedBy("u3", live, func() (Key, bool) { return KeyForEvent(nil, cm("u3", "5", "a")) })
 	assert.False(t, ok)
+}
+
+// who is a joined Author without the time of its record, to compare with the one recorded.
+func who(a Author) Author {
+	a.RecordedAt = time.Time{}
+	return a
+}
+
+func TestTheWatchLagIsTimedForCreatesAndUpdatesJoinedToTheirRecord(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m, err := NewMetrics(reg, NewBook(0, 0))
+	require.NoError(t, err)
+	now := time.Now()
+	m.Lagged(Update, Author{Username: "alice", RecordedAt: now.Add(-2 * time.Second)}, now)
+	m.Lagged(Create, Author{Username: "alice", RecordedAt: now.Add(time.Second)}, now) // a clock step back: no lag
+	m.Lagged(Delete, Author{Username: "alice", RecordedAt: now.Add(-time.Minute)}, now)
+	m.Lagged(Update, Author{}, now) // no record joined
+	var none *Metrics
+	none.Lagged(Update, Author{Username: "alice", RecordedAt: now}, now)
+
+	families, err := reg.Gather()
+	require.NoError(t, err)
+	for _, f := range families {
+		if f.GetName() == "gitops_reverser_watch_lag_seconds" {
+			h := f.GetMetric()[0].GetHistogram()
+			assert.Equal(t, uint64(2), h.GetSampleCount(), "a delete waits for finalizers, not the watch")
+			assert.InDelta(t, 2.0, h.GetSampleSum(), 1e-9)
+			return
+		}
+	}
+	t.Fatal("no watch lag histogram registered")
 }

@@ -1,6 +1,10 @@
 package attribution
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
 
 // Metrics show how many stored changes found their author, so an operator notices when
 // attribution silently stops working (webhook skipped, failurePolicy Ignore timing out).
@@ -9,6 +13,10 @@ type Metrics struct {
 	Records prometheus.GaugeFunc
 	// Forwards counts records sent by a non-leader replica to the leader, by result.
 	Forwards *prometheus.CounterVec
+	// WatchLag times, for each create or update joined to its record, the record to its
+	// event: how far the watch runs behind the API server, which the writer's own latency
+	// histograms, timed from the change reaching it, do not see.
+	WatchLag prometheus.Histogram
 }
 
 // NewMetrics registers the collectors with reg; book feeds the records gauge.
@@ -27,7 +35,12 @@ func NewMetrics(reg prometheus.Registerer, book *Book) (*Metrics, error) {
 			Help: "Admission records a non-leader replica sent to the leader, by result (ok/failed).",
 		}, []string{"result"}),
 	}
-	for _, c := range []prometheus.Collector{m.Joins, m.Records, m.Forwards} {
+	m.WatchLag = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "gitops_reverser_watch_lag_seconds",
+		Help:    "From the admission record of a create or update to its watch event reaching the watcher: how far the watch runs behind the API server.",
+		Buckets: prometheus.ExponentialBucketsRange(0.001, 300, 16),
+	})
+	for _, c := range []prometheus.Collector{m.Joins, m.Records, m.Forwards, m.WatchLag} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -45,6 +58,16 @@ func (m *Metrics) Observe(joined bool) {
 		result = "joined"
 	}
 	m.Joins.WithLabelValues(result).Inc()
+}
+
+// Lagged times the watch's lag for a change of op joined to a: from a's record to now.
+// A delete is left out: its event waits for finalizers and grace periods, not for the
+// watch. So is an Author no record was joined for. A nil Metrics times nothing.
+func (m *Metrics) Lagged(op Op, a Author, now time.Time) {
+	if m == nil || op == Delete || a.RecordedAt.IsZero() {
+		return
+	}
+	m.WatchLag.Observe(max(now.Sub(a.RecordedAt), 0).Seconds())
 }
 
 func (m *Metrics) forwarded(ok bool) {
