@@ -99,8 +99,9 @@ spec:
 func TestCommitRequestBeforeDuringAndAfterTheAuthorsWindow(t *testing.T) {
 	remote := newRemote(t)
 	startOperator(t, t.TempDir())
-	// A long quiet period: only a CommitRequest can make these commits come early.
-	setupTarget(t, "requests", remote, "live", "20s")
+	// A long quiet period: only a CommitRequest can make these commits come early. A window
+	// then commits on its own after maxDelay (30s by default), far from the 18s below.
+	setupTarget(t, "requests", remote, "live", "60s")
 	watchConfigMaps(t, "requests", "")
 
 	t.Run("during: the open window commits at once with the message", func(t *testing.T) {
@@ -109,7 +110,7 @@ func TestCommitRequestBeforeDuringAndAfterTheAuthorsWindow(t *testing.T) {
 		start := time.Now()
 		kubectl(t, commitRequest("requests", "during", "Turn the flags on\n\nTicket: OPS-1", "60s"), as("alice", "apply", "-f", "-")...)
 		kubectl(t, "", "-n", "requests", "wait", "--for=condition=Committed", "--timeout=60s", "commitrequest/during")
-		assert.Less(t, time.Since(start), 18*time.Second, "the request closes the window before its 20s quiet period")
+		assert.Less(t, time.Since(start), 18*time.Second, "the request closes the window before it would close on its own")
 		assert.Equal(t, "Committed", committedReason(t, "during"))
 		sha := kubectl(t, "", "-n", "requests", "get", "commitrequest/during", "-o", "jsonpath={.status.sha}")
 		msg := git(t, remote, "log", "-1", "--format=%an|%B", sha)
@@ -132,7 +133,7 @@ func TestCommitRequestBeforeDuringAndAfterTheAuthorsWindow(t *testing.T) {
 	})
 
 	t.Run("after: once the author's window committed on its own, the request times out and says so", func(t *testing.T) {
-		// bob's change of the first case, committed when its 20s quiet period ended
+		// bob's change of the first case, committed when its window's maxDelay ended
 		waitFile(t, remote, "live/requests/configmaps/other.yaml", func(string) bool { return true })
 		kubectl(t, commitRequest("requests", "after", "Nothing to see", "3s"), as("bob", "apply", "-f", "-")...)
 		kubectl(t, "", "-n", "requests", "wait", "--for=jsonpath={.status.conditions[?(@.type==\"Committed\")].reason}=TimedOut", "--timeout=60s", "commitrequest/after")

@@ -242,7 +242,12 @@ func TestHumanCommitsDuringABurstAreKeptAndHistoryIsLinear(t *testing.T) {
 	require.NoError(t, <-done)
 	waitObjects(t, remote, "live", "human-a", "cm", 200, "x", 3*time.Minute)
 	require.Len(t, pushed, 20)
-	require.NoError(t, <-raceErr, "the person's push just before the operator's")
+	select { // by now the operator has pushed: the person's push came before its first
+	case err := <-raceErr:
+		require.NoError(t, err, "the person's push just before the operator's")
+	case <-time.After(time.Minute):
+		t.Fatal("the operator's first push never reached the remote, so no person's push raced it")
+	}
 	assert.Contains(t, op.logs.String(), "remote moved; replaying writes on the new tip")
 	assert.Contains(t, git(t, remote, "log", "--format=%s", "main"), "human change 100")
 	for i, sha := range pushed {
@@ -292,7 +297,9 @@ func TestKillNineDuringABurstConverges(t *testing.T) {
 	// of objects deleted while the operator is down.
 	burst(t, "kill-a", "gone", 5, "doomed")
 	waitObjects(t, remote, "live", "kill-a", "gone", 5, "doomed", 2*time.Minute)
-	rng := rand.New(rand.NewSource(time.Now().UnixNano()))
+	seed := time.Now().UnixNano()
+	t.Logf("kill moments from seed %d", seed) // a failing run's moments can be replayed with it
+	rng := rand.New(rand.NewSource(seed))
 	for round := 0; round < 5; round++ {
 		// A marker in Git says the operator watches again, so the round's deletion is an
 		// event it sees, not one made while it was down.
@@ -444,7 +451,9 @@ func TestCloneIsCompactedToTheTipAndKeepsDelivering(t *testing.T) {
 	ops := []*operator{startOperator(t, work, compactEvery...)}
 	setupTarget(t, "compact-a", remote, "live", "0s")
 	watchConfigMaps(t, "compact-a", "")
-	rng := rand.New(rand.NewSource(time.Now().UnixNano()))
+	seed := time.Now().UnixNano()
+	t.Logf("kill moments from seed %d", seed)
+	rng := rand.New(rand.NewSource(seed))
 	for round := 0; round < 9; round++ {
 		value := fmt.Sprintf("r%d", round)
 		if round%3 == 1 {
