@@ -166,11 +166,13 @@ var relabelRule = RuleSpec{
 // annotations, finalizers and the like move nothing into or out of a GitTarget, and an
 // outage under failurePolicy Fail then blocks only relabels.
 var relabelCondition = admissionv1.MatchCondition{
-	Name: "only-namespace-relabels",
-	Expression: "!(request.resource.group == '' && request.resource.resource == 'namespaces') || " +
-		"has(object.metadata.labels) != has(oldObject.metadata.labels) || " +
-		"(has(object.metadata.labels) && object.metadata.labels != oldObject.metadata.labels)",
+	Name:       "only-namespace-relabels",
+	Expression: "!(request.resource.group == '' && request.resource.resource == 'namespaces') || " + labelsChanged,
 }
+
+// labelsChanged is the CEL condition that an update changes the object's labels.
+const labelsChanged = "(has(object.metadata.labels) != has(oldObject.metadata.labels) || " +
+	"(has(object.metadata.labels) && object.metadata.labels != oldObject.metadata.labels))"
 
 // sendsNamespaceUpdates says whether rules already send every update of a namespace (a
 // rule watches namespaces themselves). Pure.
@@ -282,12 +284,13 @@ func setEntry(w *admissionv1.ValidatingWebhook, rules []RuleSpec, p WebhookPolic
 // ownedCondition sends a write unless the object has a controller ownerReference both
 // before and after it (only after for a creation, only before for a deletion), as the
 // handler skips it (Watched.route): an object adopted or orphaned by the write is still
-// sent, since for Git it leaves or arrives. A namespace is always sent: its new labels move
-// the objects in it, which its owner (a tenant operator) does not make noise
-// (DecideRelabel).
+// sent, since for Git it leaves or arrives. A namespace's relabel is always sent: its new
+// labels move the objects in it, which its owner (a tenant operator) does not make noise
+// (DecideRelabel); its owned namespace's other writes are not.
 var ownedCondition = admissionv1.MatchCondition{
 	Name: "skip-owned-objects",
-	Expression: "(request.resource.group == '' && request.resource.resource == 'namespaces') || " +
+	Expression: "(request.resource.group == '' && request.resource.resource == 'namespaces' && request.operation == 'UPDATE' && " +
+		labelsChanged + ") || " +
 		"!((request.operation == 'DELETE' || " + controlled("object") + ") && " +
 		"(request.operation == 'CREATE' || " + controlled("oldObject") + "))",
 }

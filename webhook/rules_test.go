@@ -394,6 +394,26 @@ func TestRelabelledListsWhatANamespacesNewLabelsMoveIntoOrOutOfEachTarget(t *tes
 		assert.Equal(t, []Move{{Target: TargetState{Key: prod}, Resources: []schema.GroupResource{cm}}},
 			v.Relabelled("team-x", labels.Set{"env": "prod", "team": "a"}, labels.Set{"team": "a"}),
 			"a rule that keeps only some objects by their labels lets the others leave")
+
+		deletesOnly := local
+		deletesOnly.create, deletesOnly.update = false, false
+		createOnly := local
+		createOnly.update, createOnly.del = false, false
+		for _, other := range []route{deletesOnly, createOnly} {
+			v.snap.Store(&snapshot{routes: []route{byEnv, other}, targets: map[types.NamespacedName]TargetState{prod: {Key: prod}}})
+			assert.Equal(t, []Move{{Target: TargetState{Key: prod}, Joins: true, Resources: []schema.GroupResource{cm}}},
+				v.Relabelled("a", labels.Set{}, labels.Set{"env": "prod"}),
+				"joining writes every object again, more than a rule that never wrote them, or only created them, did")
+		}
+		v.snap.Store(&snapshot{routes: []route{byEnv, deletesOnly}, targets: map[types.NamespacedName]TargetState{prod: {Key: prod}}})
+		assert.Empty(t, v.Relabelled("a", labels.Set{"env": "prod"}, labels.Set{}), "leaving removes nothing another rule selects, whatever it mirrors")
+
+		events := byLabels(prod, labels.Set{"env": "prod"}, []string{"events"}, true, true, true)
+		everything := byTeam
+		everything.nsSelector = labels.Everything()
+		v.snap.Store(&snapshot{routes: []route{events, everything}, targets: map[types.NamespacedName]TargetState{prod: {Key: prod}}})
+		assert.Equal(t, []Move{{Target: TargetState{Key: prod}, Resources: []schema.GroupResource{{Resource: "events"}}}},
+			v.Relabelled("team-x", labels.Set{"env": "prod"}, labels.Set{}), "a * rule does not take Events, as the watcher's does not")
 	})
 
 	v.snap.Store(&snapshot{routes: routes})

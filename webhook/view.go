@@ -451,7 +451,7 @@ func (v *View) Relabelled(namespace string, old, now labels.Set) []Move {
 			before = now
 		}
 		for _, gr := range rt.groupResources() {
-			if stillTaken(s.routes, rt, gr, namespace, before) {
+			if stillTaken(s.routes, rt, joins, gr, namespace, before) {
 				continue
 			}
 			key := [2]string{rt.target.String(), fmt.Sprint(joins)}
@@ -469,16 +469,24 @@ func (v *View) Relabelled(namespace string, old, now labels.Set) []Move {
 }
 
 // stillTaken says whether a rule of moving's target other than moving takes gr's objects
-// from namespace, labelled other, as moving takes them (no object selector, or the same
-// one): then they stay in the target whichever way moving's selector answers — the
-// watcher neither removes nor newly writes them. Pure.
-func stillTaken(routes []route, moving route, gr schema.GroupResource, namespace string, other labels.Set) bool {
+// from namespace, labelled other (the labels on the side where moving does not take
+// them), as moving takes them (no object selector, or the same one): then they stay in the
+// target whichever way moving's selector answers. Leaving, the watcher removes nothing
+// another rule selects, whatever its operations; joining, it writes every object again,
+// which changes nothing only where the other rule already wrote them as this one would (it
+// updates, or both only create). "*" leaves out what the watcher's "*" does
+// (watcher.RuntimeState). Pure.
+func stillTaken(routes []route, moving route, joins bool, gr schema.GroupResource, namespace string, other labels.Set) bool {
 	for _, rt := range routes {
 		if rt.target != moving.target || (rt.cluster && rt.nsSelector == nil) {
 			continue
 		}
+		anyResource := rt.resources["*"] && !watcher.RuntimeState(gr.Group, gr.Resource)
 		if !(rt.objects.Empty() || rt.objects.String() == moving.objects.String()) ||
-			!(rt.groups["*"] || rt.groups[gr.Group]) || !(rt.resources["*"] || rt.resources[gr.Resource]) {
+			!(rt.groups["*"] || rt.groups[gr.Group]) || !(anyResource || rt.resources[gr.Resource]) {
+			continue
+		}
+		if joins && !(rt.update || (rt.create && !moving.update)) {
 			continue
 		}
 		if (rt.cluster && rt.nsSelector.Matches(other)) || (!rt.cluster && rt.namespace == namespace) {

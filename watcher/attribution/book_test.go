@@ -414,7 +414,8 @@ func TestTheWatchLagIsTimedForCreatesAndUpdatesJoinedToTheirRecord(t *testing.T)
 	m.Lagged(Update, Author{Username: "alice", RecordedAt: now.Add(-2 * time.Second)}, now)
 	m.Lagged(Create, Author{Username: "alice", RecordedAt: now.Add(time.Second)}, now) // a clock step back: no lag
 	m.Lagged(Delete, Author{Username: "alice", RecordedAt: now.Add(-time.Minute)}, now)
-	m.Lagged(Update, Author{}, now) // no record joined
+	m.Lagged(Update, Author{}, now)                                  // no record joined
+	m.Lagged(Update, Author{RecordedAt: now.Add(-time.Minute)}, now) // an ambiguous record's: the second request's time
 	var none *Metrics
 	none.Lagged(Update, Author{Username: "alice", RecordedAt: now}, now)
 

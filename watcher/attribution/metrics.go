@@ -62,9 +62,10 @@ func (m *Metrics) Observe(joined bool) {
 
 // Lagged times the watch's lag for a change of op joined to a: from a's record to now.
 // A delete is left out: its event waits for finalizers and grace periods, not for the
-// watch. So is an Author no record was joined for. A nil Metrics times nothing.
+// watch. So is an Author no record was joined for, or an ambiguous record's (no username:
+// its time is the second request's). A nil Metrics times nothing.
 func (m *Metrics) Lagged(op Op, a Author, now time.Time) {
-	if m == nil || op == Delete || a.RecordedAt.IsZero() {
+	if m == nil || op == Delete || a.Username == "" || a.RecordedAt.IsZero() {
 		return
 	}
 	m.WatchLag.Observe(max(now.Sub(a.RecordedAt), 0).Seconds())
