@@ -121,8 +121,8 @@ type WebhookPolicy struct {
 	// (ownedCondition), so an outage under failurePolicy Fail never blocks the Pods,
 	// ReplicaSets and Jobs of a resource a "*" rule names.
 	SkipOwned bool
-	// Relabels says some rule takes objects from the namespaces a namespaceSelector chooses
-	// (RelabelsFor): a namespace's label changes are sent too (relabelRule, relabelCondition),
+	// Relabels says some rule takes objects from the namespaces a namespaceSelector other
+	// than {} (which no relabel flips) chooses (RelabelsFor): a namespace's label changes are sent too (relabelRule, relabelCondition),
 	// since they move its objects into or out of GitTargets (DecideRelabel).
 	Relabels bool
 }
@@ -167,7 +167,7 @@ var relabelRule = RuleSpec{
 // outage under failurePolicy Fail then blocks only relabels.
 var relabelCondition = admissionv1.MatchCondition{
 	Name:       "only-namespace-relabels",
-	Expression: "!(request.resource.group == '' && request.resource.resource == 'namespaces') || " + labelsChanged,
+	Expression: "!(request.resource.group == '' && request.resource.resource == 'namespaces') || request.operation != 'UPDATE' || " + labelsChanged,
 }
 
 // labelsChanged is the CEL condition that an update changes the object's labels.
@@ -186,8 +186,8 @@ func sendsNamespaceUpdates(rules []RuleSpec) bool {
 	return false
 }
 
-// RelabelsFor says whether some watched resource is taken by a namespaceSelector, so that
-// relabelling a namespace moves objects (WebhookPolicy.Relabels). Pure.
+// RelabelsFor says whether some watched resource is taken by a namespaceSelector other than
+// {}, so that relabelling a namespace moves objects (WebhookPolicy.Relabels). Pure.
 func RelabelsFor(watched []watcher.WatchedResource) bool {
 	return slices.ContainsFunc(watched, func(r watcher.WatchedResource) bool { return r.ByNamespaceLabels })
 }
@@ -284,9 +284,10 @@ func setEntry(w *admissionv1.ValidatingWebhook, rules []RuleSpec, p WebhookPolic
 // ownedCondition sends a write unless the object has a controller ownerReference both
 // before and after it (only after for a creation, only before for a deletion), as the
 // handler skips it (Watched.route): an object adopted or orphaned by the write is still
-// sent, since for Git it leaves or arrives. A namespace's relabel is always sent: its new
-// labels move the objects in it, which its owner (a tenant operator) does not make noise
-// (DecideRelabel); its owned namespace's other writes are not.
+// sent, since for Git it leaves or arrives. An update that changes a namespace's labels is
+// always sent: it moves the objects in the namespace, which a tenant operator owning the
+// namespace does not make noise (DecideRelabel). The owned namespace's other writes are
+// still skipped.
 var ownedCondition = admissionv1.MatchCondition{
 	Name: "skip-owned-objects",
 	Expression: "(request.resource.group == '' && request.resource.resource == 'namespaces' && request.operation == 'UPDATE' && " +

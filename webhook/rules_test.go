@@ -390,6 +390,9 @@ func TestRelabelledListsWhatANamespacesNewLabelsMoveIntoOrOutOfEachTarget(t *tes
 		assert.Empty(t, v.Relabelled("team-x", labels.Set{"env": "prod", "team": "a"}, labels.Set{"team": "a"}), "leaving one rule, still in the other")
 		assert.Empty(t, v.Relabelled("team-x", labels.Set{"team": "a"}, labels.Set{"env": "prod", "team": "a"}), "joining one rule, already in the other")
 		assert.Empty(t, v.Relabelled("a", labels.Set{"env": "prod"}, labels.Set{}), "a WatchRule of the namespace keeps its ConfigMaps")
+		teamConfigMaps := byLabels(prod, labels.Set{"team": "a"}, []string{"configmaps"}, true, true, true)
+		v.snap.Store(&snapshot{routes: []route{byEnv, teamConfigMaps}, targets: map[types.NamespacedName]TargetState{prod: {Key: prod}}})
+		assert.Empty(t, v.Relabelled("team-x", labels.Set{"team": "a"}, labels.Set{"env": "prod"}), "swapping one rule for another of the target keeps its ConfigMaps there")
 		v.snap.Store(&snapshot{routes: []route{byEnv, chosen}, targets: map[types.NamespacedName]TargetState{prod: {Key: prod}}})
 		assert.Equal(t, []Move{{Target: TargetState{Key: prod}, Resources: []schema.GroupResource{cm}}},
 			v.Relabelled("team-x", labels.Set{"env": "prod", "team": "a"}, labels.Set{"team": "a"}),
@@ -429,12 +432,13 @@ func TestANamespaceSelectorSendsOnlyTheRelabelsOfNamespaces(t *testing.T) {
 	assert.True(t, RelabelsFor([]watcher.WatchedResource{{GVR: cm, Create: true}, {GVR: cm, Update: true, ByNamespaceLabels: true}}))
 
 	p := WebhookPolicy{FailurePolicy: admissionv1.Fail, TimeoutSecond: 5, Relabels: true}
-	rules := []RuleSpec{rule("", []string{"configmaps"}, admissionv1.Create, admissionv1.Update)}
+	rules := make([]RuleSpec, 1, 2) // room to append in place, which must not happen
+	rules[0] = rule("", []string{"configmaps"}, admissionv1.Create, admissionv1.Update)
 	var w admissionv1.ValidatingWebhook
 	require.True(t, ApplyPolicy(&w, rules, p))
 	assert.Equal(t, append(slices.Clone(rules), rule("", []string{"namespaces"}, admissionv1.Update)), w.Rules)
 	assert.Contains(t, w.MatchConditions, relabelCondition)
-	assert.Len(t, rules, 1, "the caller's rules are left as they were")
+	assert.Zero(t, rules[:2][1], "the caller's rules, and the room after them, are left as they were")
 	assert.False(t, ApplyPolicy(&w, rules, p), "applying the same policy again changes nothing")
 
 	watched := []RuleSpec{rule("", []string{"configmaps", "namespaces"}, admissionv1.Create, admissionv1.Update)}

@@ -432,7 +432,8 @@ type Move struct {
 // with one label set and not the other, and that act on what moves — an object taken in is
 // written where the rule creates or updates, one left out is removed where it deletes — as
 // the watcher's NamespaceRelabelled does. A resource another rule of the target takes from
-// the namespace on both sides (stillTaken) does not move.
+// the namespace on the side where this one does not (stillTaken) does not move: the target
+// holds it before and after.
 func (v *View) Relabelled(namespace string, old, now labels.Set) []Move {
 	s := v.snap.Load()
 	var out []Move

@@ -16,7 +16,7 @@ var (
 
 	// ErrNotSent comes with a push's error when nothing was sent: the remote had moved,
 	// or the push failed before it offered the update (the remote unreachable, its refs
-	// unreadable); and with ErrMaybeMoved, whose update was offered and declined. The commit
+	// unreadable, its pack not prepared locally); and with ErrMaybeMoved, whose update was offered and declined. The commit
 	// cannot have landed, so nothing needs to look for it later.
 	ErrNotSent = errors.New("nothing was sent")
 

@@ -424,7 +424,7 @@ func TestTheWatchLagIsTimedForCreatesAndUpdatesJoinedToTheirRecord(t *testing.T)
 	for _, f := range families {
 		if f.GetName() == "gitops_reverser_watch_lag_seconds" {
 			h := f.GetMetric()[0].GetHistogram()
-			assert.Equal(t, uint64(2), h.GetSampleCount(), "a delete waits for finalizers, not the watch")
+			assert.Equal(t, uint64(2), h.GetSampleCount(), "only the update and the create are timed")
 			assert.InDelta(t, 2.0, h.GetSampleSum(), 1e-9)
 			return
 		}
