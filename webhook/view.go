@@ -221,20 +221,16 @@ func (v *View) rebuild(ctx context.Context) error {
 	for _, r := range rules.Items {
 		s.rules = append(s.rules, watcher.RuleKey("WatchRule", r.Namespace, r.Name))
 		target := types.NamespacedName{Namespace: r.Namespace, Name: r.Spec.TargetRef.Name}
-		for _, rr := range r.Spec.Rules {
-			if rt, err := compile(target, r.Namespace, false, rr, nil); err == nil {
-				s.routes = append(s.routes, rt)
-			}
-		}
+		s.routes = append(s.routes, compileAll(len(r.Spec.Rules), func(i int) (route, error) {
+			return compile(target, r.Namespace, false, r.Spec.Rules[i], nil)
+		})...)
 	}
 	for _, r := range crules.Items {
 		s.rules = append(s.rules, watcher.RuleKey("ClusterWatchRule", "", r.Name))
 		target := types.NamespacedName{Namespace: r.Spec.TargetRef.Namespace, Name: r.Spec.TargetRef.Name}
-		for _, rr := range r.Spec.Rules {
-			if rt, err := compile(target, "", true, rr.ResourceRule, rr.NamespaceSelector); err == nil {
-				s.routes = append(s.routes, rt)
-			}
-		}
+		s.routes = append(s.routes, compileAll(len(r.Spec.Rules), func(i int) (route, error) {
+			return compile(target, "", true, r.Spec.Rules[i].ResourceRule, r.Spec.Rules[i].NamespaceSelector)
+		})...)
 	}
 	sort.SliceStable(s.routes, func(i, j int) bool { return s.routes[i].target.String() < s.routes[j].target.String() })
 	v.snap.Store(s)
@@ -290,6 +286,21 @@ func encryptionState(st *TargetState, t *v1alpha1.GitTarget) {
 			st.SensitiveResources = append(st.SensitiveResources, schema.GroupResource{Group: gr.Group, Resource: gr.Resource})
 		}
 	}
+}
+
+// compileAll compiles a rule's n resource rules, or none when one of them cannot be: the
+// watcher then registers nothing of the rule (it is Stalled), so admission routes nothing by
+// it either.
+func compileAll(n int, compileOne func(int) (route, error)) []route {
+	out := make([]route, 0, n)
+	for i := range n {
+		rt, err := compileOne(i)
+		if err != nil {
+			return nil
+		}
+		out = append(out, rt)
+	}
+	return out
 }
 
 func compile(target types.NamespacedName, ns string, cluster bool, r v1alpha1.ResourceRule, nsSel *metav1.LabelSelector) (route, error) {

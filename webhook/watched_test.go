@@ -326,6 +326,27 @@ func TestAGitTargetBeingDeletedIsRoutedNothing(t *testing.T) {
 	assert.NotContains(t, targets, client.ObjectKeyFromObject(deleting), "it stopped writing: admission judges nothing for it")
 }
 
+func TestARuleOneOfWhoseResourceRulesCannotBeCompiledRoutesNothing(t *testing.T) {
+	scheme := runtime.NewScheme()
+	require.NoError(t, v1alpha1.AddToScheme(scheme))
+	live := &v1alpha1.GitTarget{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "live"}}
+	rule := func(name string, second metav1.LabelSelector) *v1alpha1.ClusterWatchRule {
+		return &v1alpha1.ClusterWatchRule{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1alpha1.ClusterWatchRuleSpec{
+			TargetRef: v1alpha1.NamespacedObjectReference{Namespace: "team-a", Name: "live"},
+			Rules: []v1alpha1.ClusterResourceRule{
+				{ResourceRule: v1alpha1.ResourceRule{APIGroups: []string{""}, Resources: []string{"configmaps"}}, NamespaceSelector: &metav1.LabelSelector{}},
+				{ResourceRule: v1alpha1.ResourceRule{APIGroups: []string{""}, Resources: []string{"secrets"}}, NamespaceSelector: &second},
+			}}}
+	}
+	invalid := metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "env", Operator: "Near"}}}
+	v := NewView(listingCache{c: fake.NewClientBuilder().WithScheme(scheme).
+		WithObjects(live, rule("broken", invalid), rule("fine", metav1.LabelSelector{})).Build()}, logr.Discard())
+
+	require.NoError(t, v.rebuild(context.Background()))
+	routes := v.snap.Load().routes
+	assert.Len(t, routes, 2, "the watcher registers nothing of the broken rule (it is Stalled), so admission routes nothing by it")
+}
+
 // A server-side apply of what is stored already is stored as nothing: no event will use its
 // record up.
 // recordingWatched is a leading replica's Watched entry whose view routes routes to one
