@@ -35,9 +35,13 @@ func ValidateTarget(t *v1alpha1.GitTarget, provider *v1alpha1.GitProvider, other
 	repository := fmt.Sprintf("repository of GitProvider %s/%s (not created yet)", t.Namespace, t.Spec.ProviderRef.Name)
 	if provider != nil {
 		if !controller.BranchAllowed(provider, t.Spec.Branch) {
-			return fmt.Errorf("GitTarget %s/%s: branch %q is not allowed by GitProvider %s/%s (allowedBranches %v): "+
+			malformed := ""
+			if err := controller.AllowedBranchesProblem(provider); err != nil {
+				malformed = fmt.Sprintf("; %v", err)
+			}
+			return fmt.Errorf("GitTarget %s/%s: branch %q is not allowed by GitProvider %s/%s (allowedBranches %v%s): "+
 				"add a matching pattern to the provider's spec.allowedBranches, or choose an allowed branch",
-				t.Namespace, t.Name, t.Spec.Branch, provider.Namespace, provider.Name, provider.Spec.AllowedBranches)
+				t.Namespace, t.Name, t.Spec.Branch, provider.Namespace, provider.Name, provider.Spec.AllowedBranches, malformed)
 		}
 		repository = "repository " + repo.Redact(provider.Spec.URL)
 	}
@@ -187,10 +191,11 @@ func (o *Own) requireRoutedAccess(ctx context.Context, req admission.Request, wh
 		what, req.UserInfo.Username, strings.Join(missing, ", "), strings.Join(by, ", "), whyRouted))
 }
 
-// validateProvider checks a GitProvider's author against the Secret it names: the operator
-// sends its credentials to spec.url, which the author chose. An update that keeps the Secret
-// (a label, allowedBranches, a re-apply by a GitOps tool) is not checked again: the URL is
-// immutable.
+// validateProvider refuses new or changed allowedBranches patterns path.Match cannot read
+// (they would match no branch, silently), and checks a GitProvider's author against the
+// Secret it names: the operator sends its credentials to spec.url, which the author chose.
+// An update that keeps the Secret (a label, allowedBranches, a re-apply by a GitOps tool) is
+// not checked again: the URL is immutable.
 func (o *Own) validateProvider(ctx context.Context, req admission.Request) admission.Response {
 	if req.Operation != admissionv1.Create && req.Operation != admissionv1.Update {
 		return admission.Allowed("")
@@ -202,11 +207,20 @@ func (o *Own) validateProvider(ctx context.Context, req admission.Request) admis
 	if p.Namespace == "" {
 		p.Namespace = req.Namespace
 	}
+	var old *v1alpha1.GitProvider
 	if req.Operation == admissionv1.Update && len(req.OldObject.Raw) > 0 {
-		var old v1alpha1.GitProvider
-		if err := json.Unmarshal(req.OldObject.Raw, &old); err == nil && reflect.DeepEqual(old.Spec.SecretRef, p.Spec.SecretRef) {
-			return admission.Allowed("")
+		old = &v1alpha1.GitProvider{}
+		if err := json.Unmarshal(req.OldObject.Raw, old); err != nil {
+			old = nil
 		}
+	}
+	// New or changed patterns only: a stored one that no longer reads must not keep its
+	// provider from being labelled or fixed otherwise.
+	if err := controller.AllowedBranchesProblem(&p); err != nil && (old == nil || !slices.Equal(old.Spec.AllowedBranches, p.Spec.AllowedBranches)) {
+		return admission.Denied(fmt.Sprintf("GitProvider %s/%s: %v", p.Namespace, p.Name, err))
+	}
+	if old != nil && reflect.DeepEqual(old.Spec.SecretRef, p.Spec.SecretRef) {
+		return admission.Allowed("")
 	}
 	return o.requireAccess(ctx, req, fmt.Sprintf("GitProvider %s/%s: spec.secretRef", p.Namespace, p.Name), whyProvider, ProviderReadAccess(&p))
 }

@@ -196,6 +196,28 @@ func TestAGitProvidersAuthorMustBeAllowedToReadItsSecret(t *testing.T) {
 	}
 }
 
+func TestAGitProviderWhoseAllowedBranchesCannotBeReadIsRefused(t *testing.T) {
+	scheme := runtime.NewScheme()
+	require.NoError(t, v1alpha1.AddToScheme(scheme))
+	provider := func(label string, branches ...string) []byte {
+		p := v1alpha1.GitProvider{TypeMeta: metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: "GitProvider"},
+			ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "git", Labels: map[string]string{"l": label}},
+			Spec:       v1alpha1.GitProviderSpec{URL: "https://git.example.com/r.git", AllowedBranches: branches}}
+		b, err := json.Marshal(p)
+		require.NoError(t, err)
+		return b
+	}
+	o := &Own{Decoder: admission.NewDecoder(scheme), Authorizer: &askedAuthorizer{}}
+	resp := o.Handle(context.Background(), ownRequest(admissionv1.Create, "GitProvider", "team-a", "git", provider("a", "main", "release-[0-9"), nil))
+	require.False(t, resp.Allowed)
+	assert.Equal(t, `GitProvider team-a/git: spec.allowedBranches: "release-[0-9" is not a valid pattern (path.Match syntax: *, ?, [a-z], \ to escape; a [ needs its ])`,
+		resp.Result.Message)
+	resp = o.Handle(context.Background(), ownRequest(admissionv1.Update, "GitProvider", "team-a", "git", provider("b", "release-[0-9"), provider("a", "release-[0-9")))
+	assert.True(t, resp.Allowed, "a stored pattern does not keep its provider from being labelled")
+	resp = o.Handle(context.Background(), ownRequest(admissionv1.Update, "GitProvider", "team-a", "git", provider("a", "release-[0-9]"), provider("a", "release-[0-9")))
+	assert.True(t, resp.Allowed, "nor from being fixed")
+}
+
 // refusingAuthorizer allows everything but what it lists, and keeps the questions.
 type refusingAuthorizer struct {
 	refused []ReadAccess

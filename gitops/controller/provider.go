@@ -9,6 +9,7 @@ import (
 	"maps"
 	"path"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -150,6 +151,37 @@ func keyNames(data map[string][]byte) string {
 		return "no keys"
 	}
 	return "keys " + strings.Join(slices.Sorted(maps.Keys(data)), ", ")
+}
+
+// AllowedBranchesProblem names the provider's allowedBranches patterns path.Match cannot
+// read ("release-[0-9"): such a pattern matches no branch, and a person reading it would
+// expect it to. Nil when every pattern reads. Pure.
+func AllowedBranchesProblem(p *v1alpha1.GitProvider) error {
+	var bad []string
+	for _, g := range p.Spec.AllowedBranches {
+		if _, err := path.Match(g, ""); err != nil {
+			bad = append(bad, strconv.Quote(g))
+		}
+	}
+	switch len(bad) {
+	case 0:
+		return nil
+	case 1:
+		return fmt.Errorf("spec.allowedBranches: %s is not a valid pattern (%s)", bad[0], patternSyntax)
+	}
+	return fmt.Errorf("spec.allowedBranches: %s are not valid patterns (%s)", strings.Join(bad, ", "), patternSyntax)
+}
+
+// patternSyntax reminds of path.Match's syntax, for a pattern it cannot read.
+const patternSyntax = `path.Match syntax: *, ?, [a-z], \ to escape; a [ needs its ]`
+
+// malformedPatterns is AllowedBranchesProblem in parentheses after a space, for a message
+// saying a branch is not allowed; "" when every pattern reads.
+func malformedPatterns(p *v1alpha1.GitProvider) string {
+	if err := AllowedBranchesProblem(p); err != nil {
+		return fmt.Sprintf(" (%v)", err)
+	}
+	return ""
 }
 
 // BranchAllowed reports whether branch matches one of the provider's allowedBranches globs.

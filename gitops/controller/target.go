@@ -187,8 +187,9 @@ func placeProblem(t *v1alpha1.GitTarget, p *v1alpha1.GitProvider) (reason, messa
 			"another folder (spec.path is immutable)", err)
 	}
 	if !BranchAllowed(p, t.Spec.Branch) {
-		return v1alpha1.ReasonBranchNotAllowed, fmt.Sprintf("branch %q is not in GitProvider %s allowedBranches %v: add a matching pattern there, "+
-			"or create a GitTarget on an allowed branch (spec.branch is immutable)", t.Spec.Branch, client.ObjectKeyFromObject(p), p.Spec.AllowedBranches)
+		return v1alpha1.ReasonBranchNotAllowed, fmt.Sprintf("branch %q is not in GitProvider %s allowedBranches %v%s: add a matching pattern there, "+
+			"or create a GitTarget on an allowed branch (spec.branch is immutable)", t.Spec.Branch, client.ObjectKeyFromObject(p), p.Spec.AllowedBranches,
+			malformedPatterns(p))
 	}
 	return "", ""
 }
