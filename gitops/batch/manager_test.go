@@ -1388,12 +1388,14 @@ func TestARegistrationDoesNotWaitForARemoteThatStoppedAnswering(t *testing.T) {
 	second.Key, second.Folder = types.NamespacedName{Namespace: "ops", Name: "second"}, "second"
 	w.mu.Lock() // a fetch in progress, begun 11 s ago
 	done := w.onRemote()
-	w.remoteSince.Store(time.Now().Add(-slowRemote - time.Second).UnixNano())
+	started := time.Now().Add(-slowRemote - time.Second)
+	w.remoteSince.Store(started.UnixNano())
 
 	_, err := m.EnsureTarget(context.Background(), second)
 
 	require.ErrorIs(t, err, ErrRemoteBusy)
-	assert.Contains(t, err.Error(), "for 11s (branch main)")
+	assert.Contains(t, err.Error(), "since "+started.UTC().Format(time.TimeOnly)+" UTC (branch main)",
+		"when it began, which stays the same at every retry: the conditions quoting it are not rewritten each time")
 	done()
 	w.mu.Unlock()
 	_, registered := m.Status(second.Key)

@@ -803,15 +803,17 @@ func (w *worker) onRemote() (done func()) {
 	return func() { w.remoteSince.Store(0) }
 }
 
-// remoteStuck is ErrRemoteBusy, naming for how long, while a fetch or push has been in
-// progress longer than slowRemote; nil otherwise. It takes no lock.
+// remoteStuck is ErrRemoteBusy, naming since when, while a fetch or push has been in
+// progress longer than slowRemote; nil otherwise. It takes no lock. The time it started,
+// not how long it took: the message reaches every waiting GitTarget's conditions, which
+// would otherwise change, and be written, at each retry.
 func (w *worker) remoteStuck(now time.Time) error {
 	since := w.remoteSince.Load()
 	if since == 0 {
 		return nil
 	}
-	if took := now.Sub(time.Unix(0, since)); took > slowRemote {
-		return fmt.Errorf("%w for %s (branch %s): retried", ErrRemoteBusy, took.Round(time.Second), w.key.branch)
+	if started := time.Unix(0, since); now.Sub(started) > slowRemote {
+		return fmt.Errorf("%w since %s (branch %s): retried", ErrRemoteBusy, started.UTC().Format(time.TimeOnly+" MST"), w.key.branch)
 	}
 	return nil
 }
