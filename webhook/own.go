@@ -36,7 +36,7 @@ func ValidateTarget(t *v1alpha1.GitTarget, provider *v1alpha1.GitProvider, other
 	if provider != nil {
 		if !controller.BranchAllowed(provider, t.Spec.Branch) {
 			malformed := ""
-			if err := controller.AllowedBranchesProblem(provider); err != nil {
+			if err := controller.AllowedBranchesProblem(provider.Spec.AllowedBranches); err != nil {
 				malformed = fmt.Sprintf("; %v", err)
 			}
 			return fmt.Errorf("GitTarget %s/%s: branch %q is not allowed by GitProvider %s/%s (allowedBranches %v%s): "+
@@ -214,9 +214,13 @@ func (o *Own) validateProvider(ctx context.Context, req admission.Request) admis
 			old = nil
 		}
 	}
-	// New or changed patterns only: a stored one that no longer reads must not keep its
-	// provider from being labelled or fixed otherwise.
-	if err := controller.AllowedBranchesProblem(&p); err != nil && (old == nil || !slices.Equal(old.Spec.AllowedBranches, p.Spec.AllowedBranches)) {
+	// New patterns only: a stored one that does not read must not keep its provider from
+	// being labelled, or its list from being edited otherwise.
+	added := p.Spec.AllowedBranches
+	if old != nil {
+		added = slices.DeleteFunc(slices.Clone(added), func(g string) bool { return slices.Contains(old.Spec.AllowedBranches, g) })
+	}
+	if err := controller.AllowedBranchesProblem(added); err != nil {
 		return admission.Denied(fmt.Sprintf("GitProvider %s/%s: %v", p.Namespace, p.Name, err))
 	}
 	if old != nil && reflect.DeepEqual(old.Spec.SecretRef, p.Spec.SecretRef) {

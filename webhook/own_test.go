@@ -216,6 +216,10 @@ func TestAGitProviderWhoseAllowedBranchesCannotBeReadIsRefused(t *testing.T) {
 	assert.True(t, resp.Allowed, "a stored pattern does not keep its provider from being labelled")
 	resp = o.Handle(context.Background(), ownRequest(admissionv1.Update, "GitProvider", "team-a", "git", provider("a", "release-[0-9]"), provider("a", "release-[0-9")))
 	assert.True(t, resp.Allowed, "nor from being fixed")
+	resp = o.Handle(context.Background(), ownRequest(admissionv1.Update, "GitProvider", "team-a", "git", provider("a", "main", "release-[0-9"), provider("a", "release-[0-9")))
+	assert.True(t, resp.Allowed, "nor its list from being edited otherwise")
+	resp = o.Handle(context.Background(), ownRequest(admissionv1.Update, "GitProvider", "team-a", "git", provider("a", "main", "env/[a"), provider("a", "main")))
+	assert.False(t, resp.Allowed, "a pattern the update adds is read")
 }
 
 // refusingAuthorizer allows everything but what it lists, and keeps the questions.

@@ -288,9 +288,9 @@ func encryptionState(st *TargetState, t *v1alpha1.GitTarget) {
 	}
 }
 
-// compileAll compiles a rule's n resource rules, or none when one of them cannot be: the
-// watcher then registers nothing of the rule (it is Stalled), so admission routes nothing by
-// it either.
+// compileAll compiles a rule's n resource rules, or none when one of them cannot be (an
+// objectSelector it cannot read): the watcher then registers nothing of the rule (it is
+// Stalled), so admission routes nothing by it either.
 func compileAll(n int, compileOne func(int) (route, error)) []route {
 	out := make([]route, 0, n)
 	for i := range n {
@@ -303,6 +303,12 @@ func compileAll(n int, compileOne func(int) (route, error)) []route {
 	return out
 }
 
+// compile turns one resource rule into a route. An objectSelector it cannot read fails it,
+// as it fails the watcher's claims (claimsFor). A namespaceSelector it cannot read does
+// not: the watcher reads one only for the namespaced resources it resolves (the rule is
+// then not registered at all, and admission judges its other resource rules in vain),
+// so such a route takes no namespace, and still routes the cluster-scoped resources the
+// watcher does capture.
 func compile(target types.NamespacedName, ns string, cluster bool, r v1alpha1.ResourceRule, nsSel *metav1.LabelSelector) (route, error) {
 	objSel, err := watcher.Selector(r.ObjectSelector)
 	if err != nil {
@@ -310,8 +316,8 @@ func compile(target types.NamespacedName, ns string, cluster bool, r v1alpha1.Re
 	}
 	rt := route{target: target, namespace: ns, cluster: cluster, objects: objSel, groups: set(r.APIGroups), resources: set(r.Resources)}
 	if nsSel != nil {
-		if rt.nsSelector, err = metav1.LabelSelectorAsSelector(nsSel); err != nil {
-			return route{}, err
+		if sel, err := metav1.LabelSelectorAsSelector(nsSel); err == nil {
+			rt.nsSelector = sel
 		}
 	}
 	rt.create, rt.update, rt.del = watcher.Operations(r.Operations)

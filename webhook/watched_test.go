@@ -330,21 +330,32 @@ func TestARuleOneOfWhoseResourceRulesCannotBeCompiledRoutesNothing(t *testing.T)
 	scheme := runtime.NewScheme()
 	require.NoError(t, v1alpha1.AddToScheme(scheme))
 	live := &v1alpha1.GitTarget{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "live"}}
-	rule := func(name string, second metav1.LabelSelector) *v1alpha1.ClusterWatchRule {
+	invalid := &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "env", Operator: "Near"}}}
+	every := &metav1.LabelSelector{}
+	rule := func(name string, resource string, objects, namespaces *metav1.LabelSelector) *v1alpha1.ClusterWatchRule {
 		return &v1alpha1.ClusterWatchRule{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1alpha1.ClusterWatchRuleSpec{
 			TargetRef: v1alpha1.NamespacedObjectReference{Namespace: "team-a", Name: "live"},
 			Rules: []v1alpha1.ClusterResourceRule{
-				{ResourceRule: v1alpha1.ResourceRule{APIGroups: []string{""}, Resources: []string{"configmaps"}}, NamespaceSelector: &metav1.LabelSelector{}},
-				{ResourceRule: v1alpha1.ResourceRule{APIGroups: []string{""}, Resources: []string{"secrets"}}, NamespaceSelector: &second},
+				{ResourceRule: v1alpha1.ResourceRule{APIGroups: []string{""}, Resources: []string{"configmaps"}}, NamespaceSelector: every},
+				{ResourceRule: v1alpha1.ResourceRule{APIGroups: []string{"", "rbac.authorization.k8s.io"}, Resources: []string{resource}, ObjectSelector: objects},
+					NamespaceSelector: namespaces},
 			}}}
 	}
-	invalid := metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "env", Operator: "Near"}}}
-	v := NewView(listingCache{c: fake.NewClientBuilder().WithScheme(scheme).
-		WithObjects(live, rule("broken", invalid), rule("fine", metav1.LabelSelector{})).Build()}, logr.Discard())
+	v := NewView(listingCache{c: fake.NewClientBuilder().WithScheme(scheme).WithObjects(live,
+		rule("broken", "secrets", invalid, every),   // the watcher reads every objectSelector: it registers nothing of this rule
+		rule("roles", "clusterroles", nil, invalid), // it reads a namespaceSelector only for namespaced resources: this one it registers
+	).Build()}, logr.Discard())
 
 	require.NoError(t, v.rebuild(context.Background()))
 	routes := v.snap.Load().routes
-	assert.Len(t, routes, 2, "the watcher registers nothing of the broken rule (it is Stalled), so admission routes nothing by it")
+	require.Len(t, routes, 2, "nothing of the broken rule; all of the other")
+	role := Request{Operation: Create, Resource: schema.GroupResource{Group: "rbac.authorization.k8s.io", Resource: "clusterroles"}, Name: "admin"}
+	cm := Request{Operation: Create, Resource: schema.GroupResource{Resource: "configmaps"}, Namespace: "team-b", Name: "app"}
+	noLabels := func(string) labels.Set { return labels.Set{} }
+	assert.True(t, routes[1].routes(role, labels.Set{}, nil, noLabels), "its cluster-scoped resource is judged, as the watcher captures it")
+	assert.False(t, routes[1].routes(Request{Operation: Create, Resource: schema.GroupResource{Resource: "clusterroles"}, Namespace: "team-b"}, labels.Set{}, nil, noLabels),
+		"a selector it cannot read takes no namespace")
+	assert.True(t, routes[0].routes(cm, labels.Set{}, nil, noLabels))
 }
 
 // A server-side apply of what is stored already is stored as nothing: no event will use its

@@ -153,12 +153,12 @@ func keyNames(data map[string][]byte) string {
 	return "keys " + strings.Join(slices.Sorted(maps.Keys(data)), ", ")
 }
 
-// AllowedBranchesProblem names the provider's allowedBranches patterns path.Match cannot
-// read ("release-[0-9"): such a pattern matches no branch, and a person reading it would
-// expect it to. Nil when every pattern reads. Pure.
-func AllowedBranchesProblem(p *v1alpha1.GitProvider) error {
+// AllowedBranchesProblem names the allowedBranches patterns path.Match cannot read
+// ("release-[0-9"): such a pattern matches no branch, and a person reading it would expect
+// it to. Nil when every pattern reads. Pure.
+func AllowedBranchesProblem(patterns []string) error {
 	var bad []string
-	for _, g := range p.Spec.AllowedBranches {
+	for _, g := range patterns {
 		if _, err := path.Match(g, ""); err != nil {
 			bad = append(bad, strconv.Quote(g))
 		}
@@ -178,7 +178,7 @@ const patternSyntax = `path.Match syntax: *, ?, [a-z], \ to escape; a [ needs it
 // malformedPatterns is AllowedBranchesProblem in parentheses after a space, for a message
 // saying a branch is not allowed; "" when every pattern reads.
 func malformedPatterns(p *v1alpha1.GitProvider) string {
-	if err := AllowedBranchesProblem(p); err != nil {
+	if err := AllowedBranchesProblem(p.Spec.AllowedBranches); err != nil {
 		return fmt.Sprintf(" (%v)", err)
 	}
 	return ""

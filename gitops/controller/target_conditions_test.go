@@ -47,10 +47,10 @@ func TestAllowedBranchesProblem(t *testing.T) {
 	provider := func(patterns ...string) *v1alpha1.GitProvider {
 		return &v1alpha1.GitProvider{Spec: v1alpha1.GitProviderSpec{AllowedBranches: patterns}}
 	}
-	assert.NoError(t, AllowedBranchesProblem(provider("main", "env/*", "release-[0-9]*", `a\*`)))
-	assert.EqualError(t, AllowedBranchesProblem(provider("main", "release-[0-9")),
+	assert.NoError(t, AllowedBranchesProblem([]string{"main", "env/*", "release-[0-9]*", `a\*`}))
+	assert.EqualError(t, AllowedBranchesProblem([]string{"main", "release-[0-9"}),
 		`spec.allowedBranches: "release-[0-9" is not a valid pattern (path.Match syntax: *, ?, [a-z], \ to escape; a [ needs its ])`)
-	assert.ErrorContains(t, AllowedBranchesProblem(provider("[", `x\`)), `"[", "x\\" are not valid patterns`)
+	assert.ErrorContains(t, AllowedBranchesProblem([]string{"[", `x\`}), `"[", "x\\" are not valid patterns`)
 	reason, msg := placeProblem(&v1alpha1.GitTarget{Spec: v1alpha1.GitTargetSpec{Branch: "release-1", Path: "live"}}, provider("release-[0-9"))
 	assert.Equal(t, v1alpha1.ReasonBranchNotAllowed, reason)
 	assert.Contains(t, msg, `(spec.allowedBranches: "release-[0-9" is not a valid pattern`, "says why the pattern that looks like it matches does not")
