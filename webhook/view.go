@@ -305,10 +305,10 @@ func compileAll(n int, compileOne func(int) (route, error)) []route {
 
 // compile turns one resource rule into a route. An objectSelector it cannot read fails it,
 // as it fails the watcher's claims (claimsFor). A namespaceSelector it cannot read does
-// not: the watcher reads one only for the namespaced resources it resolves (the rule is
-// then not registered at all, and admission judges its other resource rules in vain),
-// so such a route takes no namespace, and still routes the cluster-scoped resources the
-// watcher does capture.
+// not: the watcher reads one only for the namespaced resources it resolves, so it may still
+// capture the rule's cluster-scoped resources, which the route keeps judging; the route
+// takes no namespace. (Where the watcher does read it, it registers nothing of the rule,
+// and admission judges the rule's other resource rules in vain: the milder error.)
 func compile(target types.NamespacedName, ns string, cluster bool, r v1alpha1.ResourceRule, nsSel *metav1.LabelSelector) (route, error) {
 	objSel, err := watcher.Selector(r.ObjectSelector)
 	if err != nil {
