@@ -495,19 +495,14 @@ func (v *View) Relabelled(namespace string, old, now labels.Set) []Move {
 // updates, or both only create). "*" leaves out what the watcher's "*" does
 // (watcher.RuntimeState). Pure.
 func stillTaken(routes []route, moving route, joins bool, gr schema.GroupResource, namespace string, other labels.Set) bool {
+	there := Request{Resource: gr, Namespace: namespace} // gr's objects in namespace, labelled other
+	labelled := func(string) labels.Set { return other }
 	for _, rt := range routes {
-		if rt.target != moving.target || (rt.cluster && rt.nsSelector == nil) {
+		if rt.target != moving.target || !rt.covers(there, labelled) ||
+			!(rt.objects.Empty() || rt.objects.String() == moving.objects.String()) {
 			continue
 		}
-		anyResource := rt.resources["*"] && !watcher.RuntimeState(gr.Group, gr.Resource)
-		if !(rt.objects.Empty() || rt.objects.String() == moving.objects.String()) ||
-			!(rt.groups["*"] || rt.groups[gr.Group]) || !(anyResource || rt.resources[gr.Resource]) {
-			continue
-		}
-		if joins && !(rt.update || (rt.create && !moving.update)) {
-			continue
-		}
-		if (rt.cluster && rt.nsSelector.Matches(other)) || (!rt.cluster && rt.namespace == namespace) {
+		if !joins || rt.update || (rt.create && !moving.update) {
 			return true
 		}
 	}
